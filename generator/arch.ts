@@ -1,0 +1,42 @@
+// GPU architectures normgen targets and the limits that prune the tunable space.
+
+import { InputError } from './problem.js';
+
+export interface Arch {
+  /** Name users type: sm80, sm90, ... */
+  name: string;
+  /** Compute capability as an integer: 80, 90, ... */
+  cc: number;
+  /** What nvcc's -arch takes. sm90 builds sm_90a for Hopper-only instructions. */
+  nvccArch: string;
+  /** Thread-block clusters with distributed shared memory (Hopper and later). */
+  clusters: boolean;
+  /** Largest dynamic shared memory one CTA may opt into, in bytes. */
+  maxSharedPerBlock: number;
+  maxThreadsPerSm: number;
+}
+
+const KB = 1024;
+// From the CUDA C++ Programming Guide's table of compute capabilities.
+const ARCHES: Arch[] = [
+  { name: 'sm80', cc: 80, nvccArch: 'sm_80', clusters: false, maxSharedPerBlock: 163 * KB, maxThreadsPerSm: 2048 },
+  { name: 'sm86', cc: 86, nvccArch: 'sm_86', clusters: false, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
+  { name: 'sm89', cc: 89, nvccArch: 'sm_89', clusters: false, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
+  { name: 'sm90', cc: 90, nvccArch: 'sm_90a', clusters: true, maxSharedPerBlock: 227 * KB, maxThreadsPerSm: 2048 },
+  { name: 'sm100', cc: 100, nvccArch: 'sm_100', clusters: true, maxSharedPerBlock: 227 * KB, maxThreadsPerSm: 2048 },
+  { name: 'sm120', cc: 120, nvccArch: 'sm_120', clusters: true, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
+];
+
+export const ARCH_NAMES = ARCHES.map((a) => a.name);
+
+export function parseArch(name: string): Arch {
+  const key = name.toLowerCase().replace(/^sm_/, 'sm').replace(/a$/, '');
+  const arch = ARCHES.find((a) => a.name === key);
+  if (!arch) throw new InputError(`unknown arch '${name}' (expected one of: ${ARCH_NAMES.join(', ')})`);
+  return arch;
+}
+
+/** The arch of a device with compute capability major.minor, if normgen knows it. */
+export function archForComputeCapability(major: number, minor: number): Arch | undefined {
+  return ARCHES.find((a) => a.cc === major * 10 + minor);
+}

@@ -1,0 +1,38 @@
+// Rendering CUDA compile units: one .cu per kernel spec holding many variants, so one
+// nvcc call compiles them all.
+
+import { residualDType, weightDType, biasDType, specKey, type DType, type KernelSpec } from './problem.js';
+import { render } from './templates.js';
+import { describeVariant, type Variant } from './variant.js';
+import { VERSION } from './version.js';
+
+const CUDA_TYPE: Record<DType, string> = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
+
+export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
+  for (const v of variants) {
+    if (specKey(v.spec) !== specKey(spec)) throw new Error(`variant ${v.id} belongs to another kernel spec`);
+  }
+  const x = CUDA_TYPE[spec.dtype];
+  const typeOf = (d: DType | null) => (d ? CUDA_TYPE[d] : x);
+  return render('cuda', 'norm_fwd.cu.hbs', {
+    version: VERSION,
+    opTitle: spec.op === 'rmsnorm' ? 'RMSNorm' : 'LayerNorm',
+    dtype: spec.dtype,
+    features: spec.features,
+    isLayerNorm: spec.op === 'layernorm',
+    hasWeight: spec.features.weight !== 'none',
+    hasResidual: spec.features.residual !== 'none',
+    types: { x, residual: typeOf(residualDType(spec)), weight: typeOf(weightDType(spec)), bias: typeOf(biasDType(spec)) },
+    kernels: variants.map((v) => ({
+      symbol: v.symbol,
+      params: v.params,
+      description: describeVariant(v),
+      clusterDims: v.params.cluster > 1,
+    })),
+  });
+}
+
+/** File name of a compile unit: readable, and unique per spec and variant set. */
+export function unitFileName(spec: KernelSpec, variants: Variant[], tag = ''): string {
+  return `${specKey(spec)}${tag ? '.' + tag : ''}.${variants.length}v.cu`;
+}

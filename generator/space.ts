@@ -1,0 +1,148 @@
+// The tunable space of the CUDA forward kernel and the constraints that prune it
+// before anything is compiled.
+
+import type { Arch } from './arch.js';
+import { BYTES, residualDType, type KernelSpec, type Problem } from './problem.js';
+
+/**
+ * Where a row lives between computing its statistics and normalizing it:
+ * - regs:   in registers; the kernel is specialized for at most `items` vectors per
+ *           thread (capacity items * threadsPerRow * vec * cluster elements);
+ * - smem:   staged in dynamic shared memory, any hidden size that fits;
+ * - reload: read again from global memory (L2) in a second pass; any hidden size.
+ */
+export const STORAGES = ['regs', 'smem', 'reload'] as const;
+export type Storage = (typeof STORAGES)[number];
+
+export interface CudaParams {
+  storage: Storage;
+  /** Threads per CTA. */
+  threads: number;
+  /** Elements per memory access (up to 16 bytes). */
+  vec: number;
+  /** Threads cooperating on one row; rows per CTA = threads / threadsPerRow. */
+  threadsPerRow: number;
+  /** regs only: vectors each thread keeps; 0 otherwise. */
+  items: number;
+  /** CTAs per row, reducing through distributed shared memory (sm90+, regs only). */
+  cluster: number;
+}
+
+export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
+export const CLUSTER_CHOICES = [1, 2, 4, 8];
+/** Most vectors one thread keeps in registers. */
+export const MAX_ITEMS = 16;
+/** Registers the kernel needs besides the row values (pointers, indices, sums). */
+const REGISTER_OVERHEAD = 40;
+/** Rows shorter than this many bytes never benefit from staging or reloading. */
+const LONG_ROW_BYTES = 16 * 1024;
+
+export const rowsPerCta = (p: CudaParams) => p.threads / p.threadsPerRow;
+
+/** Element size of what smem mode stages: the residual sum when fused, else x. */
+export function stageBytes(spec: KernelSpec): number {
+  return BYTES[residualDType(spec) ?? spec.dtype];
+}
+
+/** Widest vector (<= 16 bytes) dividing every row stride, so every access is aligned. */
+export function maxVec(problem: Problem): number {
+  let vec = 16 / BYTES[problem.dtype];
+  const r = residualDType(problem);
+  if (r) vec = Math.min(vec, 16 / BYTES[r]);
+  const s = problem.strides;
+  const strides = r ? [s.x, s.y, s.residual, s.residualOut] : [s.x, s.y];
+  while (vec > 1 && strides.some((st) => st % vec !== 0)) vec /= 2;
+  return vec;
+}
+
+const nextPow2 = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+const pow2Upto = (n: number) => Array.from({ length: Math.log2(n) + 1 }, (_, i) => 2 ** i);
+
+/** Largest hidden size a variant handles (Infinity when it loops over the row). */
+export function capacity(p: CudaParams): number {
+  return p.storage === 'regs' ? p.items * p.threadsPerRow * p.vec * p.cluster : Infinity;
+}
+
+/** Dynamic shared memory a launch needs for this hidden size. */
+export function dynamicSharedBytes(spec: KernelSpec, p: CudaParams, hidden: number): number {
+  if (p.storage !== 'smem') return 0;
+  const padded = Math.ceil(hidden / p.vec) * p.vec;
+  return rowsPerCta(p) * padded * stageBytes(spec);
+}
+
+/** Why a variant cannot run a problem on an arch, or null when it can. */
+export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): string | null {
+  if (problem.hidden > capacity(p)) return `hidden ${problem.hidden} exceeds capacity ${capacity(p)}`;
+  if (maxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
+  if (p.cluster > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
+  if (dynamicSharedBytes(problem, p, problem.hidden) > arch.maxSharedPerBlock)
+    return `row does not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
+  return null;
+}
+
+/**
+ * The pruned space for one problem. Constraints drop what cannot be right (capacity,
+ * alignment, shared memory, clusters) and what cannot be fast: narrow vectors when
+ * 16-byte ones are legal, rows whose first chunk leaves most lanes idle, more rows per
+ * CTA than the problem has, register footprints that must spill.
+ */
+export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
+  const out: CudaParams[] = [];
+  const widest = maxVec(problem);
+  const vecs = widest > 1 ? [widest, widest / 2] : [1];
+  const rowBytes = problem.hidden * BYTES[problem.dtype];
+  for (const threads of THREAD_CHOICES) {
+    if (threads > arch.maxThreadsPerSm) continue;
+    for (const vec of vecs) {
+      for (const threadsPerRow of pow2Upto(threads)) {
+        const rows = threads / threadsPerRow;
+        if (threadsPerRow * vec >= 2 * problem.hidden && threadsPerRow > 1) continue; // idle lanes
+        if (rows > nextPow2(problem.rows)) continue; // more rows per CTA than exist
+        for (const cluster of CLUSTER_CHOICES) {
+          if (cluster > 1 && (!arch.clusters || rows !== 1 || problem.hidden / cluster < 2048)) continue;
+          const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
+          const regs = items * vec + REGISTER_OVERHEAD;
+          if (items > MAX_ITEMS || regs > 255 || regs * threads > 65536) continue;
+          out.push({ storage: 'regs', threads, vec, threadsPerRow, items, cluster });
+        }
+        if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32) {
+          for (const storage of ['smem', 'reload'] as const) {
+            const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1 };
+            if (unsupportedReason(problem, p, arch) === null) out.push(p);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** Correct for every shape and alignment: one CTA of 256 threads per row, scalar loads. */
+export const GENERIC_PARAMS: CudaParams = {
+  storage: 'reload',
+  threads: 256,
+  vec: 1,
+  threadsPerRow: 256,
+  items: 0,
+  cluster: 1,
+};
+
+/**
+ * The baseline speedups are reported against: one row per CTA, 256 threads,
+ * 16-byte vectors (narrower only where alignment forces it), row in registers when
+ * it fits, else reloaded.
+ */
+export function baselineParams(problem: Problem): CudaParams {
+  const vec = maxVec(problem);
+  const items = Math.ceil(problem.hidden / (256 * vec));
+  if (items <= MAX_ITEMS && items * vec + REGISTER_OVERHEAD <= 255)
+    return { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, cluster: 1 };
+  return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1 };
+}
+
+export function describeParams(p: CudaParams): string {
+  const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
+  if (p.storage === 'regs') parts.push(`i${p.items}`);
+  if (p.cluster > 1) parts.push(`c${p.cluster}`);
+  return parts.join('.');
+}

@@ -1,0 +1,99 @@
+// The compile pool: render each compile unit, then compile units on all cores with
+// piscina workers running nvcc. Cubins are cached by the hash of the unit's text, the
+// arch and nvcc's version, so an unchanged unit is never compiled twice.
+
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { Piscina } from 'piscina';
+import type { Arch } from '../generator/arch.js';
+import type { KernelSpec } from '../generator/problem.js';
+import { renderCudaUnit, unitFileName } from '../generator/render-cuda.js';
+import type { Variant } from '../generator/variant.js';
+import { templateHash } from '../generator/templates.js';
+import { cacheDir } from './cache.js';
+import type { CompileTask } from './compile-worker.js';
+import { nvccVersion, spills, type KernelUsage } from './nvcc.js';
+
+export interface CompiledUnit {
+  cubin: string;
+  ok: boolean;
+  log: string;
+  usage: Map<string, KernelUsage>;
+  cached: boolean;
+}
+
+export interface UnitRequest {
+  spec: KernelSpec;
+  variants: Variant[];
+}
+
+/** What became of one variant after compiling. */
+export type VariantBuild =
+  | { status: 'OK'; cubin: string; usage: KernelUsage }
+  | { status: 'COMPILE_ERROR'; log: string }
+  | { status: 'SPILLS'; usage: KernelUsage };
+
+export class CompilePool {
+  private pool: Piscina;
+  constructor(readonly arch: Arch, jobs = availableParallelism()) {
+    this.pool = new Piscina({
+      filename: new URL('./compile-worker.js', import.meta.url).href,
+      maxThreads: Math.max(1, jobs),
+      minThreads: 1,
+    });
+  }
+
+  /** Compile (or take from the cache) one unit holding the given variants. */
+  async compileUnit(req: UnitRequest): Promise<CompiledUnit> {
+    const source = renderCudaUnit(req.spec, req.variants);
+    const key = createHash('sha256').update(source).update(templateHash('cuda')).update(this.arch.nvccArch).update(await nvccVersion()).digest('hex').slice(0, 20);
+    const dir = cacheDir('cubins', this.arch.name);
+    const cubin = join(dir, `${key}.cubin`);
+    const report = join(dir, `${key}.json`);
+    if (existsSync(cubin) && existsSync(report)) {
+      const saved = JSON.parse(readFileSync(report, 'utf8'));
+      return { cubin, ok: true, log: '', usage: new Map(saved.usage), cached: true };
+    }
+    const file = join(dir, `${key}.${unitFileName(req.spec, req.variants)}`);
+    writeFileSync(file, source);
+    const task: CompileTask = { source: file, cubin: `${cubin}.tmp`, nvccArch: this.arch.nvccArch };
+    const r = await this.pool.run(task);
+    if (r.ok) {
+      renameSync(`${cubin}.tmp`, cubin); // the cubin appears whole, then its report
+      writeFileSync(report, JSON.stringify({ usage: r.usage, seconds: r.seconds }));
+    }
+    return { cubin, ok: r.ok, log: r.log, usage: new Map(r.usage as [string, KernelUsage][]), cached: false };
+  }
+
+  /**
+   * Compile a unit; when it fails as a whole, compile its variants one by one so a
+   * single bad variant is recorded as COMPILE_ERROR and the rest still build.
+   */
+  async build(req: UnitRequest): Promise<Map<string, VariantBuild>> {
+    const out = new Map<string, VariantBuild>();
+    const unit = await this.compileUnit(req);
+    if (unit.ok) {
+      for (const v of req.variants) out.set(v.id, classify(unit, v));
+      return out;
+    }
+    if (req.variants.length === 1) {
+      out.set(req.variants[0].id, { status: 'COMPILE_ERROR', log: unit.log });
+      return out;
+    }
+    const singles = await Promise.all(req.variants.map((v) => this.compileUnit({ spec: req.spec, variants: [v] })));
+    req.variants.forEach((v, i) => out.set(v.id, singles[i].ok ? classify(singles[i], v) : { status: 'COMPILE_ERROR', log: singles[i].log }));
+    return out;
+  }
+
+  close(): Promise<void> {
+    return this.pool.destroy();
+  }
+}
+
+function classify(unit: CompiledUnit, v: Variant): VariantBuild {
+  const usage = unit.usage.get(v.symbol);
+  if (!usage) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${v.symbol}` };
+  return spills(usage) ? { status: 'SPILLS', usage } : { status: 'OK', cubin: unit.cubin, usage };
+}

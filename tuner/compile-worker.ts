@@ -1,0 +1,13 @@
+// A piscina worker: compile one CUDA unit to a cubin.
+import { compileCubin, type CompileResult } from './nvcc.js';
+
+export interface CompileTask {
+  source: string;
+  cubin: string;
+  nvccArch: string;
+}
+
+export default async function compile(task: CompileTask): Promise<Omit<CompileResult, 'usage'> & { usage: [string, ReturnType<CompileResult['usage']['get']>][] }> {
+  const r = await compileCubin(task.source, task.cubin, task.nvccArch);
+  return { ...r, usage: [...r.usage.entries()] }; // Maps do not cross threads as Maps
+}

@@ -1,0 +1,48 @@
+// The GPU a runner sees: identity, and the check that it matches the requested arch.
+
+import { archForComputeCapability, type Arch } from '../generator/arch.js';
+import { InputError } from '../generator/problem.js';
+import type { Runner } from './runner.js';
+
+export interface DeviceId {
+  name: string;
+  arch: string;
+  computeCapability: string;
+  sms: number;
+  memoryBytes: number;
+  l2Bytes: number;
+  driver: number;
+  cudaRuntime: number;
+  uuid: string;
+}
+
+export async function queryDevice(runner: Runner): Promise<DeviceId> {
+  const r = await runner.request({ cmd: 'info' }, 60_000);
+  if (r.status !== 'OK') throw new Error(`the bench runner could not query GPU ${runner.gpu}: ${r.error ?? r.status}`);
+  const major = r.major as number;
+  const minor = r.minor as number;
+  return {
+    name: String(r.name),
+    arch: archForComputeCapability(major, minor)?.name ?? `sm${major}${minor}`,
+    computeCapability: `${major}.${minor}`,
+    sms: r.sms as number,
+    memoryBytes: r.memoryBytes as number,
+    l2Bytes: r.l2Bytes as number,
+    driver: r.driver as number,
+    cudaRuntime: r.runtime as number,
+    uuid: String(r.uuid),
+  };
+}
+
+/** --arch must name the GPU that is actually there. */
+export function checkArchMatches(arch: Arch, device: DeviceId): void {
+  if (device.arch !== arch.name) {
+    throw new InputError(`--arch ${arch.name} does not match GPU '${device.name}' (compute capability ${device.computeCapability}, ${device.arch}): pass --arch ${device.arch}`);
+  }
+}
+
+export async function copyBandwidth(runner: Runner, bytes = 1 << 30): Promise<number> {
+  const r = await runner.request({ cmd: 'copy', bytes, samples: 20 }, 120_000);
+  if (r.status !== 'OK') throw new Error(`copy bandwidth measurement failed: ${r.error ?? r.status}`);
+  return r.gbps as number;
+}

@@ -1,0 +1,105 @@
+// One measurement: a variant run on a problem by the bench runner, verified against
+// the float64 reference on the device and optionally timed.
+
+import { biasDType, bytesMoved, residualDType, weightDType, type Problem } from '../generator/problem.js';
+import { OUTPUT_TOLERANCE, STATS_TOLERANCE } from '../generator/tolerance.js';
+import { launchGeometry, type Variant } from '../generator/variant.js';
+import type { Runner, RunnerReply } from './runner.js';
+
+export const EPS = 1e-6;
+export const SEED = 20261125;
+
+export type Status = 'OK' | 'INCORRECT' | 'COMPILE_ERROR' | 'SPILLS' | 'RUNTIME_ERROR' | 'LAUNCH_ERROR' | 'LOAD_ERROR' | 'TIMEOUT' | 'TOO_LARGE' | 'BAD_REQUEST';
+
+export interface RunOptions {
+  verify: boolean;
+  time: boolean;
+  /** Write the outputs to files with this prefix (for a check against the TS reference). */
+  dump?: string;
+  samples?: number;
+  sampleMs?: number;
+  timeoutMs?: number;
+}
+
+export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOptions): Record<string, unknown> {
+  const g = launchGeometry(v, problem.rows, problem.hidden);
+  const resType = residualDType(problem);
+  const tol = OUTPUT_TOLERANCE[problem.dtype];
+  const resTol = OUTPUT_TOLERANCE[resType ?? problem.dtype];
+  return {
+    cmd: 'run',
+    cubin,
+    symbol: v.symbol,
+    grid: g.grid,
+    block: g.block,
+    smem: g.sharedBytes,
+    op: problem.op,
+    dtype: problem.dtype,
+    residual: resType ?? 'none',
+    weight: weightDType(problem) ?? 'none',
+    bias: biasDType(problem) ?? 'none',
+    offset: problem.features.weightOffset,
+    stats: problem.features.stats,
+    rows: problem.rows,
+    hidden: problem.hidden,
+    xStride: problem.strides.x,
+    yStride: problem.strides.y,
+    residualStride: problem.strides.residual,
+    residualOutStride: problem.strides.residualOut,
+    eps: EPS,
+    seed: SEED,
+    atol: tol.atol,
+    rtol: tol.rtol,
+    resAtol: resTol.atol,
+    resRtol: resTol.rtol,
+    statsAtol: STATS_TOLERANCE.atol,
+    statsRtol: STATS_TOLERANCE.rtol,
+    verify: o.verify,
+    time: o.time,
+    dump: o.dump ?? '',
+    samples: o.samples ?? 15,
+    sampleMs: o.sampleMs ?? 1,
+  };
+}
+
+export interface Measurement {
+  status: Status;
+  error?: string;
+  medianUs?: number;
+  minUs?: number;
+  maxUs?: number;
+  samples?: number;
+  gbps?: number;
+  fractionOfCopy?: number;
+  /** Largest error over tolerance per checked output (<= 1 passes). */
+  errors?: Record<string, number>;
+  /** Where the check failed: output name -> count of bad elements. */
+  bad?: Record<string, number>;
+}
+
+export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: number): Measurement {
+  const m: Measurement = { status: reply.status as Status };
+  if (reply.error) m.error = String(reply.error);
+  const errors: Record<string, number> = {};
+  const bad: Record<string, number> = {};
+  for (const [k, v] of Object.entries(reply)) {
+    if (k.startsWith('err_') && typeof v === 'number') errors[k.slice(4)] = v;
+    if (k.startsWith('bad_') && typeof v === 'number') bad[k.slice(4)] = v;
+  }
+  if (Object.keys(errors).length) m.errors = errors;
+  if (Object.keys(bad).length) m.bad = bad;
+  if (typeof reply.medianUs === 'number') {
+    m.medianUs = reply.medianUs;
+    m.minUs = reply.minUs as number;
+    m.maxUs = reply.maxUs as number;
+    m.samples = (reply.samplesUs as number[] | undefined)?.length;
+    m.gbps = bytesMoved(problem) / (reply.medianUs * 1e3);
+    if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
+  }
+  return m;
+}
+
+export async function measure(runner: Runner, problem: Problem, v: Variant, cubin: string, o: RunOptions, copyGbps?: number): Promise<Measurement> {
+  const reply = await runner.request(runRequest(problem, v, cubin, o), o.timeoutMs ?? 120_000);
+  return toMeasurement(problem, reply, copyGbps);
+}

@@ -1,0 +1,728 @@
+// normgen's native bench runner: one long-lived process per GPU. It reads one JSON
+// object per line on stdin and answers one JSON line on stdout:
+//   {"cmd":"info"}                         device identity
+//   {"cmd":"copy","bytes":N}               device-to-device copy bandwidth
+//   {"cmd":"run", ...}                     load a kernel from a cubin, run it on inputs
+//                                          generated on the device, verify, time
+// Inputs come from the hash generator of generator/numeric.ts (same bits), outputs are
+// poisoned (0xFF bytes: NaN) before every verified launch, and a float64 reference on
+// the device checks every output element, the padding between rows, guard zones
+// around every buffer and that no input changed. A fault inside a kernel leaves the
+// CUDA context unusable: the runner answers RUNTIME_ERROR and exits; the tuner
+// restarts it. Built by tuner/runner.ts with nvcc (-lcuda).
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "normgen_params.h"
+
+// ---------------------------------------------------------------- tiny JSON ---
+
+struct Json {
+  std::map<std::string, std::string> fields;  // raw text of each value (strings unquoted)
+  bool has(const std::string& k) const { return fields.count(k) > 0; }
+  std::string str(const std::string& k, const std::string& d = "") const {
+    auto it = fields.find(k);
+    return it == fields.end() ? d : it->second;
+  }
+  double num(const std::string& k, double d = 0) const {
+    auto it = fields.find(k);
+    return it == fields.end() ? d : strtod(it->second.c_str(), nullptr);
+  }
+  long long integer(const std::string& k, long long d = 0) const {
+    auto it = fields.find(k);
+    return it == fields.end() ? d : strtoll(it->second.c_str(), nullptr, 10);
+  }
+  bool flag(const std::string& k) const { return str(k) == "true"; }
+};
+
+// A flat object of strings, numbers and booleans: all the protocol needs.
+static bool parse_json(const std::string& s, Json& out, std::string& err) {
+  size_t i = 0;
+  auto ws = [&] { while (i < s.size() && isspace((unsigned char)s[i])) ++i; };
+  auto str = [&](std::string& v) -> bool {
+    if (s[i] != '"') return false;
+    for (++i; i < s.size() && s[i] != '"'; ++i) {
+      if (s[i] == '\\' && i + 1 < s.size()) {
+        ++i;
+        v += s[i] == 'n' ? '\n' : s[i] == 't' ? '\t' : s[i];
+      } else {
+        v += s[i];
+      }
+    }
+    if (i >= s.size()) return false;
+    ++i;
+    return true;
+  };
+  ws();
+  if (i >= s.size() || s[i] != '{') { err = "expected an object"; return false; }
+  ++i;
+  for (;;) {
+    ws();
+    if (i < s.size() && s[i] == '}') return true;
+    std::string key, val;
+    if (!str(key)) { err = "expected a key"; return false; }
+    ws();
+    if (i >= s.size() || s[i] != ':') { err = "expected ':'"; return false; }
+    ++i;
+    ws();
+    if (i < s.size() && s[i] == '"') {
+      if (!str(val)) { err = "bad string"; return false; }
+    } else {
+      size_t j = i;
+      while (j < s.size() && s[j] != ',' && s[j] != '}' && !isspace((unsigned char)s[j])) ++j;
+      val = s.substr(i, j - i);
+      i = j;
+    }
+    out.fields[key] = val;
+    ws();
+    if (i < s.size() && s[i] == ',') { ++i; continue; }
+    if (i < s.size() && s[i] == '}') return true;
+    err = "expected ',' or '}'";
+    return false;
+  }
+}
+
+static std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') { o += '\\'; o += c; }
+    else if (c == '\n') o += "\\n";
+    else if ((unsigned char)c < 0x20) o += ' ';
+    else o += c;
+  }
+  return o + "\"";
+}
+
+static std::string num(double v) {
+  if (std::isnan(v)) return "null";
+  if (std::isinf(v)) return v > 0 ? "1e308" : "-1e308";
+  char b[64];
+  snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+static void reply(const std::string& body) {
+  fprintf(stdout, "{%s}\n", body.c_str());
+  fflush(stdout);
+}
+
+// A CUDA failure that poisons the context: report and exit so the tuner restarts us.
+[[noreturn]] static void fatal(const std::string& status, const std::string& msg) {
+  reply("\"status\":" + quote(status) + ",\"error\":" + quote(msg));
+  exit(3);
+}
+
+#define CUDA_OK(call)                                                                 \
+  do {                                                                                \
+    cudaError_t e_ = (call);                                                          \
+    if (e_ != cudaSuccess) fatal("RUNTIME_ERROR", std::string(#call) + ": " + cudaGetErrorString(e_)); \
+  } while (0)
+
+// Driver API entry points, resolved through the runtime so the runner links without
+// libcuda's stub (it may be absent where the runner is only compiled).
+struct Driver {
+  decltype(&::cuModuleLoad) moduleLoad;
+  decltype(&::cuModuleGetFunction) moduleGetFunction;
+  decltype(&::cuLaunchKernel) launchKernel;
+  decltype(&::cuFuncSetAttribute) funcSetAttribute;
+  decltype(&::cuGetErrorString) getErrorString;
+};
+static Driver g_cu;
+
+template <typename F>
+static void resolve(const char* name, F& fn) {
+  cudaDriverEntryPointQueryResult q;
+  void* p = nullptr;
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess || !p)
+    fatal("RUNTIME_ERROR", std::string("driver entry point not found: ") + name);
+  fn = reinterpret_cast<F>(p);
+}
+
+static void resolve_driver() {
+  resolve("cuModuleLoad", g_cu.moduleLoad);
+  resolve("cuModuleGetFunction", g_cu.moduleGetFunction);
+  resolve("cuLaunchKernel", g_cu.launchKernel);
+  resolve("cuFuncSetAttribute", g_cu.funcSetAttribute);
+  resolve("cuGetErrorString", g_cu.getErrorString);
+}
+
+static std::string cu_error(CUresult r) {
+  const char* s = nullptr;
+  g_cu.getErrorString(r, &s);
+  return s ? s : "unknown driver error";
+}
+
+// ----------------------------------------------------------- device helpers ---
+
+enum DType { F32 = 0, F16 = 1, BF16 = 2, NONE = -1 };
+
+static DType parse_dtype(const std::string& s) {
+  if (s == "fp32") return F32;
+  if (s == "fp16") return F16;
+  if (s == "bf16") return BF16;
+  return NONE;
+}
+__host__ __device__ static size_t dtype_bytes(DType d) { return d == F32 ? 4 : d == NONE ? 0 : 2; }
+
+__device__ __forceinline__ double load_as_double(const void* p, DType d, long long i) {
+  switch (d) {
+    case F32: return (double)static_cast<const float*>(p)[i];
+    case F16: return (double)__half2float(static_cast<const __half*>(p)[i]);
+    default: return (double)__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+}
+
+__device__ __forceinline__ double round_double(double v, DType d) {
+  switch (d) {
+    case F32: return (double)__double2float_rn(v);
+    case F16: return (double)__half2float(__double2half(v));
+    default: return (double)__bfloat162float(__double2bfloat16(v));
+  }
+}
+
+// Must match generator/numeric.ts: mix32, uniform (22 bits), rawInput.
+__host__ __device__ __forceinline__ unsigned mix32(unsigned h) {
+  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+  return h;
+}
+__host__ __device__ __forceinline__ float uniform(unsigned seed, unsigned stream, unsigned long long index) {
+  unsigned h = mix32(seed ^ (stream * 0x9e3779b9u));
+  h = mix32(h ^ (unsigned)(index & 0xffffffffu));
+  h = mix32(h ^ (unsigned)(index >> 32));
+  return (float)(h >> 10) * (1.0f / 4194304.0f);
+}
+enum Stream { S_X = 1, S_RES = 2, S_W = 3, S_B = 4 };
+__device__ __forceinline__ float raw_input(unsigned seed, int stream, unsigned long long index, bool offset) {
+  const float u = uniform(seed, stream, index);
+  switch (stream) {
+    case S_X: return 4.f * u - 1.5f;
+    case S_RES: return 2.f * u - 1.f;
+    case S_W: return offset ? u - 0.5f : 0.5f + u;
+    default: return u - 0.5f;
+  }
+}
+__device__ __forceinline__ void store_as(void* p, DType d, long long i, float v) {
+  switch (d) {
+    case F32: static_cast<float*>(p)[i] = v; break;
+    case F16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    default: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+  }
+}
+__device__ __forceinline__ bool same_bits(const void* p, DType d, long long i, float v) {
+  switch (d) {
+    case F32: { float a = static_cast<const float*>(p)[i]; return __float_as_uint(a) == __float_as_uint(v); }
+    case F16: { __half a = static_cast<const __half*>(p)[i], b = __float2half_rn(v); return __half_as_ushort(a) == __half_as_ushort(b); }
+    default: { __nv_bfloat16 a = static_cast<const __nv_bfloat16*>(p)[i], b = __float2bfloat16_rn(v); return __bfloat16_as_ushort(a) == __bfloat16_as_ushort(b); }
+  }
+}
+
+// Fill a [rows, stride] tensor's first `cols` columns with generated values.
+__global__ void fill_input(void* p, DType d, long long rows, long long cols, long long stride, unsigned seed, int stream, bool offset) {
+  const long long n = rows * cols;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long r = i / cols, c = i % cols;
+    store_as(p, d, r * stride + c, raw_input(seed, stream, i, offset));
+  }
+}
+
+struct Check {
+  unsigned long long bad[8];      // per checked thing (see CheckIndex)
+  unsigned long long worst[8];    // largest |error| / tolerance as double bits (>= 0)
+  unsigned long long first[8];    // smallest bad index
+};
+enum CheckIndex { C_Y = 0, C_RESOUT, C_MEAN, C_RSTD, C_PADDING, C_GUARD, C_INPUT, C_COUNT };
+static const char* kCheckNames[C_COUNT] = {"y", "residual_out", "mean", "rstd", "padding", "guard", "inputs"};
+
+__device__ __forceinline__ void record(Check* c, int what, double err_over_tol, long long index) {
+  if (!(err_over_tol <= 1.0)) {  // NaN counts as bad
+    atomicAdd(&c->bad[what], 1ull);
+    atomicMin(&c->first[what], (unsigned long long)index);
+  }
+  const double e = isnan(err_over_tol) ? 1e300 : err_over_tol;
+  atomicMax(&c->worst[what], (unsigned long long)__double_as_longlong(e));
+}
+
+struct Tol { double atol, rtol; };
+__device__ __forceinline__ double scaled_error(double got, double ref, Tol t) {
+  return fabs(got - ref) / (t.atol + t.rtol * fabs(ref));
+}
+
+struct RefArgs {
+  NormgenFwdParams p;
+  DType x, res, w, b;
+  bool layernorm, offset, stats;
+  Tol y_tol, res_tol, stats_tol;
+};
+
+__device__ double block_sum(double v, double* scratch) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  double t = 0;
+  for (int w = 0; w < (int)blockDim.x / 32; ++w) t += scratch[w];
+  __syncthreads();
+  return t;
+}
+
+// The float64 reference, row by row, compared with what the kernel wrote.
+__global__ void check_outputs(RefArgs a, Check* c) {
+  __shared__ double scratch[32];
+  const NormgenFwdParams& p = a.p;
+  const long long H = p.hidden;
+  for (long long row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    auto sum_input = [&](long long col) {
+      double v = load_as_double(p.x, a.x, row * p.x_stride + col);
+      if (a.res != NONE) v = round_double(v + load_as_double(p.residual, a.res, row * p.residual_stride + col), a.res);
+      return v;
+    };
+    double mean = 0;
+    if (a.layernorm) {
+      double s = 0;
+      for (long long col = threadIdx.x; col < H; col += blockDim.x) s += sum_input(col);
+      mean = block_sum(s, scratch) / H;
+    }
+    double sq = 0;
+    for (long long col = threadIdx.x; col < H; col += blockDim.x) { double d = sum_input(col) - mean; sq += d * d; }
+    const double rstd = 1.0 / sqrt(block_sum(sq, scratch) / H + (double)p.eps);
+    for (long long col = threadIdx.x; col < H; col += blockDim.x) {
+      const double s = sum_input(col);
+      double ref = (s - mean) * rstd;
+      if (a.w != NONE) { double w = load_as_double(p.weight, a.w, col); ref *= a.offset ? 1.0 + w : w; }
+      if (a.b != NONE) ref += load_as_double(p.bias, a.b, col);
+      const long long idx = row * H + col;
+      record(c, C_Y, scaled_error(load_as_double(p.y, a.x, row * p.y_stride + col), ref, a.y_tol), idx);
+      if (a.res != NONE)
+        record(c, C_RESOUT, scaled_error(load_as_double(p.residual_out, a.res, row * p.residual_out_stride + col), s, a.res_tol), idx);
+    }
+    // Padding between rows must keep its poison (0xFF bytes).
+    const size_t xb = dtype_bytes(a.x), rb = dtype_bytes(a.res);
+    for (long long col = H + threadIdx.x; col < p.y_stride; col += blockDim.x) {
+      const unsigned char* b = static_cast<const unsigned char*>(p.y) + (row * p.y_stride + col) * xb;
+      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) record(c, C_PADDING, 2.0, row * p.y_stride + col);
+    }
+    if (a.res != NONE)
+      for (long long col = H + threadIdx.x; col < p.residual_out_stride; col += blockDim.x) {
+        const unsigned char* b = static_cast<const unsigned char*>(p.residual_out) + (row * p.residual_out_stride + col) * rb;
+        for (size_t k = 0; k < rb; ++k) if (b[k] != 0xFF) record(c, C_PADDING, 2.0, row * p.residual_out_stride + col);
+      }
+    if (threadIdx.x == 0) {
+      if (a.stats) {
+        record(c, C_RSTD, scaled_error(p.rstd[row], rstd, a.stats_tol), row);
+        if (a.layernorm) record(c, C_MEAN, scaled_error(p.mean[row], mean, a.stats_tol), row);
+      }
+    }
+  }
+}
+
+// Inputs must be bit-identical to what was generated (and their padding untouched).
+__global__ void check_input(const void* p, DType d, long long rows, long long cols, long long stride, unsigned seed, int stream, bool offset, Check* c) {
+  const long long n = rows * stride;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long r = i / stride, col = i % stride;
+    bool ok;
+    if (col < cols) {
+      ok = same_bits(p, d, i, raw_input(seed, stream, r * cols + col, offset));
+    } else {
+      const unsigned char* b = static_cast<const unsigned char*>(p) + i * dtype_bytes(d);
+      ok = true;
+      for (size_t k = 0; k < dtype_bytes(d); ++k) ok = ok && b[k] == 0xFF;
+    }
+    if (!ok) record(c, C_INPUT, 2.0, i);
+  }
+}
+
+__global__ void check_guard(const unsigned char* p, long long n, Check* c) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    if (p[i] != 0xFF) record(c, C_GUARD, 2.0, i);
+}
+
+// ------------------------------------------------------------------ buffers ---
+
+static const size_t kGuard = 1024;  // bytes of poison before and after every buffer
+
+// A device buffer with poisoned guard zones on both sides.
+struct Buffer {
+  unsigned char* base = nullptr;
+  size_t bytes = 0;
+  void* data() const { return base ? base + kGuard : nullptr; }
+  void alloc(size_t n) {
+    bytes = n;
+    CUDA_OK(cudaMalloc(&base, n + 2 * kGuard));
+    CUDA_OK(cudaMemset(base, 0xFF, n + 2 * kGuard));
+  }
+  void poison() const { if (base) CUDA_OK(cudaMemset(base, 0xFF, bytes + 2 * kGuard)); }
+  void release() { if (base) cudaFree(base); base = nullptr; }
+};
+
+struct ProblemDesc {
+  std::string key;
+  DType x, res, w, b;
+  bool layernorm, offset, stats;
+  long long rows, hidden, xs, ys, rs, ros;
+  unsigned seed;
+};
+
+struct Copy {
+  Buffer x, r, y, ro, mean, rstd;
+  void release() { x.release(); r.release(); y.release(); ro.release(); mean.release(); rstd.release(); }
+};
+
+struct Workspace {
+  ProblemDesc d;
+  Buffer w, b;
+  std::vector<Copy> copies;
+  size_t bytes_per_copy = 0;
+  void release() {
+    for (auto& c : copies) c.release();
+    copies.clear();
+    w.release();
+    b.release();
+  }
+};
+
+static Workspace g_ws;
+static bool g_have_ws = false;
+static int g_l2_bytes = 0;
+
+static void grid_for(long long n, int& blocks) { blocks = (int)std::min<long long>((n + 255) / 256, 65536); if (blocks < 1) blocks = 1; }
+
+static void fill(const Buffer& buf, DType d, long long rows, long long cols, long long stride, unsigned seed, int stream, bool offset) {
+  int blocks;
+  grid_for(rows * cols, blocks);
+  fill_input<<<blocks, 256>>>(buf.data(), d, rows, cols, stride, seed, stream, offset);
+  CUDA_OK(cudaGetLastError());
+}
+
+static void setup_workspace(const ProblemDesc& d, size_t copies_wanted) {
+  if (g_have_ws && g_ws.d.key == d.key && g_ws.copies.size() >= copies_wanted) return;
+  if (g_have_ws) g_ws.release();
+  g_ws.d = d;
+  const size_t xb = dtype_bytes(d.x), rb = dtype_bytes(d.res);
+  if (d.w != NONE) { g_ws.w.alloc(d.hidden * dtype_bytes(d.w)); fill(g_ws.w, d.w, 1, d.hidden, d.hidden, d.seed, S_W, d.offset); }
+  if (d.b != NONE) { g_ws.b.alloc(d.hidden * dtype_bytes(d.b)); fill(g_ws.b, d.b, 1, d.hidden, d.hidden, d.seed, S_B, d.offset); }
+  g_ws.copies.resize(copies_wanted);
+  for (auto& c : g_ws.copies) {
+    c.x.alloc(d.rows * d.xs * xb);
+    fill(c.x, d.x, d.rows, d.hidden, d.xs, d.seed, S_X, false);
+    c.y.alloc(d.rows * d.ys * xb);
+    if (d.res != NONE) {
+      c.r.alloc(d.rows * d.rs * rb);
+      fill(c.r, d.res, d.rows, d.hidden, d.rs, d.seed, S_RES, false);
+      c.ro.alloc(d.rows * d.ros * rb);
+    }
+    if (d.stats) {
+      c.rstd.alloc(d.rows * 4);
+      if (d.layernorm) c.mean.alloc(d.rows * 4);
+    }
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  g_have_ws = true;
+}
+
+static NormgenFwdParams params_for(const Copy& c, const ProblemDesc& d, float eps) {
+  NormgenFwdParams p;
+  memset(&p, 0, sizeof p);
+  p.x = c.x.data(); p.residual = c.r.data(); p.weight = g_ws.w.data(); p.bias = g_ws.b.data();
+  p.y = c.y.data(); p.residual_out = c.ro.data();
+  p.mean = static_cast<float*>(c.mean.data()); p.rstd = static_cast<float*>(c.rstd.data());
+  p.rows = d.rows; p.hidden = d.hidden;
+  p.x_stride = d.xs; p.residual_stride = d.rs; p.y_stride = d.ys; p.residual_out_stride = d.ros;
+  p.eps = eps;
+  return p;
+}
+
+// ------------------------------------------------------------------ kernels ---
+
+static std::map<std::string, CUmodule> g_modules;
+
+struct Kernel { CUfunction fn; std::string error; };
+
+static Kernel load_kernel(const std::string& cubin, const std::string& symbol) {
+  CUmodule m;
+  auto it = g_modules.find(cubin);
+  if (it == g_modules.end()) {
+    CUresult r = g_cu.moduleLoad(&m, cubin.c_str());
+    if (r != CUDA_SUCCESS) return {nullptr, "cuModuleLoad(" + cubin + "): " + cu_error(r)};
+    g_modules[cubin] = m;
+  } else {
+    m = it->second;
+  }
+  CUfunction f;
+  CUresult r = g_cu.moduleGetFunction(&f, m, symbol.c_str());
+  if (r != CUDA_SUCCESS) return {nullptr, "cuModuleGetFunction(" + symbol + "): " + cu_error(r)};
+  return {f, ""};
+}
+
+struct Launch { CUfunction fn; unsigned grid, block, smem; };
+
+static CUresult launch(const Launch& l, NormgenFwdParams& p, cudaStream_t s) {
+  void* args[] = {&p};
+  return g_cu.launchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.smem, (CUstream)s, args, nullptr);
+}
+
+static void write_dump(const std::string& prefix, const char* name, const Buffer& b, long long rows, long long cols, long long stride, size_t elt) {
+  std::vector<unsigned char> host(rows * cols * elt);
+  CUDA_OK(cudaMemcpy2D(host.data(), cols * elt, b.data(), stride * elt, cols * elt, rows, cudaMemcpyDeviceToHost));
+  std::string path = prefix + "." + name + ".bin";
+  FILE* f = fopen(path.c_str(), "wb");
+  if (!f) fatal("RUNTIME_ERROR", "cannot write " + path);
+  fwrite(host.data(), 1, host.size(), f);
+  fclose(f);
+}
+
+static std::string verify(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+  Copy& c = g_ws.copies[0];
+  for (Buffer* b : {&c.y, &c.ro, &c.mean, &c.rstd}) b->poison();
+  NormgenFwdParams p = params_for(c, d, eps);
+  CUresult lr = launch(l, p, 0);
+  if (lr != CUDA_SUCCESS) return "LAUNCH_ERROR:" + cu_error(lr);
+  CUDA_OK(cudaDeviceSynchronize());
+
+  Check* check;
+  CUDA_OK(cudaMalloc(&check, sizeof(Check)));
+  Check init;
+  for (int i = 0; i < 8; ++i) { init.bad[i] = 0; init.worst[i] = 0; init.first[i] = ~0ull; }
+  CUDA_OK(cudaMemcpy(check, &init, sizeof init, cudaMemcpyHostToDevice));
+  RefArgs a;
+  a.p = p; a.x = d.x; a.res = d.res; a.w = d.w; a.b = d.b;
+  a.layernorm = d.layernorm; a.offset = d.offset; a.stats = d.stats;
+  a.y_tol = {req.num("atol"), req.num("rtol")};
+  a.res_tol = {req.num("resAtol"), req.num("resRtol")};
+  a.stats_tol = {req.num("statsAtol"), req.num("statsRtol")};
+  check_outputs<<<(unsigned)std::min<long long>(d.rows, 8192), 256>>>(a, check);
+  int blocks;
+  grid_for(d.rows * d.xs, blocks);
+  check_input<<<blocks, 256>>>(c.x.data(), d.x, d.rows, d.hidden, d.xs, d.seed, S_X, false, check);
+  if (d.res != NONE) check_input<<<blocks, 256>>>(c.r.data(), d.res, d.rows, d.hidden, d.rs, d.seed, S_RES, false, check);
+  if (d.w != NONE) check_input<<<blocks, 256>>>(g_ws.w.data(), d.w, 1, d.hidden, d.hidden, d.seed, S_W, d.offset, check);
+  if (d.b != NONE) check_input<<<blocks, 256>>>(g_ws.b.data(), d.b, 1, d.hidden, d.hidden, d.seed, S_B, d.offset, check);
+  for (const Buffer* b : {&c.y, &c.ro, &c.mean, &c.rstd, &c.x, &c.r, &g_ws.w, &g_ws.b}) {
+    if (!b->base) continue;
+    check_guard<<<4, 256>>>(b->base, kGuard, check);
+    check_guard<<<4, 256>>>(b->base + kGuard + b->bytes, kGuard, check);
+  }
+  CUDA_OK(cudaGetLastError());
+  Check got;
+  CUDA_OK(cudaMemcpy(&got, check, sizeof got, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaFree(check));
+
+  std::string dump = req.str("dump");
+  if (!dump.empty()) {
+    write_dump(dump, "y", c.y, d.rows, d.hidden, d.ys, dtype_bytes(d.x));
+    if (d.res != NONE) write_dump(dump, "residual_out", c.ro, d.rows, d.hidden, d.ros, dtype_bytes(d.res));
+    if (d.stats) {
+      write_dump(dump, "rstd", c.rstd, d.rows, 1, 1, 4);
+      if (d.layernorm) write_dump(dump, "mean", c.mean, d.rows, 1, 1, 4);
+    }
+  }
+
+  std::string out;
+  unsigned long long total_bad = 0;
+  for (int i = 0; i < C_COUNT; ++i) {
+    double worst;
+    memcpy(&worst, &got.worst[i], sizeof worst);
+    total_bad += got.bad[i];
+    if (i <= C_RSTD) out += "\"err_" + std::string(kCheckNames[i]) + "\":" + num(worst) + ",";
+    if (got.bad[i]) out += "\"bad_" + std::string(kCheckNames[i]) + "\":" + num((double)got.bad[i]) + ",\"first_bad_" + kCheckNames[i] + "\":" + num((double)got.first[i]) + ",";
+  }
+  if (total_bad) { g_have_ws = false; g_ws.release(); }  // inputs may be damaged: rebuild next time
+  return std::string(total_bad ? "INCORRECT" : "OK") + "|" + out;
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Time launches cycling over the copies (cold L2), captured in a CUDA graph so small
+// problems measure the kernel and not the launch path. Returns the body of the reply.
+static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  std::vector<NormgenFwdParams> ps;
+  for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
+  const size_t K = ps.size();
+
+  // Estimate one launch's time from a short warm-up.
+  const int warm = 8;
+  CUDA_OK(cudaEventRecord(e0, s));
+  for (int i = 0; i < warm; ++i) if (launch(l, ps[i % K], s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
+  CUDA_OK(cudaEventRecord(e1, s));
+  CUDA_OK(cudaEventSynchronize(e1));
+  float ms;
+  CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+  const double per = std::max(1e-4, (double)ms / warm);
+  const double target_ms = req.num("sampleMs", 1.0);
+  int per_graph = (int)std::ceil(target_ms / per);
+  per_graph = std::max<int>(per_graph, (int)std::min<size_t>(K, 64));
+  per_graph = std::min(per_graph, 2000);
+
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < per_graph; ++i) launch(l, ps[i % K], s);
+  CUDA_OK(cudaStreamEndCapture(s, &graph));
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, s));  // warm the graph
+  const int samples = (int)req.integer("samples", 15);
+  std::vector<double> us;
+  for (int i = 0; i < samples; ++i) {
+    CUDA_OK(cudaEventRecord(e0, s));
+    CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaEventRecord(e1, s));
+    CUDA_OK(cudaEventSynchronize(e1));
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    us.push_back(1000.0 * ms / per_graph);
+  }
+  CUDA_OK(cudaGraphExecDestroy(exec));
+  CUDA_OK(cudaGraphDestroy(graph));
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
+  CUDA_OK(cudaStreamDestroy(s));
+  std::sort(us.begin(), us.end());
+  std::string arr;
+  for (double u : us) arr += (arr.empty() ? "" : ",") + num(u);
+  return "\"medianUs\":" + num(median(us)) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
+         ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
+}
+
+static void cmd_run(const Json& req) {
+  ProblemDesc d;
+  d.x = parse_dtype(req.str("dtype"));
+  d.res = parse_dtype(req.str("residual", "none"));
+  d.w = parse_dtype(req.str("weight", "none"));
+  d.b = parse_dtype(req.str("bias", "none"));
+  d.layernorm = req.str("op") == "layernorm";
+  d.offset = req.flag("offset");
+  d.stats = req.flag("stats");
+  d.rows = req.integer("rows");
+  d.hidden = req.integer("hidden");
+  d.xs = req.integer("xStride", d.hidden);
+  d.ys = req.integer("yStride", d.hidden);
+  d.rs = req.integer("residualStride", d.hidden);
+  d.ros = req.integer("residualOutStride", d.hidden);
+  d.seed = (unsigned)req.integer("seed", 1);
+  if (d.x == NONE || d.rows <= 0 || d.hidden <= 0) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"dtype, rows and hidden are required\""); return; }
+  d.key = req.str("dtype") + req.str("residual") + req.str("weight") + req.str("bias") + req.str("op") + (d.offset ? "o" : "") + (d.stats ? "s" : "") +
+          "|" + std::to_string(d.rows) + "|" + std::to_string(d.hidden) + "|" + std::to_string(d.xs) + "|" + std::to_string(d.ys) + "|" +
+          std::to_string(d.rs) + "|" + std::to_string(d.ros) + "|" + std::to_string(d.seed);
+  const float eps = (float)req.num("eps", 1e-6);
+
+  Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
+  if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return; }
+  Launch l{k.fn, (unsigned)req.integer("grid"), (unsigned)req.integer("block"), (unsigned)req.integer("smem")};
+  if (l.smem > 48 * 1024) {
+    CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l.smem);
+    if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return; }
+  }
+
+  // Copies to rotate over so every timed launch starts with a cold L2.
+  const size_t xb = dtype_bytes(d.x), rb = dtype_bytes(d.res);
+  const size_t per_copy = d.rows * (d.xs + d.ys) * xb + (d.res != NONE ? d.rows * (d.rs + d.ros) * rb : 0) + d.rows * 8;
+  size_t copies = 1;
+  if (req.flag("time")) {
+    size_t free_b, total_b;
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
+    const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
+    while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
+  }
+  if (per_copy > 0) {
+    size_t free_b, total_b;
+    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+    const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
+    if (per_copy > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
+  }
+  setup_workspace(d, copies);
+
+  std::string body;
+  std::string status = "OK";
+  if (req.flag("verify")) {
+    std::string v = verify(l, d, eps, req);
+    if (v.rfind("LAUNCH_ERROR:", 0) == 0) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote(v.substr(13))); return; }
+    status = v.substr(0, v.find('|'));
+    body += v.substr(v.find('|') + 1);
+    if (status != "OK") { reply("\"status\":" + quote(status) + "," + body + "\"verified\":true"); return; }
+    setup_workspace(d, copies);
+  }
+  if (req.flag("time")) body += time_kernel(l, d, eps, req) + ",";
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
+  reply("\"status\":" + quote(status) + "," + body + "\"verified\":" + (req.flag("verify") ? "true" : "false"));
+}
+
+static void cmd_info() {
+  int dev = 0, driver = 0, runtime = 0;
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, dev));
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  char uuid[64];
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(&prop.uuid);
+  snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  reply("\"status\":\"OK\",\"name\":" + quote(prop.name) + ",\"major\":" + num(prop.major) + ",\"minor\":" + num(prop.minor) +
+        ",\"sms\":" + num(prop.multiProcessorCount) + ",\"memoryBytes\":" + num((double)prop.totalGlobalMem) +
+        ",\"l2Bytes\":" + num(prop.l2CacheSize) + ",\"driver\":" + num(driver) + ",\"runtime\":" + num(runtime) +
+        ",\"uuid\":" + quote(uuid));
+}
+
+static void cmd_copy(const Json& req) {
+  const size_t bytes = (size_t)req.num("bytes", 1 << 30);
+  void *a, *b;
+  CUDA_OK(cudaMalloc(&a, bytes));
+  CUDA_OK(cudaMalloc(&b, bytes));
+  CUDA_OK(cudaMemset(a, 1, bytes));
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  std::vector<double> gbps;
+  for (int i = 0; i < (int)req.integer("samples", 20) + 2; ++i) {
+    CUDA_OK(cudaEventRecord(e0));
+    CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaEventRecord(e1));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float ms;
+    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 2) gbps.push_back(2.0 * bytes / (ms * 1e6));  // read + write
+  }
+  CUDA_OK(cudaFree(a));
+  CUDA_OK(cudaFree(b));
+  std::sort(gbps.begin(), gbps.end());
+  reply("\"status\":\"OK\",\"gbps\":" + num(median(gbps)) + ",\"maxGbps\":" + num(gbps.back()) + ",\"bytes\":" + num((double)bytes));
+}
+
+int main() {
+  CUDA_OK(cudaSetDevice(0));  // CUDA_VISIBLE_DEVICES picks the GPU
+  CUDA_OK(cudaFree(0));       // create the primary context the driver API then uses
+  resolve_driver();
+  cudaDeviceGetAttribute(&g_l2_bytes, cudaDevAttrL2CacheSize, 0);
+  char line[1 << 16];
+  while (fgets(line, sizeof line, stdin)) {
+    Json req;
+    std::string err;
+    if (!parse_json(line, req, err)) { reply("\"status\":\"BAD_REQUEST\",\"error\":" + quote(err)); continue; }
+    const std::string cmd = req.str("cmd");
+    if (cmd == "info") cmd_info();
+    else if (cmd == "copy") cmd_copy(req);
+    else if (cmd == "run") cmd_run(req);
+    else if (cmd == "quit") break;
+    else reply("\"status\":\"BAD_REQUEST\",\"error\":" + quote("unknown cmd '" + cmd + "'"));
+  }
+  return 0;
+}
