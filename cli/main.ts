@@ -2,14 +2,19 @@
 // normgen's command line.
 
 import { availableParallelism } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { parseArch } from '../generator/arch.js';
 import { emitSources, prepareOutputDir, variantsFor, writeFileAtomic } from '../generator/emit-sources.js';
 import { failureLines, runVerify } from '../tuner/verify.js';
 import { verifyReport } from '../tuner/verify-report.js';
-import { InputError, problemKey } from '../generator/problem.js';
+import { checkPositiveInt, InputError, problemKey } from '../generator/problem.js';
+import { DEFAULT_HIDDEN, DEFAULT_ROWS, DEFAULT_TUNE_OPS, gridFromArgs, parseList, TUNE_OPS } from '../tuner/grid.js';
+import { tune, type Search } from '../tuner/tune.js';
+import { WINNER_HEADER, winnerRow, winners } from '../tuner/select.js';
+import { tuneReport } from '../tuner/tune-report.js';
+import { progressReporter } from './progress.js';
 import { describeParams, capacity, rowsPerCta } from '../generator/space.js';
 import { launchGeometry } from '../generator/variant.js';
 import { ToolchainError } from '../tuner/nvcc.js';
@@ -64,6 +69,48 @@ async function verifyCommand(args: { arch: string; quick: boolean; jobs: number;
   if (failures.length) process.exitCode = 1;
 }
 
+async function tuneCommand(args: {
+  arch?: string; op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string;
+  gpus: string; jobs: number; budget: string; db?: string; report?: string;
+}): Promise<void> {
+  if (!args.arch) throw new InputError('--arch is required (the GPU you are tuning on, e.g. --arch sm90)');
+  const arch = parseArch(args.arch);
+  const grid = gridFromArgs(args);
+  const gpus = parseList('--gpus', args.gpus, (s) => checkPositiveInt('--gpus entry', Number(s) + 1) - 1, [0]);
+  const search = parseBudget(args.budget);
+  const command = ['normgen tune', ...process.argv.slice(3)].join(' ');
+  const started = performance.now();
+  const dbPath = args.db ?? join('out', 'tuning', `${arch.name}.jsonl`);
+  prepareOutputDir(dirname(dbPath));
+  const outcome = await tune({
+    arch,
+    grid,
+    gpus,
+    jobs: args.jobs,
+    search,
+    dbPath,
+    command,
+    onProgress: progressReporter('tune'),
+    log: (l) => console.error(l),
+  });
+  const tuned = new Set(outcome.problems.map(problemKey));
+  const ws = winners(outcome.db).filter((w) => tuned.has(problemKey(w.problem)));
+  console.log(formatTable(WINNER_HEADER, ws.map(winnerRow)));
+  if (args.report) {
+    prepareOutputDir(dirname(args.report));
+    writeFileAtomic(args.report, tuneReport(outcome.db, (performance.now() - started) / 1000, outcome.restarts));
+    console.error(`wrote ${args.report}`);
+  }
+  outcome.db.close();
+}
+
+function parseBudget(text: string): Search {
+  if (text === 'none' || text === 'exhaustive') return { kind: 'exhaustive' };
+  const m = /^screen(?::(\d+))?$/.exec(text);
+  if (!m) throw new InputError(`--budget must be 'none' (exhaustive) or 'screen[:N]' (time all briefly, the best N again in full), got '${text}'`);
+  return { kind: 'screen', keep: m[1] ? checkPositiveInt('--budget screen:N', m[1]) : 4 };
+}
+
 function fail(message: string): never {
   console.error(`normgen: ${message}`);
   process.exit(2);
@@ -83,7 +130,21 @@ export async function main(argv: string[]): Promise<void> {
         .option('gpu', { type: 'number', default: 0, describe: 'CUDA device index' })
         .option('log', { type: 'string', default: 'test/gpu/correctness.md', describe: 'where to write the summary' }),
       (a) => verifyCommand(a as never))
-    .demandCommand(1, 'name a command: list, generate, verify')
+    .command('tune', 'compile, verify and time every variant of a grid of problems on the GPU', (y) =>
+      y
+        .option('arch', { type: 'string', describe: 'the GPU\'s arch (sm80, sm86, sm89, sm90, sm100, sm120); checked against the device' })
+        .option('op', { type: 'string', describe: `comma list of ${TUNE_OPS.join(', ')} (default: ${DEFAULT_TUNE_OPS.join(',')})` })
+        .option('dtype', { type: 'string', describe: 'comma list of fp32, fp16, bf16 (default: all)' })
+        .option('hidden', { type: 'string', describe: `comma list (default: ${DEFAULT_HIDDEN.join(',')})` })
+        .option('rows', { type: 'string', describe: `comma list (default: ${DEFAULT_ROWS.join(',')})` })
+        .option('residual', { type: 'string', default: 'same', describe: 'dtype of the residual in +residual ops: same | fp32' })
+        .option('gpus', { type: 'string', default: '0', describe: 'comma list of CUDA device indices; problems are sharded across them' })
+        .option('jobs', { type: 'number', default: availableParallelism(), describe: 'parallel nvcc processes' })
+        .option('budget', { type: 'string', default: 'none', describe: "none (exhaustive) or screen[:N]: time all briefly, re-time the best N (default 4)" })
+        .option('db', { type: 'string', describe: 'tuning database (JSON lines; resumed when it exists). Default out/tuning/<arch>.jsonl' })
+        .option('report', { type: 'string', describe: 'also write a markdown performance log here' }),
+      (a) => tuneCommand(a as never))
+    .demandCommand(1, 'name a command: list, generate, verify, tune')
     .fail((msg, err) => {
       if (err instanceof InputError || err instanceof ToolchainError) fail(err.message);
       if (err) throw err;

@@ -28,6 +28,7 @@ export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
       params: v.params,
       description: describeVariant(v),
       clusterDims: v.params.cluster > 1,
+      fault: v.fault ?? false,
     })),
   });
 }

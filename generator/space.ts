@@ -2,16 +2,19 @@
 // before anything is compiled.
 
 import type { Arch } from './arch.js';
-import { BYTES, residualDType, type KernelSpec, type Problem } from './problem.js';
+import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 
 /**
  * Where a row lives between computing its statistics and normalizing it:
- * - regs:   in registers; the kernel is specialized for at most `items` vectors per
- *           thread (capacity items * threadsPerRow * vec * cluster elements);
- * - smem:   staged in dynamic shared memory, any hidden size that fits;
- * - reload: read again from global memory (L2) in a second pass; any hidden size.
+ * - regs:      in registers; the kernel is specialized for at most `items` vectors
+ *              per thread (capacity items * threadsPerRow * vec * cluster elements);
+ * - pipelined: in registers too, with persistent CTAs that prefetch their next row
+ *              and keep weight and bias in registers across rows;
+ * - smem:      staged in dynamic shared memory, any hidden size that fits;
+ * - reload:    read again from global memory (L2) in a second pass; any hidden size.
  */
-export const STORAGES = ['regs', 'smem', 'reload'] as const;
+export const STORAGES = ['regs', 'pipelined', 'smem', 'reload'] as const;
+export const inRegisters = (p: CudaParams) => p.storage === 'regs' || p.storage === 'pipelined';
 export type Storage = (typeof STORAGES)[number];
 
 export interface CudaParams {
@@ -32,6 +35,8 @@ export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
 export const CLUSTER_CHOICES = [1, 2, 4, 8];
 /** Most vectors one thread keeps in registers. */
 export const MAX_ITEMS = 16;
+/** Most row elements one thread keeps in registers (more spill, or starve occupancy). */
+export const MAX_VALUES = { regs: 64, pipelined: 32 };
 /** Registers the kernel needs besides the row values (pointers, indices, sums). */
 const REGISTER_OVERHEAD = 40;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
@@ -60,7 +65,7 @@ const pow2Upto = (n: number) => Array.from({ length: Math.log2(n) + 1 }, (_, i) 
 
 /** Largest hidden size a variant handles (Infinity when it loops over the row). */
 export function capacity(p: CudaParams): number {
-  return p.storage === 'regs' ? p.items * p.threadsPerRow * p.vec * p.cluster : Infinity;
+  return inRegisters(p) ? p.items * p.threadsPerRow * p.vec * p.cluster : Infinity;
 }
 
 /** Dynamic shared memory a launch needs for this hidden size. */
@@ -101,9 +106,11 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
         for (const cluster of CLUSTER_CHOICES) {
           if (cluster > 1 && (!arch.clusters || rows !== 1 || problem.hidden / cluster < 2048)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
-          const regs = items * vec + REGISTER_OVERHEAD;
-          if (items > MAX_ITEMS || regs > 255 || regs * threads > 65536) continue;
-          out.push({ storage: 'regs', threads, vec, threadsPerRow, items, cluster });
+          for (const storage of ['regs', 'pipelined'] as const) {
+            const regs = regsEstimate(problem, storage, items * vec);
+            if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || regs > 255 || regs * threads > 65536) continue;
+            out.push({ storage, threads, vec, threadsPerRow, items, cluster });
+          }
         }
         if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32) {
           for (const storage of ['smem', 'reload'] as const) {
@@ -115,6 +122,17 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
     }
   }
   return out;
+}
+
+/**
+ * Registers a thread needs for `values` row elements: regs keeps them as floats;
+ * pipelined also keeps the prefetched row packed, and weight and bias.
+ */
+export function regsEstimate(spec: KernelSpec, storage: 'regs' | 'pipelined', values: number): number {
+  if (storage === 'regs') return values + REGISTER_OVERHEAD;
+  const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
+  const row = words(spec.dtype) + words(residualDType(spec));
+  return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD;
 }
 
 /** Correct for every shape and alignment: one CTA of 256 threads per row, scalar loads. */
@@ -135,14 +153,14 @@ export const GENERIC_PARAMS: CudaParams = {
 export function baselineParams(problem: Problem): CudaParams {
   const vec = maxVec(problem);
   const items = Math.ceil(problem.hidden / (256 * vec));
-  if (items <= MAX_ITEMS && items * vec + REGISTER_OVERHEAD <= 255)
+  if (items <= MAX_ITEMS && items * vec <= MAX_VALUES.regs && regsEstimate(problem, 'regs', items * vec) <= 255)
     return { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, cluster: 1 };
   return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1 };
 }
 
 export function describeParams(p: CudaParams): string {
   const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
-  if (p.storage === 'regs') parts.push(`i${p.items}`);
+  if (inRegisters(p)) parts.push(`i${p.items}`);
   if (p.cluster > 1) parts.push(`c${p.cluster}`);
   return parts.join('.');
 }

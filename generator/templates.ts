@@ -7,18 +7,24 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Handlebars from 'handlebars';
 
-/** templates/ at the project root, from either the sources or dist/. */
-export const TEMPLATE_ROOT = findUp(dirname(fileURLToPath(import.meta.url)), 'templates');
+/**
+ * templates/ at the project root: above this module (sources or dist/), else above
+ * the working directory (dist/ may be a link into an unpacked bundle).
+ */
+export const TEMPLATE_ROOT = findUp([dirname(fileURLToPath(import.meta.url)), process.cwd()], 'templates');
 
-function findUp(start: string, name: string): string {
-  for (let dir = start; ; dir = dirname(dir)) {
-    try {
-      if (statSync(join(dir, name)).isDirectory()) return join(dir, name);
-    } catch {
-      /* keep looking */
+function findUp(starts: string[], name: string): string {
+  for (const start of starts) {
+    for (let dir = start; ; dir = dirname(dir)) {
+      try {
+        if (statSync(join(dir, name, 'cuda')).isDirectory()) return join(dir, name);
+      } catch {
+        /* keep looking */
+      }
+      if (dirname(dir) === dir) break;
     }
-    if (dirname(dir) === dir) throw new Error(`normgen: cannot find the ${name}/ folder above ${start}`);
   }
+  throw new Error(`normgen: cannot find the ${name}/ folder above ${starts.join(' or ')}`);
 }
 
 function filesUnder(dir: string): string[] {
@@ -48,6 +54,7 @@ const compiled = new Map<string, HandlebarsTemplateDelegate>();
 function environment(family: string): typeof Handlebars {
   const hb = Handlebars.create();
   hb.registerHelper('bool', (v: unknown) => (v ? 'true' : 'false'));
+  hb.registerHelper('eq', (a: unknown, b: unknown) => a === b);
   const partials = join(TEMPLATE_ROOT, family, 'partials');
   let names: string[] = [];
   try {
@@ -56,7 +63,7 @@ function environment(family: string): typeof Handlebars {
     /* a family without partials */
   }
   for (const name of names) {
-    hb.registerPartial(name.replace(/\.[^/]*$/, '').replace(/\..*$/, ''), readFileSync(join(partials, name), 'utf8'));
+    hb.registerPartial(name.replace(/\..*$/, ''), readFileSync(join(partials, name), 'utf8'));
   }
   return hb;
 }

@@ -6,23 +6,31 @@ import { specKey, type KernelSpec } from './problem.js';
 import { describeParams, dynamicSharedBytes, rowsPerCta, type CudaParams } from './space.js';
 import { templateHash } from './templates.js';
 
+/** Deliberate failures, rendered only by tests that prove the tuner catches them. */
+export const FAULTS = ['wrong-value', 'out-of-bounds', 'illegal-address', 'hang', 'compile-error'] as const;
+export type Fault = (typeof FAULTS)[number];
+
 export interface Variant {
   backend: 'cuda';
   spec: KernelSpec;
   params: CudaParams;
+  fault?: Fault;
   /** 12 hex digits; changes whenever the templates, the spec or the parameters do. */
   id: string;
   /** The kernel's extern "C" name. */
   symbol: string;
 }
 
-export function makeVariant(spec: KernelSpec, params: CudaParams): Variant {
+export function makeVariant(spec: KernelSpec, params: CudaParams, fault?: Fault): Variant {
   const canonical = JSON.stringify({
     spec: specKey(spec),
     params: [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.cluster],
+    ...(fault ? { fault } : {}),
   });
   const id = createHash('sha256').update(templateHash('cuda')).update(canonical).digest('hex').slice(0, 12);
-  return { backend: 'cuda', spec, params, id, symbol: `normgen_${spec.op}_fwd_${id}` };
+  const variant: Variant = { backend: 'cuda', spec, params, id, symbol: `normgen_${spec.op}_fwd_${id}` };
+  if (fault) variant.fault = fault;
+  return variant;
 }
 
 export interface LaunchGeometry {
@@ -32,6 +40,8 @@ export interface LaunchGeometry {
   sharedBytes: number;
   /** CTAs per cluster (1: no cluster). */
   cluster: number;
+  /** The kernel loops over rows: launch min(grid, CTAs resident on the GPU at once). */
+  persistent: boolean;
 }
 
 export function launchGeometry(v: Variant, rows: number, hidden: number): LaunchGeometry {
@@ -41,6 +51,7 @@ export function launchGeometry(v: Variant, rows: number, hidden: number): Launch
     block: p.threads,
     sharedBytes: dynamicSharedBytes(v.spec, p, hidden),
     cluster: p.cluster,
+    persistent: p.storage === 'pipelined',
   };
 }
 

@@ -11,7 +11,9 @@ export interface DeviceId {
   sms: number;
   memoryBytes: number;
   l2Bytes: number;
-  driver: number;
+  /** The kernel driver's version (580.x), and the CUDA version it supports (13000). */
+  driver: string;
+  driverCuda: number;
   cudaRuntime: number;
   uuid: string;
 }
@@ -28,7 +30,8 @@ export async function queryDevice(runner: Runner): Promise<DeviceId> {
     sms: r.sms as number,
     memoryBytes: r.memoryBytes as number,
     l2Bytes: r.l2Bytes as number,
-    driver: r.driver as number,
+    driver: /\b(\d+\.\d+(?:\.\d+)?)\b/.exec(String(r.driverVersion))?.[1] ?? String(r.driverVersion),
+    driverCuda: r.driver as number,
     cudaRuntime: r.runtime as number,
     uuid: String(r.uuid),
   };

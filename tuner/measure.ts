@@ -33,6 +33,8 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     grid: g.grid,
     block: g.block,
     smem: g.sharedBytes,
+    cluster: g.cluster,
+    persistent: g.persistent,
     op: problem.op,
     dtype: problem.dtype,
     residual: resType ?? 'none',

@@ -35,40 +35,27 @@ export async function buildRunner(): Promise<string> {
 
 export type RunnerReply = Record<string, unknown> & { status: string; error?: string };
 
-/** One runner process bound to one GPU. Requests are serialized. */
-export class Runner {
-  private proc?: ChildProcessWithoutNullStreams;
-  private lines: string[] = [];
+/** One runner process and the lines it has written; events of an old process stay with it. */
+class RunnerProcess {
+  private lines: (string | null)[] = [];
   private waiter?: (line: string | null) => void;
-  private stderr = '';
-  private started = false;
-  /** How many times a fault or hang forced a fresh process. */
-  restarts = 0;
+  stderr = '';
 
-  constructor(private readonly exe: string, readonly gpu: number) {}
-
-  private start(): void {
-    const proc = spawn(this.exe, [], { env: { ...process.env, CUDA_VISIBLE_DEVICES: String(this.gpu) }, stdio: 'pipe' });
-    this.proc = proc;
-    this.lines = [];
-    this.stderr = '';
-    createInterface({ input: proc.stdout }).on('line', (l) => this.deliver(l));
-    proc.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
-    proc.on('exit', () => {
-      if (this.proc === proc) this.proc = undefined;
-      this.deliver(null);
-    });
+  constructor(readonly child: ChildProcessWithoutNullStreams) {
+    createInterface({ input: child.stdout }).on('line', (l) => this.deliver(l));
+    child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
+    child.on('exit', () => this.deliver(null)); // null: the process is gone
   }
 
   private deliver(line: string | null): void {
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = undefined;
-      w(line);
-    } else if (line !== null) this.lines.push(line);
+    const w = this.waiter;
+    this.waiter = undefined;
+    if (w) w(line);
+    else this.lines.push(line);
   }
 
-  private next(timeoutMs: number): Promise<string | null | 'timeout'> {
+  /** The next line, null once the process has exited, 'timeout' after timeoutMs. */
+  next(timeoutMs: number): Promise<string | null | 'timeout'> {
     if (this.lines.length) return Promise.resolve(this.lines.shift()!);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -82,43 +69,75 @@ export class Runner {
     });
   }
 
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  kill(): void {
+    if (this.alive) this.child.kill('SIGKILL');
+  }
+}
+
+const live = new Set<RunnerProcess>();
+// A runner left behind would keep its GPU busy (a hung kernel spins forever).
+process.on('exit', () => {
+  for (const p of live) p.kill();
+});
+
+/** One runner process bound to one GPU. Requests are serialized by the caller. */
+export class Runner {
+  private current?: RunnerProcess;
+  /** How many times a fault or hang forced a fresh process. */
+  restarts = 0;
+  private started = false;
+
+  constructor(private readonly exe: string, readonly gpu: number) {}
+
+  private process(): RunnerProcess {
+    if (this.current?.alive) return this.current;
+    if (this.started) this.restarts++;
+    this.started = true;
+    const child = spawn(this.exe, [], { env: { ...process.env, CUDA_VISIBLE_DEVICES: String(this.gpu) }, stdio: 'pipe' });
+    const p = new RunnerProcess(child);
+    live.add(p);
+    child.on('exit', () => live.delete(p));
+    this.current = p;
+    return p;
+  }
+
+  private drop(p: RunnerProcess): void {
+    p.kill();
+    if (this.current === p) this.current = undefined;
+  }
+
   /**
    * Send one request. A hang past timeoutMs kills the process (TIMEOUT); a process
    * that dies answers RUNTIME_ERROR. Either way the next request starts a fresh one.
    */
   async request(req: Record<string, unknown>, timeoutMs = 120_000): Promise<RunnerReply> {
-    if (!this.proc) {
-      if (this.started) this.restarts++;
-      this.started = true;
-      this.start();
-    }
-    const proc = this.proc!;
-    proc.stdin.write(JSON.stringify(req) + '\n');
-    const line = await this.next(timeoutMs);
+    const p = this.process();
+    p.child.stdin.write(JSON.stringify(req) + '\n');
+    const line = await p.next(timeoutMs);
     if (line === 'timeout') {
-      this.kill();
+      this.drop(p);
       return { status: 'TIMEOUT', error: `no answer within ${timeoutMs} ms` };
     }
     if (line === null) {
-      this.proc = undefined;
-      return { status: 'RUNTIME_ERROR', error: `runner exited: ${this.stderr.trim() || 'no message'}` };
+      this.drop(p);
+      return { status: 'RUNTIME_ERROR', error: `runner exited: ${p.stderr.trim() || 'no message'}` };
     }
     const reply = JSON.parse(line) as RunnerReply;
-    if (reply.status === 'RUNTIME_ERROR') this.kill(); // it exits by itself; make sure
+    if (reply.status === 'RUNTIME_ERROR') this.drop(p); // it exits by itself; make sure
     return reply;
   }
 
-  kill(): void {
-    const p = this.proc;
-    this.proc = undefined;
-    this.lines = [];
-    if (p && p.exitCode === null) p.kill('SIGKILL');
-  }
-
   async close(): Promise<void> {
-    if (this.proc) {
-      this.proc.stdin.end(JSON.stringify({ cmd: 'quit' }) + '\n');
-      this.proc = undefined;
-    }
+    const p = this.current;
+    this.current = undefined;
+    if (!p?.alive) return;
+    p.child.stdin.end(JSON.stringify({ cmd: 'quit' }) + '\n');
+    // Give it a moment to exit cleanly, then make sure.
+    await Promise.race([new Promise((r) => p.child.once('exit', r)), new Promise((r) => setTimeout(r, 5000))]);
+    p.kill();
   }
 }

@@ -139,6 +139,7 @@ struct Driver {
   decltype(&::cuLaunchKernel) launchKernel;
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuGetErrorString) getErrorString;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy;
 };
 static Driver g_cu;
 
@@ -157,6 +158,7 @@ static void resolve_driver() {
   resolve("cuLaunchKernel", g_cu.launchKernel);
   resolve("cuFuncSetAttribute", g_cu.funcSetAttribute);
   resolve("cuGetErrorString", g_cu.getErrorString);
+  resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", g_cu.occupancy);
 }
 
 static std::string cu_error(CUresult r) {
@@ -246,14 +248,28 @@ struct Check {
 enum CheckIndex { C_Y = 0, C_RESOUT, C_MEAN, C_RSTD, C_PADDING, C_GUARD, C_INPUT, C_COUNT };
 static const char* kCheckNames[C_COUNT] = {"y", "residual_out", "mean", "rstd", "padding", "guard", "inputs"};
 
-__device__ __forceinline__ void record(Check* c, int what, double err_over_tol, long long index) {
-  if (!(err_over_tol <= 1.0)) {  // NaN counts as bad
-    atomicAdd(&c->bad[what], 1ull);
-    atomicMin(&c->first[what], (unsigned long long)index);
+// Each thread tallies locally and flushes once: an atomic per element would serialize
+// billions of updates on one address.
+struct Tally {
+  unsigned long long bad[C_COUNT], first[C_COUNT];
+  double worst[C_COUNT];
+  __device__ Tally() {
+    for (int i = 0; i < C_COUNT; ++i) { bad[i] = 0; first[i] = ~0ull; worst[i] = 0; }
   }
-  const double e = isnan(err_over_tol) ? 1e300 : err_over_tol;
-  atomicMax(&c->worst[what], (unsigned long long)__double_as_longlong(e));
-}
+  __device__ void add(int what, double err_over_tol, long long index) {
+    if (!(err_over_tol <= 1.0)) {  // NaN counts as bad
+      ++bad[what];
+      first[what] = min(first[what], (unsigned long long)index);
+    }
+    worst[what] = fmax(worst[what], isnan(err_over_tol) ? 1e300 : err_over_tol);
+  }
+  __device__ void flush(Check* c) const {
+    for (int i = 0; i < C_COUNT; ++i) {
+      if (bad[i]) { atomicAdd(&c->bad[i], bad[i]); atomicMin(&c->first[i], first[i]); }
+      if (worst[i] > 0) atomicMax(&c->worst[i], (unsigned long long)__double_as_longlong(worst[i]));
+    }
+  }
+};
 
 struct Tol { double atol, rtol; };
 __device__ __forceinline__ double scaled_error(double got, double ref, Tol t) {
@@ -280,6 +296,7 @@ __device__ double block_sum(double v, double* scratch) {
 // The float64 reference, row by row, compared with what the kernel wrote.
 __global__ void check_outputs(RefArgs a, Check* c) {
   __shared__ double scratch[32];
+  Tally t;
   const NormgenFwdParams& p = a.p;
   const long long H = p.hidden;
   for (long long row = blockIdx.x; row < p.rows; row += gridDim.x) {
@@ -303,33 +320,35 @@ __global__ void check_outputs(RefArgs a, Check* c) {
       if (a.w != NONE) { double w = load_as_double(p.weight, a.w, col); ref *= a.offset ? 1.0 + w : w; }
       if (a.b != NONE) ref += load_as_double(p.bias, a.b, col);
       const long long idx = row * H + col;
-      record(c, C_Y, scaled_error(load_as_double(p.y, a.x, row * p.y_stride + col), ref, a.y_tol), idx);
+      t.add(C_Y, scaled_error(load_as_double(p.y, a.x, row * p.y_stride + col), ref, a.y_tol), idx);
       if (a.res != NONE)
-        record(c, C_RESOUT, scaled_error(load_as_double(p.residual_out, a.res, row * p.residual_out_stride + col), s, a.res_tol), idx);
+        t.add(C_RESOUT, scaled_error(load_as_double(p.residual_out, a.res, row * p.residual_out_stride + col), s, a.res_tol), idx);
     }
     // Padding between rows must keep its poison (0xFF bytes).
     const size_t xb = dtype_bytes(a.x), rb = dtype_bytes(a.res);
     for (long long col = H + threadIdx.x; col < p.y_stride; col += blockDim.x) {
       const unsigned char* b = static_cast<const unsigned char*>(p.y) + (row * p.y_stride + col) * xb;
-      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) record(c, C_PADDING, 2.0, row * p.y_stride + col);
+      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) t.add(C_PADDING, 2.0, row * p.y_stride + col);
     }
     if (a.res != NONE)
       for (long long col = H + threadIdx.x; col < p.residual_out_stride; col += blockDim.x) {
         const unsigned char* b = static_cast<const unsigned char*>(p.residual_out) + (row * p.residual_out_stride + col) * rb;
-        for (size_t k = 0; k < rb; ++k) if (b[k] != 0xFF) record(c, C_PADDING, 2.0, row * p.residual_out_stride + col);
+        for (size_t k = 0; k < rb; ++k) if (b[k] != 0xFF) t.add(C_PADDING, 2.0, row * p.residual_out_stride + col);
       }
     if (threadIdx.x == 0) {
       if (a.stats) {
-        record(c, C_RSTD, scaled_error(p.rstd[row], rstd, a.stats_tol), row);
-        if (a.layernorm) record(c, C_MEAN, scaled_error(p.mean[row], mean, a.stats_tol), row);
+        t.add(C_RSTD, scaled_error(p.rstd[row], rstd, a.stats_tol), row);
+        if (a.layernorm) t.add(C_MEAN, scaled_error(p.mean[row], mean, a.stats_tol), row);
       }
     }
   }
+  t.flush(c);
 }
 
 // Inputs must be bit-identical to what was generated (and their padding untouched).
 __global__ void check_input(const void* p, DType d, long long rows, long long cols, long long stride, unsigned seed, int stream, bool offset, Check* c) {
   const long long n = rows * stride;
+  Tally t;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     const long long r = i / stride, col = i % stride;
     bool ok;
@@ -340,13 +359,16 @@ __global__ void check_input(const void* p, DType d, long long rows, long long co
       ok = true;
       for (size_t k = 0; k < dtype_bytes(d); ++k) ok = ok && b[k] == 0xFF;
     }
-    if (!ok) record(c, C_INPUT, 2.0, i);
+    if (!ok) t.add(C_INPUT, 2.0, i);
   }
+  t.flush(c);
 }
 
 __global__ void check_guard(const unsigned char* p, long long n, Check* c) {
+  Tally t;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    if (p[i] != 0xFF) record(c, C_GUARD, 2.0, i);
+    if (p[i] != 0xFF) t.add(C_GUARD, 2.0, i);
+  t.flush(c);
 }
 
 // ------------------------------------------------------------------ buffers ---
@@ -396,6 +418,7 @@ struct Workspace {
 static Workspace g_ws;
 static bool g_have_ws = false;
 static int g_l2_bytes = 0;
+static int g_sms = 0;
 
 static void grid_for(long long n, int& blocks) { blocks = (int)std::min<long long>((n + 255) / 256, 65536); if (blocks < 1) blocks = 1; }
 
@@ -632,6 +655,16 @@ static void cmd_run(const Json& req) {
     if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return; }
   }
 
+  // Persistent kernels loop over rows: launch as many CTAs as fit on the GPU at once.
+  if (req.flag("persistent")) {
+    int per_sm = 0;
+    CUresult r = g_cu.occupancy(&per_sm, k.fn, (int)l.block, l.smem);
+    if (r != CUDA_SUCCESS || per_sm < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on an SM")))); return; }
+    const unsigned cluster = (unsigned)req.integer("cluster", 1);
+    unsigned cap = (unsigned)(per_sm * g_sms) / cluster * cluster;
+    l.grid = std::min(l.grid, std::max(cap, cluster));
+  }
+
   // Copies to rotate over so every timed launch starts with a cold L2.
   const size_t xb = dtype_bytes(d.x), rb = dtype_bytes(d.res);
   const size_t per_copy = d.rows * (d.xs + d.ys) * xb + (d.res != NONE ? d.rows * (d.rs + d.ros) * rb : 0) + d.rows * 8;
@@ -664,7 +697,7 @@ static void cmd_run(const Json& req) {
   if (req.flag("time")) body += time_kernel(l, d, eps, req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
-  reply("\"status\":" + quote(status) + "," + body + "\"verified\":" + (req.flag("verify") ? "true" : "false"));
+  reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":" + (req.flag("verify") ? "true" : "false"));
 }
 
 static void cmd_info() {
@@ -676,7 +709,14 @@ static void cmd_info() {
   char uuid[64];
   const unsigned char* u = reinterpret_cast<const unsigned char*>(&prop.uuid);
   snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  reply("\"status\":\"OK\",\"name\":" + quote(prop.name) + ",\"major\":" + num(prop.major) + ",\"minor\":" + num(prop.minor) +
+  // The kernel driver's version, as nvidia-smi shows it.
+  std::string driver_version = std::to_string(driver);
+  if (FILE* f = fopen("/proc/driver/nvidia/version", "r")) {
+    char buf[512];
+    if (fgets(buf, sizeof buf, f)) driver_version = buf;  // the TypeScript side picks the version out
+    fclose(f);
+  }
+  reply("\"status\":\"OK\",\"driverVersion\":" + quote(driver_version) + ",\"name\":" + quote(prop.name) + ",\"major\":" + num(prop.major) + ",\"minor\":" + num(prop.minor) +
         ",\"sms\":" + num(prop.multiProcessorCount) + ",\"memoryBytes\":" + num((double)prop.totalGlobalMem) +
         ",\"l2Bytes\":" + num(prop.l2CacheSize) + ",\"driver\":" + num(driver) + ",\"runtime\":" + num(runtime) +
         ",\"uuid\":" + quote(uuid));
@@ -712,6 +752,7 @@ int main() {
   CUDA_OK(cudaFree(0));       // create the primary context the driver API then uses
   resolve_driver();
   cudaDeviceGetAttribute(&g_l2_bytes, cudaDevAttrL2CacheSize, 0);
+  cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0);
   char line[1 << 16];
   while (fgets(line, sizeof line, stdin)) {
     Json req;

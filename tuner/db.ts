@@ -1,0 +1,172 @@
+// The tuning database: JSON lines, appended and flushed one record at a time, so a
+// SIGKILL at any moment loses at most the measurement in flight and a re-run resumes.
+//
+//   line 1:  {"kind":"header", "format":1, "device":{...}, "arch":"sm90", "backend":"cuda"}
+//   then:    {"kind":"session", ...}   one per tune run: copy bandwidth, command, versions
+//            {"kind":"result", ...}    one per (problem, variant, stage)
+
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
+import { InputError, type Problem } from '../generator/problem.js';
+import type { CudaParams } from '../generator/space.js';
+import type { DeviceId } from './device.js';
+import type { Measurement } from './measure.js';
+
+export const DB_FORMAT = 1;
+
+export interface DbHeader {
+  kind: 'header';
+  format: number;
+  backend: 'cuda';
+  arch: string;
+  device: DeviceId;
+}
+
+export interface DbSession {
+  kind: 'session';
+  session: number;
+  started: string;
+  command: string;
+  normgen: string;
+  templateHash: string;
+  nvcc: string;
+  copyGbps: number;
+}
+
+/** screen: a short timing used by --budget to pick candidates; final: the full one. */
+export type Stage = 'screen' | 'final';
+
+export interface DbResult extends Measurement {
+  kind: 'result';
+  session: number;
+  problemKey: string;
+  problem: Problem;
+  variantId: string;
+  params: CudaParams;
+  stage: Stage;
+  /** Registers per thread from ptxas, when it compiled. */
+  registers?: number;
+}
+
+export type DbLine = DbHeader | DbSession | DbResult;
+
+export class DbError extends InputError {
+  override name = 'DbError';
+}
+
+/** Same GPU model and arch: the records transfer (another card of the same model is fine). */
+function sameDevice(a: DeviceId, b: DeviceId): boolean {
+  return a.name === b.name && a.arch === b.arch && a.sms === b.sms && a.memoryBytes === b.memoryBytes;
+}
+
+export class TuningDb {
+  readonly sessions: DbSession[] = [];
+  readonly results: DbResult[] = [];
+  private fd: number | undefined;
+
+  private constructor(readonly path: string, readonly header: DbHeader) {}
+
+  /**
+   * Open (or create) a database for this device. A file from another device or arch,
+   * or one damaged anywhere but its last line, is refused with a clear error; a last
+   * line cut off by a crash is dropped.
+   */
+  static open(path: string, header: Omit<DbHeader, 'kind' | 'format'>): TuningDb {
+    const full: DbHeader = { kind: 'header', format: DB_FORMAT, ...header };
+    if (!existsSync(path)) {
+      const db = new TuningDb(path, full);
+      db.append(full);
+      return db;
+    }
+    const { lines, validBytes, damagedTail } = TuningDb.parse(path);
+    const first = lines[0];
+    if (!first || first.kind !== 'header') throw new DbError(`${path} is not a normgen tuning database (no header line)`);
+    if (first.format !== DB_FORMAT) throw new DbError(`${path} has format ${first.format}; this normgen reads format ${DB_FORMAT}`);
+    if (first.backend !== header.backend || first.arch !== header.arch || !sameDevice(first.device, header.device)) {
+      throw new DbError(
+        `${path} was tuned on ${first.device.name} (${first.arch}, ${first.backend}), not on this ${header.device.name} (${header.arch}, ${header.backend}): pass another --db`,
+      );
+    }
+    if (damagedTail) truncateSync(path, validBytes); // an interrupted write; the rest is intact
+    const db = new TuningDb(path, first);
+    for (const l of lines.slice(1)) {
+      if (l.kind === 'session') db.sessions.push(l);
+      else if (l.kind === 'result') db.results.push(l);
+    }
+    return db;
+  }
+
+  /** Read any database (for build/report): the same checks, nothing written. */
+  static read(path: string): TuningDb {
+    if (!existsSync(path)) throw new DbError(`tuning database ${path} does not exist`);
+    const { lines, damagedTail } = TuningDb.parse(path);
+    const first = lines[0];
+    if (!first || first.kind !== 'header') throw new DbError(`${path} is not a normgen tuning database (no header line)`);
+    if (damagedTail) process.emitWarning(`${path}: ignoring a last line cut off by an interrupted write`);
+    const db = new TuningDb(path, first);
+    for (const l of lines.slice(1)) {
+      if (l.kind === 'session') db.sessions.push(l);
+      else if (l.kind === 'result') db.results.push(l);
+    }
+    return db;
+  }
+
+  private static parse(path: string): { lines: DbLine[]; validBytes: number; damagedTail: boolean } {
+    const text = readFileSync(path, 'utf8');
+    const raw = text.split('\n');
+    const lines: DbLine[] = [];
+    let offset = 0;
+    for (let i = 0; i < raw.length; i++) {
+      const line = raw[i];
+      const isLast = i === raw.length - 1 || (i === raw.length - 2 && raw[raw.length - 1] === '');
+      if (line === '') {
+        offset += 1;
+        continue;
+      }
+      let parsed: DbLine;
+      try {
+        parsed = JSON.parse(line);
+        if (!parsed || typeof parsed !== 'object' || !('kind' in parsed)) throw new Error('not a record');
+      } catch {
+        // Only the final line may be incomplete (appends are whole lines otherwise).
+        if (isLast && !text.endsWith('\n')) return { lines, validBytes: offset, damagedTail: true };
+        throw new DbError(`${path} is corrupt at line ${i + 1}: not a JSON record (fix or remove the file)`);
+      }
+      lines.push(parsed);
+      offset += Buffer.byteLength(line) + 1;
+    }
+    return { lines, validBytes: offset, damagedTail: false };
+  }
+
+  private append(line: DbLine): void {
+    this.fd ??= openSync(this.path, 'a');
+    writeSync(this.fd, JSON.stringify(line) + '\n');
+    fsyncSync(this.fd);
+  }
+
+  startSession(s: Omit<DbSession, 'kind' | 'session'>): DbSession {
+    const session: DbSession = { kind: 'session', session: this.sessions.length + 1, ...s };
+    this.sessions.push(session);
+    this.append(session);
+    return session;
+  }
+
+  record(r: Omit<DbResult, 'kind'>): DbResult {
+    const full: DbResult = { kind: 'result', ...r };
+    this.results.push(full);
+    this.index?.set(`${full.problemKey}|${full.variantId}|${full.stage}`, full);
+    this.append(full);
+    return full;
+  }
+
+  /** The result of (problem, variant, stage), if measured already. */
+  find(problemKey: string, variantId: string, stage: Stage): DbResult | undefined {
+    this.index ??= new Map(this.results.map((r) => [`${r.problemKey}|${r.variantId}|${r.stage}`, r]));
+    return this.index.get(`${problemKey}|${variantId}|${stage}`);
+  }
+  private index?: Map<string, DbResult>;
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}

@@ -1,0 +1,185 @@
+// `normgen tune`: space -> render -> compile (pool) -> verify + time (GPU) -> database.
+// Compiling runs ahead on all cores while the GPUs measure what is already built.
+
+import type { Arch } from '../generator/arch.js';
+import { bytesMoved, problemKey, specKey, type Problem } from '../generator/problem.js';
+import { baselineParams, enumerateSpace } from '../generator/space.js';
+import { templateHash } from '../generator/templates.js';
+import { makeVariant, type Variant } from '../generator/variant.js';
+import { VERSION } from '../generator/version.js';
+import { CompilePool, type VariantBuild } from './compile-pool.js';
+import { TuningDb, type DbResult, type Stage } from './db.js';
+import { checkArchMatches, copyBandwidth, queryDevice, type DeviceId } from './device.js';
+import { measure, type RunOptions } from './measure.js';
+import { nvccVersion } from './nvcc.js';
+import { buildRunner, Runner } from './runner.js';
+import { gridProblems, type GridSpec } from './grid.js';
+
+/** exhaustive: every variant timed in full. screen: every variant timed briefly, the best `keep` again in full. */
+export type Search = { kind: 'exhaustive' } | { kind: 'screen'; keep: number };
+
+export interface TuneOptions {
+  arch: Arch;
+  grid: GridSpec;
+  gpus: number[];
+  jobs: number;
+  search: Search;
+  dbPath: string;
+  command: string;
+  /** Extra variants to measure with each problem (the tuner's tests use broken ones). */
+  extraVariants?: (p: Problem) => Variant[];
+  onProgress?: (p: Progress) => void;
+  /** Base of the per-request hang timeout (default 10 s). */
+  timeoutSeconds?: number;
+  log?: (line: string) => void;
+}
+
+export interface Progress {
+  done: number;
+  total: number;
+  skipped: number;
+  failures: number;
+  elapsedS: number;
+}
+
+const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
+const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3 };
+
+interface Unit {
+  key: string;
+  problems: Problem[];
+  variants: Map<string, Variant>;
+  perProblem: Map<Problem, Variant[]>;
+  build?: Promise<Map<string, VariantBuild>>;
+}
+
+function variantsOf(problem: Problem, arch: Arch, extra?: (p: Problem) => Variant[]): Variant[] {
+  const params = [...enumerateSpace(problem, arch), baselineParams(problem)];
+  const byId = new Map<string, Variant>();
+  for (const p of params) {
+    const v = makeVariant(problem, p);
+    byId.set(v.id, v);
+  }
+  for (const v of extra?.(problem) ?? []) byId.set(v.id, v);
+  return [...byId.values()];
+}
+
+/** Problems sharing a kernel spec and hidden size share one compile unit. */
+function planUnits(o: TuneOptions, problems: Problem[]): Unit[] {
+  const units = new Map<string, Unit>();
+  for (const problem of problems) {
+    const key = `${specKey(problem)}.h${problem.hidden}`;
+    const unit: Unit = units.get(key) ?? { key, problems: [], variants: new Map(), perProblem: new Map() };
+    const variants = variantsOf(problem, o.arch, o.extraVariants);
+    unit.problems.push(problem);
+    unit.perProblem.set(problem, variants);
+    for (const v of variants) unit.variants.set(v.id, v);
+    units.set(key, unit);
+  }
+  return [...units.values()];
+}
+
+export interface TuneOutcome {
+  device: DeviceId;
+  copyGbps: number;
+  db: TuningDb;
+  restarts: number;
+  problems: Problem[];
+}
+
+export async function tune(o: TuneOptions): Promise<TuneOutcome> {
+  const exe = await buildRunner();
+  const runners = o.gpus.map((g) => new Runner(exe, g));
+  const device = await queryDevice(runners[0]);
+  checkArchMatches(o.arch, device);
+  for (const r of runners.slice(1)) {
+    const other = await queryDevice(r);
+    if (other.name !== device.name) throw new Error(`--gpus mixes ${device.name} and ${other.name}: tune each model into its own --db`);
+  }
+  const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device });
+  const copyGbps = await copyBandwidth(runners[0]);
+  const session = db.startSession({
+    started: new Date().toISOString(),
+    command: o.command,
+    normgen: VERSION,
+    templateHash: templateHash('cuda'),
+    nvcc: await nvccVersion(),
+    copyGbps,
+  });
+  o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copyGbps.toFixed(0)} GB/s; database ${o.dbPath} (${db.results.length} results already)`);
+
+  const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes);
+  if (tooLarge.length) o.log?.(`skipping ${tooLarge.length} problems that do not fit in ${(device.memoryBytes / 2 ** 30).toFixed(0)} GiB`);
+  const units = planUnits(o, problems);
+  const finalStage: Stage = 'final';
+  const pending = (p: Problem, v: Variant, stage: Stage) => !db.find(problemKey(p), v.id, stage);
+  let total = 0;
+  let skipped = 0;
+  for (const u of units)
+    for (const [p, vs] of u.perProblem)
+      for (const v of vs) {
+        const needed = o.search.kind === 'exhaustive' ? pending(p, v, finalStage) : pending(p, v, 'screen');
+        needed ? total++ : skipped++;
+      }
+  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0 };
+  const started = performance.now();
+  const tick = () => {
+    progress.elapsedS = (performance.now() - started) / 1000;
+    o.onProgress?.(progress);
+  };
+  tick();
+
+  // Compile everything up front on the pool; the GPUs take units as they finish.
+  const pool = new CompilePool(o.arch, o.jobs);
+  for (const u of units) {
+    const todo = [...u.perProblem].some(([p, vs]) => vs.some((v) => pending(p, v, finalStage) || pending(p, v, 'screen')));
+    const variants = [...u.variants.values()];
+    u.build = todo ? pool.build({ spec: variants[0].spec, variants }) : Promise.resolve(new Map());
+    u.build.catch(() => undefined); // awaited below
+  }
+
+  const runOne = async (runner: Runner, p: Problem, v: Variant, build: VariantBuild, stage: Stage): Promise<DbResult> => {
+    const base = { session: session.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage };
+    if (build.status !== 'OK') {
+      return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
+    }
+    // A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved.
+    const timeoutMs = (o.timeoutSeconds ?? 10) * 1000 + bytesMoved(p) / 5e6;
+    const m = await measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs }, copyGbps);
+    return db.record({ ...base, ...m, registers: build.usage.registers });
+  };
+
+  const tuneProblem = async (runner: Runner, p: Problem, variants: Variant[], builds: Map<string, VariantBuild>) => {
+    const count = (r: DbResult) => {
+      progress.done++;
+      if (r.status !== 'OK') progress.failures++;
+      tick();
+    };
+    if (o.search.kind === 'exhaustive') {
+      for (const v of variants) if (pending(p, v, 'final')) count(await runOne(runner, p, v, builds.get(v.id)!, 'final'));
+      return;
+    }
+    for (const v of variants) if (pending(p, v, 'screen')) count(await runOne(runner, p, v, builds.get(v.id)!, 'screen'));
+    const screened = variants
+      .map((v) => db.find(problemKey(p), v.id, 'screen'))
+      .filter((r): r is DbResult => r?.status === 'OK' && r.medianUs !== undefined)
+      .sort((a, b) => a.medianUs! - b.medianUs!);
+    const finalists = new Set(screened.slice(0, o.search.keep).map((r) => r.variantId));
+    finalists.add(makeVariant(p, baselineParams(p)).id); // the baseline is always timed in full
+    for (const v of variants) if (finalists.has(v.id) && pending(p, v, 'final')) await runOne(runner, p, v, builds.get(v.id)!, 'final');
+  };
+
+  const queue = [...units];
+  await Promise.all(
+    runners.map(async (runner) => {
+      for (let u = queue.shift(); u; u = queue.shift()) {
+        const builds = await u.build!;
+        for (const p of u.problems) await tuneProblem(runner, p, u.perProblem.get(p)!, builds);
+      }
+    }),
+  );
+  await pool.close();
+  await Promise.all(runners.map((r) => r.close()));
+  tick();
+  return { device, copyGbps, db, restarts: runners.reduce((n, r) => n + r.restarts, 0), problems };
+}
