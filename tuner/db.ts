@@ -126,7 +126,9 @@ export class TuningDb {
       try {
         parsed = JSON.parse(line);
         if (!parsed || typeof parsed !== 'object' || !('kind' in parsed)) throw new Error('not a record');
+        if (lines.length === 0 && parsed.kind !== 'header') throw new Error('no header');
       } catch {
+        if (lines.length === 0) throw new DbError(`${path} is not a normgen tuning database (no header line)`);
         // Only the final line may be incomplete (appends are whole lines otherwise).
         if (isLast && !text.endsWith('\n')) return { lines, validBytes: offset, damagedTail: true };
         throw new DbError(`${path} is corrupt at line ${i + 1}: not a JSON record (fix or remove the file)`);

@@ -1,0 +1,54 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+const run = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+
+test('bad input: one clear line on stderr, exit code 2', () => {
+  const cases: [string[], RegExp][] = [
+    [['list', '--hidden', '0'], /--hidden must be a positive integer/],
+    [['list', '--hidden', '12.5'], /--hidden must be a positive integer/],
+    [['list', '--hidden', '64', '--rows', '-3'], /--rows must be a positive integer/],
+    [['list', '--hidden', '64', '--op', 'groupnorm'], /unknown op 'groupnorm'/],
+    [['list', '--hidden', '64', '--dtype', 'fp8'], /unknown dtype 'fp8'/],
+    [['list', '--hidden', '64', '--arch', 'sm70'], /unknown arch 'sm70'/],
+    [['generate', '--hidden', '64', '--out', '/dev/null/sub'], /cannot write to output folder/],
+    [['tune', '--hidden', '64'], /--arch is required/],
+    [['tune', '--arch', 'sm90', '--budget', 'lots'], /--budget must be/],
+  ];
+  for (const [args, message] of cases) {
+    const r = run(...args);
+    assert.is(r.status, 2, `${args.join(' ')}: exit ${r.status} ${r.stderr}`);
+    assert.match(r.stderr, message);
+    assert.is(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr}`);
+  }
+});
+
+test('list prints the space as a table', () => {
+  const out = execFileSync(process.execPath, [CLI, 'list', '--hidden', '4096', '--rows', '64', '--op', 'layernorm', '--residual', 'fp32'], { encoding: 'utf8' });
+  const m = /: (\d+) variants/.exec(out);
+  assert.ok(m && Number(m[1]) > 10, out);
+  assert.match(out, /storage\s+threads\s+vec/);
+});
+
+test('generate writes compilable sources and a manifest with launch geometry', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-gen-'));
+  execFileSync(process.execPath, [CLI, 'generate', '--hidden', '1000', '--rows', '77', '--dtype', 'fp16', '--stats', '--out', dir], { encoding: 'utf8' });
+  const files = readdirSync(dir);
+  assert.ok(files.includes('normgen_params.h'));
+  const manifestFile = files.find((f) => f.endsWith('.manifest.json'))!;
+  const manifest = JSON.parse(readFileSync(join(dir, manifestFile), 'utf8'));
+  const cu = readFileSync(join(dir, manifest.units[0].file), 'utf8');
+  for (const [id, v] of Object.entries<any>(manifest.variants)) {
+    assert.ok(cu.includes(v.symbol), id);
+    assert.is(v.launch.block, v.params.threads);
+    assert.ok(v.launch.grid >= Math.ceil(77 / (v.params.threads / v.params.threadsPerRow)) || v.launch.persistent);
+  }
+});
+
+test.run();

@@ -1,0 +1,118 @@
+// Compiles a sample of the default space with the real nvcc for every target arch.
+// Without nvcc this test fails (with the toolchain's message); it never skips.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { availableParallelism } from 'node:os';
+import { parseArch, ARCH_NAMES } from '../generator/arch.js';
+import { makeProblem, type KernelSpec, type Problem } from '../generator/problem.js';
+import { enumerateSpace, GENERIC_PARAMS, STORAGES, THREAD_CHOICES, CLUSTER_CHOICES, type CudaParams } from '../generator/space.js';
+import { makeVariant, type Variant } from '../generator/variant.js';
+import { CompilePool } from '../tuner/compile-pool.js';
+import { findNvcc, parsePtxasReport } from '../tuner/nvcc.js';
+import { coveringSet } from '../tuner/verify-matrix.js';
+
+const REPORT = `ptxas info    : Compiling entry function 'k1' for 'sm_90a'
+ptxas info    : Function properties for k1
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 8 bytes smem, 400 bytes cmem[0]
+ptxas info    : Function properties for k2
+    24 bytes stack frame, 16 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers, 400 bytes cmem[0]`;
+
+test('ptxas reports are read per kernel', () => {
+  const u = parsePtxasReport(REPORT);
+  assert.equal(u.get('k1'), { registers: 40, sharedBytes: 8, spillStores: 0, spillLoads: 0, stackBytes: 0 });
+  assert.equal(u.get('k2'), { registers: 255, sharedBytes: 0, spillStores: 16, spillLoads: 12, stackBytes: 24 });
+});
+
+/** Specs that together take every value of every feature. */
+const SPECS: KernelSpec[] = [
+  { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } },
+  { op: 'layernorm', dtype: 'fp16', features: { weight: 'fp32', bias: true, weightOffset: true, residual: 'fp32', stats: true } },
+  { op: 'rmsnorm', dtype: 'fp32', features: { weight: 'none', bias: true, weightOffset: false, residual: 'same', stats: true } },
+  { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: true, residual: 'same', stats: false } },
+];
+const SHAPES: [number, number][] = [[1, 64], [7, 64], [1000, 1024], [4096, 64], [65536, 64]];
+
+function sample(arch: ReturnType<typeof parseArch>): Map<KernelSpec, Variant[]> {
+  const out = new Map<KernelSpec, Variant[]>();
+  for (const spec of SPECS) {
+    const byId = new Map<string, Variant>();
+    const add = (p: Problem, params: CudaParams[]) => params.forEach((q) => byId.set(makeVariant(p, q).id, makeVariant(p, q)));
+    for (const [hidden, rows] of SHAPES) {
+      const p = makeProblem(spec, hidden, rows);
+      add(p, coveringSet(enumerateSpace(p, arch)));
+    }
+    add(makeProblem(spec, 8, 1), [GENERIC_PARAMS]);
+    out.set(spec, [...byId.values()]);
+  }
+  return out;
+}
+
+test('the sample covers every feature value and every axis value', () => {
+  const arch = parseArch('sm90');
+  const all = [...sample(arch).values()].flat().map((v) => v.params);
+  assert.equal(new Set(all.map((p) => p.storage)), new Set(STORAGES));
+  assert.equal(new Set(all.map((p) => p.threads)), new Set(THREAD_CHOICES));
+  assert.equal(new Set(all.map((p) => p.vec)), new Set([1, 2, 4, 8]));
+  assert.equal(new Set(all.map((p) => p.cluster)), new Set(CLUSTER_CHOICES));
+  const tpr = new Set(all.map((p) => p.threadsPerRow));
+  for (let t = 1; t <= 1024; t *= 2) assert.ok(tpr.has(t), `threadsPerRow ${t}`);
+});
+
+for (const name of ARCH_NAMES.filter((a) => ['sm80', 'sm90', 'sm100', 'sm120'].includes(a))) {
+  test(`nvcc compiles the sample for ${name}, nothing spills`, async () => {
+    await findNvcc(); // a missing nvcc fails here, with the install hint
+    const arch = parseArch(name);
+    const pool = new CompilePool(arch, availableParallelism());
+    try {
+      for (const [spec, variants] of sample(arch)) {
+        const builds = await pool.build({ spec, variants });
+        for (const v of variants) {
+          const b = builds.get(v.id)!;
+          assert.is(b.status, 'OK', `${name} ${v.symbol}: ${b.status} ${'log' in b ? b.log.slice(0, 400) : JSON.stringify('usage' in b ? b.usage : '')}`);
+          if (b.status === 'OK') assert.ok(b.usage.registers > 0 && b.usage.registers <= 255);
+        }
+      }
+    } finally {
+      await pool.close();
+    }
+  });
+}
+
+test('no variant of the default space spills (heaviest specs, sm90)', async () => {
+  const arch = parseArch('sm90');
+  const pool = new CompilePool(arch, availableParallelism());
+  try {
+    const heavy: KernelSpec[] = [SPECS[0], { op: 'layernorm', dtype: 'fp32', features: { weight: 'fp32', bias: true, weightOffset: true, residual: 'fp32', stats: true } }];
+    for (const spec of heavy)
+      for (const hidden of [4096, 65536]) {
+        const p = makeProblem(spec, hidden, 4096);
+        const variants = enumerateSpace(p, arch).map((q) => makeVariant(p, q));
+        const builds = await pool.build({ spec, variants });
+        const bad = variants.filter((v) => builds.get(v.id)!.status !== 'OK');
+        assert.is(bad.length, 0, `spilling or failing: ${bad.map((v) => v.symbol).join(', ')}`);
+      }
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a variant that does not compile is COMPILE_ERROR; the rest of its unit still builds', async () => {
+  const arch = parseArch('sm90');
+  const pool = new CompilePool(arch, 2);
+  try {
+    const spec = SPECS[0];
+    const good = makeVariant(spec, GENERIC_PARAMS);
+    const broken = makeVariant(spec, GENERIC_PARAMS, 'compile-error');
+    const builds = await pool.build({ spec, variants: [good, broken] });
+    assert.is(builds.get(good.id)!.status, 'OK');
+    const b = builds.get(broken.id)!;
+    assert.is(b.status, 'COMPILE_ERROR');
+    assert.match(b.status === 'COMPILE_ERROR' ? b.log : '', /deliberately broken/);
+  } finally {
+    await pool.close();
+  }
+});
+
+test.run();

@@ -1,0 +1,57 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { allFeatureCombos, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
+import { renderCudaUnit } from '../generator/render-cuda.js';
+import { GENERIC_PARAMS } from '../generator/space.js';
+import { FAULTS, makeVariant } from '../generator/variant.js';
+
+const TYPES = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
+
+test('every op x dtype x feature combination renders its configuration', () => {
+  let n = 0;
+  for (const op of OPS)
+    for (const dtype of DTYPES)
+      for (const features of allFeatureCombos()) {
+        const spec: KernelSpec = { op, dtype, features };
+        const v = makeVariant(spec, GENERIC_PARAMS);
+        const src = renderCudaUnit(spec, [v]);
+        assert.ok(src.includes(`using T = ${TYPES[dtype]};`));
+        assert.ok(src.includes(`kLayerNorm = ${op === 'layernorm'};`));
+        assert.ok(src.includes(`kWeight = ${features.weight !== 'none'};`));
+        assert.ok(src.includes(`kWeightOffset = ${features.weightOffset};`));
+        assert.ok(src.includes(`kBias = ${features.bias};`));
+        assert.ok(src.includes(`kResidual = ${features.residual !== 'none'};`));
+        assert.ok(src.includes(`kStats = ${features.stats};`));
+        if (features.residual === 'fp32') assert.ok(src.includes('using R = float;'));
+        if (features.weight === 'fp32') assert.ok(src.includes('using W = float;'));
+        assert.ok(src.includes(`extern "C" __global__ void __launch_bounds__(256, 1)\n${v.symbol}(`));
+        assert.not.ok(src.includes('Deliberately broken'));
+        n++;
+      }
+  assert.is(n, 360);
+});
+
+test('cluster variants carry their cluster dimensions', () => {
+  const spec: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: allFeatureCombos()[0] };
+  const v = makeVariant(spec, { storage: 'regs', threads: 256, vec: 8, threadsPerRow: 256, items: 4, cluster: 4 });
+  assert.match(renderCudaUnit(spec, [v]), /__cluster_dims__\(4, 1, 1\) __launch_bounds__\(256, 1\)/);
+});
+
+test('a unit refuses variants of another spec', () => {
+  const a: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: allFeatureCombos()[0] };
+  const b: KernelSpec = { ...a, dtype: 'fp16' };
+  assert.throws(() => renderCudaUnit(a, [makeVariant(b, GENERIC_PARAMS)]), /another kernel spec/);
+});
+
+test('fault variants render only their fault and have their own ids', () => {
+  const spec: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: allFeatureCombos()[0] };
+  const ids = new Set([makeVariant(spec, GENERIC_PARAMS).id]);
+  for (const f of FAULTS) {
+    const v = makeVariant(spec, GENERIC_PARAMS, f);
+    ids.add(v.id);
+    assert.ok(renderCudaUnit(makeProblem(spec, 8, 1), [v]).includes(`Deliberately broken (${f})`));
+  }
+  assert.is(ids.size, FAULTS.length + 1);
+});
+
+test.run();

@@ -1,0 +1,90 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseArch } from '../generator/arch.js';
+import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
+import { baselineParams, capacity, enumerateSpace, GENERIC_PARAMS, maxVec, rowsPerCta, unsupportedReason } from '../generator/space.js';
+import { makeVariant } from '../generator/variant.js';
+import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
+
+const sm80 = parseArch('sm80');
+const sm90 = parseArch('sm90');
+const spec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'same', stats: true } };
+
+test('arch names: aliases accepted, unknown refused', () => {
+  assert.is(parseArch('sm_90a').name, 'sm90');
+  assert.is(parseArch('SM100').nvccArch, 'sm_100');
+  assert.throws(() => parseArch('sm70'), /unknown arch 'sm70'/);
+});
+
+test('every variant of every matrix shape can run it, within the constraints', () => {
+  for (const dtype of DTYPES)
+    for (const hidden of MATRIX_HIDDEN)
+      for (const rows of MATRIX_ROWS)
+        for (const arch of [sm80, sm90]) {
+          const p = makeProblem({ ...spec, dtype }, hidden, rows);
+          const space = enumerateSpace(p, arch);
+          assert.ok(space.length > 0, `empty space for ${dtype} ${hidden}x${rows}`);
+          for (const v of space) {
+            assert.is(unsupportedReason(p, v, arch), null);
+            assert.ok(v.vec * BYTES[dtype] <= 16, 'at most 16 bytes per access');
+            assert.ok(rowsPerCta(v) <= 2 ** Math.ceil(Math.log2(rows)), 'no more rows per CTA than rows');
+            if (v.cluster > 1) assert.ok(arch.clusters && rowsPerCta(v) === 1);
+            if (capacity(v) !== Infinity) assert.ok(capacity(v) - hidden < v.threadsPerRow * v.vec * v.cluster, 'no wholly idle chunk');
+          }
+        }
+});
+
+test('vector width follows the strides: odd strides get scalar access', () => {
+  assert.is(maxVec(makeProblem(spec, 7, 4)), 1);
+  assert.is(maxVec(makeProblem(spec, 7, 4, { x: 8, y: 8, residual: 8, residualOut: 8 })), 8);
+  assert.is(maxVec(makeProblem(spec, 4096, 4, { x: 4100, y: 4096, residual: 4096, residualOut: 4096 })), 4);
+  assert.is(maxVec(makeProblem({ ...spec, features: { ...spec.features, residual: 'fp32' } }, 4096, 4)), 4);
+});
+
+test('the generic variant runs every shape; the baseline every aligned one', () => {
+  for (const hidden of [1, 3, 1000, 131072, 1 << 20])
+    for (const arch of [sm80, sm90]) {
+      const p = makeProblem(spec, hidden, 5);
+      assert.is(unsupportedReason(p, GENERIC_PARAMS, arch), null);
+      assert.is(unsupportedReason(p, baselineParams(p), arch), null);
+    }
+});
+
+test('clusters only where the arch has them; shared memory within its limit', () => {
+  const p = makeProblem(spec, 65536, 4096);
+  assert.ok(enumerateSpace(p, sm90).some((v) => v.cluster > 1));
+  assert.ok(!enumerateSpace(p, sm80).some((v) => v.cluster > 1));
+  assert.ok(enumerateSpace(p, sm80).every((v) => unsupportedReason(p, v, sm80) === null));
+  assert.match(String(unsupportedReason(makeProblem(spec, 1 << 20, 1), { ...GENERIC_PARAMS, storage: 'smem' }, sm90)), /shared memory/);
+});
+
+test('variant ids are stable and distinct', () => {
+  const p = makeProblem(spec, 4096, 64);
+  const a = enumerateSpace(p, sm90).map((v) => makeVariant(p, v).id);
+  const b = enumerateSpace(p, sm90).map((v) => makeVariant(p, v).id);
+  assert.equal(a, b);
+  assert.is(new Set(a).size, a.length);
+  const other = makeVariant({ ...p, op: 'rmsnorm' }, enumerateSpace(p, sm90)[0]).id;
+  assert.not.ok(a.includes(other), 'the spec is part of the id');
+});
+
+test('the covering set has every axis value of the space', () => {
+  const space = enumerateSpace(makeProblem(spec, 8192, 64), sm90);
+  const cover = coveringSet(space);
+  for (const axis of ['storage', 'threads', 'vec', 'threadsPerRow', 'cluster'] as const)
+    assert.equal(new Set(cover.map((v) => v[axis])), new Set(space.map((v) => v[axis])), axis);
+  assert.ok(cover.length < space.length / 2);
+});
+
+test('the GPU correctness matrix spans every shape, dtype and feature set', () => {
+  const cases = correctnessMatrix(sm90);
+  for (const hidden of MATRIX_HIDDEN)
+    for (const rows of MATRIX_ROWS)
+      for (const dtype of DTYPES) assert.ok(cases.some((c) => c.problem.hidden === hidden && c.problem.rows === rows && c.problem.dtype === dtype));
+  for (const op of OPS)
+    for (const f of allFeatureCombos())
+      assert.ok(cases.some((c) => c.problem.op === op && JSON.stringify(c.problem.features) === JSON.stringify(f)));
+  assert.ok(cases.some((c) => c.problem.strides.x !== c.problem.hidden), 'strided rows too');
+});
+
+test.run();
