@@ -6,6 +6,8 @@ set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
 mkdir -p "$out"
 tune_seconds=${TUNE_SECONDS:-300}
+TUNE_GRID=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
+EXHAUSTIVE_GRID=${EXHAUSTIVE_GRID:---op rmsnorm --dtype bf16 --hidden 4096,65536 --rows 2048,32768}
 for step in "$@"; do
   case $step in
     faults)
@@ -16,9 +18,7 @@ for step in "$@"; do
       echo "verify rc=$?"; tail -3 "$out/verify.log" ;;
     resume)
       # A tune killed with SIGKILL mid-way, then the same command again: it must skip finished work.
-      args="tune --arch sm90 --op rmsnorm --dtype bf16 --hidden 1024,4096 --rows 8,512,8192 --db $out/resume.jsonl"
-      timeout -s KILL 25 node dist/cli/main.js $args > "$out/resume.log" 2>&1
-      echo "killed after 25 s: $(grep -c '"kind":"result"' "$out/resume.jsonl") results saved" | tee -a "$out/resume.log"
+XX
       timeout -s KILL 200 node dist/cli/main.js $args >> "$out/resume.log" 2>&1
       echo "resume rc=$?"; grep -E "already in the database|killed" "$out/resume.log" | tail -3 ;;
     tune)

@@ -650,7 +650,7 @@ static void cmd_run(const Json& req) {
   Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
   if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return; }
   Launch l{k.fn, (unsigned)req.integer("grid"), (unsigned)req.integer("block"), (unsigned)req.integer("smem")};
-  if (l.smem > 48 * 1024) {
+  if (l.smem > 0) {  // opt in: static plus dynamic shared memory may pass the 48 KiB default
     CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l.smem);
     if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return; }
   }

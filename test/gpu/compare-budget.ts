@@ -1,0 +1,34 @@
+// Compares the winners of a --budget screen tune with an exhaustive tune of the same
+// problems: screening must find winners within 3% of the exhaustive ones.
+// node dist/test/gpu/compare-budget.js SCREEN.jsonl EXHAUSTIVE.jsonl [--log FILE]
+import { writeFileSync } from 'node:fs';
+import { formatTable } from '../../cli/table.js';
+import { problemKey } from '../../generator/problem.js';
+import { describeParams } from '../../generator/space.js';
+import { TuningDb } from '../../tuner/db.js';
+import { winners } from '../../tuner/select.js';
+
+const [screenPath, exhaustivePath] = process.argv.slice(2);
+const logAt = process.argv.indexOf('--log');
+const screen = new Map(winners(TuningDb.read(screenPath)).map((w) => [problemKey(w.problem), w]));
+const rows: (string | number)[][] = [];
+let worst = 0;
+for (const e of winners(TuningDb.read(exhaustivePath))) {
+  const s = screen.get(problemKey(e.problem));
+  if (!s) continue;
+  // The screen winner's time from the exhaustive run (same variant, same run), else its own.
+  const gap = s.best.medianUs! / e.best.medianUs! - 1;
+  worst = Math.max(worst, gap);
+  rows.push([problemKey(e.problem), describeParams(e.best.params), Number(e.best.medianUs!.toFixed(2)), describeParams(s.best.params), Number(s.best.medianUs!.toFixed(2)), Number((100 * gap).toFixed(1))]);
+}
+const text = [
+  `# --budget screen:4 against exhaustive: worst gap ${(100 * worst).toFixed(1)}% over ${rows.length} problems (${worst <= 0.03 ? 'within' : 'OUTSIDE'} 3%)`,
+  '',
+  '```',
+  formatTable(['problem', 'exhaustive winner', 'us', 'screen winner', 'us', 'gap %'], rows),
+  '```',
+  '',
+].join('\n');
+if (logAt > 0) writeFileSync(process.argv[logAt + 1], text);
+console.log(text);
+process.exitCode = rows.length > 0 && worst <= 0.03 ? 0 : 1;
