@@ -6,15 +6,17 @@ import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSp
 
 /**
  * Where a row lives between computing its statistics and normalizing it:
- * - regs:      in registers; the kernel is specialized for at most `items` vectors
- *              per thread (capacity items * threadsPerRow * vec * cluster elements);
+ * - regs:      in registers, as floats; the kernel is specialized for at most `items`
+ *              vectors per thread (capacity items * threadsPerRow * vec * cluster);
+ * - packed:    as regs, but held in the row's own 16-bit dtype (half the registers);
  * - pipelined: in registers too, with persistent CTAs that prefetch their next row
  *              and keep weight and bias in registers across rows;
  * - smem:      staged in dynamic shared memory, any hidden size that fits;
  * - reload:    read again from global memory (L2) in a second pass; any hidden size.
  */
-export const STORAGES = ['regs', 'pipelined', 'smem', 'reload'] as const;
-export const inRegisters = (p: CudaParams) => p.storage === 'regs' || p.storage === 'pipelined';
+export const STORAGES = ['regs', 'packed', 'pipelined', 'smem', 'reload'] as const;
+type RegisterStorage = 'regs' | 'packed' | 'pipelined';
+export const inRegisters = (p: CudaParams) => p.storage === 'regs' || p.storage === 'packed' || p.storage === 'pipelined';
 export type Storage = (typeof STORAGES)[number];
 
 export interface CudaParams {
@@ -36,7 +38,7 @@ export const CLUSTER_CHOICES = [1, 2, 4, 8];
 /** Most vectors one thread keeps in registers. */
 export const MAX_ITEMS = 16;
 /** Most row elements one thread keeps in registers (more spill, or starve occupancy). */
-export const MAX_VALUES = { regs: 64, pipelined: 32 };
+export const MAX_VALUES: Record<RegisterStorage, number> = { regs: 64, packed: 64, pipelined: 32 };
 /** Registers the kernel needs besides the row values (pointers, indices, sums). */
 const REGISTER_OVERHEAD = 40;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
@@ -106,7 +108,8 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
         for (const cluster of CLUSTER_CHOICES) {
           if (cluster > 1 && (!arch.clusters || rows !== 1 || problem.hidden / cluster < 2048)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
-          for (const storage of ['regs', 'pipelined'] as const) {
+          const held: RegisterStorage[] = stageBytes(problem) === 2 ? ['regs', 'packed', 'pipelined'] : ['regs', 'pipelined'];
+          for (const storage of held) {
             const regs = regsEstimate(problem, storage, items * vec);
             if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || regs > 255 || regs * threads > 65536) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster });
@@ -127,11 +130,12 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
 }
 
 /**
- * Registers a thread needs for `values` row elements: regs keeps them as floats;
- * pipelined also keeps the prefetched row packed, and weight and bias.
+ * Registers a thread needs for `values` row elements: regs keeps them as floats,
+ * packed in their dtype; pipelined also keeps the prefetched row, weight and bias.
  */
-export function regsEstimate(spec: KernelSpec, storage: 'regs' | 'pipelined', values: number): number {
+export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number): number {
   if (storage === 'regs') return values + REGISTER_OVERHEAD;
+  if (storage === 'packed') return (values * stageBytes(spec)) / 4 + REGISTER_OVERHEAD;
   const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
   const row = words(spec.dtype) + words(residualDType(spec));
   return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD;
