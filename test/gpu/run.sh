@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
-# The GPU test and tuning session, run on the GPU machine through the device tool:
-#   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune]
-# Logs and databases go to $OUT (default /tmp/normgen-gpu).
+# The GPU tests and the committed tune, run on the GPU machine through the device tool:
+#   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune] [exhaustive]
+# Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
 mkdir -p "$out"
 tune_seconds=${TUNE_SECONDS:-300}
-TUNE_GRID=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
-EXHAUSTIVE_GRID=${EXHAUSTIVE_GRID:---op rmsnorm --dtype bf16 --hidden 4096,65536 --rows 2048,32768}
+# The committed tune covers a reduced grid: the default one needs more GPU time than a session has.
+tune_grid=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
+exhaustive_grid=${EXHAUSTIVE_GRID:---op rmsnorm --dtype bf16 --hidden 4096,65536 --rows 2048,32768}
+rc=0
 for step in "$@"; do
   case $step in
-    faults)
-      timeout -s KILL 150 node dist/test/gpu/faults.js --log "$out/faults.md" > "$out/faults.log" 2>&1
-      echo "faults rc=$?"; tail -1 "$out/faults.log" ;;
     verify)
       timeout -s KILL 420 node dist/cli/main.js verify --arch sm90 --log "$out/correctness.md" > "$out/verify.log" 2>&1
-      echo "verify rc=$?"; tail -3 "$out/verify.log" ;;
+      r=$?; echo "verify rc=$r"; tail -2 "$out/verify.log" ;;
+    faults)
+      timeout -s KILL 150 node dist/test/gpu/faults.js --log "$out/faults.md" > "$out/faults.log" 2>&1
+      r=$?; echo "faults rc=$r"; tail -1 "$out/faults.log" ;;
     resume)
       # A tune killed with SIGKILL mid-way, then the same command again: it must skip finished work.
-XX
+      args="tune --arch sm90 --op rmsnorm,layernorm --dtype bf16,fp32 --hidden 1024,4096,16384 --rows 8,512,8192 --db $out/resume.jsonl"
+      timeout -s KILL 12 node dist/cli/main.js $args > "$out/resume.log" 2>&1
+      echo "killed after 12 s: $(grep -c '"kind":"result"' "$out/resume.jsonl") results saved" | tee -a "$out/resume.log"
       timeout -s KILL 200 node dist/cli/main.js $args >> "$out/resume.log" 2>&1
-      echo "resume rc=$?"; grep -E "already in the database|killed" "$out/resume.log" | tail -3 ;;
+      r=$?; echo "resume rc=$r"; grep -E "already in the database" "$out/resume.log" | tail -1 ;;
     tune)
-      timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 --db "$out/sm90-h200.jsonl" --report "$out/sm90-h200.md" > "$out/tune.log" 2>&1
-      echo "tune rc=$?"; tail -4 "$out/tune.log" ;;
+      timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 $tune_grid \
+        --db "$out/sm90-h200.jsonl" --report "$out/sm90-h200.md" > "$out/tune.log" 2>&1
+      r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log" ;;
+    exhaustive)
+      timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget none $exhaustive_grid \
+        --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
+      r=$?; echo "exhaustive rc=$r"; tail -1 "$out/exhaustive.log"
+      node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
+    *) echo "unknown step '$step'"; r=2 ;;
   esac
+  [ "$r" = 0 ] || rc=1
 done
+exit $rc
