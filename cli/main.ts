@@ -18,6 +18,7 @@ import { progressReporter } from './progress.js';
 import { describeParams, capacity, rowsPerCta } from '../generator/space.js';
 import { launchGeometry } from '../generator/variant.js';
 import { ToolchainError } from '../tuner/nvcc.js';
+import { DeviceError } from '../tuner/device.js';
 import { problemFromArgs, withProblemOptions, type ProblemArgs } from './problem-options.js';
 import { formatTable } from './table.js';
 
@@ -146,7 +147,7 @@ export async function main(argv: string[]): Promise<void> {
       (a) => tuneCommand(a as never))
     .demandCommand(1, 'name a command: list, generate, verify, tune')
     .fail((msg, err) => {
-      if (err instanceof InputError || err instanceof ToolchainError) fail(err.message);
+      if (err instanceof InputError || err instanceof ToolchainError || err instanceof DeviceError) fail(err.message);
       if (err) throw err;
       fail(msg);
     })
@@ -155,7 +156,7 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 main(hideBin(process.argv)).catch((e) => {
-  if (e instanceof InputError || e instanceof ToolchainError) fail(e.message);
+  if (e instanceof InputError || e instanceof ToolchainError || e instanceof DeviceError) fail(e.message);
   console.error(e);
   process.exit(1);
 });

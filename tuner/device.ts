@@ -4,6 +4,11 @@ import { archForComputeCapability, type Arch } from '../generator/arch.js';
 import { InputError } from '../generator/problem.js';
 import type { Runner } from './runner.js';
 
+/** No usable GPU: a clear one-line error, not a stack trace. */
+export class DeviceError extends Error {
+  override name = 'DeviceError';
+}
+
 export interface DeviceId {
   name: string;
   arch: string;
@@ -20,7 +25,7 @@ export interface DeviceId {
 
 export async function queryDevice(runner: Runner): Promise<DeviceId> {
   const r = await runner.request({ cmd: 'info' }, 60_000);
-  if (r.status !== 'OK') throw new Error(`the bench runner could not query GPU ${runner.gpu}: ${r.error ?? r.status}`);
+  if (r.status !== 'OK') throw new DeviceError(`no usable GPU ${runner.gpu} (the bench runner says: ${r.error ?? r.status})`);
   const major = r.major as number;
   const minor = r.minor as number;
   return {
