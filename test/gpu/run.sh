@@ -5,6 +5,8 @@
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
 mkdir -p "$out"
+# Continue a tune from an earlier call: its database, carried in .device/db/.
+[ -f .device/db/sm90-h200.jsonl ] && [ ! -f "$out/sm90-h200.jsonl" ] && cp .device/db/sm90-h200.jsonl "$out/"
 tune_seconds=${TUNE_SECONDS:-300}
 # The committed tune covers a reduced grid: the default one needs more GPU time than a session has.
 tune_grid=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
