@@ -5,9 +5,12 @@ import type { Progress } from '../tuner/tune.js';
 
 export function progressReporter(label: string, stream: NodeJS.WriteStream = process.stderr): (p: Progress) => void {
   let lastPlain = 0;
+  // The rate counts from the first measurement, so compile time up front does not skew the ETA.
+  let origin: { done: number; at: number } | undefined;
   return (p) => {
     const finished = p.done >= p.total;
-    const rate = p.elapsedS > 0 ? p.done / p.elapsedS : 0;
+    if (!origin && p.done > 0) origin = { done: p.done, at: p.elapsedS };
+    const rate = origin && p.done > origin.done ? (p.done - origin.done) / (p.elapsedS - origin.at) : 0;
     const eta = rate > 0 ? (p.total - p.done) / rate : NaN;
     const etaText = Number.isFinite(eta) ? `ETA ${formatDuration(eta)}` : 'ETA --';
     const text = `${label}: ${p.done}/${p.total} measured, ${p.failures} failed, ${p.skipped} already in the database, ${formatDuration(p.elapsedS)} elapsed, ${etaText}`;

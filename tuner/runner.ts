@@ -97,7 +97,9 @@ export class Runner {
     if (this.current?.alive) return this.current;
     if (this.started) this.restarts++;
     this.started = true;
-    const child = spawn(this.exe, [], { env: { ...process.env, CUDA_VISIBLE_DEVICES: String(this.gpu) }, stdio: 'pipe' });
+    // A .js runner (the tests' stand-in) runs under this Node.
+    const [cmd, args] = this.exe.endsWith('.js') ? [process.execPath, [this.exe]] : [this.exe, []];
+    const child = spawn(cmd, args, { env: { ...process.env, CUDA_VISIBLE_DEVICES: String(this.gpu) }, stdio: 'pipe' });
     const p = new RunnerProcess(child);
     live.add(p);
     child.on('exit', () => live.delete(p));

@@ -31,6 +31,8 @@ export interface TuneOptions {
   onProgress?: (p: Progress) => void;
   /** Base of the per-request hang timeout (default 10 s). */
   timeoutSeconds?: number;
+  /** The bench runner to use (tests pass a stand-in); default: built from tuner/native/runner.cu. */
+  runnerExe?: string;
   log?: (line: string) => void;
 }
 
@@ -88,7 +90,7 @@ export interface TuneOutcome {
 }
 
 export async function tune(o: TuneOptions): Promise<TuneOutcome> {
-  const exe = await buildRunner();
+  const exe = o.runnerExe ?? (await buildRunner());
   const runners = o.gpus.map((g) => new Runner(exe, g));
   const device = await queryDevice(runners[0]);
   checkArchMatches(o.arch, device);

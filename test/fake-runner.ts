@@ -1,0 +1,31 @@
+// A stand-in for the native bench runner, speaking its JSON-lines protocol, so the
+// tuner's loop, database, resume and fault handling are tested without a GPU.
+// Times are a deterministic function of the launch; FAKE_CRASH / FAKE_HANG /
+// FAKE_WRONG name kernel symbols (comma-separated) that fault, hang or compute wrong.
+import { createInterface } from 'node:readline';
+
+const list = (name: string) => new Set((process.env[name] ?? '').split(',').filter(Boolean));
+const crash = list('FAKE_CRASH');
+const hang = list('FAKE_HANG');
+const wrong = list('FAKE_WRONG');
+const say = (o: object) => process.stdout.write(JSON.stringify(o) + '\n');
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const req = JSON.parse(line);
+  if (req.cmd === 'info') {
+    say({ status: 'OK', name: 'Fake GPU', major: 9, minor: 0, sms: 132, memoryBytes: 80e9, l2Bytes: 50e6, driver: 13000, runtime: 13000, driverVersion: 'fake 1.0', uuid: 'fake' });
+  } else if (req.cmd === 'copy') {
+    say({ status: 'OK', gbps: 4000 });
+  } else if (req.cmd === 'run') {
+    if (hang.has(req.symbol)) return; // never answers
+    if (crash.has(req.symbol)) {
+      say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });
+      process.exit(3);
+    }
+    const us = 5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10;
+    if (wrong.has(req.symbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, medianUs: us / 10 });
+    else say({ status: 'OK', err_y: 0.1, medianUs: us, minUs: us, maxUs: us, samplesUs: [us], verified: true });
+  } else if (req.cmd === 'quit') {
+    process.exit(0);
+  }
+});

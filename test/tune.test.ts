@@ -1,0 +1,89 @@
+// The tune loop end to end with real compiles (nvcc) and a stand-in runner.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArch } from '../generator/arch.js';
+import { problemKey } from '../generator/problem.js';
+import { baselineParams } from '../generator/space.js';
+import { makeVariant } from '../generator/variant.js';
+import { TuningDb } from '../tuner/db.js';
+import type { GridSpec } from '../tuner/grid.js';
+import { winners } from '../tuner/select.js';
+import { tune, type TuneOptions, type Progress } from '../tuner/tune.js';
+
+const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
+const grid: GridSpec = { ops: ['rmsnorm'], dtypes: ['bf16'], hiddens: [1024], rows: [8, 512], residual: 'same' };
+const options = (dbPath: string, extra: Partial<TuneOptions> = {}): TuneOptions => ({
+  arch: parseArch('sm90'), grid, gpus: [0], jobs: 2, search: { kind: 'exhaustive' }, dbPath, command: 'test', runnerExe: FAKE, timeoutSeconds: 1, ...extra,
+});
+
+test('every variant of every problem is measured once; a re-run resumes with nothing to do', async () => {
+  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+  const first = await tune(options(dbPath));
+  first.db.close();
+  assert.is(first.problems.length, 2);
+  const results = TuningDb.read(dbPath).results;
+  assert.ok(results.length > 20);
+  assert.ok(results.every((r) => r.status === 'OK' && r.stage === 'final'));
+  assert.is(new Set(results.map((r) => `${r.problemKey}|${r.variantId}`)).size, results.length, 'each once');
+  for (const w of winners(TuningDb.read(dbPath))) {
+    const times = results.filter((r) => r.problemKey === problemKey(w.problem)).map((r) => r.medianUs!);
+    assert.is(w.best.medianUs, Math.min(...times));
+    assert.ok(w.baseline, 'the baseline is measured with every problem');
+  }
+  let last: Progress | undefined;
+  const second = await tune(options(dbPath, { onProgress: (p) => (last = p) }));
+  second.db.close();
+  assert.is(last!.total, 0);
+  assert.is(last!.skipped, results.length);
+  assert.is(TuningDb.read(dbPath).results.length, results.length);
+  assert.is(TuningDb.read(dbPath).sessions.length, 2);
+});
+
+test('a crash or a hang costs one variant and a runner restart; a wrong result never wins', async () => {
+  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+  const probe = await tune(options(join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'probe.jsonl')));
+  const p = probe.problems[1];
+  const ids = probe.db.results.filter((r) => r.problemKey === problemKey(p)).sort((a, b) => a.medianUs! - b.medianUs!);
+  probe.db.close();
+  const symbol = (id: string) => `normgen_rmsnorm_fwd_${id}`;
+  const [fastest, second, third] = ids.map((r) => r.variantId);
+  process.env.FAKE_WRONG = symbol(fastest);
+  process.env.FAKE_CRASH = symbol(second);
+  process.env.FAKE_HANG = symbol(third);
+  try {
+    const out = await tune(options(dbPath, { grid: { ...grid, rows: [p.rows] } }));
+    out.db.close();
+    const byId = new Map(TuningDb.read(dbPath).results.map((r) => [r.variantId, r]));
+    assert.is(byId.get(fastest)!.status, 'INCORRECT');
+    assert.is(byId.get(second)!.status, 'RUNTIME_ERROR');
+    assert.is(byId.get(third)!.status, 'TIMEOUT');
+    assert.is(out.restarts, 2);
+    const [w] = winners(TuningDb.read(dbPath));
+    assert.not.ok([fastest, second, third].includes(w.best.variantId));
+    assert.ok([...byId.values()].filter((r) => r.status === 'OK').length === ids.length - 3, 'the rest still measured');
+  } finally {
+    delete process.env.FAKE_WRONG;
+    delete process.env.FAKE_CRASH;
+    delete process.env.FAKE_HANG;
+  }
+});
+
+test('--budget screen times all briefly, then the best N and the baseline in full', async () => {
+  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+  const out = await tune(options(dbPath, { search: { kind: 'screen', keep: 3 } }));
+  out.db.close();
+  const results = TuningDb.read(dbPath).results;
+  for (const p of out.problems) {
+    const mine = results.filter((r) => r.problemKey === problemKey(p));
+    const screened = mine.filter((r) => r.stage === 'screen').sort((a, b) => a.medianUs! - b.medianUs!);
+    const finals = new Set(mine.filter((r) => r.stage === 'final').map((r) => r.variantId));
+    const expected = new Set([...screened.slice(0, 3).map((r) => r.variantId), makeVariant(p, baselineParams(p)).id]);
+    assert.equal(finals, expected);
+  }
+});
+
+test.run();
