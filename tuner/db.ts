@@ -45,6 +45,8 @@ export interface DbResult extends Measurement {
   stage: Stage;
   /** Registers per thread from ptxas, when it compiled. */
   registers?: number;
+  /** The CUDA device index that measured it (with --gpus). */
+  gpu?: number;
 }
 
 export type DbLine = DbHeader | DbSession | DbResult;

@@ -141,7 +141,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   }
 
   const runOne = async (runner: Runner, p: Problem, v: Variant, build: VariantBuild, stage: Stage): Promise<DbResult> => {
-    const base = { session: session.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage };
+    const base = { session: session.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage, gpu: runner.gpu };
     if (build.status !== 'OK') {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
