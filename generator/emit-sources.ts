@@ -1,15 +1,16 @@
 // `normgen generate`: the .cu sources of a problem's space and a manifest describing
 // every variant (parameters, kernel symbol, launch geometry for the problem's shape).
 
-import { copyFileSync, mkdirSync, renameSync, writeFileSync, accessSync, constants } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Arch } from './arch.js';
-import { InputError, problemKey, type Problem } from './problem.js';
+import { problemKey, type Problem } from './problem.js';
 import { renderCudaUnit, unitFileName } from './render-cuda.js';
 import { describeParams, enumerateSpace } from './space.js';
 import { TEMPLATE_ROOT, templateHash } from './templates.js';
 import { launchGeometry, makeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
+import { prepareOutputDir, writeFileAtomic } from './files.js';
 
 export interface Manifest {
   normgen: string;
@@ -22,23 +23,6 @@ export interface Manifest {
 
 export function variantsFor(problem: Problem, arch: Arch): Variant[] {
   return enumerateSpace(problem, arch).map((p) => makeVariant(problem, p));
-}
-
-/** Make sure `dir` exists and is writable, or say clearly why not. */
-export function prepareOutputDir(dir: string): void {
-  try {
-    mkdirSync(dir, { recursive: true });
-    accessSync(dir, constants.W_OK);
-  } catch (e) {
-    throw new InputError(`cannot write to output folder '${dir}': ${(e as NodeJS.ErrnoException).code ?? e}`);
-  }
-}
-
-/** Write a file whole or not at all (temp file, then rename). */
-export function writeFileAtomic(path: string, text: string): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
 }
 
 export function emitSources(problem: Problem, arch: Arch, dir: string): Manifest {

@@ -1,6 +1,6 @@
 // The default tuning grid and the problems a `normgen tune` run covers.
 
-import { checkPositiveInt, DTYPES, InputError, makeProblem, parseDType, type DType, type Features, type Op, type Problem, type ResidualKind, BYTES, bytesMoved } from '../generator/problem.js';
+import { bytesMoved, checkPositiveInt, DTYPES, InputError, makeProblem, parseDType, type DType, type Features, type Op, type Problem, type ResidualKind } from '../generator/problem.js';
 
 export const DEFAULT_HIDDEN = [512, 768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 12288, 16384, 32768, 65536, 131072];
 export const DEFAULT_ROWS = [1, 8, 32, 128, 512, 2048, 8192, 32768];
@@ -70,4 +70,12 @@ export function gridProblems(g: GridSpec, memoryBytes: number): { problems: Prob
   return { problems, skipped };
 }
 
-export const elementBytes = (d: DType) => BYTES[d];
+/** "0,1" -> [0, 1]: CUDA device indices, each once. */
+export function parseGpus(text: string): number[] {
+  const gpus = parseList('--gpus', text, (s) => {
+    if (!/^\d+$/.test(s)) throw new InputError(`--gpus takes device indices like 0,1; got '${s}'`);
+    return Number(s);
+  }, [0]);
+  if (new Set(gpus).size !== gpus.length) throw new InputError(`--gpus names a device twice: ${text}`);
+  return gpus;
+}

@@ -1,0 +1,19 @@
+// normgen generate: the .cu sources and manifest of one problem's space.
+
+import type { Argv } from 'yargs';
+import { emitSources } from '../../generator/emit-sources.js';
+import { problemKey } from '../../generator/problem.js';
+import { describeParams } from '../../generator/space.js';
+import { problemFromArgs, withProblemOptions, type ProblemArgs } from '../problem-options.js';
+
+export const command = 'generate';
+export const describe = 'write the .cu sources and a manifest for a problem';
+export const builder = (y: Argv) => withProblemOptions(y).option('out', { type: 'string', demandOption: true, describe: 'output folder' });
+
+export function handler(args: ProblemArgs & { out: string }): void {
+  const { problem, arch } = problemFromArgs(args);
+  const manifest = emitSources(problem, arch, args.out);
+  const n = Object.keys(manifest.variants).length;
+  console.log(`wrote ${n} variants of ${problemKey(problem)} for ${arch.name} to ${args.out}: ${manifest.units.map((u) => u.file).join(', ')} and a manifest`);
+  for (const [id, v] of Object.entries(manifest.variants).slice(0, 3)) console.log(`  ${id} ${describeParams(v.params)}`);
+}

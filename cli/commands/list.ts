@@ -1,0 +1,27 @@
+// normgen list: the pruned tunable space of one problem, as a table.
+
+import type { Argv } from 'yargs';
+import { variantsFor } from '../../generator/emit-sources.js';
+import { problemKey } from '../../generator/problem.js';
+import { capacity, rowsPerCta } from '../../generator/space.js';
+import { launchGeometry } from '../../generator/variant.js';
+import { problemFromArgs, withProblemOptions, type ProblemArgs } from '../problem-options.js';
+import { formatTable } from '../table.js';
+
+export const command = 'list';
+export const describe = 'print the pruned tunable space for a problem';
+export const builder = (y: Argv) => withProblemOptions(y).option('limit', { type: 'number', default: 50, describe: 'table rows to print' });
+
+export function handler(args: ProblemArgs & { limit: number }): void {
+  const { problem, arch } = problemFromArgs(args);
+  const variants = variantsFor(problem, arch);
+  console.log(`${problemKey(problem)} on ${arch.name}: ${variants.length} variants`);
+  const rows = variants.slice(0, args.limit).map((v) => {
+    const p = v.params;
+    const g = launchGeometry(v, problem.rows, problem.hidden);
+    const cap = capacity(p);
+    return [v.id, p.storage, p.threads, p.vec, p.threadsPerRow, rowsPerCta(p), p.items, p.cluster, Number.isFinite(cap) ? cap : 'any', g.grid, g.sharedBytes];
+  });
+  console.log(formatTable(['id', 'storage', 'threads', 'vec', 'thr/row', 'rows/cta', 'items', 'cluster', 'max hidden', 'grid', 'dyn smem'], rows));
+  if (variants.length > args.limit) console.log(`... ${variants.length - args.limit} more (--limit)`);
+}
