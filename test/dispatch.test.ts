@@ -1,0 +1,57 @@
+// The dispatch table built from the committed H200 tuning database, and every lookup path.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fileURLToPath } from 'node:url';
+import type { KernelSpec } from '../generator/problem.js';
+import { capacity } from '../generator/space.js';
+import { TuningDb } from '../tuner/db.js';
+import { buildDispatchTable, lookup, rowBucket } from '../tuner/dispatch.js';
+
+const db = TuningDb.read(fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl', import.meta.url)));
+const table = buildDispatchTable(db, 0.02);
+const rms: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
+
+test('fewer variants than per-problem winners, each problem within 2% of its best', () => {
+  const problems = new Set(db.results.filter((r) => r.status === 'OK').map((r) => r.problemKey));
+  assert.is(table.entries.length, problems.size);
+  assert.ok(table.maxRegret <= 0.02, `regret ${table.maxRegret}`);
+  // Variants are specialized per kernel spec and hidden size, so sharing happens across row counts.
+  const winners = new Set(buildDispatchTable(db, 0).entries.map((e) => e.variantId));
+  assert.ok(table.variants < winners.size, `${table.variants} variants, ${winners.size} distinct winners`);
+  for (const e of table.entries) {
+    const measured = db.results.filter((r) => r.variantId === e.variantId && r.problem.hidden === e.hidden && r.problem.rows === e.rows && r.problem.op === 'rmsnorm' === e.spec.startsWith('rmsnorm'));
+    assert.ok(measured.length > 0 && measured.every((r) => r.status === 'OK'), 'only verified variants enter the table');
+  }
+});
+
+test('rows fall into the nearest tuned bucket on a log scale', () => {
+  assert.equal(table.rowBuckets, [32, 2048, 32768]);
+  assert.is(rowBucket(table.rowBuckets, 1), 32);
+  assert.is(rowBucket(table.rowBuckets, 100), 32);
+  assert.is(rowBucket(table.rowBuckets, 1000), 2048);
+  assert.is(rowBucket(table.rowBuckets, 5_000_000), 32768);
+});
+
+test('exact: a tuned shape gets its own entry', () => {
+  const l = lookup(table, rms, 4096, 32768);
+  assert.is(l.path, 'exact');
+  assert.is(l.entry!.hidden, 4096);
+  assert.is(l.entry!.rows, 32768);
+});
+
+test('nearest: an untuned hidden size gets the nearest tuned one that can run it', () => {
+  const l = lookup(table, rms, 5000, 30000);
+  assert.is(l.path, 'nearest');
+  assert.ok(capacity(l.params) >= 5000 && 5000 % l.params.vec === 0);
+});
+
+test('generic: odd rows, misaligned pointers and untuned specs still get a correct variant', () => {
+  const odd = lookup(table, rms, 4095, 2048);
+  assert.ok(odd.params.vec === 1 && capacity(odd.params) >= 4095);
+  const misaligned = lookup(table, rms, 4096, 2048, 4096, 2);
+  assert.ok(misaligned.params.vec <= 2, 'a narrower vector instead of a fault');
+  const untuned = lookup(table, { ...rms, dtype: 'fp16' }, 4096, 2048);
+  assert.is(untuned.path, 'generic');
+});
+
+test.run();

@@ -1,0 +1,130 @@
+// From a tuning database to a dispatch table, and the lookup a package does with it:
+// the fewest distinct variants that stay within a tolerance of the best on every tuned
+// problem, then, for any shape, the exact tuned key, else the nearest tuned hidden size
+// whose variant can run the shape, else the generic variant.
+
+import { specKey, type KernelSpec } from '../generator/problem.js';
+import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
+import type { DbResult, TuningDb } from './db.js';
+
+export interface DispatchEntry {
+  spec: string;
+  hidden: number;
+  /** The tuned row count this entry stands for (see rowBucket). */
+  rows: number;
+  variantId: string;
+  params: CudaParams;
+  medianUs: number;
+  /** Time over the best measured variant of the problem, minus 1 (same stage). */
+  regret: number;
+}
+
+export interface DispatchTable {
+  tolerance: number;
+  entries: DispatchEntry[];
+  /** Distinct variants the entries use. */
+  variants: number;
+  /** Largest regret over all entries. */
+  maxRegret: number;
+  /** Tuned row counts, ascending: the bucket boundaries. */
+  rowBuckets: number[];
+}
+
+/**
+ * The measurements to compare variants by, per problem: the screening stage when the
+ * problem was screened (it times every variant, in one run), else the final stage.
+ * Only verified results count.
+ */
+function comparableByProblem(db: TuningDb): Map<string, DbResult[]> {
+  const by = new Map<string, { screen: DbResult[]; final: DbResult[] }>();
+  for (const r of db.results) {
+    if (r.status !== 'OK' || typeof r.medianUs !== 'number') continue;
+    const slot = by.get(r.problemKey) ?? { screen: [], final: [] };
+    slot[r.stage].push(r);
+    by.set(r.problemKey, slot);
+  }
+  return new Map([...by].map(([k, s]) => [k, s.screen.length > 0 ? s.screen : s.final]));
+}
+
+/**
+ * Greedy set cover: a variant covers a problem when it is within `tolerance` of the
+ * problem's best; take the variant covering most uncovered problems (ties: the least
+ * total time) until all are covered. Each problem then uses its fastest chosen variant.
+ */
+export function buildDispatchTable(db: TuningDb, tolerance = 0.02): DispatchTable {
+  const problems = [...comparableByProblem(db).values()];
+  const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
+  const covers = new Map<string, Set<string>>(); // variant id -> problem keys within tolerance
+  for (const rs of problems)
+    for (const r of rs)
+      if (r.medianUs! <= best.get(r.problemKey)! * (1 + tolerance)) {
+        const set = covers.get(r.variantId) ?? new Set<string>();
+        set.add(r.problemKey);
+        covers.set(r.variantId, set);
+      }
+  const totals = new Map<string, number>();
+  for (const r of problems.flat()) totals.set(r.variantId, (totals.get(r.variantId) ?? 0) + r.medianUs!);
+  const time = (id: string) => totals.get(id) ?? Infinity;
+  const uncovered = new Set(best.keys());
+  const chosen = new Set<string>();
+  while (uncovered.size > 0) {
+    let pick = '';
+    let gain = 0;
+    for (const [id, set] of covers) {
+      const g = [...set].filter((k) => uncovered.has(k)).length;
+      if (g > gain || (g === gain && g > 0 && time(id) < time(pick))) [pick, gain] = [id, g];
+    }
+    chosen.add(pick);
+    for (const k of covers.get(pick)!) uncovered.delete(k);
+  }
+  const entries: DispatchEntry[] = problems.map((rs) => {
+    const r = rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
+    const p = r.problem;
+    return { spec: specKey(p), hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
+  });
+  entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
+  return {
+    tolerance,
+    entries,
+    variants: chosen.size,
+    maxRegret: Math.max(0, ...entries.map((e) => e.regret)),
+    rowBuckets: [...new Set(entries.map((e) => e.rows))].sort((a, b) => a - b),
+  };
+}
+
+/** The tuned row count standing for `rows`: the nearest one on a log scale. */
+export function rowBucket(buckets: number[], rows: number): number {
+  let bestBucket = buckets[0];
+  for (const b of buckets) if (Math.abs(Math.log2(b / rows)) < Math.abs(Math.log2(bestBucket / rows))) bestBucket = b;
+  return bestBucket;
+}
+
+/** Can params run this shape? Capacity, and a vector width that divides the row stride and the alignment. */
+export function canRun(params: CudaParams, hidden: number, stride: number, alignmentElems: number): boolean {
+  return hidden <= capacity(params) && stride % params.vec === 0 && alignmentElems % params.vec === 0;
+}
+
+export type LookupPath = 'exact' | 'nearest' | 'generic';
+
+export interface Lookup {
+  path: LookupPath;
+  params: CudaParams;
+  entry?: DispatchEntry;
+}
+
+/**
+ * Choose the variant for a shape. `alignmentElems` is the largest power of two (in
+ * elements) dividing every pointer: misaligned tensors fall back to narrower vectors.
+ */
+export function lookup(table: DispatchTable, spec: KernelSpec, hidden: number, rows: number, stride = hidden, alignmentElems = 16): Lookup {
+  const key = specKey(spec);
+  const bucket = rowBucket(table.rowBuckets, rows);
+  const mine = table.entries.filter((e) => e.spec === key && e.rows === bucket);
+  const exact = mine.find((e) => e.hidden === hidden);
+  if (exact && canRun(exact.params, hidden, stride, alignmentElems)) return { path: 'exact', params: exact.params, entry: exact };
+  const near = mine
+    .filter((e) => canRun(e.params, hidden, stride, alignmentElems))
+    .sort((a, b) => Math.abs(Math.log2(a.hidden / hidden)) - Math.abs(Math.log2(b.hidden / hidden)))[0];
+  if (near) return { path: 'nearest', params: near.params, entry: near };
+  return { path: 'generic', params: GENERIC_PARAMS };
+}
