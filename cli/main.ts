@@ -6,6 +6,7 @@ import { hideBin } from 'yargs/helpers';
 import { InputError } from '../generator/problem.js';
 import { DeviceError } from '../tuner/device.js';
 import { ToolchainError } from '../tuner/nvcc.js';
+import * as build from './commands/build.js';
 import * as generate from './commands/generate.js';
 import * as list from './commands/list.js';
 import * as tune from './commands/tune.js';
@@ -27,7 +28,8 @@ export async function main(argv: string[]): Promise<void> {
     .command(generate.command, generate.describe, generate.builder, (a) => generate.handler(a as never))
     .command(verify.command, verify.describe, verify.builder, (a) => verify.handler(a as never))
     .command(tune.command, tune.describe, tune.builder, (a) => tune.handler(a as never))
-    .demandCommand(1, 'name a command: list, generate, verify, tune')
+    .command(build.command, build.describe, build.builder, (a) => build.handler(a as never))
+    .demandCommand(1, 'name a command: list, generate, verify, tune, build')
     .fail((msg, err) => {
       if (expected(err)) fail(err.message);
       if (err) throw err;

@@ -9,6 +9,7 @@ import type { DbResult, TuningDb } from './db.js';
 
 export interface DispatchEntry {
   spec: string;
+  kernelSpec: KernelSpec;
   hidden: number;
   /** The tuned row count this entry stands for (see rowBucket). */
   rows: number;
@@ -80,7 +81,7 @@ export function buildDispatchTable(db: TuningDb, tolerance = 0.02): DispatchTabl
   const entries: DispatchEntry[] = problems.map((rs) => {
     const r = rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
     const p = r.problem;
-    return { spec: specKey(p), hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
+    return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
   return {

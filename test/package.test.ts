@@ -1,0 +1,77 @@
+// The emitted package: deterministic, identical to the committed one, compiles with
+// nvcc, checks arguments before launching, and its C and TypeScript select() agree.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ts } from 'ts-morph';
+import { findNvcc } from '../tuner/nvcc.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = join(ROOT, 'dist/cli/main.js');
+const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl');
+const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');
+
+const build = (out: string) => execFileSync(process.execPath, [CLI, 'build', '--db', DB, '--out', out, '--name', 'normgen-sm90-h200'], { encoding: 'utf8' });
+const files = (dir: string): string[] =>
+  readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)).map((g) => join(f, g)) : [f])).filter((f) => !f.endsWith('.so')).sort();
+
+const pkg = join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200');
+build(pkg);
+
+test('emission is deterministic and matches the committed package', () => {
+  const [a, b] = [0, 1].map(() => join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200'));
+  build(a);
+  build(b);
+  assert.equal(files(a), files(b));
+  for (const f of files(a)) assert.ok(readFileSync(join(a, f)).equals(readFileSync(join(b, f))), f);
+  assert.equal(files(COMMITTED), files(a), 'the committed package has the same files');
+  for (const f of files(a)) assert.ok(readFileSync(join(a, f)).equals(readFileSync(join(COMMITTED, f))), `re-emit differs: ${relative(ROOT, join(COMMITTED, f))}`);
+});
+
+const nvcc = await findNvcc();
+execFileSync('make', ['-C', pkg, `NVCC=${nvcc}`], { stdio: 'pipe' });
+const harness = join(pkg, 'harness');
+execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(pkg, 'include'), '-o', harness, join(ROOT, 'test/package-harness.c'), `-L${pkg}`, '-lnormgen', `-Xlinker`, `-rpath=${pkg}`]);
+
+test('bad calls get an error code and a message, and nothing is launched', () => {
+  const lines = execFileSync(harness, ['errors'], { encoding: 'utf8' }).trim().split('\n');
+  const got = Object.fromEntries(lines.map((l) => [l.split(' ')[0], l]));
+  assert.match(got['null-x'], /^null-x 1 x is null/);
+  assert.match(got['null-weight'], /^null-weight 1 weight is null/);
+  assert.match(got['rows-0'], /^rows-0 2 rows and hidden must be positive/);
+  assert.match(got['hidden-negative'], /^hidden-negative 2 /);
+  assert.match(got['stride-small'], /^stride-small 2 a row stride is smaller than hidden/);
+  assert.match(got['unsupported-dtype'], /^unsupported-dtype 3 .*not in the package/);
+  assert.match(got['null-residual'], /^null-residual 1 residual or residual_out is null/);
+  assert.match(got['null-desc'], /^null-desc 1 the descriptor is null/);
+});
+
+test('C and TypeScript select the same variant on tuned, untuned, odd and misaligned shapes', async () => {
+  const js = ts.transpileModule(readFileSync(join(pkg, 'ts/index.ts'), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+  const modPath = join(pkg, 'ts/index.mjs');
+  writeFileSync(modPath, js);
+  const mod = await import(pathToFileURL(modPath).href);
+  const paths = ['exact', 'nearest', 'generic'];
+  let seen = new Set<string>();
+  const cases: [string, string, string, number, number, number, number][] = [];
+  for (const [op, dtype, residual] of [['rmsnorm', 'bf16', 'none'], ['rmsnorm', 'fp32', 'same'], ['layernorm', 'bf16', 'none']])
+    for (const hidden of [1024, 4096, 5000, 4095, 65536, 100000, 7])
+      for (const rows of [1, 40, 3000, 1_000_000])
+        for (const alignBytes of [16, 4]) cases.push([op, dtype, residual, hidden, rows, hidden, alignBytes]);
+  for (const [op, dtype, residual, hidden, rows, stride, alignBytes] of cases) {
+    const [variant, path] = execFileSync(harness, ['select', op, dtype, residual, String(hidden), String(rows), String(stride), String(alignBytes)], { encoding: 'utf8' }).trim().split(' ').map(Number);
+    const elt = dtype === 'fp32' ? 4 : 2;
+    const want = mod.select({ op, dtype, bias: op === 'layernorm', residual, hidden, rows, stride, alignmentElems: Math.max(1, alignBytes / elt) });
+    const label = `${op} ${dtype} ${residual} h${hidden} r${rows} a${alignBytes}`;
+    assert.is(mod.VARIANTS[variant].symbol, want.variant.symbol, label);
+    assert.is(paths[path], want.path, label);
+    seen.add(want.path);
+  }
+  assert.equal(seen, new Set(paths), 'every lookup path exercised');
+});
+
+test.run();
