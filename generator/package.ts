@@ -156,6 +156,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   const cc = src.arch.nvccArch.replace(/^sm_/, '');
   const portable = cc.replace(/a$/, '');
   files.push(['Makefile', render('package', 'Makefile.hbs', { ptxArch: true, archFlags: `-gencode arch=compute_${cc},code=sm_${cc} -gencode arch=compute_${portable},code=compute_${portable}` })]);
+  files.push(['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { name: src.name, cmakeName: src.name.replace(/[^A-Za-z0-9_]/g, '_'), cudaArchitectures: `${cc}-real;${portable}-virtual` })]);
   files.push(['ts/index.ts', emitTypeScript(p, src.table, src)]);
   files.push(['README.md', render('package', 'README.md.hbs', {
     ...context,

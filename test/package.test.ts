@@ -37,6 +37,13 @@ execFileSync('make', ['-C', pkg, `NVCC=${nvcc}`], { stdio: 'pipe' });
 const harness = join(pkg, 'harness');
 execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(pkg, 'include'), '-o', harness, join(ROOT, 'test/package-harness.c'), `-L${pkg}`, '-lnormgen', `-Xlinker`, `-rpath=${pkg}`]);
 
+test('the CMake project builds the same library', () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'normgen-cmake-')), 'build');
+  execFileSync('cmake', ['-S', pkg, '-B', dir, `-DCMAKE_CUDA_COMPILER=${nvcc}`], { stdio: 'pipe' });
+  execFileSync('cmake', ['--build', dir, '-j', '2'], { stdio: 'pipe' });
+  assert.ok(statSync(join(dir, 'libnormgen.so')).size > 100_000);
+});
+
 test('bad calls get an error code and a message, and nothing is launched', () => {
   const lines = execFileSync(harness, ['errors'], { encoding: 'utf8' }).trim().split('\n');
   const got = Object.fromEntries(lines.map((l) => [l.split(' ')[0], l]));
