@@ -311,21 +311,29 @@ int64_t capacity(const Variant& v) {
   return v.storage == SMEM || v.storage == RELOAD ? INT64_MAX : int64_t(v.items) * v.threads_per_row * v.vec * v.cluster;
 }
 
-// Largest power of two (in elements, at most 16) dividing every pointer the call uses.
-int alignment_elems(const normgen_fwd_desc& d) {
-  uintptr_t bits = 0;
-  for (const void* p : {(const void*)d.x, d.residual, (const void*)d.y, (const void*)d.residual_out, d.weight, d.bias})
-    if (p) bits |= uintptr_t(p);
+// Bytes of alignment of a pointer, up to 16.
+int alignment_bytes(const void* p) {
   int bytes = 16;
-  while (bytes > 1 && (bits % bytes) != 0) bytes /= 2;
-  const int elems = int(bytes / dtype_bytes(d.dtype));
-  return elems > 0 ? elems : 1;
+  while (bytes > 1 && uintptr_t(p) % bytes != 0) bytes /= 2;
+  return bytes;
 }
 
-bool can_run(const Variant& v, const normgen_fwd_desc& d, int align) {
+// Every tensor is accessed VEC elements at a time, aligned to min(16, VEC * its element size).
+bool aligned_for(const void* p, int elem_bytes, int vec) {
+  const int need = vec * elem_bytes < 16 ? vec * elem_bytes : 16;
+  return !p || alignment_bytes(p) % need == 0;
+}
+
+// Can the variant run this call: capacity, strides divisible by its vector width, every pointer aligned for it.
+bool can_run(const Variant& v, const normgen_fwd_desc& d) {
   const int64_t strides[] = {d.x_stride, d.y_stride, d.residual ? d.residual_stride : d.x_stride, d.residual_out ? d.residual_out_stride : d.x_stride};
   for (int64_t s : strides) if (s % v.vec != 0) return false;
-  return d.hidden <= capacity(v) && align % v.vec == 0;
+  const int xb = int(dtype_bytes(d.dtype));
+  const int rb = d.residual_dtype == NORMGEN_NONE ? xb : int(dtype_bytes(d.residual_dtype));
+  const int wb = d.weight_dtype == NORMGEN_NONE ? xb : int(dtype_bytes(d.weight_dtype));
+  return d.hidden <= capacity(v) && aligned_for(d.x, xb, v.vec) && aligned_for(d.y, xb, v.vec) &&
+         aligned_for(d.residual, rb, v.vec) && aligned_for(d.residual_out, rb, v.vec) &&
+         aligned_for(d.weight, wb, v.vec) && aligned_for(d.bias, wb, v.vec);
 }
 
 int find_spec(const normgen_fwd_desc& d) {
@@ -349,12 +357,11 @@ int64_t row_bucket(int64_t rows) {
 // The same rule as the TypeScript select(): exact key, nearest tuned hidden that can
 // run the shape, else the spec's generic variant.
 int select_variant(const normgen_fwd_desc& d, int spec, int* path) {
-  const int align = alignment_elems(d);
   const int64_t bucket = row_bucket(d.rows);
   int nearest = -1;
   double distance = 0;
   for (const Entry& e : kEntries) {
-    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d, align)) continue;
+    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d)) continue;
     if (e.hidden == d.hidden) { *path = 0; return e.variant; }
     const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
     if (nearest < 0 || dist < distance) { nearest = e.variant; distance = dist; }
