@@ -113,16 +113,28 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes);
   if (tooLarge.length) o.log?.(`skipping ${tooLarge.length} problems that do not fit in ${(device.memoryBytes / 2 ** 30).toFixed(0)} GiB`);
   const units = planUnits(o, problems);
-  const finalStage: Stage = 'final';
   const pending = (p: Problem, v: Variant, stage: Stage) => !db.find(problemKey(p), v.id, stage);
+  /** Screening: the best `keep` screened variants and the baseline get a full timing. */
+  const finalists = (p: Problem, variants: Variant[], keep: number): Set<string> => {
+    const screened = variants
+      .map((v) => db.find(problemKey(p), v.id, 'screen'))
+      .filter((r): r is DbResult => r?.status === 'OK' && r.medianUs !== undefined)
+      .sort((a, b) => a.medianUs! - b.medianUs!);
+    return new Set([...screened.slice(0, keep).map((r) => r.variantId), makeVariant(p, baselineParams(p)).id]);
+  };
+  /** Measurements a problem still needs at the stage the progress counts (final, or screen). */
+  const firstStage: Stage = o.search.kind === 'exhaustive' ? 'final' : 'screen';
+  const problemDone = (p: Problem, vs: Variant[]): boolean => {
+    if (vs.some((v) => pending(p, v, firstStage))) return false;
+    if (o.search.kind === 'exhaustive') return true;
+    const chosen = finalists(p, vs, o.search.keep);
+    return vs.every((v) => !chosen.has(v.id) || !pending(p, v, 'final'));
+  };
   let total = 0;
   let skipped = 0;
   for (const u of units)
     for (const [p, vs] of u.perProblem)
-      for (const v of vs) {
-        const needed = o.search.kind === 'exhaustive' ? pending(p, v, finalStage) : pending(p, v, 'screen');
-        needed ? total++ : skipped++;
-      }
+      for (const v of vs) pending(p, v, firstStage) ? total++ : skipped++;
   const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0 };
   const started = performance.now();
   const tick = () => {
@@ -134,7 +146,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   // Compile everything up front on the pool; the GPUs take units as they finish.
   const pool = new CompilePool(o.arch, o.jobs);
   for (const u of units) {
-    const todo = [...u.perProblem].some(([p, vs]) => vs.some((v) => pending(p, v, finalStage) || pending(p, v, 'screen')));
+    const todo = [...u.perProblem].some(([p, vs]) => !problemDone(p, vs)); // finished units need no compile
     const variants = [...u.variants.values()];
     u.build = todo ? pool.build({ spec: variants[0].spec, variants }) : Promise.resolve(new Map());
     u.build.catch(() => undefined); // awaited below
@@ -162,13 +174,8 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       return;
     }
     for (const v of variants) if (pending(p, v, 'screen')) count(await runOne(runner, p, v, builds.get(v.id)!, 'screen'));
-    const screened = variants
-      .map((v) => db.find(problemKey(p), v.id, 'screen'))
-      .filter((r): r is DbResult => r?.status === 'OK' && r.medianUs !== undefined)
-      .sort((a, b) => a.medianUs! - b.medianUs!);
-    const finalists = new Set(screened.slice(0, o.search.keep).map((r) => r.variantId));
-    finalists.add(makeVariant(p, baselineParams(p)).id); // the baseline is always timed in full
-    for (const v of variants) if (finalists.has(v.id) && pending(p, v, 'final')) await runOne(runner, p, v, builds.get(v.id)!, 'final');
+    const chosen = finalists(p, variants, o.search.keep);
+    for (const v of variants) if (chosen.has(v.id) && pending(p, v, 'final')) await runOne(runner, p, v, builds.get(v.id)!, 'final');
   };
 
   const queue = [...units];
