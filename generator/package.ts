@@ -10,7 +10,7 @@ import type { Arch } from './arch.js';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
 import { residualDType, specKey, weightDType, type DType, type KernelSpec } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
-import { describeParams, GENERIC_PARAMS, stageBytes, STORAGES } from './space.js';
+import { describeParams, GENERIC_PARAMS, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
 import { makeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
@@ -90,7 +90,7 @@ function emitTypeScript(p: Plan, table: DispatchTable, src: PackageSource): stri
     properties: [
       { name: 'symbol', type: 'string' },
       { name: 'storage', type: STORAGES.map((s) => `'${s}'`).join(' | ') },
-      ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster'].map((name) => ({ name, type: 'number' })),
+      ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((name) => ({ name, type: 'number' })),
     ],
   });
   const json = (v: unknown) => JSON.stringify(v);
@@ -136,7 +136,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   }
   files.push(['src/normgen.cu', render('package', 'normgen.cu.hbs', {
     ...context,
-    variants: p.variants.map((v) => ({ symbol: v.symbol, params: v.params, storageIndex: STORAGES.indexOf(v.params.storage), stageBytes: stageBytes(v.spec), description: describeParams(v.params) })),
+    variants: p.variants.map((v) => ({ symbol: v.symbol, params: v.params, storageIndex: STORAGES.indexOf(v.params.storage), stageBytes: stageBytes(v.spec), ringBytes: v.params.storage === 'ring' ? ringSharedBytes(v.spec, v.params) : 0, description: describeParams(v.params) })),
     specs: p.specs.map((s) => ({
       key: s.key,
       op: s.spec.op === 'rmsnorm' ? 0 : 1,

@@ -12,9 +12,12 @@ import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSp
  * - pipelined: in registers too, with persistent CTAs that prefetch their next row
  *              and keep weight and bias in registers across rows;
  * - smem:      staged in dynamic shared memory, any hidden size that fits;
- * - reload:    read again from global memory (L2) in a second pass; any hidden size.
+ * - reload:    read again from global memory (L2) in a second pass; any hidden size;
+ * - ring:      persistent CTAs stream rows through `stages` shared-memory slots filled
+ *              with cp.async rows ahead, so loads stay in flight without registers;
+ *              capacity as regs.
  */
-export const STORAGES = ['regs', 'packed', 'pipelined', 'smem', 'reload'] as const;
+export const STORAGES = ['regs', 'packed', 'pipelined', 'smem', 'reload', 'ring'] as const;
 type RegisterStorage = 'regs' | 'packed' | 'pipelined';
 export const inRegisters = (p: CudaParams) => p.storage === 'regs' || p.storage === 'packed' || p.storage === 'pipelined';
 export type Storage = (typeof STORAGES)[number];
@@ -27,14 +30,22 @@ export interface CudaParams {
   vec: number;
   /** Threads cooperating on one row; rows per CTA = threads / threadsPerRow. */
   threadsPerRow: number;
-  /** regs only: vectors each thread keeps; 0 otherwise. */
+  /** regs, packed, pipelined, ring: vectors each thread handles; 0 otherwise. */
   items: number;
-  /** CTAs per row, reducing through distributed shared memory (sm90+, regs only). */
+  /** CTAs per row, reducing through distributed shared memory (sm90+, fixed-capacity storages). */
   cluster: number;
+  /** ring only: rows in the shared-memory ring (loads run stages - 1 rows ahead); 0 otherwise. */
+  stages: number;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
 export const CLUSTER_CHOICES = [1, 2, 4, 8];
+/** Ring depths; 4 was measured never ahead of 2 and 3 (H200, 2026-11-26). */
+export const STAGE_CHOICES = [2, 3];
+/** Fewest threads of a ring CTA: smaller ones needed 150+ registers and were never ahead. */
+const MIN_RING_THREADS = 128;
+/** Most vectors per thread in a ring slice (the passes over it are unrolled). */
+export const MAX_RING_ITEMS = 32;
 /** Most vectors one thread keeps in registers. */
 export const MAX_ITEMS = 16;
 /** Most row elements one thread keeps in registers (more spill, or starve occupancy). */
@@ -67,11 +78,23 @@ const pow2Upto = (n: number) => Array.from({ length: Math.log2(n) + 1 }, (_, i) 
 
 /** Largest hidden size a variant handles (Infinity when it loops over the row). */
 export function capacity(p: CudaParams): number {
-  return inRegisters(p) ? p.items * p.threadsPerRow * p.vec * p.cluster : Infinity;
+  return inRegisters(p) || p.storage === 'ring' ? p.items * p.threadsPerRow * p.vec * p.cluster : Infinity;
+}
+
+/** Room left for the kernels' static shared memory (reduction partials). */
+const STATIC_SHARED_RESERVE = 1024;
+const roundUp16 = (bytes: number) => Math.ceil(bytes / 16) * 16;
+
+/** Shared memory of a ring: x slots, then residual slots; fixed by the parameters. */
+export function ringSharedBytes(spec: KernelSpec, p: CudaParams): number {
+  const elements = p.stages * rowsPerCta(p) * p.items * p.threadsPerRow * p.vec;
+  const r = residualDType(spec);
+  return roundUp16(elements * BYTES[spec.dtype]) + (r ? elements * BYTES[r] : 0);
 }
 
 /** Dynamic shared memory a launch needs for this hidden size. */
 export function dynamicSharedBytes(spec: KernelSpec, p: CudaParams, hidden: number): number {
+  if (p.storage === 'ring') return ringSharedBytes(spec, p);
   if (p.storage !== 'smem') return 0;
   const padded = Math.ceil(hidden / p.vec) * p.vec;
   return rowsPerCta(p) * padded * stageBytes(spec);
@@ -82,7 +105,7 @@ export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): 
   if (problem.hidden > capacity(p)) return `hidden ${problem.hidden} exceeds capacity ${capacity(p)}`;
   if (maxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
   if (p.cluster > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
-  if (dynamicSharedBytes(problem, p, problem.hidden) > arch.maxSharedPerBlock)
+  if (dynamicSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
     return `row does not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
   return null;
 }
@@ -112,20 +135,42 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
           for (const storage of held) {
             const regs = regsEstimate(problem, storage, items * vec);
             if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || regs > 255 || regs * threads > 65536) continue;
-            out.push({ storage, threads, vec, threadsPerRow, items, cluster });
+            out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0 });
           }
         }
         if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32) {
           for (const storage of ['smem', 'reload'] as const) {
-            const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1 };
+            const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1, stages: 0 };
             if (unsupportedReason(problem, p, arch) === null) out.push(p);
           }
         }
+        if (vec === widest) out.push(...ringVariants(problem, arch, threads, vec, threadsPerRow));
       }
     }
   }
   // Tiny problems (one row of one element) prune everything: the generic variant runs anything.
   if (out.length === 0) out.push(GENERIC_PARAMS);
+  return out;
+}
+
+/**
+ * Ring variants for one shape of CTA: every cluster size and ring depth that fits in
+ * shared memory. cp.async moves at least 4 bytes, so 2-byte scalars are left out.
+ */
+function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number, threadsPerRow: number): CudaParams[] {
+  const r = residualDType(problem);
+  if (threads < MIN_RING_THREADS || vec * BYTES[problem.dtype] < 4 || (r && vec * BYTES[r] < 4)) return [];
+  const out: CudaParams[] = [];
+  const rows = threads / threadsPerRow;
+  for (const cluster of CLUSTER_CHOICES) {
+    if (cluster > 1 && (!arch.clusters || rows !== 1 || problem.hidden / cluster < 2048)) continue;
+    const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
+    if (items > MAX_RING_ITEMS) continue;
+    for (const stages of STAGE_CHOICES) {
+      const p: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages };
+      if (unsupportedReason(problem, p, arch) === null) out.push(p);
+    }
+  }
   return out;
 }
 
@@ -151,6 +196,7 @@ export const GENERIC_PARAMS: CudaParams = {
   threadsPerRow: 256,
   items: 0,
   cluster: 1,
+  stages: 0,
 };
 
 /**
@@ -162,13 +208,14 @@ export function baselineParams(problem: Problem): CudaParams {
   const vec = maxVec(problem);
   const items = Math.ceil(problem.hidden / (256 * vec));
   if (items <= MAX_ITEMS && items * vec <= MAX_VALUES.regs && regsEstimate(problem, 'regs', items * vec) <= 255)
-    return { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, cluster: 1 };
-  return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1 };
+    return { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, cluster: 1, stages: 0 };
+  return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1, stages: 0 };
 }
 
 export function describeParams(p: CudaParams): string {
   const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
-  if (inRegisters(p)) parts.push(`i${p.items}`);
+  if (inRegisters(p) || p.storage === 'ring') parts.push(`i${p.items}`);
   if (p.cluster > 1) parts.push(`c${p.cluster}`);
+  if (p.stages > 0) parts.push(`s${p.stages}`);
   return parts.join('.');
 }

@@ -24,7 +24,7 @@ export interface Variant {
 export function makeVariant(spec: KernelSpec, params: CudaParams, fault?: Fault): Variant {
   const canonical = JSON.stringify({
     spec: specKey(spec),
-    params: [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.cluster],
+    params: [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.cluster, params.stages],
     ...(fault ? { fault } : {}),
   });
   const id = createHash('sha256').update(templateHash('cuda')).update(canonical).digest('hex').slice(0, 12);
@@ -51,7 +51,7 @@ export function launchGeometry(v: Variant, rows: number, hidden: number): Launch
     block: p.threads,
     sharedBytes: dynamicSharedBytes(v.spec, p, hidden),
     cluster: p.cluster,
-    persistent: p.storage === 'pipelined',
+    persistent: p.storage === 'pipelined' || p.storage === 'ring',
   };
 }
 

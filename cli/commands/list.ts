@@ -20,8 +20,8 @@ export function handler(args: ProblemArgs & { limit: number }): void {
     const p = v.params;
     const g = launchGeometry(v, problem.rows, problem.hidden);
     const cap = capacity(p);
-    return [v.id, p.storage, p.threads, p.vec, p.threadsPerRow, rowsPerCta(p), p.items, p.cluster, Number.isFinite(cap) ? cap : 'any', g.grid, g.sharedBytes];
+    return [v.id, p.storage, p.threads, p.vec, p.threadsPerRow, rowsPerCta(p), p.items, p.cluster, p.stages, Number.isFinite(cap) ? cap : 'any', g.grid, g.sharedBytes];
   });
-  console.log(formatTable(['id', 'storage', 'threads', 'vec', 'thr/row', 'rows/cta', 'items', 'cluster', 'max hidden', 'grid', 'dyn smem'], rows));
+  console.log(formatTable(['id', 'storage', 'threads', 'vec', 'thr/row', 'rows/cta', 'items', 'cluster', 'stages', 'max hidden', 'grid', 'dyn smem'], rows));
   if (variants.length > args.limit) console.log(`... ${variants.length - args.limit} more (--limit)`);
 }

@@ -140,6 +140,7 @@ struct Driver {
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuGetErrorString) getErrorString;
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy;
+  decltype(&::cuOccupancyMaxActiveClusters) clusterOccupancy;
 };
 static Driver g_cu;
 
@@ -159,6 +160,7 @@ static void resolve_driver() {
   resolve("cuFuncSetAttribute", g_cu.funcSetAttribute);
   resolve("cuGetErrorString", g_cu.getErrorString);
   resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", g_cu.occupancy);
+  resolve("cuOccupancyMaxActiveClusters", g_cu.clusterOccupancy);
 }
 
 static std::string cu_error(CUresult r) {
@@ -656,13 +658,28 @@ static void cmd_run(const Json& req) {
   }
 
   // Persistent kernels loop over rows: launch as many CTAs as fit on the GPU at once.
+  // Clusters must fit inside one GPC, so fewer of them fit than SMs / cluster suggests;
+  // a cluster that is not resident from the start would run its rows after the others.
   if (req.flag("persistent")) {
-    int per_sm = 0;
-    CUresult r = g_cu.occupancy(&per_sm, k.fn, (int)l.block, l.smem);
-    if (r != CUDA_SUCCESS || per_sm < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on an SM")))); return; }
     const unsigned cluster = (unsigned)req.integer("cluster", 1);
-    unsigned cap = (unsigned)(per_sm * g_sms) / cluster * cluster;
-    l.grid = std::min(l.grid, std::max(cap, cluster));
+    int resident = 0;
+    CUresult r;
+    if (cluster > 1) {
+      CUlaunchConfig cfg;
+      memset(&cfg, 0, sizeof cfg);
+      cfg.gridDimX = cluster; cfg.gridDimY = cfg.gridDimZ = 1;
+      cfg.blockDimX = l.block; cfg.blockDimY = cfg.blockDimZ = 1;
+      cfg.sharedMemBytes = l.smem;
+      int clusters = 0;
+      r = g_cu.clusterOccupancy(&clusters, k.fn, &cfg);
+      resident = clusters * (int)cluster;
+    } else {
+      int per_sm = 0;
+      r = g_cu.occupancy(&per_sm, k.fn, (int)l.block, l.smem);
+      resident = per_sm * g_sms;
+    }
+    if (r != CUDA_SUCCESS || resident < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on the GPU")))); return; }
+    l.grid = std::min(l.grid, (unsigned)resident);
   }
 
   // Copies to rotate over so every timed launch starts with a cold L2.
