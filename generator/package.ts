@@ -1,6 +1,7 @@
 // `normgen build`: a kernel package from a tuning database: C ABI header, the winning
-// kernels plus a generic one per spec, the dispatch table as C data, a Makefile, and a
-// TypeScript index (emitted with ts-morph) with the same table and select().
+// kernels plus a generic one per spec, the dispatch table as C data, a Makefile, a
+// TypeScript index (emitted with ts-morph) with the same table and select(), and a
+// PyTorch binding (ctypes + torch.library custom ops).
 
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,6 +29,9 @@ export interface PackageSource {
   /** The measured winners, as a text table, for the package README. */
   measured: string;
 }
+
+/** The Python package folder inside a kernel package (import name normgen_torch). */
+export const PYTHON_DIR = 'python/normgen_torch';
 
 const DTYPE_ENUM: Record<DType, number> = { fp32: 0, fp16: 1, bf16: 2 };
 const dtypeEnum = (d: DType | null) => (d ? DTYPE_ENUM[d] : -1);
@@ -134,20 +138,22 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     const mine = p.variants.filter((v) => specKey(v.spec) === s.key);
     files.push([`src/kernels_${String(i).padStart(2, '0')}_${s.key}.cu`, renderCudaUnit(s.spec, mine)]);
   }
+  // Each spec as the C ABI's enums see it: the launcher's table and the Python binding share it.
+  const specs = p.specs.map((s) => ({
+    key: s.key,
+    op: s.spec.op === 'rmsnorm' ? 0 : 1,
+    dtype: DTYPE_ENUM[s.spec.dtype],
+    weight: dtypeEnum(weightDType(s.spec)),
+    bias: s.spec.features.bias ? 1 : 0,
+    offset: s.spec.features.weightOffset ? 1 : 0,
+    residual: dtypeEnum(residualDType(s.spec)),
+    stats: s.spec.features.stats ? 1 : 0,
+    generic: s.generic,
+  }));
   files.push(['src/normgen.cu', render('package', 'normgen.cu.hbs', {
     ...context,
     variants: p.variants.map((v) => ({ symbol: v.symbol, params: v.params, storageIndex: STORAGES.indexOf(v.params.storage), stageBytes: stageBytes(v.spec), ringBytes: v.params.storage === 'ring' ? ringSharedBytes(v.spec, v.params) : 0, description: describeParams(v.params) })),
-    specs: p.specs.map((s) => ({
-      key: s.key,
-      op: s.spec.op === 'rmsnorm' ? 0 : 1,
-      dtype: DTYPE_ENUM[s.spec.dtype],
-      weight: dtypeEnum(weightDType(s.spec)),
-      bias: s.spec.features.bias ? 1 : 0,
-      offset: s.spec.features.weightOffset ? 1 : 0,
-      residual: dtypeEnum(residualDType(s.spec)),
-      stats: s.spec.features.stats ? 1 : 0,
-      generic: s.generic,
-    })),
+    specs,
     entries: p.entries,
     rowBuckets: src.table.rowBuckets,
   })]);
@@ -158,6 +164,9 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   files.push(['Makefile', render('package', 'Makefile.hbs', { ptxArch: true, archFlags: `-gencode arch=compute_${cc},code=sm_${cc} -gencode arch=compute_${portable},code=compute_${portable}` })]);
   files.push(['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { name: src.name, cmakeName: src.name.replace(/[^A-Za-z0-9_]/g, '_'), cudaArchitectures: `${cc}-real;${portable}-virtual` })]);
   files.push(['ts/index.ts', emitTypeScript(p, src.table, src)]);
+  // The PyTorch binding: a torch-free ctypes layer and the torch.library ops on top.
+  files.push([`${PYTHON_DIR}/abi.py`, render('package', 'abi.py.hbs', { ...context, specs })]);
+  files.push([`${PYTHON_DIR}/__init__.py`, render('package', 'torch_init.py.hbs', context)]);
   files.push(['README.md', render('package', 'README.md.hbs', {
     ...context,
     tunedOn: src.tunedOn,
@@ -172,7 +181,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   files.push(['dispatch.json', JSON.stringify({ name: src.name, device: src.device, arch: src.arch.name, tolerance: src.table.tolerance, maxRegret: src.table.maxRegret, entries: src.table.entries.map(({ kernelSpec, ...e }) => e) }, null, 1) + '\n']);
 
   prepareOutputDir(out);
-  for (const d of ['include', 'src', 'ts']) mkdirSync(join(out, d), { recursive: true });
+  for (const d of ['include', 'src', 'ts', PYTHON_DIR]) mkdirSync(join(out, d), { recursive: true });
   for (const [name, text] of files) writeFileAtomic(join(out, name), text);
   copyFileSync(join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), join(out, 'src', 'normgen_params.h'));
   return { files: [...files.map(([n]) => n), 'src/normgen_params.h'], variants: p.variants.length };

@@ -6,21 +6,17 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { ts } from 'ts-morph';
-import { findNvcc } from '../tuner/nvcc.js';
+import { buildPackage as build, COMMITTED, harness, nvcc, pkg, ROOT } from './built-package.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = join(ROOT, 'dist/cli/main.js');
-const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl');
-const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');
-
-const build = (out: string) => execFileSync(process.execPath, [CLI, 'build', '--db', DB, '--out', out, '--name', 'normgen-sm90-h200'], { encoding: 'utf8' });
+/** A package's files, without build outputs (the library, CMake's build/, Python bytecode). */
 const files = (dir: string): string[] =>
-  readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)).map((g) => join(f, g)) : [f])).filter((f) => !f.endsWith('.so')).sort();
-
-const pkg = join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200');
-build(pkg);
+  readdirSync(dir)
+    .filter((f) => f !== '__pycache__' && f !== 'build')
+    .flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)).map((g) => join(f, g)) : [f]))
+    .filter((f) => !f.endsWith('.so') && !f.endsWith('.pyc'))
+    .sort();
 
 test('emission is deterministic and matches the committed package', () => {
   const [a, b] = [0, 1].map(() => join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200'));
@@ -31,11 +27,6 @@ test('emission is deterministic and matches the committed package', () => {
   assert.equal(files(COMMITTED), files(a), 'the committed package has the same files');
   for (const f of files(a)) assert.ok(readFileSync(join(a, f)).equals(readFileSync(join(COMMITTED, f))), `re-emit differs: ${relative(ROOT, join(COMMITTED, f))}`);
 });
-
-const nvcc = await findNvcc();
-execFileSync('make', ['-C', pkg, `NVCC=${nvcc}`], { stdio: 'pipe' });
-const harness = join(pkg, 'harness');
-execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(pkg, 'include'), '-o', harness, join(ROOT, 'test/package-harness.c'), `-L${pkg}`, '-lnormgen', `-Xlinker`, `-rpath=${pkg}`]);
 
 test('the CMake project builds the same library', () => {
   const dir = join(mkdtempSync(join(tmpdir(), 'normgen-cmake-')), 'build');

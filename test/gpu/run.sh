@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tests and the committed tune, run on the GPU machine through the device tool:
 #   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune] [exhaustive]
+#   bash test/gpu/run.sh [torch] [bench-torch]     (Python and PyTorch only, no Node)
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
@@ -36,6 +37,14 @@ for step in "$@"; do
         --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
       r=$?; echo "exhaustive rc=$r"; tail -1 "$out/exhaustive.log"
       node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
+    torch|bench-torch)
+      # The PyTorch binding: build the package's library, then the held-out shapes,
+      # torch.compile and errors (torch), or the timings against torch (bench-torch).
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      script=$([ "$step" = torch ] && echo torch_consumer || echo bench_torch)
+      make -s -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
+        OUT="$out" timeout -s KILL 420 python3 "test/gpu/$script.py" out/normgen-sm90-h200 "$out/$script.md" > "$out/$script.log" 2>&1
+      r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
     *) echo "unknown step '$step'"; r=2 ;;
   esac
   [ "$r" = 0 ] || rc=1

@@ -1,0 +1,313 @@
+"""Time the package's PyTorch ops against torch eager (F.rms_norm / F.layer_norm, `x + r`
+first for a fused residual), torch.compile of the same function, and Liger-Kernel when it
+is importable, on the tuned grid, all in one process.
+
+    make -C out/normgen-sm90-h200        # the library; this script builds nothing
+    python3 test/gpu/bench_torch.py out/normgen-sm90-h200 test/gpu/bench_torch.md
+
+Each implementation is timed as a CUDA graph of back-to-back calls (GPU time, no Python
+or launch overhead) over input copies rotated through more than 3x the L2 size (cold
+cache), the median of several replays; falls back to CUDA events around eager calls when
+a capture fails (marked *). Bytes moved are what a forward pass must move (x, residual,
+y, x + r once; weight and bias once; stats), the same for every implementation; % copy is
+against `dst.copy_(src)` of 1 GiB measured in the same run. torch.compile compiles every
+shape (dynamic=False): that dominates the run time, so compiles stop after --budget-s.
+Writes a markdown log (date, card, command) to OUT_MD."""
+
+import argparse
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch._dynamo
+
+from torch_common import call_normgen, call_torch, describe, import_binding, log_header, make_inputs, package_specs, peer_params, tuned_grid, write_log
+
+EPS = 1e-5
+L2_COLD_FACTOR = 3.5  # the rotated inputs and outputs span this many L2 sizes
+MAX_COPIES = 4096  # also the most calls in one graph
+GRAPH_US = 2000  # aim for at least this much GPU time per graph replay
+
+
+def parse_ints(text):
+    return [int(v) for v in text.split(",") if v]
+
+
+def try_liger():
+    """(rms_norm(x, w, eps), layer_norm(x, w, b, eps), note) from Liger-Kernel, or Nones and why not."""
+    try:
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    except ImportError as e:
+        return None, None, f"Liger-Kernel: not importable ({e}); not timed"
+    try:
+        from importlib.metadata import version
+
+        v = version("liger-kernel")
+    except Exception:
+        v = "version unknown"
+    rms = lambda x, w, eps: LigerRMSNormFunction.apply(x, w, eps)
+    ln = lambda x, w, b, eps: LigerLayerNormFunction.apply(x, w, b, eps)
+    return rms, ln, f"Liger-Kernel {v}: LigerRMSNormFunction / LigerLayerNormFunction (after `x + r` for a fused residual)"
+
+
+# ---- timing ----
+
+
+def warm_up(fn, inputs):
+    """Run outside any capture first (compiles, autotunes, loads kernels), on a side stream as graph capture wants."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for inp in inputs[:2]:
+            fn(inp)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
+def time_graph(fn, inputs, calls, repeats, keep_outputs):
+    """Median microseconds per call over `repeats` replays of a graph of `calls` calls."""
+    graph = torch.cuda.CUDAGraph()
+    kept = []
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            out = fn(inputs[i % len(inputs)])
+            if keep_outputs:  # every call writes fresh memory, as it reads fresh inputs
+                kept.append(out)
+    graph.replay()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000 / calls)
+    del graph, kept
+    return statistics.median(samples)
+
+
+def time_events(fn, inputs, calls, repeats):
+    """As time_graph, with eager calls between two events (includes CPU launch overhead when the GPU waits)."""
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(calls):
+            fn(inputs[i % len(inputs)])
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000 / calls)
+    return statistics.median(samples)
+
+
+def measure(fn, inputs, calls, repeats, keep_outputs):
+    """(us per call, via graph?); a failed capture falls back to events."""
+    warm_up(fn, inputs)
+    try:
+        return time_graph(fn, inputs, calls, repeats, keep_outputs), True
+    except Exception as e:
+        print(f"  graph capture failed ({describe(e, 120)}); timing with events", file=sys.stderr)
+        torch.cuda.synchronize()
+        return time_events(fn, inputs, calls, repeats), False
+
+
+def copy_bandwidth(repeats):
+    """GB/s of dst.copy_(src) on 1 GiB: bytes read + written over the median time."""
+    n = 1 << 30
+    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    us, _ = measure(lambda _: dst.copy_(src), [None], 10, repeats, False)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * n / (us * 1e-6) / 1e9
+
+
+# ---- one problem ----
+
+
+def implementations(ng, spec, args, liger, compile_ok):
+    """name -> fn(inputs) for every implementation to time on this spec."""
+    def normgen(inp):
+        return call_normgen(ng, spec, inp, EPS)
+
+    def eager(inp):
+        return call_torch(spec, inp, EPS, inp["peer_w"], inp["peer_b"])
+
+    impls = {"normgen": normgen, "eager": eager}
+    if compile_ok:
+        impls["compile"] = torch.compile(eager, fullgraph=True, dynamic=False)
+        if args.max_autotune:
+            impls["compile max-autotune"] = torch.compile(eager, fullgraph=True, dynamic=False, mode="max-autotune-no-cudagraphs")
+    rms, ln, _ = liger
+    if rms and not spec.stats and not spec.offset and spec.weight != "none" and (spec.op == "layernorm" or not spec.bias):
+
+        def liger_fn(inp):
+            x, r = inp["x"], inp["residual"]
+            s = x + r if r is not None else x
+            if spec.op == "rmsnorm":
+                return rms(s, inp["peer_w"], EPS)
+            return ln(s, inp["peer_w"], inp["peer_b"], EPS)
+
+        impls["liger"] = liger_fn
+    return impls
+
+
+def fits(spec, rows, hidden, copies):
+    """Inputs (every copy) and two calls' outputs, with 2 GiB to spare, in free memory (peers' temporaries may still not fit)."""
+    half = spec.bytes_moved(rows, hidden) / 2  # what is read, or written
+    free, _ = torch.cuda.mem_get_info()
+    return (copies + 2) * half + (2 << 30) < 0.9 * free
+
+
+def bench_problem(ng, spec, hidden, rows, args, liger, compile_ok, l2_bytes, gen):
+    """{impl: (us, via graph)} for one (spec, hidden, rows); None when it does not fit."""
+    bytes_moved = spec.bytes_moved(rows, hidden)
+    copies = max(1, min(MAX_COPIES, math.ceil(L2_COLD_FACTOR * l2_bytes / (bytes_moved / 2))))
+    if not fits(spec, rows, hidden, copies):
+        return None
+    first = make_inputs(spec, (rows, hidden), gen)
+    first["peer_w"], first["peer_b"] = peer_params(spec, first)
+    inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()} for _ in range(copies - 1)]
+    guess_us = bytes_moved / 3e6  # at ~3 TB/s, only to size the graph
+    calls = min(MAX_COPIES, max(copies, 3, math.ceil(GRAPH_US / guess_us)))
+    results = {}
+    impls = implementations(ng, spec, args, liger, compile_ok)
+    for name, fn in impls.items():
+        try:
+            results[name] = measure(fn, inputs, calls, args.repeats, keep_outputs=copies > 1)
+        except torch.cuda.OutOfMemoryError:
+            results[name] = "out of memory"
+        except Exception as e:
+            results[name] = f"failed: {type(e).__name__}"
+            print(f"  {name} failed: {e}", file=sys.stderr)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    try:
+        results["check"] = agreement(impls, first, spec)
+    except Exception as e:
+        results["check"] = f"not checked ({type(e).__name__})"
+    del inputs, first
+    torch.cuda.empty_cache()
+    return results
+
+
+def agreement(impls, inp, spec):
+    """normgen's y against eager's on the first 256 rows: ok within twice the dtype's verify tolerance."""
+    atol, rtol = {"fp32": (1e-5, 1e-5), "fp16": (1e-5, 1e-3), "bf16": (1e-5, 8e-3)}[spec.dtype]
+    mine = impls["normgen"](inp)["y"][:256].double()
+    theirs = impls["eager"](inp)[0][:256].double()
+    ok = bool(((mine - theirs).abs() <= 2 * (atol + rtol * theirs.abs())).all())
+    return "ok" if ok else "DIFFERS"
+
+
+# ---- report ----
+
+
+def cell(result, bytes_moved, copy_gbs):
+    """'us / GB/s / % copy' of one measurement, or why there is none."""
+    if not isinstance(result, tuple):
+        return [result, "", ""]
+    us, via_graph = result
+    gbs = bytes_moved / (us * 1e-6) / 1e9
+    return [f"{us:.2f}{'' if via_graph else '*'}", f"{gbs:.0f}", f"{100 * gbs / copy_gbs:.1f}"]
+
+
+def spec_table(spec, rows_of_results, names, copy_gbs):
+    header = ["hidden", "rows"] + [f"{n} {col}" for n in names for col in ("us", "GB/s", "% copy")] + ["speedup vs best peer", "y vs eager"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    speedups = []
+    for hidden, rows, res in rows_of_results:
+        if res is None:
+            lines.append(f"| {hidden} | {rows} | does not fit in free GPU memory |" + " |" * (len(header) - 3))
+            continue
+        b = spec.bytes_moved(rows, hidden)
+        cells = [c for n in names for c in cell(res.get(n, "-"), b, copy_gbs)]
+        peers = [res[n][0] for n in names if n != "normgen" and isinstance(res.get(n), tuple)]
+        speed = "-"
+        if peers and isinstance(res.get("normgen"), tuple):
+            s = min(peers) / res["normgen"][0]
+            speedups.append(s)
+            speed = f"{s:.2f}x"
+        lines.append("| " + " | ".join([str(hidden), str(rows)] + cells + [speed, res["check"]]) + " |")
+    return lines, speedups
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pkg_dir")
+    parser.add_argument("out_md")
+    parser.add_argument("--hidden", type=parse_ints, help="comma-separated hidden sizes (default: the package's tuned ones)")
+    parser.add_argument("--rows", type=parse_ints, help="comma-separated row counts (default: the package's tuned ones)")
+    parser.add_argument("--specs", help="comma-separated spec keys (default: all in the package)")
+    parser.add_argument("--repeats", type=int, default=7, help="graph replays per measurement (median)")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune-no-cudagraphs') (slow)")
+    parser.add_argument("--budget-s", type=float, default=150, help="stop compiling new shapes after this many seconds")
+    args = parser.parse_args()
+
+    started = time.time()
+    ng = import_binding(args.pkg_dir)
+    tuned_hidden, tuned_rows = tuned_grid(args.pkg_dir)
+    hiddens, row_counts = args.hidden or tuned_hidden, args.rows or tuned_rows
+    specs = package_specs(args.pkg_dir)
+    if args.specs:
+        specs = [s for s in specs if s.key in args.specs.split(",")]
+    # Every shape is its own compile: allow them all, and reset between shapes.
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 1 << 20)
+    liger = try_liger()
+    props = torch.cuda.get_device_properties(0)
+    l2_bytes = getattr(props, "L2_cache_size", 50 << 20)
+    copy_gbs = copy_bandwidth(args.repeats)
+    print(f"copy bandwidth {copy_gbs:.0f} GB/s", file=sys.stderr)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+
+    names = ["normgen", "eager"] + ([] if args.no_compile else ["compile"] + (["compile max-autotune"] if args.max_autotune else []))
+    names += ["liger"] if liger[0] else []
+    sections, all_speedups, uncompiled = [], [], 0
+    for spec in specs:
+        results = []
+        for hidden in hiddens:
+            for rows in row_counts:
+                compile_ok = not args.no_compile and time.time() - started < args.budget_s
+                uncompiled += not args.no_compile and not compile_ok
+                torch._dynamo.reset()
+                res = bench_problem(ng, spec, hidden, rows, args, liger, compile_ok, l2_bytes, gen)
+                if res is not None and not compile_ok and not args.no_compile:
+                    res["compile"] = "skipped: --budget-s"
+                results.append((hidden, rows, res))
+                print(f"{spec.key} h{hidden} r{rows}: {res} ({time.time() - started:.0f} s)", file=sys.stderr)
+        lines, speedups = spec_table(spec, results, names, copy_gbs)
+        all_speedups += [(spec.key, s) for s in speedups]
+        sections.append((spec, lines, speedups))
+
+    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+    lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
+        f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
+        f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays;"
+        " GPU time only (no Python or launch overhead)."
+        " `*` marks a measurement with CUDA events around eager calls (its capture failed).",
+        f"- copy bandwidth: {copy_gbs:.0f} GB/s (`dst.copy_(src)`, 1 GiB, read + write), measured in this run",
+        "- bytes moved: x (+ residual) read, y (+ x + r) written, weight and bias once, stats; the same for every implementation",
+        "- eager: `s = x + r` (fused residual), then `F.rms_norm` (+ bias) / `F.layer_norm`; weight cast to the normalized dtype once, outside the timing",
+        "- compile: the same function, `torch.compile(fullgraph=True, dynamic=False)`, default mode"
+        + (", and mode max-autotune-no-cudagraphs" if args.max_autotune else "")
+        + ("" if not uncompiled else f"; not compiled for {uncompiled} shapes after --budget-s {args.budget_s:.0f}")
+        + (" (not run: --no-compile)" if args.no_compile else ""),
+        f"- {liger[2]}",
+        f"- speedup: the fastest peer's time over normgen's; geometric mean over all problems {geo([s for _, s in all_speedups]):.2f}x,"
+        f" normgen fastest on {sum(s >= 1 for _, s in all_speedups)} of {len(all_speedups)}",
+        "- y vs eager: normgen's y within twice the verify tolerance of eager's (first 256 rows of the first input copy)",
+        f"- total run time: {time.time() - started:.0f} s",
+    ]
+    for spec, spec_lines, speedups in sections:
+        lines += ["", f"## {spec.key}", "", f"Geometric mean speedup over the best peer: {geo(speedups):.2f}x.", ""] + spec_lines
+    write_log(args.out_md, lines)
+
+
+if __name__ == "__main__":
+    main()
