@@ -9,6 +9,7 @@ import { ToolchainError } from '../tuner/nvcc.js';
 import * as build from './commands/build.js';
 import * as generate from './commands/generate.js';
 import * as list from './commands/list.js';
+import * as merge from './commands/merge.js';
 import * as report from './commands/report.js';
 import * as tune from './commands/tune.js';
 import * as verify from './commands/verify.js';
@@ -31,7 +32,8 @@ export async function main(argv: string[]): Promise<void> {
     .command(tune.command, tune.describe, tune.builder, (a) => tune.handler(a as never))
     .command(build.command, build.describe, build.builder, (a) => build.handler(a as never))
     .command(report.command, report.describe, report.builder, (a) => report.handler(a as never))
-    .demandCommand(1, 'name a command: list, generate, verify, tune, build, report')
+    .command(merge.command, merge.describe, merge.builder, (a) => merge.handler(a as never))
+    .demandCommand(1, 'name a command: list, generate, verify, tune, build, report, merge')
     .fail((msg, err) => {
       if (expected(err)) fail(err.message);
       if (err) throw err;
