@@ -7,6 +7,7 @@ import { InputError } from '../generator/problem.js';
 import { DeviceError } from '../tuner/device.js';
 import { ToolchainError } from '../tuner/nvcc.js';
 import * as build from './commands/build.js';
+import * as check from './commands/check.js';
 import * as generate from './commands/generate.js';
 import * as list from './commands/list.js';
 import * as merge from './commands/merge.js';
@@ -33,7 +34,8 @@ export async function main(argv: string[]): Promise<void> {
     .command(build.command, build.describe, build.builder, (a) => build.handler(a as never))
     .command(report.command, report.describe, report.builder, (a) => report.handler(a as never))
     .command(merge.command, merge.describe, merge.builder, (a) => merge.handler(a as never))
-    .demandCommand(1, 'name a command: list, generate, verify, tune, build, report, merge')
+    .command(check.command, check.describe, check.builder, (a) => check.handler(a as never))
+    .demandCommand(1, 'name a command: list, generate, verify, tune, build, report, merge, check')
     .fail((msg, err) => {
       if (expected(err)) fail(err.message);
       if (err) throw err;
