@@ -4,7 +4,7 @@
 
 import type { DispatchTable } from '../tuner/dispatch.js';
 import type { Arch } from './arch.js';
-import { specKey, type KernelSpec } from './problem.js';
+import { InputError, specKey, type KernelSpec } from './problem.js';
 import { GENERIC_PARAMS } from './space.js';
 import { makeVariant, type Variant } from './variant.js';
 
@@ -78,7 +78,7 @@ export function planPackage(tables: DeviceTable[]): Plan {
     tables.forEach((t, table) => {
       for (const e of t.table.entries.filter((x) => x.spec === key)) {
         const v = makeVariant(spec, e.params);
-        if (v.id !== e.variantId) throw new Error(`variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
+        if (v.id !== e.variantId) throw new InputError(`variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
         plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant: add(v, [t.arch]) });
       }
     });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
 import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan } from './package-plan.js';
 import { emitTypeScript } from './package-ts.js';
-import { residualDType, weightDType, type DType } from './problem.js';
+import { InputError, residualDType, weightDType, type DType } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
 import { describeParams, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
@@ -93,7 +93,7 @@ function buildFiles(p: Plan, src: PackageSource): [string, string][] {
 export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number } {
   for (const t of src.tables)
     if (t.tunedTemplateHash !== templateHash('cuda'))
-      throw new Error(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
+      throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
   const p = planPackage(src.tables);
   const single = src.tables.length === 1;
   const archNames = [...new Set(src.tables.map((t) => t.arch.name))].join(', ');

@@ -78,6 +78,13 @@ test('two devices: one file per device in the folder, each a database the tools 
   // tune can resume into a merged file: open() accepts it for the same device.
   TuningDb.open(join(out, 'sm90-h200.jsonl'), { backend: 'cuda', arch: 'sm90', device: { ...h200, uuid: 'another card' } }).close();
   assert.is(TuningDb.read(join(out, 'sm90-h100-80gb-hbm3.jsonl')).results[0].medianUs, 12);
+  // A merged folder merges again, with new databases: the fleet's history grows.
+  const later = makeDb(h100, { started: '2026-11-09T00:00:00Z', normgen: '0.2.0' }, [{ variant: base, us: 11, samples: 15 }]);
+  const again = join(dir(), 'fleet');
+  assert.is(cli('merge', out, later, '--out', again).status, 0);
+  assert.equal(readdirSync(again).sort(), readdirSync(out).sort());
+  assert.is(TuningDb.read(join(again, 'sm90-h100-80gb-hbm3.jsonl')).results[0].medianUs, 11);
+  assert.is(TuningDb.read(join(again, 'sm90-h100-80gb-hbm3.jsonl')).sessions.length, 2);
   const single = cli('merge', a, b, '--out', join(dir(), 'one.jsonl'));
   assert.is(single.status, 2);
   assert.match(single.stderr, /^normgen: the inputs hold 2 devices .* pass a folder as --out\n$/);

@@ -5,7 +5,7 @@
 //   then:    {"kind":"session", ...}   one per tune run: copy bandwidth, command, versions
 //            {"kind":"result", ...}    one per (problem, variant, stage)
 
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../generator/files.js';
 import { InputError, type Problem } from '../generator/problem.js';
 import type { CudaParams } from '../generator/space.js';
@@ -113,6 +113,7 @@ export class TuningDb {
   /** Read any database (for build/report): the same checks, nothing written. */
   static read(path: string): TuningDb {
     if (!existsSync(path)) throw new DbError(`tuning database ${path} does not exist`);
+    if (statSync(path).isDirectory()) throw new DbError(`${path} is a folder, not a tuning database`);
     const { lines, damagedTail } = TuningDb.parse(path);
     const first = lines[0];
     if (!first || first.kind !== 'header') throw new DbError(`${path} is not a normgen tuning database (no header line)`);

@@ -21,7 +21,7 @@ export const builder = (y: Argv) =>
     .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' });
 
 function deviceTable(path: string, tolerance: number): DeviceTable {
-  const db = TuningDb.read(path);
+  const db = TuningDb.readChecked(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
   const table = buildDispatchTable(db, tolerance);

@@ -22,7 +22,9 @@ export const builder = (y: Argv) =>
 
 export async function handler(args: { db: string[]; tolerance: string; challengers: number; gpu: string; jobs: number }): Promise<void> {
   const tolerance = parseTolerance(args.tolerance);
-  const [gpu] = parseGpus(args.gpu);
+  const gpus = parseGpus(args.gpu);
+  if (gpus.length !== 1) throw new InputError(`--gpu takes one device index, got '${args.gpu}'`);
+  const [gpu] = gpus;
   if (!Number.isInteger(args.challengers) || args.challengers < 0) throw new InputError(`--challengers must be a whole number >= 0, got ${args.challengers}`);
   const dbs = expandDbPaths(args.db).map((p) => TuningDb.readChecked(p));
   const outcome = await checkDrift({ dbs, tolerance, challengers: args.challengers, gpu, jobs: args.jobs });

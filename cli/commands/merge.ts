@@ -6,12 +6,13 @@ import { prepareOutputDir } from '../../generator/files.js';
 import { InputError } from '../../generator/problem.js';
 import { TuningDb, writeDb } from '../../tuner/db.js';
 import { deviceSlug, mergeDatabases, type MergedDb } from '../../tuner/merge.js';
+import { expandDbPaths } from '../db-paths.js';
 
 export const command = 'merge <dbs..>';
 export const describe = 'merge tuning databases per device: newer normgen wins, then more samples; one file per device';
 export const builder = (y: Argv) =>
   y
-    .positional('dbs', { type: 'string', array: true, describe: 'tuning databases (JSON lines) to merge' })
+    .positional('dbs', { type: 'string', array: true, describe: 'tuning databases (JSON lines), or folders of them, to merge' })
     .option('out', {
       type: 'string',
       demandOption: true,
@@ -21,7 +22,7 @@ export const builder = (y: Argv) =>
 
 export function handler(args: { dbs: string[]; out: string; force: boolean }): void {
   if (args.dbs.length === 0) throw new InputError('name the tuning databases to merge');
-  const merged = mergeDatabases(args.dbs.map((p) => TuningDb.readChecked(p)), { force: args.force });
+  const merged = mergeDatabases(expandDbPaths(args.dbs).map((p) => TuningDb.readChecked(p)), { force: args.force });
   const outputs = outputPaths(args.out, merged);
   for (const [m, path] of outputs) {
     writeDb(path, m.header, m.sessions, m.results);
