@@ -25,7 +25,7 @@ export interface CheckOptions {
   jobs: number;
   runnerExe?: string;
   timeoutSeconds?: number;
-  onProgress?: (done: number, total: number) => void;
+  onProgress?: (done: number, total: number, failures: number) => void;
 }
 
 export type Role = 'winner' | 'challenger';
@@ -97,53 +97,64 @@ export function judge(rows: DriftRow[], tolerance: number): string[] {
   return out;
 }
 
+interface Pick {
+  role: Role;
+  recorded: DbResult;
+  variant: Variant;
+}
+
+/** Per problem the winner and the next `challengers` fastest, with their variants rendered now. */
+function planChecks(db: TuningDb, challengers: number): { problem: Problem; picks: Pick[] }[] {
+  const tuned = db.sessions[db.sessions.length - 1]?.templateHash;
+  if (tuned !== templateHash('cuda'))
+    throw new InputError(`${db.path} was tuned with templates ${String(tuned).slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: its kernels cannot be re-timed; re-tune instead`);
+  const plan = [...rankedFinals(db).values()].map((rs) => {
+    const problem = rs[0].problem;
+    const picks = rs.slice(0, 1 + challengers).map((recorded, i): Pick => {
+      const variant = makeVariant(problem, recorded.params);
+      if (variant.id !== recorded.variantId) throw new InputError(`${db.path}: variant ${recorded.variantId} of ${recorded.problemKey} no longer renders the same kernel: re-tune`);
+      return { role: i === 0 ? 'winner' : 'challenger', recorded, variant };
+    });
+    return { problem, picks };
+  });
+  return plan.sort((a, b) => problemKey(a.problem).localeCompare(problemKey(b.problem), 'en', { numeric: true }));
+}
+
+/** Compile every picked variant: one unit per kernel spec and hidden size, as tune does. */
+async function compileAll(db: TuningDb, plan: { problem: Problem; picks: Pick[] }[], jobs: number): Promise<Map<string, VariantBuild>> {
+  const units = new Map<string, Map<string, Variant>>();
+  for (const { problem, picks } of plan) {
+    const key = `${specKey(problem)}.h${problem.hidden}`;
+    const unit = units.get(key) ?? new Map<string, Variant>();
+    for (const p of picks) unit.set(p.variant.id, p.variant);
+    units.set(key, unit);
+  }
+  const pool = new CompilePool(parseArch(db.header.arch), jobs);
+  const builds = new Map<string, VariantBuild>();
+  try {
+    await Promise.all(
+      [...units.values()].map(async (unit) => {
+        const variants = [...unit.values()];
+        for (const [id, b] of await pool.build({ spec: variants[0].spec, variants })) builds.set(id, b);
+      }),
+    );
+  } finally {
+    await pool.close();
+  }
+  return builds;
+}
+
 export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
   const runner = new Runner(o.runnerExe ?? (await buildRunner()), o.gpu);
   try {
     const device = await queryDevice(runner);
     const db = chooseDb(o.dbs, device);
-    const tuned = db.sessions[db.sessions.length - 1]?.templateHash;
-    if (tuned !== templateHash('cuda'))
-      throw new InputError(`${db.path} was tuned with templates ${String(tuned).slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: its kernels cannot be re-timed; re-tune instead`);
-    const arch = parseArch(db.header.arch);
-
-    // What to time: per problem the winner and the next `challengers` fastest.
-    const plan: { problem: Problem; picks: { role: Role; recorded: DbResult; variant: Variant }[] }[] = [];
-    for (const rs of rankedFinals(db).values()) {
-      const problem = rs[0].problem;
-      const picks = rs.slice(0, 1 + o.challengers).map((recorded, i) => {
-        const variant = makeVariant(problem, recorded.params);
-        if (variant.id !== recorded.variantId) throw new InputError(`${db.path}: variant ${recorded.variantId} of ${recorded.problemKey} no longer renders the same kernel: re-tune`);
-        return { role: (i === 0 ? 'winner' : 'challenger') as Role, recorded, variant };
-      });
-      plan.push({ problem, picks });
-    }
-    plan.sort((a, b) => problemKey(a.problem).localeCompare(problemKey(b.problem), 'en', { numeric: true }));
-
-    // Compile one unit per kernel spec and hidden size, as tune does.
-    const units = new Map<string, Map<string, Variant>>();
-    for (const { problem, picks } of plan) {
-      const key = `${specKey(problem)}.h${problem.hidden}`;
-      const unit = units.get(key) ?? new Map<string, Variant>();
-      for (const p of picks) unit.set(p.variant.id, p.variant);
-      units.set(key, unit);
-    }
-    const pool = new CompilePool(arch, o.jobs);
-    const builds = new Map<string, VariantBuild>();
-    try {
-      await Promise.all(
-        [...units.values()].map(async (unit) => {
-          const variants = [...unit.values()];
-          for (const [id, b] of await pool.build({ spec: variants[0].spec, variants })) builds.set(id, b);
-        }),
-      );
-    } finally {
-      await pool.close();
-    }
-
+    const plan = planChecks(db, o.challengers);
+    const builds = await compileAll(db, plan, o.jobs);
     const copyNow = await copyBandwidth(runner);
     const total = plan.reduce((n, p) => n + p.picks.length, 0);
     let done = 0;
+    let failures = 0;
     const checks: ProblemCheck[] = [];
     for (const { problem, picks } of plan) {
       const rows: DriftRow[] = [];
@@ -155,7 +166,8 @@ export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
             : { status: b.status, ...(b.status === 'COMPILE_ERROR' ? { error: b.log.split('\n').find((l) => l.includes('error')) ?? 'compile error' } : {}) };
         const drift = now.status === 'OK' && now.medianUs !== undefined ? now.medianUs / recorded.medianUs! - 1 : undefined;
         rows.push({ problem, role, recorded, now, drift });
-        o.onProgress?.(++done, total);
+        if (now.status !== 'OK') failures++;
+        o.onProgress?.(++done, total, failures);
       }
       checks.push({ problem, rows, problems: judge(rows, o.tolerance) });
     }

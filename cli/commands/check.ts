@@ -8,6 +8,7 @@ import { checkDrift, parseTolerance, type CheckOutcome } from '../../tuner/check
 import { TuningDb } from '../../tuner/db.js';
 import { parseGpus } from '../../tuner/grid.js';
 import { expandDbPaths } from '../db-paths.js';
+import { progressReporter } from '../progress.js';
 import { formatTable } from '../table.js';
 
 export const command = 'check';
@@ -27,7 +28,10 @@ export async function handler(args: { db: string[]; tolerance: string; challenge
   const [gpu] = gpus;
   if (!Number.isInteger(args.challengers) || args.challengers < 0) throw new InputError(`--challengers must be a whole number >= 0, got ${args.challengers}`);
   const dbs = expandDbPaths(args.db).map((p) => TuningDb.readChecked(p));
-  const outcome = await checkDrift({ dbs, tolerance, challengers: args.challengers, gpu, jobs: args.jobs });
+  const progress = progressReporter('check');
+  const started = performance.now();
+  const onProgress = (done: number, total: number, failures: number) => progress({ done, total, skipped: 0, failures, elapsedS: (performance.now() - started) / 1000 });
+  const outcome = await checkDrift({ dbs, tolerance, challengers: args.challengers, gpu, jobs: args.jobs, onProgress });
   console.log(driftReport(outcome, tolerance));
   if (outcome.drifted) process.exitCode = 1;
 }
