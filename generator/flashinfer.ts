@@ -19,12 +19,12 @@ import { dirname, join } from 'node:path';
 import type { DbResult, DbSession, TuningDb } from '../tuner/db.js';
 import { winners } from '../tuner/select.js';
 import { prepareOutputDir, writeFileAtomic } from './files.js';
-import { BYTES, InputError, problemKey, specKey, type DType, type KernelSpec } from './problem.js';
+import { BYTES, InputError, makeProblem, problemKey, specKey, type DType, type KernelSpec } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
 import { describeParams, dynamicSharedBytes } from './space.js';
 import { render, TEMPLATE_ROOT } from './templates.js';
 import { OUTPUT_TOLERANCE } from './tolerance.js';
-import { makeVariant } from './variant.js';
+import { makeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
 
 export const AUTHOR = 'normgen';
@@ -135,6 +135,46 @@ function evaluationJson(r: DbResult, session: DbSession, db: TuningDb, baselineU
   return { status, ...common, log: `${how}. ${r.status}${r.error ? `: ${r.error}` : ''}`, ...(status === 'INCORRECT_NUMERICAL' ? { correctness } : {}) };
 }
 
+/** A Solution: the kernel, its parameters header and a TVM-FFI entry point launching it. */
+function solutionJson(name: string, d: DefinitionPlan, v: Variant, wonRows: number[], db: TuningDb): object {
+  const family = FAMILIES[d.family];
+  const device = db.header.device.name;
+  const main = render('flashinfer', 'main.cu.hbs', {
+    solution: name,
+    definition: d.name,
+    description: describeParams(v.params),
+    device,
+    version: VERSION,
+    symbol: v.symbol,
+    hidden: d.hidden,
+    eps: family.eps.toExponential(),
+    params: v.params,
+    persistent: v.params.storage === 'pipelined' ? 'true' : 'false',
+    sharedBytes: dynamicSharedBytes(d.spec, v.params, d.hidden),
+    dtypeName: FIB_DTYPE[d.spec.dtype],
+    dlpackCode: d.spec.dtype === 'bf16' ? 'kDLBfloat' : 'kDLFloat',
+    dtypeBits: 8 * BYTES[d.spec.dtype],
+    elementBytes: BYTES[d.spec.dtype],
+    inputs: family.inputs,
+    bias: family.inputs.includes('bias'),
+    residual: family.inputs.includes('residual'),
+  });
+  const won = [...wonRows].sort((a, b) => a - b).join(', ');
+  const fused = d.family === 'fused_add_rmsnorm' ? '; the sum hidden_states + residual is rounded to the input dtype (and written to scratch memory) before it is normalized' : '';
+  return {
+    name,
+    definition: d.name,
+    author: AUTHOR,
+    spec: { language: 'cuda', target_hardware: [hardwareName(device)], entry_point: 'main.cu::run', dependencies: [], destination_passing_style: true, binding: 'tvm-ffi' },
+    sources: [
+      { path: 'main.cu', content: main },
+      { path: 'kernel.cu', content: renderCudaUnit(d.spec, [v]) },
+      { path: 'normgen_params.h', content: readFileSync(join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), 'utf8') },
+    ],
+    description: `normgen ${describeParams(v.params)} kernel (variant ${v.id}), the fastest verified variant on ${device} (${db.header.arch}) for batch_size ${won}. fp32 arithmetic${fused}.`,
+  };
+}
+
 export interface ExportSummary {
   definitions: number;
   solutions: number;
@@ -177,7 +217,6 @@ export function exportFlashInferBench(db: TuningDb, out: string): ExportSummary 
   if (defs.size === 0) throw new InputError(`${db.path} has no verified winners of an op FlashInfer-Bench defines (rmsnorm, fused add rmsnorm, layernorm with weight and bias)`);
 
   const files: [string, string][] = [];
-  const device = db.header.device.name;
   for (const d of [...defs.values()].sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }))) {
     const opType = FAMILIES[d.family].opType;
     files.push([`definitions/${opType}/${d.name}.json`, fibJson(definitionJson(d), 2) + '\n']);
@@ -187,52 +226,11 @@ export function exportFlashInferBench(db: TuningDb, out: string): ExportSummary 
     for (const [name, s] of [...solutions].filter(([, s]) => s.def === d).sort(([a], [b]) => a.localeCompare(b))) {
       const v = makeVariant(d.spec, s.best.params);
       if (v.id !== s.best.variantId) throw new InputError(`${db.path}: variant ${s.best.variantId} of ${d.name} no longer renders the same kernel: re-tune with these templates`);
-      const family = FAMILIES[d.family];
-      const main = render('flashinfer', 'main.cu.hbs', {
-        solution: name,
-        definition: d.name,
-        description: describeParams(v.params),
-        device,
-        version: VERSION,
-        symbol: v.symbol,
-        hidden: d.hidden,
-        eps: family.eps.toExponential(),
-        params: v.params,
-        persistent: v.params.storage === 'pipelined' ? 'true' : 'false',
-        sharedBytes: dynamicSharedBytes(d.spec, v.params, d.hidden),
-        dtypeName: FIB_DTYPE[d.spec.dtype],
-        dlpackCode: d.spec.dtype === 'bf16' ? 'kDLBfloat' : 'kDLFloat',
-        dtypeBits: 8 * BYTES[d.spec.dtype],
-        elementBytes: BYTES[d.spec.dtype],
-        inputs: family.inputs,
-        bias: family.inputs.includes('bias'),
-        residual: family.inputs.includes('residual'),
-      });
-      const won = s.wonRows.sort((a, b) => a - b).join(', ');
-      const solution = {
-        name,
-        definition: d.name,
-        author: AUTHOR,
-        spec: {
-          language: 'cuda',
-          target_hardware: [hardwareName(device)],
-          entry_point: 'main.cu::run',
-          dependencies: [],
-          destination_passing_style: true,
-          binding: 'tvm-ffi',
-        },
-        sources: [
-          { path: 'main.cu', content: main },
-          { path: 'kernel.cu', content: renderCudaUnit(d.spec, [v]) },
-          { path: 'normgen_params.h', content: readFileSync(join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), 'utf8') },
-        ],
-        description:
-          `normgen ${describeParams(v.params)} kernel (variant ${v.id}), the fastest verified variant on ${device} (${db.header.arch}) for batch_size ${won}. ` +
-          `fp32 arithmetic${d.family === 'fused_add_rmsnorm' ? '; the sum hidden_states + residual is rounded to the input dtype (and written to scratch memory) before it is normalized' : ''}.`,
-      };
+      const solution = solutionJson(name, d, v, s.wonRows, db);
       files.push([`solutions/${AUTHOR}/${opType}/${d.name}/${name}.json`, fibJson(solution, 2) + '\n']);
       // Traces: every full timing of this kernel on this definition's workloads.
-      const measured = db.results.filter((r) => r.stage === 'final' && r.variantId === v.id && familyOf(r.problem) === d.family && r.problem.dtype === d.spec.dtype && r.problem.hidden === d.hidden && d.rows.has(r.problem.rows));
+      const keys = new Set([...d.rows].map((rows) => problemKey(makeProblem(d.spec, d.hidden, rows))));
+      const measured = db.results.filter((r) => r.stage === 'final' && r.variantId === v.id && keys.has(r.problemKey));
       for (const r of measured.sort((a, b) => a.problem.rows - b.problem.rows)) {
         const evaluation = evaluationJson(r, sessions.get(r.session)!, db, baselineUs.get(r.problemKey));
         traces.push(fibJson({ definition: d.name, workload: workloadJson(d, r.problem.rows), solution: name, evaluation }));
