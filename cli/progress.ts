@@ -13,7 +13,8 @@ export function progressReporter(label: string, stream: NodeJS.WriteStream = pro
     const rate = origin && p.done > origin.done ? (p.done - origin.done) / (p.elapsedS - origin.at) : 0;
     const eta = rate > 0 ? (p.total - p.done) / rate : NaN;
     const etaText = Number.isFinite(eta) ? `ETA ${formatDuration(eta)}` : 'ETA --';
-    const text = `${label}: ${p.done}/${p.total} measured, ${p.failures} failed, ${p.skipped} already in the database, ${formatDuration(p.elapsedS)} elapsed, ${etaText}`;
+    const skipped = p.skipped > 0 ? `, ${p.skipped} already in the database` : '';
+    const text = `${label}: ${p.done}/${p.total} measured, ${p.failures} failed${skipped}, ${formatDuration(p.elapsedS)} elapsed, ${etaText}`;
     if (stream.isTTY) {
       const width = 30;
       const filled = p.total ? Math.round((width * p.done) / p.total) : width;

@@ -1,33 +1,26 @@
-// `normgen build`: a kernel package from a tuning database: C ABI header, the winning
-// kernels plus a generic one per spec, the dispatch table as C data, a Makefile, a
-// TypeScript index (emitted with ts-morph) with the same table and select(), and a
-// PyTorch binding (ctypes + torch.library custom ops).
+// `normgen build`: a kernel package from one or more tuning databases (one per GPU
+// model): C ABI header, the winning kernels plus a generic one per spec, one dispatch
+// table per device as C data, a Makefile and a CMake project, a TypeScript index
+// (emitted with ts-morph) with the same tables and select(), and a PyTorch binding
+// (ctypes + torch.library custom ops).
 
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { IndentationText, Project, QuoteKind, VariableDeclarationKind } from 'ts-morph';
-import type { DispatchTable } from '../tuner/dispatch.js';
-import type { Arch } from './arch.js';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
-import { residualDType, specKey, weightDType, type DType, type KernelSpec } from './problem.js';
+import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan } from './package-plan.js';
+import { emitTypeScript } from './package-ts.js';
+import { InputError, residualDType, weightDType, type DType } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
-import { describeParams, GENERIC_PARAMS, ringSharedBytes, stageBytes, STORAGES } from './space.js';
+import { describeParams, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
-import { makeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
+
+export type { DeviceTable } from './package-plan.js';
 
 export interface PackageSource {
   name: string;
-  arch: Arch;
-  device: string;
-  dbFiles: string[];
-  /** The template hash the database was tuned with: kernels must not have changed since. */
-  tunedTemplateHash: string;
-  /** When the database was tuned (its last session's start). */
-  tunedOn: string;
-  table: DispatchTable;
-  /** The measured winners, as a text table, for the package README. */
-  measured: string;
+  /** One per GPU model, in the order the package falls back to ("the first"). */
+  tables: DeviceTable[];
 }
 
 /** The Python package folder inside a kernel package (import name normgen_torch). */
@@ -36,110 +29,15 @@ export const PYTHON_DIR = 'python/normgen_torch';
 const DTYPE_ENUM: Record<DType, number> = { fp32: 0, fp16: 1, bf16: 2 };
 const dtypeEnum = (d: DType | null) => (d ? DTYPE_ENUM[d] : -1);
 
-interface Plan {
-  specs: { key: string; spec: KernelSpec; generic: number }[];
-  variants: Variant[];
-  entries: { spec: number; hidden: number; rows: number; variant: number }[];
+/** A C string literal of a device name (printable ASCII, as CUDA reports names). */
+function cString(s: string): string {
+  if (!/^[\x20-\x7e]*$/.test(s)) throw new Error(`device name ${JSON.stringify(s)} is not printable ASCII`);
+  return `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-/** Number the specs and variants; every spec gets its generic variant. Deterministic order. */
-function plan(table: DispatchTable): Plan {
-  const specs = new Map<string, KernelSpec>();
-  for (const e of table.entries) specs.set(e.spec, e.kernelSpec);
-  const keys = [...specs.keys()].sort();
-  const variants: Variant[] = [];
-  const index = new Map<string, number>();
-  const add = (v: Variant) => {
-    if (!index.has(v.id)) index.set(v.id, variants.push(v) - 1);
-    return index.get(v.id)!;
-  };
-  const out: Plan = { specs: [], variants, entries: [] };
-  for (const key of keys) {
-    const spec = specs.get(key)!;
-    for (const e of table.entries.filter((x) => x.spec === key)) {
-      const v = makeVariant(spec, e.params);
-      if (v.id !== e.variantId) throw new Error(`variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
-      out.entries.push({ spec: out.specs.length, hidden: e.hidden, rows: e.rows, variant: add(v) });
-    }
-    out.specs.push({ key, spec, generic: add(makeVariant(spec, GENERIC_PARAMS)) });
-  }
-  return out;
-}
-
-function emitTypeScript(p: Plan, table: DispatchTable, src: PackageSource): string {
-  const project = new Project({ useInMemoryFileSystem: true, manipulationSettings: { indentationText: IndentationText.TwoSpaces, quoteKind: QuoteKind.Single } });
-  const file = project.createSourceFile('index.ts');
-  file.addStatements(`// normgen kernel package ${src.name}: the dispatch table tuned on ${src.device} (${src.arch.name}). Generated; do not edit.`);
-  file.addTypeAlias({ isExported: true, name: 'DType', type: "'fp32' | 'fp16' | 'bf16'" });
-  file.addInterface({
-    isExported: true,
-    name: 'Problem',
-    properties: [
-      { name: 'op', type: "'rmsnorm' | 'layernorm'" },
-      { name: 'dtype', type: 'DType' },
-      { name: 'weight', type: "'none' | 'fp32' | 'same'", hasQuestionToken: true },
-      { name: 'weightOffset', type: 'boolean', hasQuestionToken: true },
-      { name: 'bias', type: 'boolean', hasQuestionToken: true },
-      { name: 'residual', type: "'none' | 'same' | 'fp32'", hasQuestionToken: true },
-      { name: 'stats', type: 'boolean', hasQuestionToken: true },
-      { name: 'hidden', type: 'number' },
-      { name: 'rows', type: 'number' },
-      { name: 'stride', type: 'number', hasQuestionToken: true, docs: ['Row stride in elements (default: hidden).'] },
-      { name: 'alignmentElems', type: 'number', hasQuestionToken: true, docs: ['Largest power of two, in elements, dividing every pointer (default 16).'] },
-    ],
-  });
-  file.addInterface({
-    isExported: true,
-    name: 'Variant',
-    properties: [
-      { name: 'symbol', type: 'string' },
-      { name: 'storage', type: STORAGES.map((s) => `'${s}'`).join(' | ') },
-      ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((name) => ({ name, type: 'number' })),
-    ],
-  });
-  const json = (v: unknown) => JSON.stringify(v);
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [{ name: 'VARIANTS', type: 'readonly Variant[]', initializer: `[\n${p.variants.map((v) => `  ${json({ symbol: v.symbol, ...v.params })},`).join('\n')}\n]` }],
-  });
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [{ name: 'SPECS', type: 'readonly { key: string; generic: number }[]', initializer: `[\n${p.specs.map((s) => `  ${json({ key: s.key, generic: s.generic })},`).join('\n')}\n]` }],
-  });
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [{
-      name: 'ENTRIES',
-      type: 'readonly { spec: string; hidden: number; rows: number; variant: number }[]',
-      initializer: `[\n${p.entries.map((e) => `  ${json({ spec: p.specs[e.spec].key, hidden: e.hidden, rows: e.rows, variant: e.variant })},`).join('\n')}\n]`,
-    }],
-  });
-  file.addVariableStatement({
-    isExported: true,
-    declarationKind: VariableDeclarationKind.Const,
-    declarations: [{ name: 'ROW_BUCKETS', type: 'readonly number[]', initializer: json(table.rowBuckets) }],
-  });
-  file.addStatements(readFileSync(join(TEMPLATE_ROOT, 'package', 'select.ts.hbs'), 'utf8'));
-  file.formatText({ indentSize: 2 });
-  return file.getFullText();
-}
-
-export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number } {
-  if (src.tunedTemplateHash !== templateHash('cuda'))
-    throw new Error(`the database was tuned with templates ${src.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
-  const p = plan(src.table);
-  const files: [string, string][] = [];
-  const context = { name: src.name, version: VERSION, device: src.device, arch: src.arch.name, dbFiles: src.dbFiles.join(', ') };
-  files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);
-  for (const [i, s] of p.specs.entries()) {
-    const mine = p.variants.filter((v) => specKey(v.spec) === s.key);
-    files.push([`src/kernels_${String(i).padStart(2, '0')}_${s.key}.cu`, renderCudaUnit(s.spec, mine)]);
-  }
-  // Each spec as the C ABI's enums see it: the launcher's table and the Python binding share it.
-  const specs = p.specs.map((s) => ({
+/** Each spec as the C ABI's enums see it: the launcher's table and the Python binding share it. */
+function abiSpecs(p: Plan) {
+  return p.specs.map((s) => ({
     key: s.key,
     op: s.spec.op === 'rmsnorm' ? 0 : 1,
     dtype: DTYPE_ENUM[s.spec.dtype],
@@ -150,39 +48,118 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     stats: s.spec.features.stats ? 1 : 0,
     generic: s.generic,
   }));
-  files.push(['src/normgen.cu', render('package', 'normgen.cu.hbs', {
+}
+
+function launcher(p: Plan, src: PackageSource, context: object): string {
+  let firstEntry = 0;
+  let firstBucket = 0;
+  const tables = src.tables.map((t, i) => {
+    const entries = p.entries.filter((e) => e.table === i);
+    const out = { device: t.device, deviceLiteral: cString(t.device), computeCapability: t.arch.cc, firstEntry, entryCount: entries.length, firstBucket, bucketCount: t.table.rowBuckets.length, entries };
+    firstEntry += entries.length;
+    firstBucket += t.table.rowBuckets.length;
+    return out;
+  });
+  return render('package', 'normgen.cu.hbs', {
     ...context,
-    variants: p.variants.map((v) => ({ symbol: v.symbol, params: v.params, storageIndex: STORAGES.indexOf(v.params.storage), stageBytes: stageBytes(v.spec), ringBytes: v.params.storage === 'ring' ? ringSharedBytes(v.spec, v.params) : 0, description: describeParams(v.params) })),
-    specs,
-    entries: p.entries,
-    rowBuckets: src.table.rowBuckets,
-  })]);
-  // Machine code for the tuned arch (sm_90a keeps Hopper-only features), PTX of the
-  // portable arch (compute_90) for newer GPUs to JIT.
-  const cc = src.arch.nvccArch.replace(/^sm_/, '');
-  const portable = cc.replace(/a$/, '');
-  files.push(['Makefile', render('package', 'Makefile.hbs', { ptxArch: true, archFlags: `-gencode arch=compute_${cc},code=sm_${cc} -gencode arch=compute_${portable},code=compute_${portable}` })]);
-  files.push(['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { name: src.name, cmakeName: src.name.replace(/[^A-Za-z0-9_]/g, '_'), cudaArchitectures: `${cc}-real;${portable}-virtual` })]);
-  files.push(['ts/index.ts', emitTypeScript(p, src.table, src)]);
+    variants: p.variants.map((v) => ({
+      symbol: v.symbol,
+      params: v.params,
+      storageIndex: STORAGES.indexOf(v.params.storage),
+      stageBytes: stageBytes(v.spec),
+      ringBytes: v.params.storage === 'ring' ? ringSharedBytes(v.spec, v.params) : 0,
+      description: describeParams(v.params),
+    })),
+    specs: abiSpecs(p),
+    tables,
+    rowBuckets: src.tables.flatMap((t) => t.table.rowBuckets),
+  });
+}
+
+/**
+ * Build files. One arch: every source compiled alike (as a single-device package always
+ * was). Several: per kernel file the archs whose tables use it (a cluster kernel tuned on
+ * sm90 cannot compile for sm80); the launcher and generic kernels for all of them.
+ */
+function buildFiles(p: Plan, src: PackageSource): [string, string][] {
+  const cmakeName = src.name.replace(/[^A-Za-z0-9_]/g, '_');
+  if (p.archs.length === 1) {
+    return [
+      ['Makefile', render('package', 'Makefile.hbs', { groups: false, ptxArch: true, archFlags: gencodeFlags(p.archs) })],
+      ['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { groups: false, name: src.name, cmakeName, cudaArchitectures: cmakeArchitectures(p.archs) })],
+    ];
+  }
+  const id = (name: string) => name.replace(/\+/g, '_');
+  const sets = new Map(p.files.map((f) => [archSetName(f.archs), f.archs]));
+  const groups = [...sets].map(([name, archs]) => ({
+    id: id(name),
+    archFlags: gencodeFlags(archs),
+    cudaArchitectures: cmakeArchitectures(archs),
+    files: p.files.filter((f) => archSetName(f.archs) === name).map((f) => f.name),
+  }));
+  const all = id(archSetName(p.archs));
+  const objects = [...p.files.map((f) => ({ file: f.name, group: id(archSetName(f.archs)) })), { file: 'normgen.cu', group: all }].map((o) => ({ ...o, stem: o.file.replace(/\.cu$/, '') }));
+  if (!groups.some((g) => g.id === all)) groups.push({ id: all, archFlags: gencodeFlags(p.archs), cudaArchitectures: cmakeArchitectures(p.archs), files: [] });
+  return [
+    ['Makefile', render('package', 'Makefile.hbs', { groups, objects })],
+    ['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { groups: groups.filter((g) => g.files.length > 0), name: src.name, cmakeName, cudaArchitectures: cmakeArchitectures(p.archs) })],
+  ];
+}
+
+export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number } {
+  for (const t of src.tables)
+    if (t.tunedTemplateHash !== templateHash('cuda'))
+      throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
+  const p = planPackage(src.tables);
+  const single = src.tables.length === 1;
+  const archNames = [...new Set(src.tables.map((t) => t.arch.name))].join(', ');
+  const context = {
+    name: src.name,
+    version: VERSION,
+    device: src.tables.map((t) => t.device).join(', '),
+    arch: archNames,
+    dbFiles: src.tables.map((t) => t.dbFile).join(', '),
+  };
+  const files: [string, string][] = [];
+  files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);
+  for (const f of p.files) files.push([`src/${f.name}`, renderCudaUnit(f.spec, f.variants)]);
+  files.push(['src/normgen.cu', launcher(p, src, context)]);
+  files.push(...buildFiles(p, src));
+  files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name)]);
   // The PyTorch binding: a torch-free ctypes layer and the torch.library ops on top.
-  files.push([`${PYTHON_DIR}/abi.py`, render('package', 'abi.py.hbs', { ...context, specs })]);
+  files.push([`${PYTHON_DIR}/abi.py`, render('package', 'abi.py.hbs', { ...context, specs: abiSpecs(p) })]);
   files.push([`${PYTHON_DIR}/__init__.py`, render('package', 'torch_init.py.hbs', context)]);
+  const tuned = new Set(p.entries.map((e) => e.variant)).size;
   files.push(['README.md', render('package', 'README.md.hbs', {
     ...context,
-    tunedOn: src.tunedOn,
+    tunedOn: src.tables.map((t) => t.tunedOn).sort().pop(),
     variantCount: p.variants.length,
-    tunedCount: src.table.variants,
-    problemCount: src.table.entries.length,
-    tolerancePct: (100 * src.table.tolerance).toFixed(1),
-    regretPct: (100 * src.table.maxRegret).toFixed(2),
+    tunedCount: tuned,
+    problemCount: p.entries.length,
+    tolerancePct: (100 * Math.max(...src.tables.map((t) => t.table.tolerance))).toFixed(1),
+    regretPct: (100 * Math.max(...src.tables.map((t) => t.table.maxRegret))).toFixed(2),
     specs: p.specs.map((s) => s.key),
-    measured: src.measured,
+    multiDevice: !single,
+    tables: src.tables.map((t) => ({ device: t.device, arch: t.arch.name, db: t.dbFile })),
+    measured: single ? src.tables[0].measured : src.tables.map((t) => `${t.device} (${t.arch.name}):\n${t.measured}`).join('\n\n'),
   })]);
-  files.push(['dispatch.json', JSON.stringify({ name: src.name, device: src.device, arch: src.arch.name, tolerance: src.table.tolerance, maxRegret: src.table.maxRegret, entries: src.table.entries.map(({ kernelSpec, ...e }) => e) }, null, 1) + '\n']);
+  const dispatch = {
+    name: src.name,
+    tables: src.tables.map((t) => ({
+      device: t.device,
+      arch: t.arch.name,
+      computeCapability: t.arch.cc,
+      db: t.dbFile,
+      tolerance: t.table.tolerance,
+      maxRegret: t.table.maxRegret,
+      entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
+    })),
+  };
+  files.push(['dispatch.json', JSON.stringify(dispatch, null, 1) + '\n']);
 
   prepareOutputDir(out);
   for (const d of ['include', 'src', 'ts', PYTHON_DIR]) mkdirSync(join(out, d), { recursive: true });
   for (const [name, text] of files) writeFileAtomic(join(out, name), text);
   copyFileSync(join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), join(out, 'src', 'normgen_params.h'));
-  return { files: [...files.map(([n]) => n), 'src/normgen_params.h'], variants: p.variants.length };
+  return { files: [...files.map(([n]) => n), 'src/normgen_params.h'], variants: p.variants.length, tuned };
 }

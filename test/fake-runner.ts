@@ -1,13 +1,15 @@
 // A stand-in for the native bench runner, speaking its JSON-lines protocol, so the
 // tuner's loop, database, resume and fault handling are tested without a GPU.
 // Times are a deterministic function of the launch; FAKE_CRASH / FAKE_HANG /
-// FAKE_WRONG name kernel symbols (comma-separated) that fault, hang or compute wrong.
+// FAKE_WRONG name kernel symbols (comma-separated) that fault, hang or compute wrong;
+// FAKE_SCALE=symbol:factor,... makes those kernels slower (> 1) or faster (< 1).
 import { createInterface } from 'node:readline';
 
 const list = (name: string) => new Set((process.env[name] ?? '').split(',').filter(Boolean));
 const crash = list('FAKE_CRASH');
 const hang = list('FAKE_HANG');
 const wrong = list('FAKE_WRONG');
+const scale = new Map([...list('FAKE_SCALE')].map((e) => [e.split(':')[0], Number(e.split(':')[1])]));
 const say = (o: object) => process.stdout.write(JSON.stringify(o) + '\n');
 
 createInterface({ input: process.stdin }).on('line', (line) => {
@@ -22,7 +24,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });
       process.exit(3);
     }
-    const us = 5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10;
+    const us = (5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10) * (scale.get(req.symbol) ?? 1);
     if (wrong.has(req.symbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, medianUs: us / 10 });
     else say({ status: 'OK', err_y: 0.1, medianUs: us, minUs: us, maxUs: us, samplesUs: [us], verified: true });
   } else if (req.cmd === 'quit') {

@@ -1,6 +1,10 @@
 /* Drives a built normgen package from C without a GPU: argument checks and selection.
  *   harness errors                  -> one line per bad call: "<case> <status> <message>"
- *   harness select OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES -> "<variant> <path>"  */
+ *   harness select OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC]
+ *                                   -> "<variant> <path> <table>"; with DEVICE and CC the table is the
+ *                                      one normgen_table_for picks for that GPU, else the current device's
+ *   harness table DEVICE CC         -> "<table> <device of that table>"
+ *   harness current                 -> "<table> <count>": normgen_current_table (0 without a GPU)  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +38,16 @@ int main(int argc, char** argv) {
     printf("null-desc %d %s\n", (int)normgen_forward(NULL), normgen_last_error());
     return 0;
   }
-  if (argc == 9 && strcmp(argv[1], "select") == 0) {
+  if (argc == 4 && strcmp(argv[1], "table") == 0) {
+    const int t = normgen_table_for(argv[2], atoi(argv[3]));
+    printf("%d %s\n", t, normgen_table_device(t));
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "current") == 0) {
+    printf("%d %d\n", normgen_current_table(), normgen_table_count());
+    return 0;
+  }
+  if ((argc == 9 || argc == 11) && strcmp(argv[1], "select") == 0) {
     normgen_fwd_desc d = base();
     d.op = strcmp(argv[2], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
     d.dtype = strcmp(argv[3], "fp32") == 0 ? NORMGEN_FP32 : NORMGEN_BF16;
@@ -49,10 +62,11 @@ int main(int argc, char** argv) {
     d.x_stride = d.y_stride = d.residual_stride = d.residual_out_stride = atoll(argv[7]);
     d.x = (const void*)(uintptr_t)(0x100000 + atoi(argv[8]) % 16);
     int path = -1;
-    int v = normgen_select(&d, &path);
-    printf("%d %d\n", v, path);
+    const int table = argc == 11 ? normgen_table_for(argv[9], atoi(argv[10])) : normgen_current_table();
+    int v = argc == 11 ? normgen_select_in(&d, table, &path) : normgen_select(&d, &path);
+    printf("%d %d %d\n", v, path, table);
     return 0;
   }
-  fprintf(stderr, "usage: harness errors | harness select OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES\n");
+  fprintf(stderr, "usage: harness errors | select OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] | table DEVICE CC | current\n");
   return 2;
 }

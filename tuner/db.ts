@@ -5,7 +5,8 @@
 //   then:    {"kind":"session", ...}   one per tune run: copy bandwidth, command, versions
 //            {"kind":"result", ...}    one per (problem, variant, stage)
 
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, truncateSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
+import { writeFileAtomic } from '../generator/files.js';
 import { InputError, type Problem } from '../generator/problem.js';
 import type { CudaParams } from '../generator/space.js';
 import type { DeviceId } from './device.js';
@@ -56,8 +57,20 @@ export class DbError extends InputError {
 }
 
 /** Same GPU model and arch: the records transfer (another card of the same model is fine). */
-function sameDevice(a: DeviceId, b: DeviceId): boolean {
-  return a.name === b.name && a.arch === b.arch && a.sms === b.sms && a.memoryBytes === b.memoryBytes;
+export function sameDevice(a: DeviceId, b: DeviceId): boolean {
+  return deviceKey(a) === deviceKey(b);
+}
+
+/** The identity databases are kept by: model name, arch, SM count and memory size. */
+export function deviceKey(d: DeviceId): string {
+  return [d.name, d.arch, d.sms, d.memoryBytes].join('|');
+}
+
+/** Write a whole database at once (merge output), laid out as tune writes it: each session, then its results. */
+export function writeDb(path: string, header: DbHeader, sessions: DbSession[], results: DbResult[]): void {
+  const lines: DbLine[] = [header];
+  for (const s of sessions) lines.push(s, ...results.filter((r) => r.session === s.session));
+  writeFileAtomic(path, lines.map((l) => JSON.stringify(l) + '\n').join(''));
 }
 
 export class TuningDb {
@@ -100,6 +113,7 @@ export class TuningDb {
   /** Read any database (for build/report): the same checks, nothing written. */
   static read(path: string): TuningDb {
     if (!existsSync(path)) throw new DbError(`tuning database ${path} does not exist`);
+    if (statSync(path).isDirectory()) throw new DbError(`${path} is a folder, not a tuning database`);
     const { lines, damagedTail } = TuningDb.parse(path);
     const first = lines[0];
     if (!first || first.kind !== 'header') throw new DbError(`${path} is not a normgen tuning database (no header line)`);
@@ -109,6 +123,34 @@ export class TuningDb {
       if (l.kind === 'session') db.sessions.push(l);
       else if (l.kind === 'result') db.results.push(l);
     }
+    return db;
+  }
+
+  /**
+   * Read a database and check that every record has the fields the tools rely on and
+   * that every result names a session the file holds (merge, check and build trust them).
+   */
+  static readChecked(path: string): TuningDb {
+    const db = TuningDb.read(path);
+    const { header } = db;
+    const d = header.device as Partial<DeviceId> | undefined;
+    if (header.format !== DB_FORMAT) throw new DbError(`${path} has format ${header.format}; this normgen reads format ${DB_FORMAT}`);
+    if (typeof header.arch !== 'string' || !d || typeof d.name !== 'string' || typeof d.arch !== 'string' || typeof d.sms !== 'number' || typeof d.memoryBytes !== 'number')
+      throw new DbError(`${path} is corrupt: its header has no complete device identity (name, arch, sms, memoryBytes)`);
+    const sessions = new Set<number>();
+    for (const s of db.sessions) {
+      if (typeof s.session !== 'number' || typeof s.started !== 'string' || typeof s.normgen !== 'string' || typeof s.templateHash !== 'string')
+        throw new DbError(`${path} is corrupt: session ${JSON.stringify(s.session)} lacks its number, start time, normgen version or template hash`);
+      sessions.add(s.session);
+    }
+    db.results.forEach((r, i) => {
+      const what = `${path} is corrupt: result ${i + 1}`;
+      if (typeof r.problemKey !== 'string' || typeof r.variantId !== 'string' || typeof r.status !== 'string' || !r.problem || !r.params)
+        throw new DbError(`${what} lacks its problem, variant, parameters or status`);
+      if (r.stage !== 'screen' && r.stage !== 'final') throw new DbError(`${what} has stage ${JSON.stringify(r.stage)} (expected screen or final)`);
+      if (!sessions.has(r.session)) throw new DbError(`${what} (${r.problemKey}) names session ${r.session}, which the file does not hold`);
+      if (r.status === 'OK' && !(typeof r.medianUs === 'number' && r.medianUs > 0)) throw new DbError(`${what} (${r.problemKey}) is OK but has no positive time`);
+    });
     return db;
   }
 

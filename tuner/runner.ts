@@ -15,8 +15,16 @@ import { findNvcc, nvccVersion, ToolchainError } from './nvcc.js';
 const SOURCE = join(TEMPLATE_ROOT, '..', 'tuner', 'native', 'runner.cu');
 const PARAMS_HEADER = join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h');
 
-/** Build the runner once per source, header and nvcc version; return its path. */
+/**
+ * Build the runner once per source, header and nvcc version; return its path.
+ * $NORMGEN_RUNNER names a runner to use instead (a prebuilt one, or the tests' stand-in).
+ */
 export async function buildRunner(): Promise<string> {
+  const given = process.env.NORMGEN_RUNNER;
+  if (given) {
+    if (!existsSync(given)) throw new ToolchainError(`NORMGEN_RUNNER names ${given}, which does not exist`);
+    return given;
+  }
   const hash = createHash('sha256').update(readFileSync(SOURCE)).update(readFileSync(PARAMS_HEADER)).update(await nvccVersion()).digest('hex').slice(0, 16);
   const exe = join(cacheDir('runner'), `normgen-runner-${hash}`);
   if (existsSync(exe)) return exe;
@@ -139,7 +147,9 @@ export class Runner {
     if (!p?.alive) return;
     p.child.stdin.end(JSON.stringify({ cmd: 'quit' }) + '\n');
     // Give it a moment to exit cleanly, then make sure.
-    await Promise.race([new Promise((r) => p.child.once('exit', r)), new Promise((r) => setTimeout(r, 5000))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise((r) => p.child.once('exit', r)), new Promise((r) => (timer = setTimeout(r, 5000)))]);
+    clearTimeout(timer); // a pending timer would keep the process alive for 5 s after its work is done
     p.kill();
   }
 }

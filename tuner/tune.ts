@@ -44,8 +44,12 @@ export interface Progress {
   elapsedS: number;
 }
 
-const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
+/** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
+export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
 const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3 };
+
+/** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved. */
+export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + bytesMoved(p) / 5e6;
 
 interface Unit {
   key: string;
@@ -157,8 +161,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     if (build.status !== 'OK') {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
-    // A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved.
-    const timeoutMs = (o.timeoutSeconds ?? 10) * 1000 + bytesMoved(p) / 5e6;
+    const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
     const m = await measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs }, copyGbps);
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };

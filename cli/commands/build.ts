@@ -1,34 +1,50 @@
-// normgen build: a kernel package with the dispatch table baked in, from a tuning database.
+// normgen build: a kernel package with one dispatch table per GPU model, from tuning databases.
 
 import { basename } from 'node:path';
 import type { Argv } from 'yargs';
 import { parseArch } from '../../generator/arch.js';
-import { emitPackage } from '../../generator/package.js';
+import { emitPackage, type DeviceTable } from '../../generator/package.js';
 import { InputError } from '../../generator/problem.js';
-import { TuningDb } from '../../tuner/db.js';
+import { deviceKey, TuningDb } from '../../tuner/db.js';
 import { buildDispatchTable } from '../../tuner/dispatch.js';
 import { WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
+import { expandDbPaths } from '../db-paths.js';
 import { formatTable } from '../table.js';
 
 export const command = 'build';
-export const describe = 'emit a kernel package (C ABI, CUDA sources, dispatch table, TypeScript select) from a tuning database';
+export const describe = 'emit a kernel package (C ABI, CUDA sources, a dispatch table per GPU model, TypeScript select) from tuning databases';
 export const builder = (y: Argv) =>
   y
-    .option('db', { type: 'string', demandOption: true, describe: 'tuning database (one GPU model for now)' })
+    .option('db', { type: 'string', array: true, demandOption: true, describe: 'tuning database; repeat it (or name a folder from normgen merge) for one table per GPU model' })
     .option('out', { type: 'string', demandOption: true, describe: 'package folder, e.g. out/normgen-sm90' })
     .option('name', { type: 'string', describe: 'package name (default: the folder name)' })
     .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' });
 
-export function handler(args: { db: string; out: string; name?: string; tolerance: number }): void {
-  if (!(args.tolerance >= 0 && args.tolerance < 1)) throw new InputError(`--tolerance must be in [0, 1), got ${args.tolerance}`);
-  const db = TuningDb.read(args.db);
+function deviceTable(path: string, tolerance: number): DeviceTable {
+  const db = TuningDb.readChecked(path);
   const session = db.sessions[db.sessions.length - 1];
-  if (!session) throw new InputError(`${args.db} has no tuning session`);
-  const table = buildDispatchTable(db, args.tolerance);
-  if (table.entries.length === 0) throw new InputError(`${args.db} has no verified measurements to build from`);
-  const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
+  if (!session) throw new InputError(`${path} has no tuning session`);
+  const table = buildDispatchTable(db, tolerance);
+  if (table.entries.length === 0) throw new InputError(`${path} has no verified measurements to build from`);
   const measured = formatTable(WINNER_HEADER, winners(db).map(winnerRow));
-  const source = { name, arch: parseArch(db.header.arch), device: db.header.device.name, dbFiles: [basename(args.db)], tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
-  const out = emitPackage(source, args.out);
-  console.log(`${args.out}: ${table.entries.length} tuned problems, ${out.variants} kernels (${table.variants} tuned + generic), regret <= ${(100 * table.maxRegret).toFixed(2)}%`);
+  return { device: db.header.device.name, arch: parseArch(db.header.arch), dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
+}
+
+export function handler(args: { db: string[]; out: string; name?: string; tolerance: number }): void {
+  if (!(args.tolerance >= 0 && args.tolerance < 1)) throw new InputError(`--tolerance must be in [0, 1), got ${args.tolerance}`);
+  const paths = expandDbPaths(args.db);
+  const seen = new Map<string, string>();
+  for (const p of paths) {
+    const h = TuningDb.read(p).header;
+    const key = `${h.arch}|${deviceKey(h.device)}`;
+    if (seen.has(key)) throw new InputError(`${seen.get(key)} and ${p} both hold ${h.device.name}: merge them first (normgen merge)`);
+    seen.set(key, p);
+  }
+  const tables = paths.map((p) => deviceTable(p, args.tolerance));
+  const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
+  const out = emitPackage({ name, tables }, args.out);
+  const problems = tables.reduce((n, t) => n + t.table.entries.length, 0);
+  const regret = Math.max(...tables.map((t) => t.table.maxRegret));
+  const devices = tables.length > 1 ? ` for ${tables.length} devices (${tables.map((t) => t.device).join(', ')})` : '';
+  console.log(`${args.out}: ${problems} tuned problems${devices}, ${out.variants} kernels (${out.tuned} tuned + generic), regret <= ${(100 * regret).toFixed(2)}%`);
 }

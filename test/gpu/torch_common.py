@@ -68,14 +68,19 @@ def read_dispatch(pkg_dir):
     return json.loads((Path(pkg_dir) / "dispatch.json").read_text())
 
 
+def dispatch_entries(pkg_dir):
+    """The tuned problems of every device table in the package."""
+    return [e for table in read_dispatch(pkg_dir)["tables"] for e in table["entries"]]
+
+
 def package_specs(pkg_dir):
     """Every kernel spec the package was tuned for, sorted by key."""
-    return [Spec.parse(k) for k in sorted({e["spec"] for e in read_dispatch(pkg_dir)["entries"]})]
+    return [Spec.parse(k) for k in sorted({e["spec"] for e in dispatch_entries(pkg_dir)})]
 
 
 def tuned_grid(pkg_dir):
     """(hidden sizes, row counts) of the tuned problems."""
-    entries = read_dispatch(pkg_dir)["entries"]
+    entries = dispatch_entries(pkg_dir)
     return sorted({e["hidden"] for e in entries}), sorted({e["rows"] for e in entries})
 
 

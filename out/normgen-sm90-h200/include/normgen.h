@@ -38,8 +38,19 @@ typedef struct normgen_fwd_desc {
 /* Run the tuned kernel for this call; nothing is launched unless the result is NORMGEN_OK. */
 normgen_status normgen_forward(const normgen_fwd_desc* desc);
 
-/* Which variant normgen_forward would run (index into the package's variant list), or -1. */
+/* Which variant normgen_forward would run on the current device (index into the package's
+ * variant list), or -1. */
 int normgen_select(const normgen_fwd_desc* desc, int* path /* 0 exact, 1 nearest, 2 generic */);
+
+/* The package holds one dispatch table per GPU model it was tuned on. On each CUDA device,
+ * normgen_forward uses the table tuned on the same model (name), else on the same compute
+ * capability, else on the nearest older one, else the first; found on first use, cached. */
+int normgen_table_count(void);
+const char* normgen_table_device(int table);  /* the model the table was tuned on, or null */
+int normgen_table_for(const char* device_name, int compute_capability /* major * 10 + minor */);
+int normgen_current_table(void);              /* the current device's table; 0 without a usable GPU */
+/* As normgen_select, with the given table (e.g. normgen_table_for another GPU). */
+int normgen_select_in(const normgen_fwd_desc* desc, int table, int* path);
 
 /* A sentence about the last error of this thread. */
 const char* normgen_last_error(void);

@@ -27,6 +27,21 @@ export interface Variant {
   cluster: number;
 }
 
+/** The GPU to select for: its name as CUDA reports it, and compute capability as major * 10 + minor (9.0 -> 90). */
+export interface Device {
+  name?: string;
+  computeCapability?: number;
+}
+
+/** The dispatch table tuned on one GPU model: tuned (spec, hidden, rows) -> index into VARIANTS. */
+export interface Table {
+  device: string;
+  arch: string;
+  computeCapability: number;
+  rowBuckets: readonly number[];
+  entries: readonly { spec: string; hidden: number; rows: number; variant: number }[];
+}
+
 export const VARIANTS: readonly Variant[] = [
   { "symbol": "normgen_layernorm_fwd_05ca0ece3668", "storage": "regs", "threads": 128, "vec": 8, "threadsPerRow": 128, "items": 1, "cluster": 1 },
   { "symbol": "normgen_layernorm_fwd_4e1af1ccca15", "storage": "regs", "threads": 64, "vec": 8, "threadsPerRow": 64, "items": 2, "cluster": 1 },
@@ -111,153 +126,182 @@ export const SPECS: readonly { key: string; generic: number }[] = [
   { "key": "rmsnorm.fp32.w-same", "generic": 61 },
   { "key": "rmsnorm.fp32.w-same.res-same", "generic": 73 },
 ];
-export const ENTRIES: readonly { spec: string; hidden: number; rows: number; variant: number }[] = [
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 1024, "rows": 32, "variant": 0 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 1024, "rows": 2048, "variant": 1 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 1024, "rows": 32768, "variant": 1 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 4096, "rows": 32, "variant": 2 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 4096, "rows": 2048, "variant": 3 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 4096, "rows": 32768, "variant": 3 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 8192, "rows": 32, "variant": 4 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 8192, "rows": 2048, "variant": 5 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 8192, "rows": 32768, "variant": 5 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 16384, "rows": 32, "variant": 6 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 16384, "rows": 2048, "variant": 7 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 16384, "rows": 32768, "variant": 7 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 65536, "rows": 32, "variant": 8 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 65536, "rows": 2048, "variant": 9 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 65536, "rows": 32768, "variant": 9 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 131072, "rows": 32, "variant": 10 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 131072, "rows": 2048, "variant": 11 },
-  { "spec": "layernorm.bf16.w-same.bias", "hidden": 131072, "rows": 32768, "variant": 11 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 1024, "rows": 32, "variant": 13 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 1024, "rows": 2048, "variant": 14 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 1024, "rows": 32768, "variant": 14 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 4096, "rows": 32, "variant": 15 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 4096, "rows": 2048, "variant": 15 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 4096, "rows": 32768, "variant": 16 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 8192, "rows": 32, "variant": 17 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 8192, "rows": 2048, "variant": 17 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 8192, "rows": 32768, "variant": 18 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 16384, "rows": 32, "variant": 19 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 16384, "rows": 2048, "variant": 18 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 16384, "rows": 32768, "variant": 18 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 65536, "rows": 32, "variant": 20 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 65536, "rows": 2048, "variant": 20 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 65536, "rows": 32768, "variant": 20 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 131072, "rows": 32, "variant": 21 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 131072, "rows": 2048, "variant": 21 },
-  { "spec": "layernorm.fp32.w-same.bias", "hidden": 131072, "rows": 32768, "variant": 21 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 1024, "rows": 32, "variant": 23 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 1024, "rows": 2048, "variant": 24 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 1024, "rows": 32768, "variant": 24 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 4096, "rows": 32, "variant": 25 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 4096, "rows": 2048, "variant": 26 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 4096, "rows": 32768, "variant": 26 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 8192, "rows": 32, "variant": 27 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 8192, "rows": 2048, "variant": 28 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 8192, "rows": 32768, "variant": 28 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 16384, "rows": 32, "variant": 29 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 16384, "rows": 2048, "variant": 30 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 16384, "rows": 32768, "variant": 31 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 65536, "rows": 32, "variant": 32 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 65536, "rows": 2048, "variant": 33 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 65536, "rows": 32768, "variant": 33 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 131072, "rows": 32, "variant": 34 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 131072, "rows": 2048, "variant": 35 },
-  { "spec": "rmsnorm.bf16.w-same", "hidden": 131072, "rows": 32768, "variant": 35 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 1024, "rows": 32, "variant": 37 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 1024, "rows": 2048, "variant": 38 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 1024, "rows": 32768, "variant": 38 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 4096, "rows": 32, "variant": 39 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 4096, "rows": 2048, "variant": 40 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 4096, "rows": 32768, "variant": 40 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 8192, "rows": 32, "variant": 41 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 8192, "rows": 2048, "variant": 42 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 8192, "rows": 32768, "variant": 42 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 16384, "rows": 32, "variant": 43 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 16384, "rows": 2048, "variant": 44 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 16384, "rows": 32768, "variant": 44 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 65536, "rows": 32, "variant": 45 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 65536, "rows": 2048, "variant": 46 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 65536, "rows": 32768, "variant": 46 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 131072, "rows": 32, "variant": 47 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 131072, "rows": 2048, "variant": 48 },
-  { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 131072, "rows": 32768, "variant": 48 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 1024, "rows": 32, "variant": 50 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 1024, "rows": 2048, "variant": 51 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 1024, "rows": 32768, "variant": 51 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 4096, "rows": 32, "variant": 52 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 4096, "rows": 2048, "variant": 52 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 4096, "rows": 32768, "variant": 53 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 8192, "rows": 32, "variant": 54 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 8192, "rows": 2048, "variant": 55 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 8192, "rows": 32768, "variant": 55 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 16384, "rows": 32, "variant": 56 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 16384, "rows": 2048, "variant": 57 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 16384, "rows": 32768, "variant": 55 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 65536, "rows": 32, "variant": 58 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 65536, "rows": 2048, "variant": 59 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 65536, "rows": 32768, "variant": 59 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 131072, "rows": 32, "variant": 60 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 131072, "rows": 2048, "variant": 60 },
-  { "spec": "rmsnorm.fp32.w-same", "hidden": 131072, "rows": 32768, "variant": 60 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 1024, "rows": 32, "variant": 62 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 1024, "rows": 2048, "variant": 63 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 1024, "rows": 32768, "variant": 62 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 4096, "rows": 32, "variant": 64 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 4096, "rows": 2048, "variant": 65 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 4096, "rows": 32768, "variant": 66 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 8192, "rows": 32, "variant": 67 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 8192, "rows": 2048, "variant": 68 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 8192, "rows": 32768, "variant": 68 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 16384, "rows": 32, "variant": 69 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 16384, "rows": 2048, "variant": 70 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 16384, "rows": 32768, "variant": 70 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 65536, "rows": 32, "variant": 71 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 65536, "rows": 2048, "variant": 71 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 65536, "rows": 32768, "variant": 71 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 131072, "rows": 32, "variant": 72 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 131072, "rows": 2048, "variant": 66 },
-  { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 131072, "rows": 32768, "variant": 66 },
+export const TABLES: readonly Table[] = [
+  {
+    device: "NVIDIA H200",
+    arch: "sm90",
+    computeCapability: 90,
+    rowBuckets: [32, 2048, 32768],
+    entries: [
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 1024, "rows": 32, "variant": 0 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 1024, "rows": 2048, "variant": 1 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 1024, "rows": 32768, "variant": 1 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 4096, "rows": 32, "variant": 2 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 4096, "rows": 2048, "variant": 3 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 4096, "rows": 32768, "variant": 3 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 8192, "rows": 32, "variant": 4 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 8192, "rows": 2048, "variant": 5 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 8192, "rows": 32768, "variant": 5 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 16384, "rows": 32, "variant": 6 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 16384, "rows": 2048, "variant": 7 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 16384, "rows": 32768, "variant": 7 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 65536, "rows": 32, "variant": 8 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 65536, "rows": 2048, "variant": 9 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 65536, "rows": 32768, "variant": 9 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 131072, "rows": 32, "variant": 10 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 131072, "rows": 2048, "variant": 11 },
+      { "spec": "layernorm.bf16.w-same.bias", "hidden": 131072, "rows": 32768, "variant": 11 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 1024, "rows": 32, "variant": 13 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 1024, "rows": 2048, "variant": 14 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 1024, "rows": 32768, "variant": 14 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 4096, "rows": 32, "variant": 15 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 4096, "rows": 2048, "variant": 15 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 4096, "rows": 32768, "variant": 16 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 8192, "rows": 32, "variant": 17 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 8192, "rows": 2048, "variant": 17 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 8192, "rows": 32768, "variant": 18 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 16384, "rows": 32, "variant": 19 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 16384, "rows": 2048, "variant": 18 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 16384, "rows": 32768, "variant": 18 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 65536, "rows": 32, "variant": 20 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 65536, "rows": 2048, "variant": 20 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 65536, "rows": 32768, "variant": 20 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 131072, "rows": 32, "variant": 21 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 131072, "rows": 2048, "variant": 21 },
+      { "spec": "layernorm.fp32.w-same.bias", "hidden": 131072, "rows": 32768, "variant": 21 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 1024, "rows": 32, "variant": 23 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 1024, "rows": 2048, "variant": 24 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 1024, "rows": 32768, "variant": 24 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 4096, "rows": 32, "variant": 25 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 4096, "rows": 2048, "variant": 26 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 4096, "rows": 32768, "variant": 26 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 8192, "rows": 32, "variant": 27 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 8192, "rows": 2048, "variant": 28 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 8192, "rows": 32768, "variant": 28 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 16384, "rows": 32, "variant": 29 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 16384, "rows": 2048, "variant": 30 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 16384, "rows": 32768, "variant": 31 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 65536, "rows": 32, "variant": 32 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 65536, "rows": 2048, "variant": 33 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 65536, "rows": 32768, "variant": 33 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 131072, "rows": 32, "variant": 34 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 131072, "rows": 2048, "variant": 35 },
+      { "spec": "rmsnorm.bf16.w-same", "hidden": 131072, "rows": 32768, "variant": 35 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 1024, "rows": 32, "variant": 37 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 1024, "rows": 2048, "variant": 38 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 1024, "rows": 32768, "variant": 38 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 4096, "rows": 32, "variant": 39 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 4096, "rows": 2048, "variant": 40 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 4096, "rows": 32768, "variant": 40 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 8192, "rows": 32, "variant": 41 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 8192, "rows": 2048, "variant": 42 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 8192, "rows": 32768, "variant": 42 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 16384, "rows": 32, "variant": 43 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 16384, "rows": 2048, "variant": 44 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 16384, "rows": 32768, "variant": 44 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 65536, "rows": 32, "variant": 45 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 65536, "rows": 2048, "variant": 46 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 65536, "rows": 32768, "variant": 46 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 131072, "rows": 32, "variant": 47 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 131072, "rows": 2048, "variant": 48 },
+      { "spec": "rmsnorm.bf16.w-same.res-same", "hidden": 131072, "rows": 32768, "variant": 48 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 1024, "rows": 32, "variant": 50 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 1024, "rows": 2048, "variant": 51 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 1024, "rows": 32768, "variant": 51 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 4096, "rows": 32, "variant": 52 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 4096, "rows": 2048, "variant": 52 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 4096, "rows": 32768, "variant": 53 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 8192, "rows": 32, "variant": 54 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 8192, "rows": 2048, "variant": 55 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 8192, "rows": 32768, "variant": 55 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 16384, "rows": 32, "variant": 56 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 16384, "rows": 2048, "variant": 57 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 16384, "rows": 32768, "variant": 55 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 65536, "rows": 32, "variant": 58 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 65536, "rows": 2048, "variant": 59 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 65536, "rows": 32768, "variant": 59 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 131072, "rows": 32, "variant": 60 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 131072, "rows": 2048, "variant": 60 },
+      { "spec": "rmsnorm.fp32.w-same", "hidden": 131072, "rows": 32768, "variant": 60 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 1024, "rows": 32, "variant": 62 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 1024, "rows": 2048, "variant": 63 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 1024, "rows": 32768, "variant": 62 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 4096, "rows": 32, "variant": 64 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 4096, "rows": 2048, "variant": 65 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 4096, "rows": 32768, "variant": 66 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 8192, "rows": 32, "variant": 67 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 8192, "rows": 2048, "variant": 68 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 8192, "rows": 32768, "variant": 68 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 16384, "rows": 32, "variant": 69 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 16384, "rows": 2048, "variant": 70 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 16384, "rows": 32768, "variant": 70 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 65536, "rows": 32, "variant": 71 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 65536, "rows": 2048, "variant": 71 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 65536, "rows": 32768, "variant": 71 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 131072, "rows": 32, "variant": 72 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 131072, "rows": 2048, "variant": 66 },
+      { "spec": "rmsnorm.fp32.w-same.res-same", "hidden": 131072, "rows": 32768, "variant": 66 },
+    ],
+  },
 ];
-export const ROW_BUCKETS: readonly number[] = [32, 2048, 32768];
 /** Capacity of a variant: how long a row it can hold (regs-like storages are sized). */
 function capacity(v: Variant): number {
   return v.storage === 'smem' || v.storage === 'reload' ? Infinity : v.items * v.threadsPerRow * v.vec * v.cluster;
 }
 
-/** The tuned row count standing for `rows`: the nearest on a log scale. */
-export function rowBucket(rows: number): number {
-  let best = ROW_BUCKETS[0];
-  for (const b of ROW_BUCKETS) if (Math.abs(Math.log2(b / rows)) < Math.abs(Math.log2(best / rows))) best = b;
+/**
+ * The table for a GPU: the one tuned on the same model (name), else on the same compute
+ * capability, else on the nearest older one (code for a newer arch cannot run on it),
+ * else the first. Without a device, the first table.
+ */
+export function tableFor(device?: Device): number {
+  if (!device) return 0;
+  const byName = TABLES.findIndex((t) => t.device === device.name);
+  if (byName >= 0) return byName;
+  const cc = device.computeCapability;
+  if (cc === undefined) return 0;
+  const same = TABLES.findIndex((t) => t.computeCapability === cc);
+  if (same >= 0) return same;
+  let nearest = -1;
+  TABLES.forEach((t, i) => {
+    if (t.computeCapability < cc && (nearest < 0 || t.computeCapability > TABLES[nearest].computeCapability)) nearest = i;
+  });
+  return nearest >= 0 ? nearest : 0;
+}
+
+/** The tuned row count standing for `rows` in a table: the nearest on a log scale. */
+export function rowBucket(rows: number, table = 0): number {
+  const buckets = TABLES[table].rowBuckets;
+  let best = buckets[0];
+  for (const b of buckets) if (Math.abs(Math.log2(b / rows)) < Math.abs(Math.log2(best / rows))) best = b;
   return best;
 }
 
 /**
- * The variant for a problem: the exact tuned key, else the nearest tuned hidden size
- * whose variant can run it (capacity, and a vector width dividing the stride and the
- * alignment in elements), else the spec's generic variant. Null for a spec the
- * package does not have.
+ * The variant for a problem on a device (see tableFor): the exact tuned key, else the
+ * nearest tuned hidden size whose variant can run it (capacity, and a vector width
+ * dividing the stride and the alignment in elements), else the spec's generic variant.
+ * Null for a spec the package does not have.
  */
-export function select(problem: Problem): { variant: Variant; path: 'exact' | 'nearest' | 'generic' } | null {
+export function select(problem: Problem, device?: Device): { variant: Variant; path: 'exact' | 'nearest' | 'generic'; table: number } | null {
   const spec = SPECS.find((s) => s.key === specKey(problem));
   if (!spec) return null;
+  const table = tableFor(device);
   const stride = problem.stride ?? problem.hidden;
   const align = problem.alignmentElems ?? 16;
   const ok = (v: Variant) => problem.hidden <= capacity(v) && stride % v.vec === 0 && align % v.vec === 0;
-  const bucket = rowBucket(problem.rows);
+  const bucket = rowBucket(problem.rows, table);
   let nearest: Variant | null = null;
   let distance = 0;
-  for (const e of ENTRIES) {
+  for (const e of TABLES[table].entries) {
     const v = VARIANTS[e.variant];
     if (e.spec !== spec.key || e.rows !== bucket || !ok(v)) continue;
-    if (e.hidden === problem.hidden) return { variant: v, path: 'exact' };
+    if (e.hidden === problem.hidden) return { variant: v, path: 'exact', table };
     const d = Math.abs(Math.log2(e.hidden / problem.hidden));
     if (nearest === null || d < distance) [nearest, distance] = [v, d];
   }
-  if (nearest) return { variant: nearest, path: 'nearest' };
-  return { variant: VARIANTS[spec.generic], path: 'generic' };
+  if (nearest) return { variant: nearest, path: 'nearest', table };
+  return { variant: VARIANTS[spec.generic], path: 'generic', table };
 }
 
 /** The key of a problem's kernel spec, as in the tables above. */

@@ -1,0 +1,78 @@
+// The TypeScript side of a kernel package (emitted with ts-morph): the variants, the
+// kernel specs, one dispatch table per device, and select() from templates/package.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { IndentationText, Project, QuoteKind, VariableDeclarationKind } from 'ts-morph';
+import type { DeviceTable, Plan } from './package-plan.js';
+import { STORAGES } from './space.js';
+import { TEMPLATE_ROOT } from './templates.js';
+
+export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): string {
+  const project = new Project({ useInMemoryFileSystem: true, manipulationSettings: { indentationText: IndentationText.TwoSpaces, quoteKind: QuoteKind.Single } });
+  const file = project.createSourceFile('index.ts');
+  const where = tables.map((t) => `${t.device} (${t.arch.name})`).join(', ');
+  file.addStatements(`// normgen kernel package ${name}: the dispatch table${tables.length > 1 ? 's' : ''} tuned on ${where}. Generated; do not edit.`);
+  file.addTypeAlias({ isExported: true, name: 'DType', type: "'fp32' | 'fp16' | 'bf16'" });
+  file.addInterface({
+    isExported: true,
+    name: 'Problem',
+    properties: [
+      { name: 'op', type: "'rmsnorm' | 'layernorm'" },
+      { name: 'dtype', type: 'DType' },
+      { name: 'weight', type: "'none' | 'fp32' | 'same'", hasQuestionToken: true },
+      { name: 'weightOffset', type: 'boolean', hasQuestionToken: true },
+      { name: 'bias', type: 'boolean', hasQuestionToken: true },
+      { name: 'residual', type: "'none' | 'same' | 'fp32'", hasQuestionToken: true },
+      { name: 'stats', type: 'boolean', hasQuestionToken: true },
+      { name: 'hidden', type: 'number' },
+      { name: 'rows', type: 'number' },
+      { name: 'stride', type: 'number', hasQuestionToken: true, docs: ['Row stride in elements (default: hidden).'] },
+      { name: 'alignmentElems', type: 'number', hasQuestionToken: true, docs: ['Largest power of two, in elements, dividing every pointer (default 16).'] },
+    ],
+  });
+  file.addInterface({
+    isExported: true,
+    name: 'Variant',
+    properties: [
+      { name: 'symbol', type: 'string' },
+      { name: 'storage', type: STORAGES.map((s) => `'${s}'`).join(' | ') },
+      ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((n) => ({ name: n, type: 'number' })),
+    ],
+  });
+  file.addInterface({
+    isExported: true,
+    name: 'Device',
+    docs: ['The GPU to select for: its name as CUDA reports it, and compute capability as major * 10 + minor (9.0 -> 90).'],
+    properties: [
+      { name: 'name', type: 'string', hasQuestionToken: true },
+      { name: 'computeCapability', type: 'number', hasQuestionToken: true },
+    ],
+  });
+  file.addInterface({
+    isExported: true,
+    name: 'Table',
+    docs: ['The dispatch table tuned on one GPU model: tuned (spec, hidden, rows) -> index into VARIANTS.'],
+    properties: [
+      { name: 'device', type: 'string' },
+      { name: 'arch', type: 'string' },
+      { name: 'computeCapability', type: 'number' },
+      { name: 'rowBuckets', type: 'readonly number[]' },
+      { name: 'entries', type: 'readonly { spec: string; hidden: number; rows: number; variant: number }[]' },
+    ],
+  });
+  const json = (v: unknown) => JSON.stringify(v);
+  const constant = (n: string, type: string, initializer: string) =>
+    file.addVariableStatement({ isExported: true, declarationKind: VariableDeclarationKind.Const, declarations: [{ name: n, type, initializer }] });
+  constant('VARIANTS', 'readonly Variant[]', `[\n${p.variants.map((v) => `  ${json({ symbol: v.symbol, ...v.params })},`).join('\n')}\n]`);
+  constant('SPECS', 'readonly { key: string; generic: number }[]', `[\n${p.specs.map((s) => `  ${json({ key: s.key, generic: s.generic })},`).join('\n')}\n]`);
+  const tableText = tables.map((t, i) => {
+    const entries = p.entries.filter((e) => e.table === i).map((e) => `      ${json({ spec: p.specs[e.spec].key, hidden: e.hidden, rows: e.rows, variant: e.variant })},`);
+    const head = `    device: ${json(t.device)},\n    arch: ${json(t.arch.name)},\n    computeCapability: ${t.arch.cc},\n    rowBuckets: ${json(t.table.rowBuckets)},`;
+    return `  {\n${head}\n    entries: [\n${entries.join('\n')}\n    ],\n  },`;
+  });
+  constant('TABLES', 'readonly Table[]', `[\n${tableText.join('\n')}\n]`);
+  file.addStatements(readFileSync(join(TEMPLATE_ROOT, 'package', 'select.ts.hbs'), 'utf8'));
+  file.formatText({ indentSize: 2 });
+  return file.getFullText();
+}

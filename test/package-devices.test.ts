@@ -1,0 +1,165 @@
+// A package with one dispatch table per GPU model: built from two databases (the H200's
+// and an "H100" made from it with other timings) and from a merged folder; C and
+// TypeScript pick the same table for a device and the same variant in it, and the tables
+// differ. A package over two archs (sm90 and a made-up sm80 database) compiles each
+// kernel only for the archs whose tables use it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ts } from 'ts-morph';
+import { parseArch } from '../generator/arch.js';
+import { unsupportedReason } from '../generator/space.js';
+import type { DbResult } from '../tuner/db.js';
+import { findNvcc } from '../tuner/nvcc.js';
+import { fakeDeviceDb } from './fake-device-db.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CLI = join(ROOT, 'dist/cli/main.js');
+const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl');
+const HARNESS = join(ROOT, 'test/package-harness.c');
+const H100 = 'NVIDIA H100 80GB HBM3';
+const A100 = 'NVIDIA A100-SXM4-80GB';
+const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
+const cli = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+const nvcc = await findNvcc();
+
+// Two kernel specs keep the compile short; every rule is per spec anyway.
+const specs = new Set(['rmsnorm.bf16.w-same', 'layernorm.bf16.w-same.bias']);
+const inSpecs = (r: DbResult) => specs.has(r.problemKey.replace(/\.h\d+\.r\d+$/, ''));
+const work = tmp('normgen-devices-');
+const h200Db = join(work, 'sm90-h200.jsonl');
+const h100Db = join(work, 'sm90-h100.jsonl');
+fakeDeviceDb(DB, h200Db, { device: {}, keep: inSpecs });
+fakeDeviceDb(DB, h100Db, { device: { name: H100, memoryBytes: 85e9, uuid: 'fake-h100' }, spread: 0.4, keep: inSpecs });
+
+/** Build the package, compile it with make and the harness, and load its TypeScript. */
+async function buildPackage(dir: string, ...dbs: string[]) {
+  const log = cli('build', ...dbs.flatMap((d) => ['--db', d]), '--out', dir);
+  execFileSync('make', ['-C', dir, `NVCC=${nvcc}`], { stdio: 'pipe' });
+  const harness = join(dir, 'harness');
+  execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(dir, 'include'), '-o', harness, HARNESS, `-L${dir}`, '-lnormgen', '-Xlinker', `-rpath=${dir}`]);
+  const js = ts.transpileModule(readFileSync(join(dir, 'ts/index.ts'), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+  writeFileSync(join(dir, 'ts/index.mjs'), js);
+  const mod = await import(pathToFileURL(join(dir, 'ts/index.mjs')).href);
+  const run = (...args: string[]) => execFileSync(harness, args, { encoding: 'utf8' }).trim();
+  return { dir, log, mod, run };
+}
+
+const two = await buildPackage(join(tmp('normgen-pkg2-'), 'normgen-fleet'), h200Db, h100Db);
+const PATHS = ['exact', 'nearest', 'generic'];
+
+function cases(): [string, string, string, number, number, number, number][] {
+  const out: [string, string, string, number, number, number, number][] = [];
+  for (const [op, dtype] of [['rmsnorm', 'bf16'], ['layernorm', 'bf16']])
+    for (const hidden of [1024, 4096, 5000, 8192, 16384, 65536, 100000, 7])
+      for (const rows of [1, 32, 3000, 32768])
+        for (const alignBytes of [16, 4]) out.push([op, dtype, 'none', hidden, rows, hidden, alignBytes]);
+  return out;
+}
+
+/** C (harness) and TypeScript select for a device; they must agree. Returns the symbols chosen. */
+function selectBoth(pkg: typeof two, device: string, cc: number): string[] {
+  const chosen: string[] = [];
+  for (const [op, dtype, residual, hidden, rows, stride, alignBytes] of cases()) {
+    const [variant, path, table] = pkg.run('select', op, dtype, residual, String(hidden), String(rows), String(stride), String(alignBytes), device, String(cc)).split(' ').map(Number);
+    const want = pkg.mod.select({ op, dtype, bias: op === 'layernorm', residual, hidden, rows, stride, alignmentElems: Math.max(1, alignBytes / 2) }, { name: device, computeCapability: cc });
+    const label = `${device} ${op} ${dtype} h${hidden} r${rows} a${alignBytes}`;
+    if (want === null) {
+      assert.is(variant, -1, `${label}: a spec the package lacks`);
+      continue;
+    }
+    assert.is(pkg.mod.VARIANTS[variant].symbol, want.variant.symbol, label);
+    assert.is(PATHS[path], want.path, label);
+    assert.is(table, want.table, label);
+    chosen.push(want.variant.symbol);
+  }
+  return chosen;
+}
+
+test('one package, one table per device; C and TypeScript agree on each, and the devices differ', () => {
+  assert.match(two.log, /for 2 devices \(NVIDIA H200, NVIDIA H100 80GB HBM3\)/);
+  assert.equal(two.mod.TABLES.map((t: { device: string }) => t.device), ['NVIDIA H200', H100]);
+  const onH200 = selectBoth(two, 'NVIDIA H200', 90);
+  const onH100 = selectBoth(two, H100, 90);
+  const differ = onH200.filter((s, i) => s !== onH100[i]).length;
+  assert.ok(differ >= 10, `${differ} of ${onH200.length} cases choose another variant on the H100`);
+  const dispatch = JSON.parse(readFileSync(join(two.dir, 'dispatch.json'), 'utf8'));
+  assert.equal(dispatch.tables.map((t: { device: string; db: string }) => [t.device, t.db]), [['NVIDIA H200', 'sm90-h200.jsonl'], [H100, 'sm90-h100.jsonl']]);
+});
+
+test('the table rule: same name, else same compute capability, else the first (C and TypeScript)', () => {
+  const table = (name: string, cc: number) => {
+    const [t, device] = two.run('table', name, String(cc)).split(/ (.*)/);
+    assert.is(Number(t), two.mod.tableFor({ name, computeCapability: cc }), `${name} ${cc}`);
+    return device;
+  };
+  assert.is(table(H100, 90), H100);
+  assert.is(table('NVIDIA H200', 90), 'NVIDIA H200');
+  assert.is(table('NVIDIA H800', 90), 'NVIDIA H200', 'an untuned sm90 GPU: the first sm90 table');
+  assert.is(table(A100, 80), 'NVIDIA H200', 'older than every table: the first');
+  assert.is(two.mod.tableFor(), 0);
+  // No GPU here: the detected table is the first, and normgen_select uses it.
+  assert.is(two.run('current'), '0 2');
+  const [v] = two.run('select', 'rmsnorm', 'bf16', 'none', '4096', '32768', '4096', '16').split(' ');
+  assert.is(two.mod.VARIANTS[Number(v)].symbol, two.mod.select({ op: 'rmsnorm', dtype: 'bf16', hidden: 4096, rows: 32768 }).variant.symbol);
+});
+
+test('a merged folder builds the same tables (in file-name order)', () => {
+  const fleet = join(tmp('normgen-fleet-'), 'merged');
+  cli('merge', h100Db, h200Db, '--out', fleet);
+  assert.equal(readdirSync(fleet).sort(), ['sm90-h100-80gb-hbm3.jsonl', 'sm90-h200.jsonl']);
+  const dir = join(tmp('normgen-pkg3-'), 'normgen-fleet');
+  cli('build', '--db', fleet, '--out', dir);
+  const merged = JSON.parse(readFileSync(join(dir, 'dispatch.json'), 'utf8')).tables;
+  const separate = JSON.parse(readFileSync(join(two.dir, 'dispatch.json'), 'utf8')).tables;
+  assert.equal(merged.map((t: { device: string }) => t.device), [H100, 'NVIDIA H200']);
+  assert.equal(merged[0].entries, separate[1].entries);
+  assert.equal(merged[1].entries, separate[0].entries);
+  const twice = spawnSync(process.execPath, [CLI, 'build', '--db', h200Db, '--db', join(fleet, 'sm90-h200.jsonl'), '--out', join(tmp('normgen-pkg4-'), 'x')], { encoding: 'utf8' });
+  assert.is(twice.status, 2);
+  assert.match(twice.stderr, /both hold NVIDIA H200: merge them first/);
+});
+
+test('two archs: each kernel compiled only for the archs whose tables use it; nearest older arch', async () => {
+  const sm80 = parseArch('sm80');
+  const rms = (r: DbResult) => r.problemKey.startsWith('rmsnorm.bf16.w-same.h');
+  const a100Db = join(work, 'sm80-a100.jsonl');
+  fakeDeviceDb(DB, a100Db, { device: { name: A100, computeCapability: '8.0', memoryBytes: 85e9, sms: 108 }, arch: 'sm80', spread: 0.3, keep: (r) => rms(r) && unsupportedReason(r.problem, r.params, sm80) === null });
+  const h200Rms = join(work, 'sm90-h200-rms.jsonl');
+  fakeDeviceDb(DB, h200Rms, { device: {}, keep: rms });
+  const dir = join(tmp('normgen-pkg5-'), 'normgen-mixed');
+  const pkg = await buildPackage(dir, h200Rms, a100Db);
+  const files = readdirSync(join(dir, 'src')).filter((f) => f.startsWith('kernels_')).sort();
+  assert.ok(files.includes('kernels_00_rmsnorm.bf16.w-same.cu'), files.join(' '));
+  assert.ok(files.includes('kernels_00_rmsnorm.bf16.w-same.sm90.cu'), files.join(' '));
+  const makefile = readFileSync(join(dir, 'Makefile'), 'utf8');
+  assert.match(makefile, /ARCH_sm80_sm90 = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=compute_80/);
+  assert.match(makefile, /ARCH_sm90 = -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90/);
+  // Cluster kernels are tuned on sm90 only: none lands in a file built for sm80.
+  const sm80Text = files.filter((f) => !f.endsWith('.sm90.cu')).map((f) => readFileSync(join(dir, 'src', f), 'utf8')).join('');
+  assert.not.match(sm80Text, /__cluster_dims__/);
+  assert.match(readFileSync(join(dir, 'src', 'kernels_00_rmsnorm.bf16.w-same.sm90.cu'), 'utf8'), /__cluster_dims__/);
+  // The CMake project builds the same split.
+  const build = join(tmp('normgen-cmake2-'), 'build');
+  execFileSync('cmake', ['-S', dir, '-B', build, `-DCMAKE_CUDA_COMPILER=${nvcc}`], { stdio: 'pipe' });
+  execFileSync('cmake', ['--build', build, '-j', '2'], { stdio: 'pipe' });
+  // Nearest older arch: an sm86 or sm89 GPU runs the sm80 table, an sm100 the sm90 one.
+  const table = (name: string, cc: number) => {
+    const t = Number(pkg.run('table', name, String(cc)).split(' ')[0]);
+    assert.is(t, pkg.mod.tableFor({ name, computeCapability: cc }), `${name} ${cc}`);
+    return t;
+  };
+  assert.is(table('NVIDIA RTX A6000', 86), 1);
+  assert.is(table('NVIDIA L40S', 89), 1);
+  assert.is(table('NVIDIA B200', 100), 0);
+  assert.is(table('NVIDIA H800', 90), 0);
+  assert.is(table('Tesla V100', 70), 0, 'older than every table: the first');
+  selectBoth(pkg, A100, 80);
+  selectBoth(pkg, 'NVIDIA H200', 90);
+});
+
+test.run();
