@@ -42,13 +42,25 @@ __device__ __forceinline__ void load_chunk(const E* __restrict__ row, int col, i
   }
 }
 
+// Two values rounded at once: one conversion instruction per pair for 16-bit types.
+__device__ __forceinline__ void round_pair(float a, float b, float* out) { out[0] = a; out[1] = b; }
+__device__ __forceinline__ void round_pair(float a, float b, __half* out) { *reinterpret_cast<__half2*>(out) = __floats2half2_rn(a, b); }
+__device__ __forceinline__ void round_pair(float a, float b, __nv_bfloat16* out) {
+  *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(a, b);
+}
+
 /** Store the first hidden - col (at most N) values at row[col..). */
 template <typename E, int N>
 __device__ __forceinline__ void store_chunk(E* __restrict__ row, int col, int hidden, const float (&in)[N]) {
   if (col + N <= hidden) {
     Pack<E, N> pk;
+    if constexpr (N % 2 == 0) {
 #pragma unroll
-    for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(in[k]);
+      for (int k = 0; k < N; k += 2) round_pair(in[k], in[k + 1], pk.v + k);
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(in[k]);
+    }
     *reinterpret_cast<Pack<E, N>*>(row + col) = pk;
   } else {
 #pragma unroll
@@ -56,6 +68,29 @@ __device__ __forceinline__ void store_chunk(E* __restrict__ row, int col, int hi
       if (col + k < hidden) row[col + k] = from_float<E>(in[k]);
   }
 }
+
+/**
+ * Asynchronous copy of BYTES (4, 8, 16 or a multiple of 16) from global to shared memory
+ * (cp.async, sm80+): no registers hold the data while it is in flight.
+ */
+template <int BYTES>
+__device__ __forceinline__ void copy_async(void* smem, const void* gmem) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (BYTES > 16) {
+#pragma unroll
+    for (int off = 0; off < BYTES; off += 16)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + off), "l"(static_cast<const char*>(gmem) + off) : "memory");
+  } else if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
+  } else {
+    static_assert(BYTES == 4 || BYTES == 8, "cp.async copies 4, 8 or 16 bytes");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(gmem), "n"(BYTES) : "memory");
+  }
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/** Wait until at most PENDING of this thread's committed copy groups are still in flight. */
+template <int PENDING>
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
 
 /**
  * Sum of v over the TPR threads of each row group of a CTA (groups are consecutive
@@ -379,6 +414,142 @@ __device__ __forceinline__ void pipelined_kernel(const NormgenFwdParams& p) {
   }
 }
 
+/** Element-wise copy of the row's ragged end into shared memory, zero-padded to VEC. */
+template <typename E, int VEC>
+__device__ __forceinline__ void stage_tail(E* dst, const E* __restrict__ row, int col, int hidden) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) dst[k] = col + k < hidden ? row[col + k] : from_float<E>(0.f);
+}
+
+/**
+ * Ring: persistent CTAs stream their rows through STAGES slots of dynamic shared memory,
+ * filled with cp.async STAGES - 1 rows ahead. No registers hold data in flight, so the
+ * bytes in flight per SM are bounded by shared memory, not registers, and later rows
+ * load while this one reduces and stores. A thread copies, and later reads, only its
+ * own chunks, so the ring needs no barrier. A CTA owns ITEMS * TPR * VEC columns of a
+ * row (CLUSTER CTAs split longer rows). With a residual, the sum overwrites its slot.
+ */
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES>
+__device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
+  using T = typename C::T;
+  using R = typename C::R;
+  constexpr int kRows = THREADS / TPR;
+  constexpr int kSlice = ITEMS * TPR * VEC;
+  // x slots, then residual slots, each region rounded up to 16 bytes.
+  constexpr int kXBytes = (STAGES * kRows * kSlice * int(sizeof(T)) + 15) / 16 * 16;
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  const int lane = threadIdx.x % TPR;
+  const int group = threadIdx.x / TPR;
+  const int hidden = int(p.hidden);
+  const int col0 = cluster_rank<CLUSTER>() * kSlice;
+  auto offset = [&](int i) { return (i * TPR + lane) * VEC; };  // within the slice
+  auto column = [&](int i) { return col0 + offset(i); };
+  auto x_slot = [&](int slot) { return reinterpret_cast<T*>(dynamic_smem) + (slot * kRows + group) * kSlice; };
+  auto r_slot = [&](int slot) { return reinterpret_cast<R*>(dynamic_smem + kXBytes) + (slot * kRows + group) * kSlice; };
+
+  // One commit group per row, empty past the last row, so waits count uniformly.
+  auto issue = [&](int64_t row, int slot) {
+    if (row < p.rows) {
+      const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
+      const R* r = static_cast<const R*>(p.residual) + row * p.residual_stride;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int col = column(i);
+        if (col + VEC <= hidden) {
+          copy_async<VEC * int(sizeof(T))>(x_slot(slot) + offset(i), x + col);
+          if constexpr (C::kResidual) copy_async<VEC * int(sizeof(R))>(r_slot(slot) + offset(i), r + col);
+        } else if (col < hidden) {
+          stage_tail<T, VEC>(x_slot(slot) + offset(i), x, col, hidden);
+          if constexpr (C::kResidual) stage_tail<R, VEC>(r_slot(slot) + offset(i), r, col, hidden);
+        }
+      }
+    }
+    copy_async_commit();
+  };
+  // The values normalized at chunk i: x, or the rounded sum once pass one wrote it.
+  auto values = [&](int slot, int i, float (&v)[VEC]) {
+    if constexpr (C::kResidual) {
+      const Pack<R, VEC> pk = *reinterpret_cast<const Pack<R, VEC>*>(r_slot(slot) + offset(i));
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = to_float(pk.v[k]);
+    } else {
+      const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(x_slot(slot) + offset(i));
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[k] = to_float(pk.v[k]);
+    }
+  };
+
+  // Every CTA of a cluster walks the same rows and the loop bound is uniform over the
+  // CTA, so the barriers inside the reductions match up.
+  const int64_t step = int64_t(gridDim.x / CLUSTER) * kRows;
+  const int64_t first = int64_t(blockIdx.x / CLUSTER) * kRows;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) issue(first + s * step + group, s);
+  int slot = 0;
+  for (int64_t base = first; base < p.rows; base += step) {
+    issue(base + (STAGES - 1) * step + group, slot == 0 ? STAGES - 1 : slot - 1);  // the slot freed last row
+    copy_async_wait<STAGES - 1>();
+    const int64_t row = base + group;
+    const bool active = row < p.rows;
+
+    float acc = 0.f;
+    if (active) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        if (column(i) >= hidden) continue;
+        float v[VEC];
+        if constexpr (C::kResidual) {
+          const Pack<T, VEC> xp = *reinterpret_cast<const Pack<T, VEC>*>(x_slot(slot) + offset(i));
+          Pack<R, VEC> sum = *reinterpret_cast<const Pack<R, VEC>*>(r_slot(slot) + offset(i));
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            sum.v[k] = from_float<R>(to_float(xp.v[k]) + to_float(sum.v[k]));
+            v[k] = to_float(sum.v[k]);
+          }
+          *reinterpret_cast<Pack<R, VEC>*>(r_slot(slot) + offset(i)) = sum;
+          store_chunk<R, VEC>(static_cast<R*>(p.residual_out) + row * p.residual_out_stride, column(i), hidden, v);
+        } else {
+          values(slot, i, v);
+        }
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc += C::kLayerNorm ? v[k] : v[k] * v[k];  // padding holds 0
+      }
+    }
+    float mean = 0.f;
+    if constexpr (C::kLayerNorm) {
+      mean = row_sum<THREADS, TPR, CLUSTER>(acc) / float(hidden);
+      acc = 0.f;
+      if (active) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+          if (column(i) >= hidden) continue;
+          float v[VEC];
+          values(slot, i, v);
+          const bool whole = column(i) + VEC <= hidden;
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            const float d = v[k] - mean;
+            acc += whole || column(i) + k < hidden ? d * d : 0.f;  // padding holds 0, not the mean
+          }
+        }
+      }
+    }
+    const float rstd = rsqrtf(row_sum<THREADS, TPR, CLUSTER>(acc) / float(hidden) + p.eps);
+    if (active) {
+      if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        if (column(i) >= hidden) continue;
+        float v[VEC];
+        values(slot, i, v);
+        store_output<C, VEC>(p, row, column(i), hidden, v, mean, rstd);
+      }
+    }
+    slot = slot + 1 == STAGES ? 0 : slot + 1;
+  }
+  copy_async_wait<0>();
+}
+
 /**
  * Chunks per loop iteration of the looping kernels: loads in flight per thread. 1024
  * threads leave 64 registers each, too few to hold four chunks plus weight and bias.
@@ -553,72 +724,72 @@ struct Config {
 
 // pipelined.t256.v4.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8bdd78c405c6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4a43a3acd88a(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 1, 1>(p);
 }
 
 // regs.t128.v4.tpr128.i2
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_da8c3f98324a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_49211daed8ed(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 2, 1>(p);
 }
 
-// pipelined.t512.v4.tpr512.i2
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6f63424d0648(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1>(p);
+// pipelined.t256.v4.tpr256.i4
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_12e453e6dda4(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1>(p);
 }
 
 // regs.t512.v4.tpr512.i2
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_24fb79d25232(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8a4f39f61080(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 2, 1>(p);
 }
 
 // pipelined.t512.v4.tpr512.i4
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_940af6421afb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1849855dd3fb(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 4, 1>(p);
 }
 
 // smem.t512.v4.tpr512
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_51dbdbde2b51(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a72b5d0d03df(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 4, 512, 0, 1>(p);
 }
 
-// pipelined.t128.v4.tpr128.i8.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_0d41f077b086(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 4>(p);
+// pipelined.t128.v4.tpr128.i4.c8
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_78ea7decbd0e(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 8>(p);
 }
 
 // regs.t512.v4.tpr512.i8
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_750b995c87b0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cada3228df81(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 8, 1>(p);
 }
 
 // regs.t256.v4.tpr256.i8.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_64b444357b76(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ed9e4ff46658(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 8, 8>(p);
 }
 
 // regs.t128.v4.tpr128.i16.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_88bdeba0471e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9f5a4932f8ab(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 16, 8>(p);
 }
 
 // regs.t512.v4.tpr512.i8.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9438b98bc15d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ce8f990c52a8(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 8, 8>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_52e3b9702723(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_343698900f65(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1>(p);
 }

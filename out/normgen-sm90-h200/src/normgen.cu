@@ -8,167 +8,176 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_05ca0ece3668(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e1af1ccca15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80013c9fc3b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aabeb1027d3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74f91e11ea37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6cad35c37d4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78f5e9a3bb0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c0237a6feab9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_710f42a71fe6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d53c318002ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61b2caf3ffc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41a9d0da596f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b387889e39e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_313cdefac5e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e72d6c4be679(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f407b752b0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea5b82b88c9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd09a71f4004(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98d5f8bb7afe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9536abe4dab7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_409ddb75a006(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8cd43b5577f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9e1a3f52f6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_134bc0e202f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77a18139d5f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2082dd480ee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e205b685104f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f73e874f6b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_298aac7a0760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60bc7876c8ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e50d4b2a4ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42fca84998c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00a0b65cd5ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_361ca9d5f54a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e61585bf7f38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e76f578bc873(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_713ce9f550b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9aec074778f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_024a2559362e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_543d28313f15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_625425e26bb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad7532a9a554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a0e9e950def(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18dfa92f86e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04984be3084d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e4a0a89f90e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9e5746b49b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6a5a3a6032b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc537149ec7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_edae6c196f9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bdd78c405c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da8c3f98324a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f63424d0648(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24fb79d25232(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_940af6421afb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51dbdbde2b51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d41f077b086(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_750b995c87b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64b444357b76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88bdeba0471e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9438b98bc15d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52e3b9702723(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de327032cd8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_733b17baea9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e5ee30b9432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad7ec0bd8ee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_339eb1517146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b462a8aec722(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7afafb5a6ac6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a67cb0896713(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b682777378d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d083c4d2a99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91f3052ccfc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d546f184cdd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e667bf723922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91fce6cec897(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5281092c6c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2179c0aebe61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d97aa2b79b01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6efcafd0761b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3affb0b3d438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4112e1075c88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e70b45b45896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fdd6be72e6b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6d0670913373(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5a76a5a38a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0086ff8df012(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_832433d2d7b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff2da0f97816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e09e8cd6b7cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc524043a298(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8da69f47f3e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f47ed9037c0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f006b59512a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1525b1f5cf6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c49e011140d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ffd6a4cad63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6a17a73ac1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94c7c598a101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea2ca53013d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58eb164a4b29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f360e3158ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fd293002f29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbbadfeaba76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1dd0bc265cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e66bc88e5fdd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f52bd52bc42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47e5aa8fa344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b7df2768a90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a13362f3ac22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8e2e5802b8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_110c120772e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d3e4b6557f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad97a5ff75e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d3a3a983d1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebbb91c86042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b05251c18d8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b76d0afba88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9007a53b6a26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a91178d8438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_314d559b76f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0b7654bdb43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac43801931eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_deadcf113dcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c26190926f77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7917d9a35518(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8913c559ae97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a43a3acd88a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49211daed8ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12e453e6dda4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a4f39f61080(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1849855dd3fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a72b5d0d03df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78ea7decbd0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cada3228df81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed9e4ff46658(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f5a4932f8ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce8f990c52a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_343698900f65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bab770529fc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fffbf7d9fd2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3284ccdc2365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4997793fc821(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00f616022ead(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49513d0a1bae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41a0ce7dfa48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e15fc8fb6bcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc751b563d16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0c6092f588f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_911de0b32672(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d8631493801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7c26804b933(const NormgenFwdParams p);
 
 namespace {
 
-enum Storage { REGS = 0, PACKED = 1, PIPELINED = 2, SMEM = 3, RELOAD = 4 };
+enum Storage { REGS = 0, PACKED = 1, PIPELINED = 2, SMEM = 3, RELOAD = 4, RING = 5 };
 
 struct Variant {
   const void* kernel;
   int storage, threads, vec, threads_per_row, items, cluster;
   int stage_bytes;  // element size smem mode stages
+  int ring_bytes;   // shared memory of a ring (fixed by the parameters)
 };
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_05ca0ece3668, 0, 128, 8, 128, 1, 1, 2 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_4e1af1ccca15, 0, 64, 8, 64, 2, 1, 2 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_80013c9fc3b0, 0, 512, 8, 512, 1, 1, 2 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_aabeb1027d3e, 0, 256, 8, 256, 2, 1, 2 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_74f91e11ea37, 1, 512, 8, 512, 2, 1, 2 },  // packed.t512.v8.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_6cad35c37d4b, 3, 128, 8, 128, 0, 1, 2 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_layernorm_fwd_78f5e9a3bb0b, 0, 128, 8, 128, 2, 8, 2 },  // regs.t128.v8.tpr128.i2.c8
-  {(const void*)&normgen_layernorm_fwd_c0237a6feab9, 3, 256, 8, 256, 0, 1, 2 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_710f42a71fe6, 0, 512, 4, 512, 8, 4, 2 },  // regs.t512.v4.tpr512.i8.c4
-  {(const void*)&normgen_layernorm_fwd_d53c318002ed, 3, 1024, 8, 1024, 0, 1, 2 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_61b2caf3ffc6, 0, 256, 8, 256, 8, 8, 2 },  // regs.t256.v8.tpr256.i8.c8
-  {(const void*)&normgen_layernorm_fwd_41a9d0da596f, 4, 1024, 8, 1024, 0, 1, 2 },  // reload.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_b387889e39e7, 4, 256, 1, 256, 0, 1, 2 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_313cdefac5e9, 2, 256, 4, 256, 1, 1, 4 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_e72d6c4be679, 0, 128, 2, 128, 4, 1, 4 },  // regs.t128.v2.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_7f407b752b0a, 2, 512, 4, 512, 2, 1, 4 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_ea5b82b88c9f, 0, 256, 4, 256, 4, 1, 4 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_cd09a71f4004, 2, 512, 4, 512, 4, 1, 4 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_98d5f8bb7afe, 3, 512, 4, 512, 0, 1, 4 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_layernorm_fwd_9536abe4dab7, 2, 128, 4, 128, 4, 8, 4 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_layernorm_fwd_409ddb75a006, 0, 512, 4, 512, 8, 4, 4 },  // regs.t512.v4.tpr512.i8.c4
-  {(const void*)&normgen_layernorm_fwd_f8cd43b5577f, 0, 256, 4, 256, 16, 8, 4 },  // regs.t256.v4.tpr256.i16.c8
-  {(const void*)&normgen_layernorm_fwd_d9e1a3f52f6b, 4, 256, 1, 256, 0, 1, 4 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_134bc0e202f0, 0, 256, 4, 256, 1, 1, 2 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_77a18139d5f6, 0, 128, 8, 128, 1, 1, 2 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_2082dd480ee9, 0, 512, 8, 512, 1, 1, 2 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_e205b685104f, 0, 256, 8, 256, 2, 1, 2 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0f73e874f6b6, 0, 256, 8, 256, 1, 4, 2 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_298aac7a0760, 0, 512, 8, 512, 2, 1, 2 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_60bc7876c8ce, 0, 256, 8, 256, 1, 8, 2 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_7e50d4b2a4ca, 3, 512, 8, 256, 0, 1, 2 },  // smem.t512.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_42fca84998c8, 3, 256, 4, 256, 0, 1, 2 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_00a0b65cd5ee, 0, 512, 8, 512, 2, 8, 2 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_361ca9d5f54a, 3, 1024, 8, 1024, 0, 1, 2 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_e61585bf7f38, 0, 512, 8, 512, 4, 8, 2 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_e76f578bc873, 4, 1024, 4, 128, 0, 1, 2 },  // reload.t1024.v4.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_713ce9f550b2, 4, 256, 1, 256, 0, 1, 2 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9aec074778f2, 2, 128, 8, 128, 1, 1, 2 },  // pipelined.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_024a2559362e, 0, 128, 8, 128, 1, 1, 2 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_543d28313f15, 2, 512, 8, 512, 1, 1, 2 },  // pipelined.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_625425e26bb8, 0, 256, 8, 256, 2, 1, 2 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_ad7532a9a554, 2, 256, 8, 256, 1, 4, 2 },  // pipelined.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_5a0e9e950def, 0, 512, 8, 512, 2, 1, 2 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_18dfa92f86e9, 0, 256, 8, 256, 1, 8, 2 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_04984be3084d, 0, 512, 8, 512, 4, 1, 2 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_9e4a0a89f90e, 0, 512, 8, 512, 2, 8, 2 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_c9e5746b49b3, 3, 1024, 8, 1024, 0, 1, 2 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_a6a5a3a6032b, 1, 512, 8, 512, 4, 8, 2 },  // packed.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_dc537149ec7c, 4, 512, 8, 512, 0, 1, 2 },  // reload.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_edae6c196f9a, 4, 256, 1, 256, 0, 1, 2 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_8bdd78c405c6, 2, 256, 4, 256, 1, 1, 4 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_da8c3f98324a, 0, 128, 4, 128, 2, 1, 4 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_6f63424d0648, 2, 512, 4, 512, 2, 1, 4 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_24fb79d25232, 0, 512, 4, 512, 2, 1, 4 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_940af6421afb, 2, 512, 4, 512, 4, 1, 4 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_51dbdbde2b51, 3, 512, 4, 512, 0, 1, 4 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_0d41f077b086, 2, 128, 4, 128, 8, 4, 4 },  // pipelined.t128.v4.tpr128.i8.c4
-  {(const void*)&normgen_rmsnorm_fwd_750b995c87b0, 0, 512, 4, 512, 8, 1, 4 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_rmsnorm_fwd_64b444357b76, 0, 256, 4, 256, 8, 8, 4 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_88bdeba0471e, 0, 128, 4, 128, 16, 8, 4 },  // regs.t128.v4.tpr128.i16.c8
-  {(const void*)&normgen_rmsnorm_fwd_9438b98bc15d, 0, 512, 4, 512, 8, 8, 4 },  // regs.t512.v4.tpr512.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_52e3b9702723, 4, 256, 1, 256, 0, 1, 4 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_de327032cd8b, 0, 256, 4, 256, 1, 1, 4 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_733b17baea9d, 0, 128, 4, 128, 2, 1, 4 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_4e5ee30b9432, 2, 512, 4, 512, 2, 1, 4 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_ad7ec0bd8ee9, 0, 1024, 4, 1024, 1, 1, 4 },  // regs.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_339eb1517146, 4, 512, 4, 512, 0, 1, 4 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_b462a8aec722, 2, 128, 4, 128, 4, 4, 4 },  // pipelined.t128.v4.tpr128.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_7afafb5a6ac6, 0, 1024, 4, 1024, 2, 1, 4 },  // regs.t1024.v4.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_a67cb0896713, 2, 128, 4, 128, 4, 8, 4 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_0b682777378d, 0, 256, 4, 256, 4, 4, 4 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_1d083c4d2a99, 0, 512, 4, 512, 4, 8, 4 },  // regs.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_91f3052ccfc8, 0, 512, 4, 512, 8, 8, 4 },  // regs.t512.v4.tpr512.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_d546f184cdd3, 4, 256, 1, 256, 0, 1, 4 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_e667bf723922, 5, 128, 8, 128, 1, 1, 2, 6144 },  // ring.t128.v8.tpr128.i1.s3
+  {(const void*)&normgen_layernorm_fwd_91fce6cec897, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_a5281092c6c8, 5, 1024, 8, 32, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr32.i4.s2
+  {(const void*)&normgen_layernorm_fwd_2179c0aebe61, 5, 512, 8, 512, 1, 1, 2, 24576 },  // ring.t512.v8.tpr512.i1.s3
+  {(const void*)&normgen_layernorm_fwd_d97aa2b79b01, 5, 256, 8, 256, 2, 1, 2, 16384 },  // ring.t256.v8.tpr256.i2.s2
+  {(const void*)&normgen_layernorm_fwd_6efcafd0761b, 5, 1024, 8, 128, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr128.i4.s2
+  {(const void*)&normgen_layernorm_fwd_3affb0b3d438, 5, 512, 8, 512, 2, 1, 2, 49152 },  // ring.t512.v8.tpr512.i2.s3
+  {(const void*)&normgen_layernorm_fwd_4112e1075c88, 5, 1024, 8, 256, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr256.i4.s2
+  {(const void*)&normgen_layernorm_fwd_e70b45b45896, 5, 128, 8, 128, 2, 8, 2, 12288 },  // ring.t128.v8.tpr128.i2.c8.s3
+  {(const void*)&normgen_layernorm_fwd_fdd6be72e6b7, 5, 1024, 8, 512, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr512.i4.s2
+  {(const void*)&normgen_layernorm_fwd_6d0670913373, 5, 128, 8, 128, 8, 8, 2, 32768 },  // ring.t128.v8.tpr128.i8.c8.s2
+  {(const void*)&normgen_layernorm_fwd_f5a76a5a38a2, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_0086ff8df012, 5, 128, 8, 128, 16, 8, 2, 65536 },  // ring.t128.v8.tpr128.i16.c8.s2
+  {(const void*)&normgen_layernorm_fwd_832433d2d7b5, 5, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_ff2da0f97816, 4, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_e09e8cd6b7cc, 2, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_cc524043a298, 0, 128, 2, 128, 4, 1, 4, 0 },  // regs.t128.v2.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_8da69f47f3e2, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_f47ed9037c0a, 2, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_f006b59512a6, 0, 256, 4, 256, 4, 1, 4, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_1525b1f5cf6e, 2, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_c49e011140d6, 3, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_layernorm_fwd_4ffd6a4cad63, 2, 256, 4, 256, 4, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_layernorm_fwd_b6a17a73ac1c, 0, 512, 4, 512, 8, 4, 4, 0 },  // regs.t512.v4.tpr512.i8.c4
+  {(const void*)&normgen_layernorm_fwd_94c7c598a101, 0, 256, 4, 256, 16, 8, 4, 0 },  // regs.t256.v4.tpr256.i16.c8
+  {(const void*)&normgen_layernorm_fwd_ea2ca53013d8, 0, 512, 4, 512, 16, 4, 4, 0 },  // regs.t512.v4.tpr512.i16.c4
+  {(const void*)&normgen_layernorm_fwd_58eb164a4b29, 4, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_7f360e3158ca, 5, 256, 8, 128, 1, 1, 2, 8192 },  // ring.t256.v8.tpr128.i1.s2
+  {(const void*)&normgen_rmsnorm_fwd_3fd293002f29, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_dbbadfeaba76, 5, 512, 8, 512, 1, 1, 2, 16384 },  // ring.t512.v8.tpr512.i1.s2
+  {(const void*)&normgen_rmsnorm_fwd_f1dd0bc265cc, 5, 256, 8, 256, 2, 1, 2, 16384 },  // ring.t256.v8.tpr256.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_e66bc88e5fdd, 5, 1024, 8, 256, 2, 1, 2, 65536 },  // ring.t1024.v8.tpr256.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_4f52bd52bc42, 5, 512, 8, 512, 2, 1, 2, 32768 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_47e5aa8fa344, 5, 1024, 8, 512, 2, 1, 2, 65536 },  // ring.t1024.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_0b7df2768a90, 5, 128, 8, 128, 2, 8, 2, 12288 },  // ring.t128.v8.tpr128.i2.c8.s3
+  {(const void*)&normgen_rmsnorm_fwd_a13362f3ac22, 5, 1024, 8, 512, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i4.s3
+  {(const void*)&normgen_rmsnorm_fwd_c8e2e5802b8a, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_110c120772e9, 5, 1024, 8, 1024, 4, 2, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.c2.s2
+  {(const void*)&normgen_rmsnorm_fwd_2d3e4b6557f7, 5, 128, 8, 128, 16, 8, 2, 65536 },  // ring.t128.v8.tpr128.i16.c8.s2
+  {(const void*)&normgen_rmsnorm_fwd_ad97a5ff75e4, 5, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_rmsnorm_fwd_0d3a3a983d1d, 4, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ebbb91c86042, 5, 128, 8, 128, 1, 1, 2, 8192 },  // ring.t128.v8.tpr128.i1.s2
+  {(const void*)&normgen_rmsnorm_fwd_b05251c18d8a, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_5b76d0afba88, 5, 512, 8, 512, 1, 1, 2, 32768 },  // ring.t512.v8.tpr512.i1.s2
+  {(const void*)&normgen_rmsnorm_fwd_9007a53b6a26, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_9a91178d8438, 5, 1024, 8, 1024, 1, 1, 2, 65536 },  // ring.t1024.v8.tpr1024.i1.s2
+  {(const void*)&normgen_rmsnorm_fwd_314d559b76f6, 5, 1024, 8, 512, 2, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_e0b7654bdb43, 5, 128, 8, 128, 2, 8, 2, 24576 },  // ring.t128.v8.tpr128.i2.c8.s3
+  {(const void*)&normgen_rmsnorm_fwd_ac43801931eb, 5, 1024, 8, 1024, 2, 1, 2, 196608 },  // ring.t1024.v8.tpr1024.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_deadcf113dcd, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_c26190926f77, 5, 1024, 8, 1024, 2, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i2.c4.s3
+  {(const void*)&normgen_rmsnorm_fwd_7917d9a35518, 5, 1024, 8, 1024, 2, 8, 2, 196608 },  // ring.t1024.v8.tpr1024.i2.c8.s3
+  {(const void*)&normgen_rmsnorm_fwd_8913c559ae97, 4, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_4a43a3acd88a, 2, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_49211daed8ed, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_12e453e6dda4, 2, 256, 4, 256, 4, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_8a4f39f61080, 0, 512, 4, 512, 2, 1, 4, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_1849855dd3fb, 2, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_a72b5d0d03df, 3, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_78ea7decbd0e, 2, 128, 4, 128, 4, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_cada3228df81, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_rmsnorm_fwd_ed9e4ff46658, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_9f5a4932f8ab, 0, 128, 4, 128, 16, 8, 4, 0 },  // regs.t128.v4.tpr128.i16.c8
+  {(const void*)&normgen_rmsnorm_fwd_ce8f990c52a8, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_343698900f65, 4, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_bab770529fc9, 2, 512, 2, 512, 1, 1, 4, 0 },  // pipelined.t512.v2.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_fffbf7d9fd2a, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_3284ccdc2365, 2, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_4997793fc821, 0, 1024, 4, 1024, 1, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_00f616022ead, 2, 128, 4, 128, 4, 4, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_49513d0a1bae, 0, 1024, 4, 1024, 2, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_41a0ce7dfa48, 2, 128, 4, 128, 4, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_e15fc8fb6bcb, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_cc751b563d16, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_f0c6092f588f, 2, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_911de0b32672, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_6d8631493801, 4, 512, 4, 512, 0, 1, 4, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_b7c26804b933, 4, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -177,12 +186,12 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 12 },  // layernorm.bf16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 22 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 36 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 49 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 61 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 73 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 14 },  // layernorm.bf16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 26 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 40 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 52 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 64 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 77 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -191,112 +200,112 @@ const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 1024, 32, 0 },
   { 0, 1024, 2048, 1 },
-  { 0, 1024, 32768, 1 },
-  { 0, 4096, 32, 2 },
-  { 0, 4096, 2048, 3 },
-  { 0, 4096, 32768, 3 },
-  { 0, 8192, 32, 4 },
-  { 0, 8192, 2048, 5 },
-  { 0, 8192, 32768, 5 },
-  { 0, 16384, 32, 6 },
-  { 0, 16384, 2048, 7 },
-  { 0, 16384, 32768, 7 },
-  { 0, 65536, 32, 8 },
-  { 0, 65536, 2048, 9 },
-  { 0, 65536, 32768, 9 },
-  { 0, 131072, 32, 10 },
-  { 0, 131072, 2048, 11 },
-  { 0, 131072, 32768, 11 },
-  { 1, 1024, 32, 13 },
-  { 1, 1024, 2048, 14 },
-  { 1, 1024, 32768, 14 },
-  { 1, 4096, 32, 15 },
-  { 1, 4096, 2048, 15 },
-  { 1, 4096, 32768, 16 },
-  { 1, 8192, 32, 17 },
-  { 1, 8192, 2048, 17 },
-  { 1, 8192, 32768, 18 },
-  { 1, 16384, 32, 19 },
-  { 1, 16384, 2048, 18 },
-  { 1, 16384, 32768, 18 },
-  { 1, 65536, 32, 20 },
-  { 1, 65536, 2048, 20 },
-  { 1, 65536, 32768, 20 },
-  { 1, 131072, 32, 21 },
-  { 1, 131072, 2048, 21 },
-  { 1, 131072, 32768, 21 },
-  { 2, 1024, 32, 23 },
-  { 2, 1024, 2048, 24 },
-  { 2, 1024, 32768, 24 },
-  { 2, 4096, 32, 25 },
-  { 2, 4096, 2048, 26 },
-  { 2, 4096, 32768, 26 },
-  { 2, 8192, 32, 27 },
-  { 2, 8192, 2048, 28 },
-  { 2, 8192, 32768, 28 },
-  { 2, 16384, 32, 29 },
-  { 2, 16384, 2048, 30 },
-  { 2, 16384, 32768, 31 },
-  { 2, 65536, 32, 32 },
-  { 2, 65536, 2048, 33 },
-  { 2, 65536, 32768, 33 },
-  { 2, 131072, 32, 34 },
-  { 2, 131072, 2048, 35 },
-  { 2, 131072, 32768, 35 },
-  { 3, 1024, 32, 37 },
-  { 3, 1024, 2048, 38 },
-  { 3, 1024, 32768, 38 },
-  { 3, 4096, 32, 39 },
-  { 3, 4096, 2048, 40 },
-  { 3, 4096, 32768, 40 },
-  { 3, 8192, 32, 41 },
-  { 3, 8192, 2048, 42 },
-  { 3, 8192, 32768, 42 },
-  { 3, 16384, 32, 43 },
-  { 3, 16384, 2048, 44 },
-  { 3, 16384, 32768, 44 },
-  { 3, 65536, 32, 45 },
-  { 3, 65536, 2048, 46 },
-  { 3, 65536, 32768, 46 },
-  { 3, 131072, 32, 47 },
-  { 3, 131072, 2048, 48 },
-  { 3, 131072, 32768, 48 },
-  { 4, 1024, 32, 50 },
-  { 4, 1024, 2048, 51 },
-  { 4, 1024, 32768, 51 },
-  { 4, 4096, 32, 52 },
-  { 4, 4096, 2048, 52 },
-  { 4, 4096, 32768, 53 },
-  { 4, 8192, 32, 54 },
-  { 4, 8192, 2048, 55 },
-  { 4, 8192, 32768, 55 },
-  { 4, 16384, 32, 56 },
-  { 4, 16384, 2048, 57 },
-  { 4, 16384, 32768, 55 },
-  { 4, 65536, 32, 58 },
-  { 4, 65536, 2048, 59 },
-  { 4, 65536, 32768, 59 },
-  { 4, 131072, 32, 60 },
-  { 4, 131072, 2048, 60 },
-  { 4, 131072, 32768, 60 },
-  { 5, 1024, 32, 62 },
-  { 5, 1024, 2048, 63 },
-  { 5, 1024, 32768, 62 },
-  { 5, 4096, 32, 64 },
-  { 5, 4096, 2048, 65 },
-  { 5, 4096, 32768, 66 },
-  { 5, 8192, 32, 67 },
-  { 5, 8192, 2048, 68 },
-  { 5, 8192, 32768, 68 },
-  { 5, 16384, 32, 69 },
-  { 5, 16384, 2048, 70 },
-  { 5, 16384, 32768, 70 },
-  { 5, 65536, 32, 71 },
-  { 5, 65536, 2048, 71 },
-  { 5, 65536, 32768, 71 },
-  { 5, 131072, 32, 72 },
-  { 5, 131072, 2048, 66 },
-  { 5, 131072, 32768, 66 },
+  { 0, 1024, 32768, 2 },
+  { 0, 4096, 32, 3 },
+  { 0, 4096, 2048, 4 },
+  { 0, 4096, 32768, 5 },
+  { 0, 8192, 32, 6 },
+  { 0, 8192, 2048, 7 },
+  { 0, 8192, 32768, 7 },
+  { 0, 16384, 32, 8 },
+  { 0, 16384, 2048, 9 },
+  { 0, 16384, 32768, 9 },
+  { 0, 65536, 32, 10 },
+  { 0, 65536, 2048, 11 },
+  { 0, 65536, 32768, 11 },
+  { 0, 131072, 32, 12 },
+  { 0, 131072, 2048, 13 },
+  { 0, 131072, 32768, 13 },
+  { 1, 1024, 32, 15 },
+  { 1, 1024, 2048, 16 },
+  { 1, 1024, 32768, 17 },
+  { 1, 4096, 32, 18 },
+  { 1, 4096, 2048, 18 },
+  { 1, 4096, 32768, 19 },
+  { 1, 8192, 32, 20 },
+  { 1, 8192, 2048, 20 },
+  { 1, 8192, 32768, 21 },
+  { 1, 16384, 32, 22 },
+  { 1, 16384, 2048, 21 },
+  { 1, 16384, 32768, 21 },
+  { 1, 65536, 32, 23 },
+  { 1, 65536, 2048, 23 },
+  { 1, 65536, 32768, 23 },
+  { 1, 131072, 32, 24 },
+  { 1, 131072, 2048, 24 },
+  { 1, 131072, 32768, 25 },
+  { 2, 1024, 32, 27 },
+  { 2, 1024, 2048, 28 },
+  { 2, 1024, 32768, 28 },
+  { 2, 4096, 32, 29 },
+  { 2, 4096, 2048, 30 },
+  { 2, 4096, 32768, 31 },
+  { 2, 8192, 32, 32 },
+  { 2, 8192, 2048, 33 },
+  { 2, 8192, 32768, 33 },
+  { 2, 16384, 32, 34 },
+  { 2, 16384, 2048, 35 },
+  { 2, 16384, 32768, 35 },
+  { 2, 65536, 32, 36 },
+  { 2, 65536, 2048, 37 },
+  { 2, 65536, 32768, 37 },
+  { 2, 131072, 32, 38 },
+  { 2, 131072, 2048, 39 },
+  { 2, 131072, 32768, 39 },
+  { 3, 1024, 32, 41 },
+  { 3, 1024, 2048, 42 },
+  { 3, 1024, 32768, 42 },
+  { 3, 4096, 32, 43 },
+  { 3, 4096, 2048, 43 },
+  { 3, 4096, 32768, 44 },
+  { 3, 8192, 32, 45 },
+  { 3, 8192, 2048, 46 },
+  { 3, 8192, 32768, 46 },
+  { 3, 16384, 32, 47 },
+  { 3, 16384, 2048, 48 },
+  { 3, 16384, 32768, 48 },
+  { 3, 65536, 32, 49 },
+  { 3, 65536, 2048, 50 },
+  { 3, 65536, 32768, 50 },
+  { 3, 131072, 32, 51 },
+  { 3, 131072, 2048, 51 },
+  { 3, 131072, 32768, 51 },
+  { 4, 1024, 32, 53 },
+  { 4, 1024, 2048, 54 },
+  { 4, 1024, 32768, 54 },
+  { 4, 4096, 32, 55 },
+  { 4, 4096, 2048, 55 },
+  { 4, 4096, 32768, 56 },
+  { 4, 8192, 32, 57 },
+  { 4, 8192, 2048, 57 },
+  { 4, 8192, 32768, 58 },
+  { 4, 16384, 32, 59 },
+  { 4, 16384, 2048, 60 },
+  { 4, 16384, 32768, 58 },
+  { 4, 65536, 32, 61 },
+  { 4, 65536, 2048, 61 },
+  { 4, 65536, 32768, 62 },
+  { 4, 131072, 32, 63 },
+  { 4, 131072, 2048, 63 },
+  { 4, 131072, 32768, 63 },
+  { 5, 1024, 32, 65 },
+  { 5, 1024, 2048, 66 },
+  { 5, 1024, 32768, 66 },
+  { 5, 4096, 32, 67 },
+  { 5, 4096, 2048, 68 },
+  { 5, 4096, 32768, 68 },
+  { 5, 8192, 32, 69 },
+  { 5, 8192, 2048, 70 },
+  { 5, 8192, 32768, 70 },
+  { 5, 16384, 32, 71 },
+  { 5, 16384, 2048, 72 },
+  { 5, 16384, 32768, 72 },
+  { 5, 65536, 32, 73 },
+  { 5, 65536, 2048, 74 },
+  { 5, 65536, 32768, 73 },
+  { 5, 131072, 32, 75 },
+  { 5, 131072, 2048, 76 },
+  { 5, 131072, 32768, 76 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 32, 2048, 32768 };
@@ -465,6 +474,27 @@ extern "C" int normgen_select_in(const normgen_fwd_desc* d, int table, int* path
 
 extern "C" int normgen_select(const normgen_fwd_desc* d, int* path) { return normgen_select_in(d, current_table(), path); }
 
+// CTAs of a persistent variant that are resident at once. Clusters must fit in one GPC,
+// so count whole resident clusters: a cluster started late would run its rows last.
+cudaError_t resident_ctas(const Variant& v, size_t smem, int64_t* ctas) {
+  if (v.cluster > 1) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(v.cluster));
+    cfg.blockDim = dim3(unsigned(v.threads));
+    cfg.dynamicSmemBytes = smem;
+    int clusters = 0;
+    const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, v.kernel, &cfg);
+    *ctas = int64_t(clusters) * v.cluster;
+    return e;
+  }
+  int per_sm = 0, device = 0, sms = 0;
+  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, v.threads, smem);
+  if (e == cudaSuccess) e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  *ctas = int64_t(per_sm) * sms;
+  return e;
+}
+
 extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   int spec, path;
   const normgen_status s = check(d, &spec);
@@ -481,14 +511,12 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = 0;
   if (v.storage == SMEM) smem = size_t(rows_per_cta) * size_t((d->hidden + v.vec - 1) / v.vec * v.vec) * v.stage_bytes;
+  if (v.storage == RING) smem = size_t(v.ring_bytes);
   cudaError_t e = cudaSuccess;
   if (smem > 0) e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e == cudaSuccess && v.storage == PIPELINED) {  // persistent: as many CTAs as fit at once
-    int per_sm = 0, device = 0, sms = 0;
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, v.threads, smem);
-    if (e == cudaSuccess) e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    const int64_t cap = int64_t(per_sm) * sms / v.cluster * v.cluster;
+  if (e == cudaSuccess && (v.storage == PIPELINED || v.storage == RING)) {  // persistent: as many CTAs as fit at once
+    int64_t cap = 0;
+    e = resident_ctas(v, smem, &cap);
     if (cap > 0 && cap < grid) grid = cap;
   }
   if (e == cudaSuccess) {
