@@ -6,7 +6,7 @@ import { OUTPUT_TOLERANCE, STATS_TOLERANCE } from '../generator/tolerance.js';
 import { templateHash } from '../generator/templates.js';
 import { VERSION } from '../generator/version.js';
 import type { DeviceId } from './device.js';
-import { failureLines, type VerifyResult } from './verify.js';
+import { failureLines, isDropped, isFailure, type VerifyResult } from './verify.js';
 import { MATRIX_HIDDEN, MATRIX_ROWS } from './verify-matrix.js';
 
 function countBy(results: VerifyResult[], key: (r: VerifyResult) => string): [string, number, number][] {
@@ -14,20 +14,22 @@ function countBy(results: VerifyResult[], key: (r: VerifyResult) => string): [st
   for (const r of results) {
     const k = key(r);
     const [n, f] = m.get(k) ?? [0, 0];
-    m.set(k, [n + 1, f + (r.status === 'OK' ? 0 : 1)]);
+    m.set(k, [n + 1, f + (isFailure(r) ? 1 : 0)]);
   }
   return [...m.entries()].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true })).map(([k, [n, f]]) => [k, n, f]);
 }
 
 export function verifyReport(device: DeviceId, command: string, results: VerifyResult[], seconds: number): string {
-  const failures = results.filter((r) => r.status !== 'OK');
+  const failures = results.filter(isFailure);
+  const dropped = results.filter(isDropped);
   const out: string[] = [];
   out.push(`# GPU correctness: ${failures.length === 0 ? 'PASS' : 'FAIL'}`, '');
   out.push(`- date: ${new Date().toISOString()}`);
   out.push(`- card: ${device.name} (${device.arch}, compute capability ${device.computeCapability}, ${device.sms} SMs), driver ${device.driver}, CUDA runtime ${device.cudaRuntime}`);
   out.push(`- command: \`${command}\``);
   out.push(`- normgen ${VERSION}, CUDA templates ${templateHash('cuda').slice(0, 12)}; ${seconds.toFixed(0)} s`);
-  out.push(`- runs: ${results.length}, failures: ${failures.length}; also checked against the TypeScript float64 reference: ${results.filter((r) => r.tsChecked).length} runs`);
+  out.push(`- runs: ${results.length - dropped.length}, failures: ${failures.length}; also checked against the TypeScript float64 reference: ${results.filter((r) => r.tsChecked).length} runs`);
+  if (dropped.length) out.push(`- not run: ${dropped.length} variant(s) whose registers spill (the tuner drops these at compile time; listed at the end)`);
   out.push(`- distinct variants: ${new Set(results.map((r) => r.variant.id)).size}; problems: ${new Set(results.map((r) => r.problem)).size}`, '');
   out.push('Each run: inputs random (hash generator, x with mean 0.5), outputs and padding poisoned with 0xFF (NaN),');
   out.push('every element of y, the residual sum, mean and rstd checked against a float64 reference on the device,');
@@ -42,7 +44,7 @@ export function verifyReport(device: DeviceId, command: string, results: VerifyR
   out.push('## hidden x rows (runs / failures)', '', '```');
   const rows = MATRIX_HIDDEN.map((h) => [String(h), ...MATRIX_ROWS.map((r) => {
     const sel = results.filter((x) => x.problem.hidden === h && x.problem.rows === r);
-    return `${sel.length}/${sel.filter((x) => x.status !== 'OK').length}`;
+    return `${sel.length}/${sel.filter(isFailure).length}`;
   })]);
   out.push(formatTable(['hidden', ...MATRIX_ROWS.map((r) => `rows ${r}`)], rows), '```', '');
   section('dtype', (r) => r.problem.dtype);
@@ -57,7 +59,9 @@ export function verifyReport(device: DeviceId, command: string, results: VerifyR
   section('vec', (r) => String(r.variant.params.vec));
   section('threadsPerRow', (r) => String(r.variant.params.threadsPerRow));
   section('cluster', (r) => String(r.variant.params.cluster));
+  section('stages', (r) => String(r.variant.params.stages));
   out.push('## failures', '');
   out.push(failures.length ? failureLines(results).map((l) => `- ${l}`).join('\n') : 'none');
+  if (dropped.length) out.push('', '## not run: registers spill', '', failureLines(results, isDropped).map((l) => `- ${l}`).join('\n'));
   return out.join('\n') + '\n';
 }
