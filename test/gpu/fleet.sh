@@ -7,8 +7,8 @@
 # 2. normgen check on this GPU: the committed database on an H200; elsewhere a small
 #    grid tuned here first.
 # Logs go to $OUT (default /tmp/normgen-gpu), the package and databases to $WORK.
-# Not run on a GPU yet (written on the fleet branch, which the GPU machine does not
-# see); without a GPU it builds the package and stops at the first GPU call.
+# Last run: test/gpu/fleet.md. Without a GPU it builds the package and stops at the
+# first GPU call.
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
 work=${WORK:-/tmp/normgen-fleet-work}
