@@ -123,7 +123,7 @@ test('wrong kernels are caught: a wrong value, an unwritten row, a write past th
   assert.is(broken.status, 'COMPILE_ERROR');
 });
 
-test('timing reports a positive time per dispatch', async () => {
+test('timing reports a positive time per dispatch, by timestamps and by the wall clock', async () => {
   const d = await adapter();
   const spec: KernelSpec = { op: 'rmsnorm', dtype: 'fp16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'same', stats: false } };
   const m = await runWgslVariant(d, makeProblem(spec, 2048, 32), { workgroup: 128, vec: 4, threadsPerRow: 128, reduce: 'subgroup' }, { ...VERIFY, iterations: 10 });
@@ -131,6 +131,9 @@ test('timing reports a positive time per dispatch', async () => {
   assert.ok(m.timeUs! > 0 && Number.isFinite(m.timeUs!));
   assert.is(m.timer, d.timestamps ? 'timestamp-query' : 'wall-clock');
   assert.ok(m.gbps! > 0);
+  const wall = await runWgslVariant(d, makeProblem(spec, 2048, 32), { workgroup: 128, vec: 4, threadsPerRow: 128, reduce: 'subgroup' }, { ...VERIFY, iterations: 10, wallClock: true });
+  assert.is(wall.timer, 'wall-clock');
+  assert.ok(wall.timeUs! > 0 && Number.isFinite(wall.timeUs!));
 });
 
 test.run();

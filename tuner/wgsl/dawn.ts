@@ -1,6 +1,7 @@
 // Dawn (the `webgpu` package) as the WGSL backend's device: the null backend, which
 // validates shaders with Tint and runs nothing, or a real adapter (on CI: Mesa's
-// lavapipe through Vulkan).
+// lavapipe through Vulkan). 'opengles' (Mesa's EGL without a display, f32 only) ran
+// the f32 variants by hand; no test depends on it.
 
 import { create, globals } from 'webgpu';
 import type { WgslLimits } from '../../generator/space-wgsl.js';
@@ -24,6 +25,7 @@ const devices = new Map<DawnBackend, Promise<DawnDevice | null>>();
 function gpuFor(backend: DawnBackend): GPU {
   let gpu = gpus.get(backend);
   if (!gpu) {
+    if (backend === 'opengles') process.env.EGL_PLATFORM ??= 'surfaceless';
     gpu = create([`backend=${backend}`]) as GPU;
     gpus.set(backend, gpu);
   }

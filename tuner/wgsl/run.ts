@@ -18,6 +18,8 @@ export interface WgslRunOptions {
   eps: number;
   /** Dispatches timed in one submission; 0: verify only. */
   iterations: number;
+  /** Time with the wall clock even where the adapter has timestamp queries. */
+  wallClock?: boolean;
   /** Tests only: alter the shader text, to prove the checks catch a wrong kernel. */
   mutate?: (code: string) => string;
 }
@@ -126,7 +128,7 @@ export async function runWgslVariant(dawn: DawnDevice, problem: Problem, params:
     });
     const m: WgslMeasurement = { status: check.bad ? 'INCORRECT' : 'OK', maxError: check.maxError, mismatches: check.bad };
     if (check.first) m.message = check.first;
-    if (m.status === 'OK' && o.iterations > 0) Object.assign(m, await time(dawn, encodePass, o.iterations, bytesMoved(problem)));
+    if (m.status === 'OK' && o.iterations > 0) Object.assign(m, await time(dawn, encodePass, o.iterations, bytesMoved(problem), o.wallClock ?? false));
     return m;
   } catch (e) {
     return { status: 'RUNTIME_ERROR', message: (e as Error).message };
@@ -179,7 +181,7 @@ async function readBack(device: GPUDevice, sources: GPUBuffer[]): Promise<Uint8A
 type EncodePass = (encoder: GPUCommandEncoder, times: number, timestampWrites?: GPUComputePassTimestampWrites) => void;
 
 /** Many dispatches in one pass: GPU timestamps around it where available, else the wall clock. */
-async function time(dawn: DawnDevice, encodePass: EncodePass, iterations: number, bytes: number): Promise<Partial<WgslMeasurement>> {
+async function time(dawn: DawnDevice, encodePass: EncodePass, iterations: number, bytes: number, wallClock: boolean): Promise<Partial<WgslMeasurement>> {
   const { device } = dawn;
   const warm = device.createCommandEncoder();
   encodePass(warm, 2);
@@ -189,7 +191,7 @@ async function time(dawn: DawnDevice, encodePass: EncodePass, iterations: number
   let seconds: number;
   let timer: WgslMeasurement['timer'];
   const encoder = device.createCommandEncoder();
-  if (dawn.timestamps) {
+  if (dawn.timestamps && !wallClock) {
     const querySet = device.createQuerySet({ type: 'timestamp', count: 2 });
     const resolved = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
     encodePass(encoder, iterations, { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 });
