@@ -30,6 +30,7 @@ const SHAPES: [number, number, number][] = [
   [4096, 17, 4096],
   [333, 64, 336],
   [96, 40, 96],
+  [32768, 2, 32768],
 ];
 /** Axis values, cycled independently of the shapes so every pairing drifts. */
 const PARAMS: WgslParams[] = [
@@ -121,6 +122,15 @@ test('wrong kernels are caught: a wrong value, an unwritten row, a write past th
   }
   const broken = await run((code) => code.replace('inverseSqrt(', 'inverse_sqrt('));
   assert.is(broken.status, 'COMPILE_ERROR');
+});
+
+test('a tensor past the binding limit is TOO_LARGE, a bf16 problem a BAD_REQUEST', async () => {
+  const d = await adapter();
+  const spec: KernelSpec = { op: 'rmsnorm', dtype: 'fp32', features: { weight: 'none', bias: false, weightOffset: false, residual: 'none', stats: false } };
+  const rows = Math.ceil(d.device.limits.maxStorageBufferBindingSize / 4096) + 1;
+  const params: WgslParams = { workgroup: 256, vec: 4, threadsPerRow: 256, reduce: 'workgroup' };
+  assert.is((await runWgslVariant(d, makeProblem(spec, 1024, rows), params, VERIFY)).status, 'TOO_LARGE');
+  assert.is((await runWgslVariant(d, makeProblem({ ...spec, dtype: 'bf16' }, 1024, 2), params, VERIFY)).status, 'BAD_REQUEST');
 });
 
 test('timing reports a positive time per dispatch, by timestamps and by the wall clock', async () => {

@@ -7,11 +7,11 @@ import { BINDING, renderWgsl } from '../../generator/render-wgsl.js';
 import { dispatchSize, wgslUnsupportedReason, type WgslParams } from '../../generator/space-wgsl.js';
 import { OUTPUT_TOLERANCE, STATS_TOLERANCE, withinTolerance, type Tolerance } from '../../generator/tolerance.js';
 import type { Status } from '../measure.js';
-import { pack, poisoned, unpack, type Layout } from './buffers.js';
+import { byteSize, pack, poisoned, unpack, type Layout } from './buffers.js';
 import type { DawnDevice } from './dawn.js';
 import { compileWgsl } from './validate.js';
 
-export type WgslStatus = Extract<Status, 'OK' | 'INCORRECT' | 'COMPILE_ERROR' | 'RUNTIME_ERROR' | 'BAD_REQUEST'>;
+export type WgslStatus = Extract<Status, 'OK' | 'INCORRECT' | 'COMPILE_ERROR' | 'RUNTIME_ERROR' | 'TOO_LARGE' | 'BAD_REQUEST'>;
 
 export interface WgslRunOptions {
   seed: number;
@@ -55,6 +55,12 @@ export async function runWgslVariant(dawn: DawnDevice, problem: Problem, params:
   if (!compiled.pipeline) return { status: 'COMPILE_ERROR', message: compiled.error ?? '' };
 
   const { rows, hidden, strides } = problem;
+  const largest = Math.max(
+    byteSize({ dtype: problem.dtype, rows, hidden, stride: Math.max(strides.x, strides.y) }),
+    byteSize({ dtype: residualDType(problem) ?? problem.dtype, rows, hidden, stride: Math.max(strides.residual, strides.residualOut) }),
+  );
+  const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+  if (largest > limit) return { status: 'TOO_LARGE', message: `a ${largest}-byte tensor exceeds the device's ${limit}-byte binding limit` };
   const inputs = generateInputs(problem, rows, hidden, o.seed);
   const ref = referenceForward(problem, rows, hidden, inputs, o.eps);
   const tensors: Tensor[] = [];
