@@ -7,7 +7,7 @@ import { allFeatureCombos, makeProblem, OPS, type Features, type KernelSpec } fr
 import { renderWgsl } from '../generator/render-wgsl.js';
 import { DEFAULT_LIMITS, enumerateWgslSpace, WGSL_GENERIC_PARAMS, type WgslLimits, type WgslParams } from '../generator/space-wgsl.js';
 import { openDevice } from '../tuner/wgsl/dawn.js';
-import { compileWgsl, validateAll } from '../tuner/wgsl/validate.js';
+import { compileWgsl, validateAll, validateSpace } from '../tuner/wgsl/validate.js';
 
 /** A desktop-like adapter with every optional feature, so subgroup variants are in the space. */
 const LIMITS: WgslLimits = { ...DEFAULT_LIMITS, f16: true, subgroups: true, subgroupMaxSize: 32 };
@@ -70,6 +70,14 @@ test('every op x dtype x feature combination validates (generic, vec4 and subgro
   for (const op of OPS) for (const dtype of DTYPES) for (const features of allFeatureCombos()) collect(shaders, { op, dtype, features }, params);
   assert.is(shaders.size, 2 * 2 * allFeatureCombos().length * params.length);
   await expectAllValid(shaders);
+});
+
+test('validateSpace reports every variant of a problem by id', async () => {
+  const problem = makeProblem({ op: 'layernorm', dtype: 'fp16', features: FEATURE_SETS[2] }, 4095, 33);
+  const results = await validateSpace(await nullDevice(), problem, LIMITS);
+  assert.is(results.length, enumerateWgslSpace(problem, LIMITS).length);
+  assert.is(new Set(results.map((r) => r.id)).size, results.length);
+  assert.ok(results.every((r) => r.status === 'OK' && /^[0-9a-f]{12}$/.test(r.id)));
 });
 
 test('a broken shader is a COMPILE_ERROR with its line, not a crash', async () => {

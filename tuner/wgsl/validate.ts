@@ -1,6 +1,10 @@
 // Compiling a WGSL shader into a compute pipeline on a Dawn device, with every error
 // caught and returned: a variant that does not compile is a result, not a crash.
 
+import type { Problem } from '../../generator/problem.js';
+import { renderWgsl, wgslVariantId } from '../../generator/render-wgsl.js';
+import { enumerateWgslSpace, type WgslLimits, type WgslParams } from '../../generator/space-wgsl.js';
+
 export interface Compiled {
   pipeline: GPUComputePipeline | null;
   /** Tint's and Dawn's messages, "line:col message", when compilation failed. */
@@ -40,4 +44,16 @@ export async function validateAll(device: GPUDevice, codes: string[]): Promise<V
     out.push(c.error === null ? { status: 'OK' } : { status: 'COMPILE_ERROR', message: c.error });
   }
   return out;
+}
+
+export interface VariantValidation extends Validation {
+  id: string;
+  params: WgslParams;
+}
+
+/** Every variant of a problem's space for these limits, rendered and validated. */
+export async function validateSpace(device: GPUDevice, problem: Problem, limits: WgslLimits): Promise<VariantValidation[]> {
+  const space = enumerateWgslSpace(problem, limits);
+  const results = await validateAll(device, space.map((p) => renderWgsl(problem, p)));
+  return space.map((params, i) => ({ id: wgslVariantId(problem, params), params, ...results[i] }));
 }
