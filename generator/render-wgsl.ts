@@ -32,7 +32,7 @@ export function renderWgsl(spec: KernelSpec, params: WgslParams): string {
     hasResidual: spec.features.residual !== 'none',
     hasTail: params.vec > 1,
     roundTrip: residualDType(spec) === 'fp16',
-    needsAgain: spec.op === 'layernorm' || residualDType(spec) === 'fp16',
+    cached: (params.items ?? 0) > 0,
     f16: used.includes('fp16'),
     subgroup: params.reduce === 'subgroup',
     params,

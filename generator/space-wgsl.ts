@@ -15,6 +15,12 @@ export interface WgslParams {
   /** Invocations cooperating on one row; rows per workgroup = workgroup / threadsPerRow. */
   threadsPerRow: number;
   reduce: Reduction;
+  /**
+   * Vectors of the row each invocation keeps in a private array between passes
+   * (capacity items * threadsPerRow * vec, plus the tail); 0 or absent: every pass
+   * reads the row from memory again, any hidden size.
+   */
+  items?: number;
 }
 
 /** What of an adapter the space depends on (its device is created with these limits). */
@@ -39,9 +45,14 @@ export const DEFAULT_LIMITS: WgslLimits = {
 };
 
 export const WORKGROUP_CHOICES = [64, 128, 256];
+/** Most vectors one invocation keeps (32 floats at vec4). */
+export const MAX_ITEMS = 8;
 export const VEC_CHOICES = [4, 2, 1];
 
 export const rowsPerWorkgroup = (p: WgslParams) => p.workgroup / p.threadsPerRow;
+
+/** Private vectors an invocation needs to keep a whole row (its tail aside). */
+export const itemsFor = (hidden: number, vec: number, threadsPerRow: number) => Math.ceil(Math.floor(hidden / vec) / threadsPerRow);
 
 /** Workgroup memory of a variant: one f32 partial per invocation. */
 export const workgroupStorageBytes = (p: WgslParams) => 4 * p.workgroup;
@@ -68,6 +79,8 @@ export function wgslUnsupportedReason(problem: Problem, p: WgslParams, limits: W
   if (p.workgroup % p.threadsPerRow !== 0) return `${p.threadsPerRow} invocations per row do not divide the workgroup`;
   if (workgroupStorageBytes(p) > limits.maxWorkgroupStorage) return 'workgroup memory exceeds the limit';
   if (wgslMaxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
+  const items = p.items ?? 0;
+  if (items > 0 && itemsFor(problem.hidden, p.vec, p.threadsPerRow) > items) return `hidden ${problem.hidden} exceeds the ${items} cached vectors per invocation`;
   if (p.reduce === 'subgroup') {
     if (!limits.subgroups) return "the adapter lacks 'subgroups'";
     if (p.threadsPerRow < limits.subgroupMaxSize) return `subgroups of up to ${limits.subgroupMaxSize} would span rows`;
@@ -92,10 +105,13 @@ export function enumerateWgslSpace(problem: Problem, limits: WgslLimits): WgslPa
       for (const threadsPerRow of pow2Upto(workgroup)) {
         if (threadsPerRow > 1 && threadsPerRow * vec >= 2 * problem.hidden) continue; // idle lanes
         if (workgroup / threadsPerRow > nextPow2(problem.rows)) continue; // more rows than exist
-        for (const reduce of REDUCTIONS) {
-          const p: WgslParams = { workgroup, vec, threadsPerRow, reduce };
-          if (wgslUnsupportedReason(problem, p, limits) === null) out.push(p);
-        }
+        const fit = itemsFor(problem.hidden, vec, threadsPerRow);
+        const cached = fit >= 1 && fit <= MAX_ITEMS ? [0, fit] : [0];
+        for (const reduce of REDUCTIONS)
+          for (const items of cached) {
+            const p: WgslParams = { workgroup, vec, threadsPerRow, reduce, ...(items ? { items } : {}) };
+            if (wgslUnsupportedReason(problem, p, limits) === null) out.push(p);
+          }
       }
   if (out.length === 0) out.push(WGSL_GENERIC_PARAMS);
   return out;
@@ -105,7 +121,9 @@ export function enumerateWgslSpace(problem: Problem, limits: WgslLimits): WgslPa
 export const WGSL_GENERIC_PARAMS: WgslParams = { workgroup: 64, vec: 1, threadsPerRow: 64, reduce: 'workgroup' };
 
 export function describeWgslParams(p: WgslParams): string {
-  return [`wg${p.workgroup}`, `v${p.vec}`, `tpr${p.threadsPerRow}`, p.reduce === 'subgroup' ? 'sg' : 'wgmem'].join('.');
+  const parts = [`wg${p.workgroup}`, `v${p.vec}`, `tpr${p.threadsPerRow}`, p.reduce === 'subgroup' ? 'sg' : 'wgmem'];
+  if (p.items) parts.push(`i${p.items}`);
+  return parts.join('.');
 }
 
 /** The workgroup grid for a row count: 2-D once one dimension's limit is passed. */

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { allFeatureCombos, makeProblem, OPS, type KernelSpec, type Problem } from '../generator/problem.js';
-import { describeWgslParams, wgslMaxVec, wgslUnsupportedReason, type WgslParams } from '../generator/space-wgsl.js';
+import { describeWgslParams, itemsFor, MAX_ITEMS, wgslMaxVec, wgslUnsupportedReason, type WgslParams } from '../generator/space-wgsl.js';
 import { openDevice, type DawnDevice } from '../tuner/wgsl/dawn.js';
 import { runWgslVariant, type WgslRunOptions } from '../tuner/wgsl/run.js';
 
@@ -42,11 +42,16 @@ const PARAMS: WgslParams[] = [
   { workgroup: 64, vec: 2, threadsPerRow: 1, reduce: 'workgroup' },
   { workgroup: 64, vec: 1, threadsPerRow: 8, reduce: 'subgroup' },
   { workgroup: 256, vec: 2, threadsPerRow: 4, reduce: 'workgroup' },
+  { workgroup: 128, vec: 4, threadsPerRow: 32, reduce: 'subgroup', items: MAX_ITEMS },
+  { workgroup: 64, vec: 2, threadsPerRow: 64, reduce: 'workgroup', items: MAX_ITEMS },
 ];
 
-/** The widest legal vector no wider than asked: scalar rows stay scalar. */
+/** The widest legal vector no wider than asked (scalar rows stay scalar); a cache just big enough, where one fits. */
 function fit(problem: Problem, p: WgslParams): WgslParams {
-  return { ...p, vec: Math.min(p.vec, wgslMaxVec(problem)) };
+  const vec = Math.min(p.vec, wgslMaxVec(problem));
+  const need = Math.max(1, itemsFor(problem.hidden, vec, p.threadsPerRow));
+  const items = p.items && need <= MAX_ITEMS ? need : 0;
+  return { workgroup: p.workgroup, threadsPerRow: p.threadsPerRow, reduce: p.reduce, vec, ...(items ? { items } : {}) };
 }
 
 interface Case {
@@ -81,11 +86,12 @@ test('a sample covering every op, dtype, feature and axis value matches the refe
     const m = await runWgslVariant(d, problem, params, VERIFY);
     if (m.status !== 'OK') failures.push(`${problem.op}.${problem.dtype} ${JSON.stringify(problem.features)} h${problem.hidden} r${problem.rows} ${describeWgslParams(params)}: ${m.status} ${m.message}`);
     for (const [axis, value] of Object.entries(params)) seen.add(`${axis}=${value}`);
+    if (params.items) seen.add('cached');
     if (problem.hidden % params.vec !== 0) seen.add('tail');
     if (problem.strides.x > problem.hidden) seen.add('strided');
   }
   assert.equal(failures, [], failures.slice(0, 5).join('\n'));
-  for (const v of ['workgroup=64', 'workgroup=128', 'workgroup=256', 'vec=1', 'vec=2', 'vec=4', 'reduce=workgroup', 'reduce=subgroup', 'threadsPerRow=1', 'tail', 'strided'])
+  for (const v of ['workgroup=64', 'workgroup=128', 'workgroup=256', 'vec=1', 'vec=2', 'vec=4', 'reduce=workgroup', 'reduce=subgroup', 'threadsPerRow=1', 'tail', 'strided', 'cached'])
     assert.ok(seen.has(v), `the sample misses ${v}`);
 });
 

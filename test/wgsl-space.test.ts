@@ -6,6 +6,7 @@ import {
   DEFAULT_LIMITS,
   dispatchSize,
   enumerateWgslSpace,
+  MAX_ITEMS,
   wgslMaxVec,
   wgslUnsupportedReason,
   type WgslLimits,
@@ -42,6 +43,17 @@ test('the space respects the adapter limits and features', () => {
   assert.equal(new Set(rich.map((v) => v.vec)), new Set([4, 2, 1]));
   for (const v of rich) assert.is(wgslUnsupportedReason(p, v, RICH), null);
   assert.ok(wgslUnsupportedReason(p, { workgroup: 256, vec: 4, threadsPerRow: 64, reduce: 'workgroup' }, { ...DEFAULT_LIMITS, maxWorkgroupStorage: 512 }));
+});
+
+test('cached rows: offered where the row fits, refused where it does not', () => {
+  const p = makeProblem(spec(), 4096, 1000);
+  const cached = enumerateWgslSpace(p, DEFAULT_LIMITS).filter((v) => v.items);
+  assert.ok(cached.length > 0);
+  for (const v of cached) assert.ok(v.items! * v.threadsPerRow * v.vec >= 4096 && v.items! <= MAX_ITEMS, JSON.stringify(v));
+  const v = { workgroup: 256, vec: 4, threadsPerRow: 256, reduce: 'workgroup' as const, items: 4 };
+  assert.is(wgslUnsupportedReason(p, v, DEFAULT_LIMITS), null);
+  assert.match(wgslUnsupportedReason(makeProblem(spec(), 4100, 1), v, DEFAULT_LIMITS) ?? '', /exceeds the 4 cached vectors/);
+  assert.is(wgslUnsupportedReason(makeProblem(spec(), 4099, 1, { x: 4100, y: 4100 }), v, DEFAULT_LIMITS), null, 'the tail is not cached');
 });
 
 test('dtypes the adapter cannot run give an empty space', () => {

@@ -9,15 +9,14 @@ fn first_{{sfx}}(rx: u32{{#if hasResidual}}, rr: u32, rro: u32{{/if}}, i: u32{{c
 {{/if}}
 }
 
-{{#if needsAgain}}
 // s again, read back from {{#if hasResidual}}the stored sum{{else}}x{{/if}}.
 fn again_{{sfx}}(base: u32, i: u32{{cparam}}) -> {{F}} {
   return {{F}}({{#if hasResidual}}residual_out{{else}}x{{/if}}[base + i]{{at}});
 }
 
-{{/if}}
-fn store_{{sfx}}(base: u32, ry: u32, i: u32, mean: f32, rstd: f32{{cparam}}) {
-  var v = ({{F}}({{#if hasResidual}}residual_out{{else}}x{{/if}}[base + i]{{at}}) - {{F}}(mean)) * rstd;
+// y at one position from the row value s.
+fn store_{{sfx}}(s: {{F}}, ry: u32, i: u32, mean: f32, rstd: f32{{cparam}}) {
+  var v = (s - {{F}}(mean)) * rstd;
 {{#if hasWeight}}
   v *= {{#if features.weightOffset}}1.0 + {{/if}}{{F}}(weight[i]{{at}});
 {{/if}}
