@@ -28,6 +28,10 @@ export function withProblemOptions<T>(y: Argv<T>) {
     .option('arch', { type: 'string', default: 'sm90', describe: 'target: sm80 | sm86 | sm89 | sm90 | sm100 | sm120' });
 }
 
+export function withBackendOption<T>(y: Argv<T>) {
+  return y.option('backend', { type: 'string', default: 'cuda', choices: ['cuda', 'wgsl'], describe: 'kernel language (wgsl ignores --arch)' });
+}
+
 export interface ProblemArgs {
   op: string;
   dtype: string;

@@ -20,6 +20,7 @@ test('bad input: one clear line on stderr, exit code 2', () => {
     [['generate', '--hidden', '64', '--out', '/dev/null/sub'], /cannot write to output folder/],
     [['tune', '--hidden', '64'], /--arch is required/],
     [['tune', '--arch', 'sm90', '--budget', 'lots'], /--budget must be/],
+    [['list', '--backend', 'wgsl', '--hidden', '64'], /WGSL has no bf16/],
   ];
   for (const [args, message] of cases) {
     const r = run(...args);
@@ -48,6 +49,24 @@ test('generate writes compilable sources and a manifest with launch geometry', (
     assert.ok(cu.includes(v.symbol), id);
     assert.is(v.launch.block, v.params.threads);
     assert.ok(v.launch.grid >= Math.ceil(77 / (v.params.threads / v.params.threadsPerRow)) || v.launch.persistent);
+  }
+});
+
+test('generate --backend wgsl writes one shader per variant and a manifest', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-wgsl-'));
+  const args = ['--backend', 'wgsl', '--hidden', '1000', '--rows', '100000', '--dtype', 'fp16', '--residual', 'same', '--stats'];
+  const listed = execFileSync(process.execPath, [CLI, 'list', ...args], { encoding: 'utf8' });
+  const n = Number(/: (\d+) variants/.exec(listed)?.[1]);
+  assert.ok(n > 10, listed);
+  execFileSync(process.execPath, [CLI, 'generate', ...args, '--out', dir], { encoding: 'utf8' });
+  const manifest = JSON.parse(readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.wgsl.manifest.json'))!), 'utf8'));
+  assert.is(manifest.variants.length, n);
+  assert.is(readdirSync(dir).filter((f) => f.endsWith('.wgsl')).length, n);
+  for (const v of manifest.variants) {
+    const code = readFileSync(join(dir, v.file), 'utf8');
+    assert.ok(code.startsWith('// normgen') && code.includes('enable f16;') && code.includes('residual_out'), v.file);
+    const rowsPerGroup = v.params.workgroup / v.params.threadsPerRow;
+    assert.ok(v.dispatch[0] <= 65535 && v.dispatch[0] * v.dispatch[1] * rowsPerGroup >= 100000, JSON.stringify(v));
   }
 });
 

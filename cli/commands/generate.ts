@@ -1,16 +1,25 @@
-// normgen generate: the .cu sources and manifest of one problem's space.
+// normgen generate: the .cu (or .wgsl) sources and manifest of one problem's space.
 
 import type { Argv } from 'yargs';
 import { emitSources } from '../../generator/emit-sources.js';
+import { emitWgsl } from '../../generator/emit-wgsl.js';
 import { problemKey } from '../../generator/problem.js';
 import { describeParams } from '../../generator/space.js';
-import { problemFromArgs, withProblemOptions, type ProblemArgs } from '../problem-options.js';
+import { problemFromArgs, withBackendOption, withProblemOptions, type ProblemArgs } from '../problem-options.js';
 
 export const command = 'generate';
-export const describe = 'write the .cu sources and a manifest for a problem';
-export const builder = (y: Argv) => withProblemOptions(y).option('out', { type: 'string', demandOption: true, describe: 'output folder' });
+export const describe = 'write the .cu (or .wgsl) sources and a manifest for a problem';
+export const builder = (y: Argv) =>
+  withBackendOption(withProblemOptions(y)).option('out', { type: 'string', demandOption: true, describe: 'output folder' });
 
-export function handler(args: ProblemArgs & { out: string }): void {
+export function handler(args: ProblemArgs & { out: string; backend: string }): void {
+  if (args.backend === 'wgsl') {
+    const { problem } = problemFromArgs(args);
+    const manifest = emitWgsl(problem, args.out);
+    console.log(`wrote ${manifest.variants.length} WGSL variants of ${problemKey(problem)} to ${args.out}, and a manifest`);
+    for (const v of manifest.variants.slice(0, 3)) console.log(`  ${v.file} ${v.description}`);
+    return;
+  }
   const { problem, arch } = problemFromArgs(args);
   const manifest = emitSources(problem, arch, args.out);
   const n = Object.keys(manifest.variants).length;
