@@ -76,7 +76,7 @@ const report = [
   '|---|---|---|---|---|---|',
   ...lines,
   '',
-].join('\n');
+].join('\n').replaceAll(process.cwd() + '/', ''); // compiler messages name files by absolute path
 writeFileSync(log, report);
 console.log(report);
 console.log(`${lines.filter((l) => l.includes('| pass |')).length} passed, ${failed} failed`);
