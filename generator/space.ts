@@ -129,7 +129,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
         if (threadsPerRow * vec >= 2 * problem.hidden && threadsPerRow > 1) continue; // idle lanes
         if (rows > nextPow2(problem.rows)) continue; // more rows per CTA than exist
         for (const cluster of CLUSTER_CHOICES) {
-          if (cluster > 1 && (!arch.clusters || rows !== 1 || problem.hidden / cluster < 2048)) continue;
+          if (!clusterFits(problem, arch, rows, cluster)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
           const held: RegisterStorage[] = stageBytes(problem) === 2 ? ['regs', 'packed', 'pipelined'] : ['regs', 'pipelined'];
           for (const storage of held) {
@@ -153,6 +153,11 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   return out;
 }
 
+/** Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns. */
+function clusterFits(problem: Problem, arch: Arch, rowsPerCta: number, cluster: number): boolean {
+  return cluster === 1 || (arch.clusters && rowsPerCta === 1 && problem.hidden / cluster >= 2048);
+}
+
 /**
  * Ring variants for one shape of CTA: every cluster size and ring depth that fits in
  * shared memory. cp.async moves at least 4 bytes, so 2-byte scalars are left out.
@@ -163,7 +168,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
   const out: CudaParams[] = [];
   const rows = threads / threadsPerRow;
   for (const cluster of CLUSTER_CHOICES) {
-    if (cluster > 1 && (!arch.clusters || rows !== 1 || problem.hidden / cluster < 2048)) continue;
+    if (!clusterFits(problem, arch, rows, cluster)) continue;
     const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
     if (items > MAX_RING_ITEMS) continue;
     for (const stages of STAGE_CHOICES) {
