@@ -38,6 +38,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'symbol', type: 'string' },
       { name: 'storage', type: STORAGES.map((s) => `'${s}'`).join(' | ') },
       ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((n) => ({ name: n, type: 'number' })),
+      { name: 'stagedWeights', type: 'boolean' },
     ],
   });
   file.addInterface({

@@ -62,6 +62,7 @@ function launcher(p: Plan, src: PackageSource, context: object): string {
   });
   return render('package', 'normgen.cu.hbs', {
     ...context,
+    storages: STORAGES.map((s) => s.toUpperCase()),
     variants: p.variants.map((v) => ({
       symbol: v.symbol,
       params: v.params,

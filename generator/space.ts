@@ -8,7 +8,6 @@ import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSp
  * Where a row lives between computing its statistics and normalizing it:
  * - regs:      in registers, as floats; the kernel is specialized for at most `items`
  *              vectors per thread (capacity items * threadsPerRow * vec * cluster);
- * - packed:    as regs, but held in the row's own 16-bit dtype (half the registers);
  * - pipelined: in registers too, with persistent CTAs that prefetch their next row
  *              and keep weight and bias in registers across rows;
  * - smem:      staged in dynamic shared memory, any hidden size that fits;
@@ -17,9 +16,9 @@ import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSp
  *              with cp.async rows ahead, so loads stay in flight without registers;
  *              capacity as regs.
  */
-export const STORAGES = ['regs', 'packed', 'pipelined', 'smem', 'reload', 'ring'] as const;
-type RegisterStorage = 'regs' | 'packed' | 'pipelined';
-export const inRegisters = (p: CudaParams) => p.storage === 'regs' || p.storage === 'packed' || p.storage === 'pipelined';
+export const STORAGES = ['regs', 'pipelined', 'smem', 'reload', 'ring'] as const;
+type RegisterStorage = 'regs' | 'pipelined';
+export const inRegisters = (p: CudaParams) => p.storage === 'regs' || p.storage === 'pipelined';
 export type Storage = (typeof STORAGES)[number];
 
 export interface CudaParams {
@@ -30,12 +29,17 @@ export interface CudaParams {
   vec: number;
   /** Threads cooperating on one row; rows per CTA = threads / threadsPerRow. */
   threadsPerRow: number;
-  /** regs, packed, pipelined, ring: vectors each thread handles; 0 otherwise. */
+  /** regs, pipelined, ring: vectors each thread handles; 0 otherwise. */
   items: number;
   /** CTAs per row, reducing through distributed shared memory (sm90+, fixed-capacity storages). */
   cluster: number;
   /** ring only: rows in the shared-memory ring (loads run stages - 1 rows ahead); 0 otherwise. */
   stages: number;
+  /**
+   * ring only: weight and bias live in shared memory, copied once per CTA. Not searched:
+   * the space sets it whenever they fit beside the ring (they save L2 traffic).
+   */
+  stagedWeights: boolean;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
@@ -44,16 +48,21 @@ export const CLUSTER_CHOICES = [1, 2, 4, 8];
 export const STAGE_CHOICES = [2, 3];
 /** Fewest threads of a ring CTA: smaller ones needed 150+ registers and were never ahead. */
 const MIN_RING_THREADS = 128;
-/** Most vectors per thread in a ring slice (the passes over it are unrolled). */
-export const MAX_RING_ITEMS = 32;
+/**
+ * Most vectors per thread in a ring slice (the passes over it are unrolled). More were
+ * never within 1% of the best on 400 problems (H200) and cost the most compile time.
+ */
+export const MAX_RING_ITEMS = 8;
 /** Most vectors one thread keeps in registers. */
 export const MAX_ITEMS = 16;
 /** Most row elements one thread keeps in registers (more spill, or starve occupancy). */
-export const MAX_VALUES: Record<RegisterStorage, number> = { regs: 64, packed: 64, pipelined: 32 };
+export const MAX_VALUES: Record<RegisterStorage, number> = { regs: 64, pipelined: 32 };
 /** Registers the kernel needs besides the row values (pointers, indices, sums). */
 const REGISTER_OVERHEAD = 40;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
-const LONG_ROW_BYTES = 16 * 1024;
+const LONG_ROW_BYTES = 8 * 1024;
+/** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
+const MAX_LOOPING_ROWS_PER_CTA = 4;
 
 export const rowsPerCta = (p: CudaParams) => p.threads / p.threadsPerRow;
 
@@ -85,11 +94,25 @@ export function capacity(p: CudaParams): number {
 const STATIC_SHARED_RESERVE = 1024;
 const roundUp16 = (bytes: number) => Math.ceil(bytes / 16) * 16;
 
-/** Shared memory of a ring: x slots, then residual slots; fixed by the parameters. */
+/**
+ * Shared memory of a ring: x slots, residual slots, then (when staged) the CTA's slice of
+ * weight and bias, each region rounded up to 16 bytes (RingLayout in the template).
+ */
 export function ringSharedBytes(spec: KernelSpec, p: CudaParams): number {
+  return ringSlotBytes(spec, p) + (p.stagedWeights ? stagedWeightBytes(spec, p) : 0);
+}
+
+function ringSlotBytes(spec: KernelSpec, p: CudaParams): number {
   const elements = p.stages * rowsPerCta(p) * p.items * p.threadsPerRow * p.vec;
   const r = residualDType(spec);
-  return roundUp16(elements * BYTES[spec.dtype]) + (r ? elements * BYTES[r] : 0);
+  return roundUp16(elements * BYTES[spec.dtype]) + (r ? roundUp16(elements * BYTES[r]) : 0);
+}
+
+function stagedWeightBytes(spec: KernelSpec, p: CudaParams): number {
+  const slice = p.items * p.threadsPerRow * p.vec;
+  const w = weightDType(spec);
+  const b = biasDType(spec);
+  return (w ? roundUp16(slice * BYTES[w]) : 0) + (b ? roundUp16(slice * BYTES[b]) : 0);
 }
 
 /** Dynamic shared memory a launch needs for this hidden size. */
@@ -119,7 +142,9 @@ export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): 
 export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   const out: CudaParams[] = [];
   const widest = maxVec(problem);
-  const vecs = widest > 1 ? [widest, widest / 2] : [1];
+  // Only the widest legal vector: narrower ones cost 40% of the measurements and were
+  // never more than 1% ahead (one problem of 108: 2.8%; H200, 2026-11-26).
+  const vecs = [widest];
   const rowBytes = problem.hidden * BYTES[problem.dtype];
   for (const threads of THREAD_CHOICES) {
     if (threads > arch.maxThreadsPerSm) continue;
@@ -131,16 +156,15 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
         for (const cluster of CLUSTER_CHOICES) {
           if (!clusterFits(problem, arch, rows, cluster)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
-          const held: RegisterStorage[] = stageBytes(problem) === 2 ? ['regs', 'packed', 'pipelined'] : ['regs', 'pipelined'];
-          for (const storage of held) {
+          for (const storage of ['regs', 'pipelined'] as const) {
             const regs = regsEstimate(problem, storage, items * vec);
             if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || regs > 255 || regs * threads > 65536) continue;
-            out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0 });
+            out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
           }
         }
-        if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32) {
+        if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32 && rows <= MAX_LOOPING_ROWS_PER_CTA) {
           for (const storage of ['smem', 'reload'] as const) {
-            const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1, stages: 0 };
+            const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1, stages: 0, stagedWeights: false };
             if (unsupportedReason(problem, p, arch) === null) out.push(p);
           }
         }
@@ -172,7 +196,9 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
     const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
     if (items > MAX_RING_ITEMS) continue;
     for (const stages of STAGE_CHOICES) {
-      const p: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages };
+      const unstaged: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages, stagedWeights: false };
+      const staged: CudaParams = { ...unstaged, stagedWeights: stagedWeightBytes(problem, unstaged) > 0 };
+      const p = unsupportedReason(problem, staged, arch) === null ? staged : unstaged;
       if (unsupportedReason(problem, p, arch) === null) out.push(p);
     }
   }
@@ -180,14 +206,11 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
 }
 
 /**
- * Registers a thread needs for `values` row elements: regs keeps them as floats (and
- * so does packed, at worst); pipelined also keeps the prefetched row, weight and bias.
+ * Registers a thread needs for `values` row elements: regs keeps them as floats;
+ * pipelined also keeps the prefetched row, weight and bias.
  */
 export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number): number {
   if (storage === 'regs') return values + REGISTER_OVERHEAD;
-  // packed holds half the words, but the compiler keeps converted floats live across
-  // LayerNorm's passes (seen spilling at 1024 threads): budget it like regs.
-  if (storage === 'packed') return values + REGISTER_OVERHEAD;
   const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
   const row = words(spec.dtype) + words(residualDType(spec));
   return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD;
@@ -202,6 +225,7 @@ export const GENERIC_PARAMS: CudaParams = {
   items: 0,
   cluster: 1,
   stages: 0,
+  stagedWeights: false,
 };
 
 /**
@@ -213,8 +237,8 @@ export function baselineParams(problem: Problem): CudaParams {
   const vec = maxVec(problem);
   const items = Math.ceil(problem.hidden / (256 * vec));
   if (items <= MAX_ITEMS && items * vec <= MAX_VALUES.regs && regsEstimate(problem, 'regs', items * vec) <= 255)
-    return { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, cluster: 1, stages: 0 };
-  return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1, stages: 0 };
+    return { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, cluster: 1, stages: 0, stagedWeights: false };
+  return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1, stages: 0, stagedWeights: false };
 }
 
 export function describeParams(p: CudaParams): string {
@@ -222,5 +246,6 @@ export function describeParams(p: CudaParams): string {
   if (inRegisters(p) || p.storage === 'ring') parts.push(`i${p.items}`);
   if (p.cluster > 1) parts.push(`c${p.cluster}`);
   if (p.stages > 0) parts.push(`s${p.stages}`);
+  if (p.stagedWeights) parts.push('sw');
   return parts.join('.');
 }

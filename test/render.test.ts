@@ -33,7 +33,7 @@ test('every op x dtype x feature combination renders its configuration', () => {
 
 test('cluster variants carry their cluster dimensions', () => {
   const spec: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: allFeatureCombos()[0] };
-  const v = makeVariant(spec, { storage: 'regs', threads: 256, vec: 8, threadsPerRow: 256, items: 4, cluster: 4, stages: 0 });
+  const v = makeVariant(spec, { storage: 'regs', threads: 256, vec: 8, threadsPerRow: 256, items: 4, cluster: 4, stages: 0, stagedWeights: false });
   assert.match(renderCudaUnit(spec, [v]), /__cluster_dims__\(4, 1, 1\) __launch_bounds__\(256, 1\)/);
 });
 

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, enumerateSpace, GENERIC_PARAMS, maxVec, rowsPerCta, unsupportedReason } from '../generator/space.js';
+import { baselineParams, capacity, enumerateSpace, GENERIC_PARAMS, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -32,6 +32,24 @@ test('every variant of every matrix shape can run it, within the constraints', (
             if (capacity(v) !== Infinity) assert.ok(capacity(v) - hidden < v.threadsPerRow * v.vec * v.cluster, 'no wholly idle chunk');
           }
         }
+});
+
+test('ring variants stage weight and bias in shared memory exactly when they fit beside the ring', () => {
+  const ln = makeProblem({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } }, 131072, 4096);
+  const rings = enumerateSpace(ln, sm90).filter((p) => p.storage === 'ring');
+  assert.ok(rings.some((p) => p.stagedWeights) && rings.some((p) => !p.stagedWeights), 'both kinds at hidden 131072');
+  for (const p of rings) {
+    const staged = ringSharedBytes(ln, { ...p, stagedWeights: true });
+    const slots = ringSharedBytes(ln, { ...p, stagedWeights: false });
+    const slice = p.items * p.threadsPerRow * p.vec;
+    assert.is(staged - slots, 2 * slice * 2, 'bf16 weight and bias of the CTA slice');
+    assert.is(p.stagedWeights, staged + 1024 <= sm90.maxSharedPerBlock, `${JSON.stringify(p)}`);
+  }
+  // Nothing to stage without weight and bias.
+  const bare = makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { weight: 'none', bias: false, weightOffset: false, residual: 'none', stats: false } }, 4096, 4096);
+  assert.ok(enumerateSpace(bare, sm90).every((p) => !p.stagedWeights));
+  // Only the widest legal vector is searched.
+  assert.ok(enumerateSpace(ln, sm90).every((p) => p.vec === 8));
 });
 
 test('vector width follows the strides: odd strides get scalar access', () => {
