@@ -35,6 +35,12 @@ export type VariantBuild =
   | { status: 'COMPILE_ERROR'; log: string }
   | { status: 'SPILLS'; usage: KernelUsage };
 
+/**
+ * Variants per nvcc call. One call per whole unit (up to ~250 variants, minutes of
+ * nvcc) left cores idle at the end of a tune and kept the GPU waiting for the first.
+ */
+const MAX_UNIT_VARIANTS = 24;
+
 export class CompilePool {
   private pool: Piscina;
   constructor(readonly arch: Arch, jobs = availableParallelism()) {
@@ -72,6 +78,12 @@ export class CompilePool {
    * single bad variant is recorded as COMPILE_ERROR and the rest still build.
    */
   async build(req: UnitRequest): Promise<Map<string, VariantBuild>> {
+    if (req.variants.length > MAX_UNIT_VARIANTS) {
+      const chunks: Variant[][] = [];
+      for (let i = 0; i < req.variants.length; i += MAX_UNIT_VARIANTS) chunks.push(req.variants.slice(i, i + MAX_UNIT_VARIANTS));
+      const built = await Promise.all(chunks.map((variants) => this.build({ spec: req.spec, variants })));
+      return new Map(built.flatMap((m) => [...m]));
+    }
     const out = new Map<string, VariantBuild>();
     const unit = await this.compileUnit(req);
     if (unit.ok) {

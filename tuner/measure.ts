@@ -19,6 +19,8 @@ export interface RunOptions {
   samples?: number;
   sampleMs?: number;
   timeoutMs?: number;
+  /** Stop after one sample when it is slower than this (long kernels only; screening). */
+  cutoffUs?: number;
 }
 
 export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOptions): Record<string, unknown> {
@@ -61,6 +63,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     dump: o.dump ?? '',
     samples: o.samples ?? 15,
     sampleMs: o.sampleMs ?? 1,
+    ...(o.cutoffUs ? { cutoffUs: o.cutoffUs } : {}),
   };
 }
 

@@ -47,6 +47,11 @@ export interface Progress {
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
 const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3 };
+/**
+ * Screening stops timing a long-running variant after one sample when that sample is
+ * this much slower than the best screened so far: it cannot be a finalist.
+ */
+const SCREEN_CUTOFF = 1.5;
 
 /** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved. */
 export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + bytesMoved(p) / 5e6;
@@ -156,13 +161,13 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     u.build.catch(() => undefined); // awaited below
   }
 
-  const runOne = async (runner: Runner, p: Problem, v: Variant, build: VariantBuild, stage: Stage): Promise<DbResult> => {
+  const runOne = async (runner: Runner, p: Problem, v: Variant, build: VariantBuild, stage: Stage, cutoffUs?: number): Promise<DbResult> => {
     const base = { session: session.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage, gpu: runner.gpu };
     if (build.status !== 'OK') {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
     const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
-    const m = await measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs }, copyGbps);
+    const m = await measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs, cutoffUs }, copyGbps);
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };
 
@@ -176,15 +181,30 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       for (const v of variants) if (pending(p, v, 'final')) count(await runOne(runner, p, v, builds.get(v.id)!, 'final'));
       return;
     }
-    for (const v of variants) if (pending(p, v, 'screen')) count(await runOne(runner, p, v, builds.get(v.id)!, 'screen'));
+    let best = Math.min(...variants.map((v) => db.find(problemKey(p), v.id, 'screen')?.medianUs ?? Infinity));
+    for (const v of variants) {
+      if (!pending(p, v, 'screen')) continue;
+      const r = await runOne(runner, p, v, builds.get(v.id)!, 'screen', Number.isFinite(best) ? SCREEN_CUTOFF * best : undefined);
+      if (r.status === 'OK' && r.medianUs !== undefined) best = Math.min(best, r.medianUs);
+      count(r);
+    }
     const chosen = finalists(p, variants, o.search.keep);
     for (const v of variants) if (chosen.has(v.id) && pending(p, v, 'final')) await runOne(runner, p, v, builds.get(v.id)!, 'final');
   };
 
-  const queue = [...units];
+  // GPUs take units in the order their builds finish (the grid's order among finished
+  // ones), so a unit whose compile runs long does not keep a GPU waiting.
+  const remaining = new Set(units);
+  const nextUnit = async (): Promise<Unit | undefined> => {
+    while (remaining.size > 0) {
+      const u = await Promise.race([...remaining].map((unit) => unit.build!.then(() => unit, () => unit)));
+      if (remaining.delete(u)) return u;
+    }
+    return undefined;
+  };
   await Promise.all(
     runners.map(async (runner) => {
-      for (let u = queue.shift(); u; u = queue.shift()) {
+      for (let u = await nextUnit(); u; u = await nextUnit()) {
         const builds = await u.build!;
         for (const p of u.problems) await tuneProblem(runner, p, u.perProblem.get(p)!, builds);
       }

@@ -584,15 +584,21 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
   const size_t K = ps.size();
 
-  // Estimate one launch's time from a short warm-up.
-  const int warm = 8;
-  CUDA_OK(cudaEventRecord(e0, s));
-  for (int i = 0; i < warm; ++i) if (launch(l, ps[i % K], s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
-  CUDA_OK(cudaEventRecord(e1, s));
-  CUDA_OK(cudaEventSynchronize(e1));
-  float ms;
-  CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-  const double per = std::max(1e-4, (double)ms / warm);
+  // Estimate one launch's time (verify has already run the kernel once): one launch,
+  // then eight more for short kernels. Long kernels (large problems, where most of a
+  // tune's GPU time goes) get no further warm-up launches.
+  auto timed_launches = [&](int n) {
+    CUDA_OK(cudaEventRecord(e0, s));
+    for (int i = 0; i < n; ++i) if (launch(l, ps[i % K], s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
+    CUDA_OK(cudaEventRecord(e1, s));
+    CUDA_OK(cudaEventSynchronize(e1));
+    float elapsed;
+    CUDA_OK(cudaEventElapsedTime(&elapsed, e0, e1));
+    return (double)elapsed / n;
+  };
+  double per = timed_launches(1);
+  if (per < 0.5) per = timed_launches(8);
+  per = std::max(1e-4, per);
   const double target_ms = req.num("sampleMs", 1.0);
   int per_graph = (int)std::ceil(target_ms / per);
   per_graph = std::max<int>(per_graph, (int)std::min<size_t>(K, 64));
@@ -604,9 +610,13 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   for (int i = 0; i < per_graph; ++i) launch(l, ps[i % K], s);
   CUDA_OK(cudaStreamEndCapture(s, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphLaunch(exec, s));  // warm the graph
+  CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
   const int samples = (int)req.integer("samples", 15);
+  // Screening passes a cutoff: a long kernel whose first sample is already slower is not
+  // a contender, and its remaining samples are skipped.
+  const double cutoff_us = req.num("cutoffUs", 0.0);
   std::vector<double> us;
+  float ms;
   for (int i = 0; i < samples; ++i) {
     CUDA_OK(cudaEventRecord(e0, s));
     CUDA_OK(cudaGraphLaunch(exec, s));
@@ -614,6 +624,7 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
     CUDA_OK(cudaEventSynchronize(e1));
     CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
     us.push_back(1000.0 * ms / per_graph);
+    if (i == 0 && cutoff_us > 0 && per >= 0.2 && us[0] > cutoff_us) break;
   }
   CUDA_OK(cudaGraphExecDestroy(exec));
   CUDA_OK(cudaGraphDestroy(graph));
