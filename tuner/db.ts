@@ -66,6 +66,10 @@ export interface DbResult<P extends object = CudaParams> extends Measurement {
   registers?: number;
   /** The CUDA device index that measured it (with --gpus). */
   gpu?: number;
+  /** WGSL: how it was timed, dispatches per timed batch, tensor copies rotated over. */
+  timer?: string;
+  dispatchesPerSample?: number;
+  copies?: number;
 }
 
 export type DbLine = DbHeader | DbSession | DbResult;

@@ -152,7 +152,7 @@ export class WgslProblemRun {
     if (reason) return { status: 'BAD_REQUEST', message: reason };
     const { device } = dawn;
     const code = renderWgsl(problem, params);
-    const compiled = await compileWgsl(device, mutate ? mutate(code) : code);
+    const compiled = await compileCached(device, mutate ? mutate(code) : code);
     if (!compiled.pipeline) return { status: 'COMPILE_ERROR', message: compiled.error ?? '' };
     const pipeline = compiled.pipeline;
     const grid = dispatchSize(params, problem.rows, dawn.limits.maxWorkgroupsPerDimension);
@@ -249,6 +249,20 @@ export class WgslProblemRun {
     for (const c of this.copies) for (const b of c.values()) b.destroy();
     this.uniform.destroy();
   }
+}
+
+/**
+ * Pipelines by shader text, per device: a variant's text depends on its kernel spec and
+ * parameters, not on the shape (rows and hidden are uniforms), so the problems of one
+ * spec share their compiles.
+ */
+const pipelines = new WeakMap<GPUDevice, Map<string, Promise<Awaited<ReturnType<typeof compileWgsl>>>>>();
+function compileCached(device: GPUDevice, code: string) {
+  let cache = pipelines.get(device);
+  if (!cache) pipelines.set(device, (cache = new Map()));
+  let c = cache.get(code);
+  if (!c) cache.set(code, (c = compileWgsl(device, code)));
+  return c;
 }
 
 /** One variant on one problem (prepares the problem for it alone). */
