@@ -13,7 +13,7 @@ import { tune, type Search } from '../../tuner/tune.js';
 import { TuningDb } from '../../tuner/db.js';
 import { DAWN_BACKENDS, parseAdapter } from '../../tuner/wgsl/adapter.js';
 import { wgslTuneReport, wgslWinnerTable } from '../../tuner/wgsl/report.js';
-import { tuneWgsl } from '../../tuner/wgsl/tune.js';
+import { tuneWgsl, type WgslDb } from '../../tuner/wgsl/tune.js';
 import { progressReporter } from '../progress.js';
 import { formatTable } from '../table.js';
 
@@ -90,7 +90,9 @@ async function tuneWgslCommand(args: TuneArgs): Promise<void> {
   const started = performance.now();
   if (args.db) prepareOutputDir(dirname(args.db));
   if (args.report) prepareOutputDir(dirname(args.report));
+  const writeReport = (db: WgslDb) => args.report && writeFileAtomic(args.report, wgslTuneReport(db, (performance.now() - started) / 1000, cuda, args.cudaDb && basename(args.cudaDb)));
   const outcome = await tuneWgsl({
+    onProblem: writeReport,
     adapter,
     grid,
     search,
@@ -103,7 +105,7 @@ async function tuneWgslCommand(args: TuneArgs): Promise<void> {
   });
   console.log(wgslWinnerTable(outcome.db, new Set(outcome.problems.map(problemKey))));
   if (args.report) {
-    writeFileAtomic(args.report, wgslTuneReport(outcome.db, (performance.now() - started) / 1000, cuda, args.cudaDb && basename(args.cudaDb)));
+    writeReport(outcome.db);
     console.error(`wrote ${args.report}`);
   }
   outcome.db.close();

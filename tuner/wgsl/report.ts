@@ -45,11 +45,11 @@ export function wgslTuneReport(db: WgslDb, seconds: number, cuda?: TuningDb, cud
     `- date: ${session?.started ?? 'unknown'}`,
     `- adapter: vendor '${d.vendor}', architecture '${d.architecture}', device '${d.device}', description '${d.description}'; Dawn backend ${d.backend}`,
     `- features: ${d.features.length ? d.features.join(', ') : 'none of shader-f16, subgroups, timestamp-query'}; limits: ${l.maxInvocations} invocations per workgroup, ${l.maxWorkgroupStorage} bytes of workgroup storage, ${l.maxWorkgroupsPerDimension} workgroups per dimension`,
-    `- command: \`${session?.command ?? ''}\``,
+    ...db.sessions.map((s) => `- command${db.sessions.length > 1 ? ` (session ${s.session}, ${s.started})` : ''}: \`${s.command}\``),
     `- normgen ${session?.normgen}, WGSL templates ${session?.templateHash.slice(0, 12)}, ${session?.dawn ?? 'webgpu'}`,
     `- copy bandwidth (same process, buffer-to-buffer copies of 256 MiB, read + write, wall clock): ${session?.copyGbps.toFixed(0)} GB/s`,
     `- timing: ${timers}; each result the median of batches of many dispatches in one submission, cycling through copies of the tensors (192 MiB in all, capped at 64 copies); every timed variant verified first on the same problem (random inputs, outputs poisoned, every element against the float64 reference)`,
-    `- this run: ${seconds.toFixed(0)} s; measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
+    `- this run: ${seconds.toFixed(0)} s; problems with a winner: ${winners(db, WGSL_NAMING).length}; measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
     '- baseline: the layout of ONNX Runtime Web\'s normalization shaders, rendered from our templates: one workgroup of 64 per row, vec4 (narrower when the row needs it), two passes over the row',
   ];
   if (cuda)

@@ -206,7 +206,7 @@ export class WgslProblemRun {
     // sum as written, so y's reference is recomputed from it.
     const sum = got[outputs.findIndex((t) => t.name === 'residualOut')];
     const refY = sum
-      ? referenceForward({ ...problem, features: { ...problem.features, residual: 'none' } }, rows, hidden, { ...inputs, x: sum.values }, this.o.eps).y
+      ? referenceForward({ ...problem, features: { ...problem.features, residual: 'none' } }, rows, hidden, { ...inputs, x: Float64Array.from(sum.values) }, this.o.eps).y
       : ref.y;
     outputs.forEach((t, i) => {
       const want = t.name === 'y' ? refY : t.name === 'residualOut' ? ref.residualOut! : t.name === 'mean' ? ref.mean! : ref.rstd!;
@@ -286,7 +286,7 @@ class Checker {
   readonly errors: Record<string, number> = {};
   readonly badBy: Record<string, number> = {};
 
-  compare(name: string, got: Float64Array, want: Float64Array, tol: Tolerance, hidden: number) {
+  compare(name: string, got: Float64Array | Float32Array, want: Float64Array, tol: Tolerance, hidden: number) {
     let worst = 0;
     let bad = 0;
     for (let i = 0; i < want.length; i++) {

@@ -45,6 +45,8 @@ export interface WgslTuneOptions {
   /** Tests only: alter the shader text of some variants, to prove a wrong kernel never wins. */
   mutate?: (p: Problem, params: WgslParams) => ((code: string) => string) | undefined;
   onProgress?: (p: Progress) => void;
+  /** After each problem (the CLI rewrites its report, so a killed run still leaves one). */
+  onProblem?: (db: WgslDb) => void;
   log?: (line: string) => void;
 }
 
@@ -144,6 +146,7 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
     } finally {
       if (prepared instanceof WgslProblemRun) prepared.destroy();
     }
+    o.onProblem?.(db);
   }
   if (unfinished.length) o.log?.(`--max-seconds ${o.maxSeconds}: ${unfinished.length} problems left for the next run of the same command`);
   tick();
