@@ -6,7 +6,7 @@ import { InputError } from '../../generator/problem.js';
 import type { WgslLimits } from '../../generator/space-wgsl.js';
 
 export interface AdapterId {
-  /** For people: the description, else vendor and device. */
+  /** For people (see adapterName); not part of the identity. */
   name: string;
   /** Dawn's backend: vulkan, opengles, metal, d3d12 ... */
   backend: string;
@@ -45,7 +45,7 @@ export function parseAdapter(text: string | undefined): AdapterChoice {
   return { backend, flags: rest };
 }
 
+/** For people: "nvidia-h200-pcie-sse2 (OpenGL version OpenGL ES 3.2 NVIDIA 580.159.04; opengles)". */
 export function adapterName(info: { vendor: string; device: string; description: string }, backend: string): string {
-  const base = info.description || [info.vendor, info.device].filter(Boolean).join(' ') || 'unknown adapter';
-  return `${base} (${backend})`;
+  return `${info.device || info.vendor || 'unknown adapter'} (${[info.description, backend].filter(Boolean).join('; ')})`;
 }

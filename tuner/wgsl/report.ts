@@ -6,6 +6,7 @@ import { formatTable } from '../../cli/table.js';
 import { problemKey } from '../../generator/problem.js';
 import type { TuningDb } from '../db.js';
 import { namedWinnerRow, WGSL_NAMING, winners, WINNER_HEADER } from '../select.js';
+import { adapterName } from './adapter.js';
 import type { WgslDb } from './tune.js';
 
 const pct = (f: number | undefined) => (f === undefined ? '-' : Number((100 * f).toFixed(1)));
@@ -48,7 +49,7 @@ export function wgslTuneReport(db: WgslDb, seconds: number | undefined, cuda?: T
   const cudaSession = cuda?.sessions[cuda.sessions.length - 1];
   const l = d.limits;
   const out = [
-    `# WGSL tuning results: ${d.name}`,
+    `# WGSL tuning results: ${adapterName(d, d.backend)}`,
     '',
     `- date: ${session?.started ?? 'unknown'}`,
     `- adapter: vendor '${d.vendor}', architecture '${d.architecture}', device '${d.device}', description '${d.description}'; Dawn backend ${d.backend}`,
