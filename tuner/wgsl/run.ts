@@ -365,24 +365,42 @@ async function batch(dawn: DawnDevice, encodePass: EncodePass, n: number, timest
  * sizes the batches; the median batch gives the time per dispatch.
  */
 async function time(dawn: DawnDevice, encodePass: EncodePass, t: WgslTiming, bytes: number): Promise<Partial<WgslMeasurement>> {
-  const timestamps = dawn.timestamps && !t.wallClock;
+  let timestamps = dawn.timestamps && !t.wallClock;
   const probe = 4;
   const warm = await batch(dawn, encodePass, probe, timestamps);
-  const n = t.iterations ?? Math.max(1, Math.min(20000, Math.ceil((t.sampleMs * 1e-3) / Math.max(warm / probe, 1e-7))));
-  const per: number[] = [];
-  for (let s = 0; s < Math.max(1, t.samples); s++) per.push((await batch(dawn, encodePass, n, timestamps)) / n);
-  per.sort((a, b) => a - b);
-  const median = per[Math.floor(per.length / 2)];
-  return {
-    timeUs: median * 1e6,
-    minUs: per[0] * 1e6,
-    maxUs: per[per.length - 1] * 1e6,
-    samples: per.length,
-    dispatchesPerSample: n,
-    timer: timestamps ? 'timestamp-query' : 'wall-clock',
-    gbps: median > 0 ? bytes / median / 1e9 : undefined,
-  };
+  let n = t.iterations ?? Math.max(1, Math.min(MAX_DISPATCHES, Math.ceil((t.sampleMs * 1e-3) / Math.max(warm / probe, 1e-7))));
+  for (;;) {
+    const per: number[] = [];
+    for (let s = 0; s < Math.max(1, t.samples); s++) per.push((await batch(dawn, encodePass, n, timestamps)) / n);
+    per.sort((a, b) => a - b);
+    const median = per[Math.floor(per.length / 2)];
+    // A batch shorter than the timer can resolve (a coarse timestamp period reads 0) is no
+    // measurement: batch more dispatches, and past the cap use the wall clock.
+    if (median * n < MIN_BATCH_S) {
+      if (n < MAX_DISPATCHES && t.iterations === undefined) {
+        n = Math.min(MAX_DISPATCHES, n * 10);
+        continue;
+      }
+      if (timestamps) {
+        timestamps = false;
+        continue;
+      }
+    }
+    return {
+      timeUs: median * 1e6,
+      minUs: per[0] * 1e6,
+      maxUs: per[per.length - 1] * 1e6,
+      samples: per.length,
+      dispatchesPerSample: n,
+      timer: timestamps ? 'timestamp-query' : 'wall-clock',
+      gbps: median > 0 ? bytes / median / 1e9 : undefined,
+    };
+  }
 }
+
+const MAX_DISPATCHES = 20000;
+/** The shortest batch taken as a time (a wall-clock batch always includes a submission, some microseconds). */
+const MIN_BATCH_S = 1e-6;
 
 /**
  * Device-to-device copy bandwidth (bytes read + written per second) in this process:

@@ -135,6 +135,8 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
     const measure = async (id: string, stage: Stage): Promise<WgslDbResult> => {
       const params = vs.get(id)!;
       const m = prepared instanceof WgslProblemRun ? await prepared.run(params, stage === 'final' ? timing.full : timing.screen, o.mutate?.(p, params)) : prepared;
+      // Never a winner without a time: a timer that cannot resolve the dispatches is an error, not 0 us.
+      if (m.status === 'OK' && !(m.timeUs! > 0)) Object.assign(m, { status: 'RUNTIME_ERROR', message: `verified, but the ${m.timer} timer measured ${m.timeUs} us` });
       return db.record({ ...base, variantId: id, params, stage, ...toDbMeasurement(m, copyGbps) });
     };
     try {
