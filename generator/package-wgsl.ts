@@ -4,12 +4,12 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { IndentationText, Project, QuoteKind, VariableDeclarationKind } from 'ts-morph';
 import type { DispatchTable } from '../tuner/dispatch.js';
 import { adapterName, type AdapterId } from '../tuner/wgsl/adapter.js';
 import { InputError, specKey, type KernelSpec } from './problem.js';
 import { renderWgsl, wgslVariantId } from './render-wgsl.js';
 import { type WgslParams } from './space-wgsl.js';
+import { tsFile } from './ts-file.js';
 import { TEMPLATE_ROOT, templateHash } from './templates.js';
 
 /** One adapter's WGSL dispatch table and where it came from. */
@@ -72,8 +72,7 @@ export function planWgsl(tables: WgslDeviceTable[]): WgslPlan {
 }
 
 export function emitWebGpu(p: WgslPlan, tables: WgslDeviceTable[], name: string): string {
-  const project = new Project({ useInMemoryFileSystem: true, manipulationSettings: { indentationText: IndentationText.TwoSpaces, quoteKind: QuoteKind.Single } });
-  const file = project.createSourceFile('webgpu.ts');
+  const { file, constant } = tsFile('webgpu.ts');
   const where = tables.map((t) => adapterName(t.adapter, t.adapter.backend)).join(', ');
   file.addStatements(`// normgen kernel package ${name}: WGSL kernels for WebGPU and the dispatch table${tables.length > 1 ? 's' : ''} tuned on ${where}. Generated; do not edit.`);
   file.addTypeAlias({ isExported: true, name: 'WgslDType', type: "'fp32' | 'fp16'" });
@@ -122,8 +121,6 @@ export function emitWebGpu(p: WgslPlan, tables: WgslDeviceTable[], name: string)
     ],
   });
   const json = (v: unknown) => JSON.stringify(v);
-  const constant = (n: string, type: string, initializer: string) =>
-    file.addVariableStatement({ isExported: true, declarationKind: VariableDeclarationKind.Const, declarations: [{ name: n, type, initializer }] });
   constant('WGSL_VARIANTS', 'readonly WgslVariant[]', `[\n${p.variants.map((v) => `  ${json(v)},`).join('\n')}\n]`);
   const specText = p.specs.map(({ key, spec, defaults }) => {
     const f = spec.features;

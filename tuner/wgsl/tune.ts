@@ -5,14 +5,14 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { prepareOutputDir } from '../../generator/files.js';
-import { InputError, makeProblem, problemKey, type Problem } from '../../generator/problem.js';
+import { InputError, problemKey, type Problem } from '../../generator/problem.js';
 import { wgslVariantId } from '../../generator/render-wgsl.js';
 import { enumerateWgslSpace, ortBaselineParams, wgslProblemReason, type WgslParams } from '../../generator/space-wgsl.js';
 import { templateHash } from '../../generator/templates.js';
 import { VERSION } from '../../generator/version.js';
 import { TuningDb, type Stage, type WgslDbHeader, type WgslDbResult } from '../db.js';
 import { DeviceError } from '../device.js';
-import { featuresOf, type GridSpec } from '../grid.js';
+import { gridProblems, type GridSpec } from '../grid.js';
 import { EPS, SEED } from '../measure.js';
 import { SearchPlan, type Search } from '../search.js';
 import { WGSL_NAMING } from '../select.js';
@@ -72,15 +72,11 @@ export async function openAdapter(choice: AdapterChoice): Promise<DawnDevice> {
 /** The grid's problems for this adapter; a named dtype it cannot run (bf16; fp16 without shader-f16) is an error, a default one is left out. */
 export function wgslGridProblems(g: GridSpec, d: DawnDevice, explicitDtypes = true): Problem[] {
   const problems: Problem[] = [];
-  for (const op of g.ops)
-    for (const dtype of g.dtypes)
-      for (const hidden of g.hiddens)
-        for (const rows of g.rows) {
-          const p = makeProblem({ dtype, ...featuresOf(op, g.residual) }, hidden, rows);
-          const reason = wgslProblemReason(p, d.limits);
-          if (reason && explicitDtypes) throw new InputError(`--dtype ${dtype}: ${reason} (${d.id.name})`);
-          if (!reason) problems.push(p);
-        }
+  for (const p of gridProblems(g, Infinity).problems) {
+    const reason = wgslProblemReason(p, d.limits);
+    if (reason && explicitDtypes) throw new InputError(`--dtype ${p.dtype}: ${reason} (${d.id.name})`);
+    if (!reason) problems.push(p);
+  }
   // Small problems first: an interrupted or time-limited run still covers every op.
   return problems.sort((a, b) => a.rows * a.hidden - b.rows * b.hidden);
 }
