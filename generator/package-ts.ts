@@ -3,14 +3,13 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { IndentationText, Project, QuoteKind, VariableDeclarationKind } from 'ts-morph';
 import type { DeviceTable, Plan } from './package-plan.js';
 import { STORAGES } from './space.js';
+import { tsFile } from './ts-file.js';
 import { TEMPLATE_ROOT } from './templates.js';
 
 export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): string {
-  const project = new Project({ useInMemoryFileSystem: true, manipulationSettings: { indentationText: IndentationText.TwoSpaces, quoteKind: QuoteKind.Single } });
-  const file = project.createSourceFile('index.ts');
+  const { file, constant } = tsFile('index.ts');
   const where = tables.map((t) => `${t.device} (${t.arch.name})`).join(', ');
   file.addStatements(`// normgen kernel package ${name}: the dispatch table${tables.length > 1 ? 's' : ''} tuned on ${where}. Generated; do not edit.`);
   file.addTypeAlias({ isExported: true, name: 'DType', type: "'fp32' | 'fp16' | 'bf16'" });
@@ -63,8 +62,6 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
     ],
   });
   const json = (v: unknown) => JSON.stringify(v);
-  const constant = (n: string, type: string, initializer: string) =>
-    file.addVariableStatement({ isExported: true, declarationKind: VariableDeclarationKind.Const, declarations: [{ name: n, type, initializer }] });
   constant('VARIANTS', 'readonly Variant[]', `[\n${p.variants.map((v) => `  ${json({ symbol: v.symbol, ...v.params })},`).join('\n')}\n]`);
   constant('SPECS', 'readonly { key: string; generic: number }[]', `[\n${p.specs.map((s) => `  ${json({ key: s.key, generic: s.generic })},`).join('\n')}\n]`);
   const tableText = tables.map((t, i) => {

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
 import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan } from './package-plan.js';
 import { emitTypeScript } from './package-ts.js';
+import { emitWebGpu, planWgsl, type WgslDeviceTable } from './package-wgsl.js';
+import { adapterName } from '../tuner/wgsl/adapter.js';
 import { InputError, residualDType, weightDType, type DType } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
 import { describeParams, ringSharedBytes, stageBytes, STORAGES } from './space.js';
@@ -21,6 +23,8 @@ export interface PackageSource {
   name: string;
   /** One per GPU model, in the order the package falls back to ("the first"). */
   tables: DeviceTable[];
+  /** WGSL dispatch tables, one per adapter: they add ts/webgpu.ts. */
+  wgsl?: WgslDeviceTable[];
 }
 
 /** The Python package folder inside a kernel package (import name normgen_torch). */
@@ -127,6 +131,9 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   files.push(['src/normgen.cu', launcher(p, src, context)]);
   files.push(...buildFiles(p, src));
   files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name)]);
+  const wgslTables = src.wgsl ?? [];
+  const wgsl = wgslTables.length ? planWgsl(wgslTables) : undefined;
+  if (wgsl) files.push(['ts/webgpu.ts', emitWebGpu(wgsl, wgslTables, src.name)]);
   // The PyTorch binding: a torch-free ctypes layer and the torch.library ops on top.
   files.push([`${PYTHON_DIR}/abi.py`, render('package', 'abi.py.hbs', { ...context, specs: abiSpecs(p) })]);
   files.push([`${PYTHON_DIR}/__init__.py`, render('package', 'torch_init.py.hbs', context)]);
@@ -143,6 +150,11 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     multiDevice: !single,
     tables: src.tables.map((t) => ({ device: t.device, arch: t.arch.name, db: t.dbFile })),
     measured: single ? src.tables[0].measured : src.tables.map((t) => `${t.device} (${t.arch.name}):\n${t.measured}`).join('\n\n'),
+    wgsl: wgsl && {
+      specs: wgsl.specs.map((s) => s.key),
+      multi: wgslTables.length > 1,
+      tables: wgslTables.map((t) => ({ adapter: adapterName(t.adapter, t.adapter.backend), backend: t.adapter.backend, db: t.dbFile, tunedOn: t.tunedOn, measured: t.measured })),
+    },
   })]);
   const dispatch = {
     name: src.name,
@@ -155,6 +167,17 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       maxRegret: t.table.maxRegret,
       entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
     })),
+    ...(wgslTables.length
+      ? {
+          wgsl: wgslTables.map((t) => ({
+            adapter: t.adapter,
+            db: t.dbFile,
+            tolerance: t.table.tolerance,
+            maxRegret: t.table.maxRegret,
+            entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
+          })),
+        }
+      : {}),
   };
   files.push(['dispatch.json', JSON.stringify(dispatch, null, 1) + '\n']);
 

@@ -120,6 +120,15 @@ export function enumerateWgslSpace(problem: Problem, limits: WgslLimits): WgslPa
 /** Correct for every shape and adapter: scalar loads, one row per workgroup of 64. */
 export const WGSL_GENERIC_PARAMS: WgslParams = { workgroup: 64, vec: 1, threadsPerRow: 64, reduce: 'workgroup' };
 
+/**
+ * The baseline every tuned WGSL winner is compared with, in the style of ONNX Runtime
+ * Web's normalization shaders: one workgroup of 64 invocations per row, vec4 loads where
+ * the row allows them (else vec2, else scalar), the row read again for each pass.
+ */
+export function ortBaselineParams(problem: Problem): WgslParams {
+  return { workgroup: 64, vec: Math.min(4, wgslMaxVec(problem)), threadsPerRow: 64, reduce: 'workgroup' };
+}
+
 export function describeWgslParams(p: WgslParams): string {
   const parts = [`wg${p.workgroup}`, `v${p.vec}`, `tpr${p.threadsPerRow}`, p.reduce === 'subgroup' ? 'sg' : 'wgmem'];
   if (p.items) parts.push(`i${p.items}`);

@@ -2,6 +2,7 @@
 // SIGKILL at any moment loses at most the measurement in flight and a re-run resumes.
 //
 //   line 1:  {"kind":"header", "format":1, "device":{...}, "arch":"sm90", "backend":"cuda"}
+//            (WGSL: "backend":"wgsl", "arch": the Dawn backend, "device": the adapter's identity)
 //   then:    {"kind":"session", ...}   one per tune run: copy bandwidth, command, versions
 //            {"kind":"result", ...}    one per (problem, variant, stage)
 
@@ -9,10 +10,14 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, tru
 import { writeFileAtomic } from '../generator/files.js';
 import { InputError, type Problem } from '../generator/problem.js';
 import type { CudaParams } from '../generator/space.js';
+import type { WgslParams } from '../generator/space-wgsl.js';
 import type { DeviceId } from './device.js';
 import type { Measurement } from './measure.js';
+import type { AdapterId } from './wgsl/adapter.js';
 
 export const DB_FORMAT = 1;
+
+export type Backend = 'cuda' | 'wgsl';
 
 export interface DbHeader {
   kind: 'header';
@@ -22,6 +27,17 @@ export interface DbHeader {
   device: DeviceId;
 }
 
+/** A WGSL database: `arch` is the Dawn backend (vulkan, opengles, ...), `device` the adapter. */
+export interface WgslDbHeader {
+  kind: 'header';
+  format: number;
+  backend: 'wgsl';
+  arch: string;
+  device: AdapterId;
+}
+
+export type AnyDbHeader = DbHeader | WgslDbHeader;
+
 export interface DbSession {
   kind: 'session';
   session: number;
@@ -29,42 +45,57 @@ export interface DbSession {
   command: string;
   normgen: string;
   templateHash: string;
-  nvcc: string;
+  /** The compiler (CUDA) or the Dawn package version (WGSL: `webgpu x.y.z`). */
+  nvcc?: string;
+  dawn?: string;
   copyGbps: number;
 }
 
 /** screen: a short timing used by --budget to pick candidates; final: the full one. */
 export type Stage = 'screen' | 'final';
 
-export interface DbResult extends Measurement {
+export interface DbResult<P extends object = CudaParams> extends Measurement {
   kind: 'result';
   session: number;
   problemKey: string;
   problem: Problem;
   variantId: string;
-  params: CudaParams;
+  params: P;
   stage: Stage;
   /** Registers per thread from ptxas, when it compiled. */
   registers?: number;
   /** The CUDA device index that measured it (with --gpus). */
   gpu?: number;
+  /** WGSL: how it was timed, dispatches per timed batch, tensor copies rotated over. */
+  timer?: string;
+  dispatchesPerSample?: number;
+  copies?: number;
 }
 
 export type DbLine = DbHeader | DbSession | DbResult;
+/** Any line of any backend's database. */
+export type AnyDbLine = AnyDbHeader | DbSession | DbResult<object>;
+export type WgslDbResult = DbResult<WgslParams>;
 
 export class DbError extends InputError {
   override name = 'DbError';
 }
 
 /** Same GPU model and arch: the records transfer (another card of the same model is fine). */
-export function sameDevice(a: DeviceId, b: DeviceId): boolean {
+export function sameDevice(a: DeviceId | AdapterId, b: DeviceId | AdapterId): boolean {
   return deviceKey(a) === deviceKey(b);
 }
 
-/** The identity databases are kept by: model name, arch, SM count and memory size. */
-export function deviceKey(d: DeviceId): string {
+/**
+ * The identity databases are kept by. CUDA: model name, arch, SM count and memory size.
+ * WGSL: the adapter's vendor, architecture, device, description and Dawn backend.
+ */
+export function deviceKey(d: DeviceId | AdapterId): string {
+  if ('vendor' in d) return ['wgsl', d.vendor, d.architecture, d.device, d.description, d.backend].join('|');
   return [d.name, d.arch, d.sms, d.memoryBytes].join('|');
 }
+
+const BACKEND_NAME: Record<Backend, string> = { cuda: 'CUDA', wgsl: 'WGSL' };
 
 /** Write a whole database at once (merge output), laid out as tune writes it: each session, then its results. */
 export function writeDb(path: string, header: DbHeader, sessions: DbSession[], results: DbResult[]): void {
@@ -73,22 +104,22 @@ export function writeDb(path: string, header: DbHeader, sessions: DbSession[], r
   writeFileAtomic(path, lines.map((l) => JSON.stringify(l) + '\n').join(''));
 }
 
-export class TuningDb {
+export class TuningDb<P extends object = CudaParams, H extends AnyDbHeader = DbHeader> {
   readonly sessions: DbSession[] = [];
-  readonly results: DbResult[] = [];
+  readonly results: DbResult<P>[] = [];
   private fd: number | undefined;
 
-  private constructor(readonly path: string, readonly header: DbHeader) {}
+  private constructor(readonly path: string, readonly header: H) {}
 
   /**
    * Open (or create) a database for this device. A file from another device or arch,
    * or one damaged anywhere but its last line, is refused with a clear error; a last
    * line cut off by a crash is dropped.
    */
-  static open(path: string, header: Omit<DbHeader, 'kind' | 'format'>): TuningDb {
-    const full: DbHeader = { kind: 'header', format: DB_FORMAT, ...header };
+  static open<P extends object = CudaParams, H extends AnyDbHeader = DbHeader>(path: string, header: Omit<H, 'kind' | 'format'>): TuningDb<P, H> {
+    const full = { kind: 'header', format: DB_FORMAT, ...header } as H;
     if (!existsSync(path)) {
-      const db = new TuningDb(path, full);
+      const db = new TuningDb<P, H>(path, full);
       db.append(full);
       return db;
     }
@@ -102,28 +133,48 @@ export class TuningDb {
       );
     }
     if (damagedTail) truncateSync(path, validBytes); // an interrupted write; the rest is intact
-    const db = new TuningDb(path, first);
+    return TuningDb.fill(new TuningDb<P, H>(path, first as H), lines);
+  }
+
+  private static fill<P extends object, H extends AnyDbHeader>(db: TuningDb<P, H>, lines: AnyDbLine[]): TuningDb<P, H> {
     for (const l of lines.slice(1)) {
       if (l.kind === 'session') db.sessions.push(l);
-      else if (l.kind === 'result') db.results.push(l);
+      else if (l.kind === 'result') db.results.push(l as DbResult<P>);
     }
     return db;
   }
 
-  /** Read any database (for build/report): the same checks, nothing written. */
+  /** The backend a database file holds (cuda for files from before WGSL tuning). */
+  static backendOf(path: string): Backend {
+    return TuningDb.load(path).header.backend;
+  }
+
+  /** Read a CUDA database (for build/report/check/merge): the same checks, nothing written. */
   static read(path: string): TuningDb {
+    return TuningDb.expect(TuningDb.load(path), 'cuda') as TuningDb;
+  }
+
+  /** Read a WGSL database (`tune --backend wgsl` writes them). */
+  static readWgsl(path: string): TuningDb<WgslParams, WgslDbHeader> {
+    return TuningDb.expect(TuningDb.load(path), 'wgsl') as TuningDb<WgslParams, WgslDbHeader>;
+  }
+
+  private static expect(db: TuningDb<object, AnyDbHeader>, backend: Backend): TuningDb<object, AnyDbHeader> {
+    const got = db.header.backend;
+    if (got !== backend)
+      throw new DbError(`${db.path} holds ${BACKEND_NAME[got] ?? got} results (${db.header.device?.name}); this reads ${BACKEND_NAME[backend]} tuning databases`);
+    return db;
+  }
+
+  private static load(path: string): TuningDb<object, AnyDbHeader> {
     if (!existsSync(path)) throw new DbError(`tuning database ${path} does not exist`);
     if (statSync(path).isDirectory()) throw new DbError(`${path} is a folder, not a tuning database`);
     const { lines, damagedTail } = TuningDb.parse(path);
     const first = lines[0];
     if (!first || first.kind !== 'header') throw new DbError(`${path} is not a normgen tuning database (no header line)`);
+    if (first.backend !== 'cuda' && first.backend !== 'wgsl') throw new DbError(`${path} is corrupt: its header names backend ${JSON.stringify((first as { backend?: unknown }).backend)}`);
     if (damagedTail) process.emitWarning(`${path}: ignoring a last line cut off by an interrupted write`);
-    const db = new TuningDb(path, first);
-    for (const l of lines.slice(1)) {
-      if (l.kind === 'session') db.sessions.push(l);
-      else if (l.kind === 'result') db.results.push(l);
-    }
-    return db;
+    return TuningDb.fill(new TuningDb<object, AnyDbHeader>(path, first), lines);
   }
 
   /**
@@ -132,11 +183,25 @@ export class TuningDb {
    */
   static readChecked(path: string): TuningDb {
     const db = TuningDb.read(path);
-    const { header } = db;
-    const d = header.device as Partial<DeviceId> | undefined;
-    if (header.format !== DB_FORMAT) throw new DbError(`${path} has format ${header.format}; this normgen reads format ${DB_FORMAT}`);
-    if (typeof header.arch !== 'string' || !d || typeof d.name !== 'string' || typeof d.arch !== 'string' || typeof d.sms !== 'number' || typeof d.memoryBytes !== 'number')
+    const d = db.header.device as Partial<DeviceId> | undefined;
+    if (typeof db.header.arch !== 'string' || !d || typeof d.name !== 'string' || typeof d.arch !== 'string' || typeof d.sms !== 'number' || typeof d.memoryBytes !== 'number')
       throw new DbError(`${path} is corrupt: its header has no complete device identity (name, arch, sms, memoryBytes)`);
+    return TuningDb.checkRecords(db);
+  }
+
+  /** readChecked for a WGSL database: the adapter's identity instead of a CUDA device's. */
+  static readCheckedWgsl(path: string): TuningDb<WgslParams, WgslDbHeader> {
+    const db = TuningDb.readWgsl(path);
+    const d = db.header.device as Partial<AdapterId> | undefined;
+    const strings = ['name', 'vendor', 'architecture', 'device', 'description', 'backend'] as const;
+    if (typeof db.header.arch !== 'string' || !d || strings.some((k) => typeof d[k] !== 'string') || !d.limits || !Array.isArray(d.features))
+      throw new DbError(`${path} is corrupt: its header has no complete adapter identity (${strings.join(', ')}, limits, features)`);
+    return TuningDb.checkRecords(db);
+  }
+
+  private static checkRecords<P extends object, H extends AnyDbHeader>(db: TuningDb<P, H>): TuningDb<P, H> {
+    const { header, path } = db;
+    if (header.format !== DB_FORMAT) throw new DbError(`${path} has format ${header.format}; this normgen reads format ${DB_FORMAT}`);
     const sessions = new Set<number>();
     for (const s of db.sessions) {
       if (typeof s.session !== 'number' || typeof s.started !== 'string' || typeof s.normgen !== 'string' || typeof s.templateHash !== 'string')
@@ -154,10 +219,10 @@ export class TuningDb {
     return db;
   }
 
-  private static parse(path: string): { lines: DbLine[]; validBytes: number; damagedTail: boolean } {
+  private static parse(path: string): { lines: AnyDbLine[]; validBytes: number; damagedTail: boolean } {
     const text = readFileSync(path, 'utf8');
     const raw = text.split('\n');
-    const lines: DbLine[] = [];
+    const lines: AnyDbLine[] = [];
     let offset = 0;
     for (let i = 0; i < raw.length; i++) {
       const line = raw[i];
@@ -166,7 +231,7 @@ export class TuningDb {
         offset += 1;
         continue;
       }
-      let parsed: DbLine;
+      let parsed: AnyDbLine;
       try {
         parsed = JSON.parse(line);
         if (!parsed || typeof parsed !== 'object' || !('kind' in parsed)) throw new Error('not a record');
@@ -183,7 +248,7 @@ export class TuningDb {
     return { lines, validBytes: offset, damagedTail: false };
   }
 
-  private append(line: DbLine): void {
+  private append(line: AnyDbLine): void {
     this.fd ??= openSync(this.path, 'a');
     writeSync(this.fd, JSON.stringify(line) + '\n');
     fsyncSync(this.fd);
@@ -196,8 +261,8 @@ export class TuningDb {
     return session;
   }
 
-  record(r: Omit<DbResult, 'kind'>): DbResult {
-    const full: DbResult = { kind: 'result', ...r };
+  record(r: Omit<DbResult<P>, 'kind'>): DbResult<P> {
+    const full = { kind: 'result', ...r } as DbResult<P>;
     this.results.push(full);
     this.index?.set(`${full.problemKey}|${full.variantId}|${full.stage}`, full);
     this.append(full);
@@ -205,11 +270,11 @@ export class TuningDb {
   }
 
   /** The result of (problem, variant, stage), if measured already. */
-  find(problemKey: string, variantId: string, stage: Stage): DbResult | undefined {
+  find(problemKey: string, variantId: string, stage: Stage): DbResult<P> | undefined {
     this.index ??= new Map(this.results.map((r) => [`${r.problemKey}|${r.variantId}|${r.stage}`, r]));
     return this.index.get(`${problemKey}|${variantId}|${stage}`);
   }
-  private index?: Map<string, DbResult>;
+  private index?: Map<string, DbResult<P>>;
 
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);

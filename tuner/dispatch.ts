@@ -5,24 +5,25 @@
 
 import { specKey, type KernelSpec } from '../generator/problem.js';
 import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
-import type { DbResult, TuningDb } from './db.js';
+import type { AnyDbHeader, DbResult, TuningDb } from './db.js';
 
-export interface DispatchEntry {
+/** One tuned problem's choice. P: the backend's parameters (CUDA by default, or WGSL). */
+export interface DispatchEntry<P extends object = CudaParams> {
   spec: string;
   kernelSpec: KernelSpec;
   hidden: number;
   /** The tuned row count this entry stands for (see rowBucket). */
   rows: number;
   variantId: string;
-  params: CudaParams;
+  params: P;
   medianUs: number;
   /** Time over the best measured variant of the problem, minus 1 (same stage). */
   regret: number;
 }
 
-export interface DispatchTable {
+export interface DispatchTable<P extends object = CudaParams> {
   tolerance: number;
-  entries: DispatchEntry[];
+  entries: DispatchEntry<P>[];
   /** Distinct variants the entries use. */
   variants: number;
   /** Largest regret over all entries. */
@@ -36,8 +37,8 @@ export interface DispatchTable {
  * problem was screened (it times every variant, in one run), else the final stage.
  * Only verified results count.
  */
-function comparableByProblem(db: TuningDb): Map<string, DbResult[]> {
-  const by = new Map<string, { screen: DbResult[]; final: DbResult[] }>();
+function comparableByProblem<P extends object>(db: TuningDb<P, AnyDbHeader>): Map<string, DbResult<P>[]> {
+  const by = new Map<string, { screen: DbResult<P>[]; final: DbResult<P>[] }>();
   for (const r of db.results) {
     if (r.status !== 'OK' || typeof r.medianUs !== 'number') continue;
     const slot = by.get(r.problemKey) ?? { screen: [], final: [] };
@@ -52,7 +53,7 @@ function comparableByProblem(db: TuningDb): Map<string, DbResult[]> {
  * problem's best; take the variant covering most uncovered problems (ties: the least
  * total time) until all are covered. Each problem then uses its fastest chosen variant.
  */
-export function buildDispatchTable(db: TuningDb, tolerance = 0.02): DispatchTable {
+export function buildDispatchTable<P extends object = CudaParams>(db: TuningDb<P, AnyDbHeader>, tolerance = 0.02): DispatchTable<P> {
   const problems = [...comparableByProblem(db).values()];
   const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
   const covers = new Map<string, Set<string>>(); // variant id -> problem keys within tolerance
@@ -78,7 +79,7 @@ export function buildDispatchTable(db: TuningDb, tolerance = 0.02): DispatchTabl
     chosen.add(pick);
     for (const k of covers.get(pick)!) uncovered.delete(k);
   }
-  const entries: DispatchEntry[] = problems.map((rs) => {
+  const entries: DispatchEntry<P>[] = problems.map((rs) => {
     const r = rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
     const p = r.problem;
     return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };

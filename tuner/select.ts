@@ -2,34 +2,46 @@
 // of the final stage (a wrong or failed variant has no time and can never win).
 
 import { problemKey, type Problem } from '../generator/problem.js';
-import { baselineParams, describeParams } from '../generator/space.js';
+import { wgslVariantId } from '../generator/render-wgsl.js';
+import { baselineParams, describeParams, type CudaParams } from '../generator/space.js';
+import { describeWgslParams, ortBaselineParams, type WgslParams } from '../generator/space-wgsl.js';
 import { makeVariant } from '../generator/variant.js';
-import type { DbResult, TuningDb } from './db.js';
+import type { AnyDbHeader, DbResult, TuningDb } from './db.js';
 
-export interface Winner {
+/** How a backend names its variants: the baseline of a problem, and parameters in a table cell. */
+export interface Naming<P extends object> {
+  baselineId(p: Problem): string;
+  describe(params: P): string;
+}
+
+export const CUDA_NAMING: Naming<CudaParams> = { baselineId: (p) => makeVariant(p, baselineParams(p)).id, describe: describeParams };
+/** WGSL's baseline is ONNX Runtime Web's layout: a workgroup of 64 per row, vec4 (narrower where the row needs it). */
+export const WGSL_NAMING: Naming<WgslParams> = { baselineId: (p) => wgslVariantId(p, ortBaselineParams(p)), describe: describeWgslParams };
+
+export interface Winner<P extends object = CudaParams> {
   problem: Problem;
-  best: DbResult;
-  baseline?: DbResult;
+  best: DbResult<P>;
+  baseline?: DbResult<P>;
   /** baseline time / best time. */
   speedup?: number;
   candidates: number;
   failures: number;
 }
 
-export function winners(db: TuningDb): Winner[] {
-  const byProblem = new Map<string, DbResult[]>();
+export function winners<P extends object = CudaParams>(db: TuningDb<P, AnyDbHeader>, naming: Naming<P> = CUDA_NAMING as unknown as Naming<P>): Winner<P>[] {
+  const byProblem = new Map<string, DbResult<P>[]>();
   for (const r of db.results) {
     const list = byProblem.get(r.problemKey) ?? [];
     list.push(r);
     byProblem.set(r.problemKey, list);
   }
-  const out: Winner[] = [];
+  const out: Winner<P>[] = [];
   for (const results of byProblem.values()) {
     const finals = results.filter((r) => r.stage === 'final' && r.status === 'OK' && typeof r.medianUs === 'number');
     if (finals.length === 0) continue;
     const best = finals.reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
     const problem = best.problem;
-    const baselineId = makeVariant(problem, baselineParams(problem)).id;
+    const baselineId = naming.baselineId(problem);
     const baseline = finals.find((r) => r.variantId === baselineId);
     out.push({
       problem,
@@ -43,11 +55,14 @@ export function winners(db: TuningDb): Winner[] {
   return out.sort((a, b) => problemKey(a.problem).localeCompare(problemKey(b.problem), 'en', { numeric: true }));
 }
 
-export function winnerRow(w: Winner): (string | number)[] {
+/** A CUDA winner's row of the results table. */
+export const winnerRow = (w: Winner): (string | number)[] => namedWinnerRow(w, CUDA_NAMING);
+
+export function namedWinnerRow<P extends object>(w: Winner<P>, naming: Naming<P>): (string | number)[] {
   const b = w.best;
   return [
     problemKey(w.problem),
-    describeParams(b.params),
+    naming.describe(b.params),
     Number(b.medianUs!.toFixed(2)),
     Number((b.gbps ?? 0).toFixed(0)),
     Number((100 * (b.fractionOfCopy ?? 0)).toFixed(1)),

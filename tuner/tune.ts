@@ -14,9 +14,9 @@ import { measure, type RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
 import { gridProblems, type GridSpec } from './grid.js';
+import { SearchPlan, type Search } from './search.js';
 
-/** exhaustive: every variant timed in full. screen: every variant timed briefly, the best `keep` again in full. */
-export type Search = { kind: 'exhaustive' } | { kind: 'screen'; keep: number };
+export type { Search } from './search.js';
 
 export interface TuneOptions {
   arch: Arch;
@@ -47,11 +47,6 @@ export interface Progress {
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
 const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3 };
-/**
- * Screening stops timing a long-running variant after one sample when that sample is
- * this much slower than the best screened so far: it cannot be a finalist.
- */
-const SCREEN_CUTOFF = 1.5;
 
 /** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved. */
 export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + bytesMoved(p) / 5e6;
@@ -122,28 +117,9 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes);
   if (tooLarge.length) o.log?.(`skipping ${tooLarge.length} problems that do not fit in ${(device.memoryBytes / 2 ** 30).toFixed(0)} GiB`);
   const units = planUnits(o, problems);
-  const pending = (p: Problem, v: Variant, stage: Stage) => !db.find(problemKey(p), v.id, stage);
-  /** Screening: the best `keep` screened variants and the baseline get a full timing. */
-  const finalists = (p: Problem, variants: Variant[], keep: number): Set<string> => {
-    const screened = variants
-      .map((v) => db.find(problemKey(p), v.id, 'screen'))
-      .filter((r): r is DbResult => r?.status === 'OK' && r.medianUs !== undefined)
-      .sort((a, b) => a.medianUs! - b.medianUs!);
-    return new Set([...screened.slice(0, keep).map((r) => r.variantId), makeVariant(p, baselineParams(p)).id]);
-  };
-  /** Measurements a problem still needs at the stage the progress counts (final, or screen). */
-  const firstStage: Stage = o.search.kind === 'exhaustive' ? 'final' : 'screen';
-  const problemDone = (p: Problem, vs: Variant[]): boolean => {
-    if (vs.some((v) => pending(p, v, firstStage))) return false;
-    if (o.search.kind === 'exhaustive') return true;
-    const chosen = finalists(p, vs, o.search.keep);
-    return vs.every((v) => !chosen.has(v.id) || !pending(p, v, 'final'));
-  };
-  let total = 0;
-  let skipped = 0;
-  for (const u of units)
-    for (const [p, vs] of u.perProblem)
-      for (const v of vs) pending(p, v, firstStage) ? total++ : skipped++;
+  const plan = new SearchPlan(db, o.search, (p) => makeVariant(p, baselineParams(p)).id);
+  const ids = (vs: Variant[]) => vs.map((v) => v.id);
+  const { total, skipped } = plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)])));
   const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0 };
   const started = performance.now();
   const tick = () => {
@@ -155,7 +131,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   // Compile everything up front on the pool; the GPUs take units as they finish.
   const pool = new CompilePool(o.arch, o.jobs);
   for (const u of units) {
-    const todo = [...u.perProblem].some(([p, vs]) => !problemDone(p, vs)); // finished units need no compile
+    const todo = [...u.perProblem].some(([p, vs]) => !plan.problemDone(p, ids(vs))); // finished units need no compile
     const variants = [...u.variants.values()];
     u.build = todo ? pool.build({ spec: variants[0].spec, variants }) : Promise.resolve(new Map());
     u.build.catch(() => undefined); // awaited below
@@ -172,24 +148,12 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   };
 
   const tuneProblem = async (runner: Runner, p: Problem, variants: Variant[], builds: Map<string, VariantBuild>) => {
-    const count = (r: DbResult) => {
+    const byId = new Map(variants.map((v) => [v.id, v]));
+    await plan.run(p, ids(variants), (id, stage, cutoffUs) => runOne(runner, p, byId.get(id)!, builds.get(id)!, stage, cutoffUs), (r) => {
       progress.done++;
       if (r.status !== 'OK') progress.failures++;
       tick();
-    };
-    if (o.search.kind === 'exhaustive') {
-      for (const v of variants) if (pending(p, v, 'final')) count(await runOne(runner, p, v, builds.get(v.id)!, 'final'));
-      return;
-    }
-    let best = Math.min(...variants.map((v) => db.find(problemKey(p), v.id, 'screen')?.medianUs ?? Infinity));
-    for (const v of variants) {
-      if (!pending(p, v, 'screen')) continue;
-      const r = await runOne(runner, p, v, builds.get(v.id)!, 'screen', Number.isFinite(best) ? SCREEN_CUTOFF * best : undefined);
-      if (r.status === 'OK' && r.medianUs !== undefined) best = Math.min(best, r.medianUs);
-      count(r);
-    }
-    const chosen = finalists(p, variants, o.search.keep);
-    for (const v of variants) if (chosen.has(v.id) && pending(p, v, 'final')) await runOne(runner, p, v, builds.get(v.id)!, 'final');
+    });
   };
 
   // GPUs take units in the order their builds finish (the grid's order among finished

@@ -4,18 +4,20 @@ import { basename } from 'node:path';
 import type { Argv } from 'yargs';
 import { parseArch } from '../../generator/arch.js';
 import { emitPackage, type DeviceTable } from '../../generator/package.js';
+import type { WgslDeviceTable } from '../../generator/package-wgsl.js';
+import { adapterName } from '../../tuner/wgsl/adapter.js';
 import { InputError } from '../../generator/problem.js';
 import { deviceKey, TuningDb } from '../../tuner/db.js';
 import { buildDispatchTable } from '../../tuner/dispatch.js';
-import { WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
+import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { expandDbPaths } from '../db-paths.js';
 import { formatTable } from '../table.js';
 
 export const command = 'build';
-export const describe = 'emit a kernel package (C ABI, CUDA sources, a dispatch table per GPU model, TypeScript select) from tuning databases';
+export const describe = 'emit a kernel package (C ABI, CUDA sources, a dispatch table per GPU model, TypeScript select, WebGPU kernels) from tuning databases';
 export const builder = (y: Argv) =>
   y
-    .option('db', { type: 'string', array: true, demandOption: true, describe: 'tuning database; repeat it (or name a folder from normgen merge) for one table per GPU model' })
+    .option('db', { type: 'string', array: true, demandOption: true, describe: 'tuning database; repeat it (or name a folder from normgen merge) for one table per GPU model; WGSL databases (tune --backend wgsl) add WebGPU tables' })
     .option('out', { type: 'string', demandOption: true, describe: 'package folder, e.g. out/normgen-sm90' })
     .option('name', { type: 'string', describe: 'package name (default: the folder name)' })
     .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' });
@@ -30,21 +32,37 @@ function deviceTable(path: string, tolerance: number): DeviceTable {
   return { device: db.header.device.name, arch: parseArch(db.header.arch), dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 
+function wgslTable(path: string, tolerance: number): WgslDeviceTable {
+  const db = TuningDb.readCheckedWgsl(path);
+  const session = db.sessions[db.sessions.length - 1];
+  if (!session) throw new InputError(`${path} has no tuning session`);
+  const table = buildDispatchTable(db, tolerance);
+  if (table.entries.length === 0) throw new InputError(`${path} has no verified measurements to build from`);
+  const measured = formatTable(WINNER_HEADER, winners(db, WGSL_NAMING).map((w) => namedWinnerRow(w, WGSL_NAMING)));
+  return { adapter: db.header.device, dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
+}
+
 export function handler(args: { db: string[]; out: string; name?: string; tolerance: number }): void {
   if (!(args.tolerance >= 0 && args.tolerance < 1)) throw new InputError(`--tolerance must be in [0, 1), got ${args.tolerance}`);
-  const paths = expandDbPaths(args.db);
+  const all = expandDbPaths(args.db);
+  const backend = new Map(all.map((p) => [p, TuningDb.backendOf(p)]));
+  const paths = all.filter((p) => backend.get(p) === 'cuda');
+  const wgslPaths = all.filter((p) => backend.get(p) === 'wgsl');
+  if (paths.length === 0) throw new InputError('--db names no CUDA tuning database: a package needs at least one (WGSL tables come with it)');
   const seen = new Map<string, string>();
-  for (const p of paths) {
-    const h = TuningDb.read(p).header;
+  for (const p of all) {
+    const h = backend.get(p) === 'cuda' ? TuningDb.read(p).header : TuningDb.readWgsl(p).header;
     const key = `${h.arch}|${deviceKey(h.device)}`;
     if (seen.has(key)) throw new InputError(`${seen.get(key)} and ${p} both hold ${h.device.name}: merge them first (normgen merge)`);
     seen.set(key, p);
   }
   const tables = paths.map((p) => deviceTable(p, args.tolerance));
+  const wgsl = wgslPaths.map((p) => wgslTable(p, args.tolerance));
   const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
-  const out = emitPackage({ name, tables }, args.out);
+  const out = emitPackage({ name, tables, wgsl }, args.out);
   const problems = tables.reduce((n, t) => n + t.table.entries.length, 0);
   const regret = Math.max(...tables.map((t) => t.table.maxRegret));
   const devices = tables.length > 1 ? ` for ${tables.length} devices (${tables.map((t) => t.device).join(', ')})` : '';
-  console.log(`${args.out}: ${problems} tuned problems${devices}, ${out.variants} kernels (${out.tuned} tuned + generic), regret <= ${(100 * regret).toFixed(2)}%`);
+  const webgpu = wgsl.length ? `; WebGPU: ${wgsl.reduce((n, t) => n + t.table.entries.length, 0)} tuned problems on ${wgsl.map((t) => adapterName(t.adapter, t.adapter.backend)).join(', ')}` : '';
+  console.log(`${args.out}: ${problems} tuned problems${devices}, ${out.variants} kernels (${out.tuned} tuned + generic), regret <= ${(100 * regret).toFixed(2)}%${webgpu}`);
 }

@@ -1,7 +1,7 @@
 // normgen tune: compile, verify and time a grid of problems; results to the database.
 
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Argv } from 'yargs';
 import { parseArch } from '../../generator/arch.js';
 import { prepareOutputDir, writeFileAtomic } from '../../generator/files.js';
@@ -10,29 +10,43 @@ import { DEFAULT_HIDDEN, DEFAULT_ROWS, DEFAULT_TUNE_OPS, gridFromArgs, parseGpus
 import { WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { tuneReport } from '../../tuner/tune-report.js';
 import { tune, type Search } from '../../tuner/tune.js';
+import { TuningDb } from '../../tuner/db.js';
+import { DAWN_BACKENDS, parseAdapter } from '../../tuner/wgsl/adapter.js';
+import { wgslTuneReport, wgslWinnerTable } from '../../tuner/wgsl/report.js';
+import { tuneWgsl, type WgslDb } from '../../tuner/wgsl/tune.js';
 import { progressReporter } from '../progress.js';
 import { formatTable } from '../table.js';
 
 export const command = 'tune';
-export const describe = 'compile, verify and time every variant of a grid of problems on the GPU';
+export const describe = 'compile, verify and time every variant of a grid of problems on the GPU (CUDA, or WGSL through Dawn)';
 export const builder = (y: Argv) =>
   y
-    .option('arch', { type: 'string', describe: "the GPU's arch (sm80, sm86, sm89, sm90, sm100, sm120); checked against the device" })
+    .option('backend', { type: 'string', default: 'cuda', choices: ['cuda', 'wgsl'], describe: 'cuda (nvcc + the bench runner) or wgsl (a WebGPU adapter through Dawn)' })
+    .option('arch', { type: 'string', describe: "the GPU's arch (sm80, sm86, sm89, sm90, sm100, sm120); checked against the device (cuda only)" })
+    .option('adapter', { type: 'string', describe: `wgsl: Dawn backend (${DAWN_BACKENDS.filter((b) => b !== 'null').join(', ')}) or auto, then optional Dawn flags: opengles,key=value (default auto)` })
+    .option('max-seconds', { type: 'number', describe: 'wgsl: start no new problem after this many seconds (re-run the command to finish)' })
+    .option('cuda-db', { type: 'string', describe: 'wgsl: a CUDA tuning database of the same GPU; the report compares with its winners' })
     .option('op', { type: 'string', describe: `comma list of ${TUNE_OPS.join(', ')} (default: ${DEFAULT_TUNE_OPS.join(',')})` })
-    .option('dtype', { type: 'string', describe: 'comma list of fp32, fp16, bf16 (default: all)' })
+    .option('dtype', { type: 'string', describe: 'comma list of fp32, fp16, bf16 (default: all; wgsl: fp32, and fp16 where the adapter has shader-f16)' })
     .option('hidden', { type: 'string', describe: `comma list (default: ${DEFAULT_HIDDEN.join(',')})` })
     .option('rows', { type: 'string', describe: `comma list (default: ${DEFAULT_ROWS.join(',')})` })
     .option('residual', { type: 'string', default: 'same', describe: 'dtype of the residual in +residual ops: same | fp32' })
-    .option('gpus', { type: 'string', default: '0', describe: 'comma list of CUDA device indices; problems are sharded across them' })
+    .option('gpus', { type: 'string', default: '0', describe: 'comma list of CUDA device indices; problems are sharded across them (cuda)' })
     .option('jobs', { type: 'number', default: availableParallelism(), describe: 'parallel nvcc processes' })
     .option('budget', { type: 'string', default: 'none', describe: 'none (exhaustive) or screen[:N]: time all briefly, re-time the best N (default 4)' })
-    .option('db', { type: 'string', describe: 'tuning database (JSON lines; resumed when it exists). Default out/tuning/<arch>.jsonl' })
+    .option('db', { type: 'string', describe: 'tuning database (JSON lines; resumed when it exists). Default out/tuning/<arch>.jsonl, wgsl: out/tuning/wgsl-<Dawn backend>.jsonl' })
     .option('report', { type: 'string', describe: 'also write a markdown performance log here' });
 
-export async function handler(args: {
-  arch?: string; op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string;
+type TuneArgs = {
+  backend: string; arch?: string; adapter?: string; maxSeconds?: number; cudaDb?: string;
+  op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string;
   gpus: string; jobs: number; budget: string; db?: string; report?: string;
-}): Promise<void> {
+};
+
+export async function handler(args: TuneArgs): Promise<void> {
+  if (args.backend === 'wgsl') return tuneWgslCommand(args);
+  for (const o of ['adapter', 'maxSeconds', 'cudaDb'] as const)
+    if (args[o] !== undefined) throw new InputError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for --backend wgsl`);
   if (!args.arch) throw new InputError('--arch is required (the GPU you are tuning on, e.g. --arch sm90)');
   const arch = parseArch(args.arch);
   const grid = gridFromArgs(args);
@@ -59,6 +73,39 @@ export async function handler(args: {
   if (args.report) {
     prepareOutputDir(dirname(args.report));
     writeFileAtomic(args.report, tuneReport(outcome.db, (performance.now() - started) / 1000, outcome.restarts));
+    console.error(`wrote ${args.report}`);
+  }
+  outcome.db.close();
+}
+
+async function tuneWgslCommand(args: TuneArgs): Promise<void> {
+  if (args.arch) throw new InputError('--arch is for --backend cuda; WGSL tunes the adapter named by --adapter');
+  if (args.gpus !== '0') throw new InputError('--gpus is for --backend cuda; WGSL tunes one adapter');
+  if (args.maxSeconds !== undefined && !(args.maxSeconds >= 0)) throw new InputError(`--max-seconds must be a number >= 0, got ${args.maxSeconds}`);
+  const adapter = parseAdapter(args.adapter);
+  const grid = gridFromArgs(args);
+  const search = parseBudget(args.budget);
+  const cuda = args.cudaDb ? TuningDb.readChecked(args.cudaDb) : undefined; // read first: a bad file fails before any work
+  const command = ['normgen tune', ...process.argv.slice(3)].join(' ');
+  const started = performance.now();
+  if (args.db) prepareOutputDir(dirname(args.db));
+  if (args.report) prepareOutputDir(dirname(args.report));
+  const writeReport = (db: WgslDb) => args.report && writeFileAtomic(args.report, wgslTuneReport(db, (performance.now() - started) / 1000, cuda, args.cudaDb && basename(args.cudaDb)));
+  const outcome = await tuneWgsl({
+    onProblem: writeReport,
+    adapter,
+    grid,
+    search,
+    dbPath: args.db,
+    command,
+    explicitDtypes: args.dtype !== undefined,
+    maxSeconds: args.maxSeconds,
+    onProgress: progressReporter('tune'),
+    log: (l) => console.error(l),
+  });
+  console.log(wgslWinnerTable(outcome.db, new Set(outcome.problems.map(problemKey))));
+  if (args.report) {
+    writeReport(outcome.db);
     console.error(`wrote ${args.report}`);
   }
   outcome.db.close();
