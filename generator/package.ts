@@ -4,7 +4,7 @@
 // (emitted with ts-morph) with the same tables and select(), and a PyTorch binding
 // (ctypes + torch.library custom ops).
 
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
 import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan } from './package-plan.js';
@@ -185,5 +185,8 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   for (const d of ['include', 'src', 'ts', PYTHON_DIR]) mkdirSync(join(out, d), { recursive: true });
   for (const [name, text] of files) writeFileAtomic(join(out, name), text);
   copyFileSync(join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), join(out, 'src', 'normgen_params.h'));
+  // Kernel files of an earlier build into the same folder that this one no longer has.
+  const written = new Set(files.map(([n]) => n));
+  for (const f of readdirSync(join(out, 'src'))) if (/^kernels_.*\.cu$/.test(f) && !written.has(`src/${f}`)) rmSync(join(out, 'src', f));
   return { files: [...files.map(([n]) => n), 'src/normgen_params.h'], variants: p.variants.length, tuned };
 }

@@ -9,7 +9,7 @@ import { findNvcc } from '../tuner/nvcc.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist/cli/main.js');
-export const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl');
+export const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl.gz');
 /** The WGSL tune of the same H200 (Dawn's OpenGL ES backend): the package's WebGPU table. */
 export const WGSL_DB = join(ROOT, 'out/tuning/wgsl-h200-opengles.jsonl');
 export const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');

@@ -14,7 +14,7 @@ import { tune } from '../tuner/tune.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
-const COMMITTED = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl', import.meta.url));
+const COMMITTED = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url));
 
 const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-check-')), 'fake.jsonl');
 const tuned = await tune({
@@ -77,7 +77,7 @@ test('a winner that now computes wrong results: exit 1', () => {
 test('bad input: one line, exit 2 (another GPU model, bad tolerance)', () => {
   const other = spawnSync(process.execPath, [CLI, 'check', '--db', COMMITTED], { encoding: 'utf8', env: { ...process.env, NORMGEN_RUNNER: FAKE } });
   assert.is(other.status, 2);
-  assert.match(other.stderr, /^normgen: no database for this GPU \(Fake GPU, sm90\): .*sm90-h200\.jsonl \(NVIDIA H200\)/);
+  assert.match(other.stderr, /^normgen: no database for this GPU \(Fake GPU, sm90\): .*sm90-h200\.jsonl\.gz \(NVIDIA H200\)/);
   for (const t of ['5', '-1%', 'lots', '100%']) {
     const r = check({}, `--tolerance=${t}`);
     assert.is(r.status, 2, t);

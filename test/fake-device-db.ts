@@ -3,7 +3,7 @@
 // variant (deterministically) so that other variants win.
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import type { DbHeader, DbLine, DbResult } from '../tuner/db.js';
+import { readDbText, type DbHeader, type DbLine, type DbResult } from '../tuner/db.js';
 import type { DeviceId } from '../tuner/device.js';
 
 export interface FakeDevice {
@@ -17,7 +17,7 @@ export interface FakeDevice {
 const factor = (variantId: string, spread: number) => 1 - spread + (2 * spread * createHash('sha256').update(variantId).digest().readUInt32BE(0)) / 2 ** 32;
 
 export function fakeDeviceDb(source: string, target: string, o: FakeDevice): void {
-  const lines = readFileSync(source, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as DbLine);
+  const lines = readDbText(source).trim().split('\n').map((l) => JSON.parse(l) as DbLine);
   const out: DbLine[] = [];
   for (const line of lines) {
     if (line.kind === 'header') {

@@ -9,13 +9,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { definitionName, familyOf } from '../generator/flashinfer.js';
 import { problemKey, type KernelSpec } from '../generator/problem.js';
-import { TuningDb } from '../tuner/db.js';
+import { readDbText, TuningDb } from '../tuner/db.js';
+import { DEFAULT_HIDDEN } from '../tuner/grid.js';
 import { findNvcc } from '../tuner/nvcc.js';
 import { winners } from '../tuner/select.js';
 import { checkDataset, checkDefinition, checkSolution, checkTrace } from './flashinfer-schema.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
-const DB = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl', import.meta.url));
+const DB = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url));
 const exportTo = (out: string, db = DB) => spawnSync(process.execPath, [CLI, 'export', 'flashinfer-bench', '--db', db, '--out', out], { encoding: 'utf8' });
 const out = join(mkdtempSync(join(tmpdir(), 'normgen-fib-')), 'dataset');
 const run = exportTo(out);
@@ -27,10 +28,10 @@ test('the export passes every schema and layout check', () => {
   assert.is(run.status, 0, run.stderr);
   const { errors, counts } = checkDataset(out);
   assert.equal(errors, []);
-  assert.is(counts.definitions, 36); // {rmsnorm, fused add, layernorm} x {bf16, fp32} x 6 hidden sizes
+  assert.is(counts.definitions, 3 * 3 * DEFAULT_HIDDEN.length); // {rmsnorm, fused add, layernorm} x {bf16, fp16, fp32} x the grid's hidden sizes
   assert.is(counts.workloads, ws.length, 'one workload per tuned problem');
   assert.ok(counts.solutions >= counts.definitions && counts.traces >= ws.length, JSON.stringify(counts));
-  assert.match(run.stdout, /36 definitions, \d+ solutions, 108 workloads, \d+ traces/);
+  assert.match(run.stdout, new RegExp(`${counts.definitions} definitions, \\d+ solutions, ${ws.length} workloads, \\d+ traces`));
   assert.equal(readdirSync(out).sort(), ['definitions', 'solutions', 'traces', 'workloads']);
 });
 
@@ -140,7 +141,7 @@ test('bad input: one line, exit 2', () => {
   assert.match(bad.stderr, /^normgen: Invalid values: Argument: format, Given: "onnx", Choices: "flashinfer-bench"\n$/);
   // A database whose only problems have statistics: nothing FlashInfer-Bench defines.
   const stats = join(mkdtempSync(join(tmpdir(), 'normgen-fib-')), 'stats.jsonl');
-  const all = readFileSync(DB, 'utf8').trim().split('\n');
+  const all = readDbText(DB).trim().split('\n');
   const final = all.find((l) => l.includes('"stage":"final"') && l.includes('"status":"OK"'))!;
   writeFileSync(stats, [all[0], all[1], final.replace('"stats":false', '"stats":true')].join('\n') + '\n');
   const none = exportTo(join(mkdtempSync(join(tmpdir(), 'normgen-fib-')), 'x'), stats);

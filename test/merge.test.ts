@@ -10,13 +10,13 @@ import { fileURLToPath } from 'node:url';
 import { makeProblem, problemKey, type KernelSpec } from '../generator/problem.js';
 import { baselineParams, GENERIC_PARAMS } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
-import { TuningDb, type DbSession } from '../tuner/db.js';
+import { readDbText, TuningDb, type DbSession } from '../tuner/db.js';
 import type { DeviceId } from '../tuner/device.js';
 import { compareVersions } from '../tuner/merge.js';
 import { winners } from '../tuner/select.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
-const COMMITTED = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl', import.meta.url));
+const COMMITTED = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url));
 const cli = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
 const dir = () => mkdtempSync(join(tmpdir(), 'normgen-merge-'));
 
@@ -57,7 +57,7 @@ test('merging a database with itself reproduces it byte for byte', () => {
   const out = join(dir(), 'same.jsonl');
   const r = cli('merge', COMMITTED, COMMITTED, '--out', out);
   assert.is(r.status, 0, r.stderr);
-  assert.ok(readFileSync(out).equals(readFileSync(COMMITTED)));
+  assert.is(readFileSync(out, 'utf8'), readDbText(COMMITTED));
 });
 
 test('two devices: one file per device in the folder, each a database the tools open', () => {

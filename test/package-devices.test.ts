@@ -19,7 +19,7 @@ import { fakeDeviceDb } from './fake-device-db.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(ROOT, 'dist/cli/main.js');
-const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl');
+const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl.gz');
 const HARNESS = join(ROOT, 'test/package-harness.c');
 const H100 = 'NVIDIA H100 80GB HBM3';
 const A100 = 'NVIDIA A100-SXM4-80GB';

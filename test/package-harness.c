@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     d = base(); d.rows = 0; report("rows-0", d);
     d = base(); d.hidden = -3; report("hidden-negative", d);
     d = base(); d.x_stride = 100; report("stride-small", d);
-    d = base(); d.dtype = NORMGEN_FP16; d.weight_dtype = NORMGEN_FP16; report("unsupported-dtype", d);
+    d = base(); d.weight_offset = 1; report("unsupported-spec", d);  /* (1 + w) was not tuned */
     d = base(); d.residual_dtype = NORMGEN_BF16; report("null-residual", d);
     printf("null-desc %d %s\n", (int)normgen_forward(NULL), normgen_last_error());
     return 0;

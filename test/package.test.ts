@@ -43,7 +43,7 @@ test('bad calls get an error code and a message, and nothing is launched', () =>
   assert.match(got['rows-0'], /^rows-0 2 rows and hidden must be positive/);
   assert.match(got['hidden-negative'], /^hidden-negative 2 /);
   assert.match(got['stride-small'], /^stride-small 2 a row stride is smaller than hidden/);
-  assert.match(got['unsupported-dtype'], /^unsupported-dtype 3 .*not in the package/);
+  assert.match(got['unsupported-spec'], /^unsupported-spec 3 .*not in the package/);
   assert.match(got['null-residual'], /^null-residual 1 residual or residual_out is null/);
   assert.match(got['null-desc'], /^null-desc 1 the descriptor is null/);
 });

@@ -35,7 +35,7 @@ for (const [op, dtype, hiddens] of [['rmsnorm', 'fp32', [96, 256]], ['layernorm+
   out.db.close();
 }
 const pkg = join(dir, 'pkg');
-const built = execFileSync(process.execPath, [CLI, 'build', '--db', join(ROOT, 'out/tuning/sm90-h200.jsonl'), '--db', db, '--out', pkg], { encoding: 'utf8' });
+const built = execFileSync(process.execPath, [CLI, 'build', '--db', join(ROOT, 'out/tuning/sm90-h200.jsonl.gz'), '--db', db, '--out', pkg], { encoding: 'utf8' });
 const source = readFileSync(join(pkg, 'ts/webgpu.ts'), 'utf8');
 writeFileSync(join(pkg, 'ts/webgpu.mjs'), ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText);
 const mod = await import(pathToFileURL(join(pkg, 'ts/webgpu.mjs')).href);

@@ -105,7 +105,7 @@ test('the CLI resumes after SIGKILL: finished records are skipped, none is taken
 
 test('foreign, corrupt and mistaken databases and options: one clear error, exit 2', () => {
   const dir = mkdtempSync(join(tmpdir(), 'normgen-wgsl-bad-'));
-  const cuda = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl', import.meta.url));
+  const cuda = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url));
   const small = ['--adapter', 'vulkan', '--op', 'rmsnorm', '--dtype', 'fp32', '--hidden', '96', '--rows', '3'];
   const corrupt = join(dir, 'corrupt.jsonl');
   writeFileSync(corrupt, readFileSync(cuda, 'utf8').split('\n').slice(0, 2).join('\n') + '\nnot json\n{"kind":"result"}\n');

@@ -7,6 +7,7 @@
 //            {"kind":"result", ...}    one per (problem, variant, stage)
 
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { writeFileAtomic } from '../generator/files.js';
 import { InputError, type Problem } from '../generator/problem.js';
 import type { CudaParams } from '../generator/space.js';
@@ -118,6 +119,7 @@ export class TuningDb<P extends object = CudaParams, H extends AnyDbHeader = DbH
    */
   static open<P extends object = CudaParams, H extends AnyDbHeader = DbHeader>(path: string, header: Omit<H, 'kind' | 'format'>): TuningDb<P, H> {
     const full = { kind: 'header', format: DB_FORMAT, ...header } as H;
+    if (isCompressed(path)) throw new DbError(`${path} is compressed, so read-only: gunzip it to tune into it`);
     if (!existsSync(path)) {
       const db = new TuningDb<P, H>(path, full);
       db.append(full);
@@ -220,7 +222,7 @@ export class TuningDb<P extends object = CudaParams, H extends AnyDbHeader = DbH
   }
 
   private static parse(path: string): { lines: AnyDbLine[]; validBytes: number; damagedTail: boolean } {
-    const text = readFileSync(path, 'utf8');
+    const text = readDbText(path);
     const raw = text.split('\n');
     const lines: AnyDbLine[] = [];
     let offset = 0;
@@ -279,5 +281,18 @@ export class TuningDb<P extends object = CudaParams, H extends AnyDbHeader = DbH
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+  }
+}
+
+/** Databases may be committed gzipped (`.jsonl.gz`): every reader takes them. */
+const isCompressed = (path: string) => path.endsWith('.gz');
+
+export function readDbText(path: string): string {
+  if (!isCompressed(path)) return readFileSync(path, 'utf8');
+  try {
+    return gunzipSync(readFileSync(path)).toString('utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw e;
+    throw new DbError(`${path} is corrupt: not a complete gzip file (${(e as Error).message})`);
   }
 }

@@ -9,9 +9,11 @@ mkdir -p "$out"
 # Continue a tune from an earlier call: its database, carried in .device/db/.
 [ -f .device/db/sm90-h200.jsonl ] && [ ! -f "$out/sm90-h200.jsonl" ] && cp .device/db/sm90-h200.jsonl "$out/"
 tune_seconds=${TUNE_SECONDS:-300}
-# The committed tune covers a reduced grid: the default one needs more GPU time than a session has.
+# The committed tune covers the default grid (TUNE_GRID=' ') or a reduced one.
 tune_grid=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
 exhaustive_grid=${EXHAUSTIVE_GRID:---op rmsnorm --dtype bf16 --hidden 4096,65536 --rows 2048,32768}
+# The benchmark against torch: a sample of the tuned grid (every tuned shape takes too long to compile with torch.compile).
+bench_args=${BENCH_ARGS:---hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768 --specs rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,layernorm.bf16.w-same.bias,rmsnorm.fp32.w-same,rmsnorm.fp32.w-same.res-same,layernorm.fp32.w-same.bias}
 rc=0
 for step in "$@"; do
   case $step in
@@ -43,7 +45,7 @@ for step in "$@"; do
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       script=$([ "$step" = torch ] && echo torch_consumer || echo bench_torch)
       make -s -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
-        OUT="$out" timeout -s KILL 420 python3 "test/gpu/$script.py" out/normgen-sm90-h200 "$out/$script.md" > "$out/$script.log" 2>&1
+        OUT="$out" timeout -s KILL 420 python3 "test/gpu/$script.py" out/normgen-sm90-h200 "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
     *) echo "unknown step '$step'"; r=2 ;;
   esac

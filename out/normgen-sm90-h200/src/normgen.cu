@@ -8,88 +8,372 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_e667bf723922(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91fce6cec897(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a5281092c6c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2179c0aebe61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d97aa2b79b01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6efcafd0761b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3affb0b3d438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4112e1075c88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e70b45b45896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fdd6be72e6b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6d0670913373(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5a76a5a38a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0086ff8df012(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_832433d2d7b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff2da0f97816(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e09e8cd6b7cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc524043a298(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8da69f47f3e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f47ed9037c0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f006b59512a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1525b1f5cf6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c49e011140d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ffd6a4cad63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6a17a73ac1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94c7c598a101(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea2ca53013d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_58eb164a4b29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f360e3158ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fd293002f29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbbadfeaba76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1dd0bc265cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e66bc88e5fdd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f52bd52bc42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47e5aa8fa344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b7df2768a90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a13362f3ac22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8e2e5802b8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_110c120772e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d3e4b6557f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad97a5ff75e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d3a3a983d1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebbb91c86042(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b05251c18d8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b76d0afba88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9007a53b6a26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a91178d8438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_314d559b76f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0b7654bdb43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac43801931eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_deadcf113dcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c26190926f77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7917d9a35518(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8913c559ae97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a43a3acd88a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49211daed8ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12e453e6dda4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a4f39f61080(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1849855dd3fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a72b5d0d03df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78ea7decbd0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cada3228df81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed9e4ff46658(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f5a4932f8ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce8f990c52a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_343698900f65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bab770529fc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fffbf7d9fd2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3284ccdc2365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4997793fc821(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00f616022ead(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49513d0a1bae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41a0ce7dfa48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e15fc8fb6bcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc751b563d16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0c6092f588f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_911de0b32672(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d8631493801(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7c26804b933(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_494d4a9413b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bc9e832b5cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aefb29e95f26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7272bea68fb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b898125c99b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca061951dc53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fae67738331f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b5709a04be0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dbdcc88eab6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87947d3bd173(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a98d73141d21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bab272e36bf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfbac01de882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_350f1e808bf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20347b6b6349(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_684d08932304(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b77279534fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af99cd5a1861(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c77efb58c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20d60ae131d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a4045c037cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed3040a3c2b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3c057305693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1eda9e9d39e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3057de0acc5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e69fb926df58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fabdab28b365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15547b3c89bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f16f7adf5cec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51578db27433(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38759144d4f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe3d545c3eaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5869be9113e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07dbe2068fd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_629629477163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fdd4a37f3e5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_253878592d4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_33c7542625a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec0373f878df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_148e8af363a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4aa578ea5ba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0df789a17251(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa2573103002(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31389e5f9191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0d33d5173ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53f10700ff99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34188cff0bf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3802dae1fffb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d991d15f5e9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ee3401e4719(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c8dad64ff6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a59b5da9a316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4af67899dc60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c85fd3c8e35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d80eed41586a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e8be9e944b43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83a89a940e06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_690fc5e47cef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fd9a217d8d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d10c705665d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef62545f0f55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9bea06a38bb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f36fea9c247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b2a549498bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83dcf6460f62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_967c169d3e87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eba1566a8e61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7dbd62c39ac0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f812319cb20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05e9dc6754d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8df95ca9de3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0c65df99e82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ab35d5bc58d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e5141c8a5e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b72569c1f32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d0ed0986b283(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50e6d4b8837c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ae7e985c73e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15e9168caac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a9954390e3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f01a758e0d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc1cdea02a58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3f6f871f9f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed7f2c154a28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_316caabcb86b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a610151ae28b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e5088c1713d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_77fdf47560ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_385d77d49bfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b8aa9c69b7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da7e7cdbf855(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_006878a52681(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fbec833d82c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ebaaeb7a2ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63c1af971a6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c59345469ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2c80f8eb6e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2aaa66dc9ea2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e807b3c11190(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5277b582f435(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c340dae371f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07a71ae2e968(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba4b94b06438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23bb108a8cba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2bbde933241(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e177644f5b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c33d57f22052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_046f55ed090f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a39e95e9255(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44984169d3fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e2794113b70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5cfbe9fe9f93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3fe36e799bc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a701a2fc4ce7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ca96a497709(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bba19b2a0f57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea0be16e5176(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8058dd979c8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56dd013d442a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c708aec5090a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09efb42176d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a566911ad464(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1beb022e515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_afb903f94515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bab7cbb1250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05ebdc208895(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc1728da4c96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_781229bb15ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7d01f1d9ea6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cc8ed92675b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a82bba132eb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd11e88c4711(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f1ea06abc08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89a25145a8d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7500a35f6567(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b180c0b72fca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_185dd34314dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_718b5d768707(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b64893a3ae6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab57b87a88ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee2836be297c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2198671ce9c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a3ea729d543(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a3ea1e3c4b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ac31cc4095e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4c077422c2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc33d8713671(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cdf8625676d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16cdbc235ed5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e5d8a2ebbaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d04a7fff7f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab4fd9710801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9f8f806efa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17b8bf6481fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ff1df3b92f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee672af3f3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b4f730d6647(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa3ded8bf7b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9279eec84425(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbe05d68b452(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c06370d8b8ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3acc03a6e8b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_116f0ce4c9a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3830808b6639(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac2500fbb834(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69155ed8ea82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ab8434cd6fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20e8ebf7e2ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_266231051203(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ea402dc384a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5a620a2fba1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_789fc2d4cf5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b06e7021fa08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_424d60a7d3c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d57b92e603c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2075e0efe505(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_875d193eee93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6ce9e99cf85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c89e3b3071e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acbb27b5ec96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d339a928d64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_224ea21ad715(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f1c5d79c3af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcff72324763(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a685e4964666(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5908200c315e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1eeffae776b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00e0228c61a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6141cf8b3cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_883f6ec2b945(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23228c88c0dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdf7c85f9afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4254bc0ab95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2be94048a71f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba39e715c496(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_815a72add8b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6f8c816f7d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cccb09aca4ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70de0617848d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c57769dbc233(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6982920516ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d868a2aaed90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_595aff42d1f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aefb4e0a44f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ed0b4879784(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a2820a300a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b1d7686afcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47e578ef6876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b21ca21be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f620a9171726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f037bf101582(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6c1cb7f36b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76fe335fc965(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d70ec1e300d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6adbf9743d81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_037d30624ed8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfacf1eb9c6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8b70d890ea1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e63db594afb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0b67e283f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2acdc744ceb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef63dc3439bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cf361fe6e0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f946b0fbb8a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b58230376168(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eeeccb40c27c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f6c294f004d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63956545847c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc7d0343b2a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5bb2404effb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_241745c3c900(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6b80e3d2553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b31e712e935(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b494774331d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3960436dea6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a0213aba76a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2e8d385eb34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce73e36d06d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_574ae86398b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08cbd1ee73c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9dc89be0e4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_219b67260c7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a87801f9ff13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32e37a8fc2c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09675fdc3e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55c572b4b14a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e9a98576c5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fcb42d4970a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_484c7bea047e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_738b3c7a3eef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fee0fd85f4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c09dce3d92f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbec8403de33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd62083e3784(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e43b99dc518b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b5e1cc30dca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aab531dbb502(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_630a2ac8274f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_594ad5895dc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7673ba221dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_050bf6bdaa5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11b742269fa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_911825830ded(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6349027d469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a21a9581c53f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5f385ae00e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08b1b66a5c5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8edb8a567d84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e78e786878f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_695e5ced18d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_185c28b06d8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2b6c80d2781(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b7091d2c603(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0150e59227e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12ff32d385a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d666cf303cbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd189c2e2b20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56f0c26178e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d8b2d4a44aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36c3f84cbcf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ded7e8463a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b54c07174b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0c3cf010c43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf49c4187114(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f990f37de394(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccb731b53b7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b32d7be864fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea701c9bdd94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70a9a843e6d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_448d8a08301b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59f8f2eaa7ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24e7f7205bb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce89892396fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32ae1205e001(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9d62e173429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8fd14d12d63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b71e7f551ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea2a89d91e29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_344ae1ce5644(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb5a137844cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_113558917e74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b5cf5e25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14fadd2c0d6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f40b4433eb13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9502abdb5638(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71d4a6799bc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca4f69809d4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22b491e02d4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2667dd503ed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c7423606f41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57ed40e68b82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79a102a81eb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d23eb0d0dfe1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e12ef63a9195(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4383fc7c12a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9ed0a59b57c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9d66d53f8d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91e7b9ccd052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0118efc47e7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d93de5bbf05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90ffcc9abe74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d57a054cb2c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c814fe4b22aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_003219b705b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a3628f688c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87f5a13d88fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce272e319a5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d50bc7edc057(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8aec641dacd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c00310d6a9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d7ea4f0e86a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfc1207a469d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6be750ae9105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ef009c78e12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2be5fd1c36c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2def3a5ff324(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3584c8f6a6c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b44a6ad82fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_674afb1a86bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_675d9698606c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ed1256a5fbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04c9229e06b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31dc6633a843(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_963baba2b79f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93db9b43e285(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09a8e85c7ffe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971a0d989fb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b222facc5555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_244c06d19300(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07a218253f31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b93ea5db4a42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c76ce7fce93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcd66898fe8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae7369896cb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6415c21fa859(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2b8e21a7846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0667574c98fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9724ee47aef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d028ff7b8efe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1471f4d2a8f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1313e964ef52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6aa1bcb96fbf(const NormgenFwdParams p);
 
 namespace {
 
-enum Storage { REGS = 0, PACKED = 1, PIPELINED = 2, SMEM = 3, RELOAD = 4, RING = 5 };
+enum Storage { REGS = 0, PIPELINED = 1, SMEM = 2, RELOAD = 3, RING = 4 };
 
 struct Variant {
   const void* kernel;
@@ -100,84 +384,368 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_e667bf723922, 5, 128, 8, 128, 1, 1, 2, 6144 },  // ring.t128.v8.tpr128.i1.s3
-  {(const void*)&normgen_layernorm_fwd_91fce6cec897, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_a5281092c6c8, 5, 1024, 8, 32, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr32.i4.s2
-  {(const void*)&normgen_layernorm_fwd_2179c0aebe61, 5, 512, 8, 512, 1, 1, 2, 24576 },  // ring.t512.v8.tpr512.i1.s3
-  {(const void*)&normgen_layernorm_fwd_d97aa2b79b01, 5, 256, 8, 256, 2, 1, 2, 16384 },  // ring.t256.v8.tpr256.i2.s2
-  {(const void*)&normgen_layernorm_fwd_6efcafd0761b, 5, 1024, 8, 128, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr128.i4.s2
-  {(const void*)&normgen_layernorm_fwd_3affb0b3d438, 5, 512, 8, 512, 2, 1, 2, 49152 },  // ring.t512.v8.tpr512.i2.s3
-  {(const void*)&normgen_layernorm_fwd_4112e1075c88, 5, 1024, 8, 256, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr256.i4.s2
-  {(const void*)&normgen_layernorm_fwd_e70b45b45896, 5, 128, 8, 128, 2, 8, 2, 12288 },  // ring.t128.v8.tpr128.i2.c8.s3
-  {(const void*)&normgen_layernorm_fwd_fdd6be72e6b7, 5, 1024, 8, 512, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr512.i4.s2
-  {(const void*)&normgen_layernorm_fwd_6d0670913373, 5, 128, 8, 128, 8, 8, 2, 32768 },  // ring.t128.v8.tpr128.i8.c8.s2
-  {(const void*)&normgen_layernorm_fwd_f5a76a5a38a2, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_0086ff8df012, 5, 128, 8, 128, 16, 8, 2, 65536 },  // ring.t128.v8.tpr128.i16.c8.s2
-  {(const void*)&normgen_layernorm_fwd_832433d2d7b5, 5, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_ff2da0f97816, 4, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_e09e8cd6b7cc, 2, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_cc524043a298, 0, 128, 2, 128, 4, 1, 4, 0 },  // regs.t128.v2.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_8da69f47f3e2, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_f47ed9037c0a, 2, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_f006b59512a6, 0, 256, 4, 256, 4, 1, 4, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_1525b1f5cf6e, 2, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_c49e011140d6, 3, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_layernorm_fwd_4ffd6a4cad63, 2, 256, 4, 256, 4, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_layernorm_fwd_b6a17a73ac1c, 0, 512, 4, 512, 8, 4, 4, 0 },  // regs.t512.v4.tpr512.i8.c4
-  {(const void*)&normgen_layernorm_fwd_94c7c598a101, 0, 256, 4, 256, 16, 8, 4, 0 },  // regs.t256.v4.tpr256.i16.c8
-  {(const void*)&normgen_layernorm_fwd_ea2ca53013d8, 0, 512, 4, 512, 16, 4, 4, 0 },  // regs.t512.v4.tpr512.i16.c4
-  {(const void*)&normgen_layernorm_fwd_58eb164a4b29, 4, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_7f360e3158ca, 5, 256, 8, 128, 1, 1, 2, 8192 },  // ring.t256.v8.tpr128.i1.s2
-  {(const void*)&normgen_rmsnorm_fwd_3fd293002f29, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_dbbadfeaba76, 5, 512, 8, 512, 1, 1, 2, 16384 },  // ring.t512.v8.tpr512.i1.s2
-  {(const void*)&normgen_rmsnorm_fwd_f1dd0bc265cc, 5, 256, 8, 256, 2, 1, 2, 16384 },  // ring.t256.v8.tpr256.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_e66bc88e5fdd, 5, 1024, 8, 256, 2, 1, 2, 65536 },  // ring.t1024.v8.tpr256.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_4f52bd52bc42, 5, 512, 8, 512, 2, 1, 2, 32768 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_47e5aa8fa344, 5, 1024, 8, 512, 2, 1, 2, 65536 },  // ring.t1024.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_0b7df2768a90, 5, 128, 8, 128, 2, 8, 2, 12288 },  // ring.t128.v8.tpr128.i2.c8.s3
-  {(const void*)&normgen_rmsnorm_fwd_a13362f3ac22, 5, 1024, 8, 512, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i4.s3
-  {(const void*)&normgen_rmsnorm_fwd_c8e2e5802b8a, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_110c120772e9, 5, 1024, 8, 1024, 4, 2, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.c2.s2
-  {(const void*)&normgen_rmsnorm_fwd_2d3e4b6557f7, 5, 128, 8, 128, 16, 8, 2, 65536 },  // ring.t128.v8.tpr128.i16.c8.s2
-  {(const void*)&normgen_rmsnorm_fwd_ad97a5ff75e4, 5, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_rmsnorm_fwd_0d3a3a983d1d, 4, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ebbb91c86042, 5, 128, 8, 128, 1, 1, 2, 8192 },  // ring.t128.v8.tpr128.i1.s2
-  {(const void*)&normgen_rmsnorm_fwd_b05251c18d8a, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_5b76d0afba88, 5, 512, 8, 512, 1, 1, 2, 32768 },  // ring.t512.v8.tpr512.i1.s2
-  {(const void*)&normgen_rmsnorm_fwd_9007a53b6a26, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_9a91178d8438, 5, 1024, 8, 1024, 1, 1, 2, 65536 },  // ring.t1024.v8.tpr1024.i1.s2
-  {(const void*)&normgen_rmsnorm_fwd_314d559b76f6, 5, 1024, 8, 512, 2, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i2.s3
-  {(const void*)&normgen_rmsnorm_fwd_e0b7654bdb43, 5, 128, 8, 128, 2, 8, 2, 24576 },  // ring.t128.v8.tpr128.i2.c8.s3
-  {(const void*)&normgen_rmsnorm_fwd_ac43801931eb, 5, 1024, 8, 1024, 2, 1, 2, 196608 },  // ring.t1024.v8.tpr1024.i2.s3
-  {(const void*)&normgen_rmsnorm_fwd_deadcf113dcd, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_c26190926f77, 5, 1024, 8, 1024, 2, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i2.c4.s3
-  {(const void*)&normgen_rmsnorm_fwd_7917d9a35518, 5, 1024, 8, 1024, 2, 8, 2, 196608 },  // ring.t1024.v8.tpr1024.i2.c8.s3
-  {(const void*)&normgen_rmsnorm_fwd_8913c559ae97, 4, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_4a43a3acd88a, 2, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_49211daed8ed, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_12e453e6dda4, 2, 256, 4, 256, 4, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_8a4f39f61080, 0, 512, 4, 512, 2, 1, 4, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_1849855dd3fb, 2, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_a72b5d0d03df, 3, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_78ea7decbd0e, 2, 128, 4, 128, 4, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_cada3228df81, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_rmsnorm_fwd_ed9e4ff46658, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_9f5a4932f8ab, 0, 128, 4, 128, 16, 8, 4, 0 },  // regs.t128.v4.tpr128.i16.c8
-  {(const void*)&normgen_rmsnorm_fwd_ce8f990c52a8, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_343698900f65, 4, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_bab770529fc9, 2, 512, 2, 512, 1, 1, 4, 0 },  // pipelined.t512.v2.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_fffbf7d9fd2a, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_3284ccdc2365, 2, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_4997793fc821, 0, 1024, 4, 1024, 1, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_00f616022ead, 2, 128, 4, 128, 4, 4, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_49513d0a1bae, 0, 1024, 4, 1024, 2, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_41a0ce7dfa48, 2, 128, 4, 128, 4, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_e15fc8fb6bcb, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_cc751b563d16, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_f0c6092f588f, 2, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_911de0b32672, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_6d8631493801, 4, 512, 4, 512, 0, 1, 4, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_b7c26804b933, 4, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_494d4a9413b6, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_6bc9e832b5cc, 4, 128, 8, 64, 1, 1, 2, 8192 },  // ring.t128.v8.tpr64.i1.s3.sw
+  {(const void*)&normgen_layernorm_fwd_aefb29e95f26, 4, 1024, 8, 32, 2, 1, 2, 67584 },  // ring.t1024.v8.tpr32.i2.s2.sw
+  {(const void*)&normgen_layernorm_fwd_7272bea68fb6, 4, 512, 8, 32, 2, 1, 2, 51200 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_3b898125c99b, 4, 128, 8, 128, 1, 1, 2, 10240 },  // ring.t128.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_layernorm_fwd_ca061951dc53, 4, 256, 8, 128, 1, 1, 2, 16384 },  // ring.t256.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_layernorm_fwd_fae67738331f, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_6b5709a04be0, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_6dbdcc88eab6, 4, 512, 8, 32, 3, 1, 2, 76800 },  // ring.t512.v8.tpr32.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_87947d3bd173, 4, 512, 8, 32, 3, 1, 2, 52224 },  // ring.t512.v8.tpr32.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_a98d73141d21, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_bab272e36bf8, 4, 1024, 8, 64, 2, 1, 2, 102400 },  // ring.t1024.v8.tpr64.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_bfbac01de882, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_350f1e808bf6, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_20347b6b6349, 4, 512, 8, 64, 3, 1, 2, 79872 },  // ring.t512.v8.tpr64.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_684d08932304, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_b77279534fc8, 4, 1024, 8, 128, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr128.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_af99cd5a1861, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_7c77efb58c14, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_20d60ae131d8, 4, 512, 8, 128, 3, 1, 2, 86016 },  // ring.t512.v8.tpr128.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_6a4045c037cd, 4, 512, 8, 64, 5, 1, 2, 133120 },  // ring.t512.v8.tpr64.i5.s3.sw
+  {(const void*)&normgen_layernorm_fwd_ed3040a3c2b7, 4, 1024, 8, 256, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_c3c057305693, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_layernorm_fwd_1eda9e9d39e3, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_3057de0acc5e, 4, 512, 8, 128, 5, 1, 2, 143360 },  // ring.t512.v8.tpr128.i5.s3.sw
+  {(const void*)&normgen_layernorm_fwd_e69fb926df58, 4, 512, 8, 256, 3, 1, 2, 98304 },  // ring.t512.v8.tpr256.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_fabdab28b365, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_15547b3c89bd, 4, 512, 8, 256, 4, 1, 2, 131072 },  // ring.t512.v8.tpr256.i4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_f16f7adf5cec, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_51578db27433, 4, 512, 8, 256, 4, 1, 2, 98304 },  // ring.t512.v8.tpr256.i4.s2.sw
+  {(const void*)&normgen_layernorm_fwd_38759144d4f0, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_layernorm_fwd_fe3d545c3eaa, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_layernorm_fwd_5869be9113e5, 4, 1024, 8, 256, 6, 1, 2, 196608 },  // ring.t1024.v8.tpr256.i6.s2
+  {(const void*)&normgen_layernorm_fwd_07dbe2068fd8, 4, 512, 8, 256, 6, 1, 2, 147456 },  // ring.t512.v8.tpr256.i6.s2.sw
+  {(const void*)&normgen_layernorm_fwd_629629477163, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_fdd4a37f3e5c, 4, 1024, 8, 512, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i4.s3
+  {(const void*)&normgen_layernorm_fwd_253878592d4a, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s2.sw
+  {(const void*)&normgen_layernorm_fwd_33c7542625a6, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_ec0373f878df, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_148e8af363a5, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_layernorm_fwd_4aa578ea5ba3, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_0df789a17251, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_fa2573103002, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
+  {(const void*)&normgen_layernorm_fwd_31389e5f9191, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_layernorm_fwd_b0d33d5173ab, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_53f10700ff99, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_34188cff0bf9, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_3802dae1fffb, 4, 128, 8, 64, 1, 1, 2, 6144 },  // ring.t128.v8.tpr64.i1.s2.sw
+  {(const void*)&normgen_layernorm_fwd_d991d15f5e9d, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_1ee3401e4719, 4, 1024, 8, 32, 2, 1, 2, 100352 },  // ring.t1024.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_6c8dad64ff6e, 4, 512, 8, 32, 2, 1, 2, 51200 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_a59b5da9a316, 4, 128, 8, 128, 1, 1, 2, 8192 },  // ring.t128.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_layernorm_fwd_4af67899dc60, 4, 256, 8, 128, 1, 1, 2, 16384 },  // ring.t256.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_layernorm_fwd_9c85fd3c8e35, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_d80eed41586a, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_e8be9e944b43, 4, 512, 8, 32, 3, 1, 2, 76800 },  // ring.t512.v8.tpr32.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_83a89a940e06, 4, 512, 8, 32, 3, 1, 2, 52224 },  // ring.t512.v8.tpr32.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_690fc5e47cef, 4, 512, 8, 32, 4, 1, 2, 102400 },  // ring.t512.v8.tpr32.i4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_9fd9a217d8d1, 4, 128, 8, 64, 2, 1, 2, 12288 },  // ring.t128.v8.tpr64.i2.s2.sw
+  {(const void*)&normgen_layernorm_fwd_d10c705665d3, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_ef62545f0f55, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_9bea06a38bb1, 4, 512, 8, 64, 3, 1, 2, 79872 },  // ring.t512.v8.tpr64.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_6f36fea9c247, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_8b2a549498bf, 4, 1024, 8, 128, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr128.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_83dcf6460f62, 4, 512, 8, 64, 4, 1, 2, 73728 },  // ring.t512.v8.tpr64.i4.s2.sw
+  {(const void*)&normgen_layernorm_fwd_967c169d3e87, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_eba1566a8e61, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_7dbd62c39ac0, 4, 512, 8, 128, 3, 1, 2, 86016 },  // ring.t512.v8.tpr128.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_4f812319cb20, 4, 256, 8, 128, 3, 1, 2, 36864 },  // ring.t256.v8.tpr128.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_05e9dc6754d9, 4, 1024, 8, 256, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_8df95ca9de3d, 1, 256, 8, 256, 3, 1, 2, 0 },  // pipelined.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_f0c65df99e82, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_layernorm_fwd_4ab35d5bc58d, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_1e5141c8a5e2, 4, 512, 8, 128, 5, 1, 2, 143360 },  // ring.t512.v8.tpr128.i5.s3.sw
+  {(const void*)&normgen_layernorm_fwd_1b72569c1f32, 4, 256, 8, 256, 3, 1, 2, 49152 },  // ring.t256.v8.tpr256.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_d0ed0986b283, 4, 512, 8, 256, 3, 1, 2, 98304 },  // ring.t512.v8.tpr256.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_50e6d4b8837c, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_5ae7e985c73e, 4, 512, 8, 256, 4, 1, 2, 131072 },  // ring.t512.v8.tpr256.i4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_15e9168caac7, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_8a9954390e3f, 4, 512, 8, 256, 4, 1, 2, 98304 },  // ring.t512.v8.tpr256.i4.s2.sw
+  {(const void*)&normgen_layernorm_fwd_4f01a758e0d3, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_layernorm_fwd_dc1cdea02a58, 1, 512, 8, 512, 3, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_d3f6f871f9f3, 4, 1024, 8, 256, 6, 1, 2, 196608 },  // ring.t1024.v8.tpr256.i6.s2
+  {(const void*)&normgen_layernorm_fwd_ed7f2c154a28, 4, 512, 8, 512, 3, 1, 2, 122880 },  // ring.t512.v8.tpr512.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_316caabcb86b, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_a610151ae28b, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_layernorm_fwd_9e5088c1713d, 4, 1024, 8, 512, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i4.s3
+  {(const void*)&normgen_layernorm_fwd_77fdf47560ce, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s2.sw
+  {(const void*)&normgen_layernorm_fwd_385d77d49bfc, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_8b8aa9c69b7e, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_da7e7cdbf855, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_layernorm_fwd_006878a52681, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_0fbec833d82c, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_7ebaaeb7a2ae, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
+  {(const void*)&normgen_layernorm_fwd_63c1af971a6b, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_layernorm_fwd_7c59345469ea, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_a2c80f8eb6e9, 4, 1024, 8, 1024, 4, 4, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s2
+  {(const void*)&normgen_layernorm_fwd_2aaa66dc9ea2, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_e807b3c11190, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_5277b582f435, 1, 256, 4, 128, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_c340dae371f2, 0, 64, 4, 64, 2, 1, 4, 0 },  // regs.t64.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_07a71ae2e968, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_ba4b94b06438, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_23bb108a8cba, 1, 512, 4, 256, 1, 1, 4, 0 },  // pipelined.t512.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_a2bbde933241, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_9e177644f5b1, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_c33d57f22052, 0, 256, 4, 256, 2, 1, 4, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_046f55ed090f, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_5a39e95e9255, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_44984169d3fd, 1, 256, 4, 128, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_3e2794113b70, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_5cfbe9fe9f93, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_3fe36e799bc1, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_a701a2fc4ce7, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_5ca96a497709, 0, 512, 4, 256, 5, 1, 4, 0 },  // regs.t512.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_bba19b2a0f57, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_ea0be16e5176, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_layernorm_fwd_8058dd979c8b, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_56dd013d442a, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_c708aec5090a, 0, 512, 4, 256, 8, 1, 4, 0 },  // regs.t512.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_09efb42176d6, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_layernorm_fwd_a566911ad464, 0, 512, 4, 512, 6, 1, 4, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_e1beb022e515, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_afb903f94515, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_layernorm_fwd_8bab7cbb1250, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_05ebdc208895, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_bc1728da4c96, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_781229bb15ef, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_layernorm_fwd_c7d01f1d9ea6, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
+  {(const void*)&normgen_layernorm_fwd_7cc8ed92675b, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_a82bba132eb9, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_layernorm_fwd_cd11e88c4711, 0, 256, 4, 256, 16, 4, 4, 0 },  // regs.t256.v4.tpr256.i16.c4
+  {(const void*)&normgen_layernorm_fwd_4f1ea06abc08, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
+  {(const void*)&normgen_layernorm_fwd_89a25145a8d0, 4, 1024, 4, 1024, 4, 8, 4, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s2
+  {(const void*)&normgen_layernorm_fwd_7500a35f6567, 0, 256, 4, 256, 16, 8, 4, 0 },  // regs.t256.v4.tpr256.i16.c8
+  {(const void*)&normgen_layernorm_fwd_b180c0b72fca, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_185dd34314dd, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_718b5d768707, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_7b64893a3ae6, 1, 128, 8, 128, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ab57b87a88ca, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ee2836be297c, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_2198671ce9c8, 4, 128, 8, 32, 3, 1, 2, 19968 },  // ring.t128.v8.tpr32.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_9a3ea729d543, 4, 256, 8, 128, 2, 1, 2, 20480 },  // ring.t256.v8.tpr128.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_0a3ea1e3c4b2, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_6ac31cc4095e, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d4c077422c2c, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_dc33d8713671, 4, 1024, 8, 256, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_7cdf8625676d, 4, 512, 8, 128, 3, 1, 2, 55296 },  // ring.t512.v8.tpr128.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_16cdbc235ed5, 4, 512, 8, 512, 1, 1, 2, 32768 },  // ring.t512.v8.tpr512.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_1e5d8a2ebbaa, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_1d04a7fff7f7, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_ab4fd9710801, 4, 512, 8, 256, 3, 1, 2, 86016 },  // ring.t512.v8.tpr256.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_d9f8f806efa3, 4, 1024, 8, 512, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_17b8bf6481fd, 4, 512, 8, 256, 3, 1, 2, 61440 },  // ring.t512.v8.tpr256.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_4ff1df3b92f0, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_4ee672af3f3d, 4, 1024, 8, 512, 2, 1, 2, 81920 },  // ring.t1024.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_5b4f730d6647, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_aa3ded8bf7b0, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_9279eec84425, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_dbe05d68b452, 4, 512, 8, 512, 3, 1, 2, 98304 },  // ring.t512.v8.tpr512.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_c06370d8b8ad, 4, 512, 8, 512, 3, 1, 2, 73728 },  // ring.t512.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_3acc03a6e8b1, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_116f0ce4c9a3, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_3830808b6639, 4, 512, 8, 512, 4, 1, 2, 98304 },  // ring.t512.v8.tpr512.i4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_ac2500fbb834, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_69155ed8ea82, 4, 1024, 8, 1024, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.s3
+  {(const void*)&normgen_rmsnorm_fwd_9ab8434cd6fe, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_20e8ebf7e2ea, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_266231051203, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_7ea402dc384a, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_a5a620a2fba1, 4, 512, 8, 512, 8, 2, 2, 196608 },  // ring.t512.v8.tpr512.i8.c2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_789fc2d4cf5a, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_b06e7021fa08, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_rmsnorm_fwd_424d60a7d3c4, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_6d57b92e603c, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2075e0efe505, 1, 64, 8, 64, 1, 1, 2, 0 },  // pipelined.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_875d193eee93, 4, 128, 8, 64, 1, 1, 2, 9216 },  // ring.t128.v8.tpr64.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_e6ce9e99cf85, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_c89e3b3071e4, 1, 128, 8, 128, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_acbb27b5ec96, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_3d339a928d64, 4, 512, 8, 64, 2, 1, 2, 100352 },  // ring.t512.v8.tpr64.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_224ea21ad715, 4, 512, 8, 128, 1, 1, 2, 34816 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_8f1c5d79c3af, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_dcff72324763, 1, 256, 8, 256, 1, 1, 2, 0 },  // pipelined.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a685e4964666, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_5908200c315e, 4, 512, 8, 256, 1, 1, 2, 36864 },  // ring.t512.v8.tpr256.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_f1eeffae776b, 0, 128, 8, 128, 2, 1, 2, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_00e0228c61a1, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_d6141cf8b3cc, 1, 512, 8, 512, 1, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_883f6ec2b945, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_23228c88c0dd, 4, 1024, 8, 128, 3, 1, 2, 202752 },  // ring.t1024.v8.tpr128.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_bdf7c85f9afe, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_f4254bc0ab95, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_2be94048a71f, 4, 512, 8, 256, 3, 1, 2, 159744 },  // ring.t512.v8.tpr256.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_ba39e715c496, 4, 1024, 8, 256, 3, 1, 2, 208896 },  // ring.t1024.v8.tpr256.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_815a72add8b1, 1, 512, 8, 512, 1, 2, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_a6f8c816f7d5, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_cccb09aca4ca, 4, 1024, 8, 1024, 1, 1, 2, 81920 },  // ring.t1024.v8.tpr1024.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_70de0617848d, 1, 256, 8, 256, 1, 4, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_c57769dbc233, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_6982920516ef, 1, 512, 8, 512, 1, 4, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_d868a2aaed90, 0, 1024, 8, 1024, 1, 2, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_595aff42d1f3, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_aefb4e0a44f3, 1, 256, 8, 256, 1, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_6ed0b4879784, 4, 512, 8, 512, 4, 1, 2, 163840 },  // ring.t512.v8.tpr512.i4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_6a2820a300a9, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_8b1d7686afcd, 1, 512, 8, 512, 1, 8, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_47e578ef6876, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_59b21ca21be9, 4, 256, 8, 256, 2, 8, 2, 40960 },  // ring.t256.v8.tpr256.i2.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_f620a9171726, 4, 1024, 8, 1024, 2, 2, 2, 229376 },  // ring.t1024.v8.tpr1024.i2.c2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_f037bf101582, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_e6c1cb7f36b7, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_76fe335fc965, 4, 512, 8, 512, 4, 4, 2, 163840 },  // ring.t512.v8.tpr512.i4.c4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_4d70ec1e300d, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_6adbf9743d81, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_037d30624ed8, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_dfacf1eb9c6f, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a8b70d890ea1, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_2e63db594afb, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_f0b67e283f5f, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_2acdc744ceb8, 4, 128, 8, 32, 3, 1, 2, 19968 },  // ring.t128.v8.tpr32.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_ef63dc3439bf, 4, 512, 8, 128, 2, 1, 2, 36864 },  // ring.t512.v8.tpr128.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_9cf361fe6e0d, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_f946b0fbb8a8, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_b58230376168, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_eeeccb40c27c, 4, 1024, 8, 256, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_9f6c294f004d, 4, 256, 8, 256, 2, 1, 2, 24576 },  // ring.t256.v8.tpr256.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_63956545847c, 4, 512, 8, 256, 2, 1, 2, 40960 },  // ring.t512.v8.tpr256.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_dc7d0343b2a4, 4, 512, 8, 128, 4, 1, 2, 73728 },  // ring.t512.v8.tpr128.i4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_d5bb2404effb, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_241745c3c900, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_c6b80e3d2553, 4, 512, 8, 256, 3, 1, 2, 86016 },  // ring.t512.v8.tpr256.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_9b31e712e935, 4, 1024, 8, 512, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_b494774331d1, 4, 512, 8, 256, 3, 1, 2, 61440 },  // ring.t512.v8.tpr256.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_3960436dea6d, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_4a0213aba76a, 4, 512, 8, 256, 4, 1, 2, 81920 },  // ring.t512.v8.tpr256.i4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_e2e8d385eb34, 1, 256, 8, 256, 1, 4, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_ce73e36d06d9, 4, 256, 8, 128, 8, 1, 2, 114688 },  // ring.t256.v8.tpr128.i8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_574ae86398b6, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_08cbd1ee73c0, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_9dc89be0e4b7, 4, 512, 8, 512, 3, 1, 2, 98304 },  // ring.t512.v8.tpr512.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_219b67260c7e, 4, 512, 8, 512, 3, 1, 2, 73728 },  // ring.t512.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_a87801f9ff13, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_32e37a8fc2c6, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_09675fdc3e30, 4, 512, 8, 512, 4, 1, 2, 98304 },  // ring.t512.v8.tpr512.i4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_55c572b4b14a, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_7e9a98576c5a, 4, 1024, 8, 1024, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.s3
+  {(const void*)&normgen_rmsnorm_fwd_8fcb42d4970a, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_484c7bea047e, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_738b3c7a3eef, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_2fee0fd85f4a, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_5c09dce3d92f, 4, 256, 8, 256, 8, 4, 2, 98304 },  // ring.t256.v8.tpr256.i8.c4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_fbec8403de33, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_fd62083e3784, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_rmsnorm_fwd_e43b99dc518b, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_3b5e1cc30dca, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_aab531dbb502, 1, 64, 8, 64, 1, 1, 2, 0 },  // pipelined.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_630a2ac8274f, 1, 128, 8, 64, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_594ad5895dc7, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_7673ba221dec, 1, 128, 8, 128, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_050bf6bdaa5f, 4, 512, 8, 128, 1, 1, 2, 34816 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_11b742269fa7, 1, 256, 8, 256, 1, 1, 2, 0 },  // pipelined.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_911825830ded, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_c6349027d469, 4, 512, 8, 256, 1, 1, 2, 36864 },  // ring.t512.v8.tpr256.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_a21a9581c53f, 1, 512, 8, 512, 1, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_c5f385ae00e3, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_08b1b66a5c5b, 4, 1024, 8, 256, 2, 1, 2, 204800 },  // ring.t1024.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_8edb8a567d84, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_2e78e786878f, 1, 512, 8, 512, 1, 2, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_695e5ced18d5, 4, 512, 8, 256, 3, 1, 2, 159744 },  // ring.t512.v8.tpr256.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_185c28b06d8b, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_a2b6c80d2781, 4, 1024, 8, 256, 3, 1, 2, 208896 },  // ring.t1024.v8.tpr256.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_7b7091d2c603, 4, 512, 8, 128, 6, 1, 2, 208896 },  // ring.t512.v8.tpr128.i6.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_0150e59227e7, 1, 256, 8, 256, 1, 4, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_12ff32d385a1, 1, 512, 8, 512, 1, 4, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_d666cf303cbf, 1, 512, 8, 512, 3, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_cd189c2e2b20, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_56f0c26178e5, 1, 256, 8, 256, 1, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_4d8b2d4a44aa, 0, 256, 8, 256, 2, 4, 2, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_36c3f84cbcf4, 4, 1024, 8, 1024, 2, 1, 2, 163840 },  // ring.t1024.v8.tpr1024.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_9ded7e8463a5, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_2b54c07174b7, 1, 512, 8, 512, 1, 8, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_f0c3cf010c43, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_cf49c4187114, 4, 256, 8, 256, 2, 8, 2, 40960 },  // ring.t256.v8.tpr256.i2.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_f990f37de394, 4, 1024, 8, 1024, 2, 2, 2, 163840 },  // ring.t1024.v8.tpr1024.i2.c2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_ccb731b53b7a, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_b32d7be864fe, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_ea701c9bdd94, 4, 512, 8, 512, 4, 4, 2, 229376 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_70a9a843e6d5, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_448d8a08301b, 4, 512, 8, 512, 4, 8, 2, 163840 },  // ring.t512.v8.tpr512.i4.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_59f8f2eaa7ea, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_24e7f7205bb0, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ce89892396fa, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_32ae1205e001, 0, 256, 4, 256, 1, 1, 4, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_e9d62e173429, 1, 512, 4, 64, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_b8fd14d12d63, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_0b71e7f551ab, 0, 256, 4, 128, 2, 1, 4, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_ea2a89d91e29, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_344ae1ce5644, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_bb5a137844cc, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_113558917e74, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d1f3b5cf5e25, 1, 128, 4, 128, 5, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_14fadd2c0d6c, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_f40b4433eb13, 0, 512, 4, 512, 2, 1, 4, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_9502abdb5638, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_71d4a6799bc0, 0, 1024, 4, 512, 2, 1, 4, 0 },  // regs.t1024.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_ca4f69809d4e, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_22b491e02d4e, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_2667dd503ed3, 3, 512, 4, 512, 0, 1, 4, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_8c7423606f41, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_57ed40e68b82, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_79a102a81eb5, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_d23eb0d0dfe1, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_e12ef63a9195, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_f4383fc7c12a, 0, 1024, 4, 512, 6, 1, 4, 0 },  // regs.t1024.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_d9ed0a59b57c, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_d9d66d53f8d8, 1, 256, 4, 256, 8, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_91e7b9ccd052, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_rmsnorm_fwd_0118efc47e7d, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_0d93de5bbf05, 0, 256, 4, 256, 8, 4, 4, 0 },  // regs.t256.v4.tpr256.i8.c4
+  {(const void*)&normgen_rmsnorm_fwd_90ffcc9abe74, 1, 256, 4, 256, 8, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c4
+  {(const void*)&normgen_rmsnorm_fwd_d57a054cb2c1, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_c814fe4b22aa, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_003219b705b2, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_9a3628f688c8, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_87f5a13d88fc, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_ce272e319a5a, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_d50bc7edc057, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f8aec641dacd, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_3c00310d6a9a, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_9d7ea4f0e86a, 0, 256, 4, 256, 1, 1, 4, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_bfc1207a469d, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_6be750ae9105, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_6ef009c78e12, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_2be5fd1c36c5, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_2def3a5ff324, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_3584c8f6a6c6, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_0b44a6ad82fd, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_674afb1a86bb, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_675d9698606c, 1, 128, 4, 128, 5, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_8ed1256a5fbe, 0, 256, 4, 256, 3, 1, 4, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_04c9229e06b6, 0, 512, 4, 256, 4, 1, 4, 0 },  // regs.t512.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_31dc6633a843, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_963baba2b79f, 0, 512, 4, 256, 5, 1, 4, 0 },  // regs.t512.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_93db9b43e285, 0, 512, 4, 512, 3, 1, 4, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_09a8e85c7ffe, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_971a0d989fb7, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_b222facc5555, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_244c06d19300, 1, 512, 4, 512, 1, 4, 4, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_07a218253f31, 1, 256, 4, 256, 8, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_b93ea5db4a42, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_7c76ce7fce93, 4, 1024, 4, 1024, 3, 1, 4, 196608 },  // ring.t1024.v4.tpr1024.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_bcd66898fe8a, 0, 512, 4, 512, 1, 8, 4, 0 },  // regs.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_ae7369896cb0, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_6415c21fa859, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_c2b8e21a7846, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_0667574c98fc, 0, 256, 4, 256, 8, 4, 4, 0 },  // regs.t256.v4.tpr256.i8.c4
+  {(const void*)&normgen_rmsnorm_fwd_9724ee47aef3, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_d028ff7b8efe, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_1471f4d2a8f6, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_1313e964ef52, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_6aa1bcb96fbf, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -186,134 +754,1253 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 14 },  // layernorm.bf16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 26 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 40 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 52 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 64 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 77 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 45 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 97 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 135 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 174 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 215 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 255 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 290 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 327 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 361 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
 struct Entry { int spec; int64_t hidden, rows; int variant; };
 const Entry kEntries[] = {
   // NVIDIA H200
-  { 0, 1024, 32, 0 },
-  { 0, 1024, 2048, 1 },
-  { 0, 1024, 32768, 2 },
-  { 0, 4096, 32, 3 },
-  { 0, 4096, 2048, 4 },
-  { 0, 4096, 32768, 5 },
-  { 0, 8192, 32, 6 },
-  { 0, 8192, 2048, 7 },
-  { 0, 8192, 32768, 7 },
-  { 0, 16384, 32, 8 },
-  { 0, 16384, 2048, 9 },
-  { 0, 16384, 32768, 9 },
-  { 0, 65536, 32, 10 },
-  { 0, 65536, 2048, 11 },
-  { 0, 65536, 32768, 11 },
-  { 0, 131072, 32, 12 },
-  { 0, 131072, 2048, 13 },
-  { 0, 131072, 32768, 13 },
-  { 1, 1024, 32, 15 },
-  { 1, 1024, 2048, 16 },
-  { 1, 1024, 32768, 17 },
-  { 1, 4096, 32, 18 },
-  { 1, 4096, 2048, 18 },
-  { 1, 4096, 32768, 19 },
-  { 1, 8192, 32, 20 },
-  { 1, 8192, 2048, 20 },
-  { 1, 8192, 32768, 21 },
-  { 1, 16384, 32, 22 },
-  { 1, 16384, 2048, 21 },
-  { 1, 16384, 32768, 21 },
-  { 1, 65536, 32, 23 },
-  { 1, 65536, 2048, 23 },
-  { 1, 65536, 32768, 23 },
-  { 1, 131072, 32, 24 },
-  { 1, 131072, 2048, 24 },
-  { 1, 131072, 32768, 25 },
-  { 2, 1024, 32, 27 },
-  { 2, 1024, 2048, 28 },
-  { 2, 1024, 32768, 28 },
-  { 2, 4096, 32, 29 },
-  { 2, 4096, 2048, 30 },
-  { 2, 4096, 32768, 31 },
-  { 2, 8192, 32, 32 },
-  { 2, 8192, 2048, 33 },
-  { 2, 8192, 32768, 33 },
-  { 2, 16384, 32, 34 },
-  { 2, 16384, 2048, 35 },
-  { 2, 16384, 32768, 35 },
-  { 2, 65536, 32, 36 },
-  { 2, 65536, 2048, 37 },
-  { 2, 65536, 32768, 37 },
-  { 2, 131072, 32, 38 },
-  { 2, 131072, 2048, 39 },
-  { 2, 131072, 32768, 39 },
-  { 3, 1024, 32, 41 },
-  { 3, 1024, 2048, 42 },
-  { 3, 1024, 32768, 42 },
-  { 3, 4096, 32, 43 },
-  { 3, 4096, 2048, 43 },
-  { 3, 4096, 32768, 44 },
-  { 3, 8192, 32, 45 },
-  { 3, 8192, 2048, 46 },
-  { 3, 8192, 32768, 46 },
-  { 3, 16384, 32, 47 },
-  { 3, 16384, 2048, 48 },
-  { 3, 16384, 32768, 48 },
-  { 3, 65536, 32, 49 },
-  { 3, 65536, 2048, 50 },
-  { 3, 65536, 32768, 50 },
-  { 3, 131072, 32, 51 },
-  { 3, 131072, 2048, 51 },
-  { 3, 131072, 32768, 51 },
-  { 4, 1024, 32, 53 },
-  { 4, 1024, 2048, 54 },
-  { 4, 1024, 32768, 54 },
-  { 4, 4096, 32, 55 },
-  { 4, 4096, 2048, 55 },
-  { 4, 4096, 32768, 56 },
-  { 4, 8192, 32, 57 },
-  { 4, 8192, 2048, 57 },
-  { 4, 8192, 32768, 58 },
-  { 4, 16384, 32, 59 },
-  { 4, 16384, 2048, 60 },
-  { 4, 16384, 32768, 58 },
-  { 4, 65536, 32, 61 },
-  { 4, 65536, 2048, 61 },
-  { 4, 65536, 32768, 62 },
-  { 4, 131072, 32, 63 },
-  { 4, 131072, 2048, 63 },
-  { 4, 131072, 32768, 63 },
-  { 5, 1024, 32, 65 },
-  { 5, 1024, 2048, 66 },
-  { 5, 1024, 32768, 66 },
-  { 5, 4096, 32, 67 },
-  { 5, 4096, 2048, 68 },
-  { 5, 4096, 32768, 68 },
-  { 5, 8192, 32, 69 },
-  { 5, 8192, 2048, 70 },
-  { 5, 8192, 32768, 70 },
-  { 5, 16384, 32, 71 },
-  { 5, 16384, 2048, 72 },
-  { 5, 16384, 32768, 72 },
-  { 5, 65536, 32, 73 },
-  { 5, 65536, 2048, 74 },
-  { 5, 65536, 32768, 73 },
-  { 5, 131072, 32, 75 },
-  { 5, 131072, 2048, 76 },
-  { 5, 131072, 32768, 76 },
+  { 0, 512, 1, 0 },
+  { 0, 512, 8, 1 },
+  { 0, 512, 32, 1 },
+  { 0, 512, 128, 1 },
+  { 0, 512, 512, 0 },
+  { 0, 512, 2048, 0 },
+  { 0, 512, 8192, 2 },
+  { 0, 512, 32768, 3 },
+  { 0, 768, 1, 4 },
+  { 0, 768, 8, 4 },
+  { 0, 768, 32, 4 },
+  { 0, 768, 128, 5 },
+  { 0, 768, 512, 6 },
+  { 0, 768, 2048, 7 },
+  { 0, 768, 8192, 8 },
+  { 0, 768, 32768, 9 },
+  { 0, 1024, 1, 4 },
+  { 0, 1024, 8, 4 },
+  { 0, 1024, 32, 4 },
+  { 0, 1024, 128, 5 },
+  { 0, 1024, 512, 6 },
+  { 0, 1024, 2048, 10 },
+  { 0, 1024, 8192, 11 },
+  { 0, 1024, 32768, 11 },
+  { 0, 1536, 1, 12 },
+  { 0, 1536, 8, 12 },
+  { 0, 1536, 32, 12 },
+  { 0, 1536, 128, 12 },
+  { 0, 1536, 512, 12 },
+  { 0, 1536, 2048, 13 },
+  { 0, 1536, 8192, 14 },
+  { 0, 1536, 32768, 14 },
+  { 0, 2048, 1, 12 },
+  { 0, 2048, 8, 12 },
+  { 0, 2048, 32, 12 },
+  { 0, 2048, 128, 12 },
+  { 0, 2048, 512, 12 },
+  { 0, 2048, 2048, 15 },
+  { 0, 2048, 8192, 16 },
+  { 0, 2048, 32768, 16 },
+  { 0, 2560, 1, 17 },
+  { 0, 2560, 8, 17 },
+  { 0, 2560, 32, 17 },
+  { 0, 2560, 128, 17 },
+  { 0, 2560, 512, 18 },
+  { 0, 2560, 2048, 19 },
+  { 0, 2560, 8192, 20 },
+  { 0, 2560, 32768, 20 },
+  { 0, 3072, 1, 17 },
+  { 0, 3072, 8, 17 },
+  { 0, 3072, 32, 17 },
+  { 0, 3072, 128, 17 },
+  { 0, 3072, 512, 18 },
+  { 0, 3072, 2048, 19 },
+  { 0, 3072, 8192, 19 },
+  { 0, 3072, 32768, 19 },
+  { 0, 4096, 1, 17 },
+  { 0, 4096, 8, 17 },
+  { 0, 4096, 32, 17 },
+  { 0, 4096, 128, 17 },
+  { 0, 4096, 512, 18 },
+  { 0, 4096, 2048, 21 },
+  { 0, 4096, 8192, 21 },
+  { 0, 4096, 32768, 21 },
+  { 0, 5120, 1, 22 },
+  { 0, 5120, 8, 22 },
+  { 0, 5120, 32, 22 },
+  { 0, 5120, 128, 22 },
+  { 0, 5120, 512, 23 },
+  { 0, 5120, 2048, 24 },
+  { 0, 5120, 8192, 24 },
+  { 0, 5120, 32768, 24 },
+  { 0, 6144, 1, 22 },
+  { 0, 6144, 8, 22 },
+  { 0, 6144, 32, 22 },
+  { 0, 6144, 128, 22 },
+  { 0, 6144, 512, 23 },
+  { 0, 6144, 2048, 25 },
+  { 0, 6144, 8192, 25 },
+  { 0, 6144, 32768, 25 },
+  { 0, 7168, 1, 22 },
+  { 0, 7168, 8, 22 },
+  { 0, 7168, 32, 22 },
+  { 0, 7168, 128, 22 },
+  { 0, 7168, 512, 26 },
+  { 0, 7168, 2048, 27 },
+  { 0, 7168, 8192, 27 },
+  { 0, 7168, 32768, 27 },
+  { 0, 8192, 1, 28 },
+  { 0, 8192, 8, 28 },
+  { 0, 8192, 32, 28 },
+  { 0, 8192, 128, 22 },
+  { 0, 8192, 512, 26 },
+  { 0, 8192, 2048, 27 },
+  { 0, 8192, 8192, 29 },
+  { 0, 8192, 32768, 29 },
+  { 0, 12288, 1, 30 },
+  { 0, 12288, 8, 30 },
+  { 0, 12288, 32, 30 },
+  { 0, 12288, 128, 31 },
+  { 0, 12288, 512, 32 },
+  { 0, 12288, 2048, 33 },
+  { 0, 12288, 8192, 33 },
+  { 0, 12288, 32768, 33 },
+  { 0, 16384, 1, 34 },
+  { 0, 16384, 8, 34 },
+  { 0, 16384, 32, 34 },
+  { 0, 16384, 128, 31 },
+  { 0, 16384, 512, 35 },
+  { 0, 16384, 2048, 36 },
+  { 0, 16384, 8192, 36 },
+  { 0, 16384, 32768, 36 },
+  { 0, 32768, 1, 37 },
+  { 0, 32768, 8, 37 },
+  { 0, 32768, 32, 37 },
+  { 0, 32768, 128, 38 },
+  { 0, 32768, 512, 38 },
+  { 0, 32768, 2048, 38 },
+  { 0, 32768, 8192, 38 },
+  { 0, 32768, 32768, 38 },
+  { 0, 65536, 1, 39 },
+  { 0, 65536, 8, 39 },
+  { 0, 65536, 32, 40 },
+  { 0, 65536, 128, 41 },
+  { 0, 65536, 512, 42 },
+  { 0, 65536, 2048, 42 },
+  { 0, 65536, 8192, 42 },
+  { 0, 65536, 32768, 42 },
+  { 0, 131072, 1, 43 },
+  { 0, 131072, 8, 43 },
+  { 0, 131072, 32, 44 },
+  { 0, 131072, 128, 44 },
+  { 0, 131072, 512, 44 },
+  { 0, 131072, 2048, 44 },
+  { 0, 131072, 8192, 44 },
+  { 0, 131072, 32768, 44 },
+  { 1, 512, 1, 46 },
+  { 1, 512, 8, 47 },
+  { 1, 512, 32, 47 },
+  { 1, 512, 128, 47 },
+  { 1, 512, 512, 46 },
+  { 1, 512, 2048, 48 },
+  { 1, 512, 8192, 49 },
+  { 1, 512, 32768, 50 },
+  { 1, 768, 1, 51 },
+  { 1, 768, 8, 51 },
+  { 1, 768, 32, 51 },
+  { 1, 768, 128, 52 },
+  { 1, 768, 512, 53 },
+  { 1, 768, 2048, 54 },
+  { 1, 768, 8192, 55 },
+  { 1, 768, 32768, 56 },
+  { 1, 1024, 1, 51 },
+  { 1, 1024, 8, 51 },
+  { 1, 1024, 32, 51 },
+  { 1, 1024, 128, 52 },
+  { 1, 1024, 512, 53 },
+  { 1, 1024, 2048, 54 },
+  { 1, 1024, 8192, 57 },
+  { 1, 1024, 32768, 58 },
+  { 1, 1536, 1, 59 },
+  { 1, 1536, 8, 59 },
+  { 1, 1536, 32, 59 },
+  { 1, 1536, 128, 59 },
+  { 1, 1536, 512, 59 },
+  { 1, 1536, 2048, 60 },
+  { 1, 1536, 8192, 61 },
+  { 1, 1536, 32768, 61 },
+  { 1, 2048, 1, 59 },
+  { 1, 2048, 8, 59 },
+  { 1, 2048, 32, 59 },
+  { 1, 2048, 128, 59 },
+  { 1, 2048, 512, 59 },
+  { 1, 2048, 2048, 62 },
+  { 1, 2048, 8192, 63 },
+  { 1, 2048, 32768, 64 },
+  { 1, 2560, 1, 65 },
+  { 1, 2560, 8, 65 },
+  { 1, 2560, 32, 65 },
+  { 1, 2560, 128, 65 },
+  { 1, 2560, 512, 66 },
+  { 1, 2560, 2048, 67 },
+  { 1, 2560, 8192, 68 },
+  { 1, 2560, 32768, 68 },
+  { 1, 3072, 1, 65 },
+  { 1, 3072, 8, 65 },
+  { 1, 3072, 32, 65 },
+  { 1, 3072, 128, 65 },
+  { 1, 3072, 512, 66 },
+  { 1, 3072, 2048, 67 },
+  { 1, 3072, 8192, 67 },
+  { 1, 3072, 32768, 67 },
+  { 1, 4096, 1, 65 },
+  { 1, 4096, 8, 65 },
+  { 1, 4096, 32, 65 },
+  { 1, 4096, 128, 65 },
+  { 1, 4096, 512, 66 },
+  { 1, 4096, 2048, 69 },
+  { 1, 4096, 8192, 69 },
+  { 1, 4096, 32768, 69 },
+  { 1, 5120, 1, 70 },
+  { 1, 5120, 8, 70 },
+  { 1, 5120, 32, 70 },
+  { 1, 5120, 128, 71 },
+  { 1, 5120, 512, 72 },
+  { 1, 5120, 2048, 73 },
+  { 1, 5120, 8192, 74 },
+  { 1, 5120, 32768, 74 },
+  { 1, 6144, 1, 70 },
+  { 1, 6144, 8, 70 },
+  { 1, 6144, 32, 71 },
+  { 1, 6144, 128, 71 },
+  { 1, 6144, 512, 72 },
+  { 1, 6144, 2048, 75 },
+  { 1, 6144, 8192, 75 },
+  { 1, 6144, 32768, 75 },
+  { 1, 7168, 1, 71 },
+  { 1, 7168, 8, 71 },
+  { 1, 7168, 32, 71 },
+  { 1, 7168, 128, 71 },
+  { 1, 7168, 512, 76 },
+  { 1, 7168, 2048, 77 },
+  { 1, 7168, 8192, 77 },
+  { 1, 7168, 32768, 77 },
+  { 1, 8192, 1, 78 },
+  { 1, 8192, 8, 78 },
+  { 1, 8192, 32, 78 },
+  { 1, 8192, 128, 71 },
+  { 1, 8192, 512, 76 },
+  { 1, 8192, 2048, 77 },
+  { 1, 8192, 8192, 79 },
+  { 1, 8192, 32768, 79 },
+  { 1, 12288, 1, 80 },
+  { 1, 12288, 8, 80 },
+  { 1, 12288, 32, 81 },
+  { 1, 12288, 128, 81 },
+  { 1, 12288, 512, 82 },
+  { 1, 12288, 2048, 83 },
+  { 1, 12288, 8192, 83 },
+  { 1, 12288, 32768, 83 },
+  { 1, 16384, 1, 84 },
+  { 1, 16384, 8, 84 },
+  { 1, 16384, 32, 84 },
+  { 1, 16384, 128, 85 },
+  { 1, 16384, 512, 86 },
+  { 1, 16384, 2048, 87 },
+  { 1, 16384, 8192, 87 },
+  { 1, 16384, 32768, 87 },
+  { 1, 32768, 1, 88 },
+  { 1, 32768, 8, 88 },
+  { 1, 32768, 32, 88 },
+  { 1, 32768, 128, 89 },
+  { 1, 32768, 512, 89 },
+  { 1, 32768, 2048, 89 },
+  { 1, 32768, 8192, 89 },
+  { 1, 32768, 32768, 89 },
+  { 1, 65536, 1, 90 },
+  { 1, 65536, 8, 90 },
+  { 1, 65536, 32, 91 },
+  { 1, 65536, 128, 92 },
+  { 1, 65536, 512, 93 },
+  { 1, 65536, 2048, 93 },
+  { 1, 65536, 8192, 93 },
+  { 1, 65536, 32768, 93 },
+  { 1, 131072, 1, 94 },
+  { 1, 131072, 8, 94 },
+  { 1, 131072, 32, 95 },
+  { 1, 131072, 128, 96 },
+  { 1, 131072, 512, 96 },
+  { 1, 131072, 2048, 95 },
+  { 1, 131072, 8192, 95 },
+  { 1, 131072, 32768, 95 },
+  { 2, 512, 1, 98 },
+  { 2, 512, 8, 98 },
+  { 2, 512, 32, 98 },
+  { 2, 512, 128, 99 },
+  { 2, 512, 512, 98 },
+  { 2, 512, 2048, 100 },
+  { 2, 512, 8192, 101 },
+  { 2, 512, 32768, 100 },
+  { 2, 768, 1, 102 },
+  { 2, 768, 8, 102 },
+  { 2, 768, 32, 102 },
+  { 2, 768, 128, 103 },
+  { 2, 768, 512, 102 },
+  { 2, 768, 2048, 104 },
+  { 2, 768, 8192, 104 },
+  { 2, 768, 32768, 104 },
+  { 2, 1024, 1, 102 },
+  { 2, 1024, 8, 102 },
+  { 2, 1024, 32, 102 },
+  { 2, 1024, 128, 103 },
+  { 2, 1024, 512, 102 },
+  { 2, 1024, 2048, 104 },
+  { 2, 1024, 8192, 104 },
+  { 2, 1024, 32768, 104 },
+  { 2, 1536, 1, 105 },
+  { 2, 1536, 8, 105 },
+  { 2, 1536, 32, 105 },
+  { 2, 1536, 128, 105 },
+  { 2, 1536, 512, 105 },
+  { 2, 1536, 2048, 105 },
+  { 2, 1536, 8192, 105 },
+  { 2, 1536, 32768, 106 },
+  { 2, 2048, 1, 107 },
+  { 2, 2048, 8, 107 },
+  { 2, 2048, 32, 107 },
+  { 2, 2048, 128, 107 },
+  { 2, 2048, 512, 107 },
+  { 2, 2048, 2048, 107 },
+  { 2, 2048, 8192, 106 },
+  { 2, 2048, 32768, 106 },
+  { 2, 2560, 1, 108 },
+  { 2, 2560, 8, 108 },
+  { 2, 2560, 32, 108 },
+  { 2, 2560, 128, 108 },
+  { 2, 2560, 512, 108 },
+  { 2, 2560, 2048, 109 },
+  { 2, 2560, 8192, 110 },
+  { 2, 2560, 32768, 110 },
+  { 2, 3072, 1, 108 },
+  { 2, 3072, 8, 108 },
+  { 2, 3072, 32, 108 },
+  { 2, 3072, 128, 108 },
+  { 2, 3072, 512, 108 },
+  { 2, 3072, 2048, 108 },
+  { 2, 3072, 8192, 110 },
+  { 2, 3072, 32768, 110 },
+  { 2, 4096, 1, 111 },
+  { 2, 4096, 8, 111 },
+  { 2, 4096, 32, 111 },
+  { 2, 4096, 128, 111 },
+  { 2, 4096, 512, 111 },
+  { 2, 4096, 2048, 111 },
+  { 2, 4096, 8192, 110 },
+  { 2, 4096, 32768, 110 },
+  { 2, 5120, 1, 112 },
+  { 2, 5120, 8, 112 },
+  { 2, 5120, 32, 112 },
+  { 2, 5120, 128, 113 },
+  { 2, 5120, 512, 112 },
+  { 2, 5120, 2048, 112 },
+  { 2, 5120, 8192, 114 },
+  { 2, 5120, 32768, 114 },
+  { 2, 6144, 1, 113 },
+  { 2, 6144, 8, 113 },
+  { 2, 6144, 32, 113 },
+  { 2, 6144, 128, 113 },
+  { 2, 6144, 512, 115 },
+  { 2, 6144, 2048, 115 },
+  { 2, 6144, 8192, 116 },
+  { 2, 6144, 32768, 116 },
+  { 2, 7168, 1, 117 },
+  { 2, 7168, 8, 117 },
+  { 2, 7168, 32, 117 },
+  { 2, 7168, 128, 117 },
+  { 2, 7168, 512, 116 },
+  { 2, 7168, 2048, 116 },
+  { 2, 7168, 8192, 116 },
+  { 2, 7168, 32768, 116 },
+  { 2, 8192, 1, 118 },
+  { 2, 8192, 8, 118 },
+  { 2, 8192, 32, 117 },
+  { 2, 8192, 128, 117 },
+  { 2, 8192, 512, 117 },
+  { 2, 8192, 2048, 117 },
+  { 2, 8192, 8192, 119 },
+  { 2, 8192, 32768, 119 },
+  { 2, 12288, 1, 120 },
+  { 2, 12288, 8, 120 },
+  { 2, 12288, 32, 120 },
+  { 2, 12288, 128, 121 },
+  { 2, 12288, 512, 116 },
+  { 2, 12288, 2048, 121 },
+  { 2, 12288, 8192, 121 },
+  { 2, 12288, 32768, 121 },
+  { 2, 16384, 1, 122 },
+  { 2, 16384, 8, 122 },
+  { 2, 16384, 32, 122 },
+  { 2, 16384, 128, 123 },
+  { 2, 16384, 512, 124 },
+  { 2, 16384, 2048, 124 },
+  { 2, 16384, 8192, 124 },
+  { 2, 16384, 32768, 124 },
+  { 2, 32768, 1, 125 },
+  { 2, 32768, 8, 125 },
+  { 2, 32768, 32, 126 },
+  { 2, 32768, 128, 127 },
+  { 2, 32768, 512, 128 },
+  { 2, 32768, 2048, 128 },
+  { 2, 32768, 8192, 128 },
+  { 2, 32768, 32768, 128 },
+  { 2, 65536, 1, 129 },
+  { 2, 65536, 8, 129 },
+  { 2, 65536, 32, 130 },
+  { 2, 65536, 128, 127 },
+  { 2, 65536, 512, 130 },
+  { 2, 65536, 2048, 131 },
+  { 2, 65536, 8192, 131 },
+  { 2, 65536, 32768, 131 },
+  { 2, 131072, 1, 132 },
+  { 2, 131072, 8, 132 },
+  { 2, 131072, 32, 132 },
+  { 2, 131072, 128, 127 },
+  { 2, 131072, 512, 133 },
+  { 2, 131072, 2048, 134 },
+  { 2, 131072, 8192, 134 },
+  { 2, 131072, 32768, 134 },
+  { 3, 512, 1, 136 },
+  { 3, 512, 8, 137 },
+  { 3, 512, 32, 137 },
+  { 3, 512, 128, 137 },
+  { 3, 512, 512, 136 },
+  { 3, 512, 2048, 137 },
+  { 3, 512, 8192, 137 },
+  { 3, 512, 32768, 137 },
+  { 3, 768, 1, 138 },
+  { 3, 768, 8, 138 },
+  { 3, 768, 32, 138 },
+  { 3, 768, 128, 139 },
+  { 3, 768, 512, 136 },
+  { 3, 768, 2048, 140 },
+  { 3, 768, 8192, 141 },
+  { 3, 768, 32768, 141 },
+  { 3, 1024, 1, 138 },
+  { 3, 1024, 8, 138 },
+  { 3, 1024, 32, 138 },
+  { 3, 1024, 128, 139 },
+  { 3, 1024, 512, 136 },
+  { 3, 1024, 2048, 140 },
+  { 3, 1024, 8192, 140 },
+  { 3, 1024, 32768, 140 },
+  { 3, 1536, 1, 136 },
+  { 3, 1536, 8, 136 },
+  { 3, 1536, 32, 136 },
+  { 3, 1536, 128, 136 },
+  { 3, 1536, 512, 136 },
+  { 3, 1536, 2048, 136 },
+  { 3, 1536, 8192, 142 },
+  { 3, 1536, 32768, 142 },
+  { 3, 2048, 1, 136 },
+  { 3, 2048, 8, 136 },
+  { 3, 2048, 32, 136 },
+  { 3, 2048, 128, 136 },
+  { 3, 2048, 512, 136 },
+  { 3, 2048, 2048, 136 },
+  { 3, 2048, 8192, 136 },
+  { 3, 2048, 32768, 136 },
+  { 3, 2560, 1, 143 },
+  { 3, 2560, 8, 143 },
+  { 3, 2560, 32, 143 },
+  { 3, 2560, 128, 143 },
+  { 3, 2560, 512, 144 },
+  { 3, 2560, 2048, 145 },
+  { 3, 2560, 8192, 146 },
+  { 3, 2560, 32768, 146 },
+  { 3, 3072, 1, 143 },
+  { 3, 3072, 8, 143 },
+  { 3, 3072, 32, 143 },
+  { 3, 3072, 128, 143 },
+  { 3, 3072, 512, 144 },
+  { 3, 3072, 2048, 146 },
+  { 3, 3072, 8192, 146 },
+  { 3, 3072, 32768, 147 },
+  { 3, 4096, 1, 143 },
+  { 3, 4096, 8, 143 },
+  { 3, 4096, 32, 143 },
+  { 3, 4096, 128, 143 },
+  { 3, 4096, 512, 144 },
+  { 3, 4096, 2048, 146 },
+  { 3, 4096, 8192, 148 },
+  { 3, 4096, 32768, 148 },
+  { 3, 5120, 1, 149 },
+  { 3, 5120, 8, 149 },
+  { 3, 5120, 32, 149 },
+  { 3, 5120, 128, 149 },
+  { 3, 5120, 512, 150 },
+  { 3, 5120, 2048, 151 },
+  { 3, 5120, 8192, 152 },
+  { 3, 5120, 32768, 152 },
+  { 3, 6144, 1, 149 },
+  { 3, 6144, 8, 149 },
+  { 3, 6144, 32, 149 },
+  { 3, 6144, 128, 149 },
+  { 3, 6144, 512, 150 },
+  { 3, 6144, 2048, 151 },
+  { 3, 6144, 8192, 153 },
+  { 3, 6144, 32768, 153 },
+  { 3, 7168, 1, 149 },
+  { 3, 7168, 8, 149 },
+  { 3, 7168, 32, 149 },
+  { 3, 7168, 128, 149 },
+  { 3, 7168, 512, 154 },
+  { 3, 7168, 2048, 155 },
+  { 3, 7168, 8192, 155 },
+  { 3, 7168, 32768, 155 },
+  { 3, 8192, 1, 156 },
+  { 3, 8192, 8, 156 },
+  { 3, 8192, 32, 156 },
+  { 3, 8192, 128, 149 },
+  { 3, 8192, 512, 154 },
+  { 3, 8192, 2048, 155 },
+  { 3, 8192, 8192, 155 },
+  { 3, 8192, 32768, 155 },
+  { 3, 12288, 1, 157 },
+  { 3, 12288, 8, 157 },
+  { 3, 12288, 32, 157 },
+  { 3, 12288, 128, 158 },
+  { 3, 12288, 512, 159 },
+  { 3, 12288, 2048, 159 },
+  { 3, 12288, 8192, 160 },
+  { 3, 12288, 32768, 160 },
+  { 3, 16384, 1, 161 },
+  { 3, 16384, 8, 161 },
+  { 3, 16384, 32, 161 },
+  { 3, 16384, 128, 158 },
+  { 3, 16384, 512, 162 },
+  { 3, 16384, 2048, 163 },
+  { 3, 16384, 8192, 163 },
+  { 3, 16384, 32768, 163 },
+  { 3, 32768, 1, 164 },
+  { 3, 32768, 8, 164 },
+  { 3, 32768, 32, 164 },
+  { 3, 32768, 128, 165 },
+  { 3, 32768, 512, 165 },
+  { 3, 32768, 2048, 165 },
+  { 3, 32768, 8192, 165 },
+  { 3, 32768, 32768, 165 },
+  { 3, 65536, 1, 166 },
+  { 3, 65536, 8, 166 },
+  { 3, 65536, 32, 167 },
+  { 3, 65536, 128, 168 },
+  { 3, 65536, 512, 169 },
+  { 3, 65536, 2048, 170 },
+  { 3, 65536, 8192, 170 },
+  { 3, 65536, 32768, 170 },
+  { 3, 131072, 1, 171 },
+  { 3, 131072, 8, 171 },
+  { 3, 131072, 32, 172 },
+  { 3, 131072, 128, 172 },
+  { 3, 131072, 512, 173 },
+  { 3, 131072, 2048, 173 },
+  { 3, 131072, 8192, 173 },
+  { 3, 131072, 32768, 173 },
+  { 4, 512, 1, 175 },
+  { 4, 512, 8, 176 },
+  { 4, 512, 32, 176 },
+  { 4, 512, 128, 176 },
+  { 4, 512, 512, 175 },
+  { 4, 512, 2048, 177 },
+  { 4, 512, 8192, 176 },
+  { 4, 512, 32768, 177 },
+  { 4, 768, 1, 178 },
+  { 4, 768, 8, 178 },
+  { 4, 768, 32, 178 },
+  { 4, 768, 128, 179 },
+  { 4, 768, 512, 178 },
+  { 4, 768, 2048, 180 },
+  { 4, 768, 8192, 181 },
+  { 4, 768, 32768, 181 },
+  { 4, 1024, 1, 178 },
+  { 4, 1024, 8, 178 },
+  { 4, 1024, 32, 178 },
+  { 4, 1024, 128, 179 },
+  { 4, 1024, 512, 178 },
+  { 4, 1024, 2048, 178 },
+  { 4, 1024, 8192, 182 },
+  { 4, 1024, 32768, 182 },
+  { 4, 1536, 1, 183 },
+  { 4, 1536, 8, 183 },
+  { 4, 1536, 32, 183 },
+  { 4, 1536, 128, 183 },
+  { 4, 1536, 512, 184 },
+  { 4, 1536, 2048, 185 },
+  { 4, 1536, 8192, 185 },
+  { 4, 1536, 32768, 185 },
+  { 4, 2048, 1, 184 },
+  { 4, 2048, 8, 183 },
+  { 4, 2048, 32, 183 },
+  { 4, 2048, 128, 183 },
+  { 4, 2048, 512, 184 },
+  { 4, 2048, 2048, 185 },
+  { 4, 2048, 8192, 186 },
+  { 4, 2048, 32768, 186 },
+  { 4, 2560, 1, 187 },
+  { 4, 2560, 8, 187 },
+  { 4, 2560, 32, 188 },
+  { 4, 2560, 128, 188 },
+  { 4, 2560, 512, 189 },
+  { 4, 2560, 2048, 190 },
+  { 4, 2560, 8192, 191 },
+  { 4, 2560, 32768, 191 },
+  { 4, 3072, 1, 187 },
+  { 4, 3072, 8, 187 },
+  { 4, 3072, 32, 188 },
+  { 4, 3072, 128, 188 },
+  { 4, 3072, 512, 189 },
+  { 4, 3072, 2048, 191 },
+  { 4, 3072, 8192, 191 },
+  { 4, 3072, 32768, 191 },
+  { 4, 4096, 1, 187 },
+  { 4, 4096, 8, 187 },
+  { 4, 4096, 32, 188 },
+  { 4, 4096, 128, 188 },
+  { 4, 4096, 512, 189 },
+  { 4, 4096, 2048, 189 },
+  { 4, 4096, 8192, 189 },
+  { 4, 4096, 32768, 189 },
+  { 4, 5120, 1, 192 },
+  { 4, 5120, 8, 192 },
+  { 4, 5120, 32, 192 },
+  { 4, 5120, 128, 192 },
+  { 4, 5120, 512, 193 },
+  { 4, 5120, 2048, 193 },
+  { 4, 5120, 8192, 194 },
+  { 4, 5120, 32768, 194 },
+  { 4, 6144, 1, 192 },
+  { 4, 6144, 8, 192 },
+  { 4, 6144, 32, 195 },
+  { 4, 6144, 128, 192 },
+  { 4, 6144, 512, 193 },
+  { 4, 6144, 2048, 196 },
+  { 4, 6144, 8192, 197 },
+  { 4, 6144, 32768, 197 },
+  { 4, 7168, 1, 195 },
+  { 4, 7168, 8, 195 },
+  { 4, 7168, 32, 195 },
+  { 4, 7168, 128, 192 },
+  { 4, 7168, 512, 196 },
+  { 4, 7168, 2048, 196 },
+  { 4, 7168, 8192, 197 },
+  { 4, 7168, 32768, 197 },
+  { 4, 8192, 1, 198 },
+  { 4, 8192, 8, 198 },
+  { 4, 8192, 32, 198 },
+  { 4, 8192, 128, 192 },
+  { 4, 8192, 512, 196 },
+  { 4, 8192, 2048, 196 },
+  { 4, 8192, 8192, 196 },
+  { 4, 8192, 32768, 196 },
+  { 4, 12288, 1, 199 },
+  { 4, 12288, 8, 200 },
+  { 4, 12288, 32, 199 },
+  { 4, 12288, 128, 201 },
+  { 4, 12288, 512, 202 },
+  { 4, 12288, 2048, 202 },
+  { 4, 12288, 8192, 202 },
+  { 4, 12288, 32768, 202 },
+  { 4, 16384, 1, 203 },
+  { 4, 16384, 8, 203 },
+  { 4, 16384, 32, 203 },
+  { 4, 16384, 128, 201 },
+  { 4, 16384, 512, 204 },
+  { 4, 16384, 2048, 204 },
+  { 4, 16384, 8192, 204 },
+  { 4, 16384, 32768, 204 },
+  { 4, 32768, 1, 205 },
+  { 4, 32768, 8, 206 },
+  { 4, 32768, 32, 205 },
+  { 4, 32768, 128, 207 },
+  { 4, 32768, 512, 208 },
+  { 4, 32768, 2048, 209 },
+  { 4, 32768, 8192, 209 },
+  { 4, 32768, 32768, 209 },
+  { 4, 65536, 1, 210 },
+  { 4, 65536, 8, 210 },
+  { 4, 65536, 32, 211 },
+  { 4, 65536, 128, 207 },
+  { 4, 65536, 512, 212 },
+  { 4, 65536, 2048, 212 },
+  { 4, 65536, 8192, 212 },
+  { 4, 65536, 32768, 212 },
+  { 4, 131072, 1, 213 },
+  { 4, 131072, 8, 213 },
+  { 4, 131072, 32, 214 },
+  { 4, 131072, 128, 214 },
+  { 4, 131072, 512, 214 },
+  { 4, 131072, 2048, 214 },
+  { 4, 131072, 8192, 214 },
+  { 4, 131072, 32768, 214 },
+  { 5, 512, 1, 216 },
+  { 5, 512, 8, 217 },
+  { 5, 512, 32, 216 },
+  { 5, 512, 128, 217 },
+  { 5, 512, 512, 216 },
+  { 5, 512, 2048, 217 },
+  { 5, 512, 8192, 217 },
+  { 5, 512, 32768, 217 },
+  { 5, 768, 1, 218 },
+  { 5, 768, 8, 218 },
+  { 5, 768, 32, 216 },
+  { 5, 768, 128, 219 },
+  { 5, 768, 512, 216 },
+  { 5, 768, 2048, 218 },
+  { 5, 768, 8192, 220 },
+  { 5, 768, 32768, 220 },
+  { 5, 1024, 1, 218 },
+  { 5, 1024, 8, 218 },
+  { 5, 1024, 32, 218 },
+  { 5, 1024, 128, 219 },
+  { 5, 1024, 512, 216 },
+  { 5, 1024, 2048, 218 },
+  { 5, 1024, 8192, 218 },
+  { 5, 1024, 32768, 218 },
+  { 5, 1536, 1, 216 },
+  { 5, 1536, 8, 216 },
+  { 5, 1536, 32, 216 },
+  { 5, 1536, 128, 216 },
+  { 5, 1536, 512, 216 },
+  { 5, 1536, 2048, 216 },
+  { 5, 1536, 8192, 221 },
+  { 5, 1536, 32768, 221 },
+  { 5, 2048, 1, 216 },
+  { 5, 2048, 8, 216 },
+  { 5, 2048, 32, 216 },
+  { 5, 2048, 128, 216 },
+  { 5, 2048, 512, 216 },
+  { 5, 2048, 2048, 216 },
+  { 5, 2048, 8192, 221 },
+  { 5, 2048, 32768, 216 },
+  { 5, 2560, 1, 222 },
+  { 5, 2560, 8, 222 },
+  { 5, 2560, 32, 222 },
+  { 5, 2560, 128, 222 },
+  { 5, 2560, 512, 223 },
+  { 5, 2560, 2048, 224 },
+  { 5, 2560, 8192, 225 },
+  { 5, 2560, 32768, 226 },
+  { 5, 3072, 1, 222 },
+  { 5, 3072, 8, 222 },
+  { 5, 3072, 32, 222 },
+  { 5, 3072, 128, 222 },
+  { 5, 3072, 512, 223 },
+  { 5, 3072, 2048, 225 },
+  { 5, 3072, 8192, 227 },
+  { 5, 3072, 32768, 227 },
+  { 5, 4096, 1, 222 },
+  { 5, 4096, 8, 222 },
+  { 5, 4096, 32, 222 },
+  { 5, 4096, 128, 222 },
+  { 5, 4096, 512, 223 },
+  { 5, 4096, 2048, 225 },
+  { 5, 4096, 8192, 227 },
+  { 5, 4096, 32768, 228 },
+  { 5, 5120, 1, 229 },
+  { 5, 5120, 8, 229 },
+  { 5, 5120, 32, 229 },
+  { 5, 5120, 128, 229 },
+  { 5, 5120, 512, 230 },
+  { 5, 5120, 2048, 231 },
+  { 5, 5120, 8192, 232 },
+  { 5, 5120, 32768, 232 },
+  { 5, 6144, 1, 229 },
+  { 5, 6144, 8, 229 },
+  { 5, 6144, 32, 229 },
+  { 5, 6144, 128, 229 },
+  { 5, 6144, 512, 230 },
+  { 5, 6144, 2048, 231 },
+  { 5, 6144, 8192, 233 },
+  { 5, 6144, 32768, 233 },
+  { 5, 7168, 1, 229 },
+  { 5, 7168, 8, 229 },
+  { 5, 7168, 32, 229 },
+  { 5, 7168, 128, 229 },
+  { 5, 7168, 512, 234 },
+  { 5, 7168, 2048, 232 },
+  { 5, 7168, 8192, 235 },
+  { 5, 7168, 32768, 235 },
+  { 5, 8192, 1, 236 },
+  { 5, 8192, 8, 236 },
+  { 5, 8192, 32, 236 },
+  { 5, 8192, 128, 229 },
+  { 5, 8192, 512, 234 },
+  { 5, 8192, 2048, 232 },
+  { 5, 8192, 8192, 237 },
+  { 5, 8192, 32768, 237 },
+  { 5, 12288, 1, 238 },
+  { 5, 12288, 8, 238 },
+  { 5, 12288, 32, 238 },
+  { 5, 12288, 128, 239 },
+  { 5, 12288, 512, 240 },
+  { 5, 12288, 2048, 241 },
+  { 5, 12288, 8192, 241 },
+  { 5, 12288, 32768, 241 },
+  { 5, 16384, 1, 242 },
+  { 5, 16384, 8, 242 },
+  { 5, 16384, 32, 242 },
+  { 5, 16384, 128, 239 },
+  { 5, 16384, 512, 243 },
+  { 5, 16384, 2048, 244 },
+  { 5, 16384, 8192, 244 },
+  { 5, 16384, 32768, 244 },
+  { 5, 32768, 1, 245 },
+  { 5, 32768, 8, 245 },
+  { 5, 32768, 32, 245 },
+  { 5, 32768, 128, 246 },
+  { 5, 32768, 512, 246 },
+  { 5, 32768, 2048, 246 },
+  { 5, 32768, 8192, 246 },
+  { 5, 32768, 32768, 246 },
+  { 5, 65536, 1, 247 },
+  { 5, 65536, 8, 247 },
+  { 5, 65536, 32, 248 },
+  { 5, 65536, 128, 249 },
+  { 5, 65536, 512, 250 },
+  { 5, 65536, 2048, 251 },
+  { 5, 65536, 8192, 251 },
+  { 5, 65536, 32768, 251 },
+  { 5, 131072, 1, 252 },
+  { 5, 131072, 8, 252 },
+  { 5, 131072, 32, 253 },
+  { 5, 131072, 128, 254 },
+  { 5, 131072, 512, 254 },
+  { 5, 131072, 2048, 254 },
+  { 5, 131072, 8192, 254 },
+  { 5, 131072, 32768, 254 },
+  { 6, 512, 1, 256 },
+  { 6, 512, 8, 257 },
+  { 6, 512, 32, 257 },
+  { 6, 512, 128, 257 },
+  { 6, 512, 512, 257 },
+  { 6, 512, 2048, 258 },
+  { 6, 512, 8192, 257 },
+  { 6, 512, 32768, 257 },
+  { 6, 768, 1, 259 },
+  { 6, 768, 8, 259 },
+  { 6, 768, 32, 259 },
+  { 6, 768, 128, 259 },
+  { 6, 768, 512, 259 },
+  { 6, 768, 2048, 259 },
+  { 6, 768, 8192, 260 },
+  { 6, 768, 32768, 260 },
+  { 6, 1024, 1, 259 },
+  { 6, 1024, 8, 259 },
+  { 6, 1024, 32, 259 },
+  { 6, 1024, 128, 259 },
+  { 6, 1024, 512, 259 },
+  { 6, 1024, 2048, 259 },
+  { 6, 1024, 8192, 259 },
+  { 6, 1024, 32768, 259 },
+  { 6, 1536, 1, 261 },
+  { 6, 1536, 8, 261 },
+  { 6, 1536, 32, 261 },
+  { 6, 1536, 128, 261 },
+  { 6, 1536, 512, 262 },
+  { 6, 1536, 2048, 263 },
+  { 6, 1536, 8192, 263 },
+  { 6, 1536, 32768, 263 },
+  { 6, 2048, 1, 261 },
+  { 6, 2048, 8, 261 },
+  { 6, 2048, 32, 261 },
+  { 6, 2048, 128, 261 },
+  { 6, 2048, 512, 262 },
+  { 6, 2048, 2048, 262 },
+  { 6, 2048, 8192, 262 },
+  { 6, 2048, 32768, 262 },
+  { 6, 2560, 1, 264 },
+  { 6, 2560, 8, 264 },
+  { 6, 2560, 32, 264 },
+  { 6, 2560, 128, 264 },
+  { 6, 2560, 512, 265 },
+  { 6, 2560, 2048, 266 },
+  { 6, 2560, 8192, 265 },
+  { 6, 2560, 32768, 265 },
+  { 6, 3072, 1, 264 },
+  { 6, 3072, 8, 264 },
+  { 6, 3072, 32, 264 },
+  { 6, 3072, 128, 264 },
+  { 6, 3072, 512, 264 },
+  { 6, 3072, 2048, 266 },
+  { 6, 3072, 8192, 265 },
+  { 6, 3072, 32768, 265 },
+  { 6, 4096, 1, 264 },
+  { 6, 4096, 8, 264 },
+  { 6, 4096, 32, 264 },
+  { 6, 4096, 128, 264 },
+  { 6, 4096, 512, 264 },
+  { 6, 4096, 2048, 266 },
+  { 6, 4096, 8192, 266 },
+  { 6, 4096, 32768, 266 },
+  { 6, 5120, 1, 267 },
+  { 6, 5120, 8, 267 },
+  { 6, 5120, 32, 268 },
+  { 6, 5120, 128, 267 },
+  { 6, 5120, 512, 269 },
+  { 6, 5120, 2048, 270 },
+  { 6, 5120, 8192, 271 },
+  { 6, 5120, 32768, 271 },
+  { 6, 6144, 1, 267 },
+  { 6, 6144, 8, 267 },
+  { 6, 6144, 32, 268 },
+  { 6, 6144, 128, 267 },
+  { 6, 6144, 512, 269 },
+  { 6, 6144, 2048, 269 },
+  { 6, 6144, 8192, 271 },
+  { 6, 6144, 32768, 272 },
+  { 6, 7168, 1, 268 },
+  { 6, 7168, 8, 268 },
+  { 6, 7168, 32, 268 },
+  { 6, 7168, 128, 267 },
+  { 6, 7168, 512, 270 },
+  { 6, 7168, 2048, 270 },
+  { 6, 7168, 8192, 270 },
+  { 6, 7168, 32768, 270 },
+  { 6, 8192, 1, 273 },
+  { 6, 8192, 8, 273 },
+  { 6, 8192, 32, 273 },
+  { 6, 8192, 128, 267 },
+  { 6, 8192, 512, 270 },
+  { 6, 8192, 2048, 270 },
+  { 6, 8192, 8192, 270 },
+  { 6, 8192, 32768, 270 },
+  { 6, 12288, 1, 274 },
+  { 6, 12288, 8, 274 },
+  { 6, 12288, 32, 274 },
+  { 6, 12288, 128, 275 },
+  { 6, 12288, 512, 276 },
+  { 6, 12288, 2048, 276 },
+  { 6, 12288, 8192, 276 },
+  { 6, 12288, 32768, 276 },
+  { 6, 16384, 1, 277 },
+  { 6, 16384, 8, 277 },
+  { 6, 16384, 32, 277 },
+  { 6, 16384, 128, 278 },
+  { 6, 16384, 512, 279 },
+  { 6, 16384, 2048, 279 },
+  { 6, 16384, 8192, 279 },
+  { 6, 16384, 32768, 279 },
+  { 6, 32768, 1, 280 },
+  { 6, 32768, 8, 281 },
+  { 6, 32768, 32, 280 },
+  { 6, 32768, 128, 282 },
+  { 6, 32768, 512, 283 },
+  { 6, 32768, 2048, 284 },
+  { 6, 32768, 8192, 284 },
+  { 6, 32768, 32768, 284 },
+  { 6, 65536, 1, 285 },
+  { 6, 65536, 8, 285 },
+  { 6, 65536, 32, 286 },
+  { 6, 65536, 128, 282 },
+  { 6, 65536, 512, 287 },
+  { 6, 65536, 2048, 287 },
+  { 6, 65536, 8192, 287 },
+  { 6, 65536, 32768, 287 },
+  { 6, 131072, 1, 288 },
+  { 6, 131072, 8, 288 },
+  { 6, 131072, 32, 289 },
+  { 6, 131072, 128, 289 },
+  { 6, 131072, 512, 289 },
+  { 6, 131072, 2048, 289 },
+  { 6, 131072, 8192, 289 },
+  { 6, 131072, 32768, 289 },
+  { 7, 512, 1, 291 },
+  { 7, 512, 8, 292 },
+  { 7, 512, 32, 292 },
+  { 7, 512, 128, 292 },
+  { 7, 512, 512, 293 },
+  { 7, 512, 2048, 292 },
+  { 7, 512, 8192, 292 },
+  { 7, 512, 32768, 294 },
+  { 7, 768, 1, 295 },
+  { 7, 768, 8, 295 },
+  { 7, 768, 32, 295 },
+  { 7, 768, 128, 295 },
+  { 7, 768, 512, 293 },
+  { 7, 768, 2048, 296 },
+  { 7, 768, 8192, 296 },
+  { 7, 768, 32768, 296 },
+  { 7, 1024, 1, 295 },
+  { 7, 1024, 8, 295 },
+  { 7, 1024, 32, 295 },
+  { 7, 1024, 128, 295 },
+  { 7, 1024, 512, 295 },
+  { 7, 1024, 2048, 296 },
+  { 7, 1024, 8192, 296 },
+  { 7, 1024, 32768, 296 },
+  { 7, 1536, 1, 297 },
+  { 7, 1536, 8, 297 },
+  { 7, 1536, 32, 297 },
+  { 7, 1536, 128, 297 },
+  { 7, 1536, 512, 297 },
+  { 7, 1536, 2048, 297 },
+  { 7, 1536, 8192, 298 },
+  { 7, 1536, 32768, 298 },
+  { 7, 2048, 1, 299 },
+  { 7, 2048, 8, 299 },
+  { 7, 2048, 32, 299 },
+  { 7, 2048, 128, 299 },
+  { 7, 2048, 512, 299 },
+  { 7, 2048, 2048, 299 },
+  { 7, 2048, 8192, 300 },
+  { 7, 2048, 32768, 300 },
+  { 7, 2560, 1, 301 },
+  { 7, 2560, 8, 301 },
+  { 7, 2560, 32, 301 },
+  { 7, 2560, 128, 302 },
+  { 7, 2560, 512, 303 },
+  { 7, 2560, 2048, 302 },
+  { 7, 2560, 8192, 300 },
+  { 7, 2560, 32768, 300 },
+  { 7, 3072, 1, 302 },
+  { 7, 3072, 8, 302 },
+  { 7, 3072, 32, 302 },
+  { 7, 3072, 128, 304 },
+  { 7, 3072, 512, 303 },
+  { 7, 3072, 2048, 302 },
+  { 7, 3072, 8192, 303 },
+  { 7, 3072, 32768, 300 },
+  { 7, 4096, 1, 304 },
+  { 7, 4096, 8, 304 },
+  { 7, 4096, 32, 304 },
+  { 7, 4096, 128, 304 },
+  { 7, 4096, 512, 303 },
+  { 7, 4096, 2048, 304 },
+  { 7, 4096, 8192, 300 },
+  { 7, 4096, 32768, 305 },
+  { 7, 5120, 1, 306 },
+  { 7, 5120, 8, 306 },
+  { 7, 5120, 32, 307 },
+  { 7, 5120, 128, 307 },
+  { 7, 5120, 512, 306 },
+  { 7, 5120, 2048, 306 },
+  { 7, 5120, 8192, 300 },
+  { 7, 5120, 32768, 308 },
+  { 7, 6144, 1, 307 },
+  { 7, 6144, 8, 307 },
+  { 7, 6144, 32, 307 },
+  { 7, 6144, 128, 309 },
+  { 7, 6144, 512, 309 },
+  { 7, 6144, 2048, 309 },
+  { 7, 6144, 8192, 308 },
+  { 7, 6144, 32768, 308 },
+  { 7, 7168, 1, 310 },
+  { 7, 7168, 8, 311 },
+  { 7, 7168, 32, 311 },
+  { 7, 7168, 128, 311 },
+  { 7, 7168, 512, 310 },
+  { 7, 7168, 2048, 310 },
+  { 7, 7168, 8192, 308 },
+  { 7, 7168, 32768, 308 },
+  { 7, 8192, 1, 312 },
+  { 7, 8192, 8, 312 },
+  { 7, 8192, 32, 312 },
+  { 7, 8192, 128, 311 },
+  { 7, 8192, 512, 311 },
+  { 7, 8192, 2048, 308 },
+  { 7, 8192, 8192, 308 },
+  { 7, 8192, 32768, 308 },
+  { 7, 12288, 1, 313 },
+  { 7, 12288, 8, 313 },
+  { 7, 12288, 32, 313 },
+  { 7, 12288, 128, 313 },
+  { 7, 12288, 512, 313 },
+  { 7, 12288, 2048, 314 },
+  { 7, 12288, 8192, 308 },
+  { 7, 12288, 32768, 308 },
+  { 7, 16384, 1, 315 },
+  { 7, 16384, 8, 315 },
+  { 7, 16384, 32, 315 },
+  { 7, 16384, 128, 316 },
+  { 7, 16384, 512, 316 },
+  { 7, 16384, 2048, 317 },
+  { 7, 16384, 8192, 308 },
+  { 7, 16384, 32768, 308 },
+  { 7, 32768, 1, 318 },
+  { 7, 32768, 8, 318 },
+  { 7, 32768, 32, 318 },
+  { 7, 32768, 128, 319 },
+  { 7, 32768, 512, 320 },
+  { 7, 32768, 2048, 320 },
+  { 7, 32768, 8192, 319 },
+  { 7, 32768, 32768, 319 },
+  { 7, 65536, 1, 321 },
+  { 7, 65536, 8, 322 },
+  { 7, 65536, 32, 323 },
+  { 7, 65536, 128, 324 },
+  { 7, 65536, 512, 322 },
+  { 7, 65536, 2048, 324 },
+  { 7, 65536, 8192, 324 },
+  { 7, 65536, 32768, 324 },
+  { 7, 131072, 1, 325 },
+  { 7, 131072, 8, 325 },
+  { 7, 131072, 32, 326 },
+  { 7, 131072, 128, 326 },
+  { 7, 131072, 512, 326 },
+  { 7, 131072, 2048, 326 },
+  { 7, 131072, 8192, 326 },
+  { 7, 131072, 32768, 326 },
+  { 8, 512, 1, 328 },
+  { 8, 512, 8, 328 },
+  { 8, 512, 32, 328 },
+  { 8, 512, 128, 329 },
+  { 8, 512, 512, 330 },
+  { 8, 512, 2048, 331 },
+  { 8, 512, 8192, 329 },
+  { 8, 512, 32768, 331 },
+  { 8, 768, 1, 332 },
+  { 8, 768, 8, 332 },
+  { 8, 768, 32, 332 },
+  { 8, 768, 128, 332 },
+  { 8, 768, 512, 330 },
+  { 8, 768, 2048, 333 },
+  { 8, 768, 8192, 333 },
+  { 8, 768, 32768, 330 },
+  { 8, 1024, 1, 332 },
+  { 8, 1024, 8, 332 },
+  { 8, 1024, 32, 330 },
+  { 8, 1024, 128, 332 },
+  { 8, 1024, 512, 330 },
+  { 8, 1024, 2048, 333 },
+  { 8, 1024, 8192, 330 },
+  { 8, 1024, 32768, 330 },
+  { 8, 1536, 1, 334 },
+  { 8, 1536, 8, 334 },
+  { 8, 1536, 32, 335 },
+  { 8, 1536, 128, 334 },
+  { 8, 1536, 512, 334 },
+  { 8, 1536, 2048, 336 },
+  { 8, 1536, 8192, 336 },
+  { 8, 1536, 32768, 336 },
+  { 8, 2048, 1, 335 },
+  { 8, 2048, 8, 335 },
+  { 8, 2048, 32, 335 },
+  { 8, 2048, 128, 335 },
+  { 8, 2048, 512, 335 },
+  { 8, 2048, 2048, 335 },
+  { 8, 2048, 8192, 337 },
+  { 8, 2048, 32768, 337 },
+  { 8, 2560, 1, 338 },
+  { 8, 2560, 8, 339 },
+  { 8, 2560, 32, 338 },
+  { 8, 2560, 128, 338 },
+  { 8, 2560, 512, 338 },
+  { 8, 2560, 2048, 339 },
+  { 8, 2560, 8192, 340 },
+  { 8, 2560, 32768, 340 },
+  { 8, 3072, 1, 338 },
+  { 8, 3072, 8, 338 },
+  { 8, 3072, 32, 338 },
+  { 8, 3072, 128, 338 },
+  { 8, 3072, 512, 338 },
+  { 8, 3072, 2048, 340 },
+  { 8, 3072, 8192, 340 },
+  { 8, 3072, 32768, 337 },
+  { 8, 4096, 1, 338 },
+  { 8, 4096, 8, 338 },
+  { 8, 4096, 32, 338 },
+  { 8, 4096, 128, 338 },
+  { 8, 4096, 512, 338 },
+  { 8, 4096, 2048, 341 },
+  { 8, 4096, 8192, 341 },
+  { 8, 4096, 32768, 337 },
+  { 8, 5120, 1, 342 },
+  { 8, 5120, 8, 342 },
+  { 8, 5120, 32, 342 },
+  { 8, 5120, 128, 342 },
+  { 8, 5120, 512, 342 },
+  { 8, 5120, 2048, 343 },
+  { 8, 5120, 8192, 343 },
+  { 8, 5120, 32768, 344 },
+  { 8, 6144, 1, 342 },
+  { 8, 6144, 8, 342 },
+  { 8, 6144, 32, 342 },
+  { 8, 6144, 128, 342 },
+  { 8, 6144, 512, 342 },
+  { 8, 6144, 2048, 344 },
+  { 8, 6144, 8192, 344 },
+  { 8, 6144, 32768, 337 },
+  { 8, 7168, 1, 345 },
+  { 8, 7168, 8, 346 },
+  { 8, 7168, 32, 346 },
+  { 8, 7168, 128, 346 },
+  { 8, 7168, 512, 346 },
+  { 8, 7168, 2048, 347 },
+  { 8, 7168, 8192, 347 },
+  { 8, 7168, 32768, 347 },
+  { 8, 8192, 1, 348 },
+  { 8, 8192, 8, 348 },
+  { 8, 8192, 32, 348 },
+  { 8, 8192, 128, 349 },
+  { 8, 8192, 512, 349 },
+  { 8, 8192, 2048, 347 },
+  { 8, 8192, 8192, 347 },
+  { 8, 8192, 32768, 347 },
+  { 8, 12288, 1, 350 },
+  { 8, 12288, 8, 350 },
+  { 8, 12288, 32, 350 },
+  { 8, 12288, 128, 351 },
+  { 8, 12288, 512, 351 },
+  { 8, 12288, 2048, 347 },
+  { 8, 12288, 8192, 347 },
+  { 8, 12288, 32768, 347 },
+  { 8, 16384, 1, 352 },
+  { 8, 16384, 8, 352 },
+  { 8, 16384, 32, 352 },
+  { 8, 16384, 128, 353 },
+  { 8, 16384, 512, 347 },
+  { 8, 16384, 2048, 353 },
+  { 8, 16384, 8192, 353 },
+  { 8, 16384, 32768, 353 },
+  { 8, 32768, 1, 354 },
+  { 8, 32768, 8, 354 },
+  { 8, 32768, 32, 355 },
+  { 8, 32768, 128, 356 },
+  { 8, 32768, 512, 357 },
+  { 8, 32768, 2048, 357 },
+  { 8, 32768, 8192, 357 },
+  { 8, 32768, 32768, 357 },
+  { 8, 65536, 1, 358 },
+  { 8, 65536, 8, 358 },
+  { 8, 65536, 32, 359 },
+  { 8, 65536, 128, 358 },
+  { 8, 65536, 512, 358 },
+  { 8, 65536, 2048, 358 },
+  { 8, 65536, 8192, 359 },
+  { 8, 65536, 32768, 359 },
+  { 8, 131072, 1, 360 },
+  { 8, 131072, 8, 360 },
+  { 8, 131072, 32, 360 },
+  { 8, 131072, 128, 347 },
+  { 8, 131072, 512, 347 },
+  { 8, 131072, 2048, 347 },
+  { 8, 131072, 8192, 347 },
+  { 8, 131072, 32768, 347 },
 };
 // The tuned row counts of each table, ascending.
-const int64_t kRowBuckets[] = { 32, 2048, 32768 };
+const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
 
 // One dispatch table per GPU model the package was tuned on: its entries and row buckets.
 struct Table { const char* device; int compute_capability; int first_entry, entries, first_bucket, buckets; };
 const Table kTables[] = {
-  { "NVIDIA H200", 90, 0, 108, 0, 3 },
+  { "NVIDIA H200", 90, 0, 1224, 0, 8 },
 };
 const int kTableCount = int(sizeof kTables / sizeof kTables[0]);
 

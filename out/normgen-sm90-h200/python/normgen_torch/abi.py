@@ -40,9 +40,12 @@ LAYERNORM = 1
 # (key, op, dtype, weight dtype, has bias, weight offset, residual dtype, writes stats).
 SPECS = (
     ("layernorm.bf16.w-same.bias", 1, 2, 2, 1, 0, -1, 0),
+    ("layernorm.fp16.w-same.bias", 1, 1, 1, 1, 0, -1, 0),
     ("layernorm.fp32.w-same.bias", 1, 0, 0, 1, 0, -1, 0),
     ("rmsnorm.bf16.w-same", 0, 2, 2, 0, 0, -1, 0),
     ("rmsnorm.bf16.w-same.res-same", 0, 2, 2, 0, 0, 2, 0),
+    ("rmsnorm.fp16.w-same", 0, 1, 1, 0, 0, -1, 0),
+    ("rmsnorm.fp16.w-same.res-same", 0, 1, 1, 0, 0, 1, 0),
     ("rmsnorm.fp32.w-same", 0, 0, 0, 0, 0, -1, 0),
     ("rmsnorm.fp32.w-same.res-same", 0, 0, 0, 0, 0, 0, 0),
 )
