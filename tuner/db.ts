@@ -7,8 +7,9 @@
 
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { writeFileAtomic } from '../generator/files.js';
-import { InputError, type Problem } from '../generator/problem.js';
+import { InputError, isBackward, type Problem } from '../generator/problem.js';
 import type { CudaParams } from '../generator/space.js';
+import type { AnyParams } from './direction.js';
 import type { DeviceId } from './device.js';
 import type { Measurement } from './measure.js';
 
@@ -42,7 +43,8 @@ export interface DbResult extends Measurement {
   problemKey: string;
   problem: Problem;
   variantId: string;
-  params: CudaParams;
+  /** Forward (CudaParams) or backward (BwdParams) parameters, by the problem's direction. */
+  params: AnyParams;
   stage: Stage;
   /** Registers per thread from ptxas, when it compiled. */
   registers?: number;
@@ -51,6 +53,12 @@ export interface DbResult extends Measurement {
 }
 
 export type DbLine = DbHeader | DbSession | DbResult;
+
+/** A forward result's parameters; tools that know only forward kernels read them through this. */
+export function fwdParams(r: DbResult): CudaParams {
+  if (isBackward(r.problem)) throw new DbError(`${r.problemKey} is a backward result: this tool reads forward results only`);
+  return r.params as CudaParams;
+}
 
 export class DbError extends InputError {
   override name = 'DbError';

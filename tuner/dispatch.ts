@@ -3,26 +3,28 @@
 // problem, then, for any shape, the exact tuned key, else the nearest tuned hidden size
 // whose variant can run the shape, else the generic variant.
 
-import { specKey, type KernelSpec } from '../generator/problem.js';
+import { isBackward, specKey, type KernelSpec } from '../generator/problem.js';
 import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
+import type { BwdParams } from '../generator/space-bwd.js';
 import type { DbResult, TuningDb } from './db.js';
 
-export interface DispatchEntry {
+/** P: forward (CudaParams) or backward (BwdParams) parameters; a table holds one direction. */
+export interface DispatchEntry<P = CudaParams> {
   spec: string;
   kernelSpec: KernelSpec;
   hidden: number;
   /** The tuned row count this entry stands for (see rowBucket). */
   rows: number;
   variantId: string;
-  params: CudaParams;
+  params: P;
   medianUs: number;
   /** Time over the best measured variant of the problem, minus 1 (same stage). */
   regret: number;
 }
 
-export interface DispatchTable {
+export interface DispatchTable<P = CudaParams> {
   tolerance: number;
-  entries: DispatchEntry[];
+  entries: DispatchEntry<P>[];
   /** Distinct variants the entries use. */
   variants: number;
   /** Largest regret over all entries. */
@@ -36,10 +38,10 @@ export interface DispatchTable {
  * problem was screened (it times every variant, in one run), else the final stage.
  * Only verified results count.
  */
-function comparableByProblem(db: TuningDb): Map<string, DbResult[]> {
+function comparableByProblem(db: TuningDb, backward: boolean): Map<string, DbResult[]> {
   const by = new Map<string, { screen: DbResult[]; final: DbResult[] }>();
   for (const r of db.results) {
-    if (r.status !== 'OK' || typeof r.medianUs !== 'number') continue;
+    if (r.status !== 'OK' || typeof r.medianUs !== 'number' || isBackward(r.problem) !== backward) continue;
     const slot = by.get(r.problemKey) ?? { screen: [], final: [] };
     slot[r.stage].push(r);
     by.set(r.problemKey, slot);
@@ -52,8 +54,10 @@ function comparableByProblem(db: TuningDb): Map<string, DbResult[]> {
  * problem's best; take the variant covering most uncovered problems (ties: the least
  * total time) until all are covered. Each problem then uses its fastest chosen variant.
  */
-export function buildDispatchTable(db: TuningDb, tolerance = 0.02): DispatchTable {
-  const problems = [...comparableByProblem(db).values()];
+export function buildDispatchTable(db: TuningDb, tolerance?: number): DispatchTable;
+export function buildDispatchTable(db: TuningDb, tolerance: number, direction: 'bwd'): DispatchTable<BwdParams>;
+export function buildDispatchTable(db: TuningDb, tolerance = 0.02, direction: 'fwd' | 'bwd' = 'fwd'): DispatchTable<CudaParams | BwdParams> {
+  const problems = [...comparableByProblem(db, direction === 'bwd').values()];
   const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
   const covers = new Map<string, Set<string>>(); // variant id -> problem keys within tolerance
   for (const rs of problems)
@@ -78,10 +82,10 @@ export function buildDispatchTable(db: TuningDb, tolerance = 0.02): DispatchTabl
     chosen.add(pick);
     for (const k of covers.get(pick)!) uncovered.delete(k);
   }
-  const entries: DispatchEntry[] = problems.map((rs) => {
+  const entries: DispatchEntry<CudaParams | BwdParams>[] = problems.map((rs) => {
     const r = rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
     const p = r.problem;
-    return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
+    return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features, ...(isBackward(p) ? { direction: 'bwd' as const } : {}) }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
   return {

@@ -2,8 +2,8 @@
 // of the final stage (a wrong or failed variant has no time and can never win).
 
 import { problemKey, type Problem } from '../generator/problem.js';
-import { baselineParams, describeParams } from '../generator/space.js';
-import { makeVariant } from '../generator/variant.js';
+import { parseArch } from '../generator/arch.js';
+import { describeAny, directionOf } from './direction.js';
 import type { DbResult, TuningDb } from './db.js';
 
 export interface Winner {
@@ -17,6 +17,7 @@ export interface Winner {
 }
 
 export function winners(db: TuningDb): Winner[] {
+  const arch = parseArch(db.header.arch);
   const byProblem = new Map<string, DbResult[]>();
   for (const r of db.results) {
     const list = byProblem.get(r.problemKey) ?? [];
@@ -29,7 +30,7 @@ export function winners(db: TuningDb): Winner[] {
     if (finals.length === 0) continue;
     const best = finals.reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
     const problem = best.problem;
-    const baselineId = makeVariant(problem, baselineParams(problem)).id;
+    const baselineId = directionOf(problem).baseline(problem, arch).id;
     const baseline = finals.find((r) => r.variantId === baselineId);
     out.push({
       problem,
@@ -47,7 +48,7 @@ export function winnerRow(w: Winner): (string | number)[] {
   const b = w.best;
   return [
     problemKey(w.problem),
-    describeParams(b.params),
+    describeAny(w.problem, b.params),
     Number(b.medianUs!.toFixed(2)),
     Number((b.gbps ?? 0).toFixed(0)),
     Number((100 * (b.fractionOfCopy ?? 0)).toFixed(1)),
