@@ -3,7 +3,7 @@
 
 import { biasDType, residualDType, specKey, weightDType, type KernelSpec } from './problem.js';
 import { CUDA_TYPE } from './render-cuda.js';
-import { xDType } from './space-bwd.js';
+import { bwdRowInRegisters, xDType } from './space-bwd.js';
 import { render } from './templates.js';
 import { describeBwdVariant, type BwdVariant } from './variant-bwd.js';
 import { VERSION } from './version.js';
@@ -24,6 +24,14 @@ export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): str
     hasWeight: spec.features.weight !== 'none',
     hasResidual: residualDType(spec) !== null,
     types: { dy, x: CUDA_TYPE[xDType(spec)], weight: CUDA_TYPE[weightDType(spec) ?? spec.dtype], bias: CUDA_TYPE[biasDType(spec) ?? spec.dtype] },
-    kernels: [...kernels.values()].map((v) => ({ symbol: v.symbol, params: v.params, description: describeBwdVariant(v).replace(/\.cps\d+/, '') })),
+    kernels: [...kernels.values()].map((v) => ({
+      symbol: v.symbol,
+      params: v.params,
+      description: describeBwdVariant(v).replace(/\.cps\d+/, ''),
+      // Register cap: kernels holding rows in registers with up to 512 threads are held to two
+      // CTAs per SM (measured: 128 registers and two CTAs beat 147 and one; H200, 2026-11-26);
+      // the loop kernels to one (their unrolled loads need the registers).
+      minBlocks: bwdRowInRegisters(v.params) && v.params.threads <= 512 ? 2 : 1,
+    })),
   });
 }

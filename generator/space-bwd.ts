@@ -32,6 +32,8 @@ export interface BwdParams {
   ctasPerSm: number;
   /** Recompute mean and rstd from x rather than read the saved ones. */
   recompute: boolean;
+  /** regs, regs-smem: load the next row before reducing this one (two rows in registers); false otherwise. */
+  prefetch: boolean;
 }
 
 export const CTAS_PER_SM_CHOICES = [1, 2, 4];
@@ -54,6 +56,7 @@ export const sumCount = (spec: KernelSpec) => (spec.features.weight !== 'none' ?
 export const partialStride = (hidden: number) => Math.ceil(hidden / 4) * 4;
 
 export const bwdRowsPerCta = (p: BwdParams) => p.threads / p.threadsPerRow;
+export const bwdRowInRegisters = (p: BwdParams) => p.storage === 'regs' || p.storage === 'regs-smem';
 
 /** Largest hidden size a variant handles. */
 export function bwdCapacity(p: BwdParams): number {
@@ -74,10 +77,14 @@ export function maxVecBwd(problem: Problem): number {
   return vec;
 }
 
-/** Registers a regs thread needs: x and dy as floats, the sums when in registers. */
-export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec'>): number {
+/**
+ * Registers a regs / regs-smem thread needs: x and dy packed as loaded (twice with
+ * prefetch), xhat and the weight as floats, the sums when in registers.
+ */
+export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch'>): number {
   const values = p.items * p.vec;
-  return values * (2 + (p.storage === 'regs' ? sumCount(spec) : 0)) + REGISTER_OVERHEAD;
+  const packed = (values * (BYTES[xDType(spec)] + BYTES[spec.dtype])) / 4;
+  return packed * (p.prefetch ? 2 : 1) + 2 * values + (p.storage === 'regs' ? sumCount(spec) : 0) * values + REGISTER_OVERHEAD;
 }
 
 /** Why a variant cannot run a problem on an arch, or null when it can. */
@@ -105,10 +112,10 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
   const sums = sumCount(problem);
   const recomputes = problem.features.stats ? [false, true] : [true];
   const rowBytes = problem.hidden * BYTES[xDType(problem)];
-  const push = (p: Omit<BwdParams, 'ctasPerSm' | 'recompute'>) => {
+  const push = (p: Omit<BwdParams, 'ctasPerSm' | 'recompute' | 'prefetch'>, prefetch = false) => {
     for (const recompute of recomputes)
       for (const ctasPerSm of CTAS_PER_SM_CHOICES) {
-        const q: BwdParams = { ...p, ctasPerSm, recompute };
+        const q: BwdParams = { ...p, ctasPerSm, recompute, prefetch };
         if (bwdUnsupportedReason(problem, q, arch) === null) out.push(q);
       }
   };
@@ -120,11 +127,13 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       const items = Math.ceil(problem.hidden / (threadsPerRow * vec));
       if (items > MAX_ITEMS || items * vec > MAX_VALUES) continue;
       const storages: BwdStorage[] = sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
-      for (const storage of storages) {
-        const regs = bwdRegsEstimate(problem, { storage, items, vec });
-        if (regs > 255 || regs * threads > 65536) continue;
-        push({ storage, threads, vec, threadsPerRow, items });
-      }
+      for (const storage of storages)
+        for (const prefetch of [false, true]) {
+          const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch });
+          if (regs > 255 || regs * threads > 65536) continue;
+          if (prefetch && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
+          push({ storage, threads, vec, threadsPerRow, items }, prefetch);
+        }
     }
     if (rowBytes >= LONG_ROW_BYTES && threads >= 256) push({ storage: 'loop', threads, vec, threadsPerRow: threads, items: 0 });
   }
@@ -134,7 +143,7 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
 
 /** Correct for every shape and alignment, saved statistics or not: sums in global memory, scalar loads, statistics recomputed. */
 export function genericBwdParams(_spec: KernelSpec): BwdParams {
-  return { storage: 'global', threads: 256, vec: 1, threadsPerRow: 256, items: 0, ctasPerSm: 2, recompute: true };
+  return { storage: 'global', threads: 256, vec: 1, threadsPerRow: 256, items: 0, ctasPerSm: 2, recompute: true, prefetch: false };
 }
 
 /**
@@ -146,15 +155,16 @@ export function baselineBwdParams(problem: Problem, arch: Arch): BwdParams {
   const vec = maxVecBwd(problem);
   const recompute = !problem.features.stats;
   const items = Math.ceil(problem.hidden / (256 * vec));
-  const regs: BwdParams = { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, ctasPerSm: 2, recompute };
+  const regs: BwdParams = { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, ctasPerSm: 2, recompute, prefetch: false };
   if (items <= MAX_ITEMS && items * vec <= MAX_VALUES && bwdRegsEstimate(problem, regs) <= 255) return regs;
-  const loop: BwdParams = { storage: 'loop', threads: 256, vec, threadsPerRow: 256, items: 0, ctasPerSm: 2, recompute };
+  const loop: BwdParams = { storage: 'loop', threads: 256, vec, threadsPerRow: 256, items: 0, ctasPerSm: 2, recompute, prefetch: false };
   return bwdUnsupportedReason(problem, loop, arch) === null ? loop : genericBwdParams(problem);
 }
 
 export function describeBwdParams(p: BwdParams): string {
   const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
   if (p.items) parts.push(`i${p.items}`);
+  if (p.prefetch) parts.push('prefetch');
   parts.push(`cps${p.ctasPerSm}`, p.recompute ? 'recompute' : 'saved');
   return parts.join('.');
 }

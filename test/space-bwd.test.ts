@@ -99,7 +99,7 @@ test('variants differing only in grid size share one kernel', () => {
   const kernels = new Set(vs.map((v) => v.symbol)).size;
   assert.ok(kernels < vs.length);
   const unit = renderCudaBwdUnit(p, vs);
-  assert.is(unit.match(/__global__ void __launch_bounds__\(\d+\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
+  assert.is(unit.match(/__global__ void __launch_bounds__\(\d+, [12]\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
   assert.is(unit.match(/_reduce\(const NormgenBwdParams p\)/g)!.length, kernels);
   assert.match(unit, /using X = __nv_bfloat16;/);
 });

@@ -36,7 +36,7 @@ function allVariants(problem: Problem, arch: Arch): BwdVariant[] {
 
 /** Shapes for the full spaces: hidden 1, odd and untuned sizes, rows 1 to 4097; [hidden, rows, strided]. */
 export const BWD_SHAPES: [number, number, boolean][] = [
-  [1, 3, false], [7, 64, true], [1000, 4097, true], [4096, 64, false], [5120, 300, false], [16384, 64, false], [65536, 3, false],
+  [1, 3, false], [7, 64, true], [1000, 4097, true], [4096, 3000, false], [5120, 300, false], [16384, 700, false], [65536, 3, false],
 ];
 
 const padded = (hidden: number) => {

@@ -76,14 +76,18 @@ def check_grads(ng, specs, gen, lines):
                 ref = grads(lambda x, w, b: torch_fwd(op, x, w, b), x.double(), w.double(), None if b is None else b.double(), dy.double())
                 peer = grads(lambda x, w, b: torch_fwd(op, x, w, b), x, w, b, dy)
                 errs = [rel(g, r) for g, r in zip(got, ref)]
-                ok = all(e <= TOL[dtype] for e in errs) and all(torch.isfinite(g).all() for g in got)
+                peer_dx = rel(peer[0], ref[0])
+                # dx may be ill-conditioned (hidden 1: 1 - xhat^2 cancels); then torch's own same-dtype
+                # autograd is as far off: allow twice its error.
+                limits = [max(TOL[dtype], 2 * peer_dx)] + [TOL[dtype]] * (len(errs) - 1)
+                ok = all(e <= l for e, l in zip(errs, limits)) and all(torch.isfinite(g).all() for g in got)
                 cells = [f"{e:.1e}" for e in errs] + (["-"] if len(errs) == 2 else [])
-                lines.append(f"| {key} | {tuple(shape)} | {' | '.join(cells)} | {rel(peer[0], ref[0]):.1e} | {'yes' if ok else 'NO'} |")
+                lines.append(f"| {key} | {tuple(shape)} | {' | '.join(cells)} | {peer_dx:.1e} | {'yes' if ok else 'NO'} |")
             except Exception as e:  # noqa: BLE001 - reported in the log, counted as a failure
                 ok = False
                 lines.append(f"| {key} | {tuple(shape)} | {describe(e, 100)} | | | | NO |")
             failures += not ok
-    lines += ["", f"Tolerance: {', '.join(f'{str(d)[6:]} {t}' for d, t in TOL.items())}. Failures: {failures}."]
+    lines += ["", f"Tolerance: {', '.join(f'{str(d)[6:]} {t}' for d, t in TOL.items())}; dx also passes within twice torch's own same-dtype error. Failures: {failures}."]
     return failures
 
 
