@@ -10,11 +10,10 @@ import { baselineBwdParams, BWD_STORAGES, describeBwdParams, enumerateBwdSpace, 
 import { BWD_ACC_RTOL, OUTPUT_TOLERANCE } from '../generator/tolerance.js';
 import { makeBwdVariant, bwdTemplateHash, type BwdVariant } from '../generator/variant-bwd.js';
 import { VERSION } from '../generator/version.js';
-import { CompilePool, type VariantBuild } from './compile-pool.js';
 import { checkArchMatches, queryDevice, type DeviceId } from './device.js';
 import { measureBwd } from './measure-bwd.js';
 import { buildRunner, Runner } from './runner.js';
-import { isDropped, isFailure } from './verify.js';
+import { compileCases, isDropped, isFailure } from './verify.js';
 
 export interface BwdCase {
   problem: Problem;
@@ -85,21 +84,7 @@ export async function runVerifyBwd(o: BwdVerifyOptions): Promise<{ device: Devic
   const device = await queryDevice(runner);
   checkArchMatches(o.arch, device);
   const cases = bwdMatrix(o.arch, o.quick);
-  const bySpec = new Map<string, Map<string, BwdVariant>>();
-  for (const c of cases) {
-    const m = bySpec.get(specKey(c.problem)) ?? new Map<string, BwdVariant>();
-    for (const v of c.variants) m.set(v.id, v);
-    bySpec.set(specKey(c.problem), m);
-  }
-  const pool = new CompilePool(o.arch, o.jobs);
-  const builds = new Map<string, VariantBuild>();
-  await Promise.all(
-    [...bySpec.values()].map(async (m) => {
-      const variants = [...m.values()];
-      for (const [id, b] of await pool.build({ spec: variants[0].spec, variants })) builds.set(id, b);
-    }),
-  );
-  await pool.close();
+  const builds = await compileCases(o.arch, o.jobs, cases);
   const results: BwdVerifyResult[] = [];
   const total = cases.reduce((n, c) => n + c.variants.length, 0);
   let failures = 0;

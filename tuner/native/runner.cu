@@ -577,20 +577,21 @@ static double median(std::vector<double> v) {
 
 // Time launches cycling over the copies (cold L2), captured in a CUDA graph so small
 // problems measure the kernel and not the launch path. Returns the body of the reply.
-static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+// Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
+// captured in a CUDA graph so small problems measure the kernels and not the launch
+// path. Returns the body of the reply. Shared by forward and backward runs.
+template <typename LaunchFn>
+static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
-  std::vector<NormgenFwdParams> ps;
-  for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
-  const size_t K = ps.size();
 
   // Estimate one launch's time from a short warm-up.
   const int warm = 8;
   CUDA_OK(cudaEventRecord(e0, s));
-  for (int i = 0; i < warm; ++i) if (launch(l, ps[i % K], s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
+  for (int i = 0; i < warm; ++i) if (launch_copy(i % K, s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
   CUDA_OK(cudaEventRecord(e1, s));
   CUDA_OK(cudaEventSynchronize(e1));
   float ms;
@@ -604,7 +605,7 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch(l, ps[i % K], s);
+  for (int i = 0; i < per_graph; ++i) launch_copy(i % K, s);
   CUDA_OK(cudaStreamEndCapture(s, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
   CUDA_OK(cudaGraphLaunch(exec, s));  // warm the graph
@@ -628,6 +629,12 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   for (double u : us) arr += (arr.empty() ? "" : ",") + num(u);
   return "\"medianUs\":" + num(median(us)) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
          ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
+}
+
+static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+  std::vector<NormgenFwdParams> ps;
+  for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s); }, req);
 }
 
 static void cmd_run(const Json& req) {
@@ -1067,50 +1074,9 @@ static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, c
 }
 
 static std::string bwd_time(const BwdLaunch& l, const BwdDesc& d, float eps, const Json& req) {
-  cudaStream_t s;
-  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CUDA_OK(cudaEventCreate(&e0));
-  CUDA_OK(cudaEventCreate(&e1));
   std::vector<NormgenBwdParams> ps;
   for (auto& c : g_bws.copies) ps.push_back(bwd_params(c, d, eps, l.grid));
-  const size_t K = ps.size();
-  const int warm = 8;
-  CUDA_OK(cudaEventRecord(e0, s));
-  for (int i = 0; i < warm; ++i) if (bwd_launch(l, ps[i % K], s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
-  CUDA_OK(cudaEventRecord(e1, s));
-  CUDA_OK(cudaEventSynchronize(e1));
-  float ms;
-  CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-  const double per = std::max(1e-4, (double)ms / warm);
-  int per_graph = (int)std::ceil(req.num("sampleMs", 1.0) / per);
-  per_graph = std::min(std::max<int>(per_graph, (int)std::min<size_t>(K, 64)), 2000);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) bwd_launch(l, ps[i % K], s);
-  CUDA_OK(cudaStreamEndCapture(s, &graph));
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphLaunch(exec, s));
-  std::vector<double> us;
-  for (int i = 0; i < (int)req.integer("samples", 15); ++i) {
-    CUDA_OK(cudaEventRecord(e0, s));
-    CUDA_OK(cudaGraphLaunch(exec, s));
-    CUDA_OK(cudaEventRecord(e1, s));
-    CUDA_OK(cudaEventSynchronize(e1));
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    us.push_back(1000.0 * ms / per_graph);
-  }
-  CUDA_OK(cudaGraphExecDestroy(exec));
-  CUDA_OK(cudaGraphDestroy(graph));
-  CUDA_OK(cudaEventDestroy(e0));
-  CUDA_OK(cudaEventDestroy(e1));
-  CUDA_OK(cudaStreamDestroy(s));
-  std::sort(us.begin(), us.end());
-  std::string arr;
-  for (double u : us) arr += (arr.empty() ? "" : ",") + num(u);
-  return "\"medianUs\":" + num(median(us)) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
-         ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return bwd_launch(l, ps[i], s); }, req);
 }
 
 static void cmd_bwd(const Json& req) {
