@@ -10,11 +10,13 @@ import { findNvcc } from '../tuner/nvcc.js';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(ROOT, 'dist/cli/main.js');
 export const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl');
+/** The backward database of the same H200: the committed package holds its winners too. */
+export const BWD_DB = join(ROOT, 'out/tuning/sm90-h200-bwd.jsonl');
 export const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');
 
 /** The README's command: `normgen build` of the committed package into `out`. */
 export const buildPackage = (out: string) =>
-  execFileSync(process.execPath, [CLI, 'build', '--db', DB, '--out', out, '--name', 'normgen-sm90-h200'], { encoding: 'utf8' });
+  execFileSync(process.execPath, [CLI, 'build', '--db', DB, '--db', BWD_DB, '--out', out, '--name', 'normgen-sm90-h200'], { encoding: 'utf8' });
 
 export const pkg = join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200');
 buildPackage(pkg);

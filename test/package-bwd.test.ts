@@ -24,13 +24,22 @@ test('a backward database adds backward kernels, a launcher and autograd; forwar
   const src = readdirSync(join(pkg, 'src'));
   assert.ok(src.some((f) => f.startsWith('kernels_bwd_00_layernorm.bwd.bf16')));
   assert.ok(src.includes('normgen_bwd_params.h'));
-  for (const f of readdirSync(join(COMMITTED, 'src')).filter((f) => f.startsWith('kernels_')))
+  for (const f of readdirSync(join(COMMITTED, 'src')).filter((f) => f.startsWith('kernels_') && !f.startsWith('kernels_bwd_')))
     assert.ok(readFileSync(join(pkg, 'src', f)).equals(readFileSync(join(COMMITTED, 'src', f))), `forward kernels changed: ${f}`);
   const header = readFileSync(join(pkg, 'include/normgen.h'), 'utf8');
   assert.match(header, /normgen_status normgen_backward\(const normgen_bwd_desc\* desc\);/);
   const init = readFileSync(join(pkg, PYTHON_DIR, '__init__.py'), 'utf8');
   assert.match(init, /register_autograd\(_rms_backward/);
   assert.match(readFileSync(join(pkg, 'dispatch.json'), 'utf8'), /"backward"/);
+});
+
+test('without a backward database the package has no backward at all', () => {
+  const fwdOnly = join(dir, 'fwd-only');
+  execFileSync(process.execPath, [CLI, 'build', '--db', DB, '--out', fwdOnly], { encoding: 'utf8' });
+  assert.not.ok(readdirSync(join(fwdOnly, 'src')).some((f) => f.includes('bwd')));
+  assert.not.match(readFileSync(join(fwdOnly, 'include/normgen.h'), 'utf8'), /backward/);
+  assert.not.match(readFileSync(join(fwdOnly, PYTHON_DIR, '__init__.py'), 'utf8'), /register_autograd/);
+  assert.not.match(readFileSync(join(fwdOnly, 'dispatch.json'), 'utf8'), /"backward"/);
 });
 
 test('the backward package compiles with nvcc (make)', async () => {

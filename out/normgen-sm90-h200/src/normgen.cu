@@ -526,3 +526,222 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
 }
+
+// ---- backward: a row kernel over persistent CTAs, then the column reduction ----
+
+#include "normgen_bwd_params.h"
+extern "C" __global__ void normgen_layernorm_bwd_d21f9020bf2e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d21f9020bf2e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_86304c2810bf(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_86304c2810bf_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c1759532691d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c1759532691d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_50a05b7d983e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_50a05b7d983e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_166acbd173b3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_166acbd173b3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ea97b991adec(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ea97b991adec_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b07ce6833d71(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b07ce6833d71_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_7c54fde9cc85(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_7c54fde9cc85_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_63b4b70bab46(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_63b4b70bab46_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_39702cba79af(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_39702cba79af_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_d2c539ba8bcc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_d2c539ba8bcc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_546aa1e4c4d7(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_546aa1e4c4d7_reduce(const NormgenBwdParams p);
+
+namespace {
+
+enum BwdStorage { BWD_REGS = 0, BWD_REGS_SMEM = 1, BWD_LOOP = 2, BWD_GLOBAL = 3 };
+
+struct BwdVariant {
+  const void* kernel;
+  const void* reduce;
+  int storage, threads, vec, threads_per_row, items, ctas_per_sm, recompute, sums;
+};
+const BwdVariant kBwdVariants[] = {
+  {(const void*)&normgen_layernorm_bwd_d21f9020bf2e, (const void*)&normgen_layernorm_bwd_d21f9020bf2e_reduce, 0, 256, 8, 256, 2, 2, 1, 2 },  // regs.t256.v8.tpr256.i2.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_86304c2810bf, (const void*)&normgen_layernorm_bwd_86304c2810bf_reduce, 2, 512, 8, 512, 0, 1, 1, 2 },  // loop.t512.v8.tpr512.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_c1759532691d, (const void*)&normgen_layernorm_bwd_c1759532691d_reduce, 3, 256, 1, 256, 0, 2, 1, 2 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_50a05b7d983e, (const void*)&normgen_layernorm_bwd_50a05b7d983e_reduce, 0, 128, 4, 128, 8, 2, 1, 2 },  // regs.t128.v4.tpr128.i8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_166acbd173b3, (const void*)&normgen_layernorm_bwd_166acbd173b3_reduce, 2, 512, 4, 512, 0, 1, 1, 2 },  // loop.t512.v4.tpr512.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_ea97b991adec, (const void*)&normgen_layernorm_bwd_ea97b991adec_reduce, 3, 256, 1, 256, 0, 2, 1, 2 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_b07ce6833d71, (const void*)&normgen_rmsnorm_bwd_b07ce6833d71_reduce, 0, 512, 8, 512, 1, 2, 1, 1 },  // regs.t512.v8.tpr512.i1.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_7c54fde9cc85, (const void*)&normgen_rmsnorm_bwd_7c54fde9cc85_reduce, 2, 256, 8, 256, 0, 4, 1, 1 },  // loop.t256.v8.tpr256.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_63b4b70bab46, (const void*)&normgen_rmsnorm_bwd_63b4b70bab46_reduce, 3, 256, 1, 256, 0, 2, 1, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_39702cba79af, (const void*)&normgen_rmsnorm_bwd_39702cba79af_reduce, 0, 512, 4, 512, 2, 4, 1, 1 },  // regs.t512.v4.tpr512.i2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_d2c539ba8bcc, (const void*)&normgen_rmsnorm_bwd_d2c539ba8bcc_reduce, 2, 512, 4, 512, 0, 2, 1, 1 },  // loop.t512.v4.tpr512.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_546aa1e4c4d7, (const void*)&normgen_rmsnorm_bwd_546aa1e4c4d7_reduce, 3, 256, 1, 256, 0, 2, 1, 1 },  // global.t256.v1.tpr256.cps2.recompute
+};
+
+// stats: 1 when the spec was tuned with saved statistics given (its variants may read them).
+const Spec kBwdSpecs[] = {
+  { 1, 2, 2, 1, 0, -1, 0, 2 },  // layernorm.bwd.bf16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 5 },  // layernorm.bwd.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 8 },  // rmsnorm.bwd.bf16.w-same
+  { 0, 0, 0, 0, 0, -1, 0, 11 },  // rmsnorm.bwd.fp32.w-same
+};
+const Entry kBwdEntries[] = {
+  { 0, 4096, 32768, 0 },
+  { 0, 16384, 32768, 1 },
+  { 1, 4096, 32768, 3 },
+  { 1, 16384, 32768, 4 },
+  { 2, 4096, 32768, 6 },
+  { 2, 16384, 32768, 7 },
+  { 3, 4096, 32768, 9 },
+  { 3, 16384, 32768, 10 },
+};
+const int64_t kBwdRowBuckets[] = { 32768 };
+
+int64_t partial_stride(int64_t hidden) { return (hidden + 3) / 4 * 4; }
+
+size_t bwd_shared_bytes(const BwdVariant& v, int64_t hidden) {
+  return v.storage == BWD_REGS_SMEM || v.storage == BWD_LOOP ? size_t(v.sums) * size_t(partial_stride(hidden)) * 4 : 0;
+}
+
+int max_shared_optin() {
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 48 * 1024;
+  }
+  return bytes;
+}
+
+// Can the variant run this call: capacity, saved statistics when it reads them, strides
+// and pointers aligned for its vector width, shared memory within the device's limit.
+bool bwd_can_run(const BwdVariant& v, const normgen_bwd_desc& d) {
+  const int64_t capacity = v.storage == BWD_REGS || v.storage == BWD_REGS_SMEM ? int64_t(v.items) * v.threads_per_row * v.vec : INT64_MAX;
+  if (d.hidden > capacity || (!v.recompute && !d.rstd)) return false;
+  const int64_t strides[] = {d.x_stride, d.dy_stride, d.dx_stride, d.dresidual ? d.dresidual_stride : d.x_stride};
+  for (int64_t s : strides) if (s % v.vec != 0) return false;
+  const int tb = int(dtype_bytes(d.dtype));
+  const int xb = d.residual_dtype == NORMGEN_NONE ? tb : int(dtype_bytes(d.residual_dtype));
+  const int wb = d.weight_dtype == NORMGEN_NONE ? tb : int(dtype_bytes(d.weight_dtype));
+  if (!aligned_for(d.x, xb, v.vec) || !aligned_for(d.dx, xb, v.vec) || !aligned_for(d.dresidual, xb, v.vec) ||
+      !aligned_for(d.dy, tb, v.vec) || !aligned_for(d.weight, wb, v.vec))
+    return false;
+  const size_t smem = bwd_shared_bytes(v, d.hidden);
+  return smem == 0 || smem + 1024 <= size_t(max_shared_optin());
+}
+
+int find_bwd_spec(const normgen_bwd_desc& d) {
+  for (int i = 0; i < int(sizeof kBwdSpecs / sizeof kBwdSpecs[0]); ++i) {
+    const Spec& s = kBwdSpecs[i];
+    if (s.op == d.op && s.dtype == d.dtype && s.weight == d.weight_dtype && s.has_bias == (d.has_bias != 0) &&
+        s.offset == (d.weight_offset != 0) && s.residual == d.residual_dtype)
+      return i;  // saved statistics or not: variants that read them run only when given
+  }
+  return -1;
+}
+
+// Exact tuned key, else the nearest tuned hidden whose variant can run the call, else the generic.
+int select_bwd(const normgen_bwd_desc& d, int spec, int* path) {
+  int64_t bucket = kBwdRowBuckets[0];
+  for (int64_t b : kBwdRowBuckets)
+    if (std::fabs(std::log2(double(b) / double(d.rows))) < std::fabs(std::log2(double(bucket) / double(d.rows)))) bucket = b;
+  int nearest = -1;
+  double distance = 0;
+  for (const Entry& e : kBwdEntries) {
+    if (e.spec != spec || e.rows != bucket || !bwd_can_run(kBwdVariants[e.variant], d)) continue;
+    if (e.hidden == d.hidden) { *path = 0; return e.variant; }
+    const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
+    if (nearest < 0 || dist < distance) { nearest = e.variant; distance = dist; }
+  }
+  if (nearest >= 0) { *path = 1; return nearest; }
+  *path = 2;
+  return kBwdSpecs[spec].generic;
+}
+
+normgen_status check_bwd(const normgen_bwd_desc* d, int* spec) {
+  if (!d) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "the descriptor");
+  if (d->rows <= 0 || d->hidden <= 0) return fail(NORMGEN_ERROR_BAD_SHAPE, "%s must be positive", "rows and hidden");
+  if (d->hidden > (int64_t(1) << 30)) return fail(NORMGEN_ERROR_BAD_SHAPE, "%s is larger than 2^30", "hidden");
+  if (!d->x) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "x");
+  if (!d->dy) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dy");
+  if (!d->dx) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dx");
+  if (d->weight_dtype != NORMGEN_NONE && (!d->weight || !d->dweight)) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "weight or dweight");
+  if (d->has_bias && !d->dbias) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dbias");
+  if (d->residual_dtype != NORMGEN_NONE && !d->dresidual) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dresidual");
+  if (d->rstd && d->op == NORMGEN_LAYERNORM && !d->mean) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "mean (rstd is given)");
+  if (d->x_stride < d->hidden || d->dy_stride < d->hidden || d->dx_stride < d->hidden ||
+      (d->residual_dtype != NORMGEN_NONE && d->dresidual_stride < d->hidden))
+    return fail(NORMGEN_ERROR_BAD_SHAPE, "%s", "a row stride is smaller than hidden");
+  *spec = find_bwd_spec(*d);
+  if (*spec < 0) return fail(NORMGEN_ERROR_UNSUPPORTED, "%s", "this backward op, dtype and feature combination is not in the package");
+  return NORMGEN_OK;
+}
+
+// The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row groups.
+cudaError_t bwd_grid(const BwdVariant& v, const normgen_bwd_desc& d, size_t smem, int64_t* grid) {
+  int per_sm = 0, device = 0, sms = 0;
+  cudaError_t e = cudaSuccess;
+  if (smem > 0) e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, v.threads, smem);
+  if (e == cudaSuccess) e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return e;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;
+  const int64_t rows_per_cta = v.threads / v.threads_per_row;
+  const int64_t wanted = int64_t(per_sm < v.ctas_per_sm ? per_sm : v.ctas_per_sm) * sms;
+  const int64_t groups = (d.rows + rows_per_cta - 1) / rows_per_cta;
+  *grid = wanted < groups ? wanted : groups;
+  return cudaSuccess;
+}
+
+size_t bwd_workspace(const BwdVariant& v, const normgen_bwd_desc& d, int64_t grid) {
+  return v.sums ? size_t(v.sums) * size_t(grid) * size_t(partial_stride(d.hidden)) * 4 : 0;
+}
+
+}  // namespace
+
+extern "C" int normgen_select_backward(const normgen_bwd_desc* d, int* path) {
+  int spec, ignored;
+  if (check_bwd(d, &spec) != NORMGEN_OK) return -1;
+  return select_bwd(*d, spec, path ? path : &ignored);
+}
+
+extern "C" size_t normgen_backward_workspace_size(const normgen_bwd_desc* d) {
+  int spec, path;
+  if (check_bwd(d, &spec) != NORMGEN_OK) return 0;
+  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, &path)];
+  int64_t grid = 0;
+  const cudaError_t e = bwd_grid(v, *d, bwd_shared_bytes(v, d->hidden), &grid);
+  if (e != cudaSuccess) {
+    fail(NORMGEN_ERROR_LAUNCH, "occupancy query failed: %s", cudaGetErrorString(e));
+    return 0;
+  }
+  return bwd_workspace(v, *d, grid);
+}
+
+extern "C" normgen_status normgen_backward(const normgen_bwd_desc* d) {
+  int spec, path;
+  const normgen_status s = check_bwd(d, &spec);
+  if (s != NORMGEN_OK) return s;
+  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, &path)];
+  const size_t smem = bwd_shared_bytes(v, d->hidden);
+  int64_t grid = 0;
+  cudaError_t e = bwd_grid(v, *d, smem, &grid);
+  if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
+  if (d->workspace_bytes < bwd_workspace(v, *d, grid) || (bwd_workspace(v, *d, grid) > 0 && !d->workspace))
+    return fail(NORMGEN_ERROR_BAD_SHAPE, "%s", "the workspace is smaller than normgen_backward_workspace_size()");
+  NormgenBwdParams p;
+  memset(&p, 0, sizeof p);
+  p.x = d->x; p.dy = d->dy; p.dresidual = d->dresidual; p.weight = d->weight;
+  p.mean = d->mean; p.rstd = d->rstd;
+  p.dx = d->dx; p.partial = static_cast<float*>(d->workspace); p.dweight = d->dweight; p.dbias = d->dbias;
+  p.rows = d->rows; p.hidden = d->hidden;
+  p.x_stride = d->x_stride; p.dy_stride = d->dy_stride; p.dresidual_stride = d->dresidual_stride; p.dx_stride = d->dx_stride;
+  p.partial_rows = grid; p.eps = d->eps;
+  void* args[] = {&p};
+  e = cudaLaunchKernel(v.kernel, dim3(unsigned(grid)), dim3(unsigned(v.threads)), args, smem, cudaStream_t(d->stream));
+  if (e == cudaSuccess && v.sums)
+    e = cudaLaunchKernel(v.reduce, dim3(unsigned((d->hidden + 31) / 32)), dim3(256), args, 0, cudaStream_t(d->stream));
+  if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
+  return NORMGEN_OK;
+}
