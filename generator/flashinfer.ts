@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { DbResult, DbSession, TuningDb } from '../tuner/db.js';
+import { fwdParams, type DbResult, type DbSession, type TuningDb } from '../tuner/db.js';
 import { winners } from '../tuner/select.js';
 import { prepareOutputDir, writeFileAtomic } from './files.js';
 import { BYTES, InputError, makeProblem, problemKey, specKey, type DType, type KernelSpec } from './problem.js';
@@ -224,7 +224,7 @@ export function exportFlashInferBench(db: TuningDb, out: string): ExportSummary 
     files.push([`workloads/${opType}/${d.name}.jsonl`, rows.map((r) => fibJson({ definition: d.name, workload: workloadJson(d, r), solution: null, evaluation: null })).join('\n') + '\n']);
     const traces: string[] = [];
     for (const [name, s] of [...solutions].filter(([, s]) => s.def === d).sort(([a], [b]) => a.localeCompare(b))) {
-      const v = makeVariant(d.spec, s.best.params);
+      const v = makeVariant(d.spec, fwdParams(s.best));
       if (v.id !== s.best.variantId) throw new InputError(`${db.path}: variant ${s.best.variantId} of ${d.name} no longer renders the same kernel: re-tune with these templates`);
       const solution = solutionJson(name, d, v, s.wonRows, db);
       files.push([`solutions/${AUTHOR}/${opType}/${d.name}/${name}.json`, fibJson(solution, 2) + '\n']);

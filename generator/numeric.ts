@@ -84,7 +84,7 @@ export const EPSILON: Record<DType, number> = { fp32: 2 ** -23, fp16: 2 ** -10, 
 // ---- deterministic inputs -------------------------------------------------------
 
 /** Which tensor a value belongs to; part of the hash so tensors differ. */
-export const STREAM = { x: 1, residual: 2, weight: 3, bias: 4 } as const;
+export const STREAM = { x: 1, residual: 2, weight: 3, bias: 4, dy: 5 } as const;
 export type InputStream = keyof typeof STREAM;
 
 /** lowbias32: a well-mixed 32-bit integer hash (Wellons). */
@@ -126,6 +126,7 @@ export function rawInput(seed: number, stream: InputStream, index: number, weigh
     case 'weight':
       return weightOffset ? u - 0.5 : 0.5 + u;
     case 'bias':
+    case 'dy':
       return u - 0.5;
   }
 }

@@ -3,6 +3,7 @@
 // the kernel files, each compiled only for the archs whose tables use its kernels.
 
 import type { DispatchTable } from '../tuner/dispatch.js';
+import type { BackwardTable } from './package-bwd.js';
 import type { Arch } from './arch.js';
 import { InputError, specKey, type KernelSpec } from './problem.js';
 import { GENERIC_PARAMS } from './space.js';
@@ -21,6 +22,8 @@ export interface DeviceTable {
   table: DispatchTable;
   /** The measured winners, as a text table, for the package README. */
   measured: string;
+  /** The backward table of the same device (single-device packages only). */
+  backward?: BackwardTable;
 }
 
 export interface PlannedEntry {

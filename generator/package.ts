@@ -15,6 +15,9 @@ import { InputError, residualDType, weightDType, type DType } from './problem.js
 import { renderCudaUnit } from './render-cuda.js';
 import { describeParams, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
+import { backwardContext, planBackward } from './package-bwd.js';
+import { renderCudaBwdUnit } from './render-cuda-bwd.js';
+import { bwdTemplateHash } from './variant-bwd.js';
 import { VERSION } from './version.js';
 
 export type { DeviceTable } from './package-plan.js';
@@ -117,17 +120,24 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
   const p = planPackage(src.tables);
   const single = src.tables.length === 1;
+  const bwdTable = src.tables.find((t) => t.backward)?.backward;
+  if (bwdTable && !single) throw new InputError('backward tables are supported in single-device packages only: build one package per GPU model');
+  if (bwdTable && bwdTable.tunedTemplateHash !== bwdTemplateHash())
+    throw new InputError(`${bwdTable.dbFile} was tuned with backward templates ${bwdTable.tunedTemplateHash.slice(0, 12)}, these are ${bwdTemplateHash().slice(0, 12)}: re-tune before building`);
+  const bwd = bwdTable ? planBackward(bwdTable) : undefined;
   const archNames = [...new Set(src.tables.map((t) => t.arch.name))].join(', ');
   const context = {
     name: src.name,
     version: VERSION,
     device: src.tables.map((t) => t.device).join(', '),
     arch: archNames,
-    dbFiles: src.tables.map((t) => t.dbFile).join(', '),
+    dbFiles: src.tables.map((t) => [t.dbFile, ...(t.backward ? [t.backward.dbFile] : [])].join(', ')).join(', '),
+    backward: bwd ? backwardContext(bwd) : false,
   };
   const files: [string, string][] = [];
   files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);
   for (const f of p.files) files.push([`src/${f.name}`, renderCudaUnit(f.spec, f.variants)]);
+  for (const f of bwd?.files ?? []) files.push([`src/${f.name}`, renderCudaBwdUnit(f.spec, f.variants)]);
   files.push(['src/normgen.cu', launcher(p, src, context)]);
   files.push(...buildFiles(p, src));
   files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name)]);
@@ -155,6 +165,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       multi: wgslTables.length > 1,
       tables: wgslTables.map((t) => ({ adapter: adapterName(t.adapter, t.adapter.backend), backend: t.adapter.backend, db: t.dbFile, tunedOn: t.tunedOn, measured: t.measured })),
     },
+    measuredBackward: bwdTable?.measured ?? '',
   })]);
   const dispatch = {
     name: src.name,
@@ -178,6 +189,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
           })),
         }
       : {}),
+    ...(bwdTable ? { backward: { db: bwdTable.dbFile, tolerance: bwdTable.table.tolerance, maxRegret: bwdTable.table.maxRegret, entries: bwdTable.table.entries.map(({ kernelSpec, ...e }) => e) } } : {}),
   };
   files.push(['dispatch.json', JSON.stringify(dispatch, null, 1) + '\n']);
 
@@ -185,8 +197,14 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   for (const d of ['include', 'src', 'ts', PYTHON_DIR]) mkdirSync(join(out, d), { recursive: true });
   for (const [name, text] of files) writeFileAtomic(join(out, name), text);
   copyFileSync(join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), join(out, 'src', 'normgen_params.h'));
-  // Kernel files of an earlier build into the same folder that this one no longer has.
-  const written = new Set(files.map(([n]) => n));
-  for (const f of readdirSync(join(out, 'src'))) if (/^kernels_.*\.cu$/.test(f) && !written.has(`src/${f}`)) rmSync(join(out, 'src', f));
-  return { files: [...files.map(([n]) => n), 'src/normgen_params.h'], variants: p.variants.length, tuned };
+  const headers = ['src/normgen_params.h'];
+  if (bwd) {
+    copyFileSync(join(TEMPLATE_ROOT, 'cuda-bwd', 'normgen_bwd_params.h'), join(out, 'src', 'normgen_bwd_params.h'));
+    headers.push('src/normgen_bwd_params.h');
+  }
+  // Kernel files (and the backward header) of an earlier build into the same folder that this one no longer has.
+  const written = new Set([...files.map(([n]) => n), ...headers]);
+  for (const f of readdirSync(join(out, 'src')))
+    if ((/^kernels_.*\.cu$/.test(f) || f === 'normgen_bwd_params.h') && !written.has(`src/${f}`)) rmSync(join(out, 'src', f));
+  return { files: [...files.map(([n]) => n), ...headers], variants: p.variants.length + (bwd?.variants.length ?? 0), tuned };
 }

@@ -26,14 +26,26 @@ export interface Features {
   stats: boolean;
 }
 
-/** The part of a problem that fixes a kernel's code: op, dtype and features. */
+/**
+ * The part of a problem that fixes a kernel's code: op, dtype and features, and the
+ * direction (absent: forward). In a backward spec the features describe the forward
+ * being differentiated: `residual` means a gradient of the residual output (in the
+ * residual's dtype) is added to dx, and x (what was normalized) and dx have that dtype;
+ * `stats` means the forward's saved rstd (and mean) are given (else they are recomputed).
+ */
 export interface KernelSpec {
   op: Op;
   dtype: DType;
   features: Features;
+  direction?: 'bwd';
 }
 
-/** Strides in elements between consecutive rows; each defaults to hidden. */
+export const isBackward = (spec: KernelSpec) => spec.direction === 'bwd';
+
+/**
+ * Strides in elements between consecutive rows; each defaults to hidden. Backward
+ * problems use them for x, dy, dresidual and dx, in that order.
+ */
 export interface RowStrides {
   x: number;
   y: number;
@@ -130,10 +142,15 @@ export function makeProblem(
   return { ...spec, features: { ...spec.features }, hidden, rows, strides: full };
 }
 
+/** The spec of the backward of a forward spec (or the spec itself when already backward). */
+export function backwardSpec(spec: KernelSpec): KernelSpec {
+  return { op: spec.op, dtype: spec.dtype, features: { ...spec.features }, direction: 'bwd' };
+}
+
 /** Short stable text for a kernel spec, used in file names and tables. */
 export function specKey(spec: KernelSpec): string {
   const f = spec.features;
-  const parts: string[] = [spec.op, spec.dtype, `w-${f.weight}`];
+  const parts: string[] = [spec.op, ...(isBackward(spec) ? ['bwd'] : []), spec.dtype, `w-${f.weight}`];
   if (f.weightOffset) parts.push('offset');
   if (f.bias) parts.push('bias');
   if (f.residual !== 'none') parts.push(`res-${f.residual}`);
@@ -148,7 +165,7 @@ export function problemKey(p: Problem): string {
   return `${specKey(p)}.h${p.hidden}.r${p.rows}${tail}`;
 }
 
-/** Bytes a forward pass must move at least: the roofline numerator. */
+/** Bytes a forward pass must move at least: the roofline numerator (backward: see space-bwd.ts). */
 export function bytesMoved(p: Problem): number {
   const elems = p.rows * p.hidden;
   let bytes = 2 * elems * BYTES[p.dtype];

@@ -6,7 +6,7 @@ import { render } from './templates.js';
 import { describeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
 
-const CUDA_TYPE: Record<DType, string> = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
+export const CUDA_TYPE: Record<DType, string> = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
 
 export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
   for (const v of variants) {
@@ -34,6 +34,6 @@ export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
 }
 
 /** File name of a compile unit: readable, and unique per spec and variant set. */
-export function unitFileName(spec: KernelSpec, variants: Variant[], tag = ''): string {
+export function unitFileName(spec: KernelSpec, variants: readonly unknown[], tag = ''): string {
   return `${specKey(spec)}${tag ? '.' + tag : ''}.${variants.length}v.cu`;
 }

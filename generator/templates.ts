@@ -50,20 +50,25 @@ export function templateHash(family: string): string {
 
 const compiled = new Map<string, HandlebarsTemplateDelegate>();
 
-/** A Handlebars instance per family: partials are the family's partials/ folder. */
+/** Families whose templates also use another family's partials (backward reuses the forward helpers). */
+const SHARED_PARTIALS: Record<string, string[]> = { 'cuda-bwd': ['cuda'] };
+
+/** A Handlebars instance per family: partials are the family's partials/ folder (and those it shares). */
 function environment(family: string): typeof Handlebars {
   const hb = Handlebars.create();
   hb.registerHelper('bool', (v: unknown) => (v ? 'true' : 'false'));
   hb.registerHelper('eq', (a: unknown, b: unknown) => a === b);
-  const partials = join(TEMPLATE_ROOT, family, 'partials');
-  let names: string[] = [];
-  try {
-    names = readdirSync(partials);
-  } catch {
-    /* a family without partials */
-  }
-  for (const name of names) {
-    hb.registerPartial(name.replace(/\..*$/, ''), readFileSync(join(partials, name), 'utf8'));
+  for (const from of [...(SHARED_PARTIALS[family] ?? []), family]) {
+    const partials = join(TEMPLATE_ROOT, from, 'partials');
+    let names: string[] = [];
+    try {
+      names = readdirSync(partials);
+    } catch {
+      /* a family without partials */
+    }
+    for (const name of names) {
+      hb.registerPartial(name.replace(/\..*$/, ''), readFileSync(join(partials, name), 'utf8'));
+    }
   }
   return hb;
 }

@@ -13,7 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ts } from 'ts-morph';
 import { parseArch } from '../generator/arch.js';
 import { unsupportedReason } from '../generator/space.js';
-import type { DbResult } from '../tuner/db.js';
+import { fwdParams, type DbResult } from '../tuner/db.js';
 import { findNvcc } from '../tuner/nvcc.js';
 import { fakeDeviceDb } from './fake-device-db.js';
 
@@ -128,7 +128,7 @@ test('two archs: each kernel compiled only for the archs whose tables use it; ne
   const sm80 = parseArch('sm80');
   const rms = (r: DbResult) => r.problemKey.startsWith('rmsnorm.bf16.w-same.h');
   const a100Db = join(work, 'sm80-a100.jsonl');
-  fakeDeviceDb(DB, a100Db, { device: { name: A100, computeCapability: '8.0', memoryBytes: 85e9, sms: 108 }, arch: 'sm80', spread: 0.3, keep: (r) => rms(r) && unsupportedReason(r.problem, r.params, sm80) === null });
+  fakeDeviceDb(DB, a100Db, { device: { name: A100, computeCapability: '8.0', memoryBytes: 85e9, sms: 108 }, arch: 'sm80', spread: 0.3, keep: (r) => rms(r) && unsupportedReason(r.problem, fwdParams(r), sm80) === null });
   const h200Rms = join(work, 'sm90-h200-rms.jsonl');
   fakeDeviceDb(DB, h200Rms, { device: {}, keep: rms });
   const dir = join(tmp('normgen-pkg5-'), 'normgen-mixed');

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { problemKey } from '../generator/problem.js';
 import { wgslVariantId } from '../generator/render-wgsl.js';
 import { ortBaselineParams } from '../generator/space-wgsl.js';
-import { TuningDb } from '../tuner/db.js';
+import { readDbText, TuningDb } from '../tuner/db.js';
 import type { GridSpec } from '../tuner/grid.js';
 import { WGSL_NAMING, winners } from '../tuner/select.js';
 import { tuneWgsl, wgslVariantsOf, type WgslTuneOptions } from '../tuner/wgsl/tune.js';
@@ -105,7 +105,9 @@ test('the CLI resumes after SIGKILL: finished records are skipped, none is taken
 
 test('foreign, corrupt and mistaken databases and options: one clear error, exit 2', () => {
   const dir = mkdtempSync(join(tmpdir(), 'normgen-wgsl-bad-'));
-  const cuda = fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url));
+  // The committed CUDA database's header and first session, as a plain (writable) file.
+  const cuda = join(dir, 'cuda.jsonl');
+  writeFileSync(cuda, readDbText(fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url))).split('\n').slice(0, 2).join('\n') + '\n');
   const small = ['--adapter', 'vulkan', '--op', 'rmsnorm', '--dtype', 'fp32', '--hidden', '96', '--rows', '3'];
   const corrupt = join(dir, 'corrupt.jsonl');
   writeFileSync(corrupt, readFileSync(cuda, 'utf8').split('\n').slice(0, 2).join('\n') + '\nnot json\n{"kind":"result"}\n');

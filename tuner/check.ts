@@ -8,7 +8,7 @@ import { InputError, problemKey, specKey, type Problem } from '../generator/prob
 import { templateHash } from '../generator/templates.js';
 import { makeVariant, type Variant } from '../generator/variant.js';
 import { CompilePool, type VariantBuild } from './compile-pool.js';
-import { sameDevice, type DbResult, type TuningDb } from './db.js';
+import { fwdParams, sameDevice, type DbResult, type TuningDb } from './db.js';
 import { copyBandwidth, queryDevice, type DeviceId } from './device.js';
 import { measure, type Measurement } from './measure.js';
 import { buildRunner, Runner } from './runner.js';
@@ -111,7 +111,7 @@ function planChecks(db: TuningDb, challengers: number): { problem: Problem; pick
   const plan = [...rankedFinals(db).values()].map((rs) => {
     const problem = rs[0].problem;
     const picks = rs.slice(0, 1 + challengers).map((recorded, i): Pick => {
-      const variant = makeVariant(problem, recorded.params);
+      const variant = makeVariant(problem, fwdParams(recorded));
       if (variant.id !== recorded.variantId) throw new InputError(`${db.path}: variant ${recorded.variantId} of ${recorded.problemKey} no longer renders the same kernel: re-tune`);
       return { role: i === 0 ? 'winner' : 'challenger', recorded, variant };
     });

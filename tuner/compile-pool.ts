@@ -8,13 +8,15 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import type { Arch } from '../generator/arch.js';
-import type { KernelSpec } from '../generator/problem.js';
+import { isBackward, type KernelSpec } from '../generator/problem.js';
 import { renderCudaUnit, unitFileName } from '../generator/render-cuda.js';
+import { renderCudaBwdUnit } from '../generator/render-cuda-bwd.js';
 import type { Variant } from '../generator/variant.js';
+import { bwdTemplateHash, type BwdVariant } from '../generator/variant-bwd.js';
 import { templateHash } from '../generator/templates.js';
 import { cacheDir } from './cache.js';
 import type { CompileTask } from './compile-worker.js';
-import { nvccVersion, spills, type KernelUsage } from './nvcc.js';
+import { includeFamilies, nvccVersion, spills, type KernelUsage } from './nvcc.js';
 
 export interface CompiledUnit {
   cubin: string;
@@ -24,9 +26,16 @@ export interface CompiledUnit {
   cached: boolean;
 }
 
+/** Forward variants, or backward ones (a backward spec): each unit is one direction. */
 export interface UnitRequest {
   spec: KernelSpec;
-  variants: Variant[];
+  variants: Variant[] | BwdVariant[];
+}
+
+/** The unit's text and the hash of the templates it came from. */
+function renderUnit(req: UnitRequest): { source: string; templates: string } {
+  if (isBackward(req.spec)) return { source: renderCudaBwdUnit(req.spec, req.variants as BwdVariant[]), templates: bwdTemplateHash() };
+  return { source: renderCudaUnit(req.spec, req.variants as Variant[]), templates: templateHash('cuda') };
 }
 
 /** What became of one variant after compiling. */
@@ -53,8 +62,8 @@ export class CompilePool {
 
   /** Compile (or take from the cache) one unit holding the given variants. */
   async compileUnit(req: UnitRequest): Promise<CompiledUnit> {
-    const source = renderCudaUnit(req.spec, req.variants);
-    const key = createHash('sha256').update(source).update(templateHash('cuda')).update(this.arch.nvccArch).update(await nvccVersion()).digest('hex').slice(0, 20);
+    const { source, templates } = renderUnit(req);
+    const key = createHash('sha256').update(source).update(templates).update(this.arch.nvccArch).update(await nvccVersion()).digest('hex').slice(0, 20);
     const dir = cacheDir('cubins', this.arch.name);
     const cubin = join(dir, `${key}.cubin`);
     const report = join(dir, `${key}.json`);
@@ -64,7 +73,7 @@ export class CompilePool {
     }
     const file = join(dir, `${key}.${unitFileName(req.spec, req.variants)}`);
     writeFileSync(file, source);
-    const task: CompileTask = { source: file, cubin: `${cubin}.tmp`, nvccArch: this.arch.nvccArch };
+    const task: CompileTask = { source: file, cubin: `${cubin}.tmp`, nvccArch: this.arch.nvccArch, families: includeFamilies(isBackward(req.spec)) };
     const r = await this.pool.run(task);
     if (r.ok) {
       renameSync(`${cubin}.tmp`, cubin); // the cubin appears whole, then its report
@@ -79,8 +88,8 @@ export class CompilePool {
    */
   async build(req: UnitRequest): Promise<Map<string, VariantBuild>> {
     if (req.variants.length > MAX_UNIT_VARIANTS) {
-      const chunks: Variant[][] = [];
-      for (let i = 0; i < req.variants.length; i += MAX_UNIT_VARIANTS) chunks.push(req.variants.slice(i, i + MAX_UNIT_VARIANTS));
+      const chunks: UnitRequest['variants'][] = [];
+      for (let i = 0; i < req.variants.length; i += MAX_UNIT_VARIANTS) chunks.push(req.variants.slice(i, i + MAX_UNIT_VARIANTS) as UnitRequest['variants']);
       const built = await Promise.all(chunks.map((variants) => this.build({ spec: req.spec, variants })));
       return new Map(built.flatMap((m) => [...m]));
     }
@@ -94,7 +103,7 @@ export class CompilePool {
       out.set(req.variants[0].id, { status: 'COMPILE_ERROR', log: unit.log });
       return out;
     }
-    const singles = await Promise.all(req.variants.map((v) => this.compileUnit({ spec: req.spec, variants: [v] })));
+    const singles = await Promise.all(req.variants.map((v: Variant | BwdVariant) => this.compileUnit({ spec: req.spec, variants: [v] } as UnitRequest)));
     req.variants.forEach((v, i) => out.set(v.id, singles[i].ok ? classify(singles[i], v) : { status: 'COMPILE_ERROR', log: singles[i].log }));
     return out;
   }
@@ -104,8 +113,11 @@ export class CompilePool {
   }
 }
 
-function classify(unit: CompiledUnit, v: Variant): VariantBuild {
+/** A backward variant has a row kernel and a reduction: it spills if either does (the row kernel's usage is reported). */
+function classify(unit: CompiledUnit, v: Variant | BwdVariant): VariantBuild {
   const usage = unit.usage.get(v.symbol);
   if (!usage) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${v.symbol}` };
-  return spills(usage) ? { status: 'SPILLS', usage } : { status: 'OK', cubin: unit.cubin, usage };
+  const reduce = isBackward(v.spec) ? unit.usage.get(`${v.symbol}_reduce`) : usage;
+  if (!reduce) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${v.symbol}_reduce` };
+  return spills(usage) || spills(reduce) ? { status: 'SPILLS', usage } : { status: 'OK', cubin: unit.cubin, usage };
 }

@@ -9,9 +9,10 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { writeFileAtomic } from '../generator/files.js';
-import { InputError, type Problem } from '../generator/problem.js';
+import { InputError, isBackward, type Problem } from '../generator/problem.js';
 import type { CudaParams } from '../generator/space.js';
 import type { WgslParams } from '../generator/space-wgsl.js';
+import type { AnyParams } from './direction.js';
 import type { DeviceId } from './device.js';
 import type { Measurement } from './measure.js';
 import type { AdapterId } from './wgsl/adapter.js';
@@ -55,12 +56,13 @@ export interface DbSession {
 /** screen: a short timing used by --budget to pick candidates; final: the full one. */
 export type Stage = 'screen' | 'final';
 
-export interface DbResult<P extends object = CudaParams> extends Measurement {
+export interface DbResult<P extends object = AnyParams> extends Measurement {
   kind: 'result';
   session: number;
   problemKey: string;
   problem: Problem;
   variantId: string;
+  /** CUDA: forward (CudaParams) or backward (BwdParams) parameters, by the problem's direction; WGSL: WgslParams. */
   params: P;
   stage: Stage;
   /** Registers per thread from ptxas, when it compiled. */
@@ -77,6 +79,12 @@ export type DbLine = DbHeader | DbSession | DbResult;
 /** Any line of any backend's database. */
 export type AnyDbLine = AnyDbHeader | DbSession | DbResult<object>;
 export type WgslDbResult = DbResult<WgslParams>;
+
+/** A forward result's parameters; tools that know only forward kernels read them through this. */
+export function fwdParams(r: DbResult): CudaParams {
+  if (isBackward(r.problem)) throw new DbError(`${r.problemKey} is a backward result: this tool reads forward results only`);
+  return r.params as CudaParams;
+}
 
 export class DbError extends InputError {
   override name = 'DbError';
@@ -105,7 +113,7 @@ export function writeDb(path: string, header: DbHeader, sessions: DbSession[], r
   writeFileAtomic(path, lines.map((l) => JSON.stringify(l) + '\n').join(''));
 }
 
-export class TuningDb<P extends object = CudaParams, H extends AnyDbHeader = DbHeader> {
+export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHeader> {
   readonly sessions: DbSession[] = [];
   readonly results: DbResult<P>[] = [];
   private fd: number | undefined;
@@ -117,7 +125,7 @@ export class TuningDb<P extends object = CudaParams, H extends AnyDbHeader = DbH
    * or one damaged anywhere but its last line, is refused with a clear error; a last
    * line cut off by a crash is dropped.
    */
-  static open<P extends object = CudaParams, H extends AnyDbHeader = DbHeader>(path: string, header: Omit<H, 'kind' | 'format'>): TuningDb<P, H> {
+  static open<P extends object = AnyParams, H extends AnyDbHeader = DbHeader>(path: string, header: Omit<H, 'kind' | 'format'>): TuningDb<P, H> {
     const full = { kind: 'header', format: DB_FORMAT, ...header } as H;
     if (isCompressed(path)) throw new DbError(`${path} is compressed, so read-only: gunzip it to tune into it`);
     if (!existsSync(path)) {

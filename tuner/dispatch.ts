@@ -3,11 +3,13 @@
 // problem, then, for any shape, the exact tuned key, else the nearest tuned hidden size
 // whose variant can run the shape, else the generic variant.
 
-import { specKey, type KernelSpec } from '../generator/problem.js';
+import { isBackward, specKey, type KernelSpec } from '../generator/problem.js';
 import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
-import type { AnyDbHeader, DbResult, TuningDb } from './db.js';
+import type { BwdParams } from '../generator/space-bwd.js';
+import type { AnyDbHeader, DbHeader, DbResult, TuningDb } from './db.js';
+import type { AnyParams } from './direction.js';
 
-/** One tuned problem's choice. P: the backend's parameters (CUDA by default, or WGSL). */
+/** One tuned problem's choice. P: the backend's parameters (CUDA forward by default, CUDA backward, or WGSL); a table holds one direction. */
 export interface DispatchEntry<P extends object = CudaParams> {
   spec: string;
   kernelSpec: KernelSpec;
@@ -37,10 +39,10 @@ export interface DispatchTable<P extends object = CudaParams> {
  * problem was screened (it times every variant, in one run), else the final stage.
  * Only verified results count.
  */
-function comparableByProblem<P extends object>(db: TuningDb<P, AnyDbHeader>): Map<string, DbResult<P>[]> {
+function comparableByProblem<P extends object>(db: TuningDb<P, AnyDbHeader>, backward: boolean): Map<string, DbResult<P>[]> {
   const by = new Map<string, { screen: DbResult<P>[]; final: DbResult<P>[] }>();
   for (const r of db.results) {
-    if (r.status !== 'OK' || typeof r.medianUs !== 'number') continue;
+    if (r.status !== 'OK' || typeof r.medianUs !== 'number' || isBackward(r.problem) !== backward) continue;
     const slot = by.get(r.problemKey) ?? { screen: [], final: [] };
     slot[r.stage].push(r);
     by.set(r.problemKey, slot);
@@ -53,8 +55,11 @@ function comparableByProblem<P extends object>(db: TuningDb<P, AnyDbHeader>): Ma
  * problem's best; take the variant covering most uncovered problems (ties: the least
  * total time) until all are covered. Each problem then uses its fastest chosen variant.
  */
-export function buildDispatchTable<P extends object = CudaParams>(db: TuningDb<P, AnyDbHeader>, tolerance = 0.02): DispatchTable<P> {
-  const problems = [...comparableByProblem(db).values()];
+export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, tolerance?: number): DispatchTable<CudaParams>;
+export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, tolerance: number, direction: 'bwd'): DispatchTable<BwdParams>;
+export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, tolerance?: number): DispatchTable<P>;
+export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, tolerance = 0.02, direction: 'fwd' | 'bwd' = 'fwd'): DispatchTable<P> {
+  const problems = [...comparableByProblem(db, direction === 'bwd').values()];
   const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
   const covers = new Map<string, Set<string>>(); // variant id -> problem keys within tolerance
   for (const rs of problems)
@@ -82,7 +87,7 @@ export function buildDispatchTable<P extends object = CudaParams>(db: TuningDb<P
   const entries: DispatchEntry<P>[] = problems.map((rs) => {
     const r = rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
     const p = r.problem;
-    return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
+    return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features, ...(isBackward(p) ? { direction: 'bwd' as const } : {}) }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
   return {

@@ -1,6 +1,6 @@
 // The default tuning grid and the problems a `normgen tune` run covers.
 
-import { bytesMoved, checkPositiveInt, DTYPES, InputError, makeProblem, parseDType, type DType, type Features, type Op, type Problem, type ResidualKind } from '../generator/problem.js';
+import { backwardSpec, bytesMoved, checkPositiveInt, DTYPES, InputError, makeProblem, parseDType, type DType, type Features, type Op, type Problem, type ResidualKind } from '../generator/problem.js';
 
 export const DEFAULT_HIDDEN = [512, 768, 1024, 1536, 2048, 2560, 3072, 4096, 5120, 6144, 7168, 8192, 12288, 16384, 32768, 65536, 131072];
 export const DEFAULT_ROWS = [1, 8, 32, 128, 512, 2048, 8192, 32768];
@@ -42,9 +42,11 @@ export interface GridSpec {
   hiddens: number[];
   rows: number[];
   residual: Exclude<ResidualKind, 'none'>;
+  /** Backward only: the forward's saved statistics are given (then reading or recomputing them is tuned). */
+  stats?: boolean;
 }
 
-export function gridFromArgs(a: { op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string }): GridSpec {
+export function gridFromArgs(a: { op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string; stats?: boolean }): GridSpec {
   const residual = a.residual ?? 'same';
   if (residual !== 'same' && residual !== 'fp32') throw new InputError(`--residual must be same or fp32, got '${residual}'`);
   return {
@@ -53,19 +55,26 @@ export function gridFromArgs(a: { op?: string; dtype?: string; hidden?: string; 
     hiddens: parseList('--hidden', a.hidden, (s) => checkPositiveInt('--hidden', s, 2 ** 30), DEFAULT_HIDDEN),
     rows: parseList('--rows', a.rows, (s) => checkPositiveInt('--rows', s), DEFAULT_ROWS),
     residual,
+    stats: a.stats ?? false,
   };
 }
 
-/** The grid's problems that fit in `memoryBytes` (inputs and outputs, with headroom). */
-export function gridProblems(g: GridSpec, memoryBytes: number): { problems: Problem[]; skipped: Problem[] } {
+/**
+ * The grid's problems that fit in `memoryBytes` (inputs and outputs, with headroom).
+ * Backward problems differentiate the same feature sets; `g.stats` says whether the
+ * forward's statistics are given (the package's autograd recomputes them: no stats).
+ */
+export function gridProblems(g: GridSpec, memoryBytes: number, direction: 'fwd' | 'bwd' = 'fwd'): { problems: Problem[]; skipped: Problem[] } {
   const problems: Problem[] = [];
   const skipped: Problem[] = [];
   for (const op of g.ops)
     for (const dtype of g.dtypes)
       for (const hidden of g.hiddens)
         for (const rows of g.rows) {
-          const p = makeProblem({ dtype, ...featuresOf(op, g.residual) }, hidden, rows);
-          (bytesMoved(p) <= 0.6 * memoryBytes ? problems : skipped).push(p);
+          const spec = { dtype, ...featuresOf(op, g.residual) };
+          const p = direction === 'bwd' ? makeProblem(backwardSpec({ ...spec, features: { ...spec.features, stats: g.stats ?? false } }), hidden, rows) : makeProblem(spec, hidden, rows);
+          const bytes = direction === 'bwd' ? 2 * bytesMoved(p) : bytesMoved(p); // backward moves x, dy, dx (and dresidual)
+          (bytes <= 0.6 * memoryBytes ? problems : skipped).push(p);
         }
   return { problems, skipped };
 }

@@ -9,7 +9,7 @@ import type { Runner, RunnerReply } from './runner.js';
 export const EPS = 1e-6;
 export const SEED = 20261125;
 
-export type Status = 'OK' | 'INCORRECT' | 'COMPILE_ERROR' | 'SPILLS' | 'RUNTIME_ERROR' | 'LAUNCH_ERROR' | 'LOAD_ERROR' | 'TIMEOUT' | 'TOO_LARGE' | 'BAD_REQUEST';
+export type Status = 'OK' | 'INCORRECT' | 'NONDETERMINISTIC' | 'COMPILE_ERROR' | 'SPILLS' | 'RUNTIME_ERROR' | 'LAUNCH_ERROR' | 'LOAD_ERROR' | 'TIMEOUT' | 'TOO_LARGE' | 'BAD_REQUEST';
 
 export interface RunOptions {
   verify: boolean;
@@ -82,7 +82,8 @@ export interface Measurement {
   bad?: Record<string, number>;
 }
 
-export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: number): Measurement {
+/** `bytes`: the roofline numerator (default: the forward's). */
+export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: number, bytes = bytesMoved(problem)): Measurement {
   const m: Measurement = { status: reply.status as Status };
   if (reply.error) m.error = String(reply.error);
   const errors: Record<string, number> = {};
@@ -98,7 +99,7 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     m.minUs = reply.minUs as number;
     m.maxUs = reply.maxUs as number;
     m.samples = (reply.samplesUs as number[] | undefined)?.length;
-    m.gbps = bytesMoved(problem) / (reply.medianUs * 1e3);
+    m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }
   return m;

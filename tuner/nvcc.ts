@@ -87,11 +87,15 @@ export interface CompileResult {
   seconds: number;
 }
 
+/** Template families whose headers a unit includes: forward units the forward's, backward units both. */
+export const includeFamilies = (backward: boolean) => (backward ? ['cuda', 'cuda-bwd'] : ['cuda']);
+
 /** nvcc -cubin for one arch; a failed compile is a result, not an exception. */
-export async function compileCubin(source: string, cubin: string, nvccArch: string): Promise<CompileResult> {
+export async function compileCubin(source: string, cubin: string, nvccArch: string, families = includeFamilies(false)): Promise<CompileResult> {
   const nvcc = await findNvcc();
   const started = performance.now();
-  const args = ['-cubin', `-arch=${nvccArch}`, '-O3', '-std=c++17', '-I', join(TEMPLATE_ROOT, 'cuda'), '-Xptxas', '-v', '-o', cubin, source];
+  const includes = families.flatMap((f) => ['-I', join(TEMPLATE_ROOT, f)]);
+  const args = ['-cubin', `-arch=${nvccArch}`, '-O3', '-std=c++17', ...includes, '-Xptxas', '-v', '-o', cubin, source];
   const r = await execa(nvcc, args, { reject: false, all: true });
   const seconds = (performance.now() - started) / 1000;
   return { ok: r.exitCode === 0, log: r.all ?? '', usage: parsePtxasReport(r.all ?? ''), seconds };

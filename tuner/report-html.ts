@@ -3,7 +3,7 @@
 // coloured by fraction of copy bandwidth, and measurements by status.
 
 import { specKey } from '../generator/problem.js';
-import { describeParams } from '../generator/space.js';
+import { describeAny } from './direction.js';
 import { render } from '../generator/templates.js';
 import type { TuningDb } from './db.js';
 import { winners, type Winner } from './select.js';
@@ -32,7 +32,7 @@ function lineChart(title: string, ws: Winner[], copyGbps: number) {
     const points = pts.map((w) => ({
       x: x(w.problem.hidden),
       y: y(w.best.gbps ?? 0),
-      tip: `hidden ${w.problem.hidden}, rows ${rows}: ${(w.best.gbps ?? 0).toFixed(0)} GB/s, ${(100 * (w.best.fractionOfCopy ?? 0)).toFixed(1)}% of copy, ${describeParams(w.best.params)}`,
+      tip: `hidden ${w.problem.hidden}, rows ${rows}: ${(w.best.gbps ?? 0).toFixed(0)} GB/s, ${(100 * (w.best.fractionOfCopy ?? 0)).toFixed(1)}% of copy, ${describeAny(w.problem, w.best.params)}`,
     }));
     const last = points[points.length - 1];
     return { label: `rows ${rows}`, color: COLORS[i % COLORS.length], d: points.map((p, j) => `${j ? 'L' : 'M'}${p.x},${p.y}`).join(' '), points, labelX: last?.x ?? right, labelY: last?.y ?? top };
@@ -60,7 +60,7 @@ function heatMap(title: string, ws: Winner[]) {
       x: left + c * cw, y: top + r * ch, w: cw - 2, h: ch - 2, fill: colorFor(f),
       tx: left + c * cw + cw / 2, ty: top + r * ch + ch / 2 + 4,
       label: `${(100 * f).toFixed(0)}% ${w.best.params.storage}`,
-      tip: `hidden ${w.problem.hidden}, rows ${w.problem.rows}: ${describeParams(w.best.params)}, ${(100 * f).toFixed(1)}% of copy`,
+      tip: `hidden ${w.problem.hidden}, rows ${w.problem.rows}: ${describeAny(w.problem, w.best.params)}, ${(100 * f).toFixed(1)}% of copy`,
     };
   });
   return {

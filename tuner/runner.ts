@@ -13,7 +13,7 @@ import { cacheDir } from './cache.js';
 import { findNvcc, nvccVersion, ToolchainError } from './nvcc.js';
 
 const SOURCE = join(TEMPLATE_ROOT, '..', 'tuner', 'native', 'runner.cu');
-const PARAMS_HEADER = join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h');
+const PARAMS_HEADERS = [join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), join(TEMPLATE_ROOT, 'cuda-bwd', 'normgen_bwd_params.h')];
 
 /**
  * Build the runner once per source, header and nvcc version; return its path.
@@ -25,11 +25,13 @@ export async function buildRunner(): Promise<string> {
     if (!existsSync(given)) throw new ToolchainError(`NORMGEN_RUNNER names ${given}, which does not exist`);
     return given;
   }
-  const hash = createHash('sha256').update(readFileSync(SOURCE)).update(readFileSync(PARAMS_HEADER)).update(await nvccVersion()).digest('hex').slice(0, 16);
+  const sha = createHash('sha256').update(readFileSync(SOURCE));
+  for (const h of PARAMS_HEADERS) sha.update(readFileSync(h));
+  const hash = sha.update(await nvccVersion()).digest('hex').slice(0, 16);
   const exe = join(cacheDir('runner'), `normgen-runner-${hash}`);
   if (existsSync(exe)) return exe;
   const nvcc = await findNvcc();
-  const common = ['-O2', '-std=c++17', '-I', join(TEMPLATE_ROOT, 'cuda'), '-o', `${exe}.tmp`, SOURCE];
+  const common = ['-O2', '-std=c++17', '-I', join(TEMPLATE_ROOT, 'cuda'), '-I', join(TEMPLATE_ROOT, 'cuda-bwd'), '-o', `${exe}.tmp`, SOURCE];
   // Prefer the GPU present; without one (a build machine) cover the archs normgen targets.
   let r = await execa(nvcc, ['-arch=native', ...common], { reject: false, all: true });
   if (r.exitCode !== 0) {

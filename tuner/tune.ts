@@ -2,15 +2,14 @@
 // Compiling runs ahead on all cores while the GPUs measure what is already built.
 
 import type { Arch } from '../generator/arch.js';
-import { bytesMoved, problemKey, specKey, type Problem } from '../generator/problem.js';
-import { baselineParams, enumerateSpace } from '../generator/space.js';
-import { templateHash } from '../generator/templates.js';
-import { makeVariant, type Variant } from '../generator/variant.js';
+import { bytesMoved, InputError, isBackward, problemKey, specKey, type Problem } from '../generator/problem.js';
+import type { Variant } from '../generator/variant.js';
 import { VERSION } from '../generator/version.js';
-import { CompilePool, type VariantBuild } from './compile-pool.js';
+import { BACKWARD, FORWARD, type AnyVariant, type Direction } from './direction.js';
+import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
 import { TuningDb, type DbResult, type Stage } from './db.js';
 import { checkArchMatches, copyBandwidth, queryDevice, type DeviceId } from './device.js';
-import { measure, type RunOptions } from './measure.js';
+import type { RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
 import { gridProblems, type GridSpec } from './grid.js';
@@ -26,6 +25,8 @@ export interface TuneOptions {
   search: Search;
   dbPath: string;
   command: string;
+  /** Forward (default) or backward kernels: one direction per database. */
+  direction?: Direction;
   /** Extra variants to measure with each problem (the tuner's tests use broken ones). */
   extraVariants?: (p: Problem) => Variant[];
   onProgress?: (p: Progress) => void;
@@ -48,25 +49,22 @@ export interface Progress {
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
 const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3 };
 
-/** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved. */
-export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + bytesMoved(p) / 5e6;
+/** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved (backward: about twice the forward's bytes). */
+export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + (2 * bytesMoved(p)) / 5e6;
 
 interface Unit {
   key: string;
   problems: Problem[];
-  variants: Map<string, Variant>;
-  perProblem: Map<Problem, Variant[]>;
+  variants: Map<string, AnyVariant>;
+  perProblem: Map<Problem, AnyVariant[]>;
   build?: Promise<Map<string, VariantBuild>>;
 }
 
-function variantsOf(problem: Problem, arch: Arch, extra?: (p: Problem) => Variant[]): Variant[] {
-  const params = [...enumerateSpace(problem, arch), baselineParams(problem)];
-  const byId = new Map<string, Variant>();
-  for (const p of params) {
-    const v = makeVariant(problem, p);
-    byId.set(v.id, v);
-  }
-  for (const v of extra?.(problem) ?? []) byId.set(v.id, v);
+const ops = (o: TuneOptions) => (o.direction === 'bwd' ? BACKWARD : FORWARD);
+
+function variantsOf(o: TuneOptions, problem: Problem): AnyVariant[] {
+  const byId = new Map<string, AnyVariant>(ops(o).variants(problem, o.arch).map((v) => [v.id, v]));
+  for (const v of o.extraVariants?.(problem) ?? []) byId.set(v.id, v);
   return [...byId.values()];
 }
 
@@ -76,7 +74,7 @@ function planUnits(o: TuneOptions, problems: Problem[]): Unit[] {
   for (const problem of problems) {
     const key = `${specKey(problem)}.h${problem.hidden}`;
     const unit: Unit = units.get(key) ?? { key, problems: [], variants: new Map(), perProblem: new Map() };
-    const variants = variantsOf(problem, o.arch, o.extraVariants);
+    const variants = variantsOf(o, problem);
     unit.problems.push(problem);
     unit.perProblem.set(problem, variants);
     for (const v of variants) unit.variants.set(v.id, v);
@@ -103,22 +101,24 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     if (other.name !== device.name) throw new Error(`--gpus mixes ${device.name} and ${other.name}: tune each model into its own --db`);
   }
   const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device });
+  const other = db.results.find((r) => isBackward(r.problem) !== (o.direction === 'bwd'));
+  if (other) throw new InputError(`${o.dbPath} holds ${isBackward(other.problem) ? 'backward' : 'forward'} results: tune each direction into its own --db`);
   const copyGbps = await copyBandwidth(runners[0]);
   const session = db.startSession({
     started: new Date().toISOString(),
     command: o.command,
     normgen: VERSION,
-    templateHash: templateHash('cuda'),
+    templateHash: ops(o).templateHash(),
     nvcc: await nvccVersion(),
     copyGbps,
   });
   o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copyGbps.toFixed(0)} GB/s; database ${o.dbPath} (${db.results.length} results already)`);
 
-  const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes);
+  const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes, o.direction ?? 'fwd');
   if (tooLarge.length) o.log?.(`skipping ${tooLarge.length} problems that do not fit in ${(device.memoryBytes / 2 ** 30).toFixed(0)} GiB`);
   const units = planUnits(o, problems);
-  const plan = new SearchPlan(db, o.search, (p) => makeVariant(p, baselineParams(p)).id);
-  const ids = (vs: Variant[]) => vs.map((v) => v.id);
+  const plan = new SearchPlan(db, o.search, (p) => ops(o).baseline(p, o.arch).id);
+  const ids = (vs: AnyVariant[]) => vs.map((v) => v.id);
   const { total, skipped } = plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)])));
   const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0 };
   const started = performance.now();
@@ -133,21 +133,21 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   for (const u of units) {
     const todo = [...u.perProblem].some(([p, vs]) => !plan.problemDone(p, ids(vs))); // finished units need no compile
     const variants = [...u.variants.values()];
-    u.build = todo ? pool.build({ spec: variants[0].spec, variants }) : Promise.resolve(new Map());
+    u.build = todo ? pool.build({ spec: variants[0].spec, variants } as UnitRequest) : Promise.resolve(new Map());
     u.build.catch(() => undefined); // awaited below
   }
 
-  const runOne = async (runner: Runner, p: Problem, v: Variant, build: VariantBuild, stage: Stage, cutoffUs?: number): Promise<DbResult> => {
+  const runOne = async (runner: Runner, p: Problem, v: AnyVariant, build: VariantBuild, stage: Stage, cutoffUs?: number): Promise<DbResult> => {
     const base = { session: session.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage, gpu: runner.gpu };
     if (build.status !== 'OK') {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
     const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
-    const m = await measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs, cutoffUs }, copyGbps);
+    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs, cutoffUs }, device, copyGbps);
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };
 
-  const tuneProblem = async (runner: Runner, p: Problem, variants: Variant[], builds: Map<string, VariantBuild>) => {
+  const tuneProblem = async (runner: Runner, p: Problem, variants: AnyVariant[], builds: Map<string, VariantBuild>) => {
     const byId = new Map(variants.map((v) => [v.id, v]));
     await plan.run(p, ids(variants), (id, stage, cutoffUs) => runOne(runner, p, byId.get(id)!, builds.get(id)!, stage, cutoffUs), (r) => {
       progress.done++;

@@ -13,7 +13,8 @@ import { generateInputs, referenceForward } from '../generator/reference.js';
 import { describeParams } from '../generator/space.js';
 import { OUTPUT_TOLERANCE, STATS_TOLERANCE, withinTolerance, type Tolerance } from '../generator/tolerance.js';
 import type { Variant } from '../generator/variant.js';
-import { CompilePool, type VariantBuild } from './compile-pool.js';
+import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
+import type { BwdVariant } from '../generator/variant-bwd.js';
 import { checkArchMatches, queryDevice, type DeviceId } from './device.js';
 import { EPS, measure, SEED, type Measurement } from './measure.js';
 import { buildRunner, Runner } from './runner.js';
@@ -84,22 +85,7 @@ export async function runVerify(o: VerifyOptions): Promise<{ device: DeviceId; r
   checkArchMatches(o.arch, device);
   const cases = correctnessMatrix(o.arch, o.quick);
 
-  // Compile: one unit per kernel spec with every variant any case needs.
-  const bySpec = new Map<string, Map<string, Variant>>();
-  for (const c of cases) {
-    const m = bySpec.get(specKey(c.problem)) ?? new Map<string, Variant>();
-    for (const v of c.variants) m.set(v.id, v);
-    bySpec.set(specKey(c.problem), m);
-  }
-  const pool = new CompilePool(o.arch, o.jobs);
-  const builds = new Map<string, VariantBuild>();
-  await Promise.all(
-    [...bySpec.values()].map(async (m) => {
-      const variants = [...m.values()];
-      for (const [id, b] of await pool.build({ spec: variants[0].spec, variants })) builds.set(id, b);
-    }),
-  );
-  await pool.close();
+  const builds = await compileCases(o.arch, o.jobs, cases);
 
   const results: VerifyResult[] = [];
   const total = cases.reduce((n, c) => n + c.variants.length, 0);
@@ -128,6 +114,29 @@ export async function runVerify(o: VerifyOptions): Promise<{ device: DeviceId; r
   for (const n of ['y', 'residual_out', 'rstd', 'mean']) rmSync(`${dumpPrefix}.${n}.bin`, { force: true });
   await runner.close();
   return { device, results, cases };
+}
+
+/** Compile every variant the cases need: one unit per kernel spec (either direction), on a pool. */
+export async function compileCases(arch: Arch, jobs: number, cases: { problem: Problem; variants: (Variant | BwdVariant)[] }[]): Promise<Map<string, VariantBuild>> {
+  const bySpec = new Map<string, Map<string, Variant | BwdVariant>>();
+  for (const c of cases) {
+    const m = bySpec.get(specKey(c.problem)) ?? new Map<string, Variant | BwdVariant>();
+    for (const v of c.variants) m.set(v.id, v);
+    bySpec.set(specKey(c.problem), m);
+  }
+  const pool = new CompilePool(arch, jobs);
+  const builds = new Map<string, VariantBuild>();
+  try {
+    await Promise.all(
+      [...bySpec.values()].map(async (m) => {
+        const variants = [...m.values()];
+        for (const [id, b] of await pool.build({ spec: variants[0].spec, variants } as UnitRequest)) builds.set(id, b);
+      }),
+    );
+  } finally {
+    await pool.close();
+  }
+  return builds;
 }
 
 /**

@@ -4,9 +4,10 @@ import { basename } from 'node:path';
 import type { Argv } from 'yargs';
 import { parseArch } from '../../generator/arch.js';
 import { emitPackage, type DeviceTable } from '../../generator/package.js';
+import type { BackwardTable } from '../../generator/package-bwd.js';
 import type { WgslDeviceTable } from '../../generator/package-wgsl.js';
 import { adapterName } from '../../tuner/wgsl/adapter.js';
-import { InputError } from '../../generator/problem.js';
+import { InputError, isBackward } from '../../generator/problem.js';
 import { deviceKey, TuningDb } from '../../tuner/db.js';
 import { buildDispatchTable } from '../../tuner/dispatch.js';
 import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
@@ -17,10 +18,22 @@ export const command = 'build';
 export const describe = 'emit a kernel package (C ABI, CUDA sources, a dispatch table per GPU model, TypeScript select, WebGPU kernels) from tuning databases';
 export const builder = (y: Argv) =>
   y
-    .option('db', { type: 'string', array: true, demandOption: true, describe: 'tuning database; repeat it (or name a folder from normgen merge) for one table per GPU model; WGSL databases (tune --backend wgsl) add WebGPU tables' })
+    .option('db', { type: 'string', array: true, demandOption: true, describe: 'tuning database; repeat it (or name a folder from normgen merge) for one table per GPU model; a backward database (tune --direction bwd) adds the backward to its GPU\'s table; WGSL databases (tune --backend wgsl) add WebGPU tables' })
     .option('out', { type: 'string', demandOption: true, describe: 'package folder, e.g. out/normgen-sm90' })
     .option('name', { type: 'string', describe: 'package name (default: the folder name)' })
     .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' });
+
+/** A database of backward results (tune --direction bwd). */
+const isBackwardDb = (db: TuningDb) => db.results.some((r) => isBackward(r.problem));
+
+function backwardTable(path: string, tolerance: number): BackwardTable {
+  const db = TuningDb.readChecked(path);
+  const session = db.sessions[db.sessions.length - 1];
+  if (!session) throw new InputError(`${path} has no tuning session`);
+  const table = buildDispatchTable(db, tolerance, 'bwd');
+  if (table.entries.length === 0) throw new InputError(`${path} has no verified backward measurements to build from`);
+  return { dbFile: basename(path), tunedTemplateHash: session.templateHash, table, measured: formatTable(WINNER_HEADER, winners(db).map(winnerRow)) };
+}
 
 function deviceTable(path: string, tolerance: number): DeviceTable {
   const db = TuningDb.readChecked(path);
@@ -46,17 +59,35 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   if (!(args.tolerance >= 0 && args.tolerance < 1)) throw new InputError(`--tolerance must be in [0, 1), got ${args.tolerance}`);
   const all = expandDbPaths(args.db);
   const backend = new Map(all.map((p) => [p, TuningDb.backendOf(p)]));
-  const paths = all.filter((p) => backend.get(p) === 'cuda');
   const wgslPaths = all.filter((p) => backend.get(p) === 'wgsl');
-  if (paths.length === 0) throw new InputError('--db names no CUDA tuning database: a package needs at least one (WGSL tables come with it)');
+  if (!all.some((p) => backend.get(p) === 'cuda')) throw new InputError('--db names no CUDA tuning database: a package needs at least one (WGSL tables come with it)');
+  const backward = new Map<string, string>(); // device key -> backward database
+  const paths: string[] = [];
   const seen = new Map<string, string>();
   for (const p of all) {
-    const h = backend.get(p) === 'cuda' ? TuningDb.read(p).header : TuningDb.readWgsl(p).header;
+    if (backend.get(p) === 'wgsl') {
+      const h = TuningDb.readWgsl(p).header;
+      const key = `${h.arch}|${deviceKey(h.device)}`;
+      if (seen.has(key)) throw new InputError(`${seen.get(key)} and ${p} both hold ${h.device.name}: merge them first (normgen merge)`);
+      seen.set(key, p);
+      continue;
+    }
+    const db = TuningDb.read(p);
+    const h = db.header;
     const key = `${h.arch}|${deviceKey(h.device)}`;
-    if (seen.has(key)) throw new InputError(`${seen.get(key)} and ${p} both hold ${h.device.name}: merge them first (normgen merge)`);
-    seen.set(key, p);
+    const bwd = isBackwardDb(db);
+    const mine = bwd ? backward : seen;
+    if (mine.has(key)) throw new InputError(`${mine.get(key)} and ${p} both hold ${bwd ? 'backward results of ' : ''}${h.device.name}: merge them first (normgen merge)`);
+    mine.set(key, p);
+    if (!bwd) paths.push(p);
   }
-  const tables = paths.map((p) => deviceTable(p, args.tolerance));
+  for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
+  const tables = paths.map((p) => {
+    const t = deviceTable(p, args.tolerance);
+    const h = TuningDb.read(p).header;
+    const b = backward.get(`${h.arch}|${deviceKey(h.device)}`);
+    return b ? { ...t, backward: backwardTable(b, args.tolerance) } : t;
+  });
   const wgsl = wgslPaths.map((p) => wgslTable(p, args.tolerance));
   const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
   const out = emitPackage({ name, tables, wgsl }, args.out);

@@ -5,7 +5,7 @@ import type { Argv } from 'yargs';
 import { InputError, problemKey } from '../../generator/problem.js';
 import { describeParams } from '../../generator/space.js';
 import { checkDrift, parseTolerance, type CheckOutcome } from '../../tuner/check.js';
-import { TuningDb } from '../../tuner/db.js';
+import { fwdParams, TuningDb } from '../../tuner/db.js';
 import { parseGpus } from '../../tuner/grid.js';
 import { expandDbPaths } from '../db-paths.js';
 import { progressReporter } from '../progress.js';
@@ -41,7 +41,7 @@ export function driftReport(o: CheckOutcome, tolerance: number): string {
     c.rows.map((r) => [
       problemKey(r.problem),
       r.role,
-      `${r.recorded.variantId} ${describeParams(r.recorded.params)}`,
+      `${r.recorded.variantId} ${describeParams(fwdParams(r.recorded))}`,
       Number(r.recorded.medianUs!.toFixed(2)),
       r.now.medianUs !== undefined && r.now.status === 'OK' ? Number(r.now.medianUs.toFixed(2)) : r.now.status,
       r.drift !== undefined ? `${r.drift >= 0 ? '+' : ''}${(100 * r.drift).toFixed(1)}%` : '-',

@@ -33,6 +33,8 @@ export const builder = (y: Argv) =>
     .option('residual', { type: 'string', default: 'same', describe: 'dtype of the residual in +residual ops: same | fp32' })
     .option('gpus', { type: 'string', default: '0', describe: 'comma list of CUDA device indices; problems are sharded across them (cuda)' })
     .option('jobs', { type: 'number', default: availableParallelism(), describe: 'parallel nvcc processes' })
+    .option('direction', { type: 'string', default: 'fwd', choices: ['fwd', 'bwd'], describe: 'forward kernels, or the backward of the same feature sets (saved statistics given)' })
+    .option('stats', { type: 'boolean', default: false, describe: 'bwd: the saved statistics are given (reading them or recomputing is then tuned)' })
     .option('budget', { type: 'string', default: 'none', describe: 'none (exhaustive) or screen[:N]: time all briefly, re-time the best N (default 4)' })
     .option('db', { type: 'string', describe: 'tuning database (JSON lines; resumed when it exists). Default out/tuning/<arch>.jsonl, wgsl: out/tuning/wgsl-<Dawn backend>.jsonl' })
     .option('report', { type: 'string', describe: 'also write a markdown performance log here' });
@@ -40,13 +42,18 @@ export const builder = (y: Argv) =>
 type TuneArgs = {
   backend: string; arch?: string; adapter?: string; maxSeconds?: number; cudaDb?: string;
   op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string;
-  gpus: string; jobs: number; budget: string; db?: string; report?: string;
+  gpus: string; jobs: number; budget: string; db?: string; report?: string; direction: string; stats: boolean;
 };
 
 export async function handler(args: TuneArgs): Promise<void> {
-  if (args.backend === 'wgsl') return tuneWgslCommand(args);
+  if (args.backend === 'wgsl') {
+    if (args.direction !== 'fwd' || args.stats) throw new InputError('--backend wgsl tunes forward kernels only');
+    return tuneWgslCommand(args);
+  }
   for (const o of ['adapter', 'maxSeconds', 'cudaDb'] as const)
     if (args[o] !== undefined) throw new InputError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for --backend wgsl`);
+  const direction = args.direction === 'bwd' ? 'bwd' : 'fwd';
+  if (args.stats && direction !== 'bwd') throw new InputError('--stats applies to --direction bwd (forward tuning writes no statistics)');
   if (!args.arch) throw new InputError('--arch is required (the GPU you are tuning on, e.g. --arch sm90)');
   const arch = parseArch(args.arch);
   const grid = gridFromArgs(args);
@@ -54,7 +61,7 @@ export async function handler(args: TuneArgs): Promise<void> {
   const search = parseBudget(args.budget);
   const command = ['normgen tune', ...process.argv.slice(3)].join(' ');
   const started = performance.now();
-  const dbPath = args.db ?? join('out', 'tuning', `${arch.name}.jsonl`);
+  const dbPath = args.db ?? join('out', 'tuning', `${arch.name}${direction === 'bwd' ? '-bwd' : ''}.jsonl`);
   prepareOutputDir(dirname(dbPath));
   const outcome = await tune({
     arch,
@@ -64,6 +71,7 @@ export async function handler(args: TuneArgs): Promise<void> {
     search,
     dbPath,
     command,
+    direction,
     onProgress: progressReporter('tune'),
     log: (l) => console.error(l),
   });

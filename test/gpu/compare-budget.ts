@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { formatTable } from '../../cli/table.js';
 import { problemKey } from '../../generator/problem.js';
 import { describeParams } from '../../generator/space.js';
-import { TuningDb } from '../../tuner/db.js';
+import { fwdParams, TuningDb } from '../../tuner/db.js';
 import { winners } from '../../tuner/select.js';
 
 const [screenPath, exhaustivePath] = process.argv.slice(2);
@@ -23,7 +23,7 @@ for (const e of winners(exhaustiveDb)) {
   const screenUs = again?.status === 'OK' ? again.medianUs! : s.best.medianUs!;
   const gap = screenUs / e.best.medianUs! - 1;
   worst = Math.max(worst, gap);
-  rows.push([problemKey(e.problem), describeParams(e.best.params), Number(e.best.medianUs!.toFixed(2)), describeParams(s.best.params), Number(screenUs.toFixed(2)), Number((100 * gap).toFixed(1))]);
+  rows.push([problemKey(e.problem), describeParams(fwdParams(e.best)), Number(e.best.medianUs!.toFixed(2)), describeParams(fwdParams(s.best)), Number(screenUs.toFixed(2)), Number((100 * gap).toFixed(1))]);
 }
 const device = exhaustiveDb.header.device;
 const text = [

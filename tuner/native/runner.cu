@@ -4,6 +4,7 @@
 //   {"cmd":"copy","bytes":N}               device-to-device copy bandwidth
 //   {"cmd":"run", ...}                     load a kernel from a cubin, run it on inputs
 //                                          generated on the device, verify, time
+//   {"cmd":"bwd", ...}                     the same for a backward variant (see below)
 // Inputs come from the hash generator of generator/numeric.ts (same bits), outputs are
 // poisoned (0xFF bytes: NaN) before every verified launch, and a float64 reference on
 // the device checks every output element, the padding between rows, guard zones
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "normgen_params.h"
+#include "normgen_bwd_params.h"
 
 // ---------------------------------------------------------------- tiny JSON ---
 
@@ -388,7 +390,7 @@ struct Buffer {
     CUDA_OK(cudaMemset(base, 0xFF, n + 2 * kGuard));
   }
   void poison() const { if (base) CUDA_OK(cudaMemset(base, 0xFF, bytes + 2 * kGuard)); }
-  void release() { if (base) cudaFree(base); base = nullptr; }
+  void release() { if (base) cudaFree(base); base = nullptr; bytes = 0; }
 };
 
 struct ProblemDesc {
@@ -419,6 +421,7 @@ struct Workspace {
 
 static Workspace g_ws;
 static bool g_have_ws = false;
+static void release_bwd_workspace();
 static int g_l2_bytes = 0;
 static int g_sms = 0;
 
@@ -574,22 +577,23 @@ static double median(std::vector<double> v) {
 
 // Time launches cycling over the copies (cold L2), captured in a CUDA graph so small
 // problems measure the kernel and not the launch path. Returns the body of the reply.
-static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+// Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
+// captured in a CUDA graph so small problems measure the kernels and not the launch
+// path. Returns the body of the reply. Shared by forward and backward runs.
+template <typename LaunchFn>
+static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
-  std::vector<NormgenFwdParams> ps;
-  for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
-  const size_t K = ps.size();
 
-  // Estimate one launch's time (verify has already run the kernel once): one launch,
+  // Estimate one launch's time (verify has already run it once): one launch,
   // then eight more for short kernels. Long kernels (large problems, where most of a
   // tune's GPU time goes) get no further warm-up launches.
   auto timed_launches = [&](int n) {
     CUDA_OK(cudaEventRecord(e0, s));
-    for (int i = 0; i < n; ++i) if (launch(l, ps[i % K], s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
+    for (int i = 0; i < n; ++i) if (launch_copy(i % K, s) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during warm-up");
     CUDA_OK(cudaEventRecord(e1, s));
     CUDA_OK(cudaEventSynchronize(e1));
     float elapsed;
@@ -607,7 +611,7 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch(l, ps[i % K], s);
+  for (int i = 0; i < per_graph; ++i) launch_copy(i % K, s);
   CUDA_OK(cudaStreamEndCapture(s, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
   CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
@@ -636,6 +640,12 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   for (double u : us) arr += (arr.empty() ? "" : ",") + num(u);
   return "\"medianUs\":" + num(median(us)) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
          ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
+}
+
+static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+  std::vector<NormgenFwdParams> ps;
+  for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s); }, req);
 }
 
 static void cmd_run(const Json& req) {
@@ -710,6 +720,7 @@ static void cmd_run(const Json& req) {
     const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
     if (per_copy > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
   }
+  release_bwd_workspace();  // not needed by forward runs
   setup_workspace(d, copies);
 
   std::string body;
@@ -775,6 +786,383 @@ static void cmd_copy(const Json& req) {
   reply("\"status\":\"OK\",\"gbps\":" + num(median(gbps)) + ",\"maxGbps\":" + num(gbps.back()) + ",\"bytes\":" + num((double)bytes));
 }
 
+// ------------------------------------------------------------------ backward ---
+// {"cmd":"bwd", ...}: a backward variant (row kernel + column reduction) on generated
+// x, dy, weight, dresidual and saved statistics (computed here in float64, stored as
+// fp32 as a forward would). Verified against a float64 reference of dx, dweight and
+// dbias; `repeat` further runs must give the same bits (determinism); then timed like
+// forward kernels (graphs over rotating copies, median). Stream 5 is dy.
+
+enum { S_DY = 5 };
+
+// What the device-side checks need to know (plain data: it is a kernel argument).
+struct BwdKinds {
+  DType t, x, w, b;  // dy; x, dx and dresidual; weight; bias
+  bool layernorm, offset, stats, dres;
+};
+
+struct BwdDesc : BwdKinds {
+  std::string key;
+  long long rows, hidden, xs, dys, drs, dxs;
+  int sums;
+  unsigned seed;
+};
+
+struct BwdCopy {
+  Buffer x, dy, dres, dx, mean, rstd;
+  void release() { x.release(); dy.release(); dres.release(); dx.release(); mean.release(); rstd.release(); }
+};
+
+struct BwdWorkspace {
+  BwdDesc d;
+  Buffer w, partial, dw, db;
+  std::vector<BwdCopy> copies;
+  void release() {
+    for (auto& c : copies) c.release();
+    copies.clear();
+    w.release(); partial.release(); dw.release(); db.release();
+  }
+};
+static BwdWorkspace g_bws;
+static bool g_have_bws = false;
+static void release_bwd_workspace() {
+  if (g_have_bws) g_bws.release();
+  g_have_bws = false;
+}
+
+__device__ __forceinline__ double gamma_at(const void* w, DType wd, bool offset, long long col) {
+  if (wd == NONE) return 1.0;
+  const double v = load_as_double(w, wd, col);
+  return offset ? 1.0 + v : v;
+}
+
+// Row statistics in float64: what the forward's reference computes. Saved ones are these rounded to fp32.
+__global__ void bwd_row_stats(const void* x, DType xd, long long rows, long long H, long long xs, float eps, bool layernorm,
+                              double* mean_out, double* rstd_out, float* mean_f, float* rstd_f) {
+  __shared__ double scratch[32];
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    double mean = 0;
+    if (layernorm) {
+      double s = 0;
+      for (long long c = threadIdx.x; c < H; c += blockDim.x) s += load_as_double(x, xd, row * xs + c);
+      mean = block_sum(s, scratch) / H;
+    }
+    double sq = 0;
+    for (long long c = threadIdx.x; c < H; c += blockDim.x) { double d = load_as_double(x, xd, row * xs + c) - mean; sq += d * d; }
+    const double rstd = 1.0 / sqrt(block_sum(sq, scratch) / H + (double)eps);
+    if (threadIdx.x == 0) {
+      if (mean_out) { mean_out[row] = mean; rstd_out[row] = rstd; }
+      if (rstd_f) { rstd_f[row] = (float)rstd; if (layernorm) mean_f[row] = (float)mean; }
+    }
+  }
+}
+
+struct BwdRef {
+  NormgenBwdParams p;
+  BwdKinds d;
+  const double* mean;
+  const double* rstd;
+  Tol dx_tol, dw_tol, db_tol;
+  double acc_rtol;  // fp32 accumulation: tolerance also grows with the sum of |terms|
+};
+
+// dx, row by row, with each element's tolerance widened by the magnitude of the terms it
+// is made of (fp32 sums of them in the kernel); and the padding of dx kept poisoned.
+__global__ void bwd_check_dx(BwdRef a, Check* c) {
+  __shared__ double scratch[32];
+  Tally t;
+  const NormgenBwdParams& p = a.p;
+  const BwdKinds& d = a.d;
+  const long long H = p.hidden;
+  for (long long row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const double mean = a.mean[row], rstd = a.rstd[row];
+    double sgx = 0, sg = 0, agx = 0, ag = 0;
+    for (long long col = threadIdx.x; col < H; col += blockDim.x) {
+      const double xhat = (load_as_double(p.x, d.x, row * p.x_stride + col) - mean) * rstd;
+      const double g = load_as_double(p.dy, d.t, row * p.dy_stride + col) * gamma_at(p.weight, d.w, d.offset, col);
+      sgx += g * xhat; sg += g; agx += fabs(g * xhat); ag += fabs(g);
+    }
+    const double A = block_sum(sgx, scratch) / H, B = d.layernorm ? block_sum(sg, scratch) / H : 0;
+    const double Aabs = block_sum(agx, scratch) / H, Babs = d.layernorm ? block_sum(ag, scratch) / H : 0;
+    for (long long col = threadIdx.x; col < H; col += blockDim.x) {
+      const double xhat = (load_as_double(p.x, d.x, row * p.x_stride + col) - mean) * rstd;
+      const double g = load_as_double(p.dy, d.t, row * p.dy_stride + col) * gamma_at(p.weight, d.w, d.offset, col);
+      double ref = rstd * (g - xhat * A - B);
+      double mag = rstd * (fabs(g) + fabs(xhat) * (fabs(A) + Aabs) + fabs(B) + Babs);
+      if (d.dres) { const double r = load_as_double(p.dresidual, d.x, row * p.dresidual_stride + col); ref += r; mag += fabs(r); }
+      const double got = load_as_double(p.dx, d.x, row * p.dx_stride + col);
+      const double err = fabs(got - ref) / (a.dx_tol.atol + a.dx_tol.rtol * fabs(ref) + a.acc_rtol * mag);
+      t.add(C_Y, err, row * H + col);
+    }
+    const size_t xb = dtype_bytes(d.x);
+    for (long long col = H + threadIdx.x; col < p.dx_stride; col += blockDim.x) {
+      const unsigned char* b = static_cast<const unsigned char*>(p.dx) + (row * p.dx_stride + col) * xb;
+      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) t.add(C_PADDING, 2.0, row * p.dx_stride + col);
+    }
+  }
+  t.flush(c);
+}
+
+// dweight and dbias: one thread per column sums over all rows in float64.
+__global__ void bwd_check_sums(BwdRef a, Check* c) {
+  Tally t;
+  const NormgenBwdParams& p = a.p;
+  const BwdKinds& d = a.d;
+  for (long long col = blockIdx.x * (long long)blockDim.x + threadIdx.x; col < p.hidden; col += (long long)gridDim.x * blockDim.x) {
+    double sw = 0, aw = 0, sb = 0, ab = 0;
+    for (long long row = 0; row < p.rows; ++row) {
+      const double dy = load_as_double(p.dy, d.t, row * p.dy_stride + col);
+      const double xhat = (load_as_double(p.x, d.x, row * p.x_stride + col) - a.mean[row]) * a.rstd[row];
+      sw += dy * xhat; aw += fabs(dy * xhat); sb += dy; ab += fabs(dy);
+    }
+    if (d.w != NONE) {
+      const double got = load_as_double(p.dweight, d.w, col);
+      t.add(C_MEAN, fabs(got - sw) / (a.dw_tol.atol + a.dw_tol.rtol * fabs(sw) + a.acc_rtol * aw), col);
+    }
+    if (d.b != NONE) {
+      const double got = load_as_double(p.dbias, d.b, col);
+      t.add(C_RSTD, fabs(got - sb) / (a.db_tol.atol + a.db_tol.rtol * fabs(sb) + a.acc_rtol * ab), col);
+    }
+  }
+  t.flush(c);
+}
+
+// Count bytes that differ between two buffers (determinism).
+__global__ void count_diff(const unsigned char* a, const unsigned char* b, long long n, unsigned long long* out) {
+  unsigned long long bad = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) bad += a[i] != b[i];
+  if (bad) atomicAdd(out, bad);
+}
+
+static void bwd_setup(const BwdDesc& d, size_t copies_wanted, size_t partial_bytes) {
+  if (!(g_have_bws && g_bws.d.key == d.key && g_bws.copies.size() >= copies_wanted)) {
+    if (g_have_bws) g_bws.release();
+    g_have_bws = false;
+    g_bws.d = d;
+    if (d.w != NONE) {
+      g_bws.w.alloc(d.hidden * dtype_bytes(d.w));
+      fill(g_bws.w, d.w, 1, d.hidden, d.hidden, d.seed, S_W, d.offset);
+      g_bws.dw.alloc(d.hidden * dtype_bytes(d.w));
+    }
+    if (d.b != NONE) g_bws.db.alloc(d.hidden * dtype_bytes(d.b));
+    g_bws.copies.resize(copies_wanted);
+    for (auto& c : g_bws.copies) {
+      c.x.alloc(d.rows * d.xs * dtype_bytes(d.x));
+      fill(c.x, d.x, d.rows, d.hidden, d.xs, d.seed, S_X, false);
+      c.dy.alloc(d.rows * d.dys * dtype_bytes(d.t));
+      fill(c.dy, d.t, d.rows, d.hidden, d.dys, d.seed, S_DY, false);
+      if (d.dres) {
+        c.dres.alloc(d.rows * d.drs * dtype_bytes(d.x));
+        fill(c.dres, d.x, d.rows, d.hidden, d.drs, d.seed, S_RES, false);
+      }
+      c.dx.alloc(d.rows * d.dxs * dtype_bytes(d.x));
+      c.rstd.alloc(d.rows * 4);
+      if (d.layernorm) c.mean.alloc(d.rows * 4);
+      bwd_row_stats<<<(unsigned)std::min<long long>(d.rows, 8192), 256>>>(c.x.data(), d.x, d.rows, d.hidden, d.xs, 1e-6f, d.layernorm, nullptr, nullptr,
+                                                                        static_cast<float*>(c.mean.data()), static_cast<float*>(c.rstd.data()));
+      CUDA_OK(cudaGetLastError());
+    }
+    g_have_bws = true;
+  }
+  if (g_bws.partial.bytes < partial_bytes) {
+    g_bws.partial.release();
+    g_bws.partial.alloc(partial_bytes);
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+static NormgenBwdParams bwd_params(const BwdCopy& c, const BwdDesc& d, float eps, long long grid) {
+  NormgenBwdParams p;
+  memset(&p, 0, sizeof p);
+  p.x = c.x.data(); p.dy = c.dy.data(); p.dresidual = c.dres.data(); p.weight = g_bws.w.data();
+  p.mean = static_cast<const float*>(c.mean.data()); p.rstd = static_cast<const float*>(c.rstd.data());
+  p.dx = c.dx.data(); p.partial = static_cast<float*>(g_bws.partial.data()); p.dweight = g_bws.dw.data(); p.dbias = g_bws.db.data();
+  p.rows = d.rows; p.hidden = d.hidden;
+  p.x_stride = d.xs; p.dy_stride = d.dys; p.dresidual_stride = d.drs; p.dx_stride = d.dxs;
+  p.partial_rows = grid; p.eps = eps;
+  return p;
+}
+
+struct BwdLaunch { CUfunction rows_fn, reduce_fn; unsigned grid, block, smem, reduce_grid; };
+
+static CUresult bwd_launch(const BwdLaunch& l, NormgenBwdParams& p, cudaStream_t s) {
+  void* args[] = {&p};
+  CUresult r = g_cu.launchKernel(l.rows_fn, l.grid, 1, 1, l.block, 1, 1, l.smem, (CUstream)s, args, nullptr);
+  if (r != CUDA_SUCCESS || l.reduce_grid == 0) return r;
+  return g_cu.launchKernel(l.reduce_fn, l.reduce_grid, 1, 1, 256, 1, 1, 0, (CUstream)s, args, nullptr);
+}
+
+static void bwd_poison_outputs(const BwdCopy& c) {
+  for (const Buffer* b : std::initializer_list<const Buffer*>{&c.dx, &g_bws.partial, &g_bws.dw, &g_bws.db}) b->poison();
+}
+
+static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, const Json& req) {
+  BwdCopy& c = g_bws.copies[0];
+  bwd_poison_outputs(c);
+  NormgenBwdParams p = bwd_params(c, d, eps, l.grid);
+  CUresult lr = bwd_launch(l, p, 0);
+  if (lr != CUDA_SUCCESS) return "LAUNCH_ERROR:" + cu_error(lr);
+  CUDA_OK(cudaDeviceSynchronize());
+
+  Check* check;
+  double* stats;
+  CUDA_OK(cudaMalloc(&check, sizeof(Check)));
+  CUDA_OK(cudaMalloc(&stats, 2 * d.rows * sizeof(double)));
+  Check init;
+  for (int i = 0; i < 8; ++i) { init.bad[i] = 0; init.worst[i] = 0; init.first[i] = ~0ull; }
+  CUDA_OK(cudaMemcpy(check, &init, sizeof init, cudaMemcpyHostToDevice));
+  const unsigned row_blocks = (unsigned)std::min<long long>(d.rows, 8192);
+  bwd_row_stats<<<row_blocks, 256>>>(c.x.data(), d.x, d.rows, d.hidden, d.xs, eps, d.layernorm, stats, stats + d.rows, nullptr, nullptr);
+  BwdRef a;
+  a.p = p; a.d = static_cast<const BwdKinds&>(d); a.mean = stats; a.rstd = stats + d.rows;
+  a.dx_tol = {req.num("atol"), req.num("rtol")};
+  a.dw_tol = {req.num("dwAtol"), req.num("dwRtol")};
+  a.db_tol = {req.num("dbAtol"), req.num("dbRtol")};
+  a.acc_rtol = req.num("accRtol");
+  bwd_check_dx<<<row_blocks, 256>>>(a, check);
+  if (d.sums) bwd_check_sums<<<(unsigned)std::max<long long>(1, std::min<long long>((d.hidden + 127) / 128, 65536)), 128>>>(a, check);
+  int blocks;
+  grid_for(d.rows * std::max(d.xs, d.dys), blocks);
+  check_input<<<blocks, 256>>>(c.x.data(), d.x, d.rows, d.hidden, d.xs, d.seed, S_X, false, check);
+  check_input<<<blocks, 256>>>(c.dy.data(), d.t, d.rows, d.hidden, d.dys, d.seed, S_DY, false, check);
+  if (d.dres) check_input<<<blocks, 256>>>(c.dres.data(), d.x, d.rows, d.hidden, d.drs, d.seed, S_RES, false, check);
+  if (d.w != NONE) check_input<<<blocks, 256>>>(g_bws.w.data(), d.w, 1, d.hidden, d.hidden, d.seed, S_W, d.offset, check);
+  for (const Buffer* b : std::initializer_list<const Buffer*>{&c.x, &c.dy, &c.dres, &c.dx, &c.mean, &c.rstd, &g_bws.w, &g_bws.partial, &g_bws.dw, &g_bws.db}) {
+    if (!b->base) continue;
+    check_guard<<<4, 256>>>(b->base, kGuard, check);
+    check_guard<<<4, 256>>>(b->base + kGuard + b->bytes, kGuard, check);
+  }
+  CUDA_OK(cudaGetLastError());
+  Check got;
+  CUDA_OK(cudaMemcpy(&got, check, sizeof got, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaFree(check));
+  CUDA_OK(cudaFree(stats));
+
+  // Names in the reply: dx, dweight, dbias, padding, guard, inputs.
+  static const char* names[C_COUNT] = {"dx", "", "dweight", "dbias", "padding", "guard", "inputs"};
+  std::string out;
+  unsigned long long total_bad = 0;
+  for (int i = 0; i < C_COUNT; ++i) {
+    if (i == C_RESOUT) continue;
+    double worst;
+    memcpy(&worst, &got.worst[i], sizeof worst);
+    total_bad += got.bad[i];
+    const bool reported = i == C_Y || (i == C_MEAN && d.w != NONE) || (i == C_RSTD && d.b != NONE);
+    if (reported) out += "\"err_" + std::string(names[i]) + "\":" + num(worst) + ",";
+    if (got.bad[i]) out += "\"bad_" + std::string(names[i]) + "\":" + num((double)got.bad[i]) + ",\"first_bad_" + names[i] + "\":" + num((double)got.first[i]) + ",";
+  }
+  if (total_bad) { g_have_bws = false; g_bws.release(); return "INCORRECT|" + out; }
+
+  // Determinism: more runs on the same inputs must write the same bits.
+  const long long repeat = req.integer("repeat", 0);
+  if (repeat > 0) {
+    std::vector<std::pair<const Buffer*, unsigned char*>> saved;
+    for (const Buffer* b : {&c.dx, &g_bws.dw, &g_bws.db}) {
+      if (!b->base) continue;
+      unsigned char* copy;
+      CUDA_OK(cudaMalloc(&copy, b->bytes));
+      CUDA_OK(cudaMemcpy(copy, b->data(), b->bytes, cudaMemcpyDeviceToDevice));
+      saved.push_back({b, copy});
+    }
+    unsigned long long* diff;
+    CUDA_OK(cudaMalloc(&diff, sizeof *diff));
+    long long differing_runs = 0;
+    for (long long r = 0; r < repeat; ++r) {
+      bwd_poison_outputs(c);
+      if (bwd_launch(l, p, 0) != CUDA_SUCCESS) fatal("RUNTIME_ERROR", "launch failed during the determinism runs");
+      CUDA_OK(cudaMemset(diff, 0, sizeof *diff));
+      for (auto& s : saved) count_diff<<<256, 256>>>(static_cast<const unsigned char*>(s.first->data()), s.second, (long long)s.first->bytes, diff);
+      unsigned long long n;
+      CUDA_OK(cudaMemcpy(&n, diff, sizeof n, cudaMemcpyDeviceToHost));
+      differing_runs += n != 0;
+    }
+    for (auto& s : saved) CUDA_OK(cudaFree(s.second));
+    CUDA_OK(cudaFree(diff));
+    out += "\"repeats\":" + num((double)repeat) + ",\"differingRepeats\":" + num((double)differing_runs) + ",";
+    if (differing_runs) return "NONDETERMINISTIC|" + out;
+  }
+  return "OK|" + out;
+}
+
+static std::string bwd_time(const BwdLaunch& l, const BwdDesc& d, float eps, const Json& req) {
+  std::vector<NormgenBwdParams> ps;
+  for (auto& c : g_bws.copies) ps.push_back(bwd_params(c, d, eps, l.grid));
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return bwd_launch(l, ps[i], s); }, req);
+}
+
+static void cmd_bwd(const Json& req) {
+  BwdDesc d;
+  d.t = parse_dtype(req.str("dtype"));
+  d.x = parse_dtype(req.str("xDtype", req.str("dtype")));
+  d.w = parse_dtype(req.str("weight", "none"));
+  d.b = parse_dtype(req.str("bias", "none"));
+  d.layernorm = req.str("op") == "layernorm";
+  d.offset = req.flag("offset");
+  d.stats = req.flag("stats");
+  d.dres = req.flag("dresidual");
+  d.rows = req.integer("rows");
+  d.hidden = req.integer("hidden");
+  d.xs = req.integer("xStride", d.hidden);
+  d.dys = req.integer("dyStride", d.hidden);
+  d.drs = req.integer("dresidualStride", d.hidden);
+  d.dxs = req.integer("dxStride", d.hidden);
+  d.seed = (unsigned)req.integer("seed", 1);
+  d.sums = (d.w != NONE) + (d.b != NONE);
+  if (d.t == NONE || d.x == NONE || d.rows <= 0 || d.hidden <= 0) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"dtype, xDtype, rows and hidden are required\""); return; }
+  d.key = req.str("dtype") + req.str("xDtype") + req.str("weight") + req.str("bias") + req.str("op") + (d.offset ? "o" : "") + (d.dres ? "r" : "") + "|" +
+          std::to_string(d.rows) + "|" + std::to_string(d.hidden) + "|" + std::to_string(d.xs) + "|" + std::to_string(d.dys) + "|" +
+          std::to_string(d.drs) + "|" + std::to_string(d.dxs) + "|" + std::to_string(d.seed);
+  const float eps = (float)req.num("eps", 1e-6);
+  if (eps != 1e-6f) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"the saved statistics are generated with eps 1e-6\""); return; }
+
+  Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
+  if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return; }
+  Kernel kr = load_kernel(req.str("cubin"), req.str("symbol") + "_reduce");
+  if (!kr.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(kr.error)); return; }
+  BwdLaunch l{k.fn, kr.fn, 0, (unsigned)req.integer("block"), (unsigned)req.integer("smem"), 0};
+  if (l.smem > 0) {
+    CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l.smem);
+    if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return; }
+  }
+  // The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row groups.
+  int per_sm = 0;
+  CUresult r = g_cu.occupancy(&per_sm, k.fn, (int)l.block, l.smem);
+  if (r != CUDA_SUCCESS || per_sm < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on an SM")))); return; }
+  const long long rows_per_cta = std::max<long long>(1, req.integer("rowsPerCta", 1));
+  const long long grid = std::max<long long>(1, std::min<long long>({(long long)std::min<long long>(req.integer("ctasPerSm", 1), per_sm) * g_sms, (d.rows + rows_per_cta - 1) / rows_per_cta}));
+  l.grid = (unsigned)grid;
+  l.reduce_grid = d.sums ? (unsigned)((d.hidden + 31) / 32) : 0;
+  const long long pstride = (d.hidden + 3) / 4 * 4;
+  const size_t partial_bytes = (size_t)std::max(1, d.sums) * grid * pstride * 4;
+
+  const size_t per_copy = d.rows * (d.xs + d.dxs + (d.dres ? d.drs : 0)) * dtype_bytes(d.x) + d.rows * d.dys * dtype_bytes(d.t) + d.rows * 8;
+  size_t copies = 1;
+  size_t free_b, total_b;
+  CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+  const size_t have = (g_have_bws && g_bws.d.key == d.key) ? g_bws.copies.size() * per_copy : 0;
+  if (g_have_ws) { g_ws.release(); g_have_ws = false; }  // the forward workspace is not needed now
+  if (req.flag("time")) {
+    copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
+    while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
+  }
+  if (per_copy + partial_bytes > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
+  bwd_setup(d, copies, partial_bytes);
+
+  std::string body, status = "OK";
+  if (req.flag("verify")) {
+    std::string v = bwd_verify(l, d, eps, req);
+    if (v.rfind("LAUNCH_ERROR:", 0) == 0) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote(v.substr(13))); return; }
+    status = v.substr(0, v.find('|'));
+    body += v.substr(v.find('|') + 1);
+    if (status != "OK") { reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":true"); return; }
+    bwd_setup(d, copies, partial_bytes);
+  }
+  if (req.flag("time")) body += bwd_time(l, d, eps, req) + ",";
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
+  reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"perSm\":" + num(per_sm) + ",\"verified\":" + (req.flag("verify") ? "true" : "false"));
+}
+
 int main() {
   CUDA_OK(cudaSetDevice(0));  // CUDA_VISIBLE_DEVICES picks the GPU
   CUDA_OK(cudaFree(0));       // create the primary context the driver API then uses
@@ -790,6 +1178,7 @@ int main() {
     if (cmd == "info") cmd_info();
     else if (cmd == "copy") cmd_copy(req);
     else if (cmd == "run") cmd_run(req);
+    else if (cmd == "bwd") cmd_bwd(req);
     else if (cmd == "quit") break;
     else reply("\"status\":\"BAD_REQUEST\",\"error\":" + quote("unknown cmd '" + cmd + "'"));
   }

@@ -26,7 +26,7 @@ export function comparisonRows(db: WgslDb, cuda?: TuningDb): { header: string[];
   const rows = winners(db, WGSL_NAMING).map((w) => {
     const b = w.best;
     const base = w.baseline;
-    const row: (string | number)[] = [problemKey(w.problem), WGSL_NAMING.describe(b.params), num(b.medianUs, 2), num(b.gbps), pct(b.fractionOfCopy)];
+    const row: (string | number)[] = [problemKey(w.problem), WGSL_NAMING.describe(b.params, w.problem), num(b.medianUs, 2), num(b.gbps), pct(b.fractionOfCopy)];
     row.push(num(base?.medianUs, 2), num(base?.gbps), pct(base?.fractionOfCopy), w.speedup ? num(w.speedup, 2) : '-');
     if (cuda) {
       const c = cudaWinners.get(problemKey(w.problem))?.best;

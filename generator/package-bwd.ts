@@ -1,0 +1,87 @@
+// The backward part of a kernel package: from a backward tuning database's dispatch
+// table, the specs (each with its generic variant), the variants, the entries and the
+// kernel files, plus what the launcher, header and Python templates need to know.
+// Backward tables are supported in single-device packages (one forward table).
+
+import type { DispatchTable } from '../tuner/dispatch.js';
+import { InputError, residualDType, specKey, weightDType, type DType, type KernelSpec } from './problem.js';
+import { describeBwdParams, genericBwdParams, sumCount, type BwdParams } from './space-bwd.js';
+import { makeBwdVariant, type BwdVariant } from './variant-bwd.js';
+
+/** A device's backward table and where it came from. */
+export interface BackwardTable {
+  dbFile: string;
+  tunedTemplateHash: string;
+  table: DispatchTable<BwdParams>;
+  /** The measured winners, as a text table, for the package README. */
+  measured: string;
+}
+
+export interface BwdPlan {
+  specs: { key: string; spec: KernelSpec; generic: number }[];
+  variants: BwdVariant[];
+  entries: { spec: number; hidden: number; rows: number; variant: number }[];
+  rowBuckets: number[];
+  files: { name: string; spec: KernelSpec; variants: BwdVariant[] }[];
+}
+
+export function planBackward(t: BackwardTable): BwdPlan {
+  const specs = new Map<string, KernelSpec>();
+  for (const e of t.table.entries) specs.set(e.spec, e.kernelSpec);
+  const plan: BwdPlan = { specs: [], variants: [], entries: [], rowBuckets: t.table.rowBuckets, files: [] };
+  const index = new Map<string, number>();
+  const add = (v: BwdVariant) => {
+    if (!index.has(v.id)) index.set(v.id, plan.variants.push(v) - 1);
+    return index.get(v.id)!;
+  };
+  for (const key of [...specs.keys()].sort()) {
+    const spec = specs.get(key)!;
+    const mine: BwdVariant[] = [];
+    for (const e of t.table.entries.filter((x) => x.spec === key)) {
+      const v = makeBwdVariant(spec, e.params);
+      if (v.id !== e.variantId) throw new InputError(`backward variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
+      plan.entries.push({ spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant: add(v) });
+      mine.push(v);
+    }
+    const generic = makeBwdVariant(spec, genericBwdParams(spec));
+    plan.specs.push({ key, spec, generic: add(generic) });
+    mine.push(generic);
+    const unique = [...new Map(mine.map((v) => [v.id, v])).values()];
+    plan.files.push({ name: `kernels_bwd_${String(plan.specs.length - 1).padStart(2, '0')}_${key}.cu`, spec, variants: unique });
+  }
+  plan.entries.sort((a, b) => a.spec - b.spec || a.hidden - b.hidden || a.rows - b.rows);
+  return plan;
+}
+
+const DTYPE_ENUM: Record<DType, number> = { fp32: 0, fp16: 1, bf16: 2 };
+const STORAGE_ENUM: Record<BwdParams['storage'], number> = { regs: 0, 'regs-smem': 1, loop: 2, global: 3 };
+
+/** What the package templates render for the backward (null: the package has none). */
+export function backwardContext(p: BwdPlan) {
+  return {
+    variants: p.variants.map((v) => ({
+      symbol: v.symbol,
+      storage: STORAGE_ENUM[v.params.storage],
+      params: v.params,
+      recompute: v.params.recompute ? 1 : 0,
+      sums: sumCount(v.spec),
+      description: describeBwdParams(v.params),
+    })),
+    // Kernels once each (variants differing in grid size share one).
+    kernels: [...new Set(p.variants.map((v) => v.symbol))],
+    specs: p.specs.map((s) => ({
+      key: s.key,
+      op: s.spec.op === 'rmsnorm' ? 0 : 1,
+      dtype: DTYPE_ENUM[s.spec.dtype],
+      weight: weightDType(s.spec) ? DTYPE_ENUM[weightDType(s.spec)!] : -1,
+      bias: s.spec.features.bias ? 1 : 0,
+      offset: s.spec.features.weightOffset ? 1 : 0,
+      residual: residualDType(s.spec) ? DTYPE_ENUM[residualDType(s.spec)!] : -1,
+      stats: s.spec.features.stats ? 1 : 0,
+      generic: s.generic,
+    })),
+    entries: p.entries,
+    rowBuckets: p.rowBuckets,
+    specKeys: p.specs.map((s) => specKey(s.spec)),
+  };
+}

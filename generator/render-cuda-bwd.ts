@@ -1,0 +1,37 @@
+// Rendering backward compile units: one .cu per backward kernel spec holding many
+// variants (variants that share a kernel, differing only in grid size, render it once).
+
+import { biasDType, residualDType, specKey, weightDType, type KernelSpec } from './problem.js';
+import { CUDA_TYPE } from './render-cuda.js';
+import { bwdRowInRegisters, xDType } from './space-bwd.js';
+import { render } from './templates.js';
+import { describeBwdVariant, type BwdVariant } from './variant-bwd.js';
+import { VERSION } from './version.js';
+
+export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): string {
+  for (const v of variants) {
+    if (specKey(v.spec) !== specKey(spec)) throw new Error(`variant ${v.id} belongs to another kernel spec`);
+  }
+  const kernels = new Map<string, BwdVariant>();
+  for (const v of variants) if (!kernels.has(v.symbol)) kernels.set(v.symbol, v);
+  const dy = CUDA_TYPE[spec.dtype];
+  return render('cuda-bwd', 'norm_bwd.cu.hbs', {
+    version: VERSION,
+    opTitle: spec.op === 'rmsnorm' ? 'RMSNorm' : 'LayerNorm',
+    dtype: spec.dtype,
+    features: spec.features,
+    isLayerNorm: spec.op === 'layernorm',
+    hasWeight: spec.features.weight !== 'none',
+    hasResidual: residualDType(spec) !== null,
+    types: { dy, x: CUDA_TYPE[xDType(spec)], weight: CUDA_TYPE[weightDType(spec) ?? spec.dtype], bias: CUDA_TYPE[biasDType(spec) ?? spec.dtype] },
+    kernels: [...kernels.values()].map((v) => ({
+      symbol: v.symbol,
+      params: v.params,
+      description: describeBwdVariant(v).replace(/\.cps\d+/, ''),
+      // Register cap: kernels holding rows in registers with up to 512 threads are held to two
+      // CTAs per SM (measured: 128 registers and two CTAs beat 147 and one; H200, 2026-11-26);
+      // the loop kernels to one (their unrolled loads need the registers).
+      minBlocks: bwdRowInRegisters(v.params) && v.params.threads <= 512 ? 2 : 1,
+    })),
+  });
+}

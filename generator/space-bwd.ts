@@ -1,0 +1,194 @@
+// The tunable space of the CUDA backward kernels (templates/cuda-bwd/) and the
+// constraints that prune it, the launch geometry, and the bytes a backward moves.
+
+import type { Arch } from './arch.js';
+import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
+import { THREAD_CHOICES } from './space.js';
+
+/**
+ * Where a row and the CTA's dweight/dbias sums live:
+ * - regs:      x and dy of the row in registers (ITEMS chunks of VEC per thread), the
+ *              sums too; several rows per CTA when TPR < threads;
+ * - regs-smem: row in registers, sums in dynamic shared memory (one row per CTA):
+ *              rows too long for both in registers;
+ * - loop:      row read in passes (x and dy twice, the second time mostly from L2),
+ *              sums in shared memory: any hidden size whose sums fit;
+ * - global:    as loop, sums in the CTA's partial rows in global memory: any hidden
+ *              size (the generic variant).
+ */
+export const BWD_STORAGES = ['regs', 'regs-smem', 'loop', 'global'] as const;
+export type BwdStorage = (typeof BWD_STORAGES)[number];
+
+export interface BwdParams {
+  storage: BwdStorage;
+  threads: number;
+  /** Elements per access of x and dy (up to 16 bytes). */
+  vec: number;
+  /** Threads per row; rows per CTA = threads / threadsPerRow (regs only; else threads). */
+  threadsPerRow: number;
+  /** regs, regs-smem: chunks of vec per thread (capacity items * threadsPerRow * vec); else 0. */
+  items: number;
+  /** Persistent grid: CTAs per SM asked for (fewer when fewer fit or fewer rows exist). */
+  ctasPerSm: number;
+  /** Recompute mean and rstd from x rather than read the saved ones. */
+  recompute: boolean;
+  /** regs, regs-smem: load the next row before reducing this one (two rows in registers); false otherwise. */
+  prefetch: boolean;
+}
+
+export const CTAS_PER_SM_CHOICES = [1, 2, 4];
+export const BWD_THREAD_CHOICES = THREAD_CHOICES.filter((t) => t >= 128);
+/** Most vectors per thread in registers, and most row values (x and dy each). */
+const MAX_ITEMS = 16;
+const MAX_VALUES = 32;
+const REGISTER_OVERHEAD = 48;
+/** Rows shorter than this never need the passes of loop. */
+const LONG_ROW_BYTES = 16 * 1024;
+const STATIC_SHARED_RESERVE = 1024;
+
+/** dtype of x (what the forward normalized), dx and dresidual: the residual's, else x's. */
+export const xDType = (spec: KernelSpec): DType => residualDType(spec) ?? spec.dtype;
+
+/** How many column sums the backward keeps: dweight, dbias. */
+export const sumCount = (spec: KernelSpec) => (spec.features.weight !== 'none' ? 1 : 0) + (spec.features.bias ? 1 : 0);
+
+/** Floats between partial rows (templates: partial_stride). */
+export const partialStride = (hidden: number) => Math.ceil(hidden / 4) * 4;
+
+export const bwdRowsPerCta = (p: BwdParams) => p.threads / p.threadsPerRow;
+export const bwdRowInRegisters = (p: BwdParams) => p.storage === 'regs' || p.storage === 'regs-smem';
+
+/** Largest hidden size a variant handles. */
+export function bwdCapacity(p: BwdParams): number {
+  return p.storage === 'regs' || p.storage === 'regs-smem' ? p.items * p.threadsPerRow * p.vec : Infinity;
+}
+
+/** Dynamic shared memory of a launch: the sums of regs-smem and loop. */
+export function bwdSharedBytes(spec: KernelSpec, p: BwdParams, hidden: number): number {
+  return p.storage === 'regs-smem' || p.storage === 'loop' ? sumCount(spec) * partialStride(hidden) * 4 : 0;
+}
+
+/** Widest vector (<= 16 bytes of x and of dy) dividing every row stride. */
+export function maxVecBwd(problem: Problem): number {
+  let vec = Math.min(16 / BYTES[problem.dtype], 16 / BYTES[xDType(problem)]);
+  const s = problem.strides;
+  const strides = [s.x, s.y, s.residualOut, ...(residualDType(problem) ? [s.residual] : [])];
+  while (vec > 1 && strides.some((st) => st % vec !== 0)) vec /= 2;
+  return vec;
+}
+
+/**
+ * Registers a regs / regs-smem thread needs: x and dy packed as loaded (twice with
+ * prefetch), xhat and the weight as floats, the sums when in registers.
+ */
+export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch'>): number {
+  const values = p.items * p.vec;
+  const packed = (values * (BYTES[xDType(spec)] + BYTES[spec.dtype])) / 4;
+  return packed * (p.prefetch ? 2 : 1) + 2 * values + (p.storage === 'regs' ? sumCount(spec) : 0) * values + REGISTER_OVERHEAD;
+}
+
+/** Why a variant cannot run a problem on an arch, or null when it can. */
+export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch): string | null {
+  if (problem.hidden > bwdCapacity(p)) return `hidden ${problem.hidden} exceeds capacity ${bwdCapacity(p)}`;
+  if (maxVecBwd(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
+  if (!p.recompute && !problem.features.stats) return 'no saved statistics to read: only recomputing variants run';
+  if (bwdSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
+    return `the column sums do not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
+  return null;
+}
+
+const nextPow2 = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+const pow2Upto = (n: number) => Array.from({ length: Math.log2(n) + 1 }, (_, i) => 2 ** i);
+
+/**
+ * The pruned backward space for one problem: the widest legal vector only (backward
+ * moves x and dy alike; narrower never helps bandwidth), rows per CTA no more than the
+ * problem has, register footprints that fit, shared memory that fits, recompute only
+ * as an alternative when saved statistics exist.
+ */
+export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
+  const out: BwdParams[] = [];
+  const vec = maxVecBwd(problem);
+  const sums = sumCount(problem);
+  const recomputes = problem.features.stats ? [false, true] : [true];
+  const rowBytes = problem.hidden * BYTES[xDType(problem)];
+  const push = (p: Omit<BwdParams, 'ctasPerSm' | 'recompute' | 'prefetch'>, prefetch = false) => {
+    for (const recompute of recomputes)
+      for (const ctasPerSm of CTAS_PER_SM_CHOICES) {
+        const q: BwdParams = { ...p, ctasPerSm, recompute, prefetch };
+        if (bwdUnsupportedReason(problem, q, arch) === null) out.push(q);
+      }
+  };
+  for (const threads of BWD_THREAD_CHOICES) {
+    if (threads > arch.maxThreadsPerSm) continue;
+    for (const threadsPerRow of pow2Upto(threads)) {
+      if (threadsPerRow * vec >= 2 * problem.hidden && threadsPerRow > 1) continue; // idle lanes
+      if (threads / threadsPerRow > nextPow2(problem.rows)) continue; // more rows per CTA than exist
+      const items = Math.ceil(problem.hidden / (threadsPerRow * vec));
+      if (items > MAX_ITEMS || items * vec > MAX_VALUES) continue;
+      const storages: BwdStorage[] = sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
+      for (const storage of storages)
+        for (const prefetch of [false, true]) {
+          const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch });
+          if (regs > 255 || regs * threads > 65536) continue;
+          if (prefetch && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
+          push({ storage, threads, vec, threadsPerRow, items }, prefetch);
+        }
+    }
+    if (rowBytes >= LONG_ROW_BYTES && threads >= 256) push({ storage: 'loop', threads, vec, threadsPerRow: threads, items: 0 });
+  }
+  if (out.length === 0) return [genericBwdParams(problem)];
+  return out;
+}
+
+/** Correct for every shape and alignment, saved statistics or not: sums in global memory, scalar loads, statistics recomputed. */
+export function genericBwdParams(_spec: KernelSpec): BwdParams {
+  return { storage: 'global', threads: 256, vec: 1, threadsPerRow: 256, items: 0, ctasPerSm: 2, recompute: true, prefetch: false };
+}
+
+/**
+ * The baseline speedups are reported against: one row per CTA of 256 threads, 16-byte
+ * vectors where legal, row and sums in registers when they fit (else loop, else the
+ * generic), two CTAs per SM, saved statistics when given.
+ */
+export function baselineBwdParams(problem: Problem, arch: Arch): BwdParams {
+  const vec = maxVecBwd(problem);
+  const recompute = !problem.features.stats;
+  const items = Math.ceil(problem.hidden / (256 * vec));
+  const regs: BwdParams = { storage: 'regs', threads: 256, vec, threadsPerRow: 256, items, ctasPerSm: 2, recompute, prefetch: false };
+  if (items <= MAX_ITEMS && items * vec <= MAX_VALUES && bwdRegsEstimate(problem, regs) <= 255) return regs;
+  const loop: BwdParams = { storage: 'loop', threads: 256, vec, threadsPerRow: 256, items: 0, ctasPerSm: 2, recompute, prefetch: false };
+  return bwdUnsupportedReason(problem, loop, arch) === null ? loop : genericBwdParams(problem);
+}
+
+export function describeBwdParams(p: BwdParams): string {
+  const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
+  if (p.items) parts.push(`i${p.items}`);
+  if (p.prefetch) parts.push('prefetch');
+  parts.push(`cps${p.ctasPerSm}`, p.recompute ? 'recompute' : 'saved');
+  return parts.join('.');
+}
+
+/** The persistent grid on a GPU of `sms` SMs: CTAs asked for, at most one per row group. */
+export function bwdGrid(p: BwdParams, rows: number, sms: number, residentPerSm = Infinity): number {
+  return Math.max(1, Math.min(p.ctasPerSm * sms, residentPerSm * sms, Math.ceil(rows / bwdRowsPerCta(p))));
+}
+
+/**
+ * Bytes a backward moves at least (the roofline numerator): read x, dy, the weight, the
+ * saved statistics when read, dresidual; write dx, dweight, dbias; plus the fp32 partial
+ * rows, written once and read once by the reduction (`partialRows` = the grid).
+ */
+export function bytesMovedBwd(p: Problem, partialRows: number, readsStats: boolean): number {
+  const elems = p.rows * p.hidden;
+  const xb = BYTES[xDType(p)];
+  let bytes = elems * (BYTES[p.dtype] + 2 * xb); // dy; x and dx
+  if (residualDType(p)) bytes += elems * xb;
+  const w = weightDType(p);
+  if (w) bytes += 2 * p.hidden * BYTES[w]; // read weight, write dweight
+  const b = biasDType(p);
+  if (b) bytes += p.hidden * BYTES[b];
+  if (readsStats) bytes += p.rows * 4 * (p.op === 'layernorm' ? 2 : 1);
+  bytes += 2 * sumCount(p) * partialRows * p.hidden * 4;
+  return bytes;
+}

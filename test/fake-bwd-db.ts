@@ -1,0 +1,27 @@
+// A backward tuning database for the H200 of the committed forward database, with
+// made-up times (deterministic per variant): every variant of the backward space of a
+// small grid "measured" OK, so packages with a backward table can be built and checked
+// without a GPU.
+import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { parseArch } from '../generator/arch.js';
+import { problemKey } from '../generator/problem.js';
+import { bwdTemplateHash } from '../generator/variant-bwd.js';
+import { readDbText, TuningDb, type DbHeader } from '../tuner/db.js';
+import { BACKWARD } from '../tuner/direction.js';
+import { gridProblems } from '../tuner/grid.js';
+
+export function fakeBwdDb(forwardDb: string, target: string): void {
+  const header = JSON.parse(readDbText(forwardDb).split('\n')[0]) as DbHeader;
+  rmSync(target, { force: true });
+  const db = TuningDb.open(target, { backend: 'cuda', arch: header.arch, device: header.device });
+  const s = db.startSession({ started: '2026-11-26T00:00:00.000Z', command: 'fake', normgen: 'test', templateHash: bwdTemplateHash(), nvcc: 'test', copyGbps: 4000 });
+  const arch = parseArch(header.arch);
+  const grid = { ops: ['rmsnorm', 'layernorm'] as const, dtypes: ['bf16', 'fp32'] as const, hiddens: [4096, 16384], rows: [32768], residual: 'same' as const };
+  for (const p of gridProblems({ ...grid, ops: [...grid.ops], dtypes: [...grid.dtypes] }, 1e12, 'bwd').problems)
+    for (const v of BACKWARD.variants(p, arch)) {
+      const medianUs = 100 + (createHash('sha256').update(v.id).digest().readUInt32BE(0) % 1000);
+      db.record({ session: s.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage: 'final', status: 'OK', medianUs, minUs: medianUs, maxUs: medianUs, samples: 15, gbps: 1, fractionOfCopy: 0.5 });
+    }
+  db.close();
+}

@@ -1,0 +1,117 @@
+// The backward space, its constraints, variant ids and rendering (no GPU, no nvcc).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseArch } from '../generator/arch.js';
+import { allFeatureCombos, backwardSpec, BYTES, bytesMoved, DTYPES, makeProblem, OPS, problemKey, specKey, type KernelSpec } from '../generator/problem.js';
+import { renderCudaBwdUnit } from '../generator/render-cuda-bwd.js';
+import {
+  baselineBwdParams, bwdCapacity, bwdGrid, bwdRegsEstimate, bwdRowsPerCta, bwdSharedBytes, bwdUnsupportedReason, bytesMovedBwd,
+  enumerateBwdSpace, genericBwdParams, maxVecBwd, sumCount, xDType,
+} from '../generator/space-bwd.js';
+import { makeVariant } from '../generator/variant.js';
+import { makeBwdVariant } from '../generator/variant-bwd.js';
+import { GENERIC_PARAMS } from '../generator/space.js';
+import { bwdMatrix } from '../tuner/verify-bwd.js';
+
+const sm80 = parseArch('sm80');
+const sm90 = parseArch('sm90');
+const ln = backwardSpec({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: true } });
+
+test('backward specs have their own keys; forward keys are unchanged', () => {
+  const fwd: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { ...ln.features } };
+  assert.is(specKey(fwd), 'layernorm.bf16.w-same.bias.stats');
+  assert.is(specKey(ln), 'layernorm.bwd.bf16.w-same.bias.stats');
+  assert.is(problemKey(makeProblem(ln, 4096, 8)), 'layernorm.bwd.bf16.w-same.bias.stats.h4096.r8');
+  // Same parameters, other direction: other ids.
+  assert.is.not(makeBwdVariant(ln, genericBwdParams(ln)).id, makeVariant(fwd, GENERIC_PARAMS).id);
+  assert.throws(() => makeBwdVariant(fwd, genericBwdParams(fwd)), /not a backward spec/);
+});
+
+test('every variant of a spread of shapes can run it, within the constraints', () => {
+  for (const dtype of DTYPES)
+    for (const features of allFeatureCombos())
+      for (const [hidden, rows] of [[1, 1], [7, 3], [1000, 4097], [4096, 32768], [16384, 64], [65536, 8], [262144, 2]])
+        for (const arch of [sm80, sm90]) {
+          const p = makeProblem(backwardSpec({ op: 'layernorm', dtype, features }), hidden, rows);
+          const space = enumerateBwdSpace(p, arch);
+          assert.ok(space.length > 0, `empty space for ${problemKey(p)}`);
+          for (const q of space) {
+            assert.is(bwdUnsupportedReason(p, q, arch), null, `${problemKey(p)} ${JSON.stringify(q)}`);
+            assert.ok(q.vec * Math.max(BYTES[dtype], BYTES[xDType(p)]) <= 16, 'at most 16 bytes per access');
+            assert.ok(bwdRowsPerCta(q) <= 2 ** Math.ceil(Math.log2(rows)), 'no more rows per CTA than rows');
+            if (!features.stats) assert.ok(q.recompute, 'without saved statistics only recomputing variants');
+            if (q.storage === 'regs') assert.ok(bwdRegsEstimate(p, q) * q.threads <= 65536);
+            if (bwdCapacity(q) !== Infinity) assert.ok(bwdCapacity(q) - hidden < q.threadsPerRow * q.vec, 'no wholly idle chunk');
+            if (q.storage !== 'regs') assert.is(q.threadsPerRow, q.threads, 'one row per CTA outside regs');
+          }
+        }
+});
+
+test('the space offers both statistics choices when saved ones exist, every storage somewhere', () => {
+  const space = enumerateBwdSpace(makeProblem(ln, 16384, 32768), sm90);
+  assert.equal(new Set(space.map((q) => q.recompute)), new Set([false, true]));
+  const storages = new Set([4096, 16384].flatMap((h) => enumerateBwdSpace(makeProblem(ln, h, 32768), sm90).map((q) => q.storage)));
+  assert.equal(storages, new Set(['regs', 'regs-smem', 'loop']));
+  assert.is(genericBwdParams(ln).storage, 'global');
+});
+
+test('shared memory: sums of long rows do not fit sm80-class GPUs as they fit sm90', () => {
+  const p = makeProblem(ln, 24576, 64); // LayerNorm: 2 sums x 24576 x 4 bytes = 192 KiB
+  assert.is(bwdSharedBytes(p, { ...genericBwdParams(p), storage: 'loop' }, p.hidden), 2 * 24576 * 4);
+  assert.ok(enumerateBwdSpace(p, sm90).some((q) => q.storage === 'loop'));
+  assert.not.ok(enumerateBwdSpace(p, sm80).some((q) => q.storage === 'loop'));
+  // Nothing fits for very long rows: the generic (sums in global memory) runs them.
+  const huge = makeProblem(ln, 1 << 20, 2);
+  assert.equal(enumerateBwdSpace(huge, sm90), [genericBwdParams(huge)]);
+});
+
+test('vector width follows the strides of x, dy, dx and dresidual', () => {
+  assert.is(maxVecBwd(makeProblem(ln, 4096, 4)), 8);
+  assert.is(maxVecBwd(makeProblem(ln, 7, 4)), 1);
+  assert.is(maxVecBwd(makeProblem(ln, 4096, 4, { x: 4096, y: 4100, residual: 4096, residualOut: 4096 })), 4);
+  const fp32res = backwardSpec({ ...ln, features: { ...ln.features, residual: 'fp32' } });
+  assert.is(xDType(fp32res), 'fp32');
+  assert.is(maxVecBwd(makeProblem(fp32res, 4096, 4)), 4); // x and dx are fp32
+});
+
+test('grid: CTAs per SM times SMs, no more than row groups or than fit', () => {
+  const q = { ...baselineBwdParams(makeProblem(ln, 4096, 32768), sm90) };
+  assert.is(bwdGrid(q, 32768, 132), 2 * 132);
+  assert.is(bwdGrid(q, 5, 132), 5);
+  assert.is(bwdGrid({ ...q, ctasPerSm: 4 }, 32768, 132, 3), 3 * 132);
+});
+
+test('roofline bytes: x, dy, dx, weight and dweight, dbias, statistics when read, partials', () => {
+  const p = makeProblem(ln, 4096, 1024);
+  const main = 1024 * 4096 * 2 * 3 + 4096 * 2 * 2 + 4096 * 2;
+  assert.is(bytesMovedBwd(p, 0, false), main);
+  assert.is(bytesMovedBwd(p, 0, true), main + 1024 * 8);
+  assert.is(bytesMovedBwd(p, 264, false), main + 2 * 2 * 264 * 4096 * 4);
+  assert.is(sumCount(p), 2);
+  assert.ok(bytesMovedBwd(p, 0, false) > bytesMoved({ ...p, direction: undefined }));
+});
+
+test('variants differing only in grid size share one kernel', () => {
+  const p = makeProblem(ln, 4096, 32768);
+  const space = enumerateBwdSpace(p, sm90);
+  const vs = space.map((q) => makeBwdVariant(p, q));
+  assert.is(new Set(vs.map((v) => v.id)).size, vs.length);
+  const kernels = new Set(vs.map((v) => v.symbol)).size;
+  assert.ok(kernels < vs.length);
+  const unit = renderCudaBwdUnit(p, vs);
+  assert.is(unit.match(/__global__ void __launch_bounds__\(\d+, [12]\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
+  assert.is(unit.match(/_reduce\(const NormgenBwdParams p\)/g)!.length, kernels);
+  assert.match(unit, /using X = __nv_bfloat16;/);
+});
+
+test('the GPU matrix covers hidden 1, untuned sizes, strided rows, every feature set and storage', () => {
+  const cases = bwdMatrix(sm90);
+  const hiddens = new Set(cases.map((c) => c.problem.hidden));
+  for (const h of [1, 7, 1000, 5120, 65536]) assert.ok(hiddens.has(h), `hidden ${h}`);
+  assert.ok(cases.some((c) => c.problem.strides.x !== c.problem.hidden));
+  const keys = new Set(cases.map((c) => specKey(c.problem)));
+  for (const op of OPS) for (const f of allFeatureCombos()) assert.ok([...keys].some((k) => k.startsWith(`${op}.bwd.`) && k.endsWith(specKey({ op, dtype: 'fp32', features: f }).split('.').slice(2).join('.'))));
+  assert.equal(new Set(cases.flatMap((c) => c.variants.map((v) => v.params.storage))), new Set(['regs', 'regs-smem', 'loop', 'global']));
+});
+
+test.run();
