@@ -6,8 +6,8 @@
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
 mkdir -p "$out"
-# Continue a tune from an earlier call: its database, carried in .device/db/.
-[ -f .device/db/sm90-h200.jsonl ] && [ ! -f "$out/sm90-h200.jsonl" ] && cp .device/db/sm90-h200.jsonl "$out/"
+# Continue a tune from an earlier call: its database (gzipped), carried in .device/db/.
+[ -f .device/db/sm90-h200.jsonl.gz ] && [ ! -f "$out/sm90-h200.jsonl" ] && gunzip -c .device/db/sm90-h200.jsonl.gz > "$out/sm90-h200.jsonl"
 tune_seconds=${TUNE_SECONDS:-300}
 # The committed tune covers the default grid (TUNE_GRID=' ') or a reduced one.
 tune_grid=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
@@ -33,7 +33,9 @@ for step in "$@"; do
     tune)
       timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 $tune_grid \
         --db "$out/sm90-h200.jsonl" --report "$out/sm90-h200.md" > "$out/tune.log" 2>&1
-      r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log" ;;
+      r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log"
+      # The default grid's database is ~55 MB: files that large do not come back from the machine.
+      gzip -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz" && rm "$out/sm90-h200.jsonl" ;;
     exhaustive)
       timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget none $exhaustive_grid \
         --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
