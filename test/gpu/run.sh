@@ -40,7 +40,7 @@ for step in "$@"; do
       timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget none $exhaustive_grid \
         --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
       r=$?; echo "exhaustive rc=$r"; tail -1 "$out/exhaustive.log"
-      node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
+      node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl.gz" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
     torch|bench-torch)
       # The PyTorch binding: build the package's library, then the held-out shapes,
       # torch.compile and errors (torch), or the timings against torch (bench-torch).
