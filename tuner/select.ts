@@ -62,13 +62,13 @@ export function winners<P extends object = AnyParams>(db: TuningDb<P, AnyDbHeade
 }
 
 /** A CUDA winner's row of the results table. */
-export const winnerRow = (w: Winner): (string | number)[] => namedWinnerRow(w, { baselineId: () => '', describe: (params, problem) => describeAny(problem, params) });
+export const winnerRow = (w: Winner): (string | number)[] => namedWinnerRow(w, (params, problem) => describeAny(problem, params));
 
-export function namedWinnerRow<P extends object>(w: Winner<P>, naming: Naming<P>): (string | number)[] {
+export function namedWinnerRow<P extends object>(w: Winner<P>, describe: Naming<P>['describe']): (string | number)[] {
   const b = w.best;
   return [
     problemKey(w.problem),
-    naming.describe(b.params, w.problem),
+    describe(b.params, w.problem),
     Number(b.medianUs!.toFixed(2)),
     Number((b.gbps ?? 0).toFixed(0)),
     Number((100 * (b.fractionOfCopy ?? 0)).toFixed(1)),

@@ -51,7 +51,7 @@ function wgslTable(path: string, tolerance: number): WgslDeviceTable {
   if (!session) throw new InputError(`${path} has no tuning session`);
   const table = buildDispatchTable(db, tolerance);
   if (table.entries.length === 0) throw new InputError(`${path} has no verified measurements to build from`);
-  const measured = formatTable(WINNER_HEADER, winners(db, WGSL_NAMING).map((w) => namedWinnerRow(w, WGSL_NAMING)));
+  const measured = formatTable(WINNER_HEADER, winners(db, WGSL_NAMING).map((w) => namedWinnerRow(w, WGSL_NAMING.describe)));
   return { adapter: db.header.device, dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 

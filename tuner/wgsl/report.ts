@@ -72,5 +72,5 @@ export function wgslTuneReport(db: WgslDb, seconds: number | undefined, cuda?: T
 /** The short table tune prints (the same columns as CUDA's). */
 export function wgslWinnerTable(db: WgslDb, keys?: Set<string>): string {
   const ws = winners(db, WGSL_NAMING).filter((w) => !keys || keys.has(problemKey(w.problem)));
-  return formatTable(WINNER_HEADER, ws.map((w) => namedWinnerRow(w, WGSL_NAMING)));
+  return formatTable(WINNER_HEADER, ws.map((w) => namedWinnerRow(w, WGSL_NAMING.describe)));
 }
