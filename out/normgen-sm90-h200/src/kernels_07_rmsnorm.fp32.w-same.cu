@@ -20,222 +20,222 @@ struct Config {
 
 // pipelined.t128.v4.tpr128.i1
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_24e7f7205bb0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ed672a000042(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 1, 1>(p);
 }
 
-// pipelined.t128.v4.tpr64.i2
+// regs.t128.v4.tpr128.i1
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ce89892396fa(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 64, 2, 1>(p);
+normgen_rmsnorm_fwd_6e7fb7aa7081(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 1, 1>(p);
 }
 
-// regs.t256.v4.tpr256.i1
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_32ae1205e001(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 1, 1>(p);
+// pipelined.t128.v4.tpr128.i2
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_a0f4756897c9(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1>(p);
 }
 
-// pipelined.t512.v4.tpr64.i2
+// pipelined.t512.v4.tpr256.i1
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_e9d62e173429(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 512, 4, 64, 2, 1>(p);
-}
-
-// pipelined.t256.v4.tpr256.i1
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b8fd14d12d63(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 1, 1>(p);
+normgen_rmsnorm_fwd_64a03f4b80d5(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 512, 4, 256, 1, 1>(p);
 }
 
 // regs.t256.v4.tpr128.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0b71e7f551ab(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2c7a5cb84ff0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 128, 2, 1>(p);
 }
 
 // pipelined.t128.v4.tpr128.i3
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ea2a89d91e29(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_43e8f678bbda(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1>(p);
-}
-
-// regs.t256.v4.tpr128.i3
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_344ae1ce5644(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 128, 3, 1>(p);
 }
 
 // pipelined.t256.v4.tpr256.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_bb5a137844cc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_93d4ec3c2e85(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1>(p);
+}
+
+// regs.t256.v4.tpr128.i3
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8afe038385cf(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 128, 3, 1>(p);
+}
+
+// pipelined.t512.v4.tpr512.i1
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_9cbd77e7febb(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 1>(p);
 }
 
 // smem.t256.v4.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_113558917e74(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d80c4481f8ca(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 4, 256, 0, 1>(p);
-}
-
-// pipelined.t128.v4.tpr128.i5
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d1f3b5cf5e25(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 5, 1>(p);
 }
 
 // pipelined.t256.v4.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_14fadd2c0d6c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9af431d498e6(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1>(p);
 }
 
-// regs.t512.v4.tpr512.i2
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f40b4433eb13(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 2, 1>(p);
+// reload.t256.v4.tpr256
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_1d8ac7bad621(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1>(p);
 }
 
 // pipelined.t512.v4.tpr512.i2
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9502abdb5638(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_10351d299cff(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1>(p);
-}
-
-// regs.t1024.v4.tpr512.i2
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_71d4a6799bc0(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 4, 512, 2, 1>(p);
 }
 
 // pipelined.t256.v4.tpr256.i5
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ca4f69809d4e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5ffb432e6b8e(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1>(p);
 }
 
 // pipelined.t512.v4.tpr512.i3
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_22b491e02d4e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5f21cb0720b2(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1>(p);
 }
 
-// reload.t512.v4.tpr512
+// reload.t512.v4.tpr256
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_2667dd503ed3(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 512, 4, 512, 0, 1>(p);
+normgen_rmsnorm_fwd_11a46c06ebac(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 256, 0, 1>(p);
 }
 
 // pipelined.t256.v4.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8c7423606f41(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5ea301fe122f(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1>(p);
 }
 
-// pipelined.t256.v4.tpr256.i7
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_57ed40e68b82(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1>(p);
+// smem.t512.v4.tpr512
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_6593a86596f3(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 1>(p);
 }
 
 // pipelined.t512.v4.tpr512.i4
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_79a102a81eb5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b03e9803620d(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 4, 1>(p);
+}
+
+// pipelined.t256.v4.tpr256.i7
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_249d0b462bc4(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1>(p);
 }
 
 // pipelined.t256.v4.tpr256.i2.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d23eb0d0dfe1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8788eaaa7f59(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 2, 4>(p);
 }
 
 // pipelined.t256.v4.tpr256.i3.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e12ef63a9195(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f279571f8ec5(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 3, 4>(p);
 }
 
-// regs.t1024.v4.tpr512.i6
+// pipelined.t256.v4.tpr256.i6.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6de5b167edd9(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2>(p);
+}
+
+// reload.t1024.v4.tpr1024
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_f4383fc7c12a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 4, 512, 6, 1>(p);
+normgen_rmsnorm_fwd_e69767420f64(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 1024, 4, 1024, 0, 1>(p);
 }
 
 // pipelined.t256.v4.tpr256.i2.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d9ed0a59b57c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_44ab960204bf(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 2, 8>(p);
 }
 
-// pipelined.t256.v4.tpr256.i8.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d9d66d53f8d8(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 2>(p);
-}
-
-// regs.t512.v4.tpr512.i8
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_91e7b9ccd052(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 8, 1>(p);
+// pipelined.t128.v4.tpr128.i4.c8
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_400d46b1bde3(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 8>(p);
 }
 
 // pipelined.t256.v4.tpr256.i4.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0118efc47e7d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4282f26874f3(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 4, 8>(p);
 }
 
-// regs.t256.v4.tpr256.i8.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0d93de5bbf05(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 8, 4>(p);
+// regs.t512.v4.tpr512.i2.c8
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_544f3844956d(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 8>(p);
 }
 
-// pipelined.t256.v4.tpr256.i8.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_90ffcc9abe74(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 4>(p);
+// smem.t1024.v4.tpr1024
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_82ac8d3b9c6d(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 4, 1024, 0, 1>(p);
+}
+
+// regs.t128.v4.tpr128.i8.c8
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_1071559671fe(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 8, 8>(p);
 }
 
 // pipelined.t512.v4.tpr512.i4.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d57a054cb2c1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_71045cfdd097(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 4, 8>(p);
-}
-
-// pipelined.t256.v4.tpr256.i8.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c814fe4b22aa(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 8>(p);
-}
-
-// regs.t512.v4.tpr512.i4.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_003219b705b2(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 4, 8>(p);
 }
 
 // regs.t256.v4.tpr256.i8.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_9a3628f688c8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_642ace906947(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 8, 8>(p);
+}
+
+// ring.t256.v4.tpr256.i8.c8.s2.sw
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_0f491634f77a(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 8, 2, true>(p);
 }
 
 // regs.t1024.v4.tpr1024.i4.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_87f5a13d88fc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_faa25f136632(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 1024, 4, 1024, 4, 8>(p);
 }
 
-// regs.t512.v4.tpr512.i8.c8
+// ring.t1024.v4.tpr1024.i4.c8.s3
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_cda343c92e71(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 1024, 4, 1024, 4, 8, 3, false>(p);
+}
+
+// ring.t512.v4.tpr512.i8.c8.s2.sw
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_ce272e319a5a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 8, 8>(p);
+normgen_rmsnorm_fwd_3600f6a45971(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 512, 4, 512, 8, 8, 2, true>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d50bc7edc057(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5cbf063c9a04(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1>(p);
 }

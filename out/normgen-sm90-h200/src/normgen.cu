@@ -8,368 +8,335 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_494d4a9413b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6bc9e832b5cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aefb29e95f26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7272bea68fb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3b898125c99b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca061951dc53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fae67738331f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b5709a04be0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dbdcc88eab6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87947d3bd173(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a98d73141d21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bab272e36bf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bfbac01de882(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_350f1e808bf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_20347b6b6349(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_684d08932304(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b77279534fc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af99cd5a1861(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c77efb58c14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_20d60ae131d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a4045c037cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed3040a3c2b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3c057305693(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1eda9e9d39e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3057de0acc5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e69fb926df58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fabdab28b365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15547b3c89bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f16f7adf5cec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51578db27433(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38759144d4f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe3d545c3eaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5869be9113e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07dbe2068fd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_629629477163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fdd4a37f3e5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_253878592d4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_33c7542625a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec0373f878df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_148e8af363a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4aa578ea5ba3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0df789a17251(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa2573103002(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31389e5f9191(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0d33d5173ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53f10700ff99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34188cff0bf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3802dae1fffb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d991d15f5e9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ee3401e4719(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c8dad64ff6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a59b5da9a316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4af67899dc60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c85fd3c8e35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d80eed41586a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e8be9e944b43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83a89a940e06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_690fc5e47cef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fd9a217d8d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d10c705665d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef62545f0f55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9bea06a38bb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f36fea9c247(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b2a549498bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83dcf6460f62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_967c169d3e87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eba1566a8e61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7dbd62c39ac0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f812319cb20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05e9dc6754d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8df95ca9de3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0c65df99e82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ab35d5bc58d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e5141c8a5e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b72569c1f32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d0ed0986b283(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50e6d4b8837c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ae7e985c73e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15e9168caac7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a9954390e3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f01a758e0d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc1cdea02a58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d3f6f871f9f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed7f2c154a28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_316caabcb86b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a610151ae28b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e5088c1713d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_77fdf47560ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_385d77d49bfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b8aa9c69b7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da7e7cdbf855(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_006878a52681(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fbec833d82c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ebaaeb7a2ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63c1af971a6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c59345469ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2c80f8eb6e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2aaa66dc9ea2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e807b3c11190(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5277b582f435(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c340dae371f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07a71ae2e968(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba4b94b06438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23bb108a8cba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2bbde933241(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e177644f5b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c33d57f22052(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_046f55ed090f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a39e95e9255(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_44984169d3fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e2794113b70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5cfbe9fe9f93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3fe36e799bc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a701a2fc4ce7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ca96a497709(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bba19b2a0f57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea0be16e5176(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8058dd979c8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56dd013d442a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c708aec5090a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09efb42176d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a566911ad464(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1beb022e515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_afb903f94515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bab7cbb1250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05ebdc208895(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc1728da4c96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_781229bb15ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7d01f1d9ea6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cc8ed92675b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a82bba132eb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd11e88c4711(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f1ea06abc08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89a25145a8d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7500a35f6567(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b180c0b72fca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_185dd34314dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_718b5d768707(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b64893a3ae6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab57b87a88ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee2836be297c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2198671ce9c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a3ea729d543(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a3ea1e3c4b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ac31cc4095e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4c077422c2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc33d8713671(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cdf8625676d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16cdbc235ed5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e5d8a2ebbaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d04a7fff7f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab4fd9710801(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9f8f806efa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17b8bf6481fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ff1df3b92f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ee672af3f3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b4f730d6647(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa3ded8bf7b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9279eec84425(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbe05d68b452(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c06370d8b8ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3acc03a6e8b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_116f0ce4c9a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3830808b6639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac2500fbb834(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69155ed8ea82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ab8434cd6fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20e8ebf7e2ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_266231051203(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ea402dc384a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5a620a2fba1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_789fc2d4cf5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b06e7021fa08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_424d60a7d3c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d57b92e603c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2075e0efe505(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_875d193eee93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6ce9e99cf85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c89e3b3071e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acbb27b5ec96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d339a928d64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_224ea21ad715(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f1c5d79c3af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcff72324763(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a685e4964666(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5908200c315e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1eeffae776b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00e0228c61a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6141cf8b3cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_883f6ec2b945(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23228c88c0dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdf7c85f9afe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4254bc0ab95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2be94048a71f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba39e715c496(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_815a72add8b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6f8c816f7d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cccb09aca4ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70de0617848d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c57769dbc233(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6982920516ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d868a2aaed90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_595aff42d1f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aefb4e0a44f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ed0b4879784(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a2820a300a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b1d7686afcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47e578ef6876(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59b21ca21be9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f620a9171726(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f037bf101582(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6c1cb7f36b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76fe335fc965(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d70ec1e300d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6adbf9743d81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_037d30624ed8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfacf1eb9c6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8b70d890ea1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e63db594afb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0b67e283f5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2acdc744ceb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef63dc3439bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cf361fe6e0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f946b0fbb8a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b58230376168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eeeccb40c27c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f6c294f004d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63956545847c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc7d0343b2a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5bb2404effb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_241745c3c900(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6b80e3d2553(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b31e712e935(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b494774331d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3960436dea6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a0213aba76a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2e8d385eb34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce73e36d06d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_574ae86398b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08cbd1ee73c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9dc89be0e4b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_219b67260c7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a87801f9ff13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32e37a8fc2c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09675fdc3e30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55c572b4b14a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e9a98576c5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fcb42d4970a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_484c7bea047e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_738b3c7a3eef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fee0fd85f4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c09dce3d92f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbec8403de33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd62083e3784(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e43b99dc518b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b5e1cc30dca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aab531dbb502(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_630a2ac8274f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_594ad5895dc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7673ba221dec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_050bf6bdaa5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11b742269fa7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_911825830ded(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6349027d469(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a21a9581c53f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5f385ae00e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08b1b66a5c5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8edb8a567d84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e78e786878f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_695e5ced18d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_185c28b06d8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2b6c80d2781(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b7091d2c603(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0150e59227e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12ff32d385a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d666cf303cbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd189c2e2b20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56f0c26178e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d8b2d4a44aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36c3f84cbcf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ded7e8463a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b54c07174b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0c3cf010c43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf49c4187114(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f990f37de394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccb731b53b7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b32d7be864fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea701c9bdd94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70a9a843e6d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_448d8a08301b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59f8f2eaa7ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24e7f7205bb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce89892396fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32ae1205e001(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9d62e173429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8fd14d12d63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b71e7f551ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea2a89d91e29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_344ae1ce5644(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb5a137844cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_113558917e74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b5cf5e25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14fadd2c0d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f40b4433eb13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9502abdb5638(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71d4a6799bc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca4f69809d4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22b491e02d4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2667dd503ed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c7423606f41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57ed40e68b82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79a102a81eb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d23eb0d0dfe1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e12ef63a9195(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4383fc7c12a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9ed0a59b57c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9d66d53f8d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91e7b9ccd052(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0118efc47e7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d93de5bbf05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90ffcc9abe74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d57a054cb2c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c814fe4b22aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_003219b705b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a3628f688c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87f5a13d88fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce272e319a5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d50bc7edc057(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8aec641dacd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c00310d6a9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d7ea4f0e86a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfc1207a469d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6be750ae9105(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ef009c78e12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2be5fd1c36c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2def3a5ff324(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3584c8f6a6c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b44a6ad82fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_674afb1a86bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_675d9698606c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ed1256a5fbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04c9229e06b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31dc6633a843(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_963baba2b79f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93db9b43e285(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09a8e85c7ffe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_971a0d989fb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b222facc5555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_244c06d19300(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07a218253f31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b93ea5db4a42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c76ce7fce93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcd66898fe8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae7369896cb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6415c21fa859(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2b8e21a7846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0667574c98fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9724ee47aef3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d028ff7b8efe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1471f4d2a8f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1313e964ef52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6aa1bcb96fbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69ad5104432f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cfe56b0cc90a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d315b72c1517(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23450ed1db55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ee0f953cd00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7150c0241ae1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1638458a8950(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b442a6a0ea3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a598382492c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f55e383f613(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd94a28104a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_534ee869903d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3714b5ffdd9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_962ed8da6000(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_209129c0f9dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6d54e3cdf30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_daafca989402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c5ed33297cdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eaf28e3a0611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74435340416f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c77893446148(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d842da83bf54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b82e48c94f95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a08c4f6fee08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_690c9f322c08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02f9022679b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_241b15a45209(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6c60fb4f0d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed8bd343cd91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e2cda4e562d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e933400e04c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96151b39a9d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50472319dd20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9685b7bdbd97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1245d35bd1b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a0212dc05b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d6e62660434(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_882e1dcae50a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3fe9c2545a1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f182b72cd37d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_788cedde2f44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09ad1f860695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ea1ce9eeb30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a592ef6e830b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cb58882bee3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1995cdbacbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f561180424fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a67972d9d2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a985448bf438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d414215eab90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b8ba5fc1215(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d64069338a32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_174cbb03a021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed9ebce4b4ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db8721132bd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1658f27c8d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2679a264a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7edd0d493d29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37540ce08999(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b5dbe358163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7edddb34baac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b62f62cbdb69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7d8649d6815(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd28a4ae4636(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef9581dc48b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01092dd1980a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad30e1096ce1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_101ef498a737(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_272c6585999b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dad83558e02e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce4188c27de5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6d55c62318ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1116449ee69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbe8675562aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56203f4cf689(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1361472b1f03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63154a367fae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e6084d207d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df6a48554194(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_383a5398ffbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00d320989653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6517bdd67a05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2097477cf609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b7b32ce21e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6691db619eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee5034e79a2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15c10dfce4ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7e626c9f99a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97a5b3317ffe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e1f5f71a289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ff150435f08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91d16183bf04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15fd533e9a29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4f68111f1e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87cb2d5e6b3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8721192afc35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b41cd6c65c12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e956e95179c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2950a0ee19d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_886b1d037392(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4e5279afb95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_683150d9af33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_655d37cd2bb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f33d59f671d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07499a26766f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_624c2497f76c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_464f338630fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac185b2ce54a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69a9186e12cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6eaea3549088(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a03a6be454e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a919cb625b53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_452d59929baf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69b7d7e1e1c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4dd03a87135c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_967982167474(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b80f4ca60d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f91c98c743f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_253e0d8ba8a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a46cbea58c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a5f79cee269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b56d03dd1cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dad0b8a4e61d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26ebd4a5d185(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19ad1a0651a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1fb0f7fb80c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4134d7051f86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bab6b52c5d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c37c03e04efb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d531095dbc8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_982381afac23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be7dcb28c47e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6fc4711b95c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d12a6b2e03e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18b1880ea721(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0965b4d63f7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ad467478701(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc8f06e4ba73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61a1bedbb747(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1da850e275ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03d0a12d9cc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17372608def9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0190c239717a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4e1766ef560(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed83959a7da4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba3f6ba577ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_675847c74d5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa949e972087(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c815daf43860(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_075b1df33b78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f21fcffbc39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52a85f6b2936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50868e685ade(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75da16226a79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b33578d7e64a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9604ee3f2f6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4bcdc363d72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acc31f7fa3d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a95a7cc9abda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_267775894a0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b23163e015b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a197366c5f8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7de2f7da05cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6182e38811c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e57155f735b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_010538219dd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cabf3fabd704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49b2e1d0461c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b9e833b117e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a454d7135e06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f2a81068963(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48041a7c370a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4825f42cfcc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_552b47ee669f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92002b635837(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70acd53896ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5433923019d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d2e525fc740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3dec12c4e90d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abf81e523c79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0794e8d9521(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fd162b49374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba29b0d7f721(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e366bfcf4ac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06eb25ec98d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d58944fd07f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f22a096439f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_130bd77e7693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28132e8b6a5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2636405351b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d098145d21de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc46bc77feb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bce4130c7329(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0889746485ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b09292ff0fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f05364d94ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aec4e76d423(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8806a6474dab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22dac51da1b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a6b9166cca3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d33b881fa18c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f7d21f4a371(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17fca8b69f45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51b25936f367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecb8cd2161dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6b07718ee27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81e1bc3c529c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7e76be3af66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be06ff6358a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78d693327c2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2d447e2cf66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de42b328fe8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf63731e1c7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df174936de7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e8a87de7cae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6268c6e654b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_419d07f3ff67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_456a50f26713(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38ef4fbc8da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b233bacc61f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a34d020a99c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1fa6479d5ced(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57767805a9a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a56eab3a4ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8afabf30b115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7644d156b0a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_833aad0ef1c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3e9d84803c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b8d3b6a4297(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_705a1c65946d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1db625a2d1af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ea130e76010(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e448b9c4e742(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2d320479c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c4d5a11f437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cc49d677660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6caf6ea8358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72672237195e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cfbecb20e8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25d8256e83f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3eace19ad2e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c11611e3da2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f740e4a17168(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_895afbc03898(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f35573eae7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c472900dfa81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdbcbe00712a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dfcfd088ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c091ce57ce5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2ba94b1fb91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6207eea2c1ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_654c524cf5ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_002ed42eaed5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22ced9a895b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a79c787e4cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64d0febc30cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f62ca64a1d66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b7779b9a941(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa8b104a89d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b105dee6f4ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe23ed82fd23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f21046bb769(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b44cb7a7491e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed672a000042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e7fb7aa7081(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0f4756897c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64a03f4b80d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c7a5cb84ff0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43e8f678bbda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93d4ec3c2e85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8afe038385cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cbd77e7febb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d80c4481f8ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9af431d498e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d8ac7bad621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10351d299cff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ffb432e6b8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f21cb0720b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11a46c06ebac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ea301fe122f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6593a86596f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b03e9803620d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_249d0b462bc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8788eaaa7f59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f279571f8ec5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6de5b167edd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e69767420f64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44ab960204bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_400d46b1bde3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4282f26874f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_544f3844956d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82ac8d3b9c6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1071559671fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71045cfdd097(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_642ace906947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f491634f77a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_faa25f136632(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cda343c92e71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3600f6a45971(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cbf063c9a04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61d815b6a7f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b13032b7a350(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76d93f5193aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cdf00f587a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bf202e1d15e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e58275eebfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e5fe183fe1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6231acc9204(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08e8f11525a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6706da829f42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9dfed14a0b98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_770e2b463c0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83227338c181(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f37f5a13a65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6aa28bb5cf3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d60a56f4828(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8598bc839767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6384e7c1da69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58a409b5469d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97b51ad030ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7940079c1c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_135a9f7a4ed6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9adc9288729b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dd74d71c320(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da28efe2a692(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24206a0c9872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6404fb241df7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85d8b4b47b6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89b266df39f6(const NormgenFwdParams p);
 
 namespace {
 
@@ -384,368 +351,335 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_494d4a9413b6, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_6bc9e832b5cc, 4, 128, 8, 64, 1, 1, 2, 8192 },  // ring.t128.v8.tpr64.i1.s3.sw
-  {(const void*)&normgen_layernorm_fwd_aefb29e95f26, 4, 1024, 8, 32, 2, 1, 2, 67584 },  // ring.t1024.v8.tpr32.i2.s2.sw
-  {(const void*)&normgen_layernorm_fwd_7272bea68fb6, 4, 512, 8, 32, 2, 1, 2, 51200 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_3b898125c99b, 4, 128, 8, 128, 1, 1, 2, 10240 },  // ring.t128.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_layernorm_fwd_ca061951dc53, 4, 256, 8, 128, 1, 1, 2, 16384 },  // ring.t256.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_layernorm_fwd_fae67738331f, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_6b5709a04be0, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_6dbdcc88eab6, 4, 512, 8, 32, 3, 1, 2, 76800 },  // ring.t512.v8.tpr32.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_87947d3bd173, 4, 512, 8, 32, 3, 1, 2, 52224 },  // ring.t512.v8.tpr32.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_a98d73141d21, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_bab272e36bf8, 4, 1024, 8, 64, 2, 1, 2, 102400 },  // ring.t1024.v8.tpr64.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_bfbac01de882, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_350f1e808bf6, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_20347b6b6349, 4, 512, 8, 64, 3, 1, 2, 79872 },  // ring.t512.v8.tpr64.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_684d08932304, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_b77279534fc8, 4, 1024, 8, 128, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr128.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_af99cd5a1861, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_7c77efb58c14, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_20d60ae131d8, 4, 512, 8, 128, 3, 1, 2, 86016 },  // ring.t512.v8.tpr128.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_6a4045c037cd, 4, 512, 8, 64, 5, 1, 2, 133120 },  // ring.t512.v8.tpr64.i5.s3.sw
-  {(const void*)&normgen_layernorm_fwd_ed3040a3c2b7, 4, 1024, 8, 256, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_c3c057305693, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_layernorm_fwd_1eda9e9d39e3, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_3057de0acc5e, 4, 512, 8, 128, 5, 1, 2, 143360 },  // ring.t512.v8.tpr128.i5.s3.sw
-  {(const void*)&normgen_layernorm_fwd_e69fb926df58, 4, 512, 8, 256, 3, 1, 2, 98304 },  // ring.t512.v8.tpr256.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_fabdab28b365, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_15547b3c89bd, 4, 512, 8, 256, 4, 1, 2, 131072 },  // ring.t512.v8.tpr256.i4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_f16f7adf5cec, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_51578db27433, 4, 512, 8, 256, 4, 1, 2, 98304 },  // ring.t512.v8.tpr256.i4.s2.sw
-  {(const void*)&normgen_layernorm_fwd_38759144d4f0, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_layernorm_fwd_fe3d545c3eaa, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_layernorm_fwd_5869be9113e5, 4, 1024, 8, 256, 6, 1, 2, 196608 },  // ring.t1024.v8.tpr256.i6.s2
-  {(const void*)&normgen_layernorm_fwd_07dbe2068fd8, 4, 512, 8, 256, 6, 1, 2, 147456 },  // ring.t512.v8.tpr256.i6.s2.sw
-  {(const void*)&normgen_layernorm_fwd_629629477163, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_fdd4a37f3e5c, 4, 1024, 8, 512, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i4.s3
-  {(const void*)&normgen_layernorm_fwd_253878592d4a, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s2.sw
-  {(const void*)&normgen_layernorm_fwd_33c7542625a6, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_ec0373f878df, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_148e8af363a5, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_layernorm_fwd_4aa578ea5ba3, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_0df789a17251, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_fa2573103002, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
-  {(const void*)&normgen_layernorm_fwd_31389e5f9191, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_layernorm_fwd_b0d33d5173ab, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_53f10700ff99, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_34188cff0bf9, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_3802dae1fffb, 4, 128, 8, 64, 1, 1, 2, 6144 },  // ring.t128.v8.tpr64.i1.s2.sw
-  {(const void*)&normgen_layernorm_fwd_d991d15f5e9d, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_1ee3401e4719, 4, 1024, 8, 32, 2, 1, 2, 100352 },  // ring.t1024.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_6c8dad64ff6e, 4, 512, 8, 32, 2, 1, 2, 51200 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_a59b5da9a316, 4, 128, 8, 128, 1, 1, 2, 8192 },  // ring.t128.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_layernorm_fwd_4af67899dc60, 4, 256, 8, 128, 1, 1, 2, 16384 },  // ring.t256.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_layernorm_fwd_9c85fd3c8e35, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_d80eed41586a, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_e8be9e944b43, 4, 512, 8, 32, 3, 1, 2, 76800 },  // ring.t512.v8.tpr32.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_83a89a940e06, 4, 512, 8, 32, 3, 1, 2, 52224 },  // ring.t512.v8.tpr32.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_690fc5e47cef, 4, 512, 8, 32, 4, 1, 2, 102400 },  // ring.t512.v8.tpr32.i4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_9fd9a217d8d1, 4, 128, 8, 64, 2, 1, 2, 12288 },  // ring.t128.v8.tpr64.i2.s2.sw
-  {(const void*)&normgen_layernorm_fwd_d10c705665d3, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_ef62545f0f55, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_9bea06a38bb1, 4, 512, 8, 64, 3, 1, 2, 79872 },  // ring.t512.v8.tpr64.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_6f36fea9c247, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_8b2a549498bf, 4, 1024, 8, 128, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr128.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_83dcf6460f62, 4, 512, 8, 64, 4, 1, 2, 73728 },  // ring.t512.v8.tpr64.i4.s2.sw
-  {(const void*)&normgen_layernorm_fwd_967c169d3e87, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_eba1566a8e61, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_7dbd62c39ac0, 4, 512, 8, 128, 3, 1, 2, 86016 },  // ring.t512.v8.tpr128.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_4f812319cb20, 4, 256, 8, 128, 3, 1, 2, 36864 },  // ring.t256.v8.tpr128.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_05e9dc6754d9, 4, 1024, 8, 256, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_8df95ca9de3d, 1, 256, 8, 256, 3, 1, 2, 0 },  // pipelined.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_f0c65df99e82, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_layernorm_fwd_4ab35d5bc58d, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_1e5141c8a5e2, 4, 512, 8, 128, 5, 1, 2, 143360 },  // ring.t512.v8.tpr128.i5.s3.sw
-  {(const void*)&normgen_layernorm_fwd_1b72569c1f32, 4, 256, 8, 256, 3, 1, 2, 49152 },  // ring.t256.v8.tpr256.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_d0ed0986b283, 4, 512, 8, 256, 3, 1, 2, 98304 },  // ring.t512.v8.tpr256.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_50e6d4b8837c, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_5ae7e985c73e, 4, 512, 8, 256, 4, 1, 2, 131072 },  // ring.t512.v8.tpr256.i4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_15e9168caac7, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_8a9954390e3f, 4, 512, 8, 256, 4, 1, 2, 98304 },  // ring.t512.v8.tpr256.i4.s2.sw
-  {(const void*)&normgen_layernorm_fwd_4f01a758e0d3, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_layernorm_fwd_dc1cdea02a58, 1, 512, 8, 512, 3, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_d3f6f871f9f3, 4, 1024, 8, 256, 6, 1, 2, 196608 },  // ring.t1024.v8.tpr256.i6.s2
-  {(const void*)&normgen_layernorm_fwd_ed7f2c154a28, 4, 512, 8, 512, 3, 1, 2, 122880 },  // ring.t512.v8.tpr512.i3.s3.sw
-  {(const void*)&normgen_layernorm_fwd_316caabcb86b, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_a610151ae28b, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_layernorm_fwd_9e5088c1713d, 4, 1024, 8, 512, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr512.i4.s3
-  {(const void*)&normgen_layernorm_fwd_77fdf47560ce, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s2.sw
-  {(const void*)&normgen_layernorm_fwd_385d77d49bfc, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_8b8aa9c69b7e, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_da7e7cdbf855, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_layernorm_fwd_006878a52681, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_0fbec833d82c, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_7ebaaeb7a2ae, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
-  {(const void*)&normgen_layernorm_fwd_63c1af971a6b, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_layernorm_fwd_7c59345469ea, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_a2c80f8eb6e9, 4, 1024, 8, 1024, 4, 4, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s2
-  {(const void*)&normgen_layernorm_fwd_2aaa66dc9ea2, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_e807b3c11190, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_5277b582f435, 1, 256, 4, 128, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_c340dae371f2, 0, 64, 4, 64, 2, 1, 4, 0 },  // regs.t64.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_07a71ae2e968, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_ba4b94b06438, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_23bb108a8cba, 1, 512, 4, 256, 1, 1, 4, 0 },  // pipelined.t512.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a2bbde933241, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_9e177644f5b1, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_c33d57f22052, 0, 256, 4, 256, 2, 1, 4, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_046f55ed090f, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_5a39e95e9255, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_44984169d3fd, 1, 256, 4, 128, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_3e2794113b70, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_5cfbe9fe9f93, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_3fe36e799bc1, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_a701a2fc4ce7, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_5ca96a497709, 0, 512, 4, 256, 5, 1, 4, 0 },  // regs.t512.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_bba19b2a0f57, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_ea0be16e5176, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_layernorm_fwd_8058dd979c8b, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_56dd013d442a, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_c708aec5090a, 0, 512, 4, 256, 8, 1, 4, 0 },  // regs.t512.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_09efb42176d6, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_layernorm_fwd_a566911ad464, 0, 512, 4, 512, 6, 1, 4, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_layernorm_fwd_e1beb022e515, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_afb903f94515, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_layernorm_fwd_8bab7cbb1250, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_05ebdc208895, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_bc1728da4c96, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_781229bb15ef, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_layernorm_fwd_c7d01f1d9ea6, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
-  {(const void*)&normgen_layernorm_fwd_7cc8ed92675b, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_a82bba132eb9, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_layernorm_fwd_cd11e88c4711, 0, 256, 4, 256, 16, 4, 4, 0 },  // regs.t256.v4.tpr256.i16.c4
-  {(const void*)&normgen_layernorm_fwd_4f1ea06abc08, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
-  {(const void*)&normgen_layernorm_fwd_89a25145a8d0, 4, 1024, 4, 1024, 4, 8, 4, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s2
-  {(const void*)&normgen_layernorm_fwd_7500a35f6567, 0, 256, 4, 256, 16, 8, 4, 0 },  // regs.t256.v4.tpr256.i16.c8
-  {(const void*)&normgen_layernorm_fwd_b180c0b72fca, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_185dd34314dd, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_718b5d768707, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_7b64893a3ae6, 1, 128, 8, 128, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_ab57b87a88ca, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_ee2836be297c, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_2198671ce9c8, 4, 128, 8, 32, 3, 1, 2, 19968 },  // ring.t128.v8.tpr32.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_9a3ea729d543, 4, 256, 8, 128, 2, 1, 2, 20480 },  // ring.t256.v8.tpr128.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_0a3ea1e3c4b2, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_6ac31cc4095e, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d4c077422c2c, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_dc33d8713671, 4, 1024, 8, 256, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_7cdf8625676d, 4, 512, 8, 128, 3, 1, 2, 55296 },  // ring.t512.v8.tpr128.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_16cdbc235ed5, 4, 512, 8, 512, 1, 1, 2, 32768 },  // ring.t512.v8.tpr512.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_1e5d8a2ebbaa, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_1d04a7fff7f7, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_ab4fd9710801, 4, 512, 8, 256, 3, 1, 2, 86016 },  // ring.t512.v8.tpr256.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_d9f8f806efa3, 4, 1024, 8, 512, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_17b8bf6481fd, 4, 512, 8, 256, 3, 1, 2, 61440 },  // ring.t512.v8.tpr256.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_4ff1df3b92f0, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_4ee672af3f3d, 4, 1024, 8, 512, 2, 1, 2, 81920 },  // ring.t1024.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_5b4f730d6647, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_aa3ded8bf7b0, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_9279eec84425, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_dbe05d68b452, 4, 512, 8, 512, 3, 1, 2, 98304 },  // ring.t512.v8.tpr512.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_c06370d8b8ad, 4, 512, 8, 512, 3, 1, 2, 73728 },  // ring.t512.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_3acc03a6e8b1, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_116f0ce4c9a3, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_3830808b6639, 4, 512, 8, 512, 4, 1, 2, 98304 },  // ring.t512.v8.tpr512.i4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_ac2500fbb834, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_69155ed8ea82, 4, 1024, 8, 1024, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.s3
-  {(const void*)&normgen_rmsnorm_fwd_9ab8434cd6fe, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_20e8ebf7e2ea, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_266231051203, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_7ea402dc384a, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_a5a620a2fba1, 4, 512, 8, 512, 8, 2, 2, 196608 },  // ring.t512.v8.tpr512.i8.c2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_789fc2d4cf5a, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_b06e7021fa08, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_rmsnorm_fwd_424d60a7d3c4, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_6d57b92e603c, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2075e0efe505, 1, 64, 8, 64, 1, 1, 2, 0 },  // pipelined.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_875d193eee93, 4, 128, 8, 64, 1, 1, 2, 9216 },  // ring.t128.v8.tpr64.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_e6ce9e99cf85, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_c89e3b3071e4, 1, 128, 8, 128, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_acbb27b5ec96, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_3d339a928d64, 4, 512, 8, 64, 2, 1, 2, 100352 },  // ring.t512.v8.tpr64.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_224ea21ad715, 4, 512, 8, 128, 1, 1, 2, 34816 },  // ring.t512.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_8f1c5d79c3af, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_dcff72324763, 1, 256, 8, 256, 1, 1, 2, 0 },  // pipelined.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a685e4964666, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_5908200c315e, 4, 512, 8, 256, 1, 1, 2, 36864 },  // ring.t512.v8.tpr256.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_f1eeffae776b, 0, 128, 8, 128, 2, 1, 2, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_00e0228c61a1, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_d6141cf8b3cc, 1, 512, 8, 512, 1, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_883f6ec2b945, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_23228c88c0dd, 4, 1024, 8, 128, 3, 1, 2, 202752 },  // ring.t1024.v8.tpr128.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_bdf7c85f9afe, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_f4254bc0ab95, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_2be94048a71f, 4, 512, 8, 256, 3, 1, 2, 159744 },  // ring.t512.v8.tpr256.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_ba39e715c496, 4, 1024, 8, 256, 3, 1, 2, 208896 },  // ring.t1024.v8.tpr256.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_815a72add8b1, 1, 512, 8, 512, 1, 2, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_a6f8c816f7d5, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_cccb09aca4ca, 4, 1024, 8, 1024, 1, 1, 2, 81920 },  // ring.t1024.v8.tpr1024.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_70de0617848d, 1, 256, 8, 256, 1, 4, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_c57769dbc233, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_6982920516ef, 1, 512, 8, 512, 1, 4, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_d868a2aaed90, 0, 1024, 8, 1024, 1, 2, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_595aff42d1f3, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_aefb4e0a44f3, 1, 256, 8, 256, 1, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_6ed0b4879784, 4, 512, 8, 512, 4, 1, 2, 163840 },  // ring.t512.v8.tpr512.i4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_6a2820a300a9, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_8b1d7686afcd, 1, 512, 8, 512, 1, 8, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_47e578ef6876, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_59b21ca21be9, 4, 256, 8, 256, 2, 8, 2, 40960 },  // ring.t256.v8.tpr256.i2.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_f620a9171726, 4, 1024, 8, 1024, 2, 2, 2, 229376 },  // ring.t1024.v8.tpr1024.i2.c2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_f037bf101582, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_e6c1cb7f36b7, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_76fe335fc965, 4, 512, 8, 512, 4, 4, 2, 163840 },  // ring.t512.v8.tpr512.i4.c4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_4d70ec1e300d, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_6adbf9743d81, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_037d30624ed8, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_dfacf1eb9c6f, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a8b70d890ea1, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_2e63db594afb, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_f0b67e283f5f, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_2acdc744ceb8, 4, 128, 8, 32, 3, 1, 2, 19968 },  // ring.t128.v8.tpr32.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_ef63dc3439bf, 4, 512, 8, 128, 2, 1, 2, 36864 },  // ring.t512.v8.tpr128.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_9cf361fe6e0d, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_f946b0fbb8a8, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_b58230376168, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_eeeccb40c27c, 4, 1024, 8, 256, 2, 1, 2, 106496 },  // ring.t1024.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_9f6c294f004d, 4, 256, 8, 256, 2, 1, 2, 24576 },  // ring.t256.v8.tpr256.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_63956545847c, 4, 512, 8, 256, 2, 1, 2, 40960 },  // ring.t512.v8.tpr256.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_dc7d0343b2a4, 4, 512, 8, 128, 4, 1, 2, 73728 },  // ring.t512.v8.tpr128.i4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_d5bb2404effb, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_241745c3c900, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_c6b80e3d2553, 4, 512, 8, 256, 3, 1, 2, 86016 },  // ring.t512.v8.tpr256.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_9b31e712e935, 4, 1024, 8, 512, 2, 1, 2, 114688 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_b494774331d1, 4, 512, 8, 256, 3, 1, 2, 61440 },  // ring.t512.v8.tpr256.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_3960436dea6d, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_4a0213aba76a, 4, 512, 8, 256, 4, 1, 2, 81920 },  // ring.t512.v8.tpr256.i4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_e2e8d385eb34, 1, 256, 8, 256, 1, 4, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_ce73e36d06d9, 4, 256, 8, 128, 8, 1, 2, 114688 },  // ring.t256.v8.tpr128.i8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_574ae86398b6, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_08cbd1ee73c0, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_9dc89be0e4b7, 4, 512, 8, 512, 3, 1, 2, 98304 },  // ring.t512.v8.tpr512.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_219b67260c7e, 4, 512, 8, 512, 3, 1, 2, 73728 },  // ring.t512.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_a87801f9ff13, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_32e37a8fc2c6, 4, 512, 8, 512, 4, 1, 2, 131072 },  // ring.t512.v8.tpr512.i4.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_09675fdc3e30, 4, 512, 8, 512, 4, 1, 2, 98304 },  // ring.t512.v8.tpr512.i4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_55c572b4b14a, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_7e9a98576c5a, 4, 1024, 8, 1024, 4, 1, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.s3
-  {(const void*)&normgen_rmsnorm_fwd_8fcb42d4970a, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_484c7bea047e, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_738b3c7a3eef, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_2fee0fd85f4a, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_5c09dce3d92f, 4, 256, 8, 256, 8, 4, 2, 98304 },  // ring.t256.v8.tpr256.i8.c4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_fbec8403de33, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_fd62083e3784, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_rmsnorm_fwd_e43b99dc518b, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_3b5e1cc30dca, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_aab531dbb502, 1, 64, 8, 64, 1, 1, 2, 0 },  // pipelined.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_630a2ac8274f, 1, 128, 8, 64, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_594ad5895dc7, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_7673ba221dec, 1, 128, 8, 128, 1, 1, 2, 0 },  // pipelined.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_050bf6bdaa5f, 4, 512, 8, 128, 1, 1, 2, 34816 },  // ring.t512.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_11b742269fa7, 1, 256, 8, 256, 1, 1, 2, 0 },  // pipelined.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_911825830ded, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_c6349027d469, 4, 512, 8, 256, 1, 1, 2, 36864 },  // ring.t512.v8.tpr256.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_a21a9581c53f, 1, 512, 8, 512, 1, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_c5f385ae00e3, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_08b1b66a5c5b, 4, 1024, 8, 256, 2, 1, 2, 204800 },  // ring.t1024.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_8edb8a567d84, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_2e78e786878f, 1, 512, 8, 512, 1, 2, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_695e5ced18d5, 4, 512, 8, 256, 3, 1, 2, 159744 },  // ring.t512.v8.tpr256.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_185c28b06d8b, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_a2b6c80d2781, 4, 1024, 8, 256, 3, 1, 2, 208896 },  // ring.t1024.v8.tpr256.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_7b7091d2c603, 4, 512, 8, 128, 6, 1, 2, 208896 },  // ring.t512.v8.tpr128.i6.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_0150e59227e7, 1, 256, 8, 256, 1, 4, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_12ff32d385a1, 1, 512, 8, 512, 1, 4, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_d666cf303cbf, 1, 512, 8, 512, 3, 1, 2, 0 },  // pipelined.t512.v8.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_cd189c2e2b20, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_56f0c26178e5, 1, 256, 8, 256, 1, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_4d8b2d4a44aa, 0, 256, 8, 256, 2, 4, 2, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_36c3f84cbcf4, 4, 1024, 8, 1024, 2, 1, 2, 163840 },  // ring.t1024.v8.tpr1024.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_9ded7e8463a5, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_2b54c07174b7, 1, 512, 8, 512, 1, 8, 2, 0 },  // pipelined.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_f0c3cf010c43, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_cf49c4187114, 4, 256, 8, 256, 2, 8, 2, 40960 },  // ring.t256.v8.tpr256.i2.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_f990f37de394, 4, 1024, 8, 1024, 2, 2, 2, 163840 },  // ring.t1024.v8.tpr1024.i2.c2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_ccb731b53b7a, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_b32d7be864fe, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_ea701c9bdd94, 4, 512, 8, 512, 4, 4, 2, 229376 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_70a9a843e6d5, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_448d8a08301b, 4, 512, 8, 512, 4, 8, 2, 163840 },  // ring.t512.v8.tpr512.i4.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_59f8f2eaa7ea, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_24e7f7205bb0, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_ce89892396fa, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_32ae1205e001, 0, 256, 4, 256, 1, 1, 4, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_e9d62e173429, 1, 512, 4, 64, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_b8fd14d12d63, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_0b71e7f551ab, 0, 256, 4, 128, 2, 1, 4, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_ea2a89d91e29, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_344ae1ce5644, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_bb5a137844cc, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_113558917e74, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d1f3b5cf5e25, 1, 128, 4, 128, 5, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_14fadd2c0d6c, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_f40b4433eb13, 0, 512, 4, 512, 2, 1, 4, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_9502abdb5638, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_71d4a6799bc0, 0, 1024, 4, 512, 2, 1, 4, 0 },  // regs.t1024.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_ca4f69809d4e, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_22b491e02d4e, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_2667dd503ed3, 3, 512, 4, 512, 0, 1, 4, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_8c7423606f41, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_57ed40e68b82, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_79a102a81eb5, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_d23eb0d0dfe1, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_e12ef63a9195, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_f4383fc7c12a, 0, 1024, 4, 512, 6, 1, 4, 0 },  // regs.t1024.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_d9ed0a59b57c, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_d9d66d53f8d8, 1, 256, 4, 256, 8, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c2
-  {(const void*)&normgen_rmsnorm_fwd_91e7b9ccd052, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_rmsnorm_fwd_0118efc47e7d, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_0d93de5bbf05, 0, 256, 4, 256, 8, 4, 4, 0 },  // regs.t256.v4.tpr256.i8.c4
-  {(const void*)&normgen_rmsnorm_fwd_90ffcc9abe74, 1, 256, 4, 256, 8, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c4
-  {(const void*)&normgen_rmsnorm_fwd_d57a054cb2c1, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_c814fe4b22aa, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_003219b705b2, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_9a3628f688c8, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_87f5a13d88fc, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_ce272e319a5a, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_d50bc7edc057, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f8aec641dacd, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_3c00310d6a9a, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_9d7ea4f0e86a, 0, 256, 4, 256, 1, 1, 4, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_bfc1207a469d, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_6be750ae9105, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_6ef009c78e12, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_2be5fd1c36c5, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_2def3a5ff324, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_3584c8f6a6c6, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_0b44a6ad82fd, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_674afb1a86bb, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_675d9698606c, 1, 128, 4, 128, 5, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_8ed1256a5fbe, 0, 256, 4, 256, 3, 1, 4, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_04c9229e06b6, 0, 512, 4, 256, 4, 1, 4, 0 },  // regs.t512.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_31dc6633a843, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_963baba2b79f, 0, 512, 4, 256, 5, 1, 4, 0 },  // regs.t512.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_93db9b43e285, 0, 512, 4, 512, 3, 1, 4, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_09a8e85c7ffe, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_971a0d989fb7, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_b222facc5555, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_244c06d19300, 1, 512, 4, 512, 1, 4, 4, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_07a218253f31, 1, 256, 4, 256, 8, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_b93ea5db4a42, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_7c76ce7fce93, 4, 1024, 4, 1024, 3, 1, 4, 196608 },  // ring.t1024.v4.tpr1024.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_bcd66898fe8a, 0, 512, 4, 512, 1, 8, 4, 0 },  // regs.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_ae7369896cb0, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_6415c21fa859, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_c2b8e21a7846, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_0667574c98fc, 0, 256, 4, 256, 8, 4, 4, 0 },  // regs.t256.v4.tpr256.i8.c4
-  {(const void*)&normgen_rmsnorm_fwd_9724ee47aef3, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_d028ff7b8efe, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_1471f4d2a8f6, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_1313e964ef52, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_6aa1bcb96fbf, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_69ad5104432f, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_cfe56b0cc90a, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_d315b72c1517, 0, 64, 8, 16, 4, 1, 2, 0 },  // regs.t64.v8.tpr16.i4
+  {(const void*)&normgen_layernorm_fwd_23450ed1db55, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_9ee0f953cd00, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_7150c0241ae1, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_1638458a8950, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_b442a6a0ea3b, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
+  {(const void*)&normgen_layernorm_fwd_6a598382492c, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_4f55e383f613, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_dd94a28104a4, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_534ee869903d, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_3714b5ffdd9d, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_962ed8da6000, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_209129c0f9dd, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_b6d54e3cdf30, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_daafca989402, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_c5ed33297cdc, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_eaf28e3a0611, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_74435340416f, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
+  {(const void*)&normgen_layernorm_fwd_c77893446148, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_d842da83bf54, 0, 128, 8, 128, 7, 1, 2, 0 },  // regs.t128.v8.tpr128.i7
+  {(const void*)&normgen_layernorm_fwd_b82e48c94f95, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_a08c4f6fee08, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_layernorm_fwd_690c9f322c08, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_02f9022679b3, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_241b15a45209, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_d6c60fb4f0d9, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_ed8bd343cd91, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_6e2cda4e562d, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_e933400e04c0, 0, 512, 8, 512, 8, 1, 2, 0 },  // regs.t512.v8.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_96151b39a9d4, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_50472319dd20, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_9685b7bdbd97, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_1245d35bd1b5, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_8a0212dc05b6, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_0d6e62660434, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_882e1dcae50a, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_3fe9c2545a1f, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_f182b72cd37d, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_788cedde2f44, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_09ad1f860695, 0, 64, 8, 16, 4, 1, 2, 0 },  // regs.t64.v8.tpr16.i4
+  {(const void*)&normgen_layernorm_fwd_8ea1ce9eeb30, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_a592ef6e830b, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_8cb58882bee3, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_f1995cdbacbc, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
+  {(const void*)&normgen_layernorm_fwd_f561180424fe, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_4a67972d9d2f, 0, 512, 8, 256, 1, 1, 2, 0 },  // regs.t512.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_a985448bf438, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_d414215eab90, 0, 128, 8, 64, 4, 1, 2, 0 },  // regs.t128.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_0b8ba5fc1215, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_d64069338a32, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_174cbb03a021, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_ed9ebce4b4ad, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_db8721132bd4, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_a1658f27c8d5, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_f2679a264a77, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_7edd0d493d29, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_37540ce08999, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_2b5dbe358163, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
+  {(const void*)&normgen_layernorm_fwd_7edddb34baac, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_b62f62cbdb69, 0, 128, 8, 128, 7, 1, 2, 0 },  // regs.t128.v8.tpr128.i7
+  {(const void*)&normgen_layernorm_fwd_c7d8649d6815, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_dd28a4ae4636, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_layernorm_fwd_ef9581dc48b4, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_01092dd1980a, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_ad30e1096ce1, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_101ef498a737, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_272c6585999b, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_dad83558e02e, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_ce4188c27de5, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_6d55c62318ab, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_e1116449ee69, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_cbe8675562aa, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_56203f4cf689, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_1361472b1f03, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_63154a367fae, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_3e6084d207d4, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_df6a48554194, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_383a5398ffbc, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_00d320989653, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_6517bdd67a05, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_2097477cf609, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_8b7b32ce21e1, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_b6691db619eb, 0, 128, 4, 64, 6, 1, 4, 0 },  // regs.t128.v4.tpr64.i6
+  {(const void*)&normgen_layernorm_fwd_ee5034e79a2c, 0, 256, 4, 256, 2, 1, 4, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_15c10dfce4ab, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_f7e626c9f99a, 1, 128, 4, 128, 5, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_97a5b3317ffe, 0, 256, 4, 128, 5, 1, 4, 0 },  // regs.t256.v4.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_6e1f5f71a289, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_1ff150435f08, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_91d16183bf04, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_15fd533e9a29, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_b4f68111f1e5, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_87cb2d5e6b3e, 0, 512, 4, 512, 3, 1, 4, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_8721192afc35, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_b41cd6c65c12, 0, 512, 4, 256, 7, 1, 4, 0 },  // regs.t512.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_7e956e95179c, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_2950a0ee19d7, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_layernorm_fwd_886b1d037392, 0, 512, 4, 512, 6, 1, 4, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_c4e5279afb95, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_683150d9af33, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_layernorm_fwd_655d37cd2bb4, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_f33d59f671d5, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_07499a26766f, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_624c2497f76c, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_layernorm_fwd_464f338630fb, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
+  {(const void*)&normgen_layernorm_fwd_ac185b2ce54a, 0, 128, 4, 128, 16, 4, 4, 0 },  // regs.t128.v4.tpr128.i16.c4
+  {(const void*)&normgen_layernorm_fwd_69a9186e12cd, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_6eaea3549088, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_layernorm_fwd_a03a6be454e3, 0, 256, 4, 256, 16, 4, 4, 0 },  // regs.t256.v4.tpr256.i16.c4
+  {(const void*)&normgen_layernorm_fwd_a919cb625b53, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_layernorm_fwd_452d59929baf, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
+  {(const void*)&normgen_layernorm_fwd_69b7d7e1e1c1, 0, 256, 4, 256, 16, 8, 4, 0 },  // regs.t256.v4.tpr256.i16.c8
+  {(const void*)&normgen_layernorm_fwd_4dd03a87135c, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_967982167474, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_59b80f4ca60d, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_f91c98c743f5, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_253e0d8ba8a0, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_a46cbea58c9f, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_9a5f79cee269, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_3b56d03dd1cb, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_dad0b8a4e61d, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_26ebd4a5d185, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_19ad1a0651a7, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_1fb0f7fb80c9, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_4134d7051f86, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_0bab6b52c5d9, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_c37c03e04efb, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_d531095dbc8e, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_982381afac23, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_be7dcb28c47e, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_b6fc4711b95c, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_d12a6b2e03e8, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_18b1880ea721, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_0965b4d63f7f, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_8ad467478701, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_dc8f06e4ba73, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_61a1bedbb747, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_1da850e275ec, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_03d0a12d9cc7, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_17372608def9, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_0190c239717a, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_e4e1766ef560, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_ed83959a7da4, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_ba3f6ba577ad, 4, 512, 8, 512, 8, 2, 2, 196608 },  // ring.t512.v8.tpr512.i8.c2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_675847c74d5a, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_aa949e972087, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_c815daf43860, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_075b1df33b78, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6f21fcffbc39, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_52a85f6b2936, 4, 128, 8, 64, 1, 1, 2, 13312 },  // ring.t128.v8.tpr64.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_50868e685ade, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_75da16226a79, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_b33578d7e64a, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_9604ee3f2f6b, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_e4bcdc363d72, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_acc31f7fa3d2, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_a95a7cc9abda, 4, 256, 8, 256, 1, 1, 2, 20480 },  // ring.t256.v8.tpr256.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_267775894a0b, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_0b23163e015b, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_a197366c5f8e, 4, 512, 8, 512, 1, 1, 2, 57344 },  // ring.t512.v8.tpr512.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_7de2f7da05cb, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_b6182e38811c, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_7e57155f735b, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_010538219dd0, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_cabf3fabd704, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_49b2e1d0461c, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_2b9e833b117e, 0, 1024, 8, 256, 3, 1, 2, 0 },  // regs.t1024.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a454d7135e06, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2f2a81068963, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_48041a7c370a, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_4825f42cfcc0, 4, 256, 8, 256, 4, 1, 2, 114688 },  // ring.t256.v8.tpr256.i4.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_552b47ee669f, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_92002b635837, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_70acd53896ce, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_b5433923019d, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_9d2e525fc740, 4, 256, 8, 256, 1, 8, 2, 28672 },  // ring.t256.v8.tpr256.i1.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_3dec12c4e90d, 4, 512, 8, 512, 4, 1, 2, 229376 },  // ring.t512.v8.tpr512.i4.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_abf81e523c79, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_e0794e8d9521, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_5fd162b49374, 2, 1024, 8, 512, 0, 1, 2, 0 },  // smem.t1024.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_ba29b0d7f721, 4, 1024, 8, 1024, 2, 2, 2, 163840 },  // ring.t1024.v8.tpr1024.i2.c2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_e366bfcf4ac5, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_06eb25ec98d3, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_6d58944fd07f, 4, 512, 8, 512, 4, 4, 2, 163840 },  // ring.t512.v8.tpr512.i4.c4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_5f22a096439f, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_130bd77e7693, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_28132e8b6a5e, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2636405351b9, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d098145d21de, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_dc46bc77feb8, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_bce4130c7329, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_0889746485ef, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_0b09292ff0fd, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_8f05364d94ff, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_1aec4e76d423, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_8806a6474dab, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_22dac51da1b1, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_2a6b9166cca3, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_d33b881fa18c, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_4f7d21f4a371, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_17fca8b69f45, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_51b25936f367, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_ecb8cd2161dd, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_c6b07718ee27, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_81e1bc3c529c, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_f7e76be3af66, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_be06ff6358a3, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_78d693327c2f, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_b2d447e2cf66, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_de42b328fe8e, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_cf63731e1c7b, 0, 256, 8, 256, 2, 4, 2, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_df174936de7f, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_6e8a87de7cae, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_6268c6e654b5, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_419d07f3ff67, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_456a50f26713, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_38ef4fbc8da9, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_2b233bacc61f, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_a34d020a99c0, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_1fa6479d5ced, 4, 1024, 8, 1024, 4, 2, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_57767805a9a0, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_7a56eab3a4ec, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_8afabf30b115, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_7644d156b0a9, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_833aad0ef1c1, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_f3e9d84803c3, 4, 128, 8, 64, 1, 1, 2, 9216 },  // ring.t128.v8.tpr64.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_9b8d3b6a4297, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_705a1c65946d, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_1db625a2d1af, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_0ea130e76010, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_e448b9c4e742, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_e2d320479c1b, 4, 256, 8, 256, 1, 1, 2, 28672 },  // ring.t256.v8.tpr256.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_6c4d5a11f437, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_2cc49d677660, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_b6caf6ea8358, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_72672237195e, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_5cfbecb20e8d, 4, 512, 8, 128, 3, 1, 2, 153600 },  // ring.t512.v8.tpr128.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_25d8256e83f4, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_3eace19ad2e6, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_4c11611e3da2, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_f740e4a17168, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_895afbc03898, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_5f35573eae7e, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_c472900dfa81, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_bdbcbe00712a, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_7dfcfd088ebe, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_5c091ce57ce5, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_d2ba94b1fb91, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_6207eea2c1ee, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_654c524cf5ea, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_002ed42eaed5, 4, 256, 8, 256, 1, 8, 2, 20480 },  // ring.t256.v8.tpr256.i1.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_22ced9a895b5, 4, 512, 8, 512, 4, 1, 2, 229376 },  // ring.t512.v8.tpr512.i4.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_0a79c787e4cd, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_64d0febc30cd, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_f62ca64a1d66, 4, 512, 8, 512, 4, 2, 2, 163840 },  // ring.t512.v8.tpr512.i4.c2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_1b7779b9a941, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_fa8b104a89d5, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_b105dee6f4ae, 4, 512, 8, 512, 4, 4, 2, 163840 },  // ring.t512.v8.tpr512.i4.c4.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_fe23ed82fd23, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_6f21046bb769, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_b44cb7a7491e, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ed672a000042, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_6e7fb7aa7081, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_a0f4756897c9, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_64a03f4b80d5, 1, 512, 4, 256, 1, 1, 4, 0 },  // pipelined.t512.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_2c7a5cb84ff0, 0, 256, 4, 128, 2, 1, 4, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_43e8f678bbda, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_93d4ec3c2e85, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_8afe038385cf, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_9cbd77e7febb, 1, 512, 4, 512, 1, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_d80c4481f8ca, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9af431d498e6, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_1d8ac7bad621, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_10351d299cff, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_5ffb432e6b8e, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_5f21cb0720b2, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_11a46c06ebac, 3, 512, 4, 256, 0, 1, 4, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5ea301fe122f, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_6593a86596f3, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_b03e9803620d, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_249d0b462bc4, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_8788eaaa7f59, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_f279571f8ec5, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_6de5b167edd9, 1, 256, 4, 256, 6, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_e69767420f64, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_44ab960204bf, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_400d46b1bde3, 1, 128, 4, 128, 4, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_4282f26874f3, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_544f3844956d, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_82ac8d3b9c6d, 2, 1024, 4, 1024, 0, 1, 4, 0 },  // smem.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_1071559671fe, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_71045cfdd097, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_642ace906947, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_0f491634f77a, 4, 256, 4, 256, 8, 8, 4, 98304 },  // ring.t256.v4.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_faa25f136632, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_cda343c92e71, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
+  {(const void*)&normgen_rmsnorm_fwd_3600f6a45971, 4, 512, 4, 512, 8, 8, 4, 196608 },  // ring.t512.v4.tpr512.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_5cbf063c9a04, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_61d815b6a7f1, 1, 64, 4, 64, 2, 1, 4, 0 },  // pipelined.t64.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_b13032b7a350, 0, 256, 4, 128, 1, 1, 4, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_76d93f5193aa, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_2cdf00f587a3, 0, 128, 4, 64, 3, 1, 4, 0 },  // regs.t128.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_8bf202e1d15e, 0, 512, 4, 256, 1, 1, 4, 0 },  // regs.t512.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_9e58275eebfe, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_5e5fe183fe1d, 0, 512, 4, 512, 1, 1, 4, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_b6231acc9204, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_08e8f11525a9, 0, 256, 4, 256, 3, 1, 4, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_6706da829f42, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_9dfed14a0b98, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_770e2b463c0a, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_83227338c181, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_7f37f5a13a65, 0, 256, 4, 256, 5, 1, 4, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_6aa28bb5cf3d, 1, 256, 4, 256, 3, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_9d60a56f4828, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_8598bc839767, 1, 512, 4, 512, 2, 2, 4, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_6384e7c1da69, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_58a409b5469d, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_97b51ad030ea, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_a7940079c1c0, 0, 1024, 4, 1024, 3, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i3
+  {(const void*)&normgen_rmsnorm_fwd_135a9f7a4ed6, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_9adc9288729b, 0, 1024, 4, 1024, 4, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i4
+  {(const void*)&normgen_rmsnorm_fwd_6dd74d71c320, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_da28efe2a692, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_24206a0c9872, 2, 1024, 4, 1024, 0, 1, 4, 0 },  // smem.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_6404fb241df7, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_85d8b4b47b6c, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_89b266df39f6, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -754,15 +688,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 45 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 97 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 135 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 174 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 215 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 255 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 290 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 327 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 361 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 38 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 77 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 114 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 149 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 188 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 225 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 262 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 299 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 328 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -776,1223 +710,1223 @@ const Entry kEntries[] = {
   { 0, 512, 512, 0 },
   { 0, 512, 2048, 0 },
   { 0, 512, 8192, 2 },
-  { 0, 512, 32768, 3 },
-  { 0, 768, 1, 4 },
-  { 0, 768, 8, 4 },
-  { 0, 768, 32, 4 },
-  { 0, 768, 128, 5 },
-  { 0, 768, 512, 6 },
-  { 0, 768, 2048, 7 },
-  { 0, 768, 8192, 8 },
-  { 0, 768, 32768, 9 },
-  { 0, 1024, 1, 4 },
-  { 0, 1024, 8, 4 },
-  { 0, 1024, 32, 4 },
-  { 0, 1024, 128, 5 },
-  { 0, 1024, 512, 6 },
-  { 0, 1024, 2048, 10 },
-  { 0, 1024, 8192, 11 },
-  { 0, 1024, 32768, 11 },
-  { 0, 1536, 1, 12 },
-  { 0, 1536, 8, 12 },
-  { 0, 1536, 32, 12 },
-  { 0, 1536, 128, 12 },
-  { 0, 1536, 512, 12 },
-  { 0, 1536, 2048, 13 },
-  { 0, 1536, 8192, 14 },
-  { 0, 1536, 32768, 14 },
-  { 0, 2048, 1, 12 },
-  { 0, 2048, 8, 12 },
-  { 0, 2048, 32, 12 },
-  { 0, 2048, 128, 12 },
-  { 0, 2048, 512, 12 },
-  { 0, 2048, 2048, 15 },
-  { 0, 2048, 8192, 16 },
-  { 0, 2048, 32768, 16 },
-  { 0, 2560, 1, 17 },
-  { 0, 2560, 8, 17 },
-  { 0, 2560, 32, 17 },
-  { 0, 2560, 128, 17 },
-  { 0, 2560, 512, 18 },
-  { 0, 2560, 2048, 19 },
-  { 0, 2560, 8192, 20 },
-  { 0, 2560, 32768, 20 },
-  { 0, 3072, 1, 17 },
-  { 0, 3072, 8, 17 },
-  { 0, 3072, 32, 17 },
-  { 0, 3072, 128, 17 },
-  { 0, 3072, 512, 18 },
-  { 0, 3072, 2048, 19 },
-  { 0, 3072, 8192, 19 },
-  { 0, 3072, 32768, 19 },
-  { 0, 4096, 1, 17 },
-  { 0, 4096, 8, 17 },
-  { 0, 4096, 32, 17 },
-  { 0, 4096, 128, 17 },
-  { 0, 4096, 512, 18 },
-  { 0, 4096, 2048, 21 },
-  { 0, 4096, 8192, 21 },
-  { 0, 4096, 32768, 21 },
-  { 0, 5120, 1, 22 },
-  { 0, 5120, 8, 22 },
-  { 0, 5120, 32, 22 },
-  { 0, 5120, 128, 22 },
-  { 0, 5120, 512, 23 },
-  { 0, 5120, 2048, 24 },
-  { 0, 5120, 8192, 24 },
-  { 0, 5120, 32768, 24 },
-  { 0, 6144, 1, 22 },
-  { 0, 6144, 8, 22 },
-  { 0, 6144, 32, 22 },
-  { 0, 6144, 128, 22 },
-  { 0, 6144, 512, 23 },
-  { 0, 6144, 2048, 25 },
-  { 0, 6144, 8192, 25 },
-  { 0, 6144, 32768, 25 },
-  { 0, 7168, 1, 22 },
-  { 0, 7168, 8, 22 },
-  { 0, 7168, 32, 22 },
-  { 0, 7168, 128, 22 },
-  { 0, 7168, 512, 26 },
-  { 0, 7168, 2048, 27 },
-  { 0, 7168, 8192, 27 },
-  { 0, 7168, 32768, 27 },
-  { 0, 8192, 1, 28 },
-  { 0, 8192, 8, 28 },
-  { 0, 8192, 32, 28 },
-  { 0, 8192, 128, 22 },
-  { 0, 8192, 512, 26 },
-  { 0, 8192, 2048, 27 },
-  { 0, 8192, 8192, 29 },
-  { 0, 8192, 32768, 29 },
-  { 0, 12288, 1, 30 },
-  { 0, 12288, 8, 30 },
-  { 0, 12288, 32, 30 },
-  { 0, 12288, 128, 31 },
-  { 0, 12288, 512, 32 },
-  { 0, 12288, 2048, 33 },
-  { 0, 12288, 8192, 33 },
-  { 0, 12288, 32768, 33 },
-  { 0, 16384, 1, 34 },
-  { 0, 16384, 8, 34 },
-  { 0, 16384, 32, 34 },
-  { 0, 16384, 128, 31 },
-  { 0, 16384, 512, 35 },
-  { 0, 16384, 2048, 36 },
-  { 0, 16384, 8192, 36 },
-  { 0, 16384, 32768, 36 },
-  { 0, 32768, 1, 37 },
-  { 0, 32768, 8, 37 },
-  { 0, 32768, 32, 37 },
-  { 0, 32768, 128, 38 },
-  { 0, 32768, 512, 38 },
-  { 0, 32768, 2048, 38 },
-  { 0, 32768, 8192, 38 },
-  { 0, 32768, 32768, 38 },
-  { 0, 65536, 1, 39 },
-  { 0, 65536, 8, 39 },
-  { 0, 65536, 32, 40 },
-  { 0, 65536, 128, 41 },
-  { 0, 65536, 512, 42 },
-  { 0, 65536, 2048, 42 },
-  { 0, 65536, 8192, 42 },
-  { 0, 65536, 32768, 42 },
-  { 0, 131072, 1, 43 },
-  { 0, 131072, 8, 43 },
-  { 0, 131072, 32, 44 },
-  { 0, 131072, 128, 44 },
-  { 0, 131072, 512, 44 },
-  { 0, 131072, 2048, 44 },
-  { 0, 131072, 8192, 44 },
-  { 0, 131072, 32768, 44 },
-  { 1, 512, 1, 46 },
-  { 1, 512, 8, 47 },
-  { 1, 512, 32, 47 },
-  { 1, 512, 128, 47 },
-  { 1, 512, 512, 46 },
-  { 1, 512, 2048, 48 },
-  { 1, 512, 8192, 49 },
-  { 1, 512, 32768, 50 },
-  { 1, 768, 1, 51 },
-  { 1, 768, 8, 51 },
-  { 1, 768, 32, 51 },
-  { 1, 768, 128, 52 },
-  { 1, 768, 512, 53 },
-  { 1, 768, 2048, 54 },
-  { 1, 768, 8192, 55 },
-  { 1, 768, 32768, 56 },
-  { 1, 1024, 1, 51 },
-  { 1, 1024, 8, 51 },
-  { 1, 1024, 32, 51 },
-  { 1, 1024, 128, 52 },
-  { 1, 1024, 512, 53 },
-  { 1, 1024, 2048, 54 },
-  { 1, 1024, 8192, 57 },
-  { 1, 1024, 32768, 58 },
-  { 1, 1536, 1, 59 },
-  { 1, 1536, 8, 59 },
-  { 1, 1536, 32, 59 },
-  { 1, 1536, 128, 59 },
-  { 1, 1536, 512, 59 },
-  { 1, 1536, 2048, 60 },
-  { 1, 1536, 8192, 61 },
-  { 1, 1536, 32768, 61 },
-  { 1, 2048, 1, 59 },
-  { 1, 2048, 8, 59 },
-  { 1, 2048, 32, 59 },
-  { 1, 2048, 128, 59 },
-  { 1, 2048, 512, 59 },
-  { 1, 2048, 2048, 62 },
-  { 1, 2048, 8192, 63 },
-  { 1, 2048, 32768, 64 },
-  { 1, 2560, 1, 65 },
-  { 1, 2560, 8, 65 },
-  { 1, 2560, 32, 65 },
-  { 1, 2560, 128, 65 },
-  { 1, 2560, 512, 66 },
-  { 1, 2560, 2048, 67 },
-  { 1, 2560, 8192, 68 },
-  { 1, 2560, 32768, 68 },
-  { 1, 3072, 1, 65 },
-  { 1, 3072, 8, 65 },
-  { 1, 3072, 32, 65 },
-  { 1, 3072, 128, 65 },
-  { 1, 3072, 512, 66 },
-  { 1, 3072, 2048, 67 },
-  { 1, 3072, 8192, 67 },
-  { 1, 3072, 32768, 67 },
-  { 1, 4096, 1, 65 },
-  { 1, 4096, 8, 65 },
-  { 1, 4096, 32, 65 },
-  { 1, 4096, 128, 65 },
-  { 1, 4096, 512, 66 },
-  { 1, 4096, 2048, 69 },
-  { 1, 4096, 8192, 69 },
-  { 1, 4096, 32768, 69 },
-  { 1, 5120, 1, 70 },
-  { 1, 5120, 8, 70 },
-  { 1, 5120, 32, 70 },
-  { 1, 5120, 128, 71 },
-  { 1, 5120, 512, 72 },
-  { 1, 5120, 2048, 73 },
-  { 1, 5120, 8192, 74 },
-  { 1, 5120, 32768, 74 },
-  { 1, 6144, 1, 70 },
-  { 1, 6144, 8, 70 },
-  { 1, 6144, 32, 71 },
-  { 1, 6144, 128, 71 },
-  { 1, 6144, 512, 72 },
-  { 1, 6144, 2048, 75 },
-  { 1, 6144, 8192, 75 },
-  { 1, 6144, 32768, 75 },
-  { 1, 7168, 1, 71 },
-  { 1, 7168, 8, 71 },
-  { 1, 7168, 32, 71 },
-  { 1, 7168, 128, 71 },
-  { 1, 7168, 512, 76 },
-  { 1, 7168, 2048, 77 },
-  { 1, 7168, 8192, 77 },
-  { 1, 7168, 32768, 77 },
-  { 1, 8192, 1, 78 },
-  { 1, 8192, 8, 78 },
-  { 1, 8192, 32, 78 },
-  { 1, 8192, 128, 71 },
-  { 1, 8192, 512, 76 },
-  { 1, 8192, 2048, 77 },
-  { 1, 8192, 8192, 79 },
-  { 1, 8192, 32768, 79 },
-  { 1, 12288, 1, 80 },
-  { 1, 12288, 8, 80 },
-  { 1, 12288, 32, 81 },
-  { 1, 12288, 128, 81 },
-  { 1, 12288, 512, 82 },
-  { 1, 12288, 2048, 83 },
-  { 1, 12288, 8192, 83 },
-  { 1, 12288, 32768, 83 },
-  { 1, 16384, 1, 84 },
-  { 1, 16384, 8, 84 },
-  { 1, 16384, 32, 84 },
-  { 1, 16384, 128, 85 },
-  { 1, 16384, 512, 86 },
-  { 1, 16384, 2048, 87 },
-  { 1, 16384, 8192, 87 },
-  { 1, 16384, 32768, 87 },
-  { 1, 32768, 1, 88 },
-  { 1, 32768, 8, 88 },
-  { 1, 32768, 32, 88 },
-  { 1, 32768, 128, 89 },
-  { 1, 32768, 512, 89 },
-  { 1, 32768, 2048, 89 },
-  { 1, 32768, 8192, 89 },
-  { 1, 32768, 32768, 89 },
-  { 1, 65536, 1, 90 },
-  { 1, 65536, 8, 90 },
-  { 1, 65536, 32, 91 },
-  { 1, 65536, 128, 92 },
-  { 1, 65536, 512, 93 },
-  { 1, 65536, 2048, 93 },
-  { 1, 65536, 8192, 93 },
-  { 1, 65536, 32768, 93 },
-  { 1, 131072, 1, 94 },
-  { 1, 131072, 8, 94 },
-  { 1, 131072, 32, 95 },
-  { 1, 131072, 128, 96 },
-  { 1, 131072, 512, 96 },
-  { 1, 131072, 2048, 95 },
-  { 1, 131072, 8192, 95 },
-  { 1, 131072, 32768, 95 },
-  { 2, 512, 1, 98 },
-  { 2, 512, 8, 98 },
-  { 2, 512, 32, 98 },
-  { 2, 512, 128, 99 },
-  { 2, 512, 512, 98 },
-  { 2, 512, 2048, 100 },
-  { 2, 512, 8192, 101 },
-  { 2, 512, 32768, 100 },
-  { 2, 768, 1, 102 },
-  { 2, 768, 8, 102 },
-  { 2, 768, 32, 102 },
-  { 2, 768, 128, 103 },
-  { 2, 768, 512, 102 },
-  { 2, 768, 2048, 104 },
-  { 2, 768, 8192, 104 },
-  { 2, 768, 32768, 104 },
-  { 2, 1024, 1, 102 },
-  { 2, 1024, 8, 102 },
-  { 2, 1024, 32, 102 },
-  { 2, 1024, 128, 103 },
-  { 2, 1024, 512, 102 },
-  { 2, 1024, 2048, 104 },
-  { 2, 1024, 8192, 104 },
-  { 2, 1024, 32768, 104 },
-  { 2, 1536, 1, 105 },
-  { 2, 1536, 8, 105 },
-  { 2, 1536, 32, 105 },
-  { 2, 1536, 128, 105 },
-  { 2, 1536, 512, 105 },
-  { 2, 1536, 2048, 105 },
-  { 2, 1536, 8192, 105 },
-  { 2, 1536, 32768, 106 },
-  { 2, 2048, 1, 107 },
-  { 2, 2048, 8, 107 },
-  { 2, 2048, 32, 107 },
-  { 2, 2048, 128, 107 },
-  { 2, 2048, 512, 107 },
-  { 2, 2048, 2048, 107 },
-  { 2, 2048, 8192, 106 },
-  { 2, 2048, 32768, 106 },
-  { 2, 2560, 1, 108 },
-  { 2, 2560, 8, 108 },
-  { 2, 2560, 32, 108 },
-  { 2, 2560, 128, 108 },
-  { 2, 2560, 512, 108 },
-  { 2, 2560, 2048, 109 },
-  { 2, 2560, 8192, 110 },
-  { 2, 2560, 32768, 110 },
-  { 2, 3072, 1, 108 },
-  { 2, 3072, 8, 108 },
-  { 2, 3072, 32, 108 },
-  { 2, 3072, 128, 108 },
-  { 2, 3072, 512, 108 },
-  { 2, 3072, 2048, 108 },
-  { 2, 3072, 8192, 110 },
-  { 2, 3072, 32768, 110 },
-  { 2, 4096, 1, 111 },
-  { 2, 4096, 8, 111 },
-  { 2, 4096, 32, 111 },
-  { 2, 4096, 128, 111 },
-  { 2, 4096, 512, 111 },
-  { 2, 4096, 2048, 111 },
-  { 2, 4096, 8192, 110 },
-  { 2, 4096, 32768, 110 },
-  { 2, 5120, 1, 112 },
-  { 2, 5120, 8, 112 },
-  { 2, 5120, 32, 112 },
-  { 2, 5120, 128, 113 },
-  { 2, 5120, 512, 112 },
-  { 2, 5120, 2048, 112 },
-  { 2, 5120, 8192, 114 },
-  { 2, 5120, 32768, 114 },
-  { 2, 6144, 1, 113 },
-  { 2, 6144, 8, 113 },
-  { 2, 6144, 32, 113 },
-  { 2, 6144, 128, 113 },
-  { 2, 6144, 512, 115 },
-  { 2, 6144, 2048, 115 },
-  { 2, 6144, 8192, 116 },
-  { 2, 6144, 32768, 116 },
-  { 2, 7168, 1, 117 },
-  { 2, 7168, 8, 117 },
-  { 2, 7168, 32, 117 },
-  { 2, 7168, 128, 117 },
-  { 2, 7168, 512, 116 },
-  { 2, 7168, 2048, 116 },
-  { 2, 7168, 8192, 116 },
-  { 2, 7168, 32768, 116 },
-  { 2, 8192, 1, 118 },
-  { 2, 8192, 8, 118 },
-  { 2, 8192, 32, 117 },
-  { 2, 8192, 128, 117 },
-  { 2, 8192, 512, 117 },
-  { 2, 8192, 2048, 117 },
-  { 2, 8192, 8192, 119 },
-  { 2, 8192, 32768, 119 },
-  { 2, 12288, 1, 120 },
-  { 2, 12288, 8, 120 },
-  { 2, 12288, 32, 120 },
-  { 2, 12288, 128, 121 },
-  { 2, 12288, 512, 116 },
-  { 2, 12288, 2048, 121 },
-  { 2, 12288, 8192, 121 },
-  { 2, 12288, 32768, 121 },
-  { 2, 16384, 1, 122 },
-  { 2, 16384, 8, 122 },
-  { 2, 16384, 32, 122 },
-  { 2, 16384, 128, 123 },
-  { 2, 16384, 512, 124 },
-  { 2, 16384, 2048, 124 },
-  { 2, 16384, 8192, 124 },
-  { 2, 16384, 32768, 124 },
-  { 2, 32768, 1, 125 },
-  { 2, 32768, 8, 125 },
-  { 2, 32768, 32, 126 },
-  { 2, 32768, 128, 127 },
-  { 2, 32768, 512, 128 },
-  { 2, 32768, 2048, 128 },
-  { 2, 32768, 8192, 128 },
-  { 2, 32768, 32768, 128 },
-  { 2, 65536, 1, 129 },
-  { 2, 65536, 8, 129 },
-  { 2, 65536, 32, 130 },
-  { 2, 65536, 128, 127 },
-  { 2, 65536, 512, 130 },
-  { 2, 65536, 2048, 131 },
-  { 2, 65536, 8192, 131 },
-  { 2, 65536, 32768, 131 },
-  { 2, 131072, 1, 132 },
-  { 2, 131072, 8, 132 },
-  { 2, 131072, 32, 132 },
-  { 2, 131072, 128, 127 },
-  { 2, 131072, 512, 133 },
-  { 2, 131072, 2048, 134 },
-  { 2, 131072, 8192, 134 },
-  { 2, 131072, 32768, 134 },
-  { 3, 512, 1, 136 },
-  { 3, 512, 8, 137 },
-  { 3, 512, 32, 137 },
-  { 3, 512, 128, 137 },
-  { 3, 512, 512, 136 },
-  { 3, 512, 2048, 137 },
-  { 3, 512, 8192, 137 },
-  { 3, 512, 32768, 137 },
-  { 3, 768, 1, 138 },
-  { 3, 768, 8, 138 },
-  { 3, 768, 32, 138 },
-  { 3, 768, 128, 139 },
-  { 3, 768, 512, 136 },
-  { 3, 768, 2048, 140 },
-  { 3, 768, 8192, 141 },
-  { 3, 768, 32768, 141 },
-  { 3, 1024, 1, 138 },
-  { 3, 1024, 8, 138 },
-  { 3, 1024, 32, 138 },
-  { 3, 1024, 128, 139 },
-  { 3, 1024, 512, 136 },
-  { 3, 1024, 2048, 140 },
-  { 3, 1024, 8192, 140 },
-  { 3, 1024, 32768, 140 },
-  { 3, 1536, 1, 136 },
-  { 3, 1536, 8, 136 },
-  { 3, 1536, 32, 136 },
-  { 3, 1536, 128, 136 },
-  { 3, 1536, 512, 136 },
-  { 3, 1536, 2048, 136 },
-  { 3, 1536, 8192, 142 },
-  { 3, 1536, 32768, 142 },
-  { 3, 2048, 1, 136 },
-  { 3, 2048, 8, 136 },
-  { 3, 2048, 32, 136 },
-  { 3, 2048, 128, 136 },
-  { 3, 2048, 512, 136 },
-  { 3, 2048, 2048, 136 },
-  { 3, 2048, 8192, 136 },
-  { 3, 2048, 32768, 136 },
-  { 3, 2560, 1, 143 },
-  { 3, 2560, 8, 143 },
-  { 3, 2560, 32, 143 },
-  { 3, 2560, 128, 143 },
-  { 3, 2560, 512, 144 },
-  { 3, 2560, 2048, 145 },
-  { 3, 2560, 8192, 146 },
-  { 3, 2560, 32768, 146 },
-  { 3, 3072, 1, 143 },
-  { 3, 3072, 8, 143 },
-  { 3, 3072, 32, 143 },
-  { 3, 3072, 128, 143 },
-  { 3, 3072, 512, 144 },
-  { 3, 3072, 2048, 146 },
-  { 3, 3072, 8192, 146 },
-  { 3, 3072, 32768, 147 },
-  { 3, 4096, 1, 143 },
-  { 3, 4096, 8, 143 },
-  { 3, 4096, 32, 143 },
-  { 3, 4096, 128, 143 },
-  { 3, 4096, 512, 144 },
-  { 3, 4096, 2048, 146 },
-  { 3, 4096, 8192, 148 },
-  { 3, 4096, 32768, 148 },
-  { 3, 5120, 1, 149 },
-  { 3, 5120, 8, 149 },
-  { 3, 5120, 32, 149 },
-  { 3, 5120, 128, 149 },
-  { 3, 5120, 512, 150 },
-  { 3, 5120, 2048, 151 },
-  { 3, 5120, 8192, 152 },
-  { 3, 5120, 32768, 152 },
-  { 3, 6144, 1, 149 },
-  { 3, 6144, 8, 149 },
-  { 3, 6144, 32, 149 },
-  { 3, 6144, 128, 149 },
-  { 3, 6144, 512, 150 },
-  { 3, 6144, 2048, 151 },
-  { 3, 6144, 8192, 153 },
-  { 3, 6144, 32768, 153 },
-  { 3, 7168, 1, 149 },
-  { 3, 7168, 8, 149 },
-  { 3, 7168, 32, 149 },
-  { 3, 7168, 128, 149 },
-  { 3, 7168, 512, 154 },
-  { 3, 7168, 2048, 155 },
-  { 3, 7168, 8192, 155 },
-  { 3, 7168, 32768, 155 },
-  { 3, 8192, 1, 156 },
-  { 3, 8192, 8, 156 },
-  { 3, 8192, 32, 156 },
-  { 3, 8192, 128, 149 },
-  { 3, 8192, 512, 154 },
-  { 3, 8192, 2048, 155 },
-  { 3, 8192, 8192, 155 },
-  { 3, 8192, 32768, 155 },
-  { 3, 12288, 1, 157 },
-  { 3, 12288, 8, 157 },
-  { 3, 12288, 32, 157 },
-  { 3, 12288, 128, 158 },
-  { 3, 12288, 512, 159 },
-  { 3, 12288, 2048, 159 },
-  { 3, 12288, 8192, 160 },
-  { 3, 12288, 32768, 160 },
-  { 3, 16384, 1, 161 },
-  { 3, 16384, 8, 161 },
-  { 3, 16384, 32, 161 },
-  { 3, 16384, 128, 158 },
-  { 3, 16384, 512, 162 },
-  { 3, 16384, 2048, 163 },
-  { 3, 16384, 8192, 163 },
-  { 3, 16384, 32768, 163 },
-  { 3, 32768, 1, 164 },
-  { 3, 32768, 8, 164 },
-  { 3, 32768, 32, 164 },
-  { 3, 32768, 128, 165 },
-  { 3, 32768, 512, 165 },
-  { 3, 32768, 2048, 165 },
-  { 3, 32768, 8192, 165 },
-  { 3, 32768, 32768, 165 },
-  { 3, 65536, 1, 166 },
-  { 3, 65536, 8, 166 },
-  { 3, 65536, 32, 167 },
-  { 3, 65536, 128, 168 },
-  { 3, 65536, 512, 169 },
-  { 3, 65536, 2048, 170 },
-  { 3, 65536, 8192, 170 },
-  { 3, 65536, 32768, 170 },
-  { 3, 131072, 1, 171 },
-  { 3, 131072, 8, 171 },
-  { 3, 131072, 32, 172 },
-  { 3, 131072, 128, 172 },
-  { 3, 131072, 512, 173 },
-  { 3, 131072, 2048, 173 },
-  { 3, 131072, 8192, 173 },
-  { 3, 131072, 32768, 173 },
-  { 4, 512, 1, 175 },
-  { 4, 512, 8, 176 },
-  { 4, 512, 32, 176 },
-  { 4, 512, 128, 176 },
-  { 4, 512, 512, 175 },
-  { 4, 512, 2048, 177 },
-  { 4, 512, 8192, 176 },
-  { 4, 512, 32768, 177 },
-  { 4, 768, 1, 178 },
-  { 4, 768, 8, 178 },
-  { 4, 768, 32, 178 },
-  { 4, 768, 128, 179 },
-  { 4, 768, 512, 178 },
-  { 4, 768, 2048, 180 },
-  { 4, 768, 8192, 181 },
-  { 4, 768, 32768, 181 },
-  { 4, 1024, 1, 178 },
-  { 4, 1024, 8, 178 },
-  { 4, 1024, 32, 178 },
-  { 4, 1024, 128, 179 },
-  { 4, 1024, 512, 178 },
-  { 4, 1024, 2048, 178 },
-  { 4, 1024, 8192, 182 },
-  { 4, 1024, 32768, 182 },
-  { 4, 1536, 1, 183 },
-  { 4, 1536, 8, 183 },
-  { 4, 1536, 32, 183 },
-  { 4, 1536, 128, 183 },
-  { 4, 1536, 512, 184 },
-  { 4, 1536, 2048, 185 },
-  { 4, 1536, 8192, 185 },
-  { 4, 1536, 32768, 185 },
-  { 4, 2048, 1, 184 },
-  { 4, 2048, 8, 183 },
-  { 4, 2048, 32, 183 },
-  { 4, 2048, 128, 183 },
-  { 4, 2048, 512, 184 },
-  { 4, 2048, 2048, 185 },
-  { 4, 2048, 8192, 186 },
-  { 4, 2048, 32768, 186 },
-  { 4, 2560, 1, 187 },
-  { 4, 2560, 8, 187 },
-  { 4, 2560, 32, 188 },
-  { 4, 2560, 128, 188 },
-  { 4, 2560, 512, 189 },
-  { 4, 2560, 2048, 190 },
-  { 4, 2560, 8192, 191 },
-  { 4, 2560, 32768, 191 },
-  { 4, 3072, 1, 187 },
-  { 4, 3072, 8, 187 },
-  { 4, 3072, 32, 188 },
-  { 4, 3072, 128, 188 },
-  { 4, 3072, 512, 189 },
-  { 4, 3072, 2048, 191 },
-  { 4, 3072, 8192, 191 },
-  { 4, 3072, 32768, 191 },
-  { 4, 4096, 1, 187 },
-  { 4, 4096, 8, 187 },
-  { 4, 4096, 32, 188 },
-  { 4, 4096, 128, 188 },
-  { 4, 4096, 512, 189 },
-  { 4, 4096, 2048, 189 },
-  { 4, 4096, 8192, 189 },
-  { 4, 4096, 32768, 189 },
-  { 4, 5120, 1, 192 },
-  { 4, 5120, 8, 192 },
-  { 4, 5120, 32, 192 },
-  { 4, 5120, 128, 192 },
-  { 4, 5120, 512, 193 },
-  { 4, 5120, 2048, 193 },
-  { 4, 5120, 8192, 194 },
-  { 4, 5120, 32768, 194 },
-  { 4, 6144, 1, 192 },
-  { 4, 6144, 8, 192 },
-  { 4, 6144, 32, 195 },
-  { 4, 6144, 128, 192 },
-  { 4, 6144, 512, 193 },
-  { 4, 6144, 2048, 196 },
-  { 4, 6144, 8192, 197 },
-  { 4, 6144, 32768, 197 },
-  { 4, 7168, 1, 195 },
-  { 4, 7168, 8, 195 },
-  { 4, 7168, 32, 195 },
-  { 4, 7168, 128, 192 },
-  { 4, 7168, 512, 196 },
-  { 4, 7168, 2048, 196 },
-  { 4, 7168, 8192, 197 },
-  { 4, 7168, 32768, 197 },
-  { 4, 8192, 1, 198 },
-  { 4, 8192, 8, 198 },
-  { 4, 8192, 32, 198 },
-  { 4, 8192, 128, 192 },
-  { 4, 8192, 512, 196 },
-  { 4, 8192, 2048, 196 },
-  { 4, 8192, 8192, 196 },
-  { 4, 8192, 32768, 196 },
-  { 4, 12288, 1, 199 },
-  { 4, 12288, 8, 200 },
-  { 4, 12288, 32, 199 },
-  { 4, 12288, 128, 201 },
-  { 4, 12288, 512, 202 },
-  { 4, 12288, 2048, 202 },
-  { 4, 12288, 8192, 202 },
-  { 4, 12288, 32768, 202 },
-  { 4, 16384, 1, 203 },
-  { 4, 16384, 8, 203 },
-  { 4, 16384, 32, 203 },
-  { 4, 16384, 128, 201 },
-  { 4, 16384, 512, 204 },
-  { 4, 16384, 2048, 204 },
-  { 4, 16384, 8192, 204 },
-  { 4, 16384, 32768, 204 },
-  { 4, 32768, 1, 205 },
-  { 4, 32768, 8, 206 },
-  { 4, 32768, 32, 205 },
-  { 4, 32768, 128, 207 },
-  { 4, 32768, 512, 208 },
-  { 4, 32768, 2048, 209 },
-  { 4, 32768, 8192, 209 },
-  { 4, 32768, 32768, 209 },
-  { 4, 65536, 1, 210 },
-  { 4, 65536, 8, 210 },
-  { 4, 65536, 32, 211 },
-  { 4, 65536, 128, 207 },
-  { 4, 65536, 512, 212 },
-  { 4, 65536, 2048, 212 },
-  { 4, 65536, 8192, 212 },
-  { 4, 65536, 32768, 212 },
-  { 4, 131072, 1, 213 },
-  { 4, 131072, 8, 213 },
-  { 4, 131072, 32, 214 },
-  { 4, 131072, 128, 214 },
-  { 4, 131072, 512, 214 },
-  { 4, 131072, 2048, 214 },
-  { 4, 131072, 8192, 214 },
-  { 4, 131072, 32768, 214 },
-  { 5, 512, 1, 216 },
-  { 5, 512, 8, 217 },
-  { 5, 512, 32, 216 },
-  { 5, 512, 128, 217 },
-  { 5, 512, 512, 216 },
-  { 5, 512, 2048, 217 },
-  { 5, 512, 8192, 217 },
-  { 5, 512, 32768, 217 },
-  { 5, 768, 1, 218 },
-  { 5, 768, 8, 218 },
-  { 5, 768, 32, 216 },
-  { 5, 768, 128, 219 },
-  { 5, 768, 512, 216 },
-  { 5, 768, 2048, 218 },
-  { 5, 768, 8192, 220 },
-  { 5, 768, 32768, 220 },
-  { 5, 1024, 1, 218 },
-  { 5, 1024, 8, 218 },
-  { 5, 1024, 32, 218 },
-  { 5, 1024, 128, 219 },
-  { 5, 1024, 512, 216 },
-  { 5, 1024, 2048, 218 },
-  { 5, 1024, 8192, 218 },
-  { 5, 1024, 32768, 218 },
-  { 5, 1536, 1, 216 },
-  { 5, 1536, 8, 216 },
-  { 5, 1536, 32, 216 },
-  { 5, 1536, 128, 216 },
-  { 5, 1536, 512, 216 },
-  { 5, 1536, 2048, 216 },
-  { 5, 1536, 8192, 221 },
-  { 5, 1536, 32768, 221 },
-  { 5, 2048, 1, 216 },
-  { 5, 2048, 8, 216 },
-  { 5, 2048, 32, 216 },
-  { 5, 2048, 128, 216 },
-  { 5, 2048, 512, 216 },
-  { 5, 2048, 2048, 216 },
-  { 5, 2048, 8192, 221 },
-  { 5, 2048, 32768, 216 },
-  { 5, 2560, 1, 222 },
-  { 5, 2560, 8, 222 },
-  { 5, 2560, 32, 222 },
-  { 5, 2560, 128, 222 },
-  { 5, 2560, 512, 223 },
-  { 5, 2560, 2048, 224 },
-  { 5, 2560, 8192, 225 },
-  { 5, 2560, 32768, 226 },
-  { 5, 3072, 1, 222 },
-  { 5, 3072, 8, 222 },
-  { 5, 3072, 32, 222 },
-  { 5, 3072, 128, 222 },
-  { 5, 3072, 512, 223 },
-  { 5, 3072, 2048, 225 },
-  { 5, 3072, 8192, 227 },
-  { 5, 3072, 32768, 227 },
-  { 5, 4096, 1, 222 },
-  { 5, 4096, 8, 222 },
-  { 5, 4096, 32, 222 },
-  { 5, 4096, 128, 222 },
-  { 5, 4096, 512, 223 },
-  { 5, 4096, 2048, 225 },
-  { 5, 4096, 8192, 227 },
-  { 5, 4096, 32768, 228 },
-  { 5, 5120, 1, 229 },
-  { 5, 5120, 8, 229 },
-  { 5, 5120, 32, 229 },
-  { 5, 5120, 128, 229 },
-  { 5, 5120, 512, 230 },
-  { 5, 5120, 2048, 231 },
-  { 5, 5120, 8192, 232 },
-  { 5, 5120, 32768, 232 },
-  { 5, 6144, 1, 229 },
-  { 5, 6144, 8, 229 },
-  { 5, 6144, 32, 229 },
-  { 5, 6144, 128, 229 },
-  { 5, 6144, 512, 230 },
-  { 5, 6144, 2048, 231 },
-  { 5, 6144, 8192, 233 },
-  { 5, 6144, 32768, 233 },
-  { 5, 7168, 1, 229 },
-  { 5, 7168, 8, 229 },
-  { 5, 7168, 32, 229 },
-  { 5, 7168, 128, 229 },
-  { 5, 7168, 512, 234 },
-  { 5, 7168, 2048, 232 },
-  { 5, 7168, 8192, 235 },
-  { 5, 7168, 32768, 235 },
-  { 5, 8192, 1, 236 },
-  { 5, 8192, 8, 236 },
-  { 5, 8192, 32, 236 },
-  { 5, 8192, 128, 229 },
-  { 5, 8192, 512, 234 },
-  { 5, 8192, 2048, 232 },
-  { 5, 8192, 8192, 237 },
-  { 5, 8192, 32768, 237 },
-  { 5, 12288, 1, 238 },
-  { 5, 12288, 8, 238 },
-  { 5, 12288, 32, 238 },
-  { 5, 12288, 128, 239 },
-  { 5, 12288, 512, 240 },
-  { 5, 12288, 2048, 241 },
-  { 5, 12288, 8192, 241 },
-  { 5, 12288, 32768, 241 },
-  { 5, 16384, 1, 242 },
-  { 5, 16384, 8, 242 },
-  { 5, 16384, 32, 242 },
-  { 5, 16384, 128, 239 },
-  { 5, 16384, 512, 243 },
-  { 5, 16384, 2048, 244 },
-  { 5, 16384, 8192, 244 },
-  { 5, 16384, 32768, 244 },
-  { 5, 32768, 1, 245 },
-  { 5, 32768, 8, 245 },
-  { 5, 32768, 32, 245 },
-  { 5, 32768, 128, 246 },
-  { 5, 32768, 512, 246 },
-  { 5, 32768, 2048, 246 },
-  { 5, 32768, 8192, 246 },
-  { 5, 32768, 32768, 246 },
-  { 5, 65536, 1, 247 },
-  { 5, 65536, 8, 247 },
-  { 5, 65536, 32, 248 },
-  { 5, 65536, 128, 249 },
-  { 5, 65536, 512, 250 },
-  { 5, 65536, 2048, 251 },
-  { 5, 65536, 8192, 251 },
-  { 5, 65536, 32768, 251 },
-  { 5, 131072, 1, 252 },
-  { 5, 131072, 8, 252 },
-  { 5, 131072, 32, 253 },
-  { 5, 131072, 128, 254 },
-  { 5, 131072, 512, 254 },
-  { 5, 131072, 2048, 254 },
-  { 5, 131072, 8192, 254 },
-  { 5, 131072, 32768, 254 },
-  { 6, 512, 1, 256 },
-  { 6, 512, 8, 257 },
-  { 6, 512, 32, 257 },
-  { 6, 512, 128, 257 },
-  { 6, 512, 512, 257 },
-  { 6, 512, 2048, 258 },
-  { 6, 512, 8192, 257 },
-  { 6, 512, 32768, 257 },
-  { 6, 768, 1, 259 },
-  { 6, 768, 8, 259 },
-  { 6, 768, 32, 259 },
-  { 6, 768, 128, 259 },
-  { 6, 768, 512, 259 },
-  { 6, 768, 2048, 259 },
-  { 6, 768, 8192, 260 },
-  { 6, 768, 32768, 260 },
-  { 6, 1024, 1, 259 },
-  { 6, 1024, 8, 259 },
-  { 6, 1024, 32, 259 },
-  { 6, 1024, 128, 259 },
-  { 6, 1024, 512, 259 },
-  { 6, 1024, 2048, 259 },
-  { 6, 1024, 8192, 259 },
-  { 6, 1024, 32768, 259 },
-  { 6, 1536, 1, 261 },
-  { 6, 1536, 8, 261 },
-  { 6, 1536, 32, 261 },
-  { 6, 1536, 128, 261 },
-  { 6, 1536, 512, 262 },
-  { 6, 1536, 2048, 263 },
-  { 6, 1536, 8192, 263 },
-  { 6, 1536, 32768, 263 },
-  { 6, 2048, 1, 261 },
-  { 6, 2048, 8, 261 },
-  { 6, 2048, 32, 261 },
-  { 6, 2048, 128, 261 },
-  { 6, 2048, 512, 262 },
-  { 6, 2048, 2048, 262 },
-  { 6, 2048, 8192, 262 },
-  { 6, 2048, 32768, 262 },
-  { 6, 2560, 1, 264 },
-  { 6, 2560, 8, 264 },
-  { 6, 2560, 32, 264 },
-  { 6, 2560, 128, 264 },
-  { 6, 2560, 512, 265 },
-  { 6, 2560, 2048, 266 },
-  { 6, 2560, 8192, 265 },
-  { 6, 2560, 32768, 265 },
-  { 6, 3072, 1, 264 },
-  { 6, 3072, 8, 264 },
-  { 6, 3072, 32, 264 },
-  { 6, 3072, 128, 264 },
-  { 6, 3072, 512, 264 },
-  { 6, 3072, 2048, 266 },
-  { 6, 3072, 8192, 265 },
-  { 6, 3072, 32768, 265 },
-  { 6, 4096, 1, 264 },
-  { 6, 4096, 8, 264 },
-  { 6, 4096, 32, 264 },
-  { 6, 4096, 128, 264 },
-  { 6, 4096, 512, 264 },
-  { 6, 4096, 2048, 266 },
-  { 6, 4096, 8192, 266 },
-  { 6, 4096, 32768, 266 },
-  { 6, 5120, 1, 267 },
-  { 6, 5120, 8, 267 },
-  { 6, 5120, 32, 268 },
-  { 6, 5120, 128, 267 },
-  { 6, 5120, 512, 269 },
-  { 6, 5120, 2048, 270 },
-  { 6, 5120, 8192, 271 },
-  { 6, 5120, 32768, 271 },
-  { 6, 6144, 1, 267 },
-  { 6, 6144, 8, 267 },
-  { 6, 6144, 32, 268 },
-  { 6, 6144, 128, 267 },
-  { 6, 6144, 512, 269 },
-  { 6, 6144, 2048, 269 },
-  { 6, 6144, 8192, 271 },
-  { 6, 6144, 32768, 272 },
-  { 6, 7168, 1, 268 },
-  { 6, 7168, 8, 268 },
-  { 6, 7168, 32, 268 },
-  { 6, 7168, 128, 267 },
-  { 6, 7168, 512, 270 },
-  { 6, 7168, 2048, 270 },
-  { 6, 7168, 8192, 270 },
-  { 6, 7168, 32768, 270 },
-  { 6, 8192, 1, 273 },
-  { 6, 8192, 8, 273 },
-  { 6, 8192, 32, 273 },
-  { 6, 8192, 128, 267 },
-  { 6, 8192, 512, 270 },
-  { 6, 8192, 2048, 270 },
-  { 6, 8192, 8192, 270 },
-  { 6, 8192, 32768, 270 },
-  { 6, 12288, 1, 274 },
-  { 6, 12288, 8, 274 },
-  { 6, 12288, 32, 274 },
-  { 6, 12288, 128, 275 },
-  { 6, 12288, 512, 276 },
-  { 6, 12288, 2048, 276 },
-  { 6, 12288, 8192, 276 },
-  { 6, 12288, 32768, 276 },
-  { 6, 16384, 1, 277 },
-  { 6, 16384, 8, 277 },
-  { 6, 16384, 32, 277 },
-  { 6, 16384, 128, 278 },
-  { 6, 16384, 512, 279 },
-  { 6, 16384, 2048, 279 },
-  { 6, 16384, 8192, 279 },
-  { 6, 16384, 32768, 279 },
-  { 6, 32768, 1, 280 },
-  { 6, 32768, 8, 281 },
-  { 6, 32768, 32, 280 },
-  { 6, 32768, 128, 282 },
-  { 6, 32768, 512, 283 },
-  { 6, 32768, 2048, 284 },
-  { 6, 32768, 8192, 284 },
-  { 6, 32768, 32768, 284 },
-  { 6, 65536, 1, 285 },
-  { 6, 65536, 8, 285 },
-  { 6, 65536, 32, 286 },
-  { 6, 65536, 128, 282 },
-  { 6, 65536, 512, 287 },
-  { 6, 65536, 2048, 287 },
-  { 6, 65536, 8192, 287 },
-  { 6, 65536, 32768, 287 },
-  { 6, 131072, 1, 288 },
-  { 6, 131072, 8, 288 },
-  { 6, 131072, 32, 289 },
-  { 6, 131072, 128, 289 },
-  { 6, 131072, 512, 289 },
-  { 6, 131072, 2048, 289 },
-  { 6, 131072, 8192, 289 },
-  { 6, 131072, 32768, 289 },
-  { 7, 512, 1, 291 },
-  { 7, 512, 8, 292 },
-  { 7, 512, 32, 292 },
-  { 7, 512, 128, 292 },
-  { 7, 512, 512, 293 },
-  { 7, 512, 2048, 292 },
-  { 7, 512, 8192, 292 },
-  { 7, 512, 32768, 294 },
-  { 7, 768, 1, 295 },
-  { 7, 768, 8, 295 },
-  { 7, 768, 32, 295 },
-  { 7, 768, 128, 295 },
-  { 7, 768, 512, 293 },
-  { 7, 768, 2048, 296 },
-  { 7, 768, 8192, 296 },
-  { 7, 768, 32768, 296 },
-  { 7, 1024, 1, 295 },
-  { 7, 1024, 8, 295 },
-  { 7, 1024, 32, 295 },
-  { 7, 1024, 128, 295 },
-  { 7, 1024, 512, 295 },
-  { 7, 1024, 2048, 296 },
-  { 7, 1024, 8192, 296 },
-  { 7, 1024, 32768, 296 },
-  { 7, 1536, 1, 297 },
-  { 7, 1536, 8, 297 },
-  { 7, 1536, 32, 297 },
-  { 7, 1536, 128, 297 },
-  { 7, 1536, 512, 297 },
-  { 7, 1536, 2048, 297 },
-  { 7, 1536, 8192, 298 },
-  { 7, 1536, 32768, 298 },
-  { 7, 2048, 1, 299 },
-  { 7, 2048, 8, 299 },
-  { 7, 2048, 32, 299 },
-  { 7, 2048, 128, 299 },
-  { 7, 2048, 512, 299 },
-  { 7, 2048, 2048, 299 },
-  { 7, 2048, 8192, 300 },
-  { 7, 2048, 32768, 300 },
-  { 7, 2560, 1, 301 },
-  { 7, 2560, 8, 301 },
-  { 7, 2560, 32, 301 },
-  { 7, 2560, 128, 302 },
-  { 7, 2560, 512, 303 },
-  { 7, 2560, 2048, 302 },
-  { 7, 2560, 8192, 300 },
-  { 7, 2560, 32768, 300 },
-  { 7, 3072, 1, 302 },
-  { 7, 3072, 8, 302 },
-  { 7, 3072, 32, 302 },
-  { 7, 3072, 128, 304 },
-  { 7, 3072, 512, 303 },
-  { 7, 3072, 2048, 302 },
-  { 7, 3072, 8192, 303 },
-  { 7, 3072, 32768, 300 },
-  { 7, 4096, 1, 304 },
-  { 7, 4096, 8, 304 },
-  { 7, 4096, 32, 304 },
-  { 7, 4096, 128, 304 },
-  { 7, 4096, 512, 303 },
-  { 7, 4096, 2048, 304 },
-  { 7, 4096, 8192, 300 },
-  { 7, 4096, 32768, 305 },
-  { 7, 5120, 1, 306 },
-  { 7, 5120, 8, 306 },
-  { 7, 5120, 32, 307 },
-  { 7, 5120, 128, 307 },
-  { 7, 5120, 512, 306 },
-  { 7, 5120, 2048, 306 },
-  { 7, 5120, 8192, 300 },
-  { 7, 5120, 32768, 308 },
-  { 7, 6144, 1, 307 },
-  { 7, 6144, 8, 307 },
-  { 7, 6144, 32, 307 },
-  { 7, 6144, 128, 309 },
-  { 7, 6144, 512, 309 },
-  { 7, 6144, 2048, 309 },
-  { 7, 6144, 8192, 308 },
-  { 7, 6144, 32768, 308 },
-  { 7, 7168, 1, 310 },
-  { 7, 7168, 8, 311 },
-  { 7, 7168, 32, 311 },
-  { 7, 7168, 128, 311 },
-  { 7, 7168, 512, 310 },
-  { 7, 7168, 2048, 310 },
-  { 7, 7168, 8192, 308 },
-  { 7, 7168, 32768, 308 },
-  { 7, 8192, 1, 312 },
-  { 7, 8192, 8, 312 },
-  { 7, 8192, 32, 312 },
-  { 7, 8192, 128, 311 },
-  { 7, 8192, 512, 311 },
-  { 7, 8192, 2048, 308 },
-  { 7, 8192, 8192, 308 },
-  { 7, 8192, 32768, 308 },
-  { 7, 12288, 1, 313 },
-  { 7, 12288, 8, 313 },
-  { 7, 12288, 32, 313 },
-  { 7, 12288, 128, 313 },
-  { 7, 12288, 512, 313 },
-  { 7, 12288, 2048, 314 },
-  { 7, 12288, 8192, 308 },
-  { 7, 12288, 32768, 308 },
-  { 7, 16384, 1, 315 },
-  { 7, 16384, 8, 315 },
-  { 7, 16384, 32, 315 },
-  { 7, 16384, 128, 316 },
-  { 7, 16384, 512, 316 },
-  { 7, 16384, 2048, 317 },
-  { 7, 16384, 8192, 308 },
-  { 7, 16384, 32768, 308 },
-  { 7, 32768, 1, 318 },
-  { 7, 32768, 8, 318 },
-  { 7, 32768, 32, 318 },
-  { 7, 32768, 128, 319 },
-  { 7, 32768, 512, 320 },
-  { 7, 32768, 2048, 320 },
-  { 7, 32768, 8192, 319 },
-  { 7, 32768, 32768, 319 },
-  { 7, 65536, 1, 321 },
-  { 7, 65536, 8, 322 },
-  { 7, 65536, 32, 323 },
-  { 7, 65536, 128, 324 },
-  { 7, 65536, 512, 322 },
-  { 7, 65536, 2048, 324 },
-  { 7, 65536, 8192, 324 },
-  { 7, 65536, 32768, 324 },
-  { 7, 131072, 1, 325 },
-  { 7, 131072, 8, 325 },
-  { 7, 131072, 32, 326 },
-  { 7, 131072, 128, 326 },
-  { 7, 131072, 512, 326 },
-  { 7, 131072, 2048, 326 },
-  { 7, 131072, 8192, 326 },
-  { 7, 131072, 32768, 326 },
-  { 8, 512, 1, 328 },
-  { 8, 512, 8, 328 },
-  { 8, 512, 32, 328 },
-  { 8, 512, 128, 329 },
-  { 8, 512, 512, 330 },
-  { 8, 512, 2048, 331 },
-  { 8, 512, 8192, 329 },
-  { 8, 512, 32768, 331 },
-  { 8, 768, 1, 332 },
-  { 8, 768, 8, 332 },
-  { 8, 768, 32, 332 },
-  { 8, 768, 128, 332 },
-  { 8, 768, 512, 330 },
-  { 8, 768, 2048, 333 },
-  { 8, 768, 8192, 333 },
-  { 8, 768, 32768, 330 },
-  { 8, 1024, 1, 332 },
-  { 8, 1024, 8, 332 },
-  { 8, 1024, 32, 330 },
-  { 8, 1024, 128, 332 },
-  { 8, 1024, 512, 330 },
-  { 8, 1024, 2048, 333 },
-  { 8, 1024, 8192, 330 },
-  { 8, 1024, 32768, 330 },
-  { 8, 1536, 1, 334 },
-  { 8, 1536, 8, 334 },
-  { 8, 1536, 32, 335 },
-  { 8, 1536, 128, 334 },
-  { 8, 1536, 512, 334 },
-  { 8, 1536, 2048, 336 },
-  { 8, 1536, 8192, 336 },
-  { 8, 1536, 32768, 336 },
-  { 8, 2048, 1, 335 },
-  { 8, 2048, 8, 335 },
-  { 8, 2048, 32, 335 },
-  { 8, 2048, 128, 335 },
-  { 8, 2048, 512, 335 },
-  { 8, 2048, 2048, 335 },
-  { 8, 2048, 8192, 337 },
-  { 8, 2048, 32768, 337 },
-  { 8, 2560, 1, 338 },
-  { 8, 2560, 8, 339 },
-  { 8, 2560, 32, 338 },
-  { 8, 2560, 128, 338 },
-  { 8, 2560, 512, 338 },
-  { 8, 2560, 2048, 339 },
-  { 8, 2560, 8192, 340 },
-  { 8, 2560, 32768, 340 },
-  { 8, 3072, 1, 338 },
-  { 8, 3072, 8, 338 },
-  { 8, 3072, 32, 338 },
-  { 8, 3072, 128, 338 },
-  { 8, 3072, 512, 338 },
-  { 8, 3072, 2048, 340 },
-  { 8, 3072, 8192, 340 },
-  { 8, 3072, 32768, 337 },
-  { 8, 4096, 1, 338 },
-  { 8, 4096, 8, 338 },
-  { 8, 4096, 32, 338 },
-  { 8, 4096, 128, 338 },
-  { 8, 4096, 512, 338 },
-  { 8, 4096, 2048, 341 },
-  { 8, 4096, 8192, 341 },
-  { 8, 4096, 32768, 337 },
-  { 8, 5120, 1, 342 },
-  { 8, 5120, 8, 342 },
-  { 8, 5120, 32, 342 },
-  { 8, 5120, 128, 342 },
-  { 8, 5120, 512, 342 },
-  { 8, 5120, 2048, 343 },
-  { 8, 5120, 8192, 343 },
-  { 8, 5120, 32768, 344 },
-  { 8, 6144, 1, 342 },
-  { 8, 6144, 8, 342 },
-  { 8, 6144, 32, 342 },
-  { 8, 6144, 128, 342 },
-  { 8, 6144, 512, 342 },
-  { 8, 6144, 2048, 344 },
-  { 8, 6144, 8192, 344 },
-  { 8, 6144, 32768, 337 },
-  { 8, 7168, 1, 345 },
-  { 8, 7168, 8, 346 },
-  { 8, 7168, 32, 346 },
-  { 8, 7168, 128, 346 },
-  { 8, 7168, 512, 346 },
-  { 8, 7168, 2048, 347 },
-  { 8, 7168, 8192, 347 },
-  { 8, 7168, 32768, 347 },
-  { 8, 8192, 1, 348 },
-  { 8, 8192, 8, 348 },
-  { 8, 8192, 32, 348 },
-  { 8, 8192, 128, 349 },
-  { 8, 8192, 512, 349 },
-  { 8, 8192, 2048, 347 },
-  { 8, 8192, 8192, 347 },
-  { 8, 8192, 32768, 347 },
-  { 8, 12288, 1, 350 },
-  { 8, 12288, 8, 350 },
-  { 8, 12288, 32, 350 },
-  { 8, 12288, 128, 351 },
-  { 8, 12288, 512, 351 },
-  { 8, 12288, 2048, 347 },
-  { 8, 12288, 8192, 347 },
-  { 8, 12288, 32768, 347 },
-  { 8, 16384, 1, 352 },
-  { 8, 16384, 8, 352 },
-  { 8, 16384, 32, 352 },
-  { 8, 16384, 128, 353 },
-  { 8, 16384, 512, 347 },
-  { 8, 16384, 2048, 353 },
-  { 8, 16384, 8192, 353 },
-  { 8, 16384, 32768, 353 },
-  { 8, 32768, 1, 354 },
-  { 8, 32768, 8, 354 },
-  { 8, 32768, 32, 355 },
-  { 8, 32768, 128, 356 },
-  { 8, 32768, 512, 357 },
-  { 8, 32768, 2048, 357 },
-  { 8, 32768, 8192, 357 },
-  { 8, 32768, 32768, 357 },
-  { 8, 65536, 1, 358 },
-  { 8, 65536, 8, 358 },
-  { 8, 65536, 32, 359 },
-  { 8, 65536, 128, 358 },
-  { 8, 65536, 512, 358 },
-  { 8, 65536, 2048, 358 },
-  { 8, 65536, 8192, 359 },
-  { 8, 65536, 32768, 359 },
-  { 8, 131072, 1, 360 },
-  { 8, 131072, 8, 360 },
-  { 8, 131072, 32, 360 },
-  { 8, 131072, 128, 347 },
-  { 8, 131072, 512, 347 },
-  { 8, 131072, 2048, 347 },
-  { 8, 131072, 8192, 347 },
-  { 8, 131072, 32768, 347 },
+  { 0, 512, 32768, 2 },
+  { 0, 768, 1, 3 },
+  { 0, 768, 8, 3 },
+  { 0, 768, 32, 3 },
+  { 0, 768, 128, 4 },
+  { 0, 768, 512, 3 },
+  { 0, 768, 2048, 5 },
+  { 0, 768, 8192, 5 },
+  { 0, 768, 32768, 5 },
+  { 0, 1024, 1, 3 },
+  { 0, 1024, 8, 3 },
+  { 0, 1024, 32, 3 },
+  { 0, 1024, 128, 4 },
+  { 0, 1024, 512, 3 },
+  { 0, 1024, 2048, 6 },
+  { 0, 1024, 8192, 6 },
+  { 0, 1024, 32768, 7 },
+  { 0, 1536, 1, 8 },
+  { 0, 1536, 8, 8 },
+  { 0, 1536, 32, 8 },
+  { 0, 1536, 128, 8 },
+  { 0, 1536, 512, 8 },
+  { 0, 1536, 2048, 9 },
+  { 0, 1536, 8192, 9 },
+  { 0, 1536, 32768, 9 },
+  { 0, 2048, 1, 8 },
+  { 0, 2048, 8, 8 },
+  { 0, 2048, 32, 8 },
+  { 0, 2048, 128, 8 },
+  { 0, 2048, 512, 8 },
+  { 0, 2048, 2048, 10 },
+  { 0, 2048, 8192, 10 },
+  { 0, 2048, 32768, 10 },
+  { 0, 2560, 1, 11 },
+  { 0, 2560, 8, 11 },
+  { 0, 2560, 32, 11 },
+  { 0, 2560, 128, 11 },
+  { 0, 2560, 512, 12 },
+  { 0, 2560, 2048, 13 },
+  { 0, 2560, 8192, 14 },
+  { 0, 2560, 32768, 14 },
+  { 0, 3072, 1, 11 },
+  { 0, 3072, 8, 11 },
+  { 0, 3072, 32, 11 },
+  { 0, 3072, 128, 11 },
+  { 0, 3072, 512, 12 },
+  { 0, 3072, 2048, 13 },
+  { 0, 3072, 8192, 13 },
+  { 0, 3072, 32768, 13 },
+  { 0, 4096, 1, 11 },
+  { 0, 4096, 8, 11 },
+  { 0, 4096, 32, 11 },
+  { 0, 4096, 128, 11 },
+  { 0, 4096, 512, 12 },
+  { 0, 4096, 2048, 15 },
+  { 0, 4096, 8192, 15 },
+  { 0, 4096, 32768, 15 },
+  { 0, 5120, 1, 16 },
+  { 0, 5120, 8, 16 },
+  { 0, 5120, 32, 16 },
+  { 0, 5120, 128, 16 },
+  { 0, 5120, 512, 17 },
+  { 0, 5120, 2048, 18 },
+  { 0, 5120, 8192, 18 },
+  { 0, 5120, 32768, 18 },
+  { 0, 6144, 1, 16 },
+  { 0, 6144, 8, 16 },
+  { 0, 6144, 32, 16 },
+  { 0, 6144, 128, 16 },
+  { 0, 6144, 512, 17 },
+  { 0, 6144, 2048, 17 },
+  { 0, 6144, 8192, 19 },
+  { 0, 6144, 32768, 19 },
+  { 0, 7168, 1, 16 },
+  { 0, 7168, 8, 16 },
+  { 0, 7168, 32, 16 },
+  { 0, 7168, 128, 16 },
+  { 0, 7168, 512, 20 },
+  { 0, 7168, 2048, 20 },
+  { 0, 7168, 8192, 20 },
+  { 0, 7168, 32768, 21 },
+  { 0, 8192, 1, 22 },
+  { 0, 8192, 8, 22 },
+  { 0, 8192, 32, 16 },
+  { 0, 8192, 128, 16 },
+  { 0, 8192, 512, 20 },
+  { 0, 8192, 2048, 20 },
+  { 0, 8192, 8192, 20 },
+  { 0, 8192, 32768, 20 },
+  { 0, 12288, 1, 23 },
+  { 0, 12288, 8, 23 },
+  { 0, 12288, 32, 24 },
+  { 0, 12288, 128, 24 },
+  { 0, 12288, 512, 24 },
+  { 0, 12288, 2048, 25 },
+  { 0, 12288, 8192, 25 },
+  { 0, 12288, 32768, 25 },
+  { 0, 16384, 1, 26 },
+  { 0, 16384, 8, 26 },
+  { 0, 16384, 32, 26 },
+  { 0, 16384, 128, 27 },
+  { 0, 16384, 512, 27 },
+  { 0, 16384, 2048, 27 },
+  { 0, 16384, 8192, 27 },
+  { 0, 16384, 32768, 27 },
+  { 0, 32768, 1, 28 },
+  { 0, 32768, 8, 28 },
+  { 0, 32768, 32, 29 },
+  { 0, 32768, 128, 30 },
+  { 0, 32768, 512, 31 },
+  { 0, 32768, 2048, 31 },
+  { 0, 32768, 8192, 31 },
+  { 0, 32768, 32768, 31 },
+  { 0, 65536, 1, 32 },
+  { 0, 65536, 8, 32 },
+  { 0, 65536, 32, 33 },
+  { 0, 65536, 128, 34 },
+  { 0, 65536, 512, 34 },
+  { 0, 65536, 2048, 35 },
+  { 0, 65536, 8192, 35 },
+  { 0, 65536, 32768, 35 },
+  { 0, 131072, 1, 36 },
+  { 0, 131072, 8, 36 },
+  { 0, 131072, 32, 37 },
+  { 0, 131072, 128, 34 },
+  { 0, 131072, 512, 34 },
+  { 0, 131072, 2048, 34 },
+  { 0, 131072, 8192, 34 },
+  { 0, 131072, 32768, 34 },
+  { 1, 512, 1, 39 },
+  { 1, 512, 8, 40 },
+  { 1, 512, 32, 40 },
+  { 1, 512, 128, 40 },
+  { 1, 512, 512, 39 },
+  { 1, 512, 2048, 39 },
+  { 1, 512, 8192, 41 },
+  { 1, 512, 32768, 41 },
+  { 1, 768, 1, 42 },
+  { 1, 768, 8, 42 },
+  { 1, 768, 32, 42 },
+  { 1, 768, 128, 42 },
+  { 1, 768, 512, 42 },
+  { 1, 768, 2048, 43 },
+  { 1, 768, 8192, 43 },
+  { 1, 768, 32768, 43 },
+  { 1, 1024, 1, 42 },
+  { 1, 1024, 8, 42 },
+  { 1, 1024, 32, 42 },
+  { 1, 1024, 128, 42 },
+  { 1, 1024, 512, 42 },
+  { 1, 1024, 2048, 44 },
+  { 1, 1024, 8192, 44 },
+  { 1, 1024, 32768, 45 },
+  { 1, 1536, 1, 46 },
+  { 1, 1536, 8, 46 },
+  { 1, 1536, 32, 46 },
+  { 1, 1536, 128, 47 },
+  { 1, 1536, 512, 46 },
+  { 1, 1536, 2048, 48 },
+  { 1, 1536, 8192, 48 },
+  { 1, 1536, 32768, 48 },
+  { 1, 2048, 1, 46 },
+  { 1, 2048, 8, 46 },
+  { 1, 2048, 32, 46 },
+  { 1, 2048, 128, 46 },
+  { 1, 2048, 512, 46 },
+  { 1, 2048, 2048, 49 },
+  { 1, 2048, 8192, 50 },
+  { 1, 2048, 32768, 50 },
+  { 1, 2560, 1, 51 },
+  { 1, 2560, 8, 51 },
+  { 1, 2560, 32, 51 },
+  { 1, 2560, 128, 51 },
+  { 1, 2560, 512, 52 },
+  { 1, 2560, 2048, 53 },
+  { 1, 2560, 8192, 54 },
+  { 1, 2560, 32768, 54 },
+  { 1, 3072, 1, 51 },
+  { 1, 3072, 8, 51 },
+  { 1, 3072, 32, 51 },
+  { 1, 3072, 128, 51 },
+  { 1, 3072, 512, 52 },
+  { 1, 3072, 2048, 53 },
+  { 1, 3072, 8192, 53 },
+  { 1, 3072, 32768, 53 },
+  { 1, 4096, 1, 51 },
+  { 1, 4096, 8, 51 },
+  { 1, 4096, 32, 51 },
+  { 1, 4096, 128, 51 },
+  { 1, 4096, 512, 52 },
+  { 1, 4096, 2048, 55 },
+  { 1, 4096, 8192, 55 },
+  { 1, 4096, 32768, 55 },
+  { 1, 5120, 1, 56 },
+  { 1, 5120, 8, 56 },
+  { 1, 5120, 32, 56 },
+  { 1, 5120, 128, 56 },
+  { 1, 5120, 512, 57 },
+  { 1, 5120, 2048, 58 },
+  { 1, 5120, 8192, 58 },
+  { 1, 5120, 32768, 58 },
+  { 1, 6144, 1, 56 },
+  { 1, 6144, 8, 56 },
+  { 1, 6144, 32, 56 },
+  { 1, 6144, 128, 56 },
+  { 1, 6144, 512, 57 },
+  { 1, 6144, 2048, 57 },
+  { 1, 6144, 8192, 59 },
+  { 1, 6144, 32768, 59 },
+  { 1, 7168, 1, 56 },
+  { 1, 7168, 8, 56 },
+  { 1, 7168, 32, 56 },
+  { 1, 7168, 128, 56 },
+  { 1, 7168, 512, 60 },
+  { 1, 7168, 2048, 60 },
+  { 1, 7168, 8192, 60 },
+  { 1, 7168, 32768, 61 },
+  { 1, 8192, 1, 62 },
+  { 1, 8192, 8, 62 },
+  { 1, 8192, 32, 56 },
+  { 1, 8192, 128, 56 },
+  { 1, 8192, 512, 60 },
+  { 1, 8192, 2048, 60 },
+  { 1, 8192, 8192, 60 },
+  { 1, 8192, 32768, 60 },
+  { 1, 12288, 1, 63 },
+  { 1, 12288, 8, 63 },
+  { 1, 12288, 32, 64 },
+  { 1, 12288, 128, 64 },
+  { 1, 12288, 512, 64 },
+  { 1, 12288, 2048, 65 },
+  { 1, 12288, 8192, 65 },
+  { 1, 12288, 32768, 65 },
+  { 1, 16384, 1, 66 },
+  { 1, 16384, 8, 66 },
+  { 1, 16384, 32, 66 },
+  { 1, 16384, 128, 67 },
+  { 1, 16384, 512, 67 },
+  { 1, 16384, 2048, 67 },
+  { 1, 16384, 8192, 67 },
+  { 1, 16384, 32768, 67 },
+  { 1, 32768, 1, 68 },
+  { 1, 32768, 8, 68 },
+  { 1, 32768, 32, 69 },
+  { 1, 32768, 128, 70 },
+  { 1, 32768, 512, 70 },
+  { 1, 32768, 2048, 70 },
+  { 1, 32768, 8192, 70 },
+  { 1, 32768, 32768, 70 },
+  { 1, 65536, 1, 71 },
+  { 1, 65536, 8, 71 },
+  { 1, 65536, 32, 72 },
+  { 1, 65536, 128, 73 },
+  { 1, 65536, 512, 73 },
+  { 1, 65536, 2048, 74 },
+  { 1, 65536, 8192, 74 },
+  { 1, 65536, 32768, 74 },
+  { 1, 131072, 1, 75 },
+  { 1, 131072, 8, 75 },
+  { 1, 131072, 32, 76 },
+  { 1, 131072, 128, 73 },
+  { 1, 131072, 512, 73 },
+  { 1, 131072, 2048, 73 },
+  { 1, 131072, 8192, 73 },
+  { 1, 131072, 32768, 73 },
+  { 2, 512, 1, 78 },
+  { 2, 512, 8, 78 },
+  { 2, 512, 32, 78 },
+  { 2, 512, 128, 79 },
+  { 2, 512, 512, 80 },
+  { 2, 512, 2048, 80 },
+  { 2, 512, 8192, 79 },
+  { 2, 512, 32768, 79 },
+  { 2, 768, 1, 81 },
+  { 2, 768, 8, 81 },
+  { 2, 768, 32, 81 },
+  { 2, 768, 128, 81 },
+  { 2, 768, 512, 81 },
+  { 2, 768, 2048, 82 },
+  { 2, 768, 8192, 82 },
+  { 2, 768, 32768, 82 },
+  { 2, 1024, 1, 81 },
+  { 2, 1024, 8, 81 },
+  { 2, 1024, 32, 81 },
+  { 2, 1024, 128, 81 },
+  { 2, 1024, 512, 81 },
+  { 2, 1024, 2048, 82 },
+  { 2, 1024, 8192, 81 },
+  { 2, 1024, 32768, 82 },
+  { 2, 1536, 1, 83 },
+  { 2, 1536, 8, 83 },
+  { 2, 1536, 32, 83 },
+  { 2, 1536, 128, 83 },
+  { 2, 1536, 512, 83 },
+  { 2, 1536, 2048, 84 },
+  { 2, 1536, 8192, 85 },
+  { 2, 1536, 32768, 85 },
+  { 2, 2048, 1, 83 },
+  { 2, 2048, 8, 83 },
+  { 2, 2048, 32, 83 },
+  { 2, 2048, 128, 83 },
+  { 2, 2048, 512, 83 },
+  { 2, 2048, 2048, 83 },
+  { 2, 2048, 8192, 85 },
+  { 2, 2048, 32768, 85 },
+  { 2, 2560, 1, 86 },
+  { 2, 2560, 8, 86 },
+  { 2, 2560, 32, 86 },
+  { 2, 2560, 128, 86 },
+  { 2, 2560, 512, 87 },
+  { 2, 2560, 2048, 87 },
+  { 2, 2560, 8192, 88 },
+  { 2, 2560, 32768, 88 },
+  { 2, 3072, 1, 86 },
+  { 2, 3072, 8, 86 },
+  { 2, 3072, 32, 86 },
+  { 2, 3072, 128, 86 },
+  { 2, 3072, 512, 86 },
+  { 2, 3072, 2048, 86 },
+  { 2, 3072, 8192, 89 },
+  { 2, 3072, 32768, 89 },
+  { 2, 4096, 1, 90 },
+  { 2, 4096, 8, 90 },
+  { 2, 4096, 32, 90 },
+  { 2, 4096, 128, 90 },
+  { 2, 4096, 512, 90 },
+  { 2, 4096, 2048, 90 },
+  { 2, 4096, 8192, 89 },
+  { 2, 4096, 32768, 91 },
+  { 2, 5120, 1, 92 },
+  { 2, 5120, 8, 93 },
+  { 2, 5120, 32, 93 },
+  { 2, 5120, 128, 93 },
+  { 2, 5120, 512, 92 },
+  { 2, 5120, 2048, 92 },
+  { 2, 5120, 8192, 94 },
+  { 2, 5120, 32768, 94 },
+  { 2, 6144, 1, 93 },
+  { 2, 6144, 8, 93 },
+  { 2, 6144, 32, 93 },
+  { 2, 6144, 128, 93 },
+  { 2, 6144, 512, 93 },
+  { 2, 6144, 2048, 94 },
+  { 2, 6144, 8192, 94 },
+  { 2, 6144, 32768, 94 },
+  { 2, 7168, 1, 95 },
+  { 2, 7168, 8, 95 },
+  { 2, 7168, 32, 95 },
+  { 2, 7168, 128, 95 },
+  { 2, 7168, 512, 95 },
+  { 2, 7168, 2048, 95 },
+  { 2, 7168, 8192, 96 },
+  { 2, 7168, 32768, 91 },
+  { 2, 8192, 1, 97 },
+  { 2, 8192, 8, 97 },
+  { 2, 8192, 32, 97 },
+  { 2, 8192, 128, 95 },
+  { 2, 8192, 512, 95 },
+  { 2, 8192, 2048, 95 },
+  { 2, 8192, 8192, 91 },
+  { 2, 8192, 32768, 91 },
+  { 2, 12288, 1, 98 },
+  { 2, 12288, 8, 98 },
+  { 2, 12288, 32, 98 },
+  { 2, 12288, 128, 99 },
+  { 2, 12288, 512, 99 },
+  { 2, 12288, 2048, 99 },
+  { 2, 12288, 8192, 99 },
+  { 2, 12288, 32768, 99 },
+  { 2, 16384, 1, 100 },
+  { 2, 16384, 8, 100 },
+  { 2, 16384, 32, 100 },
+  { 2, 16384, 128, 101 },
+  { 2, 16384, 512, 102 },
+  { 2, 16384, 2048, 102 },
+  { 2, 16384, 8192, 102 },
+  { 2, 16384, 32768, 102 },
+  { 2, 32768, 1, 103 },
+  { 2, 32768, 8, 103 },
+  { 2, 32768, 32, 104 },
+  { 2, 32768, 128, 105 },
+  { 2, 32768, 512, 106 },
+  { 2, 32768, 2048, 106 },
+  { 2, 32768, 8192, 107 },
+  { 2, 32768, 32768, 107 },
+  { 2, 65536, 1, 108 },
+  { 2, 65536, 8, 108 },
+  { 2, 65536, 32, 109 },
+  { 2, 65536, 128, 105 },
+  { 2, 65536, 512, 109 },
+  { 2, 65536, 2048, 110 },
+  { 2, 65536, 8192, 110 },
+  { 2, 65536, 32768, 110 },
+  { 2, 131072, 1, 111 },
+  { 2, 131072, 8, 111 },
+  { 2, 131072, 32, 112 },
+  { 2, 131072, 128, 105 },
+  { 2, 131072, 512, 112 },
+  { 2, 131072, 2048, 113 },
+  { 2, 131072, 8192, 113 },
+  { 2, 131072, 32768, 113 },
+  { 3, 512, 1, 115 },
+  { 3, 512, 8, 116 },
+  { 3, 512, 32, 116 },
+  { 3, 512, 128, 116 },
+  { 3, 512, 512, 116 },
+  { 3, 512, 2048, 116 },
+  { 3, 512, 8192, 117 },
+  { 3, 512, 32768, 118 },
+  { 3, 768, 1, 119 },
+  { 3, 768, 8, 115 },
+  { 3, 768, 32, 119 },
+  { 3, 768, 128, 120 },
+  { 3, 768, 512, 119 },
+  { 3, 768, 2048, 119 },
+  { 3, 768, 8192, 121 },
+  { 3, 768, 32768, 121 },
+  { 3, 1024, 1, 115 },
+  { 3, 1024, 8, 115 },
+  { 3, 1024, 32, 119 },
+  { 3, 1024, 128, 115 },
+  { 3, 1024, 512, 119 },
+  { 3, 1024, 2048, 119 },
+  { 3, 1024, 8192, 121 },
+  { 3, 1024, 32768, 121 },
+  { 3, 1536, 1, 115 },
+  { 3, 1536, 8, 115 },
+  { 3, 1536, 32, 115 },
+  { 3, 1536, 128, 115 },
+  { 3, 1536, 512, 115 },
+  { 3, 1536, 2048, 122 },
+  { 3, 1536, 8192, 123 },
+  { 3, 1536, 32768, 123 },
+  { 3, 2048, 1, 115 },
+  { 3, 2048, 8, 115 },
+  { 3, 2048, 32, 115 },
+  { 3, 2048, 128, 115 },
+  { 3, 2048, 512, 115 },
+  { 3, 2048, 2048, 124 },
+  { 3, 2048, 8192, 124 },
+  { 3, 2048, 32768, 124 },
+  { 3, 2560, 1, 125 },
+  { 3, 2560, 8, 125 },
+  { 3, 2560, 32, 125 },
+  { 3, 2560, 128, 125 },
+  { 3, 2560, 512, 126 },
+  { 3, 2560, 2048, 127 },
+  { 3, 2560, 8192, 128 },
+  { 3, 2560, 32768, 128 },
+  { 3, 3072, 1, 125 },
+  { 3, 3072, 8, 125 },
+  { 3, 3072, 32, 125 },
+  { 3, 3072, 128, 125 },
+  { 3, 3072, 512, 126 },
+  { 3, 3072, 2048, 128 },
+  { 3, 3072, 8192, 128 },
+  { 3, 3072, 32768, 128 },
+  { 3, 4096, 1, 125 },
+  { 3, 4096, 8, 125 },
+  { 3, 4096, 32, 125 },
+  { 3, 4096, 128, 125 },
+  { 3, 4096, 512, 126 },
+  { 3, 4096, 2048, 126 },
+  { 3, 4096, 8192, 126 },
+  { 3, 4096, 32768, 126 },
+  { 3, 5120, 1, 129 },
+  { 3, 5120, 8, 129 },
+  { 3, 5120, 32, 129 },
+  { 3, 5120, 128, 129 },
+  { 3, 5120, 512, 130 },
+  { 3, 5120, 2048, 130 },
+  { 3, 5120, 8192, 130 },
+  { 3, 5120, 32768, 130 },
+  { 3, 6144, 1, 129 },
+  { 3, 6144, 8, 129 },
+  { 3, 6144, 32, 129 },
+  { 3, 6144, 128, 129 },
+  { 3, 6144, 512, 130 },
+  { 3, 6144, 2048, 130 },
+  { 3, 6144, 8192, 130 },
+  { 3, 6144, 32768, 130 },
+  { 3, 7168, 1, 129 },
+  { 3, 7168, 8, 129 },
+  { 3, 7168, 32, 129 },
+  { 3, 7168, 128, 129 },
+  { 3, 7168, 512, 131 },
+  { 3, 7168, 2048, 131 },
+  { 3, 7168, 8192, 131 },
+  { 3, 7168, 32768, 131 },
+  { 3, 8192, 1, 132 },
+  { 3, 8192, 8, 132 },
+  { 3, 8192, 32, 132 },
+  { 3, 8192, 128, 129 },
+  { 3, 8192, 512, 131 },
+  { 3, 8192, 2048, 131 },
+  { 3, 8192, 8192, 133 },
+  { 3, 8192, 32768, 131 },
+  { 3, 12288, 1, 134 },
+  { 3, 12288, 8, 134 },
+  { 3, 12288, 32, 134 },
+  { 3, 12288, 128, 135 },
+  { 3, 12288, 512, 135 },
+  { 3, 12288, 2048, 136 },
+  { 3, 12288, 8192, 136 },
+  { 3, 12288, 32768, 136 },
+  { 3, 16384, 1, 137 },
+  { 3, 16384, 8, 137 },
+  { 3, 16384, 32, 137 },
+  { 3, 16384, 128, 138 },
+  { 3, 16384, 512, 133 },
+  { 3, 16384, 2048, 138 },
+  { 3, 16384, 8192, 138 },
+  { 3, 16384, 32768, 138 },
+  { 3, 32768, 1, 139 },
+  { 3, 32768, 8, 139 },
+  { 3, 32768, 32, 139 },
+  { 3, 32768, 128, 140 },
+  { 3, 32768, 512, 141 },
+  { 3, 32768, 2048, 141 },
+  { 3, 32768, 8192, 141 },
+  { 3, 32768, 32768, 141 },
+  { 3, 65536, 1, 142 },
+  { 3, 65536, 8, 142 },
+  { 3, 65536, 32, 142 },
+  { 3, 65536, 128, 143 },
+  { 3, 65536, 512, 144 },
+  { 3, 65536, 2048, 145 },
+  { 3, 65536, 8192, 143 },
+  { 3, 65536, 32768, 143 },
+  { 3, 131072, 1, 146 },
+  { 3, 131072, 8, 146 },
+  { 3, 131072, 32, 147 },
+  { 3, 131072, 128, 147 },
+  { 3, 131072, 512, 148 },
+  { 3, 131072, 2048, 148 },
+  { 3, 131072, 8192, 148 },
+  { 3, 131072, 32768, 148 },
+  { 4, 512, 1, 150 },
+  { 4, 512, 8, 151 },
+  { 4, 512, 32, 151 },
+  { 4, 512, 128, 151 },
+  { 4, 512, 512, 151 },
+  { 4, 512, 2048, 152 },
+  { 4, 512, 8192, 153 },
+  { 4, 512, 32768, 153 },
+  { 4, 768, 1, 154 },
+  { 4, 768, 8, 154 },
+  { 4, 768, 32, 154 },
+  { 4, 768, 128, 154 },
+  { 4, 768, 512, 155 },
+  { 4, 768, 2048, 155 },
+  { 4, 768, 8192, 156 },
+  { 4, 768, 32768, 156 },
+  { 4, 1024, 1, 154 },
+  { 4, 1024, 8, 154 },
+  { 4, 1024, 32, 154 },
+  { 4, 1024, 128, 157 },
+  { 4, 1024, 512, 155 },
+  { 4, 1024, 2048, 155 },
+  { 4, 1024, 8192, 155 },
+  { 4, 1024, 32768, 155 },
+  { 4, 1536, 1, 150 },
+  { 4, 1536, 8, 150 },
+  { 4, 1536, 32, 158 },
+  { 4, 1536, 128, 158 },
+  { 4, 1536, 512, 150 },
+  { 4, 1536, 2048, 150 },
+  { 4, 1536, 8192, 159 },
+  { 4, 1536, 32768, 159 },
+  { 4, 2048, 1, 150 },
+  { 4, 2048, 8, 150 },
+  { 4, 2048, 32, 150 },
+  { 4, 2048, 128, 158 },
+  { 4, 2048, 512, 150 },
+  { 4, 2048, 2048, 150 },
+  { 4, 2048, 8192, 150 },
+  { 4, 2048, 32768, 150 },
+  { 4, 2560, 1, 160 },
+  { 4, 2560, 8, 160 },
+  { 4, 2560, 32, 161 },
+  { 4, 2560, 128, 161 },
+  { 4, 2560, 512, 162 },
+  { 4, 2560, 2048, 161 },
+  { 4, 2560, 8192, 163 },
+  { 4, 2560, 32768, 163 },
+  { 4, 3072, 1, 160 },
+  { 4, 3072, 8, 160 },
+  { 4, 3072, 32, 160 },
+  { 4, 3072, 128, 160 },
+  { 4, 3072, 512, 162 },
+  { 4, 3072, 2048, 161 },
+  { 4, 3072, 8192, 163 },
+  { 4, 3072, 32768, 163 },
+  { 4, 4096, 1, 160 },
+  { 4, 4096, 8, 160 },
+  { 4, 4096, 32, 160 },
+  { 4, 4096, 128, 160 },
+  { 4, 4096, 512, 162 },
+  { 4, 4096, 2048, 162 },
+  { 4, 4096, 8192, 162 },
+  { 4, 4096, 32768, 162 },
+  { 4, 5120, 1, 164 },
+  { 4, 5120, 8, 164 },
+  { 4, 5120, 32, 164 },
+  { 4, 5120, 128, 164 },
+  { 4, 5120, 512, 165 },
+  { 4, 5120, 2048, 166 },
+  { 4, 5120, 8192, 165 },
+  { 4, 5120, 32768, 165 },
+  { 4, 6144, 1, 167 },
+  { 4, 6144, 8, 167 },
+  { 4, 6144, 32, 164 },
+  { 4, 6144, 128, 164 },
+  { 4, 6144, 512, 168 },
+  { 4, 6144, 2048, 166 },
+  { 4, 6144, 8192, 169 },
+  { 4, 6144, 32768, 169 },
+  { 4, 7168, 1, 167 },
+  { 4, 7168, 8, 167 },
+  { 4, 7168, 32, 164 },
+  { 4, 7168, 128, 164 },
+  { 4, 7168, 512, 170 },
+  { 4, 7168, 2048, 166 },
+  { 4, 7168, 8192, 166 },
+  { 4, 7168, 32768, 166 },
+  { 4, 8192, 1, 171 },
+  { 4, 8192, 8, 171 },
+  { 4, 8192, 32, 171 },
+  { 4, 8192, 128, 164 },
+  { 4, 8192, 512, 170 },
+  { 4, 8192, 2048, 166 },
+  { 4, 8192, 8192, 172 },
+  { 4, 8192, 32768, 166 },
+  { 4, 12288, 1, 173 },
+  { 4, 12288, 8, 173 },
+  { 4, 12288, 32, 173 },
+  { 4, 12288, 128, 174 },
+  { 4, 12288, 512, 175 },
+  { 4, 12288, 2048, 175 },
+  { 4, 12288, 8192, 175 },
+  { 4, 12288, 32768, 175 },
+  { 4, 16384, 1, 176 },
+  { 4, 16384, 8, 177 },
+  { 4, 16384, 32, 176 },
+  { 4, 16384, 128, 174 },
+  { 4, 16384, 512, 178 },
+  { 4, 16384, 2048, 178 },
+  { 4, 16384, 8192, 178 },
+  { 4, 16384, 32768, 178 },
+  { 4, 32768, 1, 179 },
+  { 4, 32768, 8, 179 },
+  { 4, 32768, 32, 179 },
+  { 4, 32768, 128, 180 },
+  { 4, 32768, 512, 181 },
+  { 4, 32768, 2048, 182 },
+  { 4, 32768, 8192, 182 },
+  { 4, 32768, 32768, 180 },
+  { 4, 65536, 1, 183 },
+  { 4, 65536, 8, 183 },
+  { 4, 65536, 32, 184 },
+  { 4, 65536, 128, 180 },
+  { 4, 65536, 512, 185 },
+  { 4, 65536, 2048, 185 },
+  { 4, 65536, 8192, 185 },
+  { 4, 65536, 32768, 185 },
+  { 4, 131072, 1, 186 },
+  { 4, 131072, 8, 186 },
+  { 4, 131072, 32, 187 },
+  { 4, 131072, 128, 187 },
+  { 4, 131072, 512, 187 },
+  { 4, 131072, 2048, 187 },
+  { 4, 131072, 8192, 187 },
+  { 4, 131072, 32768, 187 },
+  { 5, 512, 1, 189 },
+  { 5, 512, 8, 190 },
+  { 5, 512, 32, 190 },
+  { 5, 512, 128, 190 },
+  { 5, 512, 512, 191 },
+  { 5, 512, 2048, 192 },
+  { 5, 512, 8192, 193 },
+  { 5, 512, 32768, 192 },
+  { 5, 768, 1, 189 },
+  { 5, 768, 8, 194 },
+  { 5, 768, 32, 195 },
+  { 5, 768, 128, 194 },
+  { 5, 768, 512, 195 },
+  { 5, 768, 2048, 195 },
+  { 5, 768, 8192, 196 },
+  { 5, 768, 32768, 197 },
+  { 5, 1024, 1, 195 },
+  { 5, 1024, 8, 189 },
+  { 5, 1024, 32, 194 },
+  { 5, 1024, 128, 194 },
+  { 5, 1024, 512, 195 },
+  { 5, 1024, 2048, 195 },
+  { 5, 1024, 8192, 195 },
+  { 5, 1024, 32768, 196 },
+  { 5, 1536, 1, 189 },
+  { 5, 1536, 8, 189 },
+  { 5, 1536, 32, 189 },
+  { 5, 1536, 128, 189 },
+  { 5, 1536, 512, 189 },
+  { 5, 1536, 2048, 198 },
+  { 5, 1536, 8192, 198 },
+  { 5, 1536, 32768, 198 },
+  { 5, 2048, 1, 189 },
+  { 5, 2048, 8, 189 },
+  { 5, 2048, 32, 189 },
+  { 5, 2048, 128, 189 },
+  { 5, 2048, 512, 189 },
+  { 5, 2048, 2048, 199 },
+  { 5, 2048, 8192, 199 },
+  { 5, 2048, 32768, 199 },
+  { 5, 2560, 1, 200 },
+  { 5, 2560, 8, 200 },
+  { 5, 2560, 32, 200 },
+  { 5, 2560, 128, 200 },
+  { 5, 2560, 512, 201 },
+  { 5, 2560, 2048, 202 },
+  { 5, 2560, 8192, 203 },
+  { 5, 2560, 32768, 203 },
+  { 5, 3072, 1, 200 },
+  { 5, 3072, 8, 200 },
+  { 5, 3072, 32, 200 },
+  { 5, 3072, 128, 200 },
+  { 5, 3072, 512, 201 },
+  { 5, 3072, 2048, 203 },
+  { 5, 3072, 8192, 203 },
+  { 5, 3072, 32768, 203 },
+  { 5, 4096, 1, 200 },
+  { 5, 4096, 8, 200 },
+  { 5, 4096, 32, 200 },
+  { 5, 4096, 128, 200 },
+  { 5, 4096, 512, 201 },
+  { 5, 4096, 2048, 201 },
+  { 5, 4096, 8192, 201 },
+  { 5, 4096, 32768, 201 },
+  { 5, 5120, 1, 204 },
+  { 5, 5120, 8, 204 },
+  { 5, 5120, 32, 204 },
+  { 5, 5120, 128, 204 },
+  { 5, 5120, 512, 205 },
+  { 5, 5120, 2048, 205 },
+  { 5, 5120, 8192, 205 },
+  { 5, 5120, 32768, 205 },
+  { 5, 6144, 1, 204 },
+  { 5, 6144, 8, 204 },
+  { 5, 6144, 32, 204 },
+  { 5, 6144, 128, 204 },
+  { 5, 6144, 512, 205 },
+  { 5, 6144, 2048, 205 },
+  { 5, 6144, 8192, 205 },
+  { 5, 6144, 32768, 205 },
+  { 5, 7168, 1, 204 },
+  { 5, 7168, 8, 204 },
+  { 5, 7168, 32, 204 },
+  { 5, 7168, 128, 204 },
+  { 5, 7168, 512, 206 },
+  { 5, 7168, 2048, 206 },
+  { 5, 7168, 8192, 206 },
+  { 5, 7168, 32768, 206 },
+  { 5, 8192, 1, 207 },
+  { 5, 8192, 8, 207 },
+  { 5, 8192, 32, 207 },
+  { 5, 8192, 128, 204 },
+  { 5, 8192, 512, 206 },
+  { 5, 8192, 2048, 206 },
+  { 5, 8192, 8192, 208 },
+  { 5, 8192, 32768, 208 },
+  { 5, 12288, 1, 209 },
+  { 5, 12288, 8, 209 },
+  { 5, 12288, 32, 209 },
+  { 5, 12288, 128, 210 },
+  { 5, 12288, 512, 208 },
+  { 5, 12288, 2048, 210 },
+  { 5, 12288, 8192, 208 },
+  { 5, 12288, 32768, 208 },
+  { 5, 16384, 1, 211 },
+  { 5, 16384, 8, 211 },
+  { 5, 16384, 32, 211 },
+  { 5, 16384, 128, 212 },
+  { 5, 16384, 512, 213 },
+  { 5, 16384, 2048, 213 },
+  { 5, 16384, 8192, 213 },
+  { 5, 16384, 32768, 213 },
+  { 5, 32768, 1, 214 },
+  { 5, 32768, 8, 214 },
+  { 5, 32768, 32, 215 },
+  { 5, 32768, 128, 216 },
+  { 5, 32768, 512, 217 },
+  { 5, 32768, 2048, 217 },
+  { 5, 32768, 8192, 217 },
+  { 5, 32768, 32768, 217 },
+  { 5, 65536, 1, 218 },
+  { 5, 65536, 8, 218 },
+  { 5, 65536, 32, 218 },
+  { 5, 65536, 128, 219 },
+  { 5, 65536, 512, 220 },
+  { 5, 65536, 2048, 221 },
+  { 5, 65536, 8192, 219 },
+  { 5, 65536, 32768, 221 },
+  { 5, 131072, 1, 222 },
+  { 5, 131072, 8, 222 },
+  { 5, 131072, 32, 223 },
+  { 5, 131072, 128, 223 },
+  { 5, 131072, 512, 224 },
+  { 5, 131072, 2048, 224 },
+  { 5, 131072, 8192, 224 },
+  { 5, 131072, 32768, 224 },
+  { 6, 512, 1, 226 },
+  { 6, 512, 8, 227 },
+  { 6, 512, 32, 227 },
+  { 6, 512, 128, 227 },
+  { 6, 512, 512, 227 },
+  { 6, 512, 2048, 228 },
+  { 6, 512, 8192, 229 },
+  { 6, 512, 32768, 229 },
+  { 6, 768, 1, 230 },
+  { 6, 768, 8, 230 },
+  { 6, 768, 32, 230 },
+  { 6, 768, 128, 230 },
+  { 6, 768, 512, 231 },
+  { 6, 768, 2048, 231 },
+  { 6, 768, 8192, 232 },
+  { 6, 768, 32768, 232 },
+  { 6, 1024, 1, 230 },
+  { 6, 1024, 8, 230 },
+  { 6, 1024, 32, 230 },
+  { 6, 1024, 128, 230 },
+  { 6, 1024, 512, 231 },
+  { 6, 1024, 2048, 231 },
+  { 6, 1024, 8192, 231 },
+  { 6, 1024, 32768, 231 },
+  { 6, 1536, 1, 233 },
+  { 6, 1536, 8, 226 },
+  { 6, 1536, 32, 233 },
+  { 6, 1536, 128, 233 },
+  { 6, 1536, 512, 226 },
+  { 6, 1536, 2048, 226 },
+  { 6, 1536, 8192, 234 },
+  { 6, 1536, 32768, 234 },
+  { 6, 2048, 1, 226 },
+  { 6, 2048, 8, 226 },
+  { 6, 2048, 32, 226 },
+  { 6, 2048, 128, 233 },
+  { 6, 2048, 512, 226 },
+  { 6, 2048, 2048, 226 },
+  { 6, 2048, 8192, 226 },
+  { 6, 2048, 32768, 226 },
+  { 6, 2560, 1, 235 },
+  { 6, 2560, 8, 235 },
+  { 6, 2560, 32, 236 },
+  { 6, 2560, 128, 236 },
+  { 6, 2560, 512, 237 },
+  { 6, 2560, 2048, 238 },
+  { 6, 2560, 8192, 239 },
+  { 6, 2560, 32768, 239 },
+  { 6, 3072, 1, 235 },
+  { 6, 3072, 8, 235 },
+  { 6, 3072, 32, 235 },
+  { 6, 3072, 128, 235 },
+  { 6, 3072, 512, 237 },
+  { 6, 3072, 2048, 236 },
+  { 6, 3072, 8192, 239 },
+  { 6, 3072, 32768, 239 },
+  { 6, 4096, 1, 235 },
+  { 6, 4096, 8, 235 },
+  { 6, 4096, 32, 235 },
+  { 6, 4096, 128, 235 },
+  { 6, 4096, 512, 237 },
+  { 6, 4096, 2048, 237 },
+  { 6, 4096, 8192, 237 },
+  { 6, 4096, 32768, 237 },
+  { 6, 5120, 1, 240 },
+  { 6, 5120, 8, 240 },
+  { 6, 5120, 32, 240 },
+  { 6, 5120, 128, 240 },
+  { 6, 5120, 512, 241 },
+  { 6, 5120, 2048, 242 },
+  { 6, 5120, 8192, 241 },
+  { 6, 5120, 32768, 241 },
+  { 6, 6144, 1, 243 },
+  { 6, 6144, 8, 243 },
+  { 6, 6144, 32, 240 },
+  { 6, 6144, 128, 240 },
+  { 6, 6144, 512, 244 },
+  { 6, 6144, 2048, 242 },
+  { 6, 6144, 8192, 245 },
+  { 6, 6144, 32768, 245 },
+  { 6, 7168, 1, 243 },
+  { 6, 7168, 8, 243 },
+  { 6, 7168, 32, 240 },
+  { 6, 7168, 128, 240 },
+  { 6, 7168, 512, 246 },
+  { 6, 7168, 2048, 242 },
+  { 6, 7168, 8192, 242 },
+  { 6, 7168, 32768, 242 },
+  { 6, 8192, 1, 247 },
+  { 6, 8192, 8, 247 },
+  { 6, 8192, 32, 247 },
+  { 6, 8192, 128, 240 },
+  { 6, 8192, 512, 246 },
+  { 6, 8192, 2048, 242 },
+  { 6, 8192, 8192, 242 },
+  { 6, 8192, 32768, 242 },
+  { 6, 12288, 1, 248 },
+  { 6, 12288, 8, 248 },
+  { 6, 12288, 32, 248 },
+  { 6, 12288, 128, 249 },
+  { 6, 12288, 512, 250 },
+  { 6, 12288, 2048, 250 },
+  { 6, 12288, 8192, 250 },
+  { 6, 12288, 32768, 250 },
+  { 6, 16384, 1, 251 },
+  { 6, 16384, 8, 252 },
+  { 6, 16384, 32, 251 },
+  { 6, 16384, 128, 249 },
+  { 6, 16384, 512, 253 },
+  { 6, 16384, 2048, 253 },
+  { 6, 16384, 8192, 253 },
+  { 6, 16384, 32768, 253 },
+  { 6, 32768, 1, 254 },
+  { 6, 32768, 8, 254 },
+  { 6, 32768, 32, 254 },
+  { 6, 32768, 128, 255 },
+  { 6, 32768, 512, 255 },
+  { 6, 32768, 2048, 256 },
+  { 6, 32768, 8192, 256 },
+  { 6, 32768, 32768, 255 },
+  { 6, 65536, 1, 257 },
+  { 6, 65536, 8, 257 },
+  { 6, 65536, 32, 258 },
+  { 6, 65536, 128, 255 },
+  { 6, 65536, 512, 259 },
+  { 6, 65536, 2048, 259 },
+  { 6, 65536, 8192, 259 },
+  { 6, 65536, 32768, 259 },
+  { 6, 131072, 1, 260 },
+  { 6, 131072, 8, 260 },
+  { 6, 131072, 32, 261 },
+  { 6, 131072, 128, 261 },
+  { 6, 131072, 512, 261 },
+  { 6, 131072, 2048, 261 },
+  { 6, 131072, 8192, 261 },
+  { 6, 131072, 32768, 261 },
+  { 7, 512, 1, 263 },
+  { 7, 512, 8, 263 },
+  { 7, 512, 32, 263 },
+  { 7, 512, 128, 263 },
+  { 7, 512, 512, 264 },
+  { 7, 512, 2048, 264 },
+  { 7, 512, 8192, 264 },
+  { 7, 512, 32768, 264 },
+  { 7, 768, 1, 265 },
+  { 7, 768, 8, 265 },
+  { 7, 768, 32, 265 },
+  { 7, 768, 128, 266 },
+  { 7, 768, 512, 265 },
+  { 7, 768, 2048, 267 },
+  { 7, 768, 8192, 265 },
+  { 7, 768, 32768, 267 },
+  { 7, 1024, 1, 265 },
+  { 7, 1024, 8, 265 },
+  { 7, 1024, 32, 265 },
+  { 7, 1024, 128, 265 },
+  { 7, 1024, 512, 265 },
+  { 7, 1024, 2048, 267 },
+  { 7, 1024, 8192, 265 },
+  { 7, 1024, 32768, 267 },
+  { 7, 1536, 1, 268 },
+  { 7, 1536, 8, 269 },
+  { 7, 1536, 32, 268 },
+  { 7, 1536, 128, 268 },
+  { 7, 1536, 512, 268 },
+  { 7, 1536, 2048, 268 },
+  { 7, 1536, 8192, 270 },
+  { 7, 1536, 32768, 270 },
+  { 7, 2048, 1, 269 },
+  { 7, 2048, 8, 269 },
+  { 7, 2048, 32, 271 },
+  { 7, 2048, 128, 271 },
+  { 7, 2048, 512, 269 },
+  { 7, 2048, 2048, 269 },
+  { 7, 2048, 8192, 272 },
+  { 7, 2048, 32768, 272 },
+  { 7, 2560, 1, 273 },
+  { 7, 2560, 8, 273 },
+  { 7, 2560, 32, 273 },
+  { 7, 2560, 128, 273 },
+  { 7, 2560, 512, 273 },
+  { 7, 2560, 2048, 273 },
+  { 7, 2560, 8192, 272 },
+  { 7, 2560, 32768, 272 },
+  { 7, 3072, 1, 273 },
+  { 7, 3072, 8, 273 },
+  { 7, 3072, 32, 273 },
+  { 7, 3072, 128, 273 },
+  { 7, 3072, 512, 273 },
+  { 7, 3072, 2048, 273 },
+  { 7, 3072, 8192, 272 },
+  { 7, 3072, 32768, 274 },
+  { 7, 4096, 1, 275 },
+  { 7, 4096, 8, 275 },
+  { 7, 4096, 32, 275 },
+  { 7, 4096, 128, 275 },
+  { 7, 4096, 512, 275 },
+  { 7, 4096, 2048, 275 },
+  { 7, 4096, 8192, 272 },
+  { 7, 4096, 32768, 274 },
+  { 7, 5120, 1, 276 },
+  { 7, 5120, 8, 276 },
+  { 7, 5120, 32, 277 },
+  { 7, 5120, 128, 277 },
+  { 7, 5120, 512, 276 },
+  { 7, 5120, 2048, 276 },
+  { 7, 5120, 8192, 274 },
+  { 7, 5120, 32768, 278 },
+  { 7, 6144, 1, 277 },
+  { 7, 6144, 8, 277 },
+  { 7, 6144, 32, 277 },
+  { 7, 6144, 128, 277 },
+  { 7, 6144, 512, 279 },
+  { 7, 6144, 2048, 279 },
+  { 7, 6144, 8192, 280 },
+  { 7, 6144, 32768, 278 },
+  { 7, 7168, 1, 281 },
+  { 7, 7168, 8, 281 },
+  { 7, 7168, 32, 281 },
+  { 7, 7168, 128, 281 },
+  { 7, 7168, 512, 282 },
+  { 7, 7168, 2048, 280 },
+  { 7, 7168, 8192, 280 },
+  { 7, 7168, 32768, 278 },
+  { 7, 8192, 1, 283 },
+  { 7, 8192, 8, 283 },
+  { 7, 8192, 32, 283 },
+  { 7, 8192, 128, 281 },
+  { 7, 8192, 512, 281 },
+  { 7, 8192, 2048, 281 },
+  { 7, 8192, 8192, 278 },
+  { 7, 8192, 32768, 278 },
+  { 7, 12288, 1, 284 },
+  { 7, 12288, 8, 284 },
+  { 7, 12288, 32, 284 },
+  { 7, 12288, 128, 285 },
+  { 7, 12288, 512, 285 },
+  { 7, 12288, 2048, 286 },
+  { 7, 12288, 8192, 286 },
+  { 7, 12288, 32768, 286 },
+  { 7, 16384, 1, 287 },
+  { 7, 16384, 8, 287 },
+  { 7, 16384, 32, 287 },
+  { 7, 16384, 128, 288 },
+  { 7, 16384, 512, 286 },
+  { 7, 16384, 2048, 286 },
+  { 7, 16384, 8192, 286 },
+  { 7, 16384, 32768, 286 },
+  { 7, 32768, 1, 289 },
+  { 7, 32768, 8, 289 },
+  { 7, 32768, 32, 290 },
+  { 7, 32768, 128, 291 },
+  { 7, 32768, 512, 292 },
+  { 7, 32768, 2048, 292 },
+  { 7, 32768, 8192, 291 },
+  { 7, 32768, 32768, 291 },
+  { 7, 65536, 1, 293 },
+  { 7, 65536, 8, 293 },
+  { 7, 65536, 32, 294 },
+  { 7, 65536, 128, 294 },
+  { 7, 65536, 512, 295 },
+  { 7, 65536, 2048, 295 },
+  { 7, 65536, 8192, 295 },
+  { 7, 65536, 32768, 295 },
+  { 7, 131072, 1, 296 },
+  { 7, 131072, 8, 296 },
+  { 7, 131072, 32, 297 },
+  { 7, 131072, 128, 297 },
+  { 7, 131072, 512, 298 },
+  { 7, 131072, 2048, 298 },
+  { 7, 131072, 8192, 298 },
+  { 7, 131072, 32768, 298 },
+  { 8, 512, 1, 300 },
+  { 8, 512, 8, 300 },
+  { 8, 512, 32, 300 },
+  { 8, 512, 128, 300 },
+  { 8, 512, 512, 300 },
+  { 8, 512, 2048, 301 },
+  { 8, 512, 8192, 300 },
+  { 8, 512, 32768, 301 },
+  { 8, 768, 1, 302 },
+  { 8, 768, 8, 302 },
+  { 8, 768, 32, 302 },
+  { 8, 768, 128, 302 },
+  { 8, 768, 512, 302 },
+  { 8, 768, 2048, 303 },
+  { 8, 768, 8192, 303 },
+  { 8, 768, 32768, 304 },
+  { 8, 1024, 1, 302 },
+  { 8, 1024, 8, 302 },
+  { 8, 1024, 32, 302 },
+  { 8, 1024, 128, 302 },
+  { 8, 1024, 512, 302 },
+  { 8, 1024, 2048, 302 },
+  { 8, 1024, 8192, 304 },
+  { 8, 1024, 32768, 304 },
+  { 8, 1536, 1, 305 },
+  { 8, 1536, 8, 305 },
+  { 8, 1536, 32, 305 },
+  { 8, 1536, 128, 305 },
+  { 8, 1536, 512, 306 },
+  { 8, 1536, 2048, 305 },
+  { 8, 1536, 8192, 306 },
+  { 8, 1536, 32768, 306 },
+  { 8, 2048, 1, 305 },
+  { 8, 2048, 8, 305 },
+  { 8, 2048, 32, 306 },
+  { 8, 2048, 128, 305 },
+  { 8, 2048, 512, 305 },
+  { 8, 2048, 2048, 306 },
+  { 8, 2048, 8192, 306 },
+  { 8, 2048, 32768, 306 },
+  { 8, 2560, 1, 307 },
+  { 8, 2560, 8, 307 },
+  { 8, 2560, 32, 307 },
+  { 8, 2560, 128, 307 },
+  { 8, 2560, 512, 308 },
+  { 8, 2560, 2048, 309 },
+  { 8, 2560, 8192, 308 },
+  { 8, 2560, 32768, 310 },
+  { 8, 3072, 1, 307 },
+  { 8, 3072, 8, 307 },
+  { 8, 3072, 32, 307 },
+  { 8, 3072, 128, 307 },
+  { 8, 3072, 512, 308 },
+  { 8, 3072, 2048, 309 },
+  { 8, 3072, 8192, 310 },
+  { 8, 3072, 32768, 308 },
+  { 8, 4096, 1, 309 },
+  { 8, 4096, 8, 309 },
+  { 8, 4096, 32, 309 },
+  { 8, 4096, 128, 309 },
+  { 8, 4096, 512, 309 },
+  { 8, 4096, 2048, 311 },
+  { 8, 4096, 8192, 311 },
+  { 8, 4096, 32768, 311 },
+  { 8, 5120, 1, 312 },
+  { 8, 5120, 8, 312 },
+  { 8, 5120, 32, 312 },
+  { 8, 5120, 128, 312 },
+  { 8, 5120, 512, 313 },
+  { 8, 5120, 2048, 311 },
+  { 8, 5120, 8192, 311 },
+  { 8, 5120, 32768, 311 },
+  { 8, 6144, 1, 314 },
+  { 8, 6144, 8, 312 },
+  { 8, 6144, 32, 312 },
+  { 8, 6144, 128, 312 },
+  { 8, 6144, 512, 310 },
+  { 8, 6144, 2048, 311 },
+  { 8, 6144, 8192, 311 },
+  { 8, 6144, 32768, 311 },
+  { 8, 7168, 1, 315 },
+  { 8, 7168, 8, 316 },
+  { 8, 7168, 32, 316 },
+  { 8, 7168, 128, 317 },
+  { 8, 7168, 512, 310 },
+  { 8, 7168, 2048, 311 },
+  { 8, 7168, 8192, 311 },
+  { 8, 7168, 32768, 311 },
+  { 8, 8192, 1, 318 },
+  { 8, 8192, 8, 318 },
+  { 8, 8192, 32, 318 },
+  { 8, 8192, 128, 315 },
+  { 8, 8192, 512, 311 },
+  { 8, 8192, 2048, 311 },
+  { 8, 8192, 8192, 311 },
+  { 8, 8192, 32768, 311 },
+  { 8, 12288, 1, 319 },
+  { 8, 12288, 8, 319 },
+  { 8, 12288, 32, 319 },
+  { 8, 12288, 128, 320 },
+  { 8, 12288, 512, 311 },
+  { 8, 12288, 2048, 320 },
+  { 8, 12288, 8192, 320 },
+  { 8, 12288, 32768, 320 },
+  { 8, 16384, 1, 321 },
+  { 8, 16384, 8, 321 },
+  { 8, 16384, 32, 321 },
+  { 8, 16384, 128, 322 },
+  { 8, 16384, 512, 311 },
+  { 8, 16384, 2048, 322 },
+  { 8, 16384, 8192, 322 },
+  { 8, 16384, 32768, 322 },
+  { 8, 32768, 1, 323 },
+  { 8, 32768, 8, 323 },
+  { 8, 32768, 32, 324 },
+  { 8, 32768, 128, 325 },
+  { 8, 32768, 512, 325 },
+  { 8, 32768, 2048, 325 },
+  { 8, 32768, 8192, 325 },
+  { 8, 32768, 32768, 325 },
+  { 8, 65536, 1, 326 },
+  { 8, 65536, 8, 326 },
+  { 8, 65536, 32, 326 },
+  { 8, 65536, 128, 326 },
+  { 8, 65536, 512, 326 },
+  { 8, 65536, 2048, 326 },
+  { 8, 65536, 8192, 326 },
+  { 8, 65536, 32768, 326 },
+  { 8, 131072, 1, 327 },
+  { 8, 131072, 8, 327 },
+  { 8, 131072, 32, 327 },
+  { 8, 131072, 128, 327 },
+  { 8, 131072, 512, 327 },
+  { 8, 131072, 2048, 327 },
+  { 8, 131072, 8192, 327 },
+  { 8, 131072, 32768, 327 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };

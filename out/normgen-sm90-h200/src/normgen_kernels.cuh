@@ -27,31 +27,11 @@ template <typename E> __device__ __forceinline__ float round_to(float v) { retur
 __host__ __device__ constexpr int pack_align(int bytes) { return bytes >= 16 ? 16 : bytes; }
 template <typename E, int N> struct alignas(pack_align(int(sizeof(E)) * N)) Pack { E v[N]; };
 
-/** Load N elements at row[col..col+N) as floats; past `hidden`, zeros. */
-template <typename E, int N>
-__device__ __forceinline__ void load_chunk(const E* __restrict__ row, int col, int hidden, float (&out)[N]) {
-  if (col + N <= hidden) {
-    const Pack<E, N> pk = *reinterpret_cast<const Pack<E, N>*>(row + col);
-#pragma unroll
-    for (int k = 0; k < N; ++k) out[k] = to_float(pk.v[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < N; ++k) out[k] = col + k < hidden ? to_float(row[col + k]) : 0.f;
-  }
-}
-
-// Two values rounded at once: one conversion instruction per pair for 16-bit types.
-__device__ __forceinline__ void round_pair(float a, float b, float* out) { out[0] = a; out[1] = b; }
-__device__ __forceinline__ void round_pair(float a, float b, __half* out) { *reinterpret_cast<__half2*>(out) = __floats2half2_rn(a, b); }
-__device__ __forceinline__ void round_pair(float a, float b, __nv_bfloat16* out) {
-  *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(a, b);
-}
-
 /**
- * Where a load's line should stay in the caches: KEEP for data read again soon (a row
- * re-read by a second pass, weights), STREAM for data read for the last time.
+ * Where a load's line should stay in the caches: NONE for plain loads, KEEP for data
+ * read again soon (a row re-read by a second pass), STREAM for data read a last time.
  */
-enum class Reuse { KEEP, STREAM };
+enum class Reuse { NONE, KEEP, STREAM };
 
 template <Reuse R>
 __device__ __forceinline__ uint64_t l2_policy() {
@@ -68,37 +48,83 @@ __device__ __forceinline__ void load_hinted(const void* p, void* out) {
   unsigned* o = static_cast<unsigned*>(out);
   if constexpr (BYTES == 16) {
     if constexpr (R == Reuse::KEEP)
-      asm volatile("ld.global.L1::evict_last.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]), "=r"(o[3]) : "l"(p), "l"(pol));
+      asm("ld.global.L1::evict_last.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]), "=r"(o[3]) : "l"(p), "l"(pol));
     else
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]), "=r"(o[3]) : "l"(p), "l"(pol));
+      asm("ld.global.L1::evict_first.L2::cache_hint.v4.b32 {%0, %1, %2, %3}, [%4], %5;" : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]), "=r"(o[3]) : "l"(p), "l"(pol));
   } else if constexpr (BYTES == 8) {
     if constexpr (R == Reuse::KEEP)
-      asm volatile("ld.global.L1::evict_last.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;" : "=r"(o[0]), "=r"(o[1]) : "l"(p), "l"(pol));
+      asm("ld.global.L1::evict_last.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;" : "=r"(o[0]), "=r"(o[1]) : "l"(p), "l"(pol));
     else
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;" : "=r"(o[0]), "=r"(o[1]) : "l"(p), "l"(pol));
+      asm("ld.global.L1::evict_first.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;" : "=r"(o[0]), "=r"(o[1]) : "l"(p), "l"(pol));
   } else {
     static_assert(BYTES == 4, "hinted loads move 4, 8 or 16 bytes");
     if constexpr (R == Reuse::KEEP)
-      asm volatile("ld.global.L1::evict_last.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(o[0]) : "l"(p), "l"(pol));
+      asm("ld.global.L1::evict_last.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(o[0]) : "l"(p), "l"(pol));
     else
-      asm volatile("ld.global.L1::evict_first.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(o[0]) : "l"(p), "l"(pol));
+      asm("ld.global.L1::evict_first.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(o[0]) : "l"(p), "l"(pol));
   }
 }
 
-/** load_chunk with cache priorities for whole chunks that are 4-16 bytes; others load plainly. */
-template <typename E, int N, Reuse R>
-__device__ __forceinline__ void load_chunk_hinted(const E* __restrict__ row, int col, int hidden, float (&out)[N]) {
+/** The chunk of N elements at row[col..) as stored if it is whole (col + N <= hidden), else zeros. */
+template <typename E, int N, Reuse R = Reuse::NONE>
+__device__ __forceinline__ Pack<E, N> load_whole(const E* __restrict__ row, int col, int hidden) {
   constexpr int kBytes = int(sizeof(E)) * N;
-  if constexpr (kBytes == 4 || kBytes == 8 || kBytes == 16) {
-    if (col + N <= hidden) {
-      Pack<E, N> pk;
-      load_hinted<kBytes, R>(row + col, &pk);
+  Pack<E, N> pk;
 #pragma unroll
-      for (int k = 0; k < N; ++k) out[k] = to_float(pk.v[k]);
-      return;
-    }
+  for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(0.f);
+  if (col + N <= hidden) {
+    if constexpr (R != Reuse::NONE && (kBytes == 4 || kBytes == 8 || kBytes == 16)) load_hinted<kBytes, R>(row + col, &pk);
+    else pk = *reinterpret_cast<const Pack<E, N>*>(row + col);
   }
-  load_chunk<E, N>(row, col, hidden, out);
+  return pk;
+}
+
+/** Fill a partial chunk (the row's last, when N does not divide hidden) element by element. */
+template <typename E, int N>
+__device__ __forceinline__ void load_partial(const E* __restrict__ row, int col, int hidden, Pack<E, N>& pk) {
+  if (col < hidden && col + N > hidden) {
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      if (col + k < hidden) pk.v[k] = row[col + k];
+  }
+}
+
+/**
+ * UNITS chunks of a row as stored, chunk u at column col(u); zeros past `limit` (pass 0
+ * for a row that does not exist). Every whole chunk's vector load is issued before any
+ * result is used, and partial chunks are filled afterwards. (Loading and converting a
+ * chunk inside its own branch made each load wait for the previous one: 16-bit rows
+ * reached 80% of copy bandwidth on an H200 instead of 98%.)
+ */
+template <typename E, int N, int UNITS, Reuse R = Reuse::NONE, typename ColumnFn>
+__device__ __forceinline__ void load_chunks(const E* __restrict__ row, ColumnFn col, int limit, Pack<E, N> (&pk)[UNITS]) {
+#pragma unroll
+  for (int u = 0; u < UNITS; ++u) pk[u] = load_whole<E, N, R>(row, col(u), limit);
+  if (limit % N != 0) {
+#pragma unroll
+    for (int u = 0; u < UNITS; ++u) load_partial<E, N>(row, col(u), limit, pk[u]);
+  }
+}
+
+template <typename E, int N>
+__device__ __forceinline__ void to_floats(const Pack<E, N>& pk, float (&out)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) out[k] = to_float(pk.v[k]);
+}
+
+/** Load N elements at row[col..col+N) as floats; past `hidden`, zeros. */
+template <typename E, int N>
+__device__ __forceinline__ void load_chunk(const E* __restrict__ row, int col, int hidden, float (&out)[N]) {
+  Pack<E, N> pk = load_whole<E, N>(row, col, hidden);
+  load_partial<E, N>(row, col, hidden, pk);
+  to_floats(pk, out);
+}
+
+// Two values rounded at once: one conversion instruction per pair for 16-bit types.
+__device__ __forceinline__ void round_pair(float a, float b, float* out) { out[0] = a; out[1] = b; }
+__device__ __forceinline__ void round_pair(float a, float b, __half* out) { *reinterpret_cast<__half2*>(out) = __floats2half2_rn(a, b); }
+__device__ __forceinline__ void round_pair(float a, float b, __nv_bfloat16* out) {
+  *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(a, b);
 }
 
 /** Store the first hidden - col (at most N) values at row[col..). */
@@ -223,18 +249,29 @@ __device__ __forceinline__ float affine(float normed, const float* w, const floa
   return v;
 }
 
-/** Load x (and residual) at one chunk; with a residual, write and return the rounded sum. */
-template <typename C, int VEC>
-__device__ __forceinline__ void load_input(const NormgenFwdParams& p, int64_t row, int col, int hidden, float (&v)[VEC]) {
+/**
+ * x (and the residual) at UNITS chunks of a row as floats, chunk u at column col(u);
+ * zeros past `limit` (0 for a row that does not exist). With a residual, the values
+ * are the sums rounded to the residual's dtype, also written to residual_out.
+ */
+template <typename C, int VEC, int UNITS, Reuse RX = Reuse::NONE, typename ColumnFn>
+__device__ __forceinline__ void load_inputs(const NormgenFwdParams& p, int64_t row, ColumnFn col, int limit, float (&v)[UNITS][VEC]) {
   using T = typename C::T;
   using R = typename C::R;
-  load_chunk<T, VEC>(static_cast<const T*>(p.x) + row * p.x_stride, col, hidden, v);
+  Pack<T, VEC> xs[UNITS];
+  load_chunks<T, VEC, UNITS, RX>(static_cast<const T*>(p.x) + row * p.x_stride, col, limit, xs);
   if constexpr (C::kResidual) {
-    float r[VEC];
-    load_chunk<R, VEC>(static_cast<const R*>(p.residual) + row * p.residual_stride, col, hidden, r);
+    Pack<R, VEC> rs[UNITS];
+    load_chunks<R, VEC, UNITS>(static_cast<const R*>(p.residual) + row * p.residual_stride, col, limit, rs);
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = round_to<R>(v[k] + r[k]);
-    store_chunk<R, VEC>(static_cast<R*>(p.residual_out) + row * p.residual_out_stride, col, hidden, v);
+    for (int u = 0; u < UNITS; ++u) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) v[u][k] = round_to<R>(to_float(xs[u].v[k]) + to_float(rs[u].v[k]));
+      if (col(u) < limit) store_chunk<R, VEC>(static_cast<R*>(p.residual_out) + row * p.residual_out_stride, col(u), limit, v[u]);
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < UNITS; ++u) to_floats(xs[u], v[u]);
   }
 }
 
@@ -311,15 +348,7 @@ __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
   auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
 
   float held[ITEMS][VEC];
-#pragma unroll
-  for (int i = 0; i < ITEMS; ++i) {
-    float v[VEC];
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = 0.f;
-    if (active && column(i) < hidden) load_input<C, VEC>(p, row, column(i), hidden, v);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) held[i][k] = v[k];
-  }
+  load_inputs<C, VEC, ITEMS>(p, row, column, active ? hidden : 0, held);
   auto value = [&](int i, int k) { return held[i][k]; };
 
   float mean = 0.f, acc = 0.f;
@@ -384,29 +413,10 @@ __device__ __forceinline__ void pipelined_kernel(const NormgenFwdParams& p) {
   const int hidden = int(p.hidden);
   const int col0 = cluster_rank<CLUSTER>() * (ITEMS * TPR * VEC);
   auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
-  // Whole chunks only: the tail (hidden not a multiple of VEC) goes through load_chunk.
-  auto full = [&](int i) { return column(i) + VEC <= hidden; };
-
   auto load_row = [&](int64_t row, RowChunks<C, VEC, ITEMS>& rc) {
-    const bool active = row < p.rows;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      if (active && full(i)) {
-        rc.x[i] = *reinterpret_cast<const Pack<T, VEC>*>(static_cast<const T*>(p.x) + row * p.x_stride + column(i));
-        if constexpr (C::kResidual)
-          rc.r[i] = *reinterpret_cast<const Pack<R, VEC>*>(static_cast<const R*>(p.residual) + row * p.residual_stride + column(i));
-      } else {
-        float v[VEC];
-        load_chunk<T, VEC>(static_cast<const T*>(p.x) + row * p.x_stride, active ? column(i) : hidden, hidden, v);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) rc.x[i].v[k] = from_float<T>(v[k]);
-        if constexpr (C::kResidual) {
-          load_chunk<R, VEC>(static_cast<const R*>(p.residual) + row * p.residual_stride, active ? column(i) : hidden, hidden, v);
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) rc.r[i].v[k] = from_float<R>(v[k]);
-        }
-      }
-    }
+    const int limit = row < p.rows ? hidden : 0;
+    load_chunks<T, VEC, ITEMS>(static_cast<const T*>(p.x) + row * p.x_stride, column, limit, rc.x);
+    if constexpr (C::kResidual) load_chunks<R, VEC, ITEMS>(static_cast<const R*>(p.residual) + row * p.residual_stride, column, limit, rc.r);
   };
 
   // Weight and bias for this thread's columns, kept for every row.
@@ -724,12 +734,7 @@ __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
   if (active) {
     for (int base = lane * VEC; base < hidden; base += kUnroll * kStep) {
       float v[kUnroll][VEC];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u][k] = 0.f;
-        if (base + u * kStep < hidden) load_input<C, VEC>(p, row, base + u * kStep, hidden, v[u]);
-      }
+      load_inputs<C, VEC, kUnroll>(p, row, [&](int u) { return base + u * kStep; }, hidden, v);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int col = base + u * kStep;
@@ -791,29 +796,21 @@ __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
   const int hidden = int(p.hidden);
 
   float shift = 0.f;
-  if (C::kLayerNorm && active) {
-    float first[1];
-    load_chunk<T, 1>(static_cast<const T*>(p.x) + row * p.x_stride, 0, hidden, first);
-    if constexpr (C::kResidual) {
-      float r[1];
-      load_chunk<R, 1>(static_cast<const R*>(p.residual) + row * p.residual_stride, 0, hidden, r);
-      first[0] = round_to<R>(first[0] + r[0]);
-    }
-    shift = first[0];
+  if constexpr (C::kLayerNorm) {  // no branch around the load: the row's loads follow at once
+    float first[1][1];
+    load_inputs<C, 1, 1>(p, row, [](int) { return 0; }, active ? 1 : 0, first);
+    shift = first[0][0];
   }
   float sum = 0.f, sq = 0.f;
   if (active) {
     for (int base = lane * VEC; base < hidden; base += kUnroll * kStep) {
       float v[kUnroll][VEC];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) v[u][k] = 0.f;
-        if (base + u * kStep >= hidden) continue;
-        // Without a residual, pass two reads x again: keep its lines in L1 and L2.
-        if constexpr (C::kResidual) load_input<C, VEC>(p, row, base + u * kStep, hidden, v[u]);
-        else load_chunk_hinted<T, VEC, Reuse::KEEP>(static_cast<const T*>(p.x) + row * p.x_stride, base + u * kStep, hidden, v[u]);
-      }
+      // Without a residual, pass two reads x again: keep its lines in L1 and L2.
+      constexpr Reuse kReuse = C::kResidual ? Reuse::NONE : Reuse::KEEP;
+      load_inputs<C, VEC, kUnroll, kReuse>(p, row, [&](int u) { return base + u * kStep; }, hidden, v);
+      // Each iteration's values are summed apart, then added to the totals: long rows
+      // (1024+ values a thread) summed one by one lost too much precision at 16-bit.
+      float part_sum = 0.f, part_sq = 0.f;
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         // Past the row, loads left zeros; only a shifted sum needs them masked, once per chunk.
@@ -821,10 +818,12 @@ __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           const float d = !C::kLayerNorm || whole || base + u * kStep + k < hidden ? v[u][k] - shift : 0.f;
-          sum += d;
-          sq += d * d;
+          part_sum += d;
+          part_sq += d * d;
         }
       }
+      sum += part_sum;
+      sq += part_sq;
     }
   }
   float mean = 0.f, var;
@@ -839,20 +838,18 @@ __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
   if (!active) return;
   if (lane == 0) store_stats<C>(p, row, mean, rstd);
   for (int base = lane * VEC; base < hidden; base += kUnroll * kStep) {
-    float v[kUnroll][VEC];
+    auto col = [&](int u) { return base + u * kStep; };
+    // The sum this thread wrote in pass one, or x again.
+    Pack<R, VEC> raw[kUnroll];  // R is T without a residual
+    if constexpr (C::kResidual) load_chunks<R, VEC, kUnroll>(static_cast<const R*>(p.residual_out) + row * p.residual_out_stride, col, hidden, raw);
+    else load_chunks<T, VEC, kUnroll, Reuse::STREAM>(static_cast<const T*>(p.x) + row * p.x_stride, col, hidden, raw);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int col = base + u * kStep;
-      if (col >= hidden) continue;
-      // The sum this thread wrote in pass one, or x again.
-      if constexpr (C::kResidual)
-        load_chunk<R, VEC>(static_cast<const R*>(p.residual_out) + row * p.residual_out_stride, col, hidden, v[u]);
-      else
-        load_chunk_hinted<T, VEC, Reuse::STREAM>(static_cast<const T*>(p.x) + row * p.x_stride, col, hidden, v[u]);
+      if (col(u) >= hidden) continue;
+      float v[VEC];
+      to_floats(raw[u], v);
+      store_output<C, VEC>(p, row, col(u), hidden, v, mean, rstd);
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (base + u * kStep < hidden) store_output<C, VEC>(p, row, base + u * kStep, hidden, v[u], mean, rstd);
   }
 }
 
