@@ -57,6 +57,12 @@ export const MAX_RING_ITEMS = 8;
 export const MAX_ITEMS = 16;
 /** Most row elements one thread keeps in registers (more spill, or starve occupancy). */
 export const MAX_VALUES: Record<RegisterStorage, number> = { regs: 64, pipelined: 32 };
+/**
+ * Most values a `regs` thread keeps with a fused residual in CTAs of 512 or more threads
+ * (at most 128 registers each): x and the residual of every chunk are loaded before any
+ * is converted, and 56-64 values spilled there (nvcc 13.0, sm90).
+ */
+const MAX_RESIDUAL_VALUES_WIDE_CTA = 48;
 /** Registers the kernel needs besides the row values (pointers, indices, sums). */
 const REGISTER_OVERHEAD = 40;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
@@ -157,8 +163,10 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
           if (!clusterFits(problem, arch, rows, cluster)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
           for (const storage of ['regs', 'pipelined'] as const) {
-            const regs = regsEstimate(problem, storage, items * vec);
+            const regs = regsEstimate(problem, storage, items * vec, cluster);
             if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || regs > 255 || regs * threads > 65536) continue;
+            const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
+            if (residualSpills) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
           }
         }
@@ -207,13 +215,16 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
 
 /**
  * Registers a thread needs for `values` row elements: regs keeps them as floats;
- * pipelined also keeps the prefetched row, weight and bias.
+ * pipelined also keeps the prefetched row, weight and bias, and needs a few more for
+ * bf16 conversions and for cluster reductions (fitted to nvcc 13.0's counts at 512
+ * threads, where those variants spilled and nothing that won on the H200 is cut).
  */
-export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number): number {
+export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number, cluster = 1): number {
   if (storage === 'regs') return values + REGISTER_OVERHEAD;
   const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
   const row = words(spec.dtype) + words(residualDType(spec));
-  return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD;
+  const extra = (spec.dtype === 'bf16' ? 8 : 0) + (cluster > 1 ? 4 : 0);
+  return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD + extra;
 }
 
 /** Correct for every shape and alignment: one CTA of 256 threads per row, scalar loads. */

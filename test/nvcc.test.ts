@@ -2,13 +2,17 @@
 // Without nvcc this test fails (with the toolchain's message); it never skips.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArch, ARCH_NAMES } from '../generator/arch.js';
 import { makeProblem, type KernelSpec, type Problem } from '../generator/problem.js';
 import { enumerateSpace, GENERIC_PARAMS, STORAGES, THREAD_CHOICES, CLUSTER_CHOICES, type CudaParams } from '../generator/space.js';
 import { makeVariant, type Variant } from '../generator/variant.js';
 import { CompilePool } from '../tuner/compile-pool.js';
-import { findNvcc, parsePtxasReport } from '../tuner/nvcc.js';
+import { findNvcc, parsePtxasReport, spills } from '../tuner/nvcc.js';
 import { coveringSet } from '../tuner/verify-matrix.js';
 
 const REPORT = `ptxas info    : Compiling entry function 'k1' for 'sm_90a'
@@ -114,6 +118,17 @@ test('a variant that does not compile is COMPILE_ERROR; the rest of its unit sti
   } finally {
     await pool.close();
   }
+});
+
+test('the load-order probe (test/gpu/probe.cu) builds for sm_90a, no kernel with stack or spills', async () => {
+  const source = fileURLToPath(new URL('../../test/gpu/probe.cu', import.meta.url));
+  const object = join(tmpdir(), `normgen-probe-${process.pid}.o`);
+  const nvcc = spawnSync(await findNvcc(), ['-O3', '-std=c++17', '-arch=sm_90a', '-Xptxas', '-v', '-c', '-o', object, source], { encoding: 'utf8' });
+  rmSync(object, { force: true });
+  assert.is(nvcc.status, 0, nvcc.stderr);
+  const kernels = [...parsePtxasReport(nvcc.stderr).values()];
+  assert.is(kernels.length, 18); // 2 ops x 3 hidden sizes x 3 load orders
+  for (const k of kernels) assert.ok(k.stackBytes === 0 && !spills(k), JSON.stringify(k));
 });
 
 test.run();

@@ -1,0 +1,205 @@
+// Load-order probe: hand-written bf16 RMSNorm/LayerNorm kernels, one row per CTA, row in
+// registers, timed against cudaMemcpy in one process. It measures what the bounds checks
+// of a kernel that takes hidden at run time cost, depending on the order of its loads:
+//   fixed         hidden known at compile time, no bounds checks (the ceiling)
+//   convert-in-if each chunk loaded and converted inside its own bounds check (the
+//                 templates before load_chunks)
+//   loads-first   every chunk's vector load issued, then partial chunks, then conversions
+//                 (load_chunks in templates/cuda/partials/fwd_common.cuh.hbs)
+// Build and run on the GPU machine:
+//   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/probe test/gpu/probe.cu && /tmp/probe > probe.md
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    cudaError_t e = (call);                                                                  \
+    if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); exit(1); } \
+  } while (0)
+
+using bf16 = __nv_bfloat16;
+struct alignas(16) Chunk { bf16 v[8]; };  // 8 values, one 16-byte load
+enum Order { FIXED, CONVERT_IN_IF, LOADS_FIRST };
+const char* kOrderName[] = {"fixed", "convert-in-if", "loads-first"};
+
+template <int THREADS>
+__device__ float block_sum(float v, float* partial) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(~0u, v, o);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  float total = 0.f;
+#pragma unroll
+  for (int w = 0; w < THREADS / 32; ++w) total += partial[w];
+  return total;
+}
+
+__device__ Chunk zero_chunk() {
+  Chunk c;
+  for (int k = 0; k < 8; ++k) c.v[k] = __float2bfloat16(0.f);
+  return c;
+}
+
+/** Weight or bias at one chunk: one vector load when whole, else element by element. */
+__device__ Chunk chunk_at(const bf16* __restrict__ p, int col, int hidden) {
+  if (col + 8 <= hidden) return *reinterpret_cast<const Chunk*>(p + col);
+  Chunk c = zero_chunk();
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    if (col + k < hidden) c.v[k] = p[col + k];
+  return c;
+}
+
+// Row of ITEMS chunks per thread (THREADS * 8 * ITEMS columns at most), kept as floats.
+template <bool LN, int THREADS, int ITEMS, Order ORDER>
+__global__ void __launch_bounds__(THREADS) norm_row(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                    const bf16* __restrict__ b, bf16* __restrict__ y, int hidden_arg) {
+  __shared__ float partial[2][THREADS / 32];
+  const int hidden = ORDER == FIXED ? THREADS * 8 * ITEMS : hidden_arg;
+  const bf16* xr = x + size_t(blockIdx.x) * hidden;
+  bf16* yr = y + size_t(blockIdx.x) * hidden;
+  auto col = [](int i) { return (i * THREADS + int(threadIdx.x)) * 8; };
+  float v[ITEMS][8];
+  if (ORDER == CONVERT_IN_IF) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (col(i) + 8 <= hidden) {
+        const Chunk c = *reinterpret_cast<const Chunk*>(xr + col(i));
+        for (int k = 0; k < 8; ++k) v[i][k] = __bfloat162float(c.v[k]);
+      } else {
+        for (int k = 0; k < 8; ++k) v[i][k] = col(i) + k < hidden ? __bfloat162float(xr[col(i) + k]) : 0.f;
+      }
+    }
+  } else {
+    Chunk raw[ITEMS];
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      raw[i] = zero_chunk();
+      if (ORDER == FIXED || col(i) + 8 <= hidden) raw[i] = *reinterpret_cast<const Chunk*>(xr + col(i));
+    }
+    if (ORDER == LOADS_FIRST && hidden % 8 != 0) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i)
+        if (col(i) < hidden && col(i) + 8 > hidden)
+#pragma unroll
+          for (int k = 0; k < 8; ++k)
+            if (col(i) + k < hidden) raw[i].v[k] = xr[col(i) + k];
+    }
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i)
+      for (int k = 0; k < 8; ++k) v[i][k] = __bfloat162float(raw[i].v[k]);
+  }
+  float sum = 0.f, sq = 0.f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+    for (int k = 0; k < 8; ++k) sum += v[i][k];
+  const float mean = LN ? block_sum<THREADS>(sum, partial[0]) / hidden : 0.f;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i)
+    for (int k = 0; k < 8; ++k)
+      if (col(i) + k < hidden) sq += (v[i][k] - mean) * (v[i][k] - mean);
+  const float rstd = rsqrtf(block_sum<THREADS>(sq, partial[1]) / hidden + 1e-6f);
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    if (col(i) >= hidden) continue;
+    const Chunk wc = chunk_at(w, col(i), hidden), bc = chunk_at(b, col(i), hidden);
+    Chunk out;
+    for (int k = 0; k < 8; ++k) {
+      const float o = (v[i][k] - mean) * rstd * __bfloat162float(wc.v[k]);
+      out.v[k] = __float2bfloat16(LN ? o + __bfloat162float(bc.v[k]) : o);
+    }
+    if (col(i) + 8 <= hidden) *reinterpret_cast<Chunk*>(yr + col(i)) = out;
+    else
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        if (col(i) + k < hidden) yr[col(i) + k] = out.v[k];
+  }
+}
+
+using Kernel = void (*)(const bf16*, const bf16*, const bf16*, bf16*, int);
+struct Case { bool layernorm; int hidden, threads; Order order; Kernel kernel; };
+#define CASES(LN, H, T)                                                                     \
+  Case{LN, H, T, FIXED, norm_row<LN, T, H / (T * 8), FIXED>},                               \
+  Case{LN, H, T, CONVERT_IN_IF, norm_row<LN, T, H / (T * 8), CONVERT_IN_IF>},               \
+  Case{LN, H, T, LOADS_FIRST, norm_row<LN, T, H / (T * 8), LOADS_FIRST>}
+
+int main() {
+  const int rows = 32768, max_hidden = 16384;
+  const Case cases[] = {CASES(false, 4096, 256), CASES(false, 8192, 256), CASES(false, 16384, 512),
+                        CASES(true, 4096, 256),  CASES(true, 8192, 256),  CASES(true, 16384, 512)};
+  const size_t max_elems = size_t(rows) * max_hidden;
+  // Two sets of inputs and outputs, alternated, so no launch finds its input in L2.
+  bf16 *x[2], *y[2], *w, *b;
+  for (int s = 0; s < 2; ++s) {
+    CHECK(cudaMalloc(&x[s], max_elems * 2));
+    CHECK(cudaMalloc(&y[s], max_elems * 2));
+  }
+  CHECK(cudaMalloc(&w, max_hidden * 2));
+  CHECK(cudaMalloc(&b, max_hidden * 2));
+  std::vector<bf16> hx(max_elems), hw(max_hidden), hb(max_hidden);
+  srand(7);
+  for (auto& e : hx) e = __float2bfloat16(2.f * rand() / RAND_MAX - 0.5f);
+  for (int i = 0; i < max_hidden; ++i) hw[i] = __float2bfloat16(0.5f + float(rand()) / RAND_MAX);
+  for (int i = 0; i < max_hidden; ++i) hb[i] = __float2bfloat16(float(rand()) / RAND_MAX - 0.5f);
+  for (int s = 0; s < 2; ++s) CHECK(cudaMemcpy(x[s], hx.data(), max_elems * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(w, hw.data(), max_hidden * 2, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(b, hb.data(), max_hidden * 2, cudaMemcpyHostToDevice));
+
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  auto median_us = [&](auto launch) {  // 3 warm-up launches, median of 15
+    std::vector<float> us;
+    for (int i = 0; i < 18; ++i) {
+      CHECK(cudaEventRecord(start));
+      launch(i & 1);
+      CHECK(cudaEventRecord(stop));
+      CHECK(cudaEventSynchronize(stop));
+      float ms;
+      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      if (i >= 3) us.push_back(1000.f * ms);
+    }
+    CHECK(cudaGetLastError());
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  };
+  // Largest error over three rows against float64.
+  auto max_error = [&](const Case& c) {
+    std::vector<bf16> hy(c.hidden);
+    double worst = 0;
+    for (int row : {0, 1, rows - 1}) {
+      CHECK(cudaMemcpy(hy.data(), y[0] + size_t(row) * c.hidden, c.hidden * 2, cudaMemcpyDeviceToHost));
+      const bf16* xr = hx.data() + size_t(row) * c.hidden;
+      double sum = 0, sq = 0;
+      for (int i = 0; i < c.hidden; ++i) sum += __bfloat162float(xr[i]);
+      const double mean = c.layernorm ? sum / c.hidden : 0;
+      for (int i = 0; i < c.hidden; ++i) sq += std::pow(__bfloat162float(xr[i]) - mean, 2);
+      const double rstd = 1 / std::sqrt(sq / c.hidden + 1e-6);
+      for (int i = 0; i < c.hidden; ++i) {
+        const double ref = (__bfloat162float(xr[i]) - mean) * rstd * __bfloat162float(hw[i]) + (c.layernorm ? __bfloat162float(hb[i]) : 0);
+        const double err = std::fabs(ref - __bfloat162float(hy[i]));
+        if (!(err <= worst)) worst = err;  // NaN counts as worst
+      }
+    }
+    return worst;
+  };
+
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  printf("# Load-order probe: %s, bf16, %d rows\n\n", prop.name, rows);
+  printf("| op | hidden | threads | loads | us | %% of memcpy | max error |\n|---|---|---|---|---|---|---|\n");
+  for (const Case& c : cases) {
+    const size_t bytes = size_t(rows) * c.hidden * 2;
+    // Input rows are laid out with stride `hidden`: x[s] reinterpreted for this hidden.
+    const float copy_us = median_us([&](int s) { CHECK(cudaMemcpyAsync(y[s], x[s], bytes, cudaMemcpyDeviceToDevice)); });
+    CHECK(cudaMemset(y[0], 0xff, bytes));  // poison: NaNs
+    const float us = median_us([&](int s) { c.kernel<<<rows, c.threads>>>(x[s], w, b, y[s], c.hidden); });
+    printf("| %s | %d | %d | %s | %.1f | %.1f | %.3g |\n", c.layernorm ? "layernorm" : "rmsnorm", c.hidden, c.threads,
+           kOrderName[c.order], us, 100.f * copy_us / us, max_error(c));
+  }
+  return 0;
+}
