@@ -74,7 +74,8 @@ function heatMap(title: string, ws: Winner[]) {
 }
 
 function statusChart(db: TuningDb) {
-  const counts = new Map<string, number>();
+  // OK and INCORRECT always show, zero included: "no wrong result" is worth a bar.
+  const counts = new Map<string, number>([['OK', 0], ['INCORRECT', 0]]);
   for (const r of db.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   const entries = [...counts].sort(([a], [b]) => a.localeCompare(b));
   const max = Math.max(1, ...entries.map(([, n]) => n));
