@@ -1,0 +1,62 @@
+// Compares two tunes of the same problems, e.g. the committed database and a quick tune of
+// a template change: per problem the winner's % of copy in each, and the best variant of
+// each storage, so a change that helps one kind of kernel and hurts another shows.
+// node dist/test/gpu/compare-db.js BASE.jsonl[.gz] NEW.jsonl[.gz] [--log FILE]
+import { writeFileSync } from 'node:fs';
+import { formatTable } from '../../cli/table.js';
+import { problemKey } from '../../generator/problem.js';
+import { describeParams, STORAGES } from '../../generator/space.js';
+import { fwdParams, TuningDb, type DbResult } from '../../tuner/db.js';
+
+const [basePath, newPath] = process.argv.slice(2);
+if (!basePath || !newPath) {
+  console.error('usage: compare-db BASE.jsonl[.gz] NEW.jsonl[.gz] [--log FILE]');
+  process.exit(2);
+}
+const logAt = process.argv.indexOf('--log');
+
+/** Per problem, per storage: the fastest OK result (a problem's winner is the fastest of them). */
+function bestByStorage(db: TuningDb): Map<string, Map<string, DbResult>> {
+  const out = new Map<string, Map<string, DbResult>>();
+  for (const r of db.results) {
+    if (r.status !== 'OK' || r.medianUs === undefined) continue;
+    const key = problemKey(r.problem);
+    const byStorage = out.get(key) ?? new Map<string, DbResult>();
+    const storage = fwdParams(r).storage;
+    const held = byStorage.get(storage);
+    if (!held || r.medianUs < held.medianUs!) byStorage.set(storage, r);
+    out.set(key, byStorage);
+  }
+  return out;
+}
+const winner = (m: Map<string, DbResult>) => [...m.values()].reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
+const pct = (r: DbResult | undefined) => (r?.fractionOfCopy === undefined ? '-' : (100 * r.fractionOfCopy).toFixed(1));
+
+const baseDb = TuningDb.read(basePath);
+const newDb = TuningDb.read(newPath);
+const base = bestByStorage(baseDb);
+const rows: (string | number)[][] = [];
+let faster = 0;
+for (const [key, now] of [...bestByStorage(newDb)].sort(([a], [b]) => a.localeCompare(b))) {
+  const before = base.get(key);
+  if (!before) continue;
+  const [b, n] = [winner(before), winner(now)];
+  if (n.medianUs! < b.medianUs!) faster++;
+  const perStorage = STORAGES.map((s) => `${pct(before.get(s))}>${pct(now.get(s))}`);
+  rows.push([key, pct(b), pct(n), Number((b.medianUs! / n.medianUs!).toFixed(3)), describeParams(fwdParams(n)), ...perStorage]);
+}
+const text = [
+  `# ${newPath} against ${basePath}: ${rows.length} common problems, the new winner faster on ${faster}`,
+  '',
+  `- base: ${baseDb.header.device.name}, templates ${baseDb.sessions.at(-1)?.templateHash.slice(0, 12) ?? '?'}, \`${baseDb.sessions.at(-1)?.command ?? '?'}\``,
+  `- new: ${newDb.header.device.name}, templates ${newDb.sessions.at(-1)?.templateHash.slice(0, 12) ?? '?'}, \`${newDb.sessions.at(-1)?.command ?? '?'}\``,
+  '- % of copy bandwidth as measured in each run; per storage: best of that storage, base > new',
+  '',
+  '```',
+  formatTable(['problem', 'base %', 'new %', 'speedup', 'new winner', ...STORAGES], rows),
+  '```',
+  '',
+].join('\n');
+if (logAt > 0) writeFileSync(process.argv[logAt + 1], text);
+console.log(text);
+process.exitCode = rows.length > 0 ? 0 : 1;
