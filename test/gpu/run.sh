@@ -39,7 +39,7 @@ for step in "$@"; do
     focus)
       # A quick tune of the problems still short of the target, compared with the committed
       # database per storage: how a template change does, in about a minute.
-      focus_grid=${FOCUS_GRID:---op rmsnorm,layernorm --dtype bf16 --hidden 8192,16384,32768,65536,131072 --rows 2048,32768}
+      focus_grid=${FOCUS_GRID:---op rmsnorm,layernorm --dtype bf16 --hidden 1024,8192,16384,32768,65536,131072 --rows 32,2048,32768}
       timeout -s KILL "${FOCUS_SECONDS:-240}" node dist/cli/main.js tune --arch sm90 --budget screen:4 $focus_grid \
         --db "$out/focus.jsonl" --report "$out/focus-tune.md" > "$out/focus.log" 2>&1
       r=$?; echo "focus rc=$r"; tail -1 "$out/focus.log"
