@@ -1,28 +1,19 @@
 // Rendering backward compile units: one .cu per backward kernel spec holding many
 // variants (variants that share a kernel, differing only in grid size, render it once).
 
-import { biasDType, residualDType, specKey, weightDType, type KernelSpec } from './problem.js';
-import { CUDA_TYPE } from './render-cuda.js';
+import { biasDType, weightDType, type KernelSpec } from './problem.js';
+import { CUDA_TYPE, unitContext } from './render-cuda.js';
 import { bwdRowInRegisters, xDType } from './space-bwd.js';
 import { render } from './templates.js';
 import { describeBwdVariant, type BwdVariant } from './variant-bwd.js';
-import { VERSION } from './version.js';
 
 export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): string {
-  for (const v of variants) {
-    if (specKey(v.spec) !== specKey(spec)) throw new Error(`variant ${v.id} belongs to another kernel spec`);
-  }
+  const context = unitContext(spec, variants);
   const kernels = new Map<string, BwdVariant>();
   for (const v of variants) if (!kernels.has(v.symbol)) kernels.set(v.symbol, v);
   const dy = CUDA_TYPE[spec.dtype];
   return render('cuda-bwd', 'norm_bwd.cu.hbs', {
-    version: VERSION,
-    opTitle: spec.op === 'rmsnorm' ? 'RMSNorm' : 'LayerNorm',
-    dtype: spec.dtype,
-    features: spec.features,
-    isLayerNorm: spec.op === 'layernorm',
-    hasWeight: spec.features.weight !== 'none',
-    hasResidual: residualDType(spec) !== null,
+    ...context,
     types: { dy, x: CUDA_TYPE[xDType(spec)], weight: CUDA_TYPE[weightDType(spec) ?? spec.dtype], bias: CUDA_TYPE[biasDType(spec) ?? spec.dtype] },
     kernels: [...kernels.values()].map((v) => ({
       symbol: v.symbol,

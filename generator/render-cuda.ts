@@ -8,20 +8,30 @@ import { VERSION } from './version.js';
 
 export const CUDA_TYPE: Record<DType, string> = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
 
-export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
+/**
+ * What the forward and backward unit templates share: the spec's description and flags.
+ * Throws when a variant belongs to another spec.
+ */
+export function unitContext(spec: KernelSpec, variants: readonly { id: string; spec: KernelSpec }[]) {
   for (const v of variants) {
     if (specKey(v.spec) !== specKey(spec)) throw new Error(`variant ${v.id} belongs to another kernel spec`);
   }
-  const x = CUDA_TYPE[spec.dtype];
-  const typeOf = (d: DType | null) => (d ? CUDA_TYPE[d] : x);
-  return render('cuda', 'norm_fwd.cu.hbs', {
+  return {
     version: VERSION,
     opTitle: spec.op === 'rmsnorm' ? 'RMSNorm' : 'LayerNorm',
     dtype: spec.dtype,
     features: spec.features,
     isLayerNorm: spec.op === 'layernorm',
     hasWeight: spec.features.weight !== 'none',
-    hasResidual: spec.features.residual !== 'none',
+    hasResidual: residualDType(spec) !== null,
+  };
+}
+
+export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
+  const x = CUDA_TYPE[spec.dtype];
+  const typeOf = (d: DType | null) => (d ? CUDA_TYPE[d] : x);
+  return render('cuda', 'norm_fwd.cu.hbs', {
+    ...unitContext(spec, variants),
     types: { x, residual: typeOf(residualDType(spec)), weight: typeOf(weightDType(spec)), bias: typeOf(biasDType(spec)) },
     kernels: variants.map((v) => ({
       symbol: v.symbol,
