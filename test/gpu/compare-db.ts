@@ -32,8 +32,16 @@ function bestByStorage(db: TuningDb): Map<string, Map<string, DbResult>> {
 const winner = (m: Map<string, DbResult>) => [...m.values()].reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
 const pct = (r: DbResult | undefined) => (r?.fractionOfCopy === undefined ? '-' : (100 * r.fractionOfCopy).toFixed(1));
 
-const baseDb = TuningDb.read(basePath);
-const newDb = TuningDb.read(newPath);
+function readOrExit(path: string): TuningDb {
+  try {
+    return TuningDb.read(path);
+  } catch (e) {
+    console.error(`compare-db: ${(e as Error).message}`);
+    process.exit(2);
+  }
+}
+const baseDb = readOrExit(basePath);
+const newDb = readOrExit(newPath);
 const base = bestByStorage(baseDb);
 const rows: (string | number)[][] = [];
 let faster = 0;
