@@ -220,9 +220,8 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
  * threads, where those variants spilled and nothing that won on the H200 is cut).
  */
 export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number, cluster = 1): number {
+  if (storage === 'regs') return values + REGISTER_OVERHEAD;
   const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
-  // regs loads every chunk's weight and bias before its first store: they are live with the row.
-  if (storage === 'regs') return values + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD;
   const row = words(spec.dtype) + words(residualDType(spec));
   const extra = (spec.dtype === 'bf16' ? 8 : 0) + (cluster > 1 ? 4 : 0);
   return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD + extra;
