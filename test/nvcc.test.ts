@@ -4,9 +4,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { availableParallelism, tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArch, ARCH_NAMES } from '../generator/arch.js';
 import { makeProblem, type KernelSpec, type Problem } from '../generator/problem.js';
 import { enumerateSpace, GENERIC_PARAMS, STORAGES, THREAD_CHOICES, CLUSTER_CHOICES, type CudaParams } from '../generator/space.js';
@@ -117,6 +117,26 @@ test('a variant that does not compile is COMPILE_ERROR; the rest of its unit sti
     assert.match(b.status === 'COMPILE_ERROR' ? b.log : '', /deliberately broken/);
   } finally {
     await pool.close();
+  }
+});
+
+test('one unit asked for twice at once is compiled once; no partial cubin is left', async () => {
+  const saved = process.env.NORMGEN_CACHE;
+  process.env.NORMGEN_CACHE = mkdtempSync(join(tmpdir(), 'normgen-cache-'));
+  const pool = new CompilePool(parseArch('sm90'), 2);
+  try {
+    const req = { spec: SPECS[0], variants: [makeVariant(SPECS[0], GENERIC_PARAMS)] };
+    const [a, b] = await Promise.all([pool.compileUnit(req), pool.compileUnit(req)]);
+    assert.ok(a.ok && b.ok && a.cubin === b.cubin && existsSync(a.cubin));
+    const files = readdirSync(dirname(a.cubin));
+    assert.equal(files.filter((f) => f.endsWith('.cubin')).length, 1);
+    assert.equal(files.filter((f) => f.endsWith('.tmp')), []);
+    assert.ok((await pool.compileUnit(req)).cached, 'the next request takes it from the cache');
+  } finally {
+    await pool.close();
+    rmSync(process.env.NORMGEN_CACHE, { recursive: true, force: true });
+    if (saved === undefined) delete process.env.NORMGEN_CACHE;
+    else process.env.NORMGEN_CACHE = saved;
   }
 });
 

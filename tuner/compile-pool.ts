@@ -2,7 +2,7 @@
 // piscina workers running nvcc. Cubins are cached by the hash of the unit's text, the
 // arch and nvcc's version, so an unchanged unit is never compiled twice.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -60,10 +60,21 @@ export class CompilePool {
     });
   }
 
+  /** Units being compiled, by cache key: a second request for one waits for the first. */
+  private inFlight = new Map<string, Promise<CompiledUnit>>();
+
   /** Compile (or take from the cache) one unit holding the given variants. */
   async compileUnit(req: UnitRequest): Promise<CompiledUnit> {
     const { source, templates } = renderUnit(req);
     const key = createHash('sha256').update(source).update(templates).update(this.arch.nvccArch).update(await nvccVersion()).digest('hex').slice(0, 20);
+    const pending = this.inFlight.get(key);
+    if (pending) return pending;
+    const compiled = this.compileKeyed(req, source, key).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, compiled);
+    return compiled;
+  }
+
+  private async compileKeyed(req: UnitRequest, source: string, key: string): Promise<CompiledUnit> {
     const dir = cacheDir('cubins', this.arch.name);
     const cubin = join(dir, `${key}.cubin`);
     const report = join(dir, `${key}.json`);
@@ -73,10 +84,12 @@ export class CompilePool {
     }
     const file = join(dir, `${key}.${unitFileName(req.spec, req.variants)}`);
     writeFileSync(file, source);
-    const task: CompileTask = { source: file, cubin: `${cubin}.tmp`, nvccArch: this.arch.nvccArch, families: includeFamilies(isBackward(req.spec)) };
+    // A name of its own: another process may share the cache and compile the same unit.
+    const partial = `${cubin}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+    const task: CompileTask = { source: file, cubin: partial, nvccArch: this.arch.nvccArch, families: includeFamilies(isBackward(req.spec)) };
     const r = await this.pool.run(task);
     if (r.ok) {
-      renameSync(`${cubin}.tmp`, cubin); // the cubin appears whole, then its report
+      renameSync(partial, cubin); // the cubin appears whole, then its report
       writeFileSync(report, JSON.stringify({ usage: r.usage, seconds: r.seconds }));
     }
     return { cubin, ok: r.ok, log: r.log, usage: new Map(r.usage as [string, KernelUsage][]), cached: false };
