@@ -8,335 +8,323 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_69ad5104432f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cfe56b0cc90a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d315b72c1517(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23450ed1db55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ee0f953cd00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7150c0241ae1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1638458a8950(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b442a6a0ea3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a598382492c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f55e383f613(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd94a28104a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_534ee869903d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3714b5ffdd9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_962ed8da6000(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_209129c0f9dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6d54e3cdf30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_daafca989402(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c5ed33297cdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eaf28e3a0611(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74435340416f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c77893446148(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d842da83bf54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b82e48c94f95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a08c4f6fee08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_690c9f322c08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02f9022679b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_241b15a45209(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6c60fb4f0d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed8bd343cd91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e2cda4e562d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e933400e04c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96151b39a9d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50472319dd20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9685b7bdbd97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1245d35bd1b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a0212dc05b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d6e62660434(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_882e1dcae50a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3fe9c2545a1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f182b72cd37d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_788cedde2f44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09ad1f860695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ea1ce9eeb30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a592ef6e830b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8cb58882bee3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1995cdbacbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f561180424fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a67972d9d2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a985448bf438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d414215eab90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0b8ba5fc1215(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d64069338a32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_174cbb03a021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed9ebce4b4ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db8721132bd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1658f27c8d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2679a264a77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7edd0d493d29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37540ce08999(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b5dbe358163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7edddb34baac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b62f62cbdb69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7d8649d6815(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd28a4ae4636(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef9581dc48b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01092dd1980a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad30e1096ce1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_101ef498a737(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_272c6585999b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dad83558e02e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce4188c27de5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6d55c62318ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1116449ee69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbe8675562aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56203f4cf689(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1361472b1f03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63154a367fae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e6084d207d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df6a48554194(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_383a5398ffbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00d320989653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6517bdd67a05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2097477cf609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b7b32ce21e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6691db619eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee5034e79a2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15c10dfce4ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7e626c9f99a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97a5b3317ffe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e1f5f71a289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ff150435f08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91d16183bf04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15fd533e9a29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4f68111f1e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87cb2d5e6b3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8721192afc35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b41cd6c65c12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e956e95179c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2950a0ee19d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_886b1d037392(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4e5279afb95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_683150d9af33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_655d37cd2bb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f33d59f671d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07499a26766f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_624c2497f76c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_464f338630fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac185b2ce54a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_69a9186e12cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6eaea3549088(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a03a6be454e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a919cb625b53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_452d59929baf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_69b7d7e1e1c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4dd03a87135c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_967982167474(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59b80f4ca60d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f91c98c743f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_253e0d8ba8a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a46cbea58c9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a5f79cee269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b56d03dd1cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dad0b8a4e61d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26ebd4a5d185(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19ad1a0651a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1fb0f7fb80c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4134d7051f86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bab6b52c5d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c37c03e04efb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d531095dbc8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_982381afac23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be7dcb28c47e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6fc4711b95c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d12a6b2e03e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18b1880ea721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0965b4d63f7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ad467478701(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc8f06e4ba73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61a1bedbb747(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1da850e275ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03d0a12d9cc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17372608def9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0190c239717a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4e1766ef560(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed83959a7da4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba3f6ba577ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_675847c74d5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa949e972087(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c815daf43860(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_075b1df33b78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f21fcffbc39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52a85f6b2936(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50868e685ade(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75da16226a79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b33578d7e64a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9604ee3f2f6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4bcdc363d72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acc31f7fa3d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a95a7cc9abda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_267775894a0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b23163e015b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a197366c5f8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7de2f7da05cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6182e38811c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e57155f735b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_010538219dd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cabf3fabd704(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49b2e1d0461c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b9e833b117e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a454d7135e06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f2a81068963(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48041a7c370a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4825f42cfcc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_552b47ee669f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92002b635837(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70acd53896ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5433923019d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d2e525fc740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3dec12c4e90d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abf81e523c79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0794e8d9521(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fd162b49374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba29b0d7f721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e366bfcf4ac5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06eb25ec98d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d58944fd07f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f22a096439f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_130bd77e7693(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28132e8b6a5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2636405351b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d098145d21de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc46bc77feb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bce4130c7329(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0889746485ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b09292ff0fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f05364d94ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1aec4e76d423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8806a6474dab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22dac51da1b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a6b9166cca3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d33b881fa18c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f7d21f4a371(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17fca8b69f45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51b25936f367(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecb8cd2161dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6b07718ee27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81e1bc3c529c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7e76be3af66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be06ff6358a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78d693327c2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2d447e2cf66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de42b328fe8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf63731e1c7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df174936de7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e8a87de7cae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6268c6e654b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_419d07f3ff67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_456a50f26713(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38ef4fbc8da9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b233bacc61f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a34d020a99c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1fa6479d5ced(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57767805a9a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a56eab3a4ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8afabf30b115(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7644d156b0a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_833aad0ef1c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3e9d84803c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b8d3b6a4297(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_705a1c65946d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1db625a2d1af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ea130e76010(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e448b9c4e742(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2d320479c1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c4d5a11f437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cc49d677660(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6caf6ea8358(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72672237195e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cfbecb20e8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25d8256e83f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3eace19ad2e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c11611e3da2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f740e4a17168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_895afbc03898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f35573eae7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c472900dfa81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdbcbe00712a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dfcfd088ebe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c091ce57ce5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2ba94b1fb91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6207eea2c1ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_654c524cf5ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_002ed42eaed5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22ced9a895b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a79c787e4cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64d0febc30cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f62ca64a1d66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b7779b9a941(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa8b104a89d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b105dee6f4ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe23ed82fd23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f21046bb769(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b44cb7a7491e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed672a000042(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e7fb7aa7081(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0f4756897c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64a03f4b80d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c7a5cb84ff0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43e8f678bbda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93d4ec3c2e85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8afe038385cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cbd77e7febb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d80c4481f8ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9af431d498e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d8ac7bad621(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10351d299cff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ffb432e6b8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f21cb0720b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11a46c06ebac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ea301fe122f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6593a86596f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b03e9803620d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_249d0b462bc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8788eaaa7f59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f279571f8ec5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6de5b167edd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e69767420f64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44ab960204bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_400d46b1bde3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4282f26874f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_544f3844956d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82ac8d3b9c6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1071559671fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71045cfdd097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_642ace906947(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f491634f77a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_faa25f136632(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cda343c92e71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3600f6a45971(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cbf063c9a04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61d815b6a7f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b13032b7a350(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76d93f5193aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cdf00f587a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bf202e1d15e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e58275eebfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e5fe183fe1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6231acc9204(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08e8f11525a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6706da829f42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9dfed14a0b98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_770e2b463c0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83227338c181(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f37f5a13a65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6aa28bb5cf3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d60a56f4828(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8598bc839767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6384e7c1da69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58a409b5469d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97b51ad030ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7940079c1c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_135a9f7a4ed6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9adc9288729b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dd74d71c320(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da28efe2a692(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24206a0c9872(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6404fb241df7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85d8b4b47b6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89b266df39f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c915100f3375(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9582325acc09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1cc2160e3c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40eb00f21e1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_229ebf49436a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_153a65a094ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14b1f54052c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f2693076ab3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4f07c8bee4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f0d135baaed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_786fef5718b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8ddbce68dfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aef677e2329a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07e887b5e6cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f815a5fe6772(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9dab9a8637c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a150bc32087(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe8f0bd22501(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10a01fc18952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9f4c09dbee2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f88eee99d7b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_997bed2803a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78bcf6b028e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_144c1eff4ad7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9df475e6b0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7eae18edac91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c18c26b102e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa70711962f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db7162b599fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9c4ec0ddbec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f50842a9e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2899255bfd30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d508a917f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa1c4aab00f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_afd03adb2c7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34892d05626a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_49696fb6fc98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_86d6f7b2567e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa6ac9bb5f27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d5845be87a11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb7f824ee71d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15e60d1c51ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db78949144f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c860813ed9a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d860f89dd5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdfe9f3e258d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f0feac9a2b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_516537256c38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0fb5a3316c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a3598bcc6db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e360eeffaa27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e327b16dc13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e99c2e2c8db3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b0e90eccbaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b315102a3671(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c8bbccfdd9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be2f7ed02429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9b0a7775609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_728baf773011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc09032f1a39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cc32a075a86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f9c5555e7fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3ccddbbb86e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f10cfd593fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_29cf7a9cabea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb67764e320e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_731cf0a5b979(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2ffb44385e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25d51b6e49a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be93a21baf60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c78b11b297a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dfa2c7b6363b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80b3dfb7b464(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7240c1efa995(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_139ff5cdfe73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da0feccf0934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_812bfe1099bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bbdfac6bd91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b7acb73ef79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccb77ede05af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a080c774a74d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c70b9fb6d2ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9109b4cbc64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17e6fb5f1008(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c1956f4bcbd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64508790fd5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d50c5ddd123a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c13666b75a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c224247fccd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0e36ed53496(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c0342d95df1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50b3263ac1ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85ace0e9a48a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8590cd3f8d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cefcc414e2ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3841b33f1ed4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5babd05bc8b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2418fde9fcf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e3e9a90ab0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85947e830d2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cfb12969c1b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_999a18f2c475(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b992008d7eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2be8876a788c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_812ae4391cfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1836f0f42fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50fd93437eba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c19129f4b62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e86256d8aee2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a76b740c9c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf734fea0ae5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd0b785812c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cffb148044e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d75a8920e8e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79c404502eb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e617c83414d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de87518ec689(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36f5dde8a474(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2265ebd60889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_399b2a20342c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_316171961edf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8db897b8ec7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f02ee0356112(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2ee05ea4475(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed690bda4f63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_678eccccba95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b9882e0d330(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_179210e96a16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d62c40807f54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2c4bd1bd07c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e962b7d199cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fabc83d5bff5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09e855b6883c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6485b357bb9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_992848ebbd28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5f124f6b8e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aad84f73f979(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7ade527776a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58936d758602(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_847191fcd0d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d5f7ea58a3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bb04951cb54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c506d98b2016(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_adc86a1e0c90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9833629fb3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0dd85e42fa14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29d8708bb714(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c351f2ffa3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abf2e1454adb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aae2d51805a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bf7a9d9132a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31f492f78875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb25e1625672(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0bc9377cce0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64b39070b82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd37e4e5d129(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f9458a4a622(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0ba4b68601b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_087974dbcd6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_465e02a148da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e59cdab272fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1583b6872034(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62caf2e430f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_132bf5c8ddb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_262b19e1ace8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40d283a3c189(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25ef4deb90e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_404c1932e579(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_977e33666e86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5682b399569c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4da6bb7c7d2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9071921b7c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd18de97edfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca62dad87d29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f88b03ac86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d39ad159a6af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2246d51b85dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c0509511f7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22963a577744(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fca3eebdc810(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fac99de489e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b7aad6803e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb287db6bbd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e63da851cf32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1feec3cacc5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cf9f9dd6d84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1423b6fc9a63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8f754022f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83e82ebc7ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4904a9ea8cc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1ce26fe29bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a91adc1ff61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fd1864e0aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3569a8d009b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecd46ca38104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_329de0cbfd7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee91fe386806(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4c6a93e5d80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01934c208e37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_368b2c73fd29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8554f171f5dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a558e10181ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8af23d6f4eb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efedabd1c922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da4cafca7a12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b4d3cbd56b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c0dbd8fefa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99d61b30f098(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3215e8dfe55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48200a9e26fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_998adca5cc7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da12cc265796(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37faf54da74e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46934835f457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d6ce3217a31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf8c8d003af3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3ddac0bbf77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_825da765f7e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c6a2146599d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5fd72fb265f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6883e5b272d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b97cb0878d73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957865998b02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b40143d678f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92743ef1e660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95c21f317cca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56a3b032f5e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_127f5853531e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c490745e023a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4ed11e92b6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a894bb82f3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c89311fb51f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5f031184169(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff79591456c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cef0907de9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcdbab01d588(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4e23d502123(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9628570d5aa9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_272b3f18c944(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24f10a09da95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d90ff97afcb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5d280434674(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9d2a78d4ae9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a51642fe61c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ec386fcda7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35627181711a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56fc984b78d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6909e23e9765(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d43bb60ab432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a585f81f7a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_608399020695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8dc9ddb6c79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28a9da2cea7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a136b7c8e5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04745fd2f82b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73ff0052ecf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8deafec949e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1836b5c4f583(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcddbd412fd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_478a8976db0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8216fece65d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7837d51d2288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_185c0aaaaed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d346e9f3b852(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6ca371b9891(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c71cbd05877(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1d8b41505b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d66b622b73b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebd68ae0d947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_839bcfdd62f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_761504ae307a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55aa9c8f040e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1630d016f698(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9fc5e7dd3a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce3ec365fad7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa6d37bfbee5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e9d05608205(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d80a0a8dbdbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb5bb2c74099(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a8b8b054a20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14f0f5ed05d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab0aa8b2a751(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7918eafeba4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0441e3a460b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24c5a5399ca6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_577b47124e39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_822f544604c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15b5f4608474(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_883cd6803a10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3ea3151240e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebba71c9b426(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca8fa8232bab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4f997025090(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0ea1429396b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86f10046f641(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ef5023b24a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59633315fd2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c384eac1d22e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3168235c753(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43abc1f5000d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ef82bc5e5db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a60603c0d390(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dad64a259f4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f36d0c5dc099(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72bec455a59d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3c67cc3dc0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b7f10776180(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51e17ea6cd82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c64f2b5fa6df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4f1f2ec5bdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9e32ce58334(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1da5010bfa46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b5a27733cad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d5285f6b2c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8d60f531bf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_782e74ba1427(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f80203bcdff(const NormgenFwdParams p);
 
 namespace {
 
@@ -351,335 +339,323 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_69ad5104432f, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_cfe56b0cc90a, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_d315b72c1517, 0, 64, 8, 16, 4, 1, 2, 0 },  // regs.t64.v8.tpr16.i4
-  {(const void*)&normgen_layernorm_fwd_23450ed1db55, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_9ee0f953cd00, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_7150c0241ae1, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_1638458a8950, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_b442a6a0ea3b, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
-  {(const void*)&normgen_layernorm_fwd_6a598382492c, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_4f55e383f613, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_dd94a28104a4, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_534ee869903d, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_3714b5ffdd9d, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_962ed8da6000, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_209129c0f9dd, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_b6d54e3cdf30, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_daafca989402, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_c5ed33297cdc, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_eaf28e3a0611, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_74435340416f, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
-  {(const void*)&normgen_layernorm_fwd_c77893446148, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_d842da83bf54, 0, 128, 8, 128, 7, 1, 2, 0 },  // regs.t128.v8.tpr128.i7
-  {(const void*)&normgen_layernorm_fwd_b82e48c94f95, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_a08c4f6fee08, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_layernorm_fwd_690c9f322c08, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_02f9022679b3, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_241b15a45209, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_d6c60fb4f0d9, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_ed8bd343cd91, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_6e2cda4e562d, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_e933400e04c0, 0, 512, 8, 512, 8, 1, 2, 0 },  // regs.t512.v8.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_96151b39a9d4, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_50472319dd20, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_9685b7bdbd97, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_1245d35bd1b5, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_8a0212dc05b6, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_0d6e62660434, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_882e1dcae50a, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_3fe9c2545a1f, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_f182b72cd37d, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_788cedde2f44, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_09ad1f860695, 0, 64, 8, 16, 4, 1, 2, 0 },  // regs.t64.v8.tpr16.i4
-  {(const void*)&normgen_layernorm_fwd_8ea1ce9eeb30, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_a592ef6e830b, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_8cb58882bee3, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_f1995cdbacbc, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
-  {(const void*)&normgen_layernorm_fwd_f561180424fe, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_4a67972d9d2f, 0, 512, 8, 256, 1, 1, 2, 0 },  // regs.t512.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a985448bf438, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_d414215eab90, 0, 128, 8, 64, 4, 1, 2, 0 },  // regs.t128.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_0b8ba5fc1215, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_d64069338a32, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_174cbb03a021, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_ed9ebce4b4ad, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_db8721132bd4, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_a1658f27c8d5, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_f2679a264a77, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_7edd0d493d29, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_37540ce08999, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_2b5dbe358163, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
-  {(const void*)&normgen_layernorm_fwd_7edddb34baac, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_b62f62cbdb69, 0, 128, 8, 128, 7, 1, 2, 0 },  // regs.t128.v8.tpr128.i7
-  {(const void*)&normgen_layernorm_fwd_c7d8649d6815, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_dd28a4ae4636, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_layernorm_fwd_ef9581dc48b4, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_01092dd1980a, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_ad30e1096ce1, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_101ef498a737, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_272c6585999b, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_dad83558e02e, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_ce4188c27de5, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_6d55c62318ab, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_e1116449ee69, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_cbe8675562aa, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_56203f4cf689, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_1361472b1f03, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_63154a367fae, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_3e6084d207d4, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_df6a48554194, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_383a5398ffbc, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_00d320989653, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_6517bdd67a05, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_2097477cf609, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_8b7b32ce21e1, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_b6691db619eb, 0, 128, 4, 64, 6, 1, 4, 0 },  // regs.t128.v4.tpr64.i6
-  {(const void*)&normgen_layernorm_fwd_ee5034e79a2c, 0, 256, 4, 256, 2, 1, 4, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_15c10dfce4ab, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_f7e626c9f99a, 1, 128, 4, 128, 5, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_97a5b3317ffe, 0, 256, 4, 128, 5, 1, 4, 0 },  // regs.t256.v4.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_6e1f5f71a289, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_1ff150435f08, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_91d16183bf04, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_15fd533e9a29, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_b4f68111f1e5, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_87cb2d5e6b3e, 0, 512, 4, 512, 3, 1, 4, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_8721192afc35, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_b41cd6c65c12, 0, 512, 4, 256, 7, 1, 4, 0 },  // regs.t512.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_7e956e95179c, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_2950a0ee19d7, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_layernorm_fwd_886b1d037392, 0, 512, 4, 512, 6, 1, 4, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_layernorm_fwd_c4e5279afb95, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_683150d9af33, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_layernorm_fwd_655d37cd2bb4, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_f33d59f671d5, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_07499a26766f, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_624c2497f76c, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_layernorm_fwd_464f338630fb, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
-  {(const void*)&normgen_layernorm_fwd_ac185b2ce54a, 0, 128, 4, 128, 16, 4, 4, 0 },  // regs.t128.v4.tpr128.i16.c4
-  {(const void*)&normgen_layernorm_fwd_69a9186e12cd, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_6eaea3549088, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_layernorm_fwd_a03a6be454e3, 0, 256, 4, 256, 16, 4, 4, 0 },  // regs.t256.v4.tpr256.i16.c4
-  {(const void*)&normgen_layernorm_fwd_a919cb625b53, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_layernorm_fwd_452d59929baf, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
-  {(const void*)&normgen_layernorm_fwd_69b7d7e1e1c1, 0, 256, 4, 256, 16, 8, 4, 0 },  // regs.t256.v4.tpr256.i16.c8
-  {(const void*)&normgen_layernorm_fwd_4dd03a87135c, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_967982167474, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_59b80f4ca60d, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_f91c98c743f5, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_253e0d8ba8a0, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_a46cbea58c9f, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_9a5f79cee269, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_3b56d03dd1cb, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_dad0b8a4e61d, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_26ebd4a5d185, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_19ad1a0651a7, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_1fb0f7fb80c9, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_4134d7051f86, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0bab6b52c5d9, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_c37c03e04efb, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_d531095dbc8e, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_982381afac23, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_be7dcb28c47e, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_b6fc4711b95c, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_d12a6b2e03e8, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_18b1880ea721, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_0965b4d63f7f, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_8ad467478701, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_dc8f06e4ba73, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_61a1bedbb747, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_1da850e275ec, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_03d0a12d9cc7, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_17372608def9, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_0190c239717a, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_e4e1766ef560, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_ed83959a7da4, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_ba3f6ba577ad, 4, 512, 8, 512, 8, 2, 2, 196608 },  // ring.t512.v8.tpr512.i8.c2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_675847c74d5a, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_aa949e972087, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_c815daf43860, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_075b1df33b78, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6f21fcffbc39, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_52a85f6b2936, 4, 128, 8, 64, 1, 1, 2, 13312 },  // ring.t128.v8.tpr64.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_50868e685ade, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_75da16226a79, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_b33578d7e64a, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_9604ee3f2f6b, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_e4bcdc363d72, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_acc31f7fa3d2, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_a95a7cc9abda, 4, 256, 8, 256, 1, 1, 2, 20480 },  // ring.t256.v8.tpr256.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_267775894a0b, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_0b23163e015b, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_a197366c5f8e, 4, 512, 8, 512, 1, 1, 2, 57344 },  // ring.t512.v8.tpr512.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_7de2f7da05cb, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_b6182e38811c, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_7e57155f735b, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_010538219dd0, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_cabf3fabd704, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_49b2e1d0461c, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_2b9e833b117e, 0, 1024, 8, 256, 3, 1, 2, 0 },  // regs.t1024.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a454d7135e06, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_2f2a81068963, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_48041a7c370a, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_4825f42cfcc0, 4, 256, 8, 256, 4, 1, 2, 114688 },  // ring.t256.v8.tpr256.i4.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_552b47ee669f, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_92002b635837, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_70acd53896ce, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_b5433923019d, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_9d2e525fc740, 4, 256, 8, 256, 1, 8, 2, 28672 },  // ring.t256.v8.tpr256.i1.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_3dec12c4e90d, 4, 512, 8, 512, 4, 1, 2, 229376 },  // ring.t512.v8.tpr512.i4.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_abf81e523c79, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_e0794e8d9521, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_5fd162b49374, 2, 1024, 8, 512, 0, 1, 2, 0 },  // smem.t1024.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_ba29b0d7f721, 4, 1024, 8, 1024, 2, 2, 2, 163840 },  // ring.t1024.v8.tpr1024.i2.c2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_e366bfcf4ac5, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_06eb25ec98d3, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_6d58944fd07f, 4, 512, 8, 512, 4, 4, 2, 163840 },  // ring.t512.v8.tpr512.i4.c4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_5f22a096439f, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_130bd77e7693, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_28132e8b6a5e, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2636405351b9, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_d098145d21de, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_dc46bc77feb8, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_bce4130c7329, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_0889746485ef, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_0b09292ff0fd, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_8f05364d94ff, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_1aec4e76d423, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_8806a6474dab, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_22dac51da1b1, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_2a6b9166cca3, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_d33b881fa18c, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_4f7d21f4a371, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_17fca8b69f45, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_51b25936f367, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_ecb8cd2161dd, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_c6b07718ee27, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_81e1bc3c529c, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_f7e76be3af66, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_be06ff6358a3, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_78d693327c2f, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_b2d447e2cf66, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_de42b328fe8e, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_cf63731e1c7b, 0, 256, 8, 256, 2, 4, 2, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_df174936de7f, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_6e8a87de7cae, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_6268c6e654b5, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_419d07f3ff67, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_456a50f26713, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_38ef4fbc8da9, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_2b233bacc61f, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_a34d020a99c0, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_1fa6479d5ced, 4, 1024, 8, 1024, 4, 2, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_57767805a9a0, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_7a56eab3a4ec, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_8afabf30b115, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_7644d156b0a9, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_833aad0ef1c1, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_f3e9d84803c3, 4, 128, 8, 64, 1, 1, 2, 9216 },  // ring.t128.v8.tpr64.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_9b8d3b6a4297, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_705a1c65946d, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_1db625a2d1af, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_0ea130e76010, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_e448b9c4e742, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_e2d320479c1b, 4, 256, 8, 256, 1, 1, 2, 28672 },  // ring.t256.v8.tpr256.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_6c4d5a11f437, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_2cc49d677660, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_b6caf6ea8358, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_72672237195e, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_5cfbecb20e8d, 4, 512, 8, 128, 3, 1, 2, 153600 },  // ring.t512.v8.tpr128.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_25d8256e83f4, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_3eace19ad2e6, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_4c11611e3da2, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_f740e4a17168, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_895afbc03898, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_5f35573eae7e, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_c472900dfa81, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_bdbcbe00712a, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_7dfcfd088ebe, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_5c091ce57ce5, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_d2ba94b1fb91, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_6207eea2c1ee, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_654c524cf5ea, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_002ed42eaed5, 4, 256, 8, 256, 1, 8, 2, 20480 },  // ring.t256.v8.tpr256.i1.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_22ced9a895b5, 4, 512, 8, 512, 4, 1, 2, 229376 },  // ring.t512.v8.tpr512.i4.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_0a79c787e4cd, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_64d0febc30cd, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_f62ca64a1d66, 4, 512, 8, 512, 4, 2, 2, 163840 },  // ring.t512.v8.tpr512.i4.c2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_1b7779b9a941, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_fa8b104a89d5, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_b105dee6f4ae, 4, 512, 8, 512, 4, 4, 2, 163840 },  // ring.t512.v8.tpr512.i4.c4.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_fe23ed82fd23, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_6f21046bb769, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_b44cb7a7491e, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ed672a000042, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_6e7fb7aa7081, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_a0f4756897c9, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_64a03f4b80d5, 1, 512, 4, 256, 1, 1, 4, 0 },  // pipelined.t512.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_2c7a5cb84ff0, 0, 256, 4, 128, 2, 1, 4, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_43e8f678bbda, 1, 128, 4, 128, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_93d4ec3c2e85, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_8afe038385cf, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_9cbd77e7febb, 1, 512, 4, 512, 1, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_d80c4481f8ca, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9af431d498e6, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_1d8ac7bad621, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_10351d299cff, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_5ffb432e6b8e, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_5f21cb0720b2, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_11a46c06ebac, 3, 512, 4, 256, 0, 1, 4, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5ea301fe122f, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_6593a86596f3, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_b03e9803620d, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_249d0b462bc4, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_8788eaaa7f59, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_f279571f8ec5, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_6de5b167edd9, 1, 256, 4, 256, 6, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_e69767420f64, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_44ab960204bf, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_400d46b1bde3, 1, 128, 4, 128, 4, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_4282f26874f3, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_544f3844956d, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_82ac8d3b9c6d, 2, 1024, 4, 1024, 0, 1, 4, 0 },  // smem.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_1071559671fe, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_71045cfdd097, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_642ace906947, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_0f491634f77a, 4, 256, 4, 256, 8, 8, 4, 98304 },  // ring.t256.v4.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_faa25f136632, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_cda343c92e71, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
-  {(const void*)&normgen_rmsnorm_fwd_3600f6a45971, 4, 512, 4, 512, 8, 8, 4, 196608 },  // ring.t512.v4.tpr512.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_5cbf063c9a04, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_61d815b6a7f1, 1, 64, 4, 64, 2, 1, 4, 0 },  // pipelined.t64.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_b13032b7a350, 0, 256, 4, 128, 1, 1, 4, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_76d93f5193aa, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_2cdf00f587a3, 0, 128, 4, 64, 3, 1, 4, 0 },  // regs.t128.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_8bf202e1d15e, 0, 512, 4, 256, 1, 1, 4, 0 },  // regs.t512.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_9e58275eebfe, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_5e5fe183fe1d, 0, 512, 4, 512, 1, 1, 4, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_b6231acc9204, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_08e8f11525a9, 0, 256, 4, 256, 3, 1, 4, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_6706da829f42, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_9dfed14a0b98, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_770e2b463c0a, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_83227338c181, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_7f37f5a13a65, 0, 256, 4, 256, 5, 1, 4, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_6aa28bb5cf3d, 1, 256, 4, 256, 3, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_9d60a56f4828, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_8598bc839767, 1, 512, 4, 512, 2, 2, 4, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_6384e7c1da69, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_58a409b5469d, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_97b51ad030ea, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_a7940079c1c0, 0, 1024, 4, 1024, 3, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i3
-  {(const void*)&normgen_rmsnorm_fwd_135a9f7a4ed6, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_9adc9288729b, 0, 1024, 4, 1024, 4, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i4
-  {(const void*)&normgen_rmsnorm_fwd_6dd74d71c320, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_da28efe2a692, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_24206a0c9872, 2, 1024, 4, 1024, 0, 1, 4, 0 },  // smem.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_6404fb241df7, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_85d8b4b47b6c, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_89b266df39f6, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_c915100f3375, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_9582325acc09, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_a1cc2160e3c4, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
+  {(const void*)&normgen_layernorm_fwd_40eb00f21e1c, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_229ebf49436a, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_153a65a094ee, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_14b1f54052c6, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_6f2693076ab3, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
+  {(const void*)&normgen_layernorm_fwd_b4f07c8bee4d, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_1f0d135baaed, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_786fef5718b1, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_a8ddbce68dfe, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_aef677e2329a, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_07e887b5e6cf, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_f815a5fe6772, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_d9dab9a8637c, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_3a150bc32087, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_fe8f0bd22501, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_10a01fc18952, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
+  {(const void*)&normgen_layernorm_fwd_e9f4c09dbee2, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f88eee99d7b4, 0, 128, 8, 128, 7, 1, 2, 0 },  // regs.t128.v8.tpr128.i7
+  {(const void*)&normgen_layernorm_fwd_997bed2803a3, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_78bcf6b028e2, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_layernorm_fwd_144c1eff4ad7, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_9df475e6b0a2, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_7eae18edac91, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_c18c26b102e6, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_fa70711962f1, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_db7162b599fc, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_c9c4ec0ddbec, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_2f50842a9e30, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_2899255bfd30, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_9d508a917f1f, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_fa1c4aab00f4, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
+  {(const void*)&normgen_layernorm_fwd_afd03adb2c7a, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_34892d05626a, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_49696fb6fc98, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_86d6f7b2567e, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_fa6ac9bb5f27, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_layernorm_fwd_d5845be87a11, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
+  {(const void*)&normgen_layernorm_fwd_fb7f824ee71d, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_15e60d1c51ce, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_db78949144f4, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_c860813ed9a3, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_4d860f89dd5f, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
+  {(const void*)&normgen_layernorm_fwd_bdfe9f3e258d, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_4f0feac9a2b3, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_516537256c38, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_f0fb5a3316c5, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_3a3598bcc6db, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_e360eeffaa27, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_7e327b16dc13, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_e99c2e2c8db3, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_6b0e90eccbaf, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_b315102a3671, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_c8bbccfdd9d1, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
+  {(const void*)&normgen_layernorm_fwd_be2f7ed02429, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f9b0a7775609, 4, 512, 8, 256, 4, 1, 2, 131072 },  // ring.t512.v8.tpr256.i4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_728baf773011, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_dc09032f1a39, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_layernorm_fwd_4cc32a075a86, 1, 128, 8, 128, 3, 4, 2, 0 },  // pipelined.t128.v8.tpr128.i3.c4
+  {(const void*)&normgen_layernorm_fwd_0f9c5555e7fc, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_c3ccddbbb86e, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_8f10cfd593fa, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_29cf7a9cabea, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_eb67764e320e, 1, 256, 8, 256, 2, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_731cf0a5b979, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_f2ffb44385e4, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_25d51b6e49a6, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_be93a21baf60, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_c78b11b297a3, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_dfa2c7b6363b, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
+  {(const void*)&normgen_layernorm_fwd_80b3dfb7b464, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_7240c1efa995, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_139ff5cdfe73, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_da0feccf0934, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_812bfe1099bf, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_8bbdfac6bd91, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_6b7acb73ef79, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_ccb77ede05af, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_a080c774a74d, 1, 256, 4, 64, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_c70b9fb6d2ca, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_d9109b4cbc64, 1, 256, 4, 128, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_17e6fb5f1008, 0, 256, 4, 256, 2, 1, 4, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_c1956f4bcbd2, 0, 256, 4, 128, 4, 1, 4, 0 },  // regs.t256.v4.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_64508790fd5d, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_d50c5ddd123a, 0, 512, 4, 256, 3, 1, 4, 0 },  // regs.t512.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_9c13666b75a4, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_c224247fccd1, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_a0e36ed53496, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_c0342d95df1e, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_50b3263ac1ef, 0, 512, 4, 512, 3, 1, 4, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_85ace0e9a48a, 0, 256, 4, 256, 6, 1, 4, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_a8590cd3f8d4, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_cefcc414e2ae, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
+  {(const void*)&normgen_layernorm_fwd_3841b33f1ed4, 0, 512, 4, 256, 7, 1, 4, 0 },  // regs.t512.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_5babd05bc8b5, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_2418fde9fcf9, 0, 512, 4, 256, 8, 1, 4, 0 },  // regs.t512.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_8e3e9a90ab0a, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_layernorm_fwd_85947e830d2f, 0, 256, 4, 256, 3, 4, 4, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_layernorm_fwd_cfb12969c1b4, 0, 512, 4, 512, 6, 1, 4, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_999a18f2c475, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_layernorm_fwd_2b992008d7eb, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_layernorm_fwd_2be8876a788c, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_812ae4391cfa, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_1836f0f42fb5, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_50fd93437eba, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
+  {(const void*)&normgen_layernorm_fwd_8c19129f4b62, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_e86256d8aee2, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_layernorm_fwd_9a76b740c9c8, 4, 1024, 4, 1024, 4, 4, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c4.s3
+  {(const void*)&normgen_layernorm_fwd_cf734fea0ae5, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
+  {(const void*)&normgen_layernorm_fwd_dd0b785812c0, 4, 1024, 4, 1024, 4, 8, 4, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s2
+  {(const void*)&normgen_layernorm_fwd_cffb148044e6, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d75a8920e8e5, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_79c404502eb1, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_e617c83414d5, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_de87518ec689, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_36f5dde8a474, 0, 512, 8, 32, 2, 1, 2, 0 },  // regs.t512.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_2265ebd60889, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_399b2a20342c, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_316171961edf, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_a8db897b8ec7, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_f02ee0356112, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_b2ee05ea4475, 0, 256, 8, 128, 2, 1, 2, 0 },  // regs.t256.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_ed690bda4f63, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_678eccccba95, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_0b9882e0d330, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_179210e96a16, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_d62c40807f54, 2, 256, 8, 64, 0, 1, 2, 0 },  // smem.t256.v8.tpr64
+  {(const void*)&normgen_rmsnorm_fwd_e2c4bd1bd07c, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_e962b7d199cf, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_fabc83d5bff5, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_09e855b6883c, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6485b357bb9e, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_992848ebbd28, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_a5f124f6b8e8, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_aad84f73f979, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_e7ade527776a, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_58936d758602, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_847191fcd0d6, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_6d5f7ea58a3a, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_8bb04951cb54, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_c506d98b2016, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_adc86a1e0c90, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_d9833629fb3a, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_0dd85e42fa14, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_29d8708bb714, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0c351f2ffa3f, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_abf2e1454adb, 4, 128, 8, 64, 1, 1, 2, 13312 },  // ring.t128.v8.tpr64.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_8aae2d51805a, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_0bf7a9d9132a, 0, 512, 8, 32, 2, 1, 2, 0 },  // regs.t512.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_31f492f78875, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_bb25e1625672, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_e0bc9377cce0, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_b64b39070b82, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_fd37e4e5d129, 4, 512, 8, 256, 1, 1, 2, 36864 },  // ring.t512.v8.tpr256.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_2f9458a4a622, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_c0ba4b68601b, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_087974dbcd6c, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_465e02a148da, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_e59cdab272fc, 4, 512, 8, 128, 3, 1, 2, 153600 },  // ring.t512.v8.tpr128.i3.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_1583b6872034, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_62caf2e430f6, 2, 128, 8, 128, 0, 1, 2, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_132bf5c8ddb2, 2, 128, 8, 64, 0, 1, 2, 0 },  // smem.t128.v8.tpr64
+  {(const void*)&normgen_rmsnorm_fwd_262b19e1ace8, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_40d283a3c189, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_25ef4deb90e5, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_404c1932e579, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_977e33666e86, 0, 1024, 8, 256, 3, 1, 2, 0 },  // regs.t1024.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_5682b399569c, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_4da6bb7c7d2e, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_b9071921b7c2, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_fd18de97edfe, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_ca62dad87d29, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_d1f88b03ac86, 4, 256, 8, 256, 1, 8, 2, 20480 },  // ring.t256.v8.tpr256.i1.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_d39ad159a6af, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_2246d51b85dd, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_0c0509511f7e, 2, 1024, 8, 512, 0, 1, 2, 0 },  // smem.t1024.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_22963a577744, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_fca3eebdc810, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_fac99de489e5, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_6b7aad6803e9, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_fb287db6bbd0, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e63da851cf32, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_1feec3cacc5d, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_3cf9f9dd6d84, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_1423b6fc9a63, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_f8f754022f8c, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_83e82ebc7ebe, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_4904a9ea8cc0, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_f1ce26fe29bf, 0, 512, 8, 256, 1, 1, 2, 0 },  // regs.t512.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_2a91adc1ff61, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_2fd1864e0aa5, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_c3569a8d009b, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_ecd46ca38104, 0, 128, 8, 128, 2, 1, 2, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_329de0cbfd7a, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_ee91fe386806, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_c4c6a93e5d80, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_01934c208e37, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_368b2c73fd29, 2, 128, 8, 64, 0, 1, 2, 0 },  // smem.t128.v8.tpr64
+  {(const void*)&normgen_rmsnorm_fwd_8554f171f5dd, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_a558e10181ca, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_8af23d6f4eb3, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_efedabd1c922, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_da4cafca7a12, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_2b4d3cbd56b8, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_7c0dbd8fefa2, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_99d61b30f098, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_b3215e8dfe55, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_48200a9e26fa, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_998adca5cc7a, 1, 256, 8, 256, 2, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_da12cc265796, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_37faf54da74e, 1, 512, 8, 512, 2, 8, 2, 0 },  // pipelined.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_46934835f457, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_6d6ce3217a31, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_cf8c8d003af3, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_e3ddac0bbf77, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_825da765f7e3, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_6c6a2146599d, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d5fd72fb265f, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a6883e5b272d, 4, 128, 8, 64, 1, 1, 2, 13312 },  // ring.t128.v8.tpr64.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_b97cb0878d73, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_957865998b02, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_8b40143d678f, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_92743ef1e660, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_95c21f317cca, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_56a3b032f5e2, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_127f5853531e, 4, 256, 8, 256, 1, 1, 2, 28672 },  // ring.t256.v8.tpr256.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_c490745e023a, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_f4ed11e92b6e, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_2a894bb82f3e, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_c89311fb51f3, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_b5f031184169, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_ff79591456c7, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_cef0907de9d1, 2, 128, 8, 128, 0, 1, 2, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_bcdbab01d588, 2, 128, 8, 64, 0, 1, 2, 0 },  // smem.t128.v8.tpr64
+  {(const void*)&normgen_rmsnorm_fwd_d4e23d502123, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_9628570d5aa9, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_272b3f18c944, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_24f10a09da95, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_d90ff97afcb9, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_b5d280434674, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_d9d2a78d4ae9, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_9a51642fe61c, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_8ec386fcda7b, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_35627181711a, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_56fc984b78d7, 4, 256, 8, 256, 1, 8, 2, 20480 },  // ring.t256.v8.tpr256.i1.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_6909e23e9765, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_d43bb60ab432, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_0a585f81f7a7, 2, 1024, 8, 512, 0, 1, 2, 0 },  // smem.t1024.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_608399020695, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_a8dc9ddb6c79, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_28a9da2cea7a, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_8a136b7c8e5e, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_04745fd2f82b, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_73ff0052ecf0, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_e8deafec949e, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_1836b5c4f583, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_fcddbd412fd9, 0, 256, 4, 128, 2, 1, 4, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_478a8976db0b, 1, 128, 4, 64, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_8216fece65d3, 0, 64, 4, 64, 4, 1, 4, 0 },  // regs.t64.v4.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_7837d51d2288, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_185c0aaaaed3, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_d346e9f3b852, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d6ca371b9891, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_6c71cbd05877, 2, 128, 4, 128, 0, 1, 4, 0 },  // smem.t128.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_b1d8b41505b7, 1, 256, 4, 256, 4, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_d66b622b73b4, 3, 512, 4, 256, 0, 1, 4, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ebd68ae0d947, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_839bcfdd62f6, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_761504ae307a, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_55aa9c8f040e, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_1630d016f698, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_e9fc5e7dd3a7, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_ce3ec365fad7, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_aa6d37bfbee5, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_9e9d05608205, 1, 256, 4, 256, 6, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_d80a0a8dbdbb, 4, 1024, 4, 512, 6, 1, 4, 196608 },  // ring.t1024.v4.tpr512.i6.s2
+  {(const void*)&normgen_rmsnorm_fwd_fb5bb2c74099, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_1a8b8b054a20, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_14f0f5ed05d2, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_ab0aa8b2a751, 1, 128, 4, 128, 8, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_7918eafeba4e, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_f0441e3a460b, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_24c5a5399ca6, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_577b47124e39, 4, 512, 4, 512, 4, 8, 4, 98304 },  // ring.t512.v4.tpr512.i4.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_822f544604c9, 4, 256, 4, 256, 8, 8, 4, 98304 },  // ring.t256.v4.tpr256.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_15b5f4608474, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_883cd6803a10, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
+  {(const void*)&normgen_rmsnorm_fwd_e3ea3151240e, 4, 512, 4, 512, 8, 8, 4, 196608 },  // ring.t512.v4.tpr512.i8.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_ebba71c9b426, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ca8fa8232bab, 1, 64, 4, 64, 2, 1, 4, 0 },  // pipelined.t64.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_f4f997025090, 0, 128, 4, 64, 2, 1, 4, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_f0ea1429396b, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_86f10046f641, 0, 128, 4, 64, 3, 1, 4, 0 },  // regs.t128.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_4ef5023b24a5, 0, 512, 4, 256, 1, 1, 4, 0 },  // regs.t512.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_59633315fd2a, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_c384eac1d22e, 0, 128, 4, 128, 3, 1, 4, 0 },  // regs.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_c3168235c753, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_43abc1f5000d, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_3ef82bc5e5db, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_a60603c0d390, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_dad64a259f4a, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_f36d0c5dc099, 1, 256, 4, 256, 3, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_72bec455a59d, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_f3c67cc3dc0b, 1, 512, 4, 512, 2, 2, 4, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_4b7f10776180, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_51e17ea6cd82, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_c64f2b5fa6df, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_d4f1f2ec5bdc, 0, 1024, 4, 1024, 3, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i3
+  {(const void*)&normgen_rmsnorm_fwd_d9e32ce58334, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_1da5010bfa46, 0, 1024, 4, 1024, 4, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i4
+  {(const void*)&normgen_rmsnorm_fwd_6b5a27733cad, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_1d5285f6b2c2, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_a8d60f531bf5, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_782e74ba1427, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_6f80203bcdff, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -688,15 +664,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 38 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 77 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 114 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 149 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 188 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 225 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 262 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 299 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 328 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 36 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 74 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 112 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 146 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 182 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 218 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 254 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 290 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 316 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -707,8 +683,8 @@ const Entry kEntries[] = {
   { 0, 512, 8, 1 },
   { 0, 512, 32, 1 },
   { 0, 512, 128, 1 },
-  { 0, 512, 512, 0 },
-  { 0, 512, 2048, 0 },
+  { 0, 512, 512, 1 },
+  { 0, 512, 2048, 2 },
   { 0, 512, 8192, 2 },
   { 0, 512, 32768, 2 },
   { 0, 768, 1, 3 },
@@ -727,460 +703,460 @@ const Entry kEntries[] = {
   { 0, 1024, 2048, 6 },
   { 0, 1024, 8192, 6 },
   { 0, 1024, 32768, 7 },
-  { 0, 1536, 1, 8 },
-  { 0, 1536, 8, 8 },
-  { 0, 1536, 32, 8 },
-  { 0, 1536, 128, 8 },
-  { 0, 1536, 512, 8 },
-  { 0, 1536, 2048, 9 },
-  { 0, 1536, 8192, 9 },
-  { 0, 1536, 32768, 9 },
-  { 0, 2048, 1, 8 },
-  { 0, 2048, 8, 8 },
-  { 0, 2048, 32, 8 },
-  { 0, 2048, 128, 8 },
-  { 0, 2048, 512, 8 },
-  { 0, 2048, 2048, 10 },
-  { 0, 2048, 8192, 10 },
-  { 0, 2048, 32768, 10 },
-  { 0, 2560, 1, 11 },
-  { 0, 2560, 8, 11 },
-  { 0, 2560, 32, 11 },
-  { 0, 2560, 128, 11 },
-  { 0, 2560, 512, 12 },
-  { 0, 2560, 2048, 13 },
-  { 0, 2560, 8192, 14 },
-  { 0, 2560, 32768, 14 },
-  { 0, 3072, 1, 11 },
-  { 0, 3072, 8, 11 },
-  { 0, 3072, 32, 11 },
-  { 0, 3072, 128, 11 },
-  { 0, 3072, 512, 12 },
-  { 0, 3072, 2048, 13 },
-  { 0, 3072, 8192, 13 },
-  { 0, 3072, 32768, 13 },
-  { 0, 4096, 1, 11 },
-  { 0, 4096, 8, 11 },
-  { 0, 4096, 32, 11 },
-  { 0, 4096, 128, 11 },
-  { 0, 4096, 512, 12 },
-  { 0, 4096, 2048, 15 },
-  { 0, 4096, 8192, 15 },
-  { 0, 4096, 32768, 15 },
-  { 0, 5120, 1, 16 },
-  { 0, 5120, 8, 16 },
-  { 0, 5120, 32, 16 },
-  { 0, 5120, 128, 16 },
-  { 0, 5120, 512, 17 },
-  { 0, 5120, 2048, 18 },
-  { 0, 5120, 8192, 18 },
-  { 0, 5120, 32768, 18 },
-  { 0, 6144, 1, 16 },
-  { 0, 6144, 8, 16 },
-  { 0, 6144, 32, 16 },
-  { 0, 6144, 128, 16 },
-  { 0, 6144, 512, 17 },
-  { 0, 6144, 2048, 17 },
-  { 0, 6144, 8192, 19 },
-  { 0, 6144, 32768, 19 },
-  { 0, 7168, 1, 16 },
-  { 0, 7168, 8, 16 },
-  { 0, 7168, 32, 16 },
-  { 0, 7168, 128, 16 },
-  { 0, 7168, 512, 20 },
-  { 0, 7168, 2048, 20 },
-  { 0, 7168, 8192, 20 },
-  { 0, 7168, 32768, 21 },
-  { 0, 8192, 1, 22 },
-  { 0, 8192, 8, 22 },
-  { 0, 8192, 32, 16 },
-  { 0, 8192, 128, 16 },
-  { 0, 8192, 512, 20 },
-  { 0, 8192, 2048, 20 },
-  { 0, 8192, 8192, 20 },
-  { 0, 8192, 32768, 20 },
-  { 0, 12288, 1, 23 },
-  { 0, 12288, 8, 23 },
-  { 0, 12288, 32, 24 },
-  { 0, 12288, 128, 24 },
-  { 0, 12288, 512, 24 },
-  { 0, 12288, 2048, 25 },
-  { 0, 12288, 8192, 25 },
-  { 0, 12288, 32768, 25 },
-  { 0, 16384, 1, 26 },
-  { 0, 16384, 8, 26 },
-  { 0, 16384, 32, 26 },
-  { 0, 16384, 128, 27 },
-  { 0, 16384, 512, 27 },
-  { 0, 16384, 2048, 27 },
-  { 0, 16384, 8192, 27 },
-  { 0, 16384, 32768, 27 },
-  { 0, 32768, 1, 28 },
-  { 0, 32768, 8, 28 },
-  { 0, 32768, 32, 29 },
-  { 0, 32768, 128, 30 },
-  { 0, 32768, 512, 31 },
-  { 0, 32768, 2048, 31 },
-  { 0, 32768, 8192, 31 },
-  { 0, 32768, 32768, 31 },
-  { 0, 65536, 1, 32 },
-  { 0, 65536, 8, 32 },
-  { 0, 65536, 32, 33 },
-  { 0, 65536, 128, 34 },
-  { 0, 65536, 512, 34 },
-  { 0, 65536, 2048, 35 },
-  { 0, 65536, 8192, 35 },
-  { 0, 65536, 32768, 35 },
-  { 0, 131072, 1, 36 },
-  { 0, 131072, 8, 36 },
-  { 0, 131072, 32, 37 },
-  { 0, 131072, 128, 34 },
-  { 0, 131072, 512, 34 },
-  { 0, 131072, 2048, 34 },
-  { 0, 131072, 8192, 34 },
-  { 0, 131072, 32768, 34 },
-  { 1, 512, 1, 39 },
-  { 1, 512, 8, 40 },
-  { 1, 512, 32, 40 },
-  { 1, 512, 128, 40 },
-  { 1, 512, 512, 39 },
+  { 0, 1536, 1, 0 },
+  { 0, 1536, 8, 0 },
+  { 0, 1536, 32, 0 },
+  { 0, 1536, 128, 0 },
+  { 0, 1536, 512, 0 },
+  { 0, 1536, 2048, 8 },
+  { 0, 1536, 8192, 8 },
+  { 0, 1536, 32768, 8 },
+  { 0, 2048, 1, 0 },
+  { 0, 2048, 8, 0 },
+  { 0, 2048, 32, 0 },
+  { 0, 2048, 128, 0 },
+  { 0, 2048, 512, 0 },
+  { 0, 2048, 2048, 9 },
+  { 0, 2048, 8192, 9 },
+  { 0, 2048, 32768, 9 },
+  { 0, 2560, 1, 10 },
+  { 0, 2560, 8, 10 },
+  { 0, 2560, 32, 10 },
+  { 0, 2560, 128, 10 },
+  { 0, 2560, 512, 11 },
+  { 0, 2560, 2048, 12 },
+  { 0, 2560, 8192, 13 },
+  { 0, 2560, 32768, 13 },
+  { 0, 3072, 1, 10 },
+  { 0, 3072, 8, 10 },
+  { 0, 3072, 32, 10 },
+  { 0, 3072, 128, 10 },
+  { 0, 3072, 512, 11 },
+  { 0, 3072, 2048, 12 },
+  { 0, 3072, 8192, 12 },
+  { 0, 3072, 32768, 12 },
+  { 0, 4096, 1, 10 },
+  { 0, 4096, 8, 10 },
+  { 0, 4096, 32, 10 },
+  { 0, 4096, 128, 10 },
+  { 0, 4096, 512, 11 },
+  { 0, 4096, 2048, 14 },
+  { 0, 4096, 8192, 14 },
+  { 0, 4096, 32768, 14 },
+  { 0, 5120, 1, 15 },
+  { 0, 5120, 8, 15 },
+  { 0, 5120, 32, 15 },
+  { 0, 5120, 128, 15 },
+  { 0, 5120, 512, 16 },
+  { 0, 5120, 2048, 17 },
+  { 0, 5120, 8192, 17 },
+  { 0, 5120, 32768, 17 },
+  { 0, 6144, 1, 15 },
+  { 0, 6144, 8, 15 },
+  { 0, 6144, 32, 15 },
+  { 0, 6144, 128, 15 },
+  { 0, 6144, 512, 16 },
+  { 0, 6144, 2048, 16 },
+  { 0, 6144, 8192, 18 },
+  { 0, 6144, 32768, 18 },
+  { 0, 7168, 1, 15 },
+  { 0, 7168, 8, 15 },
+  { 0, 7168, 32, 15 },
+  { 0, 7168, 128, 15 },
+  { 0, 7168, 512, 19 },
+  { 0, 7168, 2048, 19 },
+  { 0, 7168, 8192, 19 },
+  { 0, 7168, 32768, 20 },
+  { 0, 8192, 1, 21 },
+  { 0, 8192, 8, 21 },
+  { 0, 8192, 32, 21 },
+  { 0, 8192, 128, 15 },
+  { 0, 8192, 512, 19 },
+  { 0, 8192, 2048, 19 },
+  { 0, 8192, 8192, 19 },
+  { 0, 8192, 32768, 19 },
+  { 0, 12288, 1, 22 },
+  { 0, 12288, 8, 22 },
+  { 0, 12288, 32, 22 },
+  { 0, 12288, 128, 23 },
+  { 0, 12288, 512, 23 },
+  { 0, 12288, 2048, 24 },
+  { 0, 12288, 8192, 24 },
+  { 0, 12288, 32768, 24 },
+  { 0, 16384, 1, 25 },
+  { 0, 16384, 8, 25 },
+  { 0, 16384, 32, 25 },
+  { 0, 16384, 128, 26 },
+  { 0, 16384, 512, 26 },
+  { 0, 16384, 2048, 26 },
+  { 0, 16384, 8192, 26 },
+  { 0, 16384, 32768, 26 },
+  { 0, 32768, 1, 27 },
+  { 0, 32768, 8, 27 },
+  { 0, 32768, 32, 28 },
+  { 0, 32768, 128, 29 },
+  { 0, 32768, 512, 29 },
+  { 0, 32768, 2048, 29 },
+  { 0, 32768, 8192, 29 },
+  { 0, 32768, 32768, 29 },
+  { 0, 65536, 1, 30 },
+  { 0, 65536, 8, 30 },
+  { 0, 65536, 32, 31 },
+  { 0, 65536, 128, 32 },
+  { 0, 65536, 512, 33 },
+  { 0, 65536, 2048, 33 },
+  { 0, 65536, 8192, 33 },
+  { 0, 65536, 32768, 33 },
+  { 0, 131072, 1, 34 },
+  { 0, 131072, 8, 34 },
+  { 0, 131072, 32, 35 },
+  { 0, 131072, 128, 32 },
+  { 0, 131072, 512, 35 },
+  { 0, 131072, 2048, 35 },
+  { 0, 131072, 8192, 35 },
+  { 0, 131072, 32768, 35 },
+  { 1, 512, 1, 37 },
+  { 1, 512, 8, 38 },
+  { 1, 512, 32, 38 },
+  { 1, 512, 128, 38 },
+  { 1, 512, 512, 38 },
   { 1, 512, 2048, 39 },
-  { 1, 512, 8192, 41 },
-  { 1, 512, 32768, 41 },
-  { 1, 768, 1, 42 },
-  { 1, 768, 8, 42 },
-  { 1, 768, 32, 42 },
-  { 1, 768, 128, 42 },
-  { 1, 768, 512, 42 },
-  { 1, 768, 2048, 43 },
-  { 1, 768, 8192, 43 },
-  { 1, 768, 32768, 43 },
-  { 1, 1024, 1, 42 },
-  { 1, 1024, 8, 42 },
-  { 1, 1024, 32, 42 },
-  { 1, 1024, 128, 42 },
-  { 1, 1024, 512, 42 },
-  { 1, 1024, 2048, 44 },
-  { 1, 1024, 8192, 44 },
-  { 1, 1024, 32768, 45 },
-  { 1, 1536, 1, 46 },
-  { 1, 1536, 8, 46 },
-  { 1, 1536, 32, 46 },
-  { 1, 1536, 128, 47 },
-  { 1, 1536, 512, 46 },
-  { 1, 1536, 2048, 48 },
-  { 1, 1536, 8192, 48 },
-  { 1, 1536, 32768, 48 },
-  { 1, 2048, 1, 46 },
-  { 1, 2048, 8, 46 },
-  { 1, 2048, 32, 46 },
-  { 1, 2048, 128, 46 },
-  { 1, 2048, 512, 46 },
-  { 1, 2048, 2048, 49 },
-  { 1, 2048, 8192, 50 },
-  { 1, 2048, 32768, 50 },
-  { 1, 2560, 1, 51 },
-  { 1, 2560, 8, 51 },
-  { 1, 2560, 32, 51 },
-  { 1, 2560, 128, 51 },
-  { 1, 2560, 512, 52 },
-  { 1, 2560, 2048, 53 },
-  { 1, 2560, 8192, 54 },
-  { 1, 2560, 32768, 54 },
-  { 1, 3072, 1, 51 },
-  { 1, 3072, 8, 51 },
-  { 1, 3072, 32, 51 },
-  { 1, 3072, 128, 51 },
-  { 1, 3072, 512, 52 },
-  { 1, 3072, 2048, 53 },
-  { 1, 3072, 8192, 53 },
-  { 1, 3072, 32768, 53 },
-  { 1, 4096, 1, 51 },
-  { 1, 4096, 8, 51 },
-  { 1, 4096, 32, 51 },
-  { 1, 4096, 128, 51 },
-  { 1, 4096, 512, 52 },
-  { 1, 4096, 2048, 55 },
-  { 1, 4096, 8192, 55 },
-  { 1, 4096, 32768, 55 },
-  { 1, 5120, 1, 56 },
-  { 1, 5120, 8, 56 },
-  { 1, 5120, 32, 56 },
-  { 1, 5120, 128, 56 },
-  { 1, 5120, 512, 57 },
-  { 1, 5120, 2048, 58 },
-  { 1, 5120, 8192, 58 },
-  { 1, 5120, 32768, 58 },
-  { 1, 6144, 1, 56 },
-  { 1, 6144, 8, 56 },
-  { 1, 6144, 32, 56 },
-  { 1, 6144, 128, 56 },
-  { 1, 6144, 512, 57 },
-  { 1, 6144, 2048, 57 },
-  { 1, 6144, 8192, 59 },
-  { 1, 6144, 32768, 59 },
-  { 1, 7168, 1, 56 },
-  { 1, 7168, 8, 56 },
-  { 1, 7168, 32, 56 },
-  { 1, 7168, 128, 56 },
-  { 1, 7168, 512, 60 },
-  { 1, 7168, 2048, 60 },
-  { 1, 7168, 8192, 60 },
-  { 1, 7168, 32768, 61 },
-  { 1, 8192, 1, 62 },
-  { 1, 8192, 8, 62 },
-  { 1, 8192, 32, 56 },
-  { 1, 8192, 128, 56 },
-  { 1, 8192, 512, 60 },
-  { 1, 8192, 2048, 60 },
-  { 1, 8192, 8192, 60 },
-  { 1, 8192, 32768, 60 },
-  { 1, 12288, 1, 63 },
-  { 1, 12288, 8, 63 },
-  { 1, 12288, 32, 64 },
-  { 1, 12288, 128, 64 },
-  { 1, 12288, 512, 64 },
-  { 1, 12288, 2048, 65 },
-  { 1, 12288, 8192, 65 },
-  { 1, 12288, 32768, 65 },
-  { 1, 16384, 1, 66 },
-  { 1, 16384, 8, 66 },
-  { 1, 16384, 32, 66 },
-  { 1, 16384, 128, 67 },
-  { 1, 16384, 512, 67 },
-  { 1, 16384, 2048, 67 },
-  { 1, 16384, 8192, 67 },
-  { 1, 16384, 32768, 67 },
-  { 1, 32768, 1, 68 },
-  { 1, 32768, 8, 68 },
-  { 1, 32768, 32, 69 },
-  { 1, 32768, 128, 70 },
-  { 1, 32768, 512, 70 },
-  { 1, 32768, 2048, 70 },
-  { 1, 32768, 8192, 70 },
-  { 1, 32768, 32768, 70 },
-  { 1, 65536, 1, 71 },
-  { 1, 65536, 8, 71 },
-  { 1, 65536, 32, 72 },
-  { 1, 65536, 128, 73 },
-  { 1, 65536, 512, 73 },
-  { 1, 65536, 2048, 74 },
-  { 1, 65536, 8192, 74 },
-  { 1, 65536, 32768, 74 },
-  { 1, 131072, 1, 75 },
-  { 1, 131072, 8, 75 },
-  { 1, 131072, 32, 76 },
-  { 1, 131072, 128, 73 },
+  { 1, 512, 8192, 39 },
+  { 1, 512, 32768, 39 },
+  { 1, 768, 1, 40 },
+  { 1, 768, 8, 40 },
+  { 1, 768, 32, 40 },
+  { 1, 768, 128, 41 },
+  { 1, 768, 512, 40 },
+  { 1, 768, 2048, 42 },
+  { 1, 768, 8192, 42 },
+  { 1, 768, 32768, 42 },
+  { 1, 1024, 1, 40 },
+  { 1, 1024, 8, 40 },
+  { 1, 1024, 32, 40 },
+  { 1, 1024, 128, 41 },
+  { 1, 1024, 512, 40 },
+  { 1, 1024, 2048, 43 },
+  { 1, 1024, 8192, 43 },
+  { 1, 1024, 32768, 44 },
+  { 1, 1536, 1, 37 },
+  { 1, 1536, 8, 37 },
+  { 1, 1536, 32, 37 },
+  { 1, 1536, 128, 37 },
+  { 1, 1536, 512, 37 },
+  { 1, 1536, 2048, 45 },
+  { 1, 1536, 8192, 45 },
+  { 1, 1536, 32768, 45 },
+  { 1, 2048, 1, 37 },
+  { 1, 2048, 8, 37 },
+  { 1, 2048, 32, 37 },
+  { 1, 2048, 128, 37 },
+  { 1, 2048, 512, 37 },
+  { 1, 2048, 2048, 46 },
+  { 1, 2048, 8192, 46 },
+  { 1, 2048, 32768, 46 },
+  { 1, 2560, 1, 47 },
+  { 1, 2560, 8, 47 },
+  { 1, 2560, 32, 47 },
+  { 1, 2560, 128, 47 },
+  { 1, 2560, 512, 48 },
+  { 1, 2560, 2048, 49 },
+  { 1, 2560, 8192, 50 },
+  { 1, 2560, 32768, 50 },
+  { 1, 3072, 1, 47 },
+  { 1, 3072, 8, 47 },
+  { 1, 3072, 32, 47 },
+  { 1, 3072, 128, 47 },
+  { 1, 3072, 512, 48 },
+  { 1, 3072, 2048, 49 },
+  { 1, 3072, 8192, 49 },
+  { 1, 3072, 32768, 49 },
+  { 1, 4096, 1, 47 },
+  { 1, 4096, 8, 47 },
+  { 1, 4096, 32, 47 },
+  { 1, 4096, 128, 47 },
+  { 1, 4096, 512, 48 },
+  { 1, 4096, 2048, 51 },
+  { 1, 4096, 8192, 51 },
+  { 1, 4096, 32768, 51 },
+  { 1, 5120, 1, 52 },
+  { 1, 5120, 8, 52 },
+  { 1, 5120, 32, 52 },
+  { 1, 5120, 128, 52 },
+  { 1, 5120, 512, 53 },
+  { 1, 5120, 2048, 54 },
+  { 1, 5120, 8192, 54 },
+  { 1, 5120, 32768, 54 },
+  { 1, 6144, 1, 52 },
+  { 1, 6144, 8, 52 },
+  { 1, 6144, 32, 52 },
+  { 1, 6144, 128, 52 },
+  { 1, 6144, 512, 53 },
+  { 1, 6144, 2048, 53 },
+  { 1, 6144, 8192, 55 },
+  { 1, 6144, 32768, 55 },
+  { 1, 7168, 1, 52 },
+  { 1, 7168, 8, 52 },
+  { 1, 7168, 32, 52 },
+  { 1, 7168, 128, 52 },
+  { 1, 7168, 512, 56 },
+  { 1, 7168, 2048, 56 },
+  { 1, 7168, 8192, 57 },
+  { 1, 7168, 32768, 57 },
+  { 1, 8192, 1, 58 },
+  { 1, 8192, 8, 58 },
+  { 1, 8192, 32, 58 },
+  { 1, 8192, 128, 52 },
+  { 1, 8192, 512, 56 },
+  { 1, 8192, 2048, 56 },
+  { 1, 8192, 8192, 56 },
+  { 1, 8192, 32768, 56 },
+  { 1, 12288, 1, 59 },
+  { 1, 12288, 8, 59 },
+  { 1, 12288, 32, 60 },
+  { 1, 12288, 128, 61 },
+  { 1, 12288, 512, 61 },
+  { 1, 12288, 2048, 62 },
+  { 1, 12288, 8192, 62 },
+  { 1, 12288, 32768, 62 },
+  { 1, 16384, 1, 63 },
+  { 1, 16384, 8, 63 },
+  { 1, 16384, 32, 63 },
+  { 1, 16384, 128, 64 },
+  { 1, 16384, 512, 64 },
+  { 1, 16384, 2048, 64 },
+  { 1, 16384, 8192, 64 },
+  { 1, 16384, 32768, 64 },
+  { 1, 32768, 1, 65 },
+  { 1, 32768, 8, 65 },
+  { 1, 32768, 32, 66 },
+  { 1, 32768, 128, 67 },
+  { 1, 32768, 512, 67 },
+  { 1, 32768, 2048, 67 },
+  { 1, 32768, 8192, 67 },
+  { 1, 32768, 32768, 67 },
+  { 1, 65536, 1, 68 },
+  { 1, 65536, 8, 68 },
+  { 1, 65536, 32, 69 },
+  { 1, 65536, 128, 70 },
+  { 1, 65536, 512, 71 },
+  { 1, 65536, 2048, 71 },
+  { 1, 65536, 8192, 71 },
+  { 1, 65536, 32768, 71 },
+  { 1, 131072, 1, 72 },
+  { 1, 131072, 8, 72 },
+  { 1, 131072, 32, 73 },
+  { 1, 131072, 128, 70 },
   { 1, 131072, 512, 73 },
   { 1, 131072, 2048, 73 },
   { 1, 131072, 8192, 73 },
   { 1, 131072, 32768, 73 },
-  { 2, 512, 1, 78 },
-  { 2, 512, 8, 78 },
-  { 2, 512, 32, 78 },
-  { 2, 512, 128, 79 },
-  { 2, 512, 512, 80 },
-  { 2, 512, 2048, 80 },
-  { 2, 512, 8192, 79 },
-  { 2, 512, 32768, 79 },
-  { 2, 768, 1, 81 },
-  { 2, 768, 8, 81 },
-  { 2, 768, 32, 81 },
-  { 2, 768, 128, 81 },
-  { 2, 768, 512, 81 },
-  { 2, 768, 2048, 82 },
-  { 2, 768, 8192, 82 },
-  { 2, 768, 32768, 82 },
-  { 2, 1024, 1, 81 },
-  { 2, 1024, 8, 81 },
-  { 2, 1024, 32, 81 },
-  { 2, 1024, 128, 81 },
-  { 2, 1024, 512, 81 },
-  { 2, 1024, 2048, 82 },
-  { 2, 1024, 8192, 81 },
-  { 2, 1024, 32768, 82 },
-  { 2, 1536, 1, 83 },
-  { 2, 1536, 8, 83 },
-  { 2, 1536, 32, 83 },
-  { 2, 1536, 128, 83 },
-  { 2, 1536, 512, 83 },
-  { 2, 1536, 2048, 84 },
-  { 2, 1536, 8192, 85 },
-  { 2, 1536, 32768, 85 },
-  { 2, 2048, 1, 83 },
-  { 2, 2048, 8, 83 },
-  { 2, 2048, 32, 83 },
-  { 2, 2048, 128, 83 },
-  { 2, 2048, 512, 83 },
-  { 2, 2048, 2048, 83 },
-  { 2, 2048, 8192, 85 },
-  { 2, 2048, 32768, 85 },
-  { 2, 2560, 1, 86 },
-  { 2, 2560, 8, 86 },
-  { 2, 2560, 32, 86 },
-  { 2, 2560, 128, 86 },
-  { 2, 2560, 512, 87 },
-  { 2, 2560, 2048, 87 },
-  { 2, 2560, 8192, 88 },
-  { 2, 2560, 32768, 88 },
-  { 2, 3072, 1, 86 },
-  { 2, 3072, 8, 86 },
-  { 2, 3072, 32, 86 },
-  { 2, 3072, 128, 86 },
-  { 2, 3072, 512, 86 },
-  { 2, 3072, 2048, 86 },
-  { 2, 3072, 8192, 89 },
-  { 2, 3072, 32768, 89 },
-  { 2, 4096, 1, 90 },
-  { 2, 4096, 8, 90 },
-  { 2, 4096, 32, 90 },
-  { 2, 4096, 128, 90 },
-  { 2, 4096, 512, 90 },
-  { 2, 4096, 2048, 90 },
-  { 2, 4096, 8192, 89 },
-  { 2, 4096, 32768, 91 },
-  { 2, 5120, 1, 92 },
-  { 2, 5120, 8, 93 },
-  { 2, 5120, 32, 93 },
-  { 2, 5120, 128, 93 },
-  { 2, 5120, 512, 92 },
-  { 2, 5120, 2048, 92 },
-  { 2, 5120, 8192, 94 },
-  { 2, 5120, 32768, 94 },
-  { 2, 6144, 1, 93 },
-  { 2, 6144, 8, 93 },
-  { 2, 6144, 32, 93 },
-  { 2, 6144, 128, 93 },
-  { 2, 6144, 512, 93 },
-  { 2, 6144, 2048, 94 },
-  { 2, 6144, 8192, 94 },
-  { 2, 6144, 32768, 94 },
-  { 2, 7168, 1, 95 },
-  { 2, 7168, 8, 95 },
-  { 2, 7168, 32, 95 },
-  { 2, 7168, 128, 95 },
-  { 2, 7168, 512, 95 },
-  { 2, 7168, 2048, 95 },
-  { 2, 7168, 8192, 96 },
-  { 2, 7168, 32768, 91 },
-  { 2, 8192, 1, 97 },
-  { 2, 8192, 8, 97 },
-  { 2, 8192, 32, 97 },
-  { 2, 8192, 128, 95 },
-  { 2, 8192, 512, 95 },
-  { 2, 8192, 2048, 95 },
-  { 2, 8192, 8192, 91 },
-  { 2, 8192, 32768, 91 },
+  { 2, 512, 1, 75 },
+  { 2, 512, 8, 75 },
+  { 2, 512, 32, 75 },
+  { 2, 512, 128, 76 },
+  { 2, 512, 512, 77 },
+  { 2, 512, 2048, 77 },
+  { 2, 512, 8192, 76 },
+  { 2, 512, 32768, 76 },
+  { 2, 768, 1, 78 },
+  { 2, 768, 8, 78 },
+  { 2, 768, 32, 78 },
+  { 2, 768, 128, 78 },
+  { 2, 768, 512, 78 },
+  { 2, 768, 2048, 79 },
+  { 2, 768, 8192, 80 },
+  { 2, 768, 32768, 79 },
+  { 2, 1024, 1, 78 },
+  { 2, 1024, 8, 78 },
+  { 2, 1024, 32, 78 },
+  { 2, 1024, 128, 78 },
+  { 2, 1024, 512, 78 },
+  { 2, 1024, 2048, 79 },
+  { 2, 1024, 8192, 79 },
+  { 2, 1024, 32768, 79 },
+  { 2, 1536, 1, 81 },
+  { 2, 1536, 8, 81 },
+  { 2, 1536, 32, 81 },
+  { 2, 1536, 128, 81 },
+  { 2, 1536, 512, 81 },
+  { 2, 1536, 2048, 82 },
+  { 2, 1536, 8192, 82 },
+  { 2, 1536, 32768, 83 },
+  { 2, 2048, 1, 81 },
+  { 2, 2048, 8, 81 },
+  { 2, 2048, 32, 81 },
+  { 2, 2048, 128, 81 },
+  { 2, 2048, 512, 81 },
+  { 2, 2048, 2048, 81 },
+  { 2, 2048, 8192, 83 },
+  { 2, 2048, 32768, 84 },
+  { 2, 2560, 1, 85 },
+  { 2, 2560, 8, 85 },
+  { 2, 2560, 32, 85 },
+  { 2, 2560, 128, 85 },
+  { 2, 2560, 512, 85 },
+  { 2, 2560, 2048, 85 },
+  { 2, 2560, 8192, 86 },
+  { 2, 2560, 32768, 86 },
+  { 2, 3072, 1, 85 },
+  { 2, 3072, 8, 85 },
+  { 2, 3072, 32, 85 },
+  { 2, 3072, 128, 85 },
+  { 2, 3072, 512, 85 },
+  { 2, 3072, 2048, 85 },
+  { 2, 3072, 8192, 86 },
+  { 2, 3072, 32768, 86 },
+  { 2, 4096, 1, 87 },
+  { 2, 4096, 8, 87 },
+  { 2, 4096, 32, 87 },
+  { 2, 4096, 128, 87 },
+  { 2, 4096, 512, 87 },
+  { 2, 4096, 2048, 87 },
+  { 2, 4096, 8192, 88 },
+  { 2, 4096, 32768, 88 },
+  { 2, 5120, 1, 89 },
+  { 2, 5120, 8, 89 },
+  { 2, 5120, 32, 89 },
+  { 2, 5120, 128, 89 },
+  { 2, 5120, 512, 90 },
+  { 2, 5120, 2048, 90 },
+  { 2, 5120, 8192, 91 },
+  { 2, 5120, 32768, 91 },
+  { 2, 6144, 1, 89 },
+  { 2, 6144, 8, 89 },
+  { 2, 6144, 32, 89 },
+  { 2, 6144, 128, 89 },
+  { 2, 6144, 512, 92 },
+  { 2, 6144, 2048, 92 },
+  { 2, 6144, 8192, 91 },
+  { 2, 6144, 32768, 91 },
+  { 2, 7168, 1, 93 },
+  { 2, 7168, 8, 94 },
+  { 2, 7168, 32, 93 },
+  { 2, 7168, 128, 93 },
+  { 2, 7168, 512, 93 },
+  { 2, 7168, 2048, 93 },
+  { 2, 7168, 8192, 95 },
+  { 2, 7168, 32768, 88 },
+  { 2, 8192, 1, 96 },
+  { 2, 8192, 8, 96 },
+  { 2, 8192, 32, 96 },
+  { 2, 8192, 128, 93 },
+  { 2, 8192, 512, 93 },
+  { 2, 8192, 2048, 93 },
+  { 2, 8192, 8192, 97 },
+  { 2, 8192, 32768, 88 },
   { 2, 12288, 1, 98 },
   { 2, 12288, 8, 98 },
   { 2, 12288, 32, 98 },
   { 2, 12288, 128, 99 },
-  { 2, 12288, 512, 99 },
-  { 2, 12288, 2048, 99 },
-  { 2, 12288, 8192, 99 },
-  { 2, 12288, 32768, 99 },
-  { 2, 16384, 1, 100 },
-  { 2, 16384, 8, 100 },
-  { 2, 16384, 32, 100 },
-  { 2, 16384, 128, 101 },
-  { 2, 16384, 512, 102 },
-  { 2, 16384, 2048, 102 },
-  { 2, 16384, 8192, 102 },
-  { 2, 16384, 32768, 102 },
-  { 2, 32768, 1, 103 },
-  { 2, 32768, 8, 103 },
-  { 2, 32768, 32, 104 },
+  { 2, 12288, 512, 100 },
+  { 2, 12288, 2048, 100 },
+  { 2, 12288, 8192, 100 },
+  { 2, 12288, 32768, 100 },
+  { 2, 16384, 1, 101 },
+  { 2, 16384, 8, 101 },
+  { 2, 16384, 32, 101 },
+  { 2, 16384, 128, 102 },
+  { 2, 16384, 512, 103 },
+  { 2, 16384, 2048, 103 },
+  { 2, 16384, 8192, 103 },
+  { 2, 16384, 32768, 103 },
+  { 2, 32768, 1, 104 },
+  { 2, 32768, 8, 104 },
+  { 2, 32768, 32, 105 },
   { 2, 32768, 128, 105 },
   { 2, 32768, 512, 106 },
   { 2, 32768, 2048, 106 },
-  { 2, 32768, 8192, 107 },
-  { 2, 32768, 32768, 107 },
-  { 2, 65536, 1, 108 },
-  { 2, 65536, 8, 108 },
-  { 2, 65536, 32, 109 },
-  { 2, 65536, 128, 105 },
-  { 2, 65536, 512, 109 },
-  { 2, 65536, 2048, 110 },
-  { 2, 65536, 8192, 110 },
-  { 2, 65536, 32768, 110 },
-  { 2, 131072, 1, 111 },
-  { 2, 131072, 8, 111 },
-  { 2, 131072, 32, 112 },
-  { 2, 131072, 128, 105 },
-  { 2, 131072, 512, 112 },
-  { 2, 131072, 2048, 113 },
-  { 2, 131072, 8192, 113 },
-  { 2, 131072, 32768, 113 },
-  { 3, 512, 1, 115 },
-  { 3, 512, 8, 116 },
-  { 3, 512, 32, 116 },
-  { 3, 512, 128, 116 },
-  { 3, 512, 512, 116 },
-  { 3, 512, 2048, 116 },
-  { 3, 512, 8192, 117 },
-  { 3, 512, 32768, 118 },
-  { 3, 768, 1, 119 },
-  { 3, 768, 8, 115 },
+  { 2, 32768, 8192, 106 },
+  { 2, 32768, 32768, 106 },
+  { 2, 65536, 1, 107 },
+  { 2, 65536, 8, 107 },
+  { 2, 65536, 32, 108 },
+  { 2, 65536, 128, 108 },
+  { 2, 65536, 512, 108 },
+  { 2, 65536, 2048, 109 },
+  { 2, 65536, 8192, 109 },
+  { 2, 65536, 32768, 109 },
+  { 2, 131072, 1, 110 },
+  { 2, 131072, 8, 110 },
+  { 2, 131072, 32, 111 },
+  { 2, 131072, 128, 111 },
+  { 2, 131072, 512, 111 },
+  { 2, 131072, 2048, 111 },
+  { 2, 131072, 8192, 111 },
+  { 2, 131072, 32768, 111 },
+  { 3, 512, 1, 113 },
+  { 3, 512, 8, 114 },
+  { 3, 512, 32, 114 },
+  { 3, 512, 128, 114 },
+  { 3, 512, 512, 115 },
+  { 3, 512, 2048, 114 },
+  { 3, 512, 8192, 116 },
+  { 3, 512, 32768, 117 },
+  { 3, 768, 1, 118 },
+  { 3, 768, 8, 118 },
   { 3, 768, 32, 119 },
-  { 3, 768, 128, 120 },
-  { 3, 768, 512, 119 },
-  { 3, 768, 2048, 119 },
-  { 3, 768, 8192, 121 },
-  { 3, 768, 32768, 121 },
-  { 3, 1024, 1, 115 },
-  { 3, 1024, 8, 115 },
-  { 3, 1024, 32, 119 },
-  { 3, 1024, 128, 115 },
-  { 3, 1024, 512, 119 },
-  { 3, 1024, 2048, 119 },
-  { 3, 1024, 8192, 121 },
-  { 3, 1024, 32768, 121 },
-  { 3, 1536, 1, 115 },
-  { 3, 1536, 8, 115 },
-  { 3, 1536, 32, 115 },
-  { 3, 1536, 128, 115 },
-  { 3, 1536, 512, 115 },
-  { 3, 1536, 2048, 122 },
-  { 3, 1536, 8192, 123 },
-  { 3, 1536, 32768, 123 },
-  { 3, 2048, 1, 115 },
-  { 3, 2048, 8, 115 },
-  { 3, 2048, 32, 115 },
-  { 3, 2048, 128, 115 },
-  { 3, 2048, 512, 115 },
-  { 3, 2048, 2048, 124 },
-  { 3, 2048, 8192, 124 },
-  { 3, 2048, 32768, 124 },
-  { 3, 2560, 1, 125 },
-  { 3, 2560, 8, 125 },
-  { 3, 2560, 32, 125 },
-  { 3, 2560, 128, 125 },
-  { 3, 2560, 512, 126 },
-  { 3, 2560, 2048, 127 },
-  { 3, 2560, 8192, 128 },
-  { 3, 2560, 32768, 128 },
-  { 3, 3072, 1, 125 },
-  { 3, 3072, 8, 125 },
-  { 3, 3072, 32, 125 },
-  { 3, 3072, 128, 125 },
-  { 3, 3072, 512, 126 },
-  { 3, 3072, 2048, 128 },
-  { 3, 3072, 8192, 128 },
-  { 3, 3072, 32768, 128 },
-  { 3, 4096, 1, 125 },
-  { 3, 4096, 8, 125 },
-  { 3, 4096, 32, 125 },
-  { 3, 4096, 128, 125 },
-  { 3, 4096, 512, 126 },
-  { 3, 4096, 2048, 126 },
-  { 3, 4096, 8192, 126 },
-  { 3, 4096, 32768, 126 },
+  { 3, 768, 128, 119 },
+  { 3, 768, 512, 118 },
+  { 3, 768, 2048, 118 },
+  { 3, 768, 8192, 120 },
+  { 3, 768, 32768, 120 },
+  { 3, 1024, 1, 113 },
+  { 3, 1024, 8, 118 },
+  { 3, 1024, 32, 118 },
+  { 3, 1024, 128, 119 },
+  { 3, 1024, 512, 118 },
+  { 3, 1024, 2048, 118 },
+  { 3, 1024, 8192, 120 },
+  { 3, 1024, 32768, 120 },
+  { 3, 1536, 1, 113 },
+  { 3, 1536, 8, 113 },
+  { 3, 1536, 32, 113 },
+  { 3, 1536, 128, 113 },
+  { 3, 1536, 512, 113 },
+  { 3, 1536, 2048, 121 },
+  { 3, 1536, 8192, 121 },
+  { 3, 1536, 32768, 121 },
+  { 3, 2048, 1, 113 },
+  { 3, 2048, 8, 113 },
+  { 3, 2048, 32, 113 },
+  { 3, 2048, 128, 113 },
+  { 3, 2048, 512, 113 },
+  { 3, 2048, 2048, 122 },
+  { 3, 2048, 8192, 123 },
+  { 3, 2048, 32768, 123 },
+  { 3, 2560, 1, 124 },
+  { 3, 2560, 8, 124 },
+  { 3, 2560, 32, 124 },
+  { 3, 2560, 128, 124 },
+  { 3, 2560, 512, 125 },
+  { 3, 2560, 2048, 126 },
+  { 3, 2560, 8192, 126 },
+  { 3, 2560, 32768, 127 },
+  { 3, 3072, 1, 124 },
+  { 3, 3072, 8, 124 },
+  { 3, 3072, 32, 124 },
+  { 3, 3072, 128, 124 },
+  { 3, 3072, 512, 125 },
+  { 3, 3072, 2048, 127 },
+  { 3, 3072, 8192, 127 },
+  { 3, 3072, 32768, 127 },
+  { 3, 4096, 1, 124 },
+  { 3, 4096, 8, 124 },
+  { 3, 4096, 32, 124 },
+  { 3, 4096, 128, 124 },
+  { 3, 4096, 512, 125 },
+  { 3, 4096, 2048, 128 },
+  { 3, 4096, 8192, 125 },
+  { 3, 4096, 32768, 125 },
   { 3, 5120, 1, 129 },
   { 3, 5120, 8, 129 },
   { 3, 5120, 32, 129 },
   { 3, 5120, 128, 129 },
   { 3, 5120, 512, 130 },
-  { 3, 5120, 2048, 130 },
+  { 3, 5120, 2048, 128 },
   { 3, 5120, 8192, 130 },
   { 3, 5120, 32768, 130 },
   { 3, 6144, 1, 129 },
@@ -1196,121 +1172,121 @@ const Entry kEntries[] = {
   { 3, 7168, 32, 129 },
   { 3, 7168, 128, 129 },
   { 3, 7168, 512, 131 },
-  { 3, 7168, 2048, 131 },
+  { 3, 7168, 2048, 132 },
   { 3, 7168, 8192, 131 },
   { 3, 7168, 32768, 131 },
-  { 3, 8192, 1, 132 },
-  { 3, 8192, 8, 132 },
-  { 3, 8192, 32, 132 },
+  { 3, 8192, 1, 133 },
+  { 3, 8192, 8, 133 },
+  { 3, 8192, 32, 133 },
   { 3, 8192, 128, 129 },
   { 3, 8192, 512, 131 },
-  { 3, 8192, 2048, 131 },
-  { 3, 8192, 8192, 133 },
-  { 3, 8192, 32768, 131 },
+  { 3, 8192, 2048, 132 },
+  { 3, 8192, 8192, 132 },
+  { 3, 8192, 32768, 132 },
   { 3, 12288, 1, 134 },
   { 3, 12288, 8, 134 },
   { 3, 12288, 32, 134 },
   { 3, 12288, 128, 135 },
-  { 3, 12288, 512, 135 },
+  { 3, 12288, 512, 132 },
   { 3, 12288, 2048, 136 },
   { 3, 12288, 8192, 136 },
-  { 3, 12288, 32768, 136 },
+  { 3, 12288, 32768, 132 },
   { 3, 16384, 1, 137 },
   { 3, 16384, 8, 137 },
   { 3, 16384, 32, 137 },
-  { 3, 16384, 128, 138 },
-  { 3, 16384, 512, 133 },
-  { 3, 16384, 2048, 138 },
+  { 3, 16384, 128, 135 },
+  { 3, 16384, 512, 132 },
+  { 3, 16384, 2048, 132 },
   { 3, 16384, 8192, 138 },
   { 3, 16384, 32768, 138 },
   { 3, 32768, 1, 139 },
   { 3, 32768, 8, 139 },
   { 3, 32768, 32, 139 },
   { 3, 32768, 128, 140 },
-  { 3, 32768, 512, 141 },
-  { 3, 32768, 2048, 141 },
-  { 3, 32768, 8192, 141 },
-  { 3, 32768, 32768, 141 },
-  { 3, 65536, 1, 142 },
-  { 3, 65536, 8, 142 },
-  { 3, 65536, 32, 142 },
-  { 3, 65536, 128, 143 },
-  { 3, 65536, 512, 144 },
-  { 3, 65536, 2048, 145 },
-  { 3, 65536, 8192, 143 },
-  { 3, 65536, 32768, 143 },
-  { 3, 131072, 1, 146 },
-  { 3, 131072, 8, 146 },
-  { 3, 131072, 32, 147 },
-  { 3, 131072, 128, 147 },
-  { 3, 131072, 512, 148 },
-  { 3, 131072, 2048, 148 },
-  { 3, 131072, 8192, 148 },
-  { 3, 131072, 32768, 148 },
-  { 4, 512, 1, 150 },
-  { 4, 512, 8, 151 },
-  { 4, 512, 32, 151 },
-  { 4, 512, 128, 151 },
-  { 4, 512, 512, 151 },
-  { 4, 512, 2048, 152 },
-  { 4, 512, 8192, 153 },
-  { 4, 512, 32768, 153 },
-  { 4, 768, 1, 154 },
-  { 4, 768, 8, 154 },
-  { 4, 768, 32, 154 },
-  { 4, 768, 128, 154 },
-  { 4, 768, 512, 155 },
-  { 4, 768, 2048, 155 },
-  { 4, 768, 8192, 156 },
-  { 4, 768, 32768, 156 },
-  { 4, 1024, 1, 154 },
-  { 4, 1024, 8, 154 },
-  { 4, 1024, 32, 154 },
-  { 4, 1024, 128, 157 },
-  { 4, 1024, 512, 155 },
-  { 4, 1024, 2048, 155 },
-  { 4, 1024, 8192, 155 },
-  { 4, 1024, 32768, 155 },
-  { 4, 1536, 1, 150 },
-  { 4, 1536, 8, 150 },
-  { 4, 1536, 32, 158 },
-  { 4, 1536, 128, 158 },
-  { 4, 1536, 512, 150 },
-  { 4, 1536, 2048, 150 },
-  { 4, 1536, 8192, 159 },
-  { 4, 1536, 32768, 159 },
-  { 4, 2048, 1, 150 },
-  { 4, 2048, 8, 150 },
-  { 4, 2048, 32, 150 },
-  { 4, 2048, 128, 158 },
-  { 4, 2048, 512, 150 },
-  { 4, 2048, 2048, 150 },
-  { 4, 2048, 8192, 150 },
-  { 4, 2048, 32768, 150 },
-  { 4, 2560, 1, 160 },
-  { 4, 2560, 8, 160 },
-  { 4, 2560, 32, 161 },
-  { 4, 2560, 128, 161 },
-  { 4, 2560, 512, 162 },
-  { 4, 2560, 2048, 161 },
-  { 4, 2560, 8192, 163 },
-  { 4, 2560, 32768, 163 },
-  { 4, 3072, 1, 160 },
-  { 4, 3072, 8, 160 },
-  { 4, 3072, 32, 160 },
-  { 4, 3072, 128, 160 },
-  { 4, 3072, 512, 162 },
-  { 4, 3072, 2048, 161 },
-  { 4, 3072, 8192, 163 },
-  { 4, 3072, 32768, 163 },
-  { 4, 4096, 1, 160 },
-  { 4, 4096, 8, 160 },
-  { 4, 4096, 32, 160 },
-  { 4, 4096, 128, 160 },
-  { 4, 4096, 512, 162 },
-  { 4, 4096, 2048, 162 },
+  { 3, 32768, 512, 135 },
+  { 3, 32768, 2048, 135 },
+  { 3, 32768, 8192, 135 },
+  { 3, 32768, 32768, 135 },
+  { 3, 65536, 1, 141 },
+  { 3, 65536, 8, 141 },
+  { 3, 65536, 32, 141 },
+  { 3, 65536, 128, 135 },
+  { 3, 65536, 512, 142 },
+  { 3, 65536, 2048, 142 },
+  { 3, 65536, 8192, 142 },
+  { 3, 65536, 32768, 142 },
+  { 3, 131072, 1, 143 },
+  { 3, 131072, 8, 143 },
+  { 3, 131072, 32, 144 },
+  { 3, 131072, 128, 144 },
+  { 3, 131072, 512, 145 },
+  { 3, 131072, 2048, 145 },
+  { 3, 131072, 8192, 145 },
+  { 3, 131072, 32768, 145 },
+  { 4, 512, 1, 147 },
+  { 4, 512, 8, 148 },
+  { 4, 512, 32, 148 },
+  { 4, 512, 128, 148 },
+  { 4, 512, 512, 148 },
+  { 4, 512, 2048, 149 },
+  { 4, 512, 8192, 150 },
+  { 4, 512, 32768, 149 },
+  { 4, 768, 1, 151 },
+  { 4, 768, 8, 151 },
+  { 4, 768, 32, 151 },
+  { 4, 768, 128, 152 },
+  { 4, 768, 512, 153 },
+  { 4, 768, 2048, 153 },
+  { 4, 768, 8192, 154 },
+  { 4, 768, 32768, 154 },
+  { 4, 1024, 1, 151 },
+  { 4, 1024, 8, 151 },
+  { 4, 1024, 32, 151 },
+  { 4, 1024, 128, 152 },
+  { 4, 1024, 512, 153 },
+  { 4, 1024, 2048, 153 },
+  { 4, 1024, 8192, 153 },
+  { 4, 1024, 32768, 153 },
+  { 4, 1536, 1, 147 },
+  { 4, 1536, 8, 147 },
+  { 4, 1536, 32, 147 },
+  { 4, 1536, 128, 155 },
+  { 4, 1536, 512, 147 },
+  { 4, 1536, 2048, 147 },
+  { 4, 1536, 8192, 156 },
+  { 4, 1536, 32768, 156 },
+  { 4, 2048, 1, 147 },
+  { 4, 2048, 8, 147 },
+  { 4, 2048, 32, 147 },
+  { 4, 2048, 128, 155 },
+  { 4, 2048, 512, 147 },
+  { 4, 2048, 2048, 147 },
+  { 4, 2048, 8192, 147 },
+  { 4, 2048, 32768, 147 },
+  { 4, 2560, 1, 157 },
+  { 4, 2560, 8, 157 },
+  { 4, 2560, 32, 158 },
+  { 4, 2560, 128, 158 },
+  { 4, 2560, 512, 159 },
+  { 4, 2560, 2048, 160 },
+  { 4, 2560, 8192, 161 },
+  { 4, 2560, 32768, 161 },
+  { 4, 3072, 1, 157 },
+  { 4, 3072, 8, 157 },
+  { 4, 3072, 32, 158 },
+  { 4, 3072, 128, 157 },
+  { 4, 3072, 512, 159 },
+  { 4, 3072, 2048, 158 },
+  { 4, 3072, 8192, 161 },
+  { 4, 3072, 32768, 161 },
+  { 4, 4096, 1, 157 },
+  { 4, 4096, 8, 157 },
+  { 4, 4096, 32, 157 },
+  { 4, 4096, 128, 157 },
+  { 4, 4096, 512, 159 },
+  { 4, 4096, 2048, 159 },
   { 4, 4096, 8192, 162 },
-  { 4, 4096, 32768, 162 },
+  { 4, 4096, 32768, 163 },
   { 4, 5120, 1, 164 },
   { 4, 5120, 8, 164 },
   { 4, 5120, 32, 164 },
@@ -1318,615 +1294,615 @@ const Entry kEntries[] = {
   { 4, 5120, 512, 165 },
   { 4, 5120, 2048, 166 },
   { 4, 5120, 8192, 165 },
-  { 4, 5120, 32768, 165 },
-  { 4, 6144, 1, 167 },
+  { 4, 5120, 32768, 163 },
+  { 4, 6144, 1, 164 },
   { 4, 6144, 8, 167 },
   { 4, 6144, 32, 164 },
   { 4, 6144, 128, 164 },
   { 4, 6144, 512, 168 },
   { 4, 6144, 2048, 166 },
-  { 4, 6144, 8192, 169 },
-  { 4, 6144, 32768, 169 },
+  { 4, 6144, 8192, 163 },
+  { 4, 6144, 32768, 163 },
   { 4, 7168, 1, 167 },
   { 4, 7168, 8, 167 },
   { 4, 7168, 32, 164 },
   { 4, 7168, 128, 164 },
-  { 4, 7168, 512, 170 },
+  { 4, 7168, 512, 162 },
   { 4, 7168, 2048, 166 },
-  { 4, 7168, 8192, 166 },
-  { 4, 7168, 32768, 166 },
-  { 4, 8192, 1, 171 },
-  { 4, 8192, 8, 171 },
-  { 4, 8192, 32, 171 },
+  { 4, 7168, 8192, 162 },
+  { 4, 7168, 32768, 162 },
+  { 4, 8192, 1, 169 },
+  { 4, 8192, 8, 169 },
+  { 4, 8192, 32, 169 },
   { 4, 8192, 128, 164 },
-  { 4, 8192, 512, 170 },
+  { 4, 8192, 512, 162 },
   { 4, 8192, 2048, 166 },
-  { 4, 8192, 8192, 172 },
-  { 4, 8192, 32768, 166 },
-  { 4, 12288, 1, 173 },
-  { 4, 12288, 8, 173 },
-  { 4, 12288, 32, 173 },
-  { 4, 12288, 128, 174 },
-  { 4, 12288, 512, 175 },
-  { 4, 12288, 2048, 175 },
-  { 4, 12288, 8192, 175 },
-  { 4, 12288, 32768, 175 },
-  { 4, 16384, 1, 176 },
-  { 4, 16384, 8, 177 },
-  { 4, 16384, 32, 176 },
-  { 4, 16384, 128, 174 },
-  { 4, 16384, 512, 178 },
-  { 4, 16384, 2048, 178 },
-  { 4, 16384, 8192, 178 },
-  { 4, 16384, 32768, 178 },
-  { 4, 32768, 1, 179 },
-  { 4, 32768, 8, 179 },
-  { 4, 32768, 32, 179 },
-  { 4, 32768, 128, 180 },
-  { 4, 32768, 512, 181 },
-  { 4, 32768, 2048, 182 },
-  { 4, 32768, 8192, 182 },
-  { 4, 32768, 32768, 180 },
-  { 4, 65536, 1, 183 },
-  { 4, 65536, 8, 183 },
-  { 4, 65536, 32, 184 },
-  { 4, 65536, 128, 180 },
-  { 4, 65536, 512, 185 },
-  { 4, 65536, 2048, 185 },
-  { 4, 65536, 8192, 185 },
-  { 4, 65536, 32768, 185 },
-  { 4, 131072, 1, 186 },
-  { 4, 131072, 8, 186 },
-  { 4, 131072, 32, 187 },
-  { 4, 131072, 128, 187 },
-  { 4, 131072, 512, 187 },
-  { 4, 131072, 2048, 187 },
-  { 4, 131072, 8192, 187 },
-  { 4, 131072, 32768, 187 },
-  { 5, 512, 1, 189 },
-  { 5, 512, 8, 190 },
-  { 5, 512, 32, 190 },
-  { 5, 512, 128, 190 },
-  { 5, 512, 512, 191 },
-  { 5, 512, 2048, 192 },
-  { 5, 512, 8192, 193 },
-  { 5, 512, 32768, 192 },
-  { 5, 768, 1, 189 },
-  { 5, 768, 8, 194 },
-  { 5, 768, 32, 195 },
-  { 5, 768, 128, 194 },
-  { 5, 768, 512, 195 },
-  { 5, 768, 2048, 195 },
-  { 5, 768, 8192, 196 },
-  { 5, 768, 32768, 197 },
-  { 5, 1024, 1, 195 },
-  { 5, 1024, 8, 189 },
-  { 5, 1024, 32, 194 },
-  { 5, 1024, 128, 194 },
-  { 5, 1024, 512, 195 },
-  { 5, 1024, 2048, 195 },
-  { 5, 1024, 8192, 195 },
-  { 5, 1024, 32768, 196 },
-  { 5, 1536, 1, 189 },
-  { 5, 1536, 8, 189 },
-  { 5, 1536, 32, 189 },
-  { 5, 1536, 128, 189 },
-  { 5, 1536, 512, 189 },
-  { 5, 1536, 2048, 198 },
-  { 5, 1536, 8192, 198 },
-  { 5, 1536, 32768, 198 },
-  { 5, 2048, 1, 189 },
-  { 5, 2048, 8, 189 },
-  { 5, 2048, 32, 189 },
-  { 5, 2048, 128, 189 },
-  { 5, 2048, 512, 189 },
-  { 5, 2048, 2048, 199 },
-  { 5, 2048, 8192, 199 },
-  { 5, 2048, 32768, 199 },
-  { 5, 2560, 1, 200 },
-  { 5, 2560, 8, 200 },
-  { 5, 2560, 32, 200 },
-  { 5, 2560, 128, 200 },
-  { 5, 2560, 512, 201 },
-  { 5, 2560, 2048, 202 },
-  { 5, 2560, 8192, 203 },
-  { 5, 2560, 32768, 203 },
-  { 5, 3072, 1, 200 },
-  { 5, 3072, 8, 200 },
-  { 5, 3072, 32, 200 },
-  { 5, 3072, 128, 200 },
-  { 5, 3072, 512, 201 },
-  { 5, 3072, 2048, 203 },
-  { 5, 3072, 8192, 203 },
-  { 5, 3072, 32768, 203 },
-  { 5, 4096, 1, 200 },
-  { 5, 4096, 8, 200 },
-  { 5, 4096, 32, 200 },
-  { 5, 4096, 128, 200 },
-  { 5, 4096, 512, 201 },
-  { 5, 4096, 2048, 201 },
-  { 5, 4096, 8192, 201 },
-  { 5, 4096, 32768, 201 },
-  { 5, 5120, 1, 204 },
-  { 5, 5120, 8, 204 },
-  { 5, 5120, 32, 204 },
-  { 5, 5120, 128, 204 },
-  { 5, 5120, 512, 205 },
-  { 5, 5120, 2048, 205 },
-  { 5, 5120, 8192, 205 },
-  { 5, 5120, 32768, 205 },
-  { 5, 6144, 1, 204 },
-  { 5, 6144, 8, 204 },
-  { 5, 6144, 32, 204 },
-  { 5, 6144, 128, 204 },
-  { 5, 6144, 512, 205 },
-  { 5, 6144, 2048, 205 },
-  { 5, 6144, 8192, 205 },
-  { 5, 6144, 32768, 205 },
-  { 5, 7168, 1, 204 },
-  { 5, 7168, 8, 204 },
-  { 5, 7168, 32, 204 },
-  { 5, 7168, 128, 204 },
-  { 5, 7168, 512, 206 },
-  { 5, 7168, 2048, 206 },
-  { 5, 7168, 8192, 206 },
-  { 5, 7168, 32768, 206 },
-  { 5, 8192, 1, 207 },
-  { 5, 8192, 8, 207 },
-  { 5, 8192, 32, 207 },
-  { 5, 8192, 128, 204 },
-  { 5, 8192, 512, 206 },
-  { 5, 8192, 2048, 206 },
-  { 5, 8192, 8192, 208 },
-  { 5, 8192, 32768, 208 },
-  { 5, 12288, 1, 209 },
-  { 5, 12288, 8, 209 },
-  { 5, 12288, 32, 209 },
-  { 5, 12288, 128, 210 },
-  { 5, 12288, 512, 208 },
-  { 5, 12288, 2048, 210 },
-  { 5, 12288, 8192, 208 },
-  { 5, 12288, 32768, 208 },
-  { 5, 16384, 1, 211 },
-  { 5, 16384, 8, 211 },
-  { 5, 16384, 32, 211 },
-  { 5, 16384, 128, 212 },
-  { 5, 16384, 512, 213 },
-  { 5, 16384, 2048, 213 },
-  { 5, 16384, 8192, 213 },
-  { 5, 16384, 32768, 213 },
-  { 5, 32768, 1, 214 },
-  { 5, 32768, 8, 214 },
-  { 5, 32768, 32, 215 },
-  { 5, 32768, 128, 216 },
-  { 5, 32768, 512, 217 },
-  { 5, 32768, 2048, 217 },
-  { 5, 32768, 8192, 217 },
-  { 5, 32768, 32768, 217 },
-  { 5, 65536, 1, 218 },
-  { 5, 65536, 8, 218 },
-  { 5, 65536, 32, 218 },
-  { 5, 65536, 128, 219 },
-  { 5, 65536, 512, 220 },
-  { 5, 65536, 2048, 221 },
-  { 5, 65536, 8192, 219 },
-  { 5, 65536, 32768, 221 },
-  { 5, 131072, 1, 222 },
-  { 5, 131072, 8, 222 },
-  { 5, 131072, 32, 223 },
-  { 5, 131072, 128, 223 },
-  { 5, 131072, 512, 224 },
-  { 5, 131072, 2048, 224 },
-  { 5, 131072, 8192, 224 },
-  { 5, 131072, 32768, 224 },
-  { 6, 512, 1, 226 },
-  { 6, 512, 8, 227 },
-  { 6, 512, 32, 227 },
-  { 6, 512, 128, 227 },
-  { 6, 512, 512, 227 },
-  { 6, 512, 2048, 228 },
-  { 6, 512, 8192, 229 },
-  { 6, 512, 32768, 229 },
-  { 6, 768, 1, 230 },
-  { 6, 768, 8, 230 },
-  { 6, 768, 32, 230 },
-  { 6, 768, 128, 230 },
-  { 6, 768, 512, 231 },
-  { 6, 768, 2048, 231 },
-  { 6, 768, 8192, 232 },
-  { 6, 768, 32768, 232 },
-  { 6, 1024, 1, 230 },
-  { 6, 1024, 8, 230 },
-  { 6, 1024, 32, 230 },
-  { 6, 1024, 128, 230 },
-  { 6, 1024, 512, 231 },
-  { 6, 1024, 2048, 231 },
-  { 6, 1024, 8192, 231 },
-  { 6, 1024, 32768, 231 },
-  { 6, 1536, 1, 233 },
-  { 6, 1536, 8, 226 },
-  { 6, 1536, 32, 233 },
-  { 6, 1536, 128, 233 },
-  { 6, 1536, 512, 226 },
-  { 6, 1536, 2048, 226 },
-  { 6, 1536, 8192, 234 },
-  { 6, 1536, 32768, 234 },
-  { 6, 2048, 1, 226 },
-  { 6, 2048, 8, 226 },
-  { 6, 2048, 32, 226 },
-  { 6, 2048, 128, 233 },
-  { 6, 2048, 512, 226 },
-  { 6, 2048, 2048, 226 },
-  { 6, 2048, 8192, 226 },
-  { 6, 2048, 32768, 226 },
-  { 6, 2560, 1, 235 },
-  { 6, 2560, 8, 235 },
-  { 6, 2560, 32, 236 },
-  { 6, 2560, 128, 236 },
-  { 6, 2560, 512, 237 },
-  { 6, 2560, 2048, 238 },
-  { 6, 2560, 8192, 239 },
-  { 6, 2560, 32768, 239 },
-  { 6, 3072, 1, 235 },
-  { 6, 3072, 8, 235 },
-  { 6, 3072, 32, 235 },
-  { 6, 3072, 128, 235 },
-  { 6, 3072, 512, 237 },
-  { 6, 3072, 2048, 236 },
-  { 6, 3072, 8192, 239 },
-  { 6, 3072, 32768, 239 },
-  { 6, 4096, 1, 235 },
-  { 6, 4096, 8, 235 },
-  { 6, 4096, 32, 235 },
-  { 6, 4096, 128, 235 },
-  { 6, 4096, 512, 237 },
-  { 6, 4096, 2048, 237 },
-  { 6, 4096, 8192, 237 },
-  { 6, 4096, 32768, 237 },
-  { 6, 5120, 1, 240 },
-  { 6, 5120, 8, 240 },
-  { 6, 5120, 32, 240 },
-  { 6, 5120, 128, 240 },
-  { 6, 5120, 512, 241 },
-  { 6, 5120, 2048, 242 },
-  { 6, 5120, 8192, 241 },
-  { 6, 5120, 32768, 241 },
-  { 6, 6144, 1, 243 },
-  { 6, 6144, 8, 243 },
-  { 6, 6144, 32, 240 },
-  { 6, 6144, 128, 240 },
-  { 6, 6144, 512, 244 },
-  { 6, 6144, 2048, 242 },
-  { 6, 6144, 8192, 245 },
-  { 6, 6144, 32768, 245 },
-  { 6, 7168, 1, 243 },
-  { 6, 7168, 8, 243 },
-  { 6, 7168, 32, 240 },
-  { 6, 7168, 128, 240 },
-  { 6, 7168, 512, 246 },
-  { 6, 7168, 2048, 242 },
-  { 6, 7168, 8192, 242 },
-  { 6, 7168, 32768, 242 },
-  { 6, 8192, 1, 247 },
-  { 6, 8192, 8, 247 },
-  { 6, 8192, 32, 247 },
-  { 6, 8192, 128, 240 },
-  { 6, 8192, 512, 246 },
-  { 6, 8192, 2048, 242 },
-  { 6, 8192, 8192, 242 },
-  { 6, 8192, 32768, 242 },
-  { 6, 12288, 1, 248 },
-  { 6, 12288, 8, 248 },
-  { 6, 12288, 32, 248 },
-  { 6, 12288, 128, 249 },
-  { 6, 12288, 512, 250 },
-  { 6, 12288, 2048, 250 },
-  { 6, 12288, 8192, 250 },
-  { 6, 12288, 32768, 250 },
-  { 6, 16384, 1, 251 },
-  { 6, 16384, 8, 252 },
-  { 6, 16384, 32, 251 },
-  { 6, 16384, 128, 249 },
-  { 6, 16384, 512, 253 },
-  { 6, 16384, 2048, 253 },
-  { 6, 16384, 8192, 253 },
-  { 6, 16384, 32768, 253 },
-  { 6, 32768, 1, 254 },
-  { 6, 32768, 8, 254 },
-  { 6, 32768, 32, 254 },
-  { 6, 32768, 128, 255 },
-  { 6, 32768, 512, 255 },
-  { 6, 32768, 2048, 256 },
-  { 6, 32768, 8192, 256 },
-  { 6, 32768, 32768, 255 },
-  { 6, 65536, 1, 257 },
-  { 6, 65536, 8, 257 },
-  { 6, 65536, 32, 258 },
-  { 6, 65536, 128, 255 },
-  { 6, 65536, 512, 259 },
-  { 6, 65536, 2048, 259 },
-  { 6, 65536, 8192, 259 },
-  { 6, 65536, 32768, 259 },
-  { 6, 131072, 1, 260 },
-  { 6, 131072, 8, 260 },
-  { 6, 131072, 32, 261 },
-  { 6, 131072, 128, 261 },
-  { 6, 131072, 512, 261 },
-  { 6, 131072, 2048, 261 },
-  { 6, 131072, 8192, 261 },
-  { 6, 131072, 32768, 261 },
-  { 7, 512, 1, 263 },
-  { 7, 512, 8, 263 },
-  { 7, 512, 32, 263 },
-  { 7, 512, 128, 263 },
-  { 7, 512, 512, 264 },
-  { 7, 512, 2048, 264 },
-  { 7, 512, 8192, 264 },
-  { 7, 512, 32768, 264 },
-  { 7, 768, 1, 265 },
-  { 7, 768, 8, 265 },
-  { 7, 768, 32, 265 },
-  { 7, 768, 128, 266 },
-  { 7, 768, 512, 265 },
-  { 7, 768, 2048, 267 },
-  { 7, 768, 8192, 265 },
-  { 7, 768, 32768, 267 },
-  { 7, 1024, 1, 265 },
-  { 7, 1024, 8, 265 },
-  { 7, 1024, 32, 265 },
-  { 7, 1024, 128, 265 },
-  { 7, 1024, 512, 265 },
-  { 7, 1024, 2048, 267 },
-  { 7, 1024, 8192, 265 },
-  { 7, 1024, 32768, 267 },
-  { 7, 1536, 1, 268 },
-  { 7, 1536, 8, 269 },
-  { 7, 1536, 32, 268 },
-  { 7, 1536, 128, 268 },
-  { 7, 1536, 512, 268 },
-  { 7, 1536, 2048, 268 },
-  { 7, 1536, 8192, 270 },
-  { 7, 1536, 32768, 270 },
-  { 7, 2048, 1, 269 },
-  { 7, 2048, 8, 269 },
-  { 7, 2048, 32, 271 },
-  { 7, 2048, 128, 271 },
-  { 7, 2048, 512, 269 },
-  { 7, 2048, 2048, 269 },
-  { 7, 2048, 8192, 272 },
-  { 7, 2048, 32768, 272 },
-  { 7, 2560, 1, 273 },
-  { 7, 2560, 8, 273 },
-  { 7, 2560, 32, 273 },
-  { 7, 2560, 128, 273 },
-  { 7, 2560, 512, 273 },
-  { 7, 2560, 2048, 273 },
-  { 7, 2560, 8192, 272 },
-  { 7, 2560, 32768, 272 },
-  { 7, 3072, 1, 273 },
-  { 7, 3072, 8, 273 },
-  { 7, 3072, 32, 273 },
-  { 7, 3072, 128, 273 },
-  { 7, 3072, 512, 273 },
-  { 7, 3072, 2048, 273 },
-  { 7, 3072, 8192, 272 },
-  { 7, 3072, 32768, 274 },
-  { 7, 4096, 1, 275 },
-  { 7, 4096, 8, 275 },
-  { 7, 4096, 32, 275 },
-  { 7, 4096, 128, 275 },
-  { 7, 4096, 512, 275 },
-  { 7, 4096, 2048, 275 },
-  { 7, 4096, 8192, 272 },
-  { 7, 4096, 32768, 274 },
-  { 7, 5120, 1, 276 },
-  { 7, 5120, 8, 276 },
-  { 7, 5120, 32, 277 },
-  { 7, 5120, 128, 277 },
-  { 7, 5120, 512, 276 },
-  { 7, 5120, 2048, 276 },
-  { 7, 5120, 8192, 274 },
-  { 7, 5120, 32768, 278 },
-  { 7, 6144, 1, 277 },
-  { 7, 6144, 8, 277 },
-  { 7, 6144, 32, 277 },
-  { 7, 6144, 128, 277 },
-  { 7, 6144, 512, 279 },
-  { 7, 6144, 2048, 279 },
-  { 7, 6144, 8192, 280 },
-  { 7, 6144, 32768, 278 },
-  { 7, 7168, 1, 281 },
-  { 7, 7168, 8, 281 },
-  { 7, 7168, 32, 281 },
-  { 7, 7168, 128, 281 },
-  { 7, 7168, 512, 282 },
-  { 7, 7168, 2048, 280 },
-  { 7, 7168, 8192, 280 },
-  { 7, 7168, 32768, 278 },
-  { 7, 8192, 1, 283 },
-  { 7, 8192, 8, 283 },
-  { 7, 8192, 32, 283 },
-  { 7, 8192, 128, 281 },
-  { 7, 8192, 512, 281 },
-  { 7, 8192, 2048, 281 },
-  { 7, 8192, 8192, 278 },
-  { 7, 8192, 32768, 278 },
-  { 7, 12288, 1, 284 },
-  { 7, 12288, 8, 284 },
-  { 7, 12288, 32, 284 },
-  { 7, 12288, 128, 285 },
-  { 7, 12288, 512, 285 },
-  { 7, 12288, 2048, 286 },
-  { 7, 12288, 8192, 286 },
-  { 7, 12288, 32768, 286 },
-  { 7, 16384, 1, 287 },
-  { 7, 16384, 8, 287 },
-  { 7, 16384, 32, 287 },
-  { 7, 16384, 128, 288 },
-  { 7, 16384, 512, 286 },
-  { 7, 16384, 2048, 286 },
-  { 7, 16384, 8192, 286 },
-  { 7, 16384, 32768, 286 },
-  { 7, 32768, 1, 289 },
-  { 7, 32768, 8, 289 },
-  { 7, 32768, 32, 290 },
-  { 7, 32768, 128, 291 },
-  { 7, 32768, 512, 292 },
-  { 7, 32768, 2048, 292 },
-  { 7, 32768, 8192, 291 },
-  { 7, 32768, 32768, 291 },
-  { 7, 65536, 1, 293 },
-  { 7, 65536, 8, 293 },
-  { 7, 65536, 32, 294 },
-  { 7, 65536, 128, 294 },
-  { 7, 65536, 512, 295 },
-  { 7, 65536, 2048, 295 },
-  { 7, 65536, 8192, 295 },
-  { 7, 65536, 32768, 295 },
-  { 7, 131072, 1, 296 },
-  { 7, 131072, 8, 296 },
-  { 7, 131072, 32, 297 },
-  { 7, 131072, 128, 297 },
-  { 7, 131072, 512, 298 },
-  { 7, 131072, 2048, 298 },
-  { 7, 131072, 8192, 298 },
-  { 7, 131072, 32768, 298 },
-  { 8, 512, 1, 300 },
-  { 8, 512, 8, 300 },
-  { 8, 512, 32, 300 },
-  { 8, 512, 128, 300 },
-  { 8, 512, 512, 300 },
-  { 8, 512, 2048, 301 },
-  { 8, 512, 8192, 300 },
-  { 8, 512, 32768, 301 },
-  { 8, 768, 1, 302 },
-  { 8, 768, 8, 302 },
-  { 8, 768, 32, 302 },
-  { 8, 768, 128, 302 },
-  { 8, 768, 512, 302 },
-  { 8, 768, 2048, 303 },
-  { 8, 768, 8192, 303 },
-  { 8, 768, 32768, 304 },
-  { 8, 1024, 1, 302 },
-  { 8, 1024, 8, 302 },
-  { 8, 1024, 32, 302 },
-  { 8, 1024, 128, 302 },
-  { 8, 1024, 512, 302 },
-  { 8, 1024, 2048, 302 },
-  { 8, 1024, 8192, 304 },
-  { 8, 1024, 32768, 304 },
-  { 8, 1536, 1, 305 },
-  { 8, 1536, 8, 305 },
-  { 8, 1536, 32, 305 },
-  { 8, 1536, 128, 305 },
-  { 8, 1536, 512, 306 },
-  { 8, 1536, 2048, 305 },
-  { 8, 1536, 8192, 306 },
-  { 8, 1536, 32768, 306 },
-  { 8, 2048, 1, 305 },
-  { 8, 2048, 8, 305 },
-  { 8, 2048, 32, 306 },
-  { 8, 2048, 128, 305 },
-  { 8, 2048, 512, 305 },
-  { 8, 2048, 2048, 306 },
-  { 8, 2048, 8192, 306 },
-  { 8, 2048, 32768, 306 },
-  { 8, 2560, 1, 307 },
-  { 8, 2560, 8, 307 },
-  { 8, 2560, 32, 307 },
-  { 8, 2560, 128, 307 },
-  { 8, 2560, 512, 308 },
-  { 8, 2560, 2048, 309 },
-  { 8, 2560, 8192, 308 },
-  { 8, 2560, 32768, 310 },
-  { 8, 3072, 1, 307 },
-  { 8, 3072, 8, 307 },
-  { 8, 3072, 32, 307 },
-  { 8, 3072, 128, 307 },
-  { 8, 3072, 512, 308 },
-  { 8, 3072, 2048, 309 },
-  { 8, 3072, 8192, 310 },
-  { 8, 3072, 32768, 308 },
-  { 8, 4096, 1, 309 },
-  { 8, 4096, 8, 309 },
-  { 8, 4096, 32, 309 },
-  { 8, 4096, 128, 309 },
-  { 8, 4096, 512, 309 },
-  { 8, 4096, 2048, 311 },
-  { 8, 4096, 8192, 311 },
-  { 8, 4096, 32768, 311 },
-  { 8, 5120, 1, 312 },
-  { 8, 5120, 8, 312 },
-  { 8, 5120, 32, 312 },
-  { 8, 5120, 128, 312 },
-  { 8, 5120, 512, 313 },
-  { 8, 5120, 2048, 311 },
-  { 8, 5120, 8192, 311 },
-  { 8, 5120, 32768, 311 },
-  { 8, 6144, 1, 314 },
-  { 8, 6144, 8, 312 },
-  { 8, 6144, 32, 312 },
-  { 8, 6144, 128, 312 },
-  { 8, 6144, 512, 310 },
-  { 8, 6144, 2048, 311 },
-  { 8, 6144, 8192, 311 },
-  { 8, 6144, 32768, 311 },
-  { 8, 7168, 1, 315 },
-  { 8, 7168, 8, 316 },
-  { 8, 7168, 32, 316 },
-  { 8, 7168, 128, 317 },
-  { 8, 7168, 512, 310 },
-  { 8, 7168, 2048, 311 },
-  { 8, 7168, 8192, 311 },
-  { 8, 7168, 32768, 311 },
-  { 8, 8192, 1, 318 },
-  { 8, 8192, 8, 318 },
-  { 8, 8192, 32, 318 },
-  { 8, 8192, 128, 315 },
-  { 8, 8192, 512, 311 },
-  { 8, 8192, 2048, 311 },
-  { 8, 8192, 8192, 311 },
-  { 8, 8192, 32768, 311 },
-  { 8, 12288, 1, 319 },
-  { 8, 12288, 8, 319 },
-  { 8, 12288, 32, 319 },
-  { 8, 12288, 128, 320 },
-  { 8, 12288, 512, 311 },
-  { 8, 12288, 2048, 320 },
-  { 8, 12288, 8192, 320 },
-  { 8, 12288, 32768, 320 },
-  { 8, 16384, 1, 321 },
-  { 8, 16384, 8, 321 },
-  { 8, 16384, 32, 321 },
-  { 8, 16384, 128, 322 },
-  { 8, 16384, 512, 311 },
-  { 8, 16384, 2048, 322 },
-  { 8, 16384, 8192, 322 },
-  { 8, 16384, 32768, 322 },
-  { 8, 32768, 1, 323 },
-  { 8, 32768, 8, 323 },
-  { 8, 32768, 32, 324 },
-  { 8, 32768, 128, 325 },
-  { 8, 32768, 512, 325 },
-  { 8, 32768, 2048, 325 },
-  { 8, 32768, 8192, 325 },
-  { 8, 32768, 32768, 325 },
-  { 8, 65536, 1, 326 },
-  { 8, 65536, 8, 326 },
-  { 8, 65536, 32, 326 },
-  { 8, 65536, 128, 326 },
-  { 8, 65536, 512, 326 },
-  { 8, 65536, 2048, 326 },
-  { 8, 65536, 8192, 326 },
-  { 8, 65536, 32768, 326 },
-  { 8, 131072, 1, 327 },
-  { 8, 131072, 8, 327 },
-  { 8, 131072, 32, 327 },
-  { 8, 131072, 128, 327 },
-  { 8, 131072, 512, 327 },
-  { 8, 131072, 2048, 327 },
-  { 8, 131072, 8192, 327 },
-  { 8, 131072, 32768, 327 },
+  { 4, 8192, 8192, 162 },
+  { 4, 8192, 32768, 162 },
+  { 4, 12288, 1, 170 },
+  { 4, 12288, 8, 170 },
+  { 4, 12288, 32, 170 },
+  { 4, 12288, 128, 171 },
+  { 4, 12288, 512, 162 },
+  { 4, 12288, 2048, 172 },
+  { 4, 12288, 8192, 162 },
+  { 4, 12288, 32768, 162 },
+  { 4, 16384, 1, 173 },
+  { 4, 16384, 8, 174 },
+  { 4, 16384, 32, 173 },
+  { 4, 16384, 128, 171 },
+  { 4, 16384, 512, 162 },
+  { 4, 16384, 2048, 162 },
+  { 4, 16384, 8192, 162 },
+  { 4, 16384, 32768, 162 },
+  { 4, 32768, 1, 175 },
+  { 4, 32768, 8, 175 },
+  { 4, 32768, 32, 175 },
+  { 4, 32768, 128, 176 },
+  { 4, 32768, 512, 177 },
+  { 4, 32768, 2048, 177 },
+  { 4, 32768, 8192, 177 },
+  { 4, 32768, 32768, 177 },
+  { 4, 65536, 1, 178 },
+  { 4, 65536, 8, 178 },
+  { 4, 65536, 32, 179 },
+  { 4, 65536, 128, 176 },
+  { 4, 65536, 512, 176 },
+  { 4, 65536, 2048, 176 },
+  { 4, 65536, 8192, 176 },
+  { 4, 65536, 32768, 176 },
+  { 4, 131072, 1, 180 },
+  { 4, 131072, 8, 180 },
+  { 4, 131072, 32, 181 },
+  { 4, 131072, 128, 181 },
+  { 4, 131072, 512, 181 },
+  { 4, 131072, 2048, 181 },
+  { 4, 131072, 8192, 181 },
+  { 4, 131072, 32768, 181 },
+  { 5, 512, 1, 183 },
+  { 5, 512, 8, 184 },
+  { 5, 512, 32, 184 },
+  { 5, 512, 128, 184 },
+  { 5, 512, 512, 184 },
+  { 5, 512, 2048, 185 },
+  { 5, 512, 8192, 186 },
+  { 5, 512, 32768, 185 },
+  { 5, 768, 1, 183 },
+  { 5, 768, 8, 187 },
+  { 5, 768, 32, 188 },
+  { 5, 768, 128, 188 },
+  { 5, 768, 512, 187 },
+  { 5, 768, 2048, 187 },
+  { 5, 768, 8192, 189 },
+  { 5, 768, 32768, 189 },
+  { 5, 1024, 1, 187 },
+  { 5, 1024, 8, 183 },
+  { 5, 1024, 32, 183 },
+  { 5, 1024, 128, 188 },
+  { 5, 1024, 512, 187 },
+  { 5, 1024, 2048, 187 },
+  { 5, 1024, 8192, 189 },
+  { 5, 1024, 32768, 189 },
+  { 5, 1536, 1, 183 },
+  { 5, 1536, 8, 183 },
+  { 5, 1536, 32, 183 },
+  { 5, 1536, 128, 190 },
+  { 5, 1536, 512, 183 },
+  { 5, 1536, 2048, 191 },
+  { 5, 1536, 8192, 192 },
+  { 5, 1536, 32768, 192 },
+  { 5, 2048, 1, 183 },
+  { 5, 2048, 8, 183 },
+  { 5, 2048, 32, 183 },
+  { 5, 2048, 128, 190 },
+  { 5, 2048, 512, 183 },
+  { 5, 2048, 2048, 193 },
+  { 5, 2048, 8192, 194 },
+  { 5, 2048, 32768, 194 },
+  { 5, 2560, 1, 195 },
+  { 5, 2560, 8, 195 },
+  { 5, 2560, 32, 195 },
+  { 5, 2560, 128, 195 },
+  { 5, 2560, 512, 196 },
+  { 5, 2560, 2048, 197 },
+  { 5, 2560, 8192, 198 },
+  { 5, 2560, 32768, 198 },
+  { 5, 3072, 1, 195 },
+  { 5, 3072, 8, 195 },
+  { 5, 3072, 32, 195 },
+  { 5, 3072, 128, 195 },
+  { 5, 3072, 512, 196 },
+  { 5, 3072, 2048, 198 },
+  { 5, 3072, 8192, 198 },
+  { 5, 3072, 32768, 198 },
+  { 5, 4096, 1, 195 },
+  { 5, 4096, 8, 195 },
+  { 5, 4096, 32, 195 },
+  { 5, 4096, 128, 195 },
+  { 5, 4096, 512, 196 },
+  { 5, 4096, 2048, 199 },
+  { 5, 4096, 8192, 196 },
+  { 5, 4096, 32768, 196 },
+  { 5, 5120, 1, 200 },
+  { 5, 5120, 8, 200 },
+  { 5, 5120, 32, 200 },
+  { 5, 5120, 128, 200 },
+  { 5, 5120, 512, 201 },
+  { 5, 5120, 2048, 199 },
+  { 5, 5120, 8192, 201 },
+  { 5, 5120, 32768, 201 },
+  { 5, 6144, 1, 200 },
+  { 5, 6144, 8, 200 },
+  { 5, 6144, 32, 200 },
+  { 5, 6144, 128, 200 },
+  { 5, 6144, 512, 201 },
+  { 5, 6144, 2048, 201 },
+  { 5, 6144, 8192, 201 },
+  { 5, 6144, 32768, 201 },
+  { 5, 7168, 1, 200 },
+  { 5, 7168, 8, 200 },
+  { 5, 7168, 32, 200 },
+  { 5, 7168, 128, 200 },
+  { 5, 7168, 512, 202 },
+  { 5, 7168, 2048, 203 },
+  { 5, 7168, 8192, 202 },
+  { 5, 7168, 32768, 202 },
+  { 5, 8192, 1, 204 },
+  { 5, 8192, 8, 204 },
+  { 5, 8192, 32, 204 },
+  { 5, 8192, 128, 200 },
+  { 5, 8192, 512, 202 },
+  { 5, 8192, 2048, 203 },
+  { 5, 8192, 8192, 203 },
+  { 5, 8192, 32768, 203 },
+  { 5, 12288, 1, 205 },
+  { 5, 12288, 8, 205 },
+  { 5, 12288, 32, 205 },
+  { 5, 12288, 128, 206 },
+  { 5, 12288, 512, 203 },
+  { 5, 12288, 2048, 207 },
+  { 5, 12288, 8192, 207 },
+  { 5, 12288, 32768, 207 },
+  { 5, 16384, 1, 208 },
+  { 5, 16384, 8, 208 },
+  { 5, 16384, 32, 208 },
+  { 5, 16384, 128, 206 },
+  { 5, 16384, 512, 203 },
+  { 5, 16384, 2048, 209 },
+  { 5, 16384, 8192, 209 },
+  { 5, 16384, 32768, 209 },
+  { 5, 32768, 1, 210 },
+  { 5, 32768, 8, 210 },
+  { 5, 32768, 32, 210 },
+  { 5, 32768, 128, 211 },
+  { 5, 32768, 512, 206 },
+  { 5, 32768, 2048, 206 },
+  { 5, 32768, 8192, 206 },
+  { 5, 32768, 32768, 206 },
+  { 5, 65536, 1, 212 },
+  { 5, 65536, 8, 212 },
+  { 5, 65536, 32, 213 },
+  { 5, 65536, 128, 214 },
+  { 5, 65536, 512, 214 },
+  { 5, 65536, 2048, 214 },
+  { 5, 65536, 8192, 214 },
+  { 5, 65536, 32768, 214 },
+  { 5, 131072, 1, 215 },
+  { 5, 131072, 8, 215 },
+  { 5, 131072, 32, 216 },
+  { 5, 131072, 128, 216 },
+  { 5, 131072, 512, 217 },
+  { 5, 131072, 2048, 217 },
+  { 5, 131072, 8192, 217 },
+  { 5, 131072, 32768, 217 },
+  { 6, 512, 1, 219 },
+  { 6, 512, 8, 220 },
+  { 6, 512, 32, 220 },
+  { 6, 512, 128, 220 },
+  { 6, 512, 512, 220 },
+  { 6, 512, 2048, 221 },
+  { 6, 512, 8192, 222 },
+  { 6, 512, 32768, 222 },
+  { 6, 768, 1, 223 },
+  { 6, 768, 8, 223 },
+  { 6, 768, 32, 223 },
+  { 6, 768, 128, 224 },
+  { 6, 768, 512, 219 },
+  { 6, 768, 2048, 225 },
+  { 6, 768, 8192, 226 },
+  { 6, 768, 32768, 226 },
+  { 6, 1024, 1, 223 },
+  { 6, 1024, 8, 223 },
+  { 6, 1024, 32, 223 },
+  { 6, 1024, 128, 223 },
+  { 6, 1024, 512, 225 },
+  { 6, 1024, 2048, 225 },
+  { 6, 1024, 8192, 225 },
+  { 6, 1024, 32768, 225 },
+  { 6, 1536, 1, 227 },
+  { 6, 1536, 8, 227 },
+  { 6, 1536, 32, 227 },
+  { 6, 1536, 128, 227 },
+  { 6, 1536, 512, 219 },
+  { 6, 1536, 2048, 219 },
+  { 6, 1536, 8192, 228 },
+  { 6, 1536, 32768, 228 },
+  { 6, 2048, 1, 219 },
+  { 6, 2048, 8, 219 },
+  { 6, 2048, 32, 219 },
+  { 6, 2048, 128, 227 },
+  { 6, 2048, 512, 219 },
+  { 6, 2048, 2048, 219 },
+  { 6, 2048, 8192, 219 },
+  { 6, 2048, 32768, 219 },
+  { 6, 2560, 1, 229 },
+  { 6, 2560, 8, 229 },
+  { 6, 2560, 32, 230 },
+  { 6, 2560, 128, 230 },
+  { 6, 2560, 512, 231 },
+  { 6, 2560, 2048, 232 },
+  { 6, 2560, 8192, 233 },
+  { 6, 2560, 32768, 232 },
+  { 6, 3072, 1, 229 },
+  { 6, 3072, 8, 229 },
+  { 6, 3072, 32, 230 },
+  { 6, 3072, 128, 229 },
+  { 6, 3072, 512, 231 },
+  { 6, 3072, 2048, 230 },
+  { 6, 3072, 8192, 233 },
+  { 6, 3072, 32768, 233 },
+  { 6, 4096, 1, 229 },
+  { 6, 4096, 8, 229 },
+  { 6, 4096, 32, 229 },
+  { 6, 4096, 128, 229 },
+  { 6, 4096, 512, 231 },
+  { 6, 4096, 2048, 231 },
+  { 6, 4096, 8192, 234 },
+  { 6, 4096, 32768, 235 },
+  { 6, 5120, 1, 236 },
+  { 6, 5120, 8, 236 },
+  { 6, 5120, 32, 236 },
+  { 6, 5120, 128, 236 },
+  { 6, 5120, 512, 237 },
+  { 6, 5120, 2048, 238 },
+  { 6, 5120, 8192, 237 },
+  { 6, 5120, 32768, 237 },
+  { 6, 6144, 1, 239 },
+  { 6, 6144, 8, 239 },
+  { 6, 6144, 32, 236 },
+  { 6, 6144, 128, 236 },
+  { 6, 6144, 512, 240 },
+  { 6, 6144, 2048, 238 },
+  { 6, 6144, 8192, 235 },
+  { 6, 6144, 32768, 235 },
+  { 6, 7168, 1, 239 },
+  { 6, 7168, 8, 239 },
+  { 6, 7168, 32, 236 },
+  { 6, 7168, 128, 236 },
+  { 6, 7168, 512, 234 },
+  { 6, 7168, 2048, 238 },
+  { 6, 7168, 8192, 234 },
+  { 6, 7168, 32768, 234 },
+  { 6, 8192, 1, 241 },
+  { 6, 8192, 8, 241 },
+  { 6, 8192, 32, 241 },
+  { 6, 8192, 128, 236 },
+  { 6, 8192, 512, 234 },
+  { 6, 8192, 2048, 238 },
+  { 6, 8192, 8192, 234 },
+  { 6, 8192, 32768, 234 },
+  { 6, 12288, 1, 242 },
+  { 6, 12288, 8, 242 },
+  { 6, 12288, 32, 242 },
+  { 6, 12288, 128, 243 },
+  { 6, 12288, 512, 234 },
+  { 6, 12288, 2048, 244 },
+  { 6, 12288, 8192, 234 },
+  { 6, 12288, 32768, 234 },
+  { 6, 16384, 1, 245 },
+  { 6, 16384, 8, 246 },
+  { 6, 16384, 32, 245 },
+  { 6, 16384, 128, 243 },
+  { 6, 16384, 512, 234 },
+  { 6, 16384, 2048, 234 },
+  { 6, 16384, 8192, 234 },
+  { 6, 16384, 32768, 234 },
+  { 6, 32768, 1, 247 },
+  { 6, 32768, 8, 247 },
+  { 6, 32768, 32, 247 },
+  { 6, 32768, 128, 248 },
+  { 6, 32768, 512, 249 },
+  { 6, 32768, 2048, 249 },
+  { 6, 32768, 8192, 249 },
+  { 6, 32768, 32768, 249 },
+  { 6, 65536, 1, 250 },
+  { 6, 65536, 8, 250 },
+  { 6, 65536, 32, 251 },
+  { 6, 65536, 128, 248 },
+  { 6, 65536, 512, 248 },
+  { 6, 65536, 2048, 248 },
+  { 6, 65536, 8192, 248 },
+  { 6, 65536, 32768, 248 },
+  { 6, 131072, 1, 252 },
+  { 6, 131072, 8, 252 },
+  { 6, 131072, 32, 253 },
+  { 6, 131072, 128, 253 },
+  { 6, 131072, 512, 253 },
+  { 6, 131072, 2048, 253 },
+  { 6, 131072, 8192, 253 },
+  { 6, 131072, 32768, 253 },
+  { 7, 512, 1, 255 },
+  { 7, 512, 8, 255 },
+  { 7, 512, 32, 255 },
+  { 7, 512, 128, 255 },
+  { 7, 512, 512, 256 },
+  { 7, 512, 2048, 256 },
+  { 7, 512, 8192, 256 },
+  { 7, 512, 32768, 256 },
+  { 7, 768, 1, 257 },
+  { 7, 768, 8, 257 },
+  { 7, 768, 32, 257 },
+  { 7, 768, 128, 257 },
+  { 7, 768, 512, 257 },
+  { 7, 768, 2048, 258 },
+  { 7, 768, 8192, 259 },
+  { 7, 768, 32768, 258 },
+  { 7, 1024, 1, 257 },
+  { 7, 1024, 8, 257 },
+  { 7, 1024, 32, 257 },
+  { 7, 1024, 128, 257 },
+  { 7, 1024, 512, 257 },
+  { 7, 1024, 2048, 258 },
+  { 7, 1024, 8192, 260 },
+  { 7, 1024, 32768, 260 },
+  { 7, 1536, 1, 261 },
+  { 7, 1536, 8, 261 },
+  { 7, 1536, 32, 261 },
+  { 7, 1536, 128, 261 },
+  { 7, 1536, 512, 261 },
+  { 7, 1536, 2048, 262 },
+  { 7, 1536, 8192, 262 },
+  { 7, 1536, 32768, 262 },
+  { 7, 2048, 1, 261 },
+  { 7, 2048, 8, 261 },
+  { 7, 2048, 32, 261 },
+  { 7, 2048, 128, 261 },
+  { 7, 2048, 512, 261 },
+  { 7, 2048, 2048, 261 },
+  { 7, 2048, 8192, 263 },
+  { 7, 2048, 32768, 263 },
+  { 7, 2560, 1, 264 },
+  { 7, 2560, 8, 264 },
+  { 7, 2560, 32, 264 },
+  { 7, 2560, 128, 264 },
+  { 7, 2560, 512, 264 },
+  { 7, 2560, 2048, 264 },
+  { 7, 2560, 8192, 263 },
+  { 7, 2560, 32768, 263 },
+  { 7, 3072, 1, 264 },
+  { 7, 3072, 8, 264 },
+  { 7, 3072, 32, 264 },
+  { 7, 3072, 128, 264 },
+  { 7, 3072, 512, 264 },
+  { 7, 3072, 2048, 264 },
+  { 7, 3072, 8192, 263 },
+  { 7, 3072, 32768, 265 },
+  { 7, 4096, 1, 266 },
+  { 7, 4096, 8, 266 },
+  { 7, 4096, 32, 266 },
+  { 7, 4096, 128, 266 },
+  { 7, 4096, 512, 263 },
+  { 7, 4096, 2048, 266 },
+  { 7, 4096, 8192, 263 },
+  { 7, 4096, 32768, 267 },
+  { 7, 5120, 1, 268 },
+  { 7, 5120, 8, 268 },
+  { 7, 5120, 32, 269 },
+  { 7, 5120, 128, 269 },
+  { 7, 5120, 512, 268 },
+  { 7, 5120, 2048, 268 },
+  { 7, 5120, 8192, 263 },
+  { 7, 5120, 32768, 267 },
+  { 7, 6144, 1, 269 },
+  { 7, 6144, 8, 269 },
+  { 7, 6144, 32, 269 },
+  { 7, 6144, 128, 269 },
+  { 7, 6144, 512, 270 },
+  { 7, 6144, 2048, 270 },
+  { 7, 6144, 8192, 271 },
+  { 7, 6144, 32768, 267 },
+  { 7, 7168, 1, 272 },
+  { 7, 7168, 8, 273 },
+  { 7, 7168, 32, 272 },
+  { 7, 7168, 128, 273 },
+  { 7, 7168, 512, 272 },
+  { 7, 7168, 2048, 271 },
+  { 7, 7168, 8192, 267 },
+  { 7, 7168, 32768, 267 },
+  { 7, 8192, 1, 274 },
+  { 7, 8192, 8, 274 },
+  { 7, 8192, 32, 274 },
+  { 7, 8192, 128, 273 },
+  { 7, 8192, 512, 273 },
+  { 7, 8192, 2048, 271 },
+  { 7, 8192, 8192, 267 },
+  { 7, 8192, 32768, 267 },
+  { 7, 12288, 1, 275 },
+  { 7, 12288, 8, 275 },
+  { 7, 12288, 32, 275 },
+  { 7, 12288, 128, 276 },
+  { 7, 12288, 512, 277 },
+  { 7, 12288, 2048, 271 },
+  { 7, 12288, 8192, 278 },
+  { 7, 12288, 32768, 278 },
+  { 7, 16384, 1, 279 },
+  { 7, 16384, 8, 279 },
+  { 7, 16384, 32, 279 },
+  { 7, 16384, 128, 279 },
+  { 7, 16384, 512, 278 },
+  { 7, 16384, 2048, 271 },
+  { 7, 16384, 8192, 278 },
+  { 7, 16384, 32768, 278 },
+  { 7, 32768, 1, 280 },
+  { 7, 32768, 8, 280 },
+  { 7, 32768, 32, 281 },
+  { 7, 32768, 128, 271 },
+  { 7, 32768, 512, 282 },
+  { 7, 32768, 2048, 282 },
+  { 7, 32768, 8192, 282 },
+  { 7, 32768, 32768, 282 },
+  { 7, 65536, 1, 283 },
+  { 7, 65536, 8, 283 },
+  { 7, 65536, 32, 284 },
+  { 7, 65536, 128, 284 },
+  { 7, 65536, 512, 285 },
+  { 7, 65536, 2048, 286 },
+  { 7, 65536, 8192, 286 },
+  { 7, 65536, 32768, 286 },
+  { 7, 131072, 1, 287 },
+  { 7, 131072, 8, 287 },
+  { 7, 131072, 32, 288 },
+  { 7, 131072, 128, 288 },
+  { 7, 131072, 512, 288 },
+  { 7, 131072, 2048, 289 },
+  { 7, 131072, 8192, 289 },
+  { 7, 131072, 32768, 289 },
+  { 8, 512, 1, 291 },
+  { 8, 512, 8, 291 },
+  { 8, 512, 32, 291 },
+  { 8, 512, 128, 291 },
+  { 8, 512, 512, 291 },
+  { 8, 512, 2048, 292 },
+  { 8, 512, 8192, 291 },
+  { 8, 512, 32768, 292 },
+  { 8, 768, 1, 293 },
+  { 8, 768, 8, 293 },
+  { 8, 768, 32, 293 },
+  { 8, 768, 128, 293 },
+  { 8, 768, 512, 293 },
+  { 8, 768, 2048, 294 },
+  { 8, 768, 8192, 294 },
+  { 8, 768, 32768, 295 },
+  { 8, 1024, 1, 293 },
+  { 8, 1024, 8, 293 },
+  { 8, 1024, 32, 293 },
+  { 8, 1024, 128, 295 },
+  { 8, 1024, 512, 293 },
+  { 8, 1024, 2048, 293 },
+  { 8, 1024, 8192, 295 },
+  { 8, 1024, 32768, 295 },
+  { 8, 1536, 1, 296 },
+  { 8, 1536, 8, 296 },
+  { 8, 1536, 32, 296 },
+  { 8, 1536, 128, 296 },
+  { 8, 1536, 512, 296 },
+  { 8, 1536, 2048, 296 },
+  { 8, 1536, 8192, 297 },
+  { 8, 1536, 32768, 297 },
+  { 8, 2048, 1, 296 },
+  { 8, 2048, 8, 296 },
+  { 8, 2048, 32, 296 },
+  { 8, 2048, 128, 296 },
+  { 8, 2048, 512, 296 },
+  { 8, 2048, 2048, 296 },
+  { 8, 2048, 8192, 298 },
+  { 8, 2048, 32768, 298 },
+  { 8, 2560, 1, 299 },
+  { 8, 2560, 8, 299 },
+  { 8, 2560, 32, 299 },
+  { 8, 2560, 128, 299 },
+  { 8, 2560, 512, 298 },
+  { 8, 2560, 2048, 300 },
+  { 8, 2560, 8192, 298 },
+  { 8, 2560, 32768, 298 },
+  { 8, 3072, 1, 299 },
+  { 8, 3072, 8, 299 },
+  { 8, 3072, 32, 299 },
+  { 8, 3072, 128, 299 },
+  { 8, 3072, 512, 298 },
+  { 8, 3072, 2048, 300 },
+  { 8, 3072, 8192, 298 },
+  { 8, 3072, 32768, 298 },
+  { 8, 4096, 1, 300 },
+  { 8, 4096, 8, 300 },
+  { 8, 4096, 32, 300 },
+  { 8, 4096, 128, 300 },
+  { 8, 4096, 512, 300 },
+  { 8, 4096, 2048, 298 },
+  { 8, 4096, 8192, 301 },
+  { 8, 4096, 32768, 301 },
+  { 8, 5120, 1, 302 },
+  { 8, 5120, 8, 302 },
+  { 8, 5120, 32, 302 },
+  { 8, 5120, 128, 302 },
+  { 8, 5120, 512, 298 },
+  { 8, 5120, 2048, 301 },
+  { 8, 5120, 8192, 301 },
+  { 8, 5120, 32768, 301 },
+  { 8, 6144, 1, 303 },
+  { 8, 6144, 8, 302 },
+  { 8, 6144, 32, 302 },
+  { 8, 6144, 128, 302 },
+  { 8, 6144, 512, 298 },
+  { 8, 6144, 2048, 301 },
+  { 8, 6144, 8192, 301 },
+  { 8, 6144, 32768, 301 },
+  { 8, 7168, 1, 304 },
+  { 8, 7168, 8, 305 },
+  { 8, 7168, 32, 305 },
+  { 8, 7168, 128, 306 },
+  { 8, 7168, 512, 298 },
+  { 8, 7168, 2048, 301 },
+  { 8, 7168, 8192, 301 },
+  { 8, 7168, 32768, 301 },
+  { 8, 8192, 1, 307 },
+  { 8, 8192, 8, 307 },
+  { 8, 8192, 32, 307 },
+  { 8, 8192, 128, 304 },
+  { 8, 8192, 512, 301 },
+  { 8, 8192, 2048, 301 },
+  { 8, 8192, 8192, 301 },
+  { 8, 8192, 32768, 301 },
+  { 8, 12288, 1, 308 },
+  { 8, 12288, 8, 308 },
+  { 8, 12288, 32, 308 },
+  { 8, 12288, 128, 309 },
+  { 8, 12288, 512, 301 },
+  { 8, 12288, 2048, 309 },
+  { 8, 12288, 8192, 309 },
+  { 8, 12288, 32768, 309 },
+  { 8, 16384, 1, 310 },
+  { 8, 16384, 8, 310 },
+  { 8, 16384, 32, 310 },
+  { 8, 16384, 128, 311 },
+  { 8, 16384, 512, 301 },
+  { 8, 16384, 2048, 311 },
+  { 8, 16384, 8192, 311 },
+  { 8, 16384, 32768, 311 },
+  { 8, 32768, 1, 312 },
+  { 8, 32768, 8, 312 },
+  { 8, 32768, 32, 313 },
+  { 8, 32768, 128, 301 },
+  { 8, 32768, 512, 301 },
+  { 8, 32768, 2048, 301 },
+  { 8, 32768, 8192, 301 },
+  { 8, 32768, 32768, 301 },
+  { 8, 65536, 1, 314 },
+  { 8, 65536, 8, 314 },
+  { 8, 65536, 32, 314 },
+  { 8, 65536, 128, 314 },
+  { 8, 65536, 512, 314 },
+  { 8, 65536, 2048, 314 },
+  { 8, 65536, 8192, 314 },
+  { 8, 65536, 32768, 314 },
+  { 8, 131072, 1, 315 },
+  { 8, 131072, 8, 315 },
+  { 8, 131072, 32, 315 },
+  { 8, 131072, 128, 315 },
+  { 8, 131072, 512, 315 },
+  { 8, 131072, 2048, 315 },
+  { 8, 131072, 8192, 315 },
+  { 8, 131072, 32768, 315 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2144,6 +2120,225 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
     void* args[] = {&p};
     e = cudaLaunchKernel(v.kernel, dim3(unsigned(grid)), dim3(unsigned(v.threads)), args, smem, cudaStream_t(d->stream));
   }
+  if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
+  return NORMGEN_OK;
+}
+
+// ---- backward: a row kernel over persistent CTAs, then the column reduction ----
+
+#include "normgen_bwd_params.h"
+extern "C" __global__ void normgen_layernorm_bwd_0486b6782f73(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0486b6782f73_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_47ea9f97709d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_47ea9f97709d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_be40e909d097(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_be40e909d097_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_a69b6176e285(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_a69b6176e285_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ddc92416d9c1(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ddc92416d9c1_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_20218eb1e7ec(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_20218eb1e7ec_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_98207b8eca2c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_98207b8eca2c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b640e178b991(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b640e178b991_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_a14b6240e04a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_a14b6240e04a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_081281a3a7f4(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_081281a3a7f4_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_68765939d63e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_68765939d63e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_a41d2dc1f92b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_a41d2dc1f92b_reduce(const NormgenBwdParams p);
+
+namespace {
+
+enum BwdStorage { BWD_REGS = 0, BWD_REGS_SMEM = 1, BWD_LOOP = 2, BWD_GLOBAL = 3 };
+
+struct BwdVariant {
+  const void* kernel;
+  const void* reduce;
+  int storage, threads, vec, threads_per_row, items, ctas_per_sm, recompute, sums;
+};
+const BwdVariant kBwdVariants[] = {
+  {(const void*)&normgen_layernorm_bwd_0486b6782f73, (const void*)&normgen_layernorm_bwd_0486b6782f73_reduce, 0, 256, 8, 256, 2, 2, 1, 2 },  // regs.t256.v8.tpr256.i2.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_47ea9f97709d, (const void*)&normgen_layernorm_bwd_47ea9f97709d_reduce, 2, 512, 8, 512, 0, 2, 1, 2 },  // loop.t512.v8.tpr512.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_be40e909d097, (const void*)&normgen_layernorm_bwd_be40e909d097_reduce, 3, 256, 1, 256, 0, 2, 1, 2 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_a69b6176e285, (const void*)&normgen_layernorm_bwd_a69b6176e285_reduce, 0, 256, 4, 256, 4, 4, 1, 2 },  // regs.t256.v4.tpr256.i4.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_ddc92416d9c1, (const void*)&normgen_layernorm_bwd_ddc92416d9c1_reduce, 2, 512, 4, 512, 0, 2, 1, 2 },  // loop.t512.v4.tpr512.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_20218eb1e7ec, (const void*)&normgen_layernorm_bwd_20218eb1e7ec_reduce, 3, 256, 1, 256, 0, 2, 1, 2 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_98207b8eca2c, (const void*)&normgen_rmsnorm_bwd_98207b8eca2c_reduce, 0, 512, 8, 512, 1, 4, 1, 1 },  // regs.t512.v8.tpr512.i1.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_b640e178b991, (const void*)&normgen_rmsnorm_bwd_b640e178b991_reduce, 2, 256, 8, 256, 0, 2, 1, 1 },  // loop.t256.v8.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_a14b6240e04a, (const void*)&normgen_rmsnorm_bwd_a14b6240e04a_reduce, 3, 256, 1, 256, 0, 2, 1, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_081281a3a7f4, (const void*)&normgen_rmsnorm_bwd_081281a3a7f4_reduce, 0, 512, 4, 512, 2, 4, 1, 1 },  // regs.t512.v4.tpr512.i2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_68765939d63e, (const void*)&normgen_rmsnorm_bwd_68765939d63e_reduce, 2, 512, 4, 512, 0, 2, 1, 1 },  // loop.t512.v4.tpr512.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_a41d2dc1f92b, (const void*)&normgen_rmsnorm_bwd_a41d2dc1f92b_reduce, 3, 256, 1, 256, 0, 2, 1, 1 },  // global.t256.v1.tpr256.cps2.recompute
+};
+
+// stats: 1 when the spec was tuned with saved statistics given (its variants may read them).
+const Spec kBwdSpecs[] = {
+  { 1, 2, 2, 1, 0, -1, 0, 2 },  // layernorm.bwd.bf16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 5 },  // layernorm.bwd.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 8 },  // rmsnorm.bwd.bf16.w-same
+  { 0, 0, 0, 0, 0, -1, 0, 11 },  // rmsnorm.bwd.fp32.w-same
+};
+const Entry kBwdEntries[] = {
+  { 0, 4096, 32768, 0 },
+  { 0, 16384, 32768, 1 },
+  { 1, 4096, 32768, 3 },
+  { 1, 16384, 32768, 4 },
+  { 2, 4096, 32768, 6 },
+  { 2, 16384, 32768, 7 },
+  { 3, 4096, 32768, 9 },
+  { 3, 16384, 32768, 10 },
+};
+const int64_t kBwdRowBuckets[] = { 32768 };
+
+int64_t partial_stride(int64_t hidden) { return (hidden + 3) / 4 * 4; }
+
+size_t bwd_shared_bytes(const BwdVariant& v, int64_t hidden) {
+  return v.storage == BWD_REGS_SMEM || v.storage == BWD_LOOP ? size_t(v.sums) * size_t(partial_stride(hidden)) * 4 : 0;
+}
+
+int max_shared_optin() {
+  int device = 0, bytes = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 48 * 1024;
+  }
+  return bytes;
+}
+
+// Can the variant run this call: capacity, saved statistics when it reads them, strides
+// and pointers aligned for its vector width, shared memory within the device's limit.
+bool bwd_can_run(const BwdVariant& v, const normgen_bwd_desc& d) {
+  const int64_t capacity = v.storage == BWD_REGS || v.storage == BWD_REGS_SMEM ? int64_t(v.items) * v.threads_per_row * v.vec : INT64_MAX;
+  if (d.hidden > capacity || (!v.recompute && !d.rstd)) return false;
+  const int64_t strides[] = {d.x_stride, d.dy_stride, d.dx_stride, d.dresidual ? d.dresidual_stride : d.x_stride};
+  for (int64_t s : strides) if (s % v.vec != 0) return false;
+  const int tb = int(dtype_bytes(d.dtype));
+  const int xb = d.residual_dtype == NORMGEN_NONE ? tb : int(dtype_bytes(d.residual_dtype));
+  const int wb = d.weight_dtype == NORMGEN_NONE ? tb : int(dtype_bytes(d.weight_dtype));
+  if (!aligned_for(d.x, xb, v.vec) || !aligned_for(d.dx, xb, v.vec) || !aligned_for(d.dresidual, xb, v.vec) ||
+      !aligned_for(d.dy, tb, v.vec) || !aligned_for(d.weight, wb, v.vec))
+    return false;
+  const size_t smem = bwd_shared_bytes(v, d.hidden);
+  return smem == 0 || smem + 1024 <= size_t(max_shared_optin());
+}
+
+int find_bwd_spec(const normgen_bwd_desc& d) {
+  for (int i = 0; i < int(sizeof kBwdSpecs / sizeof kBwdSpecs[0]); ++i) {
+    const Spec& s = kBwdSpecs[i];
+    if (s.op == d.op && s.dtype == d.dtype && s.weight == d.weight_dtype && s.has_bias == (d.has_bias != 0) &&
+        s.offset == (d.weight_offset != 0) && s.residual == d.residual_dtype)
+      return i;  // saved statistics or not: variants that read them run only when given
+  }
+  return -1;
+}
+
+// Exact tuned key, else the nearest tuned hidden whose variant can run the call, else the generic.
+int select_bwd(const normgen_bwd_desc& d, int spec, int* path) {
+  int64_t bucket = kBwdRowBuckets[0];
+  for (int64_t b : kBwdRowBuckets)
+    if (std::fabs(std::log2(double(b) / double(d.rows))) < std::fabs(std::log2(double(bucket) / double(d.rows)))) bucket = b;
+  int nearest = -1;
+  double distance = 0;
+  for (const Entry& e : kBwdEntries) {
+    if (e.spec != spec || e.rows != bucket || !bwd_can_run(kBwdVariants[e.variant], d)) continue;
+    if (e.hidden == d.hidden) { *path = 0; return e.variant; }
+    const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
+    if (nearest < 0 || dist < distance) { nearest = e.variant; distance = dist; }
+  }
+  if (nearest >= 0) { *path = 1; return nearest; }
+  *path = 2;
+  return kBwdSpecs[spec].generic;
+}
+
+normgen_status check_bwd(const normgen_bwd_desc* d, int* spec) {
+  if (!d) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "the descriptor");
+  if (d->rows <= 0 || d->hidden <= 0) return fail(NORMGEN_ERROR_BAD_SHAPE, "%s must be positive", "rows and hidden");
+  if (d->hidden > (int64_t(1) << 30)) return fail(NORMGEN_ERROR_BAD_SHAPE, "%s is larger than 2^30", "hidden");
+  if (!d->x) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "x");
+  if (!d->dy) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dy");
+  if (!d->dx) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dx");
+  if (d->weight_dtype != NORMGEN_NONE && (!d->weight || !d->dweight)) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "weight or dweight");
+  if (d->has_bias && !d->dbias) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dbias");
+  if (d->residual_dtype != NORMGEN_NONE && !d->dresidual) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "dresidual");
+  if (d->rstd && d->op == NORMGEN_LAYERNORM && !d->mean) return fail(NORMGEN_ERROR_NULL_POINTER, "%s is null", "mean (rstd is given)");
+  if (d->x_stride < d->hidden || d->dy_stride < d->hidden || d->dx_stride < d->hidden ||
+      (d->residual_dtype != NORMGEN_NONE && d->dresidual_stride < d->hidden))
+    return fail(NORMGEN_ERROR_BAD_SHAPE, "%s", "a row stride is smaller than hidden");
+  *spec = find_bwd_spec(*d);
+  if (*spec < 0) return fail(NORMGEN_ERROR_UNSUPPORTED, "%s", "this backward op, dtype and feature combination is not in the package");
+  return NORMGEN_OK;
+}
+
+// The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row groups.
+cudaError_t bwd_grid(const BwdVariant& v, const normgen_bwd_desc& d, size_t smem, int64_t* grid) {
+  int per_sm = 0, device = 0, sms = 0;
+  cudaError_t e = cudaSuccess;
+  if (smem > 0) e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, v.threads, smem);
+  if (e == cudaSuccess) e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return e;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;
+  const int64_t rows_per_cta = v.threads / v.threads_per_row;
+  const int64_t wanted = int64_t(per_sm < v.ctas_per_sm ? per_sm : v.ctas_per_sm) * sms;
+  const int64_t groups = (d.rows + rows_per_cta - 1) / rows_per_cta;
+  *grid = wanted < groups ? wanted : groups;
+  return cudaSuccess;
+}
+
+size_t bwd_workspace(const BwdVariant& v, const normgen_bwd_desc& d, int64_t grid) {
+  return v.sums ? size_t(v.sums) * size_t(grid) * size_t(partial_stride(d.hidden)) * 4 : 0;
+}
+
+}  // namespace
+
+extern "C" int normgen_select_backward(const normgen_bwd_desc* d, int* path) {
+  int spec, ignored;
+  if (check_bwd(d, &spec) != NORMGEN_OK) return -1;
+  return select_bwd(*d, spec, path ? path : &ignored);
+}
+
+extern "C" size_t normgen_backward_workspace_size(const normgen_bwd_desc* d) {
+  int spec, path;
+  if (check_bwd(d, &spec) != NORMGEN_OK) return 0;
+  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, &path)];
+  int64_t grid = 0;
+  const cudaError_t e = bwd_grid(v, *d, bwd_shared_bytes(v, d->hidden), &grid);
+  if (e != cudaSuccess) {
+    fail(NORMGEN_ERROR_LAUNCH, "occupancy query failed: %s", cudaGetErrorString(e));
+    return 0;
+  }
+  return bwd_workspace(v, *d, grid);
+}
+
+extern "C" normgen_status normgen_backward(const normgen_bwd_desc* d) {
+  int spec, path;
+  const normgen_status s = check_bwd(d, &spec);
+  if (s != NORMGEN_OK) return s;
+  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, &path)];
+  const size_t smem = bwd_shared_bytes(v, d->hidden);
+  int64_t grid = 0;
+  cudaError_t e = bwd_grid(v, *d, smem, &grid);
+  if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
+  if (d->workspace_bytes < bwd_workspace(v, *d, grid) || (bwd_workspace(v, *d, grid) > 0 && !d->workspace))
+    return fail(NORMGEN_ERROR_BAD_SHAPE, "%s", "the workspace is smaller than normgen_backward_workspace_size()");
+  NormgenBwdParams p;
+  memset(&p, 0, sizeof p);
+  p.x = d->x; p.dy = d->dy; p.dresidual = d->dresidual; p.weight = d->weight;
+  p.mean = d->mean; p.rstd = d->rstd;
+  p.dx = d->dx; p.partial = static_cast<float*>(d->workspace); p.dweight = d->dweight; p.dbias = d->dbias;
+  p.rows = d->rows; p.hidden = d->hidden;
+  p.x_stride = d->x_stride; p.dy_stride = d->dy_stride; p.dresidual_stride = d->dresidual_stride; p.dx_stride = d->dx_stride;
+  p.partial_rows = grid; p.eps = d->eps;
+  void* args[] = {&p};
+  e = cudaLaunchKernel(v.kernel, dim3(unsigned(grid)), dim3(unsigned(v.threads)), args, smem, cudaStream_t(d->stream));
+  if (e == cudaSuccess && v.sums)
+    e = cudaLaunchKernel(v.reduce, dim3(unsigned((d->hidden + 31) / 32)), dim3(256), args, 0, cudaStream_t(d->stream));
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
 }

@@ -81,6 +81,48 @@ class FwdDesc(ctypes.Structure):
     ]
 
 
+# The backward specs, as normgen_backward matches them (saved statistics are optional):
+# (key, op, dtype, weight dtype, has bias, weight offset, residual dtype).
+BWD_SPECS = (
+    ("layernorm.bwd.bf16.w-same.bias", 1, 2, 2, 1, 0, -1),
+    ("layernorm.bwd.fp32.w-same.bias", 1, 0, 0, 1, 0, -1),
+    ("rmsnorm.bwd.bf16.w-same", 0, 2, 2, 0, 0, -1),
+    ("rmsnorm.bwd.fp32.w-same", 0, 0, 0, 0, 0, -1),
+)
+
+
+class BwdDesc(ctypes.Structure):
+    """normgen_bwd_desc, field for field (enums are C ints)."""
+
+    _fields_ = [
+        ("op", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("weight_dtype", ctypes.c_int),
+        ("has_bias", ctypes.c_int),
+        ("weight_offset", ctypes.c_int),
+        ("residual_dtype", ctypes.c_int),
+        ("x", ctypes.c_void_p),
+        ("dy", ctypes.c_void_p),
+        ("dresidual", ctypes.c_void_p),
+        ("weight", ctypes.c_void_p),
+        ("mean", ctypes.c_void_p),
+        ("rstd", ctypes.c_void_p),
+        ("dx", ctypes.c_void_p),
+        ("dweight", ctypes.c_void_p),
+        ("dbias", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+        ("rows", ctypes.c_int64),
+        ("hidden", ctypes.c_int64),
+        ("x_stride", ctypes.c_int64),
+        ("dy_stride", ctypes.c_int64),
+        ("dresidual_stride", ctypes.c_int64),
+        ("dx_stride", ctypes.c_int64),
+        ("eps", ctypes.c_float),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
 class NormgenError(RuntimeError):
     """normgen_forward returned a nonzero status; the message is normgen_last_error()."""
 
@@ -120,6 +162,12 @@ def load(path=None):
     lib.normgen_select.restype = ctypes.c_int
     lib.normgen_last_error.argtypes = []
     lib.normgen_last_error.restype = ctypes.c_char_p
+    lib.normgen_backward.argtypes = [ctypes.POINTER(BwdDesc)]
+    lib.normgen_backward.restype = ctypes.c_int
+    lib.normgen_backward_workspace_size.argtypes = [ctypes.POINTER(BwdDesc)]
+    lib.normgen_backward_workspace_size.restype = ctypes.c_size_t
+    lib.normgen_select_backward.argtypes = [ctypes.POINTER(BwdDesc), ctypes.POINTER(ctypes.c_int)]
+    lib.normgen_select_backward.restype = ctypes.c_int
     return lib
 
 
@@ -141,6 +189,33 @@ def select(desc, lib=None):
     path = ctypes.c_int(-1)
     variant = lib.normgen_select(ctypes.byref(desc), ctypes.byref(path))
     return variant, path.value
+
+
+def backward_workspace_size(desc, lib=None):
+    """Bytes of workspace normgen_backward needs for this call; raise NormgenError on a bad call."""
+    lib = lib or load()
+    size = lib.normgen_backward_workspace_size(ctypes.byref(desc))
+    message = last_error(lib)
+    if size == 0 and lib.normgen_select_backward(ctypes.byref(desc), None) < 0:
+        raise NormgenError(ERROR_BAD_SHAPE, last_error(lib) or message)
+    return size
+
+
+def backward(desc, lib=None):
+    """Run one backward descriptor; raise NormgenError on a nonzero status (nothing was launched then)."""
+    lib = lib or load()
+    status = lib.normgen_backward(ctypes.byref(desc))
+    if status != OK:
+        raise NormgenError(status, last_error(lib))
+
+
+def find_bwd_spec(op, dtype, weight, bias, offset, residual):
+    """The key of the package's backward spec for these features (C enum values), or None."""
+    want = (op, dtype, weight, int(bool(bias)), int(bool(offset)), residual)
+    for key, *features in BWD_SPECS:
+        if tuple(features) == want:
+            return key
+    return None
 
 
 def find_spec(op, dtype, weight, bias, offset, residual, stats):
