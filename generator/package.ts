@@ -13,7 +13,7 @@ import { emitWebGpu, planWgsl, type WgslDeviceTable } from './package-wgsl.js';
 import { adapterName } from '../tuner/wgsl/adapter.js';
 import { InputError, residualDType, weightDType, type DType } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
-import { KERNEL_HELPERS, shareKernelHelpers } from './package-helpers.js';
+import { shareKernelHelpers } from './package-helpers.js';
 import { describeParams, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
 import { backwardContext, planBackward } from './package-bwd.js';
@@ -137,9 +137,11 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   };
   const files: [string, string][] = [];
   files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);
-  const shared = shareKernelHelpers(p.files.map((f) => [`src/${f.name}`, renderCudaUnit(f.spec, f.variants)]));
-  files.push([`src/${KERNEL_HELPERS}`, shared.header], ...shared.units);
-  for (const f of bwd?.files ?? []) files.push([`src/${f.name}`, renderCudaBwdUnit(f.spec, f.variants)]);
+  const shared = shareKernelHelpers(
+    p.files.map((f) => [`src/${f.name}`, renderCudaUnit(f.spec, f.variants)]),
+    (bwd?.files ?? []).map((f) => [`src/${f.name}`, renderCudaBwdUnit(f.spec, f.variants)]),
+  );
+  files.push(...shared.headers.map(([name, text]): [string, string] => [`src/${name}`, text]), ...shared.units);
   files.push(['src/normgen.cu', launcher(p, src, context)]);
   files.push(...buildFiles(p, src));
   files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name)]);

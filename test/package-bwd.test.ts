@@ -24,6 +24,12 @@ test('a backward database adds backward kernels, a launcher and autograd; forwar
   const src = readdirSync(join(pkg, 'src'));
   assert.ok(src.some((f) => f.startsWith('kernels_bwd_00_layernorm.bwd.bf16')));
   assert.ok(src.includes('normgen_bwd_params.h'));
+  // The helpers once: forward and backward share normgen_common.cuh; no kernel file repeats them.
+  const holders = src.filter((f) => readFileSync(join(pkg, 'src', f), 'utf8').includes('struct RowReducer'));
+  assert.equal(holders, ['normgen_common.cuh']);
+  assert.match(readFileSync(join(pkg, 'src', 'normgen_bwd_kernels.cuh'), 'utf8'), /#include "normgen_common.cuh"/);
+  for (const f of src.filter((f) => f.startsWith('kernels_bwd_')))
+    assert.match(readFileSync(join(pkg, 'src', f), 'utf8'), /#include "normgen_bwd_kernels.cuh"/);
   for (const f of readdirSync(join(COMMITTED, 'src')).filter((f) => f.startsWith('kernels_') && !f.startsWith('kernels_bwd_')))
     assert.ok(readFileSync(join(pkg, 'src', f)).equals(readFileSync(join(COMMITTED, 'src', f))), `forward kernels changed: ${f}`);
   const header = readFileSync(join(pkg, 'include/normgen.h'), 'utf8');
