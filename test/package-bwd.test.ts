@@ -37,6 +37,9 @@ test('a backward database adds backward kernels, a launcher and autograd; forwar
   const init = readFileSync(join(pkg, PYTHON_DIR, '__init__.py'), 'utf8');
   assert.match(init, /register_autograd\(_rms_backward/);
   assert.match(readFileSync(join(pkg, 'dispatch.json'), 'utf8'), /"backward"/);
+  const readme = readFileSync(join(pkg, 'README.md'), 'utf8');
+  assert.match(readme, /- Gradients: `y` and the residual sum are differentiable/);
+  assert.not.match(readme, /Forward only/);
 });
 
 test('without a backward database the package has no backward at all', () => {
@@ -46,6 +49,7 @@ test('without a backward database the package has no backward at all', () => {
   assert.not.match(readFileSync(join(fwdOnly, 'include/normgen.h'), 'utf8'), /backward/);
   assert.not.match(readFileSync(join(fwdOnly, PYTHON_DIR, '__init__.py'), 'utf8'), /register_autograd/);
   assert.not.match(readFileSync(join(fwdOnly, 'dispatch.json'), 'utf8'), /"backward"/);
+  assert.match(readFileSync(join(fwdOnly, 'README.md'), 'utf8'), /- Forward only: backward through the outputs raises/);
 });
 
 test('the backward package compiles with nvcc (make)', async () => {
