@@ -1,11 +1,16 @@
-// Load-order probe: hand-written bf16 RMSNorm/LayerNorm kernels, one row per CTA, row in
-// registers, timed against cudaMemcpy in one process. It measures what the bounds checks
-// of a kernel that takes hidden at run time cost, depending on the order of its loads:
+// Probe: hand-written bf16 RMSNorm/LayerNorm kernels, one row per CTA, timed against
+// cudaMemcpy in one process (32768 rows).
+// 1. Load order, row in registers. What the bounds checks of a kernel that takes hidden at
+//    run time cost, depending on the order of its loads:
 //   fixed         hidden known at compile time, no bounds checks (the ceiling)
 //   convert-in-if each chunk loaded and converted inside its own bounds check (the
 //                 templates before load_chunks)
 //   loads-first   every chunk's vector load issued, then partial chunks, then conversions
 //                 (load_chunks in templates/cuda/partials/fwd_common.cuh.hbs)
+// 2. Two passes over the row at full occupancy (the shape of torch.compile's kernels: 512
+//    threads, ~32 registers, the row read again from L2 in pass two): loop-fixed (hidden
+//    known at compile time, two steps of one chunk unrolled), loop-N
+//    (hidden at run time, N 16-byte chunks a thread per step).
 // Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/probe test/gpu/probe.cu && /tmp/probe > probe.md
 #include <cuda_bf16.h>
@@ -120,17 +125,83 @@ __global__ void __launch_bounds__(THREADS) norm_row(const bf16* __restrict__ x, 
   }
 }
 
+// Two passes: sums of the row (LayerNorm: shifted by its first value), then the row read
+// again (from L2) and normalized. CHUNKS 16-byte chunks a thread per step; FIXED > 0: hidden
+// is FIXED at compile time. hidden must be a multiple of THREADS * 8 * CHUNKS.
+template <bool LN, int THREADS, int CHUNKS, int FIXED, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) norm_loop(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                                 const bf16* __restrict__ b, bf16* __restrict__ y, int hidden_arg) {
+  __shared__ float partial[2][THREADS / 32];
+  const int hidden = FIXED > 0 ? FIXED : hidden_arg;
+  const bf16* xr = x + size_t(blockIdx.x) * hidden;
+  bf16* yr = y + size_t(blockIdx.x) * hidden;
+  constexpr int kStep = THREADS * 8 * CHUNKS;
+  constexpr int kUnrollSteps = FIXED > 0 ? 2 : 1;  // run-time hidden: exactly CHUNKS loads in flight
+  auto col = [](int base, int u) { return base + (u * THREADS + int(threadIdx.x)) * 8; };
+  const float shift = LN ? __bfloat162float(xr[0]) : 0.f;
+  float sum = 0.f, sq = 0.f;
+#pragma unroll(kUnrollSteps)
+  for (int base = 0; base < hidden; base += kStep) {
+    Chunk c[CHUNKS];
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u) c[u] = *reinterpret_cast<const Chunk*>(xr + col(base, u));
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u)
+      for (int k = 0; k < 8; ++k) {
+        const float d = __bfloat162float(c[u].v[k]) - shift;
+        sum += d;
+        sq += d * d;
+      }
+  }
+  float mean = 0.f, rstd;
+  if (LN) {
+    const float shifted = block_sum<THREADS>(sum, partial[0]) / hidden;
+    mean = shift + shifted;
+    rstd = rsqrtf(fmaxf(block_sum<THREADS>(sq, partial[1]) / hidden - shifted * shifted, 0.f) + 1e-6f);
+  } else {
+    rstd = rsqrtf(block_sum<THREADS>(sq, partial[1]) / hidden + 1e-6f);
+  }
+#pragma unroll(kUnrollSteps)
+  for (int base = 0; base < hidden; base += kStep) {
+    Chunk c[CHUNKS], wc[CHUNKS], bc[CHUNKS];
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u) {
+      c[u] = *reinterpret_cast<const Chunk*>(xr + col(base, u));
+      wc[u] = *reinterpret_cast<const Chunk*>(w + col(base, u));
+      if (LN) bc[u] = *reinterpret_cast<const Chunk*>(b + col(base, u));
+    }
+#pragma unroll
+    for (int u = 0; u < CHUNKS; ++u) {
+      Chunk out;
+      for (int k = 0; k < 8; ++k) {
+        const float o = (__bfloat162float(c[u].v[k]) - mean) * rstd * __bfloat162float(wc[u].v[k]);
+        out.v[k] = __float2bfloat16(LN ? o + __bfloat162float(bc[u].v[k]) : o);
+      }
+      *reinterpret_cast<Chunk*>(yr + col(base, u)) = out;
+    }
+  }
+}
+
 using Kernel = void (*)(const bf16*, const bf16*, const bf16*, bf16*, int);
-struct Case { bool layernorm; int hidden, threads; Order order; Kernel kernel; };
+struct Case { bool layernorm; int hidden, threads; const char* kind; Kernel kernel; };
 #define CASES(LN, H, T)                                                                     \
-  Case{LN, H, T, FIXED, norm_row<LN, T, H / (T * 8), FIXED>},                               \
-  Case{LN, H, T, CONVERT_IN_IF, norm_row<LN, T, H / (T * 8), CONVERT_IN_IF>},               \
-  Case{LN, H, T, LOADS_FIRST, norm_row<LN, T, H / (T * 8), LOADS_FIRST>}
+  Case{LN, H, T, kOrderName[FIXED], norm_row<LN, T, H / (T * 8), FIXED>},                   \
+  Case{LN, H, T, kOrderName[CONVERT_IN_IF], norm_row<LN, T, H / (T * 8), CONVERT_IN_IF>},   \
+  Case{LN, H, T, kOrderName[LOADS_FIRST], norm_row<LN, T, H / (T * 8), LOADS_FIRST>}
+// Two-pass loops, 512 threads, N CTAs an SM (4: at most 32 registers, 3: 40, 2: 64).
+#define LOOPS(LN, H)                                                                        \
+  Case{LN, H, 512, "loop-fixed, 2 CTAs", norm_loop<LN, 512, 1, H, 2>},                      \
+  Case{LN, H, 512, "loop-1, 4 CTAs", norm_loop<LN, 512, 1, 0, 4>},                          \
+  Case{LN, H, 512, "loop-1, 3 CTAs", norm_loop<LN, 512, 1, 0, 3>},                          \
+  Case{LN, H, 512, "loop-2, 3 CTAs", norm_loop<LN, 512, 2, 0, 3>},                          \
+  Case{LN, H, 512, "loop-2, 2 CTAs", norm_loop<LN, 512, 2, 0, 2>}
 
 int main() {
   const int rows = 32768, max_hidden = 16384;
   const Case cases[] = {CASES(false, 4096, 256), CASES(false, 8192, 256), CASES(false, 16384, 512),
-                        CASES(true, 4096, 256),  CASES(true, 8192, 256),  CASES(true, 16384, 512)};
+                        CASES(true, 4096, 256),  CASES(true, 8192, 256),  CASES(true, 16384, 512),
+                        LOOPS(false, 8192),      LOOPS(false, 16384),     LOOPS(true, 8192),
+                        LOOPS(true, 16384)};
   const size_t max_elems = size_t(rows) * max_hidden;
   // Two sets of inputs and outputs, alternated, so no launch finds its input in L2.
   bf16 *x[2], *y[2], *w, *b;
@@ -190,8 +261,8 @@ int main() {
 
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  printf("# Load-order probe: %s, bf16, %d rows\n\n", prop.name, rows);
-  printf("| op | hidden | threads | loads | us | %% of memcpy | max error |\n|---|---|---|---|---|---|---|\n");
+  printf("# Probe: %s, bf16, %d rows\n\n", prop.name, rows);
+  printf("| op | hidden | threads | kernel | us | %% of memcpy | max error |\n|---|---|---|---|---|---|---|\n");
   for (const Case& c : cases) {
     const size_t bytes = size_t(rows) * c.hidden * 2;
     // Input rows are laid out with stride `hidden`: x[s] reinterpreted for this hidden.
@@ -199,7 +270,7 @@ int main() {
     CHECK(cudaMemset(y[0], 0xff, bytes));  // poison: NaNs
     const float us = median_us([&](int s) { c.kernel<<<rows, c.threads>>>(x[s], w, b, y[s], c.hidden); });
     printf("| %s | %d | %d | %s | %.1f | %.1f | %.3g |\n", c.layernorm ? "layernorm" : "rmsnorm", c.hidden, c.threads,
-           kOrderName[c.order], us, 100.f * copy_us / us, max_error(c));
+           c.kind, us, 100.f * copy_us / us, max_error(c));
   }
   return 0;
 }
