@@ -648,10 +648,9 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s); }, req);
 }
 
-static void cmd_run(const Json& req) {
-  ProblemDesc d;
-  d.x = parse_dtype(req.str("dtype"));
-  d.res = parse_dtype(req.str("residual", "none"));
+// What forward and backward requests share: the op's kind, the weight and bias dtypes, the shape.
+template <typename Desc>
+static void read_common(const Json& req, Desc& d) {
   d.w = parse_dtype(req.str("weight", "none"));
   d.b = parse_dtype(req.str("bias", "none"));
   d.layernorm = req.str("op") == "layernorm";
@@ -659,24 +658,50 @@ static void cmd_run(const Json& req) {
   d.stats = req.flag("stats");
   d.rows = req.integer("rows");
   d.hidden = req.integer("hidden");
+  d.seed = (unsigned)req.integer("seed", 1);
+}
+
+// The request's kernel, with its dynamic shared memory opted in (static plus dynamic may pass
+// the 48 KiB default). On failure the reply is sent and fn is null.
+static CUfunction load_request_kernel(const Json& req, unsigned smem) {
+  Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
+  if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return nullptr; }
+  if (smem > 0) {
+    CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+    if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return nullptr; }
+  }
+  return k.fn;
+}
+
+// Input copies to rotate over when timing, so every timed launch starts with a cold L2: enough
+// to span three L2s (at most 64), as many as fit in 60% of the free memory (plus what the
+// workspace already holds, `have` bytes).
+static size_t rotation_copies(const Json& req, size_t per_copy, size_t free_b, size_t have) {
+  if (!req.flag("time")) return 1;
+  size_t copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
+  while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
+  return copies;
+}
+
+static void cmd_run(const Json& req) {
+  ProblemDesc d;
+  read_common(req, d);
+  d.x = parse_dtype(req.str("dtype"));
+  d.res = parse_dtype(req.str("residual", "none"));
   d.xs = req.integer("xStride", d.hidden);
   d.ys = req.integer("yStride", d.hidden);
   d.rs = req.integer("residualStride", d.hidden);
   d.ros = req.integer("residualOutStride", d.hidden);
-  d.seed = (unsigned)req.integer("seed", 1);
   if (d.x == NONE || d.rows <= 0 || d.hidden <= 0) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"dtype, rows and hidden are required\""); return; }
   d.key = req.str("dtype") + req.str("residual") + req.str("weight") + req.str("bias") + req.str("op") + (d.offset ? "o" : "") + (d.stats ? "s" : "") +
           "|" + std::to_string(d.rows) + "|" + std::to_string(d.hidden) + "|" + std::to_string(d.xs) + "|" + std::to_string(d.ys) + "|" +
           std::to_string(d.rs) + "|" + std::to_string(d.ros) + "|" + std::to_string(d.seed);
   const float eps = (float)req.num("eps", 1e-6);
 
-  Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
-  if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return; }
-  Launch l{k.fn, (unsigned)req.integer("grid"), (unsigned)req.integer("block"), (unsigned)req.integer("smem")};
-  if (l.smem > 0) {  // opt in: static plus dynamic shared memory may pass the 48 KiB default
-    CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l.smem);
-    if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return; }
-  }
+  const unsigned smem = (unsigned)req.integer("smem");
+  CUfunction fn = load_request_kernel(req, smem);
+  if (!fn) return;
+  Launch l{fn, (unsigned)req.integer("grid"), (unsigned)req.integer("block"), smem};
 
   // Persistent kernels loop over rows: launch as many CTAs as fit on the GPU at once.
   // Clusters must fit inside one GPC, so fewer of them fit than SMs / cluster suggests;
@@ -692,11 +717,11 @@ static void cmd_run(const Json& req) {
       cfg.blockDimX = l.block; cfg.blockDimY = cfg.blockDimZ = 1;
       cfg.sharedMemBytes = l.smem;
       int clusters = 0;
-      r = g_cu.clusterOccupancy(&clusters, k.fn, &cfg);
+      r = g_cu.clusterOccupancy(&clusters, fn, &cfg);
       resident = clusters * (int)cluster;
     } else {
       int per_sm = 0;
-      r = g_cu.occupancy(&per_sm, k.fn, (int)l.block, l.smem);
+      r = g_cu.occupancy(&per_sm, fn, (int)l.block, l.smem);
       resident = per_sm * g_sms;
     }
     if (r != CUDA_SUCCESS || resident < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on the GPU")))); return; }
@@ -706,20 +731,11 @@ static void cmd_run(const Json& req) {
   // Copies to rotate over so every timed launch starts with a cold L2.
   const size_t xb = dtype_bytes(d.x), rb = dtype_bytes(d.res);
   const size_t per_copy = d.rows * (d.xs + d.ys) * xb + (d.res != NONE ? d.rows * (d.rs + d.ros) * rb : 0) + d.rows * 8;
-  size_t copies = 1;
-  if (req.flag("time")) {
-    size_t free_b, total_b;
-    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
-    copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
-    const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
-    while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
-  }
-  if (per_copy > 0) {
-    size_t free_b, total_b;
-    CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
-    const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
-    if (per_copy > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
-  }
+  size_t free_b, total_b;
+  CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+  const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
+  if (per_copy > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
+  const size_t copies = rotation_copies(req, per_copy, free_b, have);
   release_bwd_workspace();  // not needed by forward runs
   setup_workspace(d, copies);
 
@@ -1092,21 +1108,14 @@ static std::string bwd_time(const BwdLaunch& l, const BwdDesc& d, float eps, con
 
 static void cmd_bwd(const Json& req) {
   BwdDesc d;
+  read_common(req, d);
   d.t = parse_dtype(req.str("dtype"));
   d.x = parse_dtype(req.str("xDtype", req.str("dtype")));
-  d.w = parse_dtype(req.str("weight", "none"));
-  d.b = parse_dtype(req.str("bias", "none"));
-  d.layernorm = req.str("op") == "layernorm";
-  d.offset = req.flag("offset");
-  d.stats = req.flag("stats");
   d.dres = req.flag("dresidual");
-  d.rows = req.integer("rows");
-  d.hidden = req.integer("hidden");
   d.xs = req.integer("xStride", d.hidden);
   d.dys = req.integer("dyStride", d.hidden);
   d.drs = req.integer("dresidualStride", d.hidden);
   d.dxs = req.integer("dxStride", d.hidden);
-  d.seed = (unsigned)req.integer("seed", 1);
   d.sums = (d.w != NONE) + (d.b != NONE);
   if (d.t == NONE || d.x == NONE || d.rows <= 0 || d.hidden <= 0) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"dtype, xDtype, rows and hidden are required\""); return; }
   d.key = req.str("dtype") + req.str("xDtype") + req.str("weight") + req.str("bias") + req.str("op") + (d.offset ? "o" : "") + (d.dres ? "r" : "") + "|" +
@@ -1115,18 +1124,15 @@ static void cmd_bwd(const Json& req) {
   const float eps = (float)req.num("eps", 1e-6);
   if (eps != 1e-6f) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"the saved statistics are generated with eps 1e-6\""); return; }
 
-  Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
-  if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return; }
+  const unsigned smem = (unsigned)req.integer("smem");
+  CUfunction fn = load_request_kernel(req, smem);
+  if (!fn) return;
   Kernel kr = load_kernel(req.str("cubin"), req.str("symbol") + "_reduce");
   if (!kr.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(kr.error)); return; }
-  BwdLaunch l{k.fn, kr.fn, 0, (unsigned)req.integer("block"), (unsigned)req.integer("smem"), 0};
-  if (l.smem > 0) {
-    CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l.smem);
-    if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return; }
-  }
+  BwdLaunch l{fn, kr.fn, 0, (unsigned)req.integer("block"), smem, 0};
   // The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row groups.
   int per_sm = 0;
-  CUresult r = g_cu.occupancy(&per_sm, k.fn, (int)l.block, l.smem);
+  CUresult r = g_cu.occupancy(&per_sm, fn, (int)l.block, l.smem);
   if (r != CUDA_SUCCESS || per_sm < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on an SM")))); return; }
   const long long rows_per_cta = std::max<long long>(1, req.integer("rowsPerCta", 1));
   const long long grid = std::max<long long>(1, std::min<long long>({(long long)std::min<long long>(req.integer("ctasPerSm", 1), per_sm) * g_sms, (d.rows + rows_per_cta - 1) / rows_per_cta}));
@@ -1136,15 +1142,11 @@ static void cmd_bwd(const Json& req) {
   const size_t partial_bytes = (size_t)std::max(1, d.sums) * grid * pstride * 4;
 
   const size_t per_copy = d.rows * (d.xs + d.dxs + (d.dres ? d.drs : 0)) * dtype_bytes(d.x) + d.rows * d.dys * dtype_bytes(d.t) + d.rows * 8;
-  size_t copies = 1;
   size_t free_b, total_b;
   CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
   const size_t have = (g_have_bws && g_bws.d.key == d.key) ? g_bws.copies.size() * per_copy : 0;
   if (g_have_ws) { g_ws.release(); g_have_ws = false; }  // the forward workspace is not needed now
-  if (req.flag("time")) {
-    copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
-    while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
-  }
+  const size_t copies = rotation_copies(req, per_copy, free_b, have);
   if (per_copy + partial_bytes > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
   bwd_setup(d, copies, partial_bytes);
 
