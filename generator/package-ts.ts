@@ -38,6 +38,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'storage', type: STORAGES.map((s) => `'${s}'`).join(' | ') },
       ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((n) => ({ name: n, type: 'number' })),
       { name: 'stagedWeights', type: 'boolean' },
+      { name: 'fixedHidden', type: 'number', hasQuestionToken: true, docs: ['The hidden size the kernel was compiled for; absent: any.'] },
     ],
   });
   file.addInterface({

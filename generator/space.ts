@@ -40,6 +40,12 @@ export interface CudaParams {
    * the space sets it whenever they fit beside the ring (they save L2 traffic).
    */
   stagedWeights: boolean;
+  /**
+   * The hidden size the kernel is compiled for: a constant, so bounds checks, masks and
+   * divisions by hidden fold away (LayerNorm gained 2-15%, test/gpu/fixed-hidden.md).
+   * Absent: hidden is read at run time. A fixed variant runs only rows of that size.
+   */
+  fixedHidden?: number;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
@@ -131,6 +137,7 @@ export function dynamicSharedBytes(spec: KernelSpec, p: CudaParams, hidden: numb
 
 /** Why a variant cannot run a problem on an arch, or null when it can. */
 export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): string | null {
+  if (p.fixedHidden !== undefined && p.fixedHidden !== problem.hidden) return `compiled for hidden ${p.fixedHidden}`;
   if (problem.hidden > capacity(p)) return `hidden ${problem.hidden} exceeds capacity ${capacity(p)}`;
   if (maxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
   if (p.cluster > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
@@ -182,7 +189,9 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   }
   // Tiny problems (one row of one element) prune everything: the generic variant runs anything.
   if (out.length === 0) out.push(GENERIC_PARAMS);
-  return out;
+  // Each variant also compiled for this hidden size: the tuner decides (it costs some
+  // variants registers, and with them occupancy).
+  return [...out, ...out.map((p) => ({ ...p, fixedHidden: problem.hidden }))];
 }
 
 /** Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns. */
@@ -258,5 +267,6 @@ export function describeParams(p: CudaParams): string {
   if (p.cluster > 1) parts.push(`c${p.cluster}`);
   if (p.stages > 0) parts.push(`s${p.stages}`);
   if (p.stagedWeights) parts.push('sw');
+  if (p.fixedHidden) parts.push(`h${p.fixedHidden}`);
   return parts.join('.');
 }

@@ -47,6 +47,19 @@ test('nearest: an untuned hidden size gets the nearest tuned one that can run it
   assert.ok(capacity(l.params) >= 5000 && 5000 % l.params.vec === 0);
 });
 
+test('a variant compiled for one hidden size serves only that size: untuned sizes skip it', () => {
+  // The committed table with its 4096 x 32768 winner compiled for 4096.
+  const fixed = {
+    ...table,
+    entries: table.entries.map((e) => (e.spec === 'rmsnorm.bf16.w-same' && e.hidden === 4096 ? { ...e, params: { ...e.params, fixedHidden: 4096 } } : e)),
+  };
+  const exact = lookup(fixed, rms, 4096, 32768);
+  assert.is(exact.params.fixedHidden, 4096);
+  const near = lookup(fixed, rms, 4000, 32768);
+  assert.is(near.params.fixedHidden, undefined);
+  assert.ok(near.path === 'generic' || near.entry!.hidden !== 4096, 'the nearest runnable entry, not the one compiled for 4096');
+});
+
 test('generic: odd rows, misaligned pointers and untuned specs still get a correct variant', () => {
   const odd = lookup(table, rms, 4095, 2048);
   assert.ok(odd.params.vec === 1 && capacity(odd.params) >= 4095);

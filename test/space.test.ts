@@ -34,6 +34,16 @@ test('every variant of every matrix shape can run it, within the constraints', (
         }
 });
 
+test('every variant also comes compiled for the problem\'s hidden size, which runs no other size', () => {
+  const p = makeProblem({ ...spec, dtype: 'bf16' }, 4096, 2048);
+  const space = enumerateSpace(p, sm90);
+  const fixed = space.filter((v) => v.fixedHidden !== undefined);
+  assert.is(fixed.length * 2, space.length);
+  assert.ok(fixed.every((v) => v.fixedHidden === 4096));
+  for (const v of space.filter((q) => q.fixedHidden === undefined)) assert.ok(fixed.some((f) => JSON.stringify({ ...f, fixedHidden: undefined }) === JSON.stringify({ ...v, fixedHidden: undefined })));
+  assert.match(unsupportedReason(makeProblem({ ...spec, dtype: 'bf16' }, 8192, 2048), fixed[0], sm90) ?? '', /compiled for hidden 4096/);
+});
+
 test('ring variants stage weight and bias in shared memory exactly when they fit beside the ring', () => {
   const ln = makeProblem({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } }, 131072, 4096);
   const rings = enumerateSpace(ln, sm90).filter((p) => p.storage === 'ring');

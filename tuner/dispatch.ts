@@ -106,8 +106,9 @@ export function rowBucket(buckets: number[], rows: number): number {
   return bestBucket;
 }
 
-/** Can params run this shape? Capacity, and a vector width that divides the row stride and the alignment. */
+/** Can params run this shape? Its hidden size if compiled for one, capacity, and a vector width that divides the row stride and the alignment. */
 export function canRun(params: CudaParams, hidden: number, stride: number, alignmentElems: number): boolean {
+  if (params.fixedHidden !== undefined && params.fixedHidden !== hidden) return false;
   return hidden <= capacity(params) && stride % params.vec === 0 && alignmentElems % params.vec === 0;
 }
 
