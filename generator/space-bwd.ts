@@ -34,9 +34,15 @@ export interface BwdParams {
   recompute: boolean;
   /** regs, regs-smem: load the next row before reducing this one (two rows in registers); false otherwise. */
   prefetch: boolean;
+  /**
+   * regs, regs-smem: rows stream through a ring of this many shared-memory slots, copied
+   * (cp.async) stages - 1 rows ahead, instead of through registers; absent or 0: no ring.
+   */
+  stages?: number;
 }
 
 export const CTAS_PER_SM_CHOICES = [1, 2, 4];
+export const BWD_STAGE_CHOICES = [2, 3, 4];
 export const BWD_THREAD_CHOICES = THREAD_CHOICES.filter((t) => t >= 128);
 /** Most vectors per thread in registers, and most row values (x and dy each). */
 const MAX_ITEMS = 16;
@@ -63,9 +69,18 @@ export function bwdCapacity(p: BwdParams): number {
   return p.storage === 'regs' || p.storage === 'regs-smem' ? p.items * p.threadsPerRow * p.vec : Infinity;
 }
 
-/** Dynamic shared memory of a launch: the sums of regs-smem and loop. */
+/** Shared memory of a ring (templates: BwdRing): x, then dy, of a row per row group in each slot. */
+export function bwdRingBytes(spec: KernelSpec, p: BwdParams): number {
+  if (!p.stages) return 0;
+  const values = p.stages * bwdRowsPerCta(p) * p.items * p.threadsPerRow * p.vec;
+  const round16 = (bytes: number) => Math.ceil(bytes / 16) * 16;
+  return round16(values * BYTES[xDType(spec)]) + round16(values * BYTES[spec.dtype]);
+}
+
+/** Dynamic shared memory of a launch: the sums of regs-smem and loop, then the ring. */
 export function bwdSharedBytes(spec: KernelSpec, p: BwdParams, hidden: number): number {
-  return p.storage === 'regs-smem' || p.storage === 'loop' ? sumCount(spec) * partialStride(hidden) * 4 : 0;
+  const sums = p.storage === 'regs-smem' || p.storage === 'loop' ? sumCount(spec) * partialStride(hidden) * 4 : 0;
+  return sums + bwdRingBytes(spec, p);
 }
 
 /** Widest vector (<= 16 bytes of x and of dy) dividing every row stride. */
@@ -93,7 +108,7 @@ export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch)
   if (maxVecBwd(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
   if (!p.recompute && !problem.features.stats) return 'no saved statistics to read: only recomputing variants run';
   if (bwdSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
-    return `the column sums do not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
+    return `the column sums and ring do not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
   return null;
 }
 
@@ -116,6 +131,7 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
     for (const recompute of recomputes)
       for (const ctasPerSm of CTAS_PER_SM_CHOICES) {
         const q: BwdParams = { ...p, ctasPerSm, recompute, prefetch };
+        if (!q.stages) delete q.stages;
         if (bwdUnsupportedReason(problem, q, arch) === null) out.push(q);
       }
   };
@@ -127,12 +143,14 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       const items = Math.ceil(problem.hidden / (threadsPerRow * vec));
       if (items > MAX_ITEMS || items * vec > MAX_VALUES) continue;
       const storages: BwdStorage[] = sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
+      // Ahead of the current row: nothing, the next row in registers, or a ring of rows.
+      const sources = [{ prefetch: false, stages: 0 }, { prefetch: true, stages: 0 }, ...BWD_STAGE_CHOICES.map((stages) => ({ prefetch: false, stages }))];
       for (const storage of storages)
-        for (const prefetch of [false, true]) {
+        for (const { prefetch, stages } of sources) {
           const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch });
           if (regs > 255 || regs * threads > 65536) continue;
-          if (prefetch && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
-          push({ storage, threads, vec, threadsPerRow, items }, prefetch);
+          if ((prefetch || stages) && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
+          push({ storage, threads, vec, threadsPerRow, items, stages }, prefetch);
         }
     }
     if (rowBytes >= LONG_ROW_BYTES && threads >= 256) push({ storage: 'loop', threads, vec, threadsPerRow: threads, items: 0 });
@@ -165,6 +183,7 @@ export function describeBwdParams(p: BwdParams): string {
   const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
   if (p.items) parts.push(`i${p.items}`);
   if (p.prefetch) parts.push('prefetch');
+  if (p.stages) parts.push(`s${p.stages}`);
   parts.push(`cps${p.ctasPerSm}`, p.recompute ? 'recompute' : 'saved');
   return parts.join('.');
 }

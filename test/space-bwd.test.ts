@@ -5,8 +5,8 @@ import { parseArch } from '../generator/arch.js';
 import { allFeatureCombos, backwardSpec, BYTES, bytesMoved, DTYPES, makeProblem, OPS, problemKey, specKey, type KernelSpec } from '../generator/problem.js';
 import { renderCudaBwdUnit } from '../generator/render-cuda-bwd.js';
 import {
-  baselineBwdParams, bwdCapacity, bwdGrid, bwdRegsEstimate, bwdRowsPerCta, bwdSharedBytes, bwdUnsupportedReason, bytesMovedBwd,
-  enumerateBwdSpace, genericBwdParams, maxVecBwd, sumCount, xDType,
+  baselineBwdParams, bwdCapacity, bwdGrid, bwdRegsEstimate, bwdRingBytes, bwdRowsPerCta, bwdSharedBytes, bwdUnsupportedReason, bytesMovedBwd,
+  enumerateBwdSpace, genericBwdParams, maxVecBwd, sumCount, xDType, type BwdParams,
 } from '../generator/space-bwd.js';
 import { makeVariant } from '../generator/variant.js';
 import { makeBwdVariant } from '../generator/variant-bwd.js';
@@ -63,6 +63,18 @@ test('shared memory: sums of long rows do not fit sm80-class GPUs as they fit sm
   // Nothing fits for very long rows: the generic (sums in global memory) runs them.
   const huge = makeProblem(ln, 1 << 20, 2);
   assert.equal(enumerateBwdSpace(huge, sm90), [genericBwdParams(huge)]);
+});
+
+test('a ring of rows: its shared memory, regs-smem sums before it, none for short grids', () => {
+  const p = makeProblem(ln, 4096, 32768); // bf16: x and dy, 2 bytes each
+  const ring: BwdParams = { storage: 'regs', threads: 256, vec: 8, threadsPerRow: 256, items: 2, ctasPerSm: 2, recompute: true, prefetch: false, stages: 3 };
+  assert.is(bwdRingBytes(p, ring), 3 * 4096 * 2 + 3 * 4096 * 2);
+  assert.is(bwdRingBytes(p, { ...ring, threads: 512 }), 2 * (3 * 4096 * 2 + 3 * 4096 * 2)); // two row groups
+  assert.is(bwdSharedBytes(p, { ...ring, storage: 'regs-smem' }, 4096), 2 * 4096 * 4 + 3 * 4096 * 4);
+  assert.is(bwdRingBytes(p, { ...ring, stages: undefined }), 0);
+  const stages = (rows: number) => new Set(enumerateBwdSpace(makeProblem(ln, 4096, rows), sm90).map((q) => q.stages ?? 0));
+  assert.equal(stages(32768), new Set([0, 2, 3, 4]));
+  assert.equal(stages(64), new Set([0])); // fewer rows than CTAs: nothing to stream ahead
 });
 
 test('vector width follows the strides of x, dy, dx and dresidual', () => {

@@ -33,9 +33,9 @@ function allVariants(problem: Problem, arch: Arch): BwdVariant[] {
   return [...new Map(params.map((q) => [makeBwdVariant(problem, q).id, makeBwdVariant(problem, q)])).values()];
 }
 
-/** Shapes for the full spaces: hidden 1, odd and untuned sizes, rows 1 to 4097; [hidden, rows, strided]. */
+/** Shapes for the full spaces: hidden 1, odd and untuned sizes (4095: a ragged last chunk in the ring), rows 1 to 4097; [hidden, rows, strided]. */
 export const BWD_SHAPES: [number, number, boolean][] = [
-  [1, 3, false], [7, 64, true], [1000, 4097, true], [4096, 3000, false], [5120, 300, false], [16384, 700, false], [65536, 3, false],
+  [1, 3, false], [7, 64, true], [1000, 4097, true], [4096, 3000, false], [4095, 300, true], [16384, 700, false], [65536, 3, false],
 ];
 
 const padded = (hidden: number) => {
@@ -148,6 +148,7 @@ export function bwdVerifyReport(device: DeviceId, command: string, results: BwdV
   section('threads', (r) => String(r.variant.params.threads));
   section('threadsPerRow', (r) => String(r.variant.params.threadsPerRow));
   section('ctasPerSm', (r) => String(r.variant.params.ctasPerSm));
+  section('row source', (r) => (r.variant.params.stages ? `ring of ${r.variant.params.stages}` : r.variant.params.prefetch ? 'prefetch' : 'one row'));
   section('statistics', (r) => (r.variant.params.recompute ? 'recomputed' : 'saved'));
   out.push('## failures', '', failures.length ? failures.map((r) => `- ${line(r)}`).join('\n') : 'none');
   if (dropped.length) out.push('', '## not run: registers spill', '', dropped.map((r) => `- ${line(r)}`).join('\n'));
