@@ -21,8 +21,8 @@ export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): str
       description: describeBwdVariant(v).replace(/\.cps\d+/, ''),
       // Register cap: kernels holding rows in registers with up to 512 threads are held to two
       // CTAs per SM (measured: 128 registers and two CTAs beat 147 and one; H200, 2026-11-26);
-      // the loop kernels to one (their unrolled loads need the registers).
-      minBlocks: bwdRowInRegisters(v.params) && v.params.threads <= 512 ? 2 : 1,
+      // the loop kernels and lean ones to one (lean kernels exist for rows that need the registers).
+      minBlocks: bwdRowInRegisters(v.params) && v.params.threads <= 512 && !v.params.lean ? 2 : 1,
     })),
   });
 }

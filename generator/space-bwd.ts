@@ -39,6 +39,11 @@ export interface BwdParams {
    * (cp.async) stages - 1 rows ahead, instead of through registers; absent or 0: no ring.
    */
   stages?: number;
+  /**
+   * regs, regs-smem with a ring: the weight re-read and xhat recomputed at each use rather
+   * than held in registers, so that long rows fit; absent: held.
+   */
+  lean?: boolean;
 }
 
 export const CTAS_PER_SM_CHOICES = [1, 2, 4];
@@ -48,6 +53,8 @@ export const BWD_THREAD_CHOICES = THREAD_CHOICES.filter((t) => t >= 128);
 const MAX_ITEMS = 16;
 const MAX_VALUES = 32;
 const REGISTER_OVERHEAD = 48;
+/** Lean kernels hold no weight or xhat arrays: less besides the row and the sums. */
+const LEAN_REGISTER_OVERHEAD = 32;
 /** Rows shorter than this never need the passes of loop. */
 const LONG_ROW_BYTES = 16 * 1024;
 const STATIC_SHARED_RESERVE = 1024;
@@ -96,10 +103,12 @@ export function maxVecBwd(problem: Problem): number {
  * Registers a regs / regs-smem thread needs: x and dy packed as loaded (twice with
  * prefetch), xhat and the weight as floats, the sums when in registers.
  */
-export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch'>): number {
+export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch' | 'lean'>): number {
   const values = p.items * p.vec;
   const packed = (values * (BYTES[xDType(spec)] + BYTES[spec.dtype])) / 4;
-  return packed * (p.prefetch ? 2 : 1) + 2 * values + (p.storage === 'regs' ? sumCount(spec) : 0) * values + REGISTER_OVERHEAD;
+  const sums = (p.storage === 'regs' ? sumCount(spec) : 0) * values;
+  if (p.lean) return packed + sums + LEAN_REGISTER_OVERHEAD;
+  return packed * (p.prefetch ? 2 : 1) + 2 * values + sums + REGISTER_OVERHEAD;
 }
 
 /** Why a variant cannot run a problem on an arch, or null when it can. */
@@ -144,13 +153,18 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       if (items > MAX_ITEMS || items * vec > MAX_VALUES) continue;
       const storages: BwdStorage[] = sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
       // Ahead of the current row: nothing, the next row in registers, or a ring of rows.
-      const sources = [{ prefetch: false, stages: 0 }, { prefetch: true, stages: 0 }, ...BWD_STAGE_CHOICES.map((stages) => ({ prefetch: false, stages }))];
+      // A ring's kernels also come lean (weight and xhat not held).
+      const sources = [
+        { prefetch: false, stages: 0, lean: false },
+        { prefetch: true, stages: 0, lean: false },
+        ...BWD_STAGE_CHOICES.flatMap((stages) => [false, true].map((lean) => ({ prefetch: false, stages, lean }))),
+      ];
       for (const storage of storages)
-        for (const { prefetch, stages } of sources) {
-          const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch });
+        for (const { prefetch, stages, lean } of sources) {
+          const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch, lean });
           if (regs > 255 || regs * threads > 65536) continue;
           if ((prefetch || stages) && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
-          push({ storage, threads, vec, threadsPerRow, items, stages }, prefetch);
+          push({ storage, threads, vec, threadsPerRow, items, stages, ...(lean ? { lean } : {}) }, prefetch);
         }
     }
     if (rowBytes >= LONG_ROW_BYTES && threads >= 256) push({ storage: 'loop', threads, vec, threadsPerRow: threads, items: 0 });
@@ -184,6 +198,7 @@ export function describeBwdParams(p: BwdParams): string {
   if (p.items) parts.push(`i${p.items}`);
   if (p.prefetch) parts.push('prefetch');
   if (p.stages) parts.push(`s${p.stages}`);
+  if (p.lean) parts.push('lean');
   parts.push(`cps${p.ctasPerSm}`, p.recompute ? 'recompute' : 'saved');
   return parts.join('.');
 }

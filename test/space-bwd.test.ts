@@ -75,6 +75,11 @@ test('a ring of rows: its shared memory, regs-smem sums before it, none for shor
   const stages = (rows: number) => new Set(enumerateBwdSpace(makeProblem(ln, 4096, rows), sm90).map((q) => q.stages ?? 0));
   assert.equal(stages(32768), new Set([0, 2, 3, 4]));
   assert.equal(stages(64), new Set([0])); // fewer rows than CTAs: nothing to stream ahead
+  // Lean kernels (weight and xhat not held) are what lets a 16K-wide RMSNorm row live in registers.
+  const rms = backwardSpec({ ...ln, op: 'rmsnorm', features: { ...ln.features, bias: false } });
+  const long = enumerateBwdSpace(makeProblem(rms, 16384, 32768), sm90).filter((q) => q.storage === 'regs');
+  assert.ok(long.length > 0 && long.every((q) => q.lean && q.stages));
+  assert.ok(bwdRegsEstimate(rms, { ...ring, lean: true }) < bwdRegsEstimate(rms, ring));
 });
 
 test('vector width follows the strides of x, dy, dx and dresidual', () => {
@@ -116,10 +121,13 @@ test('variants differing only in grid size share one kernel', () => {
   assert.match(unit, /using X = __nv_bfloat16;/);
 });
 
-test('the GPU matrix covers hidden 1, untuned sizes, strided rows, every feature set and storage', () => {
+test('the GPU matrix covers hidden 1, untuned sizes, strided rows, every feature set, storage and ring', () => {
   const cases = bwdMatrix(sm90);
   const hiddens = new Set(cases.map((c) => c.problem.hidden));
-  for (const h of [1, 7, 1000, 5120, 65536]) assert.ok(hiddens.has(h), `hidden ${h}`);
+  for (const h of [1, 7, 1000, 4095, 65536]) assert.ok(hiddens.has(h), `hidden ${h}`);
+  // The ring meets a ragged last chunk: hidden 4095 with vectors of 8 (strided rows), its lean kernels too.
+  const ragged = cases.filter((c) => c.problem.hidden === 4095).flatMap((c) => c.variants.map((v) => v.params));
+  assert.ok(ragged.some((q) => q.stages && q.vec === 8 && q.lean));
   assert.ok(cases.some((c) => c.problem.strides.x !== c.problem.hidden));
   const keys = new Set(cases.map((c) => specKey(c.problem)));
   for (const op of OPS) for (const f of allFeatureCombos()) assert.ok([...keys].some((k) => k.startsWith(`${op}.bwd.`) && k.endsWith(specKey({ op, dtype: 'fp32', features: f }).split('.').slice(2).join('.'))));
