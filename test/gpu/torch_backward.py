@@ -6,9 +6,12 @@ under torch.compile, and forward + backward timings against torch eager and torc
 
 Inputs are random (torch.randn, never zeros). Errors are ||got - ref|| / ||ref|| against
 float64 autograd of F.rms_norm / F.layer_norm on the same (upcast) inputs; torch's own
-autograd in the input dtype is shown beside for scale. Timings: median over samples of
-back-to-back iterations between CUDA events (forward, then torch.autograd.grad with a
-fixed dy), every tensor larger than L2 so each iteration reads from memory."""
+autograd in the input dtype is shown beside for scale. Timings: each iteration is the
+forward, then torch.autograd.grad with a fixed dy; ITERS back-to-back iterations are
+captured in a CUDA graph (GPU time only: no Python, autograd or launch overhead, which
+made event timings of eager calls vary by 30% from run to run) and the median of
+SAMPLES replays is reported; a failed capture falls back to events around eager calls
+(marked *). Every tensor is larger than L2, so each iteration reads from memory."""
 
 import statistics
 import sys
@@ -125,24 +128,53 @@ def check_compile(ng, specs, gen, lines):
     return failures
 
 
-def time_fn(fn, iters=20, samples=7):
-    fn()
-    fn()
-    torch.cuda.synchronize()
+ITERS, SAMPLES = 10, 7
+
+
+def median_us(run, iters):
+    """Median microseconds per iteration of `run` (which does `iters` iterations) over SAMPLES."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
-    for _ in range(samples):
+    for _ in range(SAMPLES):
         e0.record()
-        for _ in range(iters):
-            fn()
+        run()
         e1.record()
         e1.synchronize()
         times.append(1000 * e0.elapsed_time(e1) / iters)
     return statistics.median(times)
 
 
+def time_fn(fn):
+    """(us per iteration, via a graph?): a CUDA graph of ITERS iterations, else events around eager ones."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up (compiles, loads kernels) outside the capture, as capture wants
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(ITERS):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        us = median_us(graph.replay, ITERS)
+        del graph
+        return us, True
+    except Exception as e:  # noqa: BLE001
+        print(f"  graph capture failed ({describe(e, 120)}); timing with events", file=sys.stderr)
+        torch.cuda.synchronize()
+
+        def eager():
+            for _ in range(ITERS):
+                fn()
+        return median_us(eager, ITERS), False
+
+
 def bench(ng, specs, grid, gen, lines):
-    lines += ["", "## Forward + backward time (us), median", "",
+    lines += ["", f"## Forward + backward time (us per iteration, CUDA graphs of {ITERS}, median of {SAMPLES})", "",
               "| spec | rows x hidden | normgen | torch eager | torch.compile | vs best peer |", "|---|---|---|---|---|---|"]
     for key, op, dtype, bias in specs:
         for hidden, rows in grid:
@@ -155,14 +187,14 @@ def bench(ng, specs, grid, gen, lines):
                 "eager": lambda x, w, b: torch_fwd(op, x, w, b),
                 "compile": compiled,
             }
-            us = {}
+            us, graphed = {}, {}
             for name, f in impls.items():
                 try:
-                    us[name] = time_fn(lambda: torch.autograd.grad(f(*leaves, *tail), leaves, dy))
+                    us[name], graphed[name] = time_fn(lambda: torch.autograd.grad(f(*leaves, *tail), leaves, dy))
                 except Exception as e:  # noqa: BLE001
                     print(f"{name} {key}: {describe(e)}", file=sys.stderr)
             best_peer = min(v for k, v in us.items() if k != "normgen")
-            cell = lambda k: f"{us[k]:.1f}" if k in us else "failed"
+            cell = lambda k: (f"{us[k]:.1f}" + ("" if graphed[k] else "*")) if k in us else "failed"
             lines.append(f"| {key} | {rows} x {hidden} | {cell('normgen')} | {cell('eager')} | {cell('compile')} | {best_peer / us['normgen']:.2f}x |")
             print(lines[-1], flush=True)
 
