@@ -18,218 +18,218 @@ struct Config {
 };
 }  // namespace
 
-// regs.t256.v8.tpr256.i1
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d5fd72fb265f(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 1>(p);
-}
-
-// ring.t128.v8.tpr64.i1.s3.sw
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a6883e5b272d(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 128, 8, 64, 1, 1, 3, true>(p);
-}
-
-// regs.t128.v8.tpr64.i1
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b97cb0878d73(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 64, 1, 1>(p);
-}
-
-// regs.t64.v8.tpr64.i1
+// regs.t64.v8.tpr64.i1.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_957865998b02(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 64, 1, 1>(p);
+normgen_rmsnorm_fwd_6001585f4d12(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
-// ring.t128.v8.tpr128.i1.s3.sw
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8b40143d678f(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 3, true>(p);
-}
-
-// ring.t256.v8.tpr128.i1.s3.sw
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_92743ef1e660(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 256, 8, 128, 1, 1, 3, true>(p);
-}
-
-// regs.t128.v8.tpr128.i1
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_95c21f317cca(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1>(p);
-}
-
-// regs.t512.v8.tpr32.i3
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_56a3b032f5e2(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 32, 3, 1>(p);
-}
-
-// ring.t256.v8.tpr256.i1.s3.sw
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_127f5853531e(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 256, 8, 256, 1, 1, 3, true>(p);
-}
-
-// regs.t128.v8.tpr64.i3
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c490745e023a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 64, 3, 1>(p);
-}
-
-// regs.t512.v8.tpr512.i1
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f4ed11e92b6e(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1>(p);
-}
-
-// ring.t512.v8.tpr512.i1.s2.sw
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_2a894bb82f3e(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 512, 8, 512, 1, 1, 2, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c89311fb51f3(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1>(p);
-}
-
-// regs.t64.v8.tpr64.i5
+// regs.t64.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_b5f031184169(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 64, 5, 1>(p);
+normgen_rmsnorm_fwd_c37eb9a6b69c(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
 }
 
-// regs.t128.v8.tpr128.i3
+// regs.t256.v8.tpr16.i4.h512
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_2957e5640a96(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
+}
+
+// regs.t128.v8.tpr128.i1.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ff79591456c7(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 3, 1>(p);
+normgen_rmsnorm_fwd_a9158aac0937(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
 }
 
-// smem.t128.v8.tpr128
+// regs.t64.v8.tpr32.i3.h768
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_c75fe1f758ad(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768>(p);
+}
+
+// regs.t128.v8.tpr128.i1.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_cef0907de9d1(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 128, 8, 128, 0, 1>(p);
+normgen_rmsnorm_fwd_5f612c6021a8(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// smem.t128.v8.tpr64
+// regs.t256.v8.tpr128.i1.h1024
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_7bec05eb206c(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
+}
+
+// regs.t256.v8.tpr256.i1.h1536
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_23248b324d63(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+
+// regs.t128.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_bcdbab01d588(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 128, 8, 64, 0, 1>(p);
+normgen_rmsnorm_fwd_9011a3a33263(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
 }
 
-// regs.t1024.v8.tpr1024.i1
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_d4e23d502123(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1>(p);
+// regs.t256.v8.tpr256.i1.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_c768d6cb18ad(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
 
-// regs.t128.v8.tpr128.i5
+// regs.t64.v8.tpr64.i4.h2048
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_82df01b3b483(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
+}
+
+// regs.t512.v8.tpr512.i1.h2560
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_b48b5ba0c64f(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
+}
+
+// regs.t256.v8.tpr128.i3.h2560
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_33b5e70a9b97(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 2560>(p);
+}
+
+// regs.t128.v8.tpr128.i3.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_9628570d5aa9(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 5, 1>(p);
+normgen_rmsnorm_fwd_02cc33e75bdc(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
-// ring.t1024.v8.tpr512.i2.s3.sw
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_272b3f18c944(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 1024, 8, 512, 2, 1, 3, true>(p);
+// regs.t512.v8.tpr512.i1.h3072
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_d0241fe5d147(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_24f10a09da95(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 2>(p);
+// regs.t256.v8.tpr256.i2.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_cecd530a3393(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
-// regs.t128.v8.tpr128.i6
+// smem.t256.v8.tpr256.h5120
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_84c0217493bd(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 5120>(p);
+}
+
+// regs.t256.v8.tpr256.i3.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8dafd84a96d5(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
+}
+
+// smem.t512.v8.tpr512.h7168
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_9743229aa4c2(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 7168>(p);
+}
+
+// regs.t128.v8.tpr128.i7.h7168
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d90ff97afcb9(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 6, 1>(p);
+normgen_rmsnorm_fwd_1704e6d20a40(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 7, 1, 7168>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c4
+// regs.t256.v8.tpr256.i1.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b5d280434674(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 4>(p);
+normgen_rmsnorm_fwd_667134514bd1(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d9d2a78d4ae9(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 4>(p);
+// regs.t512.v8.tpr512.i2.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_4961f01daf03(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
-// regs.t1024.v8.tpr1024.i2
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_9a51642fe61c(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 8, 1024, 2, 1>(p);
+// regs.t256.v8.tpr128.i8.h8192
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_04551b1b7392(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 8, 1, 8192>(p);
 }
 
-// ring.t1024.v8.tpr512.i3.s2.sw
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_8ec386fcda7b(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 1024, 8, 512, 3, 1, 2, true>(p);
+// pipelined.t128.v8.tpr128.i3.c4.h12288
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_08e8ee130865(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 8, 128, 3, 4, 12288>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c8
+// regs.t512.v8.tpr512.i3.h12288
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_a987bf856d6c(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
+}
+
+// smem.t256.v8.tpr256.h12288
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_af4d263ce32d(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 12288>(p);
+}
+
+// regs.t256.v8.tpr256.i1.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_35627181711a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 8>(p);
+normgen_rmsnorm_fwd_53a324346a3d(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
-// ring.t256.v8.tpr256.i1.c8.s2.sw
+// smem.t512.v8.tpr512.h16384
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_c96e10dc08c5(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
+}
+
+// regs.t512.v8.tpr512.i1.c8.h32768
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_66cd70eb722a(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 8, 32768>(p);
+}
+
+// smem.t512.v8.tpr512.h32768
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_1d0be73730ac(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
+}
+
+// regs.t512.v8.tpr512.i2.c8.h65536
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_21a40992fbf6(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 8, 65536>(p);
+}
+
+// regs.t256.v8.tpr256.i4.c8.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_56fc984b78d7(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 256, 8, 256, 1, 8, 2, true>(p);
+normgen_rmsnorm_fwd_e2eaac08728f(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 65536>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c8
+// smem.t512.v8.tpr512.h65536
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_8207a0a1d1df(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 65536>(p);
+}
+
+// regs.t512.v8.tpr512.i4.c8.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6909e23e9765(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 8>(p);
+normgen_rmsnorm_fwd_c33b178746b6(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072>(p);
 }
 
-// smem.t1024.v8.tpr1024
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_d43bb60ab432(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1>(p);
-}
-
-// smem.t1024.v8.tpr512
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_0a585f81f7a7(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 1024, 8, 512, 0, 1>(p);
-}
-
-// regs.t1024.v8.tpr1024.i1.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_608399020695(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 8>(p);
-}
-
-// regs.t128.v8.tpr128.i8.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a8dc9ddb6c79(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 8, 8>(p);
-}
-
-// regs.t1024.v8.tpr1024.i2.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_28a9da2cea7a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 8, 1024, 2, 8>(p);
-}
-
-// ring.t512.v8.tpr512.i4.c8.s3.sw
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8a136b7c8e5e(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 8, 3, true>(p);
+// ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_dfe3139e7601(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 2, true, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_04745fd2f82b(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 256, 1, 256, 0, 1>(p);
+normgen_rmsnorm_fwd_fdf41d645f43(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

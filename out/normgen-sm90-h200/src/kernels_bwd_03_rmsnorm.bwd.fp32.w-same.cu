@@ -18,35 +18,35 @@ struct Config {
 };
 }  // namespace
 
-// regs.t512.v4.tpr512.i2.recompute
+// regs-smem.t512.v4.tpr512.i2.s3.recompute
 extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_rmsnorm_bwd_081281a3a7f4(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false>(p);
+normgen_rmsnorm_bwd_f26b3e56e727(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, true, true, false, 3, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_081281a3a7f4_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_f26b3e56e727_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // loop.t512.v4.tpr512.recompute
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_bwd_68765939d63e(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_79a74aa06c6c(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 512, 4, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_68765939d63e_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_79a74aa06c6c_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_a41d2dc1f92b(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_e33965379f8b(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_a41d2dc1f92b_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_e33965379f8b_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

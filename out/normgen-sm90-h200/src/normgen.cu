@@ -8,323 +8,387 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_c915100f3375(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9582325acc09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1cc2160e3c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40eb00f21e1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_229ebf49436a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_153a65a094ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14b1f54052c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f2693076ab3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4f07c8bee4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f0d135baaed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_786fef5718b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8ddbce68dfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aef677e2329a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07e887b5e6cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f815a5fe6772(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9dab9a8637c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a150bc32087(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe8f0bd22501(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10a01fc18952(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9f4c09dbee2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f88eee99d7b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_997bed2803a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78bcf6b028e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_144c1eff4ad7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9df475e6b0a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7eae18edac91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c18c26b102e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa70711962f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db7162b599fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9c4ec0ddbec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f50842a9e30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2899255bfd30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d508a917f1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa1c4aab00f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_afd03adb2c7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34892d05626a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_49696fb6fc98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_86d6f7b2567e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa6ac9bb5f27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d5845be87a11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb7f824ee71d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15e60d1c51ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db78949144f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c860813ed9a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4d860f89dd5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdfe9f3e258d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f0feac9a2b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_516537256c38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0fb5a3316c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a3598bcc6db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e360eeffaa27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e327b16dc13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e99c2e2c8db3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b0e90eccbaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b315102a3671(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c8bbccfdd9d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be2f7ed02429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9b0a7775609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_728baf773011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc09032f1a39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4cc32a075a86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f9c5555e7fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3ccddbbb86e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f10cfd593fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_29cf7a9cabea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb67764e320e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_731cf0a5b979(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2ffb44385e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25d51b6e49a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be93a21baf60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c78b11b297a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dfa2c7b6363b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80b3dfb7b464(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7240c1efa995(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_139ff5cdfe73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da0feccf0934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_812bfe1099bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bbdfac6bd91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b7acb73ef79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccb77ede05af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a080c774a74d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c70b9fb6d2ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9109b4cbc64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_17e6fb5f1008(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c1956f4bcbd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64508790fd5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d50c5ddd123a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c13666b75a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c224247fccd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0e36ed53496(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c0342d95df1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50b3263ac1ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85ace0e9a48a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8590cd3f8d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cefcc414e2ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3841b33f1ed4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5babd05bc8b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2418fde9fcf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e3e9a90ab0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85947e830d2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cfb12969c1b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_999a18f2c475(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b992008d7eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2be8876a788c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_812ae4391cfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1836f0f42fb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50fd93437eba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c19129f4b62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e86256d8aee2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a76b740c9c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf734fea0ae5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd0b785812c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cffb148044e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d75a8920e8e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79c404502eb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e617c83414d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de87518ec689(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36f5dde8a474(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2265ebd60889(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_399b2a20342c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_316171961edf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8db897b8ec7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f02ee0356112(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2ee05ea4475(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed690bda4f63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_678eccccba95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b9882e0d330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_179210e96a16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d62c40807f54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2c4bd1bd07c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e962b7d199cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fabc83d5bff5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09e855b6883c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6485b357bb9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_992848ebbd28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5f124f6b8e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aad84f73f979(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7ade527776a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58936d758602(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_847191fcd0d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d5f7ea58a3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bb04951cb54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c506d98b2016(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_adc86a1e0c90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9833629fb3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0dd85e42fa14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29d8708bb714(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c351f2ffa3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abf2e1454adb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8aae2d51805a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bf7a9d9132a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31f492f78875(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb25e1625672(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0bc9377cce0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b64b39070b82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd37e4e5d129(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f9458a4a622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0ba4b68601b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_087974dbcd6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_465e02a148da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e59cdab272fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1583b6872034(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62caf2e430f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_132bf5c8ddb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_262b19e1ace8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40d283a3c189(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25ef4deb90e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_404c1932e579(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_977e33666e86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5682b399569c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4da6bb7c7d2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9071921b7c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd18de97edfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca62dad87d29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1f88b03ac86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d39ad159a6af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2246d51b85dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c0509511f7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22963a577744(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fca3eebdc810(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fac99de489e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b7aad6803e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb287db6bbd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e63da851cf32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1feec3cacc5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cf9f9dd6d84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1423b6fc9a63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8f754022f8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83e82ebc7ebe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4904a9ea8cc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1ce26fe29bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a91adc1ff61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fd1864e0aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3569a8d009b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecd46ca38104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_329de0cbfd7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee91fe386806(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4c6a93e5d80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01934c208e37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_368b2c73fd29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8554f171f5dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a558e10181ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8af23d6f4eb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efedabd1c922(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da4cafca7a12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b4d3cbd56b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c0dbd8fefa2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99d61b30f098(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3215e8dfe55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48200a9e26fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_998adca5cc7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da12cc265796(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37faf54da74e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46934835f457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d6ce3217a31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf8c8d003af3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3ddac0bbf77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_825da765f7e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c6a2146599d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5fd72fb265f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6883e5b272d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b97cb0878d73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_957865998b02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b40143d678f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92743ef1e660(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95c21f317cca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56a3b032f5e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_127f5853531e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c490745e023a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4ed11e92b6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a894bb82f3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c89311fb51f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5f031184169(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff79591456c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cef0907de9d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcdbab01d588(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4e23d502123(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9628570d5aa9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_272b3f18c944(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24f10a09da95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d90ff97afcb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5d280434674(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9d2a78d4ae9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a51642fe61c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ec386fcda7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35627181711a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56fc984b78d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6909e23e9765(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d43bb60ab432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a585f81f7a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_608399020695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8dc9ddb6c79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28a9da2cea7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a136b7c8e5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04745fd2f82b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73ff0052ecf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8deafec949e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1836b5c4f583(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcddbd412fd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_478a8976db0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8216fece65d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7837d51d2288(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_185c0aaaaed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d346e9f3b852(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6ca371b9891(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c71cbd05877(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1d8b41505b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d66b622b73b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebd68ae0d947(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_839bcfdd62f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_761504ae307a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55aa9c8f040e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1630d016f698(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9fc5e7dd3a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce3ec365fad7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa6d37bfbee5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e9d05608205(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d80a0a8dbdbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb5bb2c74099(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a8b8b054a20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14f0f5ed05d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab0aa8b2a751(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7918eafeba4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0441e3a460b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24c5a5399ca6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_577b47124e39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_822f544604c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15b5f4608474(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_883cd6803a10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3ea3151240e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebba71c9b426(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca8fa8232bab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4f997025090(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0ea1429396b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86f10046f641(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ef5023b24a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59633315fd2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c384eac1d22e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3168235c753(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43abc1f5000d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ef82bc5e5db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a60603c0d390(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dad64a259f4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f36d0c5dc099(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72bec455a59d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3c67cc3dc0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b7f10776180(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51e17ea6cd82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c64f2b5fa6df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4f1f2ec5bdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9e32ce58334(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1da5010bfa46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b5a27733cad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d5285f6b2c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8d60f531bf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_782e74ba1427(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f80203bcdff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b4dda36030b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb7c7d25d0c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad2bc64972fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_558f29a0af0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dcef905f1b5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2a6e386d4bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ec303df6425(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1344c63add86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe1d2b3c74fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5945eb6ff20d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8326d2a7247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_740a97c9f399(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7abaed069f78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_770d22d2460a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98bf6c79ebba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7272034eb43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cac43f54d2b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae00996eebb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f16c90296c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af06b291a531(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdd6b88c7b70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_280a95a2d14b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb0d5f744fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f07e0dc901df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c1c19b403257(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1b36e584c39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2fdc139768a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc0bb33581ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85969aa12e99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e4f83486030d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b180b478d17e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_49b0a2d17784(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c58e69182109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f72b0f2a51c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_33eb3f1775ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca3ada0ad6c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91a8f035707c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1c6fba5972c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b539e1c19c88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ee163cf6b25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b60b7e2b9a2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_536f90da9952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e84b745c3273(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4367899d796c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd7b646aba2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4687fd4fc7d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0693dff12bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd3481b6f56b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be415413e36d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8540162b0af9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba6d9e41fcb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e135ab675525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1e6c4ef681c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52d42719391f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4460627387ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_010a5fbc025c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2f3685aaf9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2ec2e21c169(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99c355a42cd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57988e62395d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cedc7f7a24f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d569040c225(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a14de0d5610(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2d89aa75583(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52b9cccf2042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c523e4066469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d972620677e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b2c55ece9cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0abb823dc42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cc011e8d4f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bca145b345e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2743699a1f0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a6841742c86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a57cd5f33110(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3fe5463d3edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e50e2304acef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac961301ed2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_897e54a11bae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_765fa6fdea6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_740e9d704740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45b73a409587(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ab1edd84704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8de3d61ae27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2803c8a7a0e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ee594990ced(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f0c086d1d76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02898ced4186(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ed5fd209d43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6743cfac0b2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d301b442e502(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a67752f5e14d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_147bb9f008ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_730a3383146e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b3313f08ec6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ebe3e9e4657(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d8609d60e61a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cab82d2c8d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_980892604e23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a70d2aed071a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd12976b20b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c395631a1bd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d434d9fe6bf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_808879d3b545(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67a1fc6edf64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6d37e848c50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a2114ab3107(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d17fa8895044(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_59d03cc4c30d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4ab944a8d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_932e59442d48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_59b553ce7745(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e12c6091e84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2ca59932a1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1cbcbf9e64e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba503403bb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_749de7e52d22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef532e09830d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ceff39002365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b874fadc97aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b70c5d5e4502(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc2b612acba4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_716e5dec8191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45c7339f950b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7973437c0a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd4981421552(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a6cbd3805c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10b5e4086226(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4112dd7ea4a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0700f1b138df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_826b458c6d18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2327285c0f04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecbdd8d2cd59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52ab45ae18fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4e19491726c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45da792d81a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5918249e5fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_264e3eee1e97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2745344640a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a76e9262951f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a529971c7cd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f47273823044(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60b4ae9b11a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c911a5e9d206(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dd5544c4106(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e2f97b8f821(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cebd90432c6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f1dce07fc87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_078695531b33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb82d1efd628(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e85d6d8485f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b1f9a219c0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecaf6c3f7d1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1922678740a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae36181ddf5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b27b26c0c86c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7a57be9abcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d96a6b4dc80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54d61de2d409(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd75ae244f6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34e22374e659(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24df41ffef19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b4bccef05d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfb04ed581df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37692cbe8abd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04e47d4844ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3063033a24f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8665399e519e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af0c60078d99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c38eb0dc751c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd07505beb4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e82f368576ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fec856c8dba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e44289bad1f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed02861308c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb4ccd8e739a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9d39151a6b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_934615896311(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4ee3fb08acf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cef8fe45ac15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95688977e944(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16f09f1b243c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5c316d0a3c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5454de4706cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8beb6f5cd2d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85faf91ea82d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81c25a060633(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e71982e6ba6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b528d536afd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_323add6aec0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c192e40ef0e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43158e149b2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c94b100ffe1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e8d98bc9430(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e505bd8b011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75d91c50795e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab6a4e13ff12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ee0b700e126(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53f6bd4616ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecf0773ff580(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d13c71356203(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0dd9d60af892(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a38e61fd1d35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d1e4b1ef9bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9991532643d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_958a2467e950(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e5690659516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9c556747480(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f9b020049d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_209708ee0884(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc62d025952f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c89ce93844b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d1d72960c30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c187c6029f0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55ae3065fd24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79527fd4ae6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_137211c7a887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_060a17134fd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_407e63313f16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84f8f0395e88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bf4dfc4d80d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a5619970b45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25fd75d3498f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc501a646f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36e0731f30eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d3f6f571482(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_881e0f2e10c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4beb7e93c4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea0c5b36601b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1dd5e37f0863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c961bd823309(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e569135290db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afe8d09e69be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45b382f1b245(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_461a07f88f31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f3efadf2a36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77af895e710e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1887fa9b1c81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a702a361540d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76e5f8aaff0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58bc2067b85b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d90f769e244(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b782d91de33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3db9eac52d54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3291a604a3d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fa9e453f39c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9173fc678c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f582309a2614(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48bbc8772d7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc033ca0cc23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b06be11138a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3465ccfd8279(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f5fae2eafcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa9edadfd983(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c55f6332fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f36326abfdd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f72bf3106c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f1ba47bcff0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8efc412d025(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e4340d16c15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdbf115c47fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_494fa0625973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc574184a4c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4bce0835dcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6001585f4d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c37eb9a6b69c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2957e5640a96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9158aac0937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c75fe1f758ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f612c6021a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bec05eb206c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23248b324d63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9011a3a33263(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c768d6cb18ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82df01b3b483(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b48b5ba0c64f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33b5e70a9b97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02cc33e75bdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0241fe5d147(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cecd530a3393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84c0217493bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8dafd84a96d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9743229aa4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1704e6d20a40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_667134514bd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4961f01daf03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04551b1b7392(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08e8ee130865(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a987bf856d6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af4d263ce32d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53a324346a3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c96e10dc08c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66cd70eb722a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d0be73730ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21a40992fbf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2eaac08728f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8207a0a1d1df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c33b178746b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfe3139e7601(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdf41d645f43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4488c8317056(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d622803ad9be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec42e7287de8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_420260670a13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_181b9bf96ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed76e6e04ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c781d50c88bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5159d52d632(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dba48cd8be64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2889c2fcfdaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e14ec24217be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4d9f2483511(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_322a8d62f2d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_032d7cd43233(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6adc9391a3b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_643fd645a33c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94c3d1d3fd8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e412761d57c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5fe3e98e65a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_033665646077(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d3b6c2d1981(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cb3e6606c4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_763f3c01ff40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bc5f4015e4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5ee5fd7a2c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_094241e40dc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bead0fac0cc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8ad96dd8ad1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8957b4a7b6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_268226074bcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8543037b6f62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6c4512fb112(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69fc33adcb83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4888bd10344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a0dead47d9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cbf4207bb86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a91067425982(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cbd2b74aef5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69440546c6c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_734d2f21d2f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60ab8affa6be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a753460bc93c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d75a8351dcaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf25102f7d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ad8c7003410(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec1123470297(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed47bbbb320b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b50d2aa7e29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_904512939cbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6df7509a0486(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_462fe436ee0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e0df454e45d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95cb22f79790(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65a2bca4ad6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_107ebf5feb4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9437b709d5df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_757b88f123be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b315f84b2ab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c730cba9c84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2e346892b47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d862268079c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b47849e1887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e4650312147(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb5466e56e37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc2fe252b1d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23b32ae1988d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89f4aca1cb3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15724cb32a01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc1b38d59c7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a302f47d08e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_046631c67d4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fff109b3d33c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_416a06595d3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a0ade80af31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41bd8b4d31f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_547cdbd4ed75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be8609725867(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aff7da7b9a1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d505c8fbfd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c84edf4cc4ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2a5aab08d95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7add865c9ddf(const NormgenFwdParams p);
 
 namespace {
 
@@ -335,327 +399,392 @@ struct Variant {
   int storage, threads, vec, threads_per_row, items, cluster;
   int stage_bytes;  // element size smem mode stages
   int ring_bytes;   // shared memory of a ring (fixed by the parameters)
+  int fixed_hidden; // the hidden size the kernel was compiled for, or 0: any
 };
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_c915100f3375, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_9582325acc09, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_a1cc2160e3c4, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_layernorm_fwd_40eb00f21e1c, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_229ebf49436a, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_153a65a094ee, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_14b1f54052c6, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_6f2693076ab3, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
-  {(const void*)&normgen_layernorm_fwd_b4f07c8bee4d, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_1f0d135baaed, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_786fef5718b1, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_a8ddbce68dfe, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_aef677e2329a, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_07e887b5e6cf, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_f815a5fe6772, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_d9dab9a8637c, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_3a150bc32087, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_fe8f0bd22501, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_10a01fc18952, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
-  {(const void*)&normgen_layernorm_fwd_e9f4c09dbee2, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_f88eee99d7b4, 0, 128, 8, 128, 7, 1, 2, 0 },  // regs.t128.v8.tpr128.i7
-  {(const void*)&normgen_layernorm_fwd_997bed2803a3, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_78bcf6b028e2, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_layernorm_fwd_144c1eff4ad7, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_9df475e6b0a2, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_7eae18edac91, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_c18c26b102e6, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_fa70711962f1, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_db7162b599fc, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_c9c4ec0ddbec, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_2f50842a9e30, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_2899255bfd30, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_9d508a917f1f, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_fa1c4aab00f4, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
-  {(const void*)&normgen_layernorm_fwd_afd03adb2c7a, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_34892d05626a, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_49696fb6fc98, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_86d6f7b2567e, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_fa6ac9bb5f27, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_layernorm_fwd_d5845be87a11, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_layernorm_fwd_fb7f824ee71d, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_15e60d1c51ce, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_db78949144f4, 0, 64, 8, 32, 3, 1, 2, 0 },  // regs.t64.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_c860813ed9a3, 0, 64, 8, 64, 2, 1, 2, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_4d860f89dd5f, 0, 64, 8, 32, 4, 1, 2, 0 },  // regs.t64.v8.tpr32.i4
-  {(const void*)&normgen_layernorm_fwd_bdfe9f3e258d, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_4f0feac9a2b3, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_516537256c38, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_f0fb5a3316c5, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_3a3598bcc6db, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_e360eeffaa27, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_7e327b16dc13, 0, 128, 8, 128, 4, 1, 2, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_e99c2e2c8db3, 0, 512, 8, 512, 2, 1, 2, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_6b0e90eccbaf, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_b315102a3671, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_c8bbccfdd9d1, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
-  {(const void*)&normgen_layernorm_fwd_be2f7ed02429, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_f9b0a7775609, 4, 512, 8, 256, 4, 1, 2, 131072 },  // ring.t512.v8.tpr256.i4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_728baf773011, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_dc09032f1a39, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_layernorm_fwd_4cc32a075a86, 1, 128, 8, 128, 3, 4, 2, 0 },  // pipelined.t128.v8.tpr128.i3.c4
-  {(const void*)&normgen_layernorm_fwd_0f9c5555e7fc, 0, 512, 8, 512, 3, 1, 2, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_c3ccddbbb86e, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_8f10cfd593fa, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_29cf7a9cabea, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_eb67764e320e, 1, 256, 8, 256, 2, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_731cf0a5b979, 0, 256, 8, 256, 2, 8, 2, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_f2ffb44385e4, 4, 1024, 8, 1024, 4, 1, 2, 131072 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_25d51b6e49a6, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_be93a21baf60, 0, 256, 8, 256, 4, 8, 2, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_c78b11b297a3, 3, 1024, 8, 1024, 0, 1, 2, 0 },  // reload.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_dfa2c7b6363b, 4, 256, 8, 256, 4, 8, 2, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw
-  {(const void*)&normgen_layernorm_fwd_80b3dfb7b464, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_7240c1efa995, 4, 1024, 8, 1024, 4, 4, 2, 196608 },  // ring.t1024.v8.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_139ff5cdfe73, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_da0feccf0934, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_812bfe1099bf, 1, 128, 4, 64, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_8bbdfac6bd91, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_6b7acb73ef79, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_ccb77ede05af, 0, 128, 4, 128, 2, 1, 4, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_a080c774a74d, 1, 256, 4, 64, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_c70b9fb6d2ca, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_d9109b4cbc64, 1, 256, 4, 128, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_17e6fb5f1008, 0, 256, 4, 256, 2, 1, 4, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_c1956f4bcbd2, 0, 256, 4, 128, 4, 1, 4, 0 },  // regs.t256.v4.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_64508790fd5d, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_d50c5ddd123a, 0, 512, 4, 256, 3, 1, 4, 0 },  // regs.t512.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_9c13666b75a4, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_c224247fccd1, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_a0e36ed53496, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_c0342d95df1e, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_50b3263ac1ef, 0, 512, 4, 512, 3, 1, 4, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_85ace0e9a48a, 0, 256, 4, 256, 6, 1, 4, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_a8590cd3f8d4, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_cefcc414e2ae, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_layernorm_fwd_3841b33f1ed4, 0, 512, 4, 256, 7, 1, 4, 0 },  // regs.t512.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_5babd05bc8b5, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_2418fde9fcf9, 0, 512, 4, 256, 8, 1, 4, 0 },  // regs.t512.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_8e3e9a90ab0a, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_layernorm_fwd_85947e830d2f, 0, 256, 4, 256, 3, 4, 4, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_layernorm_fwd_cfb12969c1b4, 0, 512, 4, 512, 6, 1, 4, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_layernorm_fwd_999a18f2c475, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_2b992008d7eb, 0, 256, 4, 256, 4, 4, 4, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_layernorm_fwd_2be8876a788c, 0, 512, 4, 512, 8, 1, 4, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_812ae4391cfa, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_1836f0f42fb5, 0, 256, 4, 256, 4, 8, 4, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_50fd93437eba, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
-  {(const void*)&normgen_layernorm_fwd_8c19129f4b62, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_e86256d8aee2, 0, 256, 4, 256, 8, 8, 4, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_layernorm_fwd_9a76b740c9c8, 4, 1024, 4, 1024, 4, 4, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c4.s3
-  {(const void*)&normgen_layernorm_fwd_cf734fea0ae5, 0, 512, 4, 512, 8, 8, 4, 0 },  // regs.t512.v4.tpr512.i8.c8
-  {(const void*)&normgen_layernorm_fwd_dd0b785812c0, 4, 1024, 4, 1024, 4, 8, 4, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s2
-  {(const void*)&normgen_layernorm_fwd_cffb148044e6, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d75a8920e8e5, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_79c404502eb1, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_e617c83414d5, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_de87518ec689, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_36f5dde8a474, 0, 512, 8, 32, 2, 1, 2, 0 },  // regs.t512.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_2265ebd60889, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_399b2a20342c, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_316171961edf, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_a8db897b8ec7, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_f02ee0356112, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_b2ee05ea4475, 0, 256, 8, 128, 2, 1, 2, 0 },  // regs.t256.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_ed690bda4f63, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_678eccccba95, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0b9882e0d330, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_179210e96a16, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_d62c40807f54, 2, 256, 8, 64, 0, 1, 2, 0 },  // smem.t256.v8.tpr64
-  {(const void*)&normgen_rmsnorm_fwd_e2c4bd1bd07c, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_e962b7d199cf, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_fabc83d5bff5, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_09e855b6883c, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6485b357bb9e, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_992848ebbd28, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_a5f124f6b8e8, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_aad84f73f979, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_e7ade527776a, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_58936d758602, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_847191fcd0d6, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_6d5f7ea58a3a, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_8bb04951cb54, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_c506d98b2016, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_adc86a1e0c90, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_d9833629fb3a, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_0dd85e42fa14, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_29d8708bb714, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0c351f2ffa3f, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_abf2e1454adb, 4, 128, 8, 64, 1, 1, 2, 13312 },  // ring.t128.v8.tpr64.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_8aae2d51805a, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_0bf7a9d9132a, 0, 512, 8, 32, 2, 1, 2, 0 },  // regs.t512.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_31f492f78875, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_bb25e1625672, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_e0bc9377cce0, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_b64b39070b82, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_fd37e4e5d129, 4, 512, 8, 256, 1, 1, 2, 36864 },  // ring.t512.v8.tpr256.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_2f9458a4a622, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_c0ba4b68601b, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_087974dbcd6c, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_465e02a148da, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_e59cdab272fc, 4, 512, 8, 128, 3, 1, 2, 153600 },  // ring.t512.v8.tpr128.i3.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_1583b6872034, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_62caf2e430f6, 2, 128, 8, 128, 0, 1, 2, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_132bf5c8ddb2, 2, 128, 8, 64, 0, 1, 2, 0 },  // smem.t128.v8.tpr64
-  {(const void*)&normgen_rmsnorm_fwd_262b19e1ace8, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_40d283a3c189, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_25ef4deb90e5, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_404c1932e579, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_977e33666e86, 0, 1024, 8, 256, 3, 1, 2, 0 },  // regs.t1024.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_5682b399569c, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_4da6bb7c7d2e, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_b9071921b7c2, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_fd18de97edfe, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_ca62dad87d29, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_d1f88b03ac86, 4, 256, 8, 256, 1, 8, 2, 20480 },  // ring.t256.v8.tpr256.i1.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_d39ad159a6af, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_2246d51b85dd, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_0c0509511f7e, 2, 1024, 8, 512, 0, 1, 2, 0 },  // smem.t1024.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_22963a577744, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_fca3eebdc810, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_fac99de489e5, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_6b7aad6803e9, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_fb287db6bbd0, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e63da851cf32, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_1feec3cacc5d, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_3cf9f9dd6d84, 0, 64, 8, 32, 2, 1, 2, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_1423b6fc9a63, 0, 256, 8, 16, 4, 1, 2, 0 },  // regs.t256.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_f8f754022f8c, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_83e82ebc7ebe, 0, 256, 8, 128, 1, 1, 2, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_4904a9ea8cc0, 0, 128, 8, 64, 2, 1, 2, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_f1ce26fe29bf, 0, 512, 8, 256, 1, 1, 2, 0 },  // regs.t512.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_2a91adc1ff61, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_2fd1864e0aa5, 0, 64, 8, 64, 3, 1, 2, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_c3569a8d009b, 0, 64, 8, 64, 4, 1, 2, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_ecd46ca38104, 0, 128, 8, 128, 2, 1, 2, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_329de0cbfd7a, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_ee91fe386806, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_c4c6a93e5d80, 0, 128, 8, 64, 5, 1, 2, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_01934c208e37, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_368b2c73fd29, 2, 128, 8, 64, 0, 1, 2, 0 },  // smem.t128.v8.tpr64
-  {(const void*)&normgen_rmsnorm_fwd_8554f171f5dd, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_a558e10181ca, 0, 256, 8, 256, 3, 1, 2, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_8af23d6f4eb3, 0, 256, 8, 256, 4, 1, 2, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_efedabd1c922, 2, 256, 8, 256, 0, 1, 2, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_da4cafca7a12, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_2b4d3cbd56b8, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_7c0dbd8fefa2, 2, 512, 8, 512, 0, 1, 2, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_99d61b30f098, 0, 256, 8, 256, 6, 1, 2, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_b3215e8dfe55, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_48200a9e26fa, 0, 512, 8, 512, 4, 1, 2, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_998adca5cc7a, 1, 256, 8, 256, 2, 8, 2, 0 },  // pipelined.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_da12cc265796, 0, 512, 8, 512, 4, 2, 2, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_37faf54da74e, 1, 512, 8, 512, 2, 8, 2, 0 },  // pipelined.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_46934835f457, 0, 512, 8, 512, 2, 8, 2, 0 },  // regs.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_6d6ce3217a31, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_cf8c8d003af3, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_e3ddac0bbf77, 0, 512, 8, 512, 4, 8, 2, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_825da765f7e3, 4, 256, 8, 256, 8, 8, 2, 98304 },  // ring.t256.v8.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_6c6a2146599d, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d5fd72fb265f, 0, 256, 8, 256, 1, 1, 2, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a6883e5b272d, 4, 128, 8, 64, 1, 1, 2, 13312 },  // ring.t128.v8.tpr64.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_b97cb0878d73, 0, 128, 8, 64, 1, 1, 2, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_957865998b02, 0, 64, 8, 64, 1, 1, 2, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_8b40143d678f, 4, 128, 8, 128, 1, 1, 2, 14336 },  // ring.t128.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_92743ef1e660, 4, 256, 8, 128, 1, 1, 2, 26624 },  // ring.t256.v8.tpr128.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_95c21f317cca, 0, 128, 8, 128, 1, 1, 2, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_56a3b032f5e2, 0, 512, 8, 32, 3, 1, 2, 0 },  // regs.t512.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_127f5853531e, 4, 256, 8, 256, 1, 1, 2, 28672 },  // ring.t256.v8.tpr256.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_c490745e023a, 0, 128, 8, 64, 3, 1, 2, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_f4ed11e92b6e, 0, 512, 8, 512, 1, 1, 2, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_2a894bb82f3e, 4, 512, 8, 512, 1, 1, 2, 40960 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_c89311fb51f3, 0, 256, 8, 256, 2, 1, 2, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_b5f031184169, 0, 64, 8, 64, 5, 1, 2, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_ff79591456c7, 0, 128, 8, 128, 3, 1, 2, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_cef0907de9d1, 2, 128, 8, 128, 0, 1, 2, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_bcdbab01d588, 2, 128, 8, 64, 0, 1, 2, 0 },  // smem.t128.v8.tpr64
-  {(const void*)&normgen_rmsnorm_fwd_d4e23d502123, 0, 1024, 8, 1024, 1, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_9628570d5aa9, 0, 128, 8, 128, 5, 1, 2, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_272b3f18c944, 4, 1024, 8, 512, 2, 1, 2, 212992 },  // ring.t1024.v8.tpr512.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_24f10a09da95, 0, 512, 8, 512, 1, 2, 2, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_d90ff97afcb9, 0, 128, 8, 128, 6, 1, 2, 0 },  // regs.t128.v8.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_b5d280434674, 0, 256, 8, 256, 1, 4, 2, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_d9d2a78d4ae9, 0, 512, 8, 512, 1, 4, 2, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_9a51642fe61c, 0, 1024, 8, 1024, 2, 1, 2, 0 },  // regs.t1024.v8.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_8ec386fcda7b, 4, 1024, 8, 512, 3, 1, 2, 221184 },  // ring.t1024.v8.tpr512.i3.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_35627181711a, 0, 256, 8, 256, 1, 8, 2, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_56fc984b78d7, 4, 256, 8, 256, 1, 8, 2, 20480 },  // ring.t256.v8.tpr256.i1.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_6909e23e9765, 0, 512, 8, 512, 1, 8, 2, 0 },  // regs.t512.v8.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_d43bb60ab432, 2, 1024, 8, 1024, 0, 1, 2, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_0a585f81f7a7, 2, 1024, 8, 512, 0, 1, 2, 0 },  // smem.t1024.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_608399020695, 0, 1024, 8, 1024, 1, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_a8dc9ddb6c79, 0, 128, 8, 128, 8, 8, 2, 0 },  // regs.t128.v8.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_28a9da2cea7a, 0, 1024, 8, 1024, 2, 8, 2, 0 },  // regs.t1024.v8.tpr1024.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_8a136b7c8e5e, 4, 512, 8, 512, 4, 8, 2, 229376 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_04745fd2f82b, 3, 256, 1, 256, 0, 1, 2, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_73ff0052ecf0, 1, 128, 4, 128, 1, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_e8deafec949e, 0, 128, 4, 128, 1, 1, 4, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_1836b5c4f583, 1, 256, 4, 256, 1, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_fcddbd412fd9, 0, 256, 4, 128, 2, 1, 4, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_478a8976db0b, 1, 128, 4, 64, 3, 1, 4, 0 },  // pipelined.t128.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_8216fece65d3, 0, 64, 4, 64, 4, 1, 4, 0 },  // regs.t64.v4.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_7837d51d2288, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_185c0aaaaed3, 0, 256, 4, 128, 3, 1, 4, 0 },  // regs.t256.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_d346e9f3b852, 2, 256, 4, 256, 0, 1, 4, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d6ca371b9891, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_6c71cbd05877, 2, 128, 4, 128, 0, 1, 4, 0 },  // smem.t128.v4.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_b1d8b41505b7, 1, 256, 4, 256, 4, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_d66b622b73b4, 3, 512, 4, 256, 0, 1, 4, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ebd68ae0d947, 1, 256, 4, 256, 5, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_839bcfdd62f6, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_761504ae307a, 1, 256, 4, 256, 6, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_55aa9c8f040e, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_1630d016f698, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_e9fc5e7dd3a7, 1, 512, 4, 512, 4, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_ce3ec365fad7, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_aa6d37bfbee5, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_9e9d05608205, 1, 256, 4, 256, 6, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_d80a0a8dbdbb, 4, 1024, 4, 512, 6, 1, 4, 196608 },  // ring.t1024.v4.tpr512.i6.s2
-  {(const void*)&normgen_rmsnorm_fwd_fb5bb2c74099, 3, 1024, 4, 1024, 0, 1, 4, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_1a8b8b054a20, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_14f0f5ed05d2, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_ab0aa8b2a751, 1, 128, 4, 128, 8, 8, 4, 0 },  // pipelined.t128.v4.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_7918eafeba4e, 0, 128, 4, 128, 8, 8, 4, 0 },  // regs.t128.v4.tpr128.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_f0441e3a460b, 1, 512, 4, 512, 4, 8, 4, 0 },  // pipelined.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_24c5a5399ca6, 0, 512, 4, 512, 4, 8, 4, 0 },  // regs.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_577b47124e39, 4, 512, 4, 512, 4, 8, 4, 98304 },  // ring.t512.v4.tpr512.i4.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_822f544604c9, 4, 256, 4, 256, 8, 8, 4, 98304 },  // ring.t256.v4.tpr256.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_15b5f4608474, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_883cd6803a10, 4, 1024, 4, 1024, 4, 8, 4, 196608 },  // ring.t1024.v4.tpr1024.i4.c8.s3
-  {(const void*)&normgen_rmsnorm_fwd_e3ea3151240e, 4, 512, 4, 512, 8, 8, 4, 196608 },  // ring.t512.v4.tpr512.i8.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_ebba71c9b426, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ca8fa8232bab, 1, 64, 4, 64, 2, 1, 4, 0 },  // pipelined.t64.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_f4f997025090, 0, 128, 4, 64, 2, 1, 4, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_f0ea1429396b, 1, 128, 4, 128, 2, 1, 4, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_86f10046f641, 0, 128, 4, 64, 3, 1, 4, 0 },  // regs.t128.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_4ef5023b24a5, 0, 512, 4, 256, 1, 1, 4, 0 },  // regs.t512.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_59633315fd2a, 1, 256, 4, 256, 2, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_c384eac1d22e, 0, 128, 4, 128, 3, 1, 4, 0 },  // regs.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_c3168235c753, 3, 256, 4, 256, 0, 1, 4, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_43abc1f5000d, 1, 256, 4, 256, 3, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_3ef82bc5e5db, 1, 512, 4, 512, 2, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_a60603c0d390, 2, 512, 4, 512, 0, 1, 4, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_dad64a259f4a, 1, 512, 4, 512, 3, 1, 4, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_f36d0c5dc099, 1, 256, 4, 256, 3, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_72bec455a59d, 1, 256, 4, 256, 4, 2, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_f3c67cc3dc0b, 1, 512, 4, 512, 2, 2, 4, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_4b7f10776180, 1, 256, 4, 256, 7, 1, 4, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_51e17ea6cd82, 1, 256, 4, 256, 2, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_c64f2b5fa6df, 1, 256, 4, 256, 3, 4, 4, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_d4f1f2ec5bdc, 0, 1024, 4, 1024, 3, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i3
-  {(const void*)&normgen_rmsnorm_fwd_d9e32ce58334, 1, 256, 4, 256, 2, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_1da5010bfa46, 0, 1024, 4, 1024, 4, 1, 4, 0 },  // regs.t1024.v4.tpr1024.i4
-  {(const void*)&normgen_rmsnorm_fwd_6b5a27733cad, 1, 256, 4, 256, 4, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_1d5285f6b2c2, 0, 512, 4, 512, 2, 8, 4, 0 },  // regs.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_a8d60f531bf5, 1, 256, 4, 256, 8, 8, 4, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_782e74ba1427, 0, 1024, 4, 1024, 4, 8, 4, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_6f80203bcdff, 3, 256, 1, 256, 0, 1, 4, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_7b4dda36030b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_bb7c7d25d0c0, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_ad2bc64972fb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_558f29a0af0a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_dcef905f1b5f, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_a2a6e386d4bd, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_9ec303df6425, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_1344c63add86, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_fe1d2b3c74fa, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_5945eb6ff20d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_b8326d2a7247, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_740a97c9f399, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_7abaed069f78, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_770d22d2460a, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_98bf6c79ebba, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_e7272034eb43, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_cac43f54d2b1, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ae00996eebb5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_8f16c90296c8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_af06b291a531, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_bdd6b88c7b70, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_280a95a2d14b, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_fb0d5f744fd6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_f07e0dc901df, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_c1c19b403257, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_e1b36e584c39, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_b2fdc139768a, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_fc0bb33581ad, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_85969aa12e99, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
+  {(const void*)&normgen_layernorm_fwd_e4f83486030d, 3, 128, 8, 128, 0, 1, 2, 0, 16384 },  // reload.t128.v8.tpr128.h16384
+  {(const void*)&normgen_layernorm_fwd_b180b478d17e, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_49b0a2d17784, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_c58e69182109, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_6f72b0f2a51c, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_33eb3f1775ee, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_ca3ada0ad6c4, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_91a8f035707c, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_e1c6fba5972c, 4, 128, 8, 128, 8, 8, 2, 65536, 65536 },  // ring.t128.v8.tpr128.i8.c8.s2.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_b539e1c19c88, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_4ee163cf6b25, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_b60b7e2b9a2d, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_536f90da9952, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_e84b745c3273, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_4367899d796c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_cd7b646aba2f, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_4687fd4fc7d1, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_e0693dff12bf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_bd3481b6f56b, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_be415413e36d, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_8540162b0af9, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_ba6d9e41fcb5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_e135ab675525, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_b1e6c4ef681c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_52d42719391f, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_4460627387ee, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_010a5fbc025c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_e2f3685aaf9c, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_e2ec2e21c169, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_99c355a42cd7, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_57988e62395d, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_cedc7f7a24f4, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_0d569040c225, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_6a14de0d5610, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_f2d89aa75583, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_52b9cccf2042, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_c523e4066469, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_9d972620677e, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_5b2c55ece9cc, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_f0abb823dc42, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_4cc011e8d4f7, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
+  {(const void*)&normgen_layernorm_fwd_8bca145b345e, 3, 128, 8, 128, 0, 1, 2, 0, 16384 },  // reload.t128.v8.tpr128.h16384
+  {(const void*)&normgen_layernorm_fwd_2743699a1f0a, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_4a6841742c86, 1, 256, 8, 256, 2, 8, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_a57cd5f33110, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_3fe5463d3edc, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
+  {(const void*)&normgen_layernorm_fwd_e50e2304acef, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_ac961301ed2e, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_897e54a11bae, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_765fa6fdea6a, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_740e9d704740, 4, 128, 8, 128, 8, 8, 2, 65536, 65536 },  // ring.t128.v8.tpr128.i8.c8.s2.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_45b73a409587, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_5ab1edd84704, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_a8de3d61ae27, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_2803c8a7a0e4, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.h131072
+  {(const void*)&normgen_layernorm_fwd_9ee594990ced, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_7f0c086d1d76, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_02898ced4186, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_6ed5fd209d43, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_6743cfac0b2f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_d301b442e502, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_layernorm_fwd_a67752f5e14d, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_147bb9f008ed, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_730a3383146e, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_2b3313f08ec6, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_8ebe3e9e4657, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_d8609d60e61a, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_layernorm_fwd_8cab82d2c8d5, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
+  {(const void*)&normgen_layernorm_fwd_980892604e23, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_a70d2aed071a, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_dd12976b20b2, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_c395631a1bd5, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_d434d9fe6bf9, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_808879d3b545, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_67a1fc6edf64, 0, 256, 4, 128, 8, 1, 4, 0, 4096 },  // regs.t256.v4.tpr128.i8.h4096
+  {(const void*)&normgen_layernorm_fwd_b6d37e848c50, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_0a2114ab3107, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
+  {(const void*)&normgen_layernorm_fwd_d17fa8895044, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_59d03cc4c30d, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_c4ab944a8d77, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_932e59442d48, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_59b553ce7745, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_5e12c6091e84, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_b2ca59932a1d, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_1cbcbf9e64e6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_ba503403bb0d, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_749de7e52d22, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_ef532e09830d, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_ceff39002365, 4, 1024, 4, 512, 6, 1, 4, 196608, 12288 },  // ring.t1024.v4.tpr512.i6.s2.h12288
+  {(const void*)&normgen_layernorm_fwd_b874fadc97aa, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_b70c5d5e4502, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_cc2b612acba4, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_716e5dec8191, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_layernorm_fwd_45c7339f950b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_7973437c0a6f, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_fd4981421552, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_8a6cbd3805c1, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_10b5e4086226, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_layernorm_fwd_4112dd7ea4a8, 3, 512, 4, 512, 0, 1, 4, 0, 65536 },  // reload.t512.v4.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_0700f1b138df, 0, 256, 4, 256, 16, 4, 4, 0, 65536 },  // regs.t256.v4.tpr256.i16.c4.h65536
+  {(const void*)&normgen_layernorm_fwd_826b458c6d18, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_2327285c0f04, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.h131072
+  {(const void*)&normgen_layernorm_fwd_ecbdd8d2cd59, 3, 512, 4, 512, 0, 1, 4, 0, 131072 },  // reload.t512.v4.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_52ab45ae18fc, 4, 1024, 4, 1024, 4, 8, 4, 131072, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s2.h131072
+  {(const void*)&normgen_layernorm_fwd_c4e19491726c, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_45da792d81a7, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_c5918249e5fc, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_264e3eee1e97, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_a2745344640a, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_a76e9262951f, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_a529971c7cd7, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_f47273823044, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_60b4ae9b11a9, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c911a5e9d206, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5dd5544c4106, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4e2f97b8f821, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_cebd90432c6a, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1f1dce07fc87, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_078695531b33, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fb82d1efd628, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0e85d6d8485f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1b1f9a219c0f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ecaf6c3f7d1b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c1922678740a, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ae36181ddf5b, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b27b26c0c86c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f7a57be9abcb, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2d96a6b4dc80, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_54d61de2d409, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_dd75ae244f6b, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_34e22374e659, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_24df41ffef19, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0b4bccef05d4, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bfb04ed581df, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_37692cbe8abd, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_04e47d4844ff, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3063033a24f5, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_8665399e519e, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_af0c60078d99, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c38eb0dc751c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_cd07505beb4c, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e82f368576ce, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_fec856c8dba3, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e44289bad1f3, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ed02861308c1, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bb4ccd8e739a, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d9d39151a6b9, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_934615896311, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a4ee3fb08acf, 4, 256, 8, 256, 8, 8, 2, 98304, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_cef8fe45ac15, 4, 512, 8, 512, 8, 4, 2, 196608, 131072 },  // ring.t512.v8.tpr512.i8.c4.s3.h131072
+  {(const void*)&normgen_rmsnorm_fwd_95688977e944, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_16f09f1b243c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_e5c316d0a3c5, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_5454de4706cd, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_8beb6f5cd2d3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_85faf91ea82d, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_81c25a060633, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e71982e6ba6f, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2b528d536afd, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_323add6aec0e, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c192e40ef0e7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_43158e149b2e, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6c94b100ffe1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0e8d98bc9430, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6e505bd8b011, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_75d91c50795e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ab6a4e13ff12, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2ee0b700e126, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_53f6bd4616ca, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ecf0773ff580, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d13c71356203, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0dd9d60af892, 0, 256, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t256.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a38e61fd1d35, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1d1e4b1ef9bc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b9991532643d, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_958a2467e950, 4, 128, 8, 128, 3, 4, 2, 43008, 12288 },  // ring.t128.v8.tpr128.i3.c4.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6e5690659516, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b9c556747480, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5f9b020049d0, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_209708ee0884, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fc62d025952f, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5c89ce93844b, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1d1d72960c30, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c187c6029f0c, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_55ae3065fd24, 0, 1024, 8, 1024, 2, 8, 2, 0, 131072 },  // regs.t1024.v8.tpr1024.i2.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_79527fd4ae6c, 4, 256, 8, 256, 8, 8, 2, 229376, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_137211c7a887, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_060a17134fd3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_407e63313f16, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_84f8f0395e88, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_5bf4dfc4d80d, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_7a5619970b45, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_25fd75d3498f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_dc501a646f5f, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_36e0731f30eb, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_9d3f6f571482, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_881e0f2e10c4, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d4beb7e93c4a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ea0c5b36601b, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_1dd5e37f0863, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c961bd823309, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e569135290db, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_afe8d09e69be, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_45b382f1b245, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_461a07f88f31, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3f3efadf2a36, 2, 512, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_77af895e710e, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1887fa9b1c81, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a702a361540d, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_76e5f8aaff0d, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_58bc2067b85b, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0d90f769e244, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6b782d91de33, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3db9eac52d54, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3291a604a3d5, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9fa9e453f39c, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9173fc678c14, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f582309a2614, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_48bbc8772d7d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bc033ca0cc23, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2b06be11138a, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3465ccfd8279, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_9f5fae2eafcb, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_aa9edadfd983, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7c55f6332fd6, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f36326abfdd1, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8f72bf3106c9, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9f1ba47bcff0, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c8efc412d025, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9e4340d16c15, 4, 256, 8, 256, 8, 4, 2, 98304, 65536 },  // ring.t256.v8.tpr256.i8.c4.s2.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bdbf115c47fb, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_494fa0625973, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fc574184a4c8, 4, 256, 8, 256, 8, 8, 2, 98304, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b4bce0835dcc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6001585f4d12, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_c37eb9a6b69c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_2957e5640a96, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_a9158aac0937, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_c75fe1f758ad, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_5f612c6021a8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7bec05eb206c, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_23248b324d63, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9011a3a33263, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c768d6cb18ad, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_82df01b3b483, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b48b5ba0c64f, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_33b5e70a9b97, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_02cc33e75bdc, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d0241fe5d147, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_cecd530a3393, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_84c0217493bd, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8dafd84a96d5, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9743229aa4c2, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1704e6d20a40, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_667134514bd1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4961f01daf03, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_04551b1b7392, 0, 256, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t256.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_08e8ee130865, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a987bf856d6c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_af4d263ce32d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_53a324346a3d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c96e10dc08c5, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_66cd70eb722a, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1d0be73730ac, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_21a40992fbf6, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e2eaac08728f, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8207a0a1d1df, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c33b178746b6, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_dfe3139e7601, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fdf41d645f43, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_4488c8317056, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d622803ad9be, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_ec42e7287de8, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_420260670a13, 1, 256, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_181b9bf96ebe, 1, 256, 4, 256, 1, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr256.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_aed76e6e04ee, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_c781d50c88bd, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_b5159d52d632, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_dba48cd8be64, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2889c2fcfdaa, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e14ec24217be, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f4d9f2483511, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_322a8d62f2d8, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_032d7cd43233, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6adc9391a3b6, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_643fd645a33c, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_94c3d1d3fd8f, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2e412761d57c, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b5fe3e98e65a, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_033665646077, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9d3b6c2d1981, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8cb3e6606c4f, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_763f3c01ff40, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7bc5f4015e4a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a5ee5fd7a2c1, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_094241e40dc8, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bead0fac0cc3, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e8ad96dd8ad1, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c8957b4a7b6e, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_268226074bcc, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8543037b6f62, 2, 256, 4, 128, 0, 1, 4, 0, 12288 },  // smem.t256.v4.tpr128.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d6c4512fb112, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_69fc33adcb83, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b4888bd10344, 0, 512, 4, 256, 16, 1, 4, 0, 16384 },  // regs.t512.v4.tpr256.i16.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9a0dead47d9b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9cbf4207bb86, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a91067425982, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8cbd2b74aef5, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_69440546c6c3, 4, 256, 4, 256, 8, 8, 4, 98304, 65536 },  // ring.t256.v4.tpr256.i8.c8.s2.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_734d2f21d2f0, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_60ab8affa6be, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a753460bc93c, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d75a8351dcaf, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_cbf25102f7d5, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_9ad8c7003410, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_ec1123470297, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_ed47bbbb320b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_4b50d2aa7e29, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_904512939cbf, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6df7509a0486, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_462fe436ee0f, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7e0df454e45d, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_95cb22f79790, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_65a2bca4ad6d, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_107ebf5feb4d, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9437b709d5df, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_757b88f123be, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b315f84b2ab9, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3c730cba9c84, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c2e346892b47, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d862268079c9, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6b47849e1887, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3e4650312147, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_eb5466e56e37, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dc2fe252b1d8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_23b32ae1988d, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_89f4aca1cb3e, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_15724cb32a01, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fc1b38d59c7e, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a302f47d08e1, 2, 512, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_046631c67d4b, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fff109b3d33c, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_416a06595d3d, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6a0ade80af31, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_41bd8b4d31f2, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_547cdbd4ed75, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_be8609725867, 2, 512, 4, 512, 0, 1, 4, 0, 32768 },  // smem.t512.v4.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_aff7da7b9a1b, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5d505c8fbfd5, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c84edf4cc4ad, 1, 256, 4, 256, 8, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_f2a5aab08d95, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_7add865c9ddf, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -664,15 +793,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 36 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 74 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 112 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 146 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 182 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 218 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 254 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 290 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 316 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 41 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 84 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 133 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 179 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 216 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 262 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 298 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 339 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 380 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -684,1225 +813,1225 @@ const Entry kEntries[] = {
   { 0, 512, 32, 1 },
   { 0, 512, 128, 1 },
   { 0, 512, 512, 1 },
-  { 0, 512, 2048, 2 },
-  { 0, 512, 8192, 2 },
-  { 0, 512, 32768, 2 },
-  { 0, 768, 1, 3 },
-  { 0, 768, 8, 3 },
+  { 0, 512, 2048, 1 },
+  { 0, 512, 8192, 1 },
+  { 0, 512, 32768, 1 },
+  { 0, 768, 1, 2 },
+  { 0, 768, 8, 2 },
   { 0, 768, 32, 3 },
-  { 0, 768, 128, 4 },
+  { 0, 768, 128, 3 },
   { 0, 768, 512, 3 },
-  { 0, 768, 2048, 5 },
-  { 0, 768, 8192, 5 },
-  { 0, 768, 32768, 5 },
-  { 0, 1024, 1, 3 },
-  { 0, 1024, 8, 3 },
-  { 0, 1024, 32, 3 },
-  { 0, 1024, 128, 4 },
-  { 0, 1024, 512, 3 },
-  { 0, 1024, 2048, 6 },
-  { 0, 1024, 8192, 6 },
+  { 0, 768, 2048, 3 },
+  { 0, 768, 8192, 4 },
+  { 0, 768, 32768, 3 },
+  { 0, 1024, 1, 5 },
+  { 0, 1024, 8, 5 },
+  { 0, 1024, 32, 5 },
+  { 0, 1024, 128, 6 },
+  { 0, 1024, 512, 7 },
+  { 0, 1024, 2048, 7 },
+  { 0, 1024, 8192, 7 },
   { 0, 1024, 32768, 7 },
-  { 0, 1536, 1, 0 },
-  { 0, 1536, 8, 0 },
-  { 0, 1536, 32, 0 },
-  { 0, 1536, 128, 0 },
-  { 0, 1536, 512, 0 },
+  { 0, 1536, 1, 8 },
+  { 0, 1536, 8, 8 },
+  { 0, 1536, 32, 8 },
+  { 0, 1536, 128, 8 },
+  { 0, 1536, 512, 8 },
   { 0, 1536, 2048, 8 },
   { 0, 1536, 8192, 8 },
   { 0, 1536, 32768, 8 },
-  { 0, 2048, 1, 0 },
-  { 0, 2048, 8, 0 },
-  { 0, 2048, 32, 0 },
-  { 0, 2048, 128, 0 },
-  { 0, 2048, 512, 0 },
+  { 0, 2048, 1, 9 },
+  { 0, 2048, 8, 9 },
+  { 0, 2048, 32, 9 },
+  { 0, 2048, 128, 9 },
+  { 0, 2048, 512, 9 },
   { 0, 2048, 2048, 9 },
   { 0, 2048, 8192, 9 },
-  { 0, 2048, 32768, 9 },
-  { 0, 2560, 1, 10 },
-  { 0, 2560, 8, 10 },
-  { 0, 2560, 32, 10 },
-  { 0, 2560, 128, 10 },
+  { 0, 2048, 32768, 10 },
+  { 0, 2560, 1, 11 },
+  { 0, 2560, 8, 11 },
+  { 0, 2560, 32, 11 },
+  { 0, 2560, 128, 11 },
   { 0, 2560, 512, 11 },
   { 0, 2560, 2048, 12 },
-  { 0, 2560, 8192, 13 },
-  { 0, 2560, 32768, 13 },
-  { 0, 3072, 1, 10 },
-  { 0, 3072, 8, 10 },
-  { 0, 3072, 32, 10 },
-  { 0, 3072, 128, 10 },
-  { 0, 3072, 512, 11 },
-  { 0, 3072, 2048, 12 },
-  { 0, 3072, 8192, 12 },
-  { 0, 3072, 32768, 12 },
-  { 0, 4096, 1, 10 },
-  { 0, 4096, 8, 10 },
-  { 0, 4096, 32, 10 },
-  { 0, 4096, 128, 10 },
-  { 0, 4096, 512, 11 },
-  { 0, 4096, 2048, 14 },
-  { 0, 4096, 8192, 14 },
-  { 0, 4096, 32768, 14 },
-  { 0, 5120, 1, 15 },
-  { 0, 5120, 8, 15 },
-  { 0, 5120, 32, 15 },
-  { 0, 5120, 128, 15 },
-  { 0, 5120, 512, 16 },
-  { 0, 5120, 2048, 17 },
-  { 0, 5120, 8192, 17 },
-  { 0, 5120, 32768, 17 },
-  { 0, 6144, 1, 15 },
-  { 0, 6144, 8, 15 },
-  { 0, 6144, 32, 15 },
-  { 0, 6144, 128, 15 },
-  { 0, 6144, 512, 16 },
-  { 0, 6144, 2048, 16 },
+  { 0, 2560, 8192, 11 },
+  { 0, 2560, 32768, 11 },
+  { 0, 3072, 1, 13 },
+  { 0, 3072, 8, 13 },
+  { 0, 3072, 32, 13 },
+  { 0, 3072, 128, 13 },
+  { 0, 3072, 512, 13 },
+  { 0, 3072, 2048, 13 },
+  { 0, 3072, 8192, 13 },
+  { 0, 3072, 32768, 13 },
+  { 0, 4096, 1, 14 },
+  { 0, 4096, 8, 14 },
+  { 0, 4096, 32, 14 },
+  { 0, 4096, 128, 14 },
+  { 0, 4096, 512, 14 },
+  { 0, 4096, 2048, 15 },
+  { 0, 4096, 8192, 15 },
+  { 0, 4096, 32768, 15 },
+  { 0, 5120, 1, 16 },
+  { 0, 5120, 8, 16 },
+  { 0, 5120, 32, 16 },
+  { 0, 5120, 128, 16 },
+  { 0, 5120, 512, 17 },
+  { 0, 5120, 2048, 16 },
+  { 0, 5120, 8192, 16 },
+  { 0, 5120, 32768, 16 },
+  { 0, 6144, 1, 18 },
+  { 0, 6144, 8, 18 },
+  { 0, 6144, 32, 18 },
+  { 0, 6144, 128, 18 },
+  { 0, 6144, 512, 18 },
+  { 0, 6144, 2048, 18 },
   { 0, 6144, 8192, 18 },
-  { 0, 6144, 32768, 18 },
-  { 0, 7168, 1, 15 },
-  { 0, 7168, 8, 15 },
-  { 0, 7168, 32, 15 },
-  { 0, 7168, 128, 15 },
-  { 0, 7168, 512, 19 },
-  { 0, 7168, 2048, 19 },
-  { 0, 7168, 8192, 19 },
+  { 0, 6144, 32768, 19 },
+  { 0, 7168, 1, 20 },
+  { 0, 7168, 8, 20 },
+  { 0, 7168, 32, 20 },
+  { 0, 7168, 128, 20 },
+  { 0, 7168, 512, 20 },
+  { 0, 7168, 2048, 20 },
+  { 0, 7168, 8192, 20 },
   { 0, 7168, 32768, 20 },
   { 0, 8192, 1, 21 },
   { 0, 8192, 8, 21 },
-  { 0, 8192, 32, 21 },
-  { 0, 8192, 128, 15 },
-  { 0, 8192, 512, 19 },
-  { 0, 8192, 2048, 19 },
-  { 0, 8192, 8192, 19 },
-  { 0, 8192, 32768, 19 },
-  { 0, 12288, 1, 22 },
-  { 0, 12288, 8, 22 },
-  { 0, 12288, 32, 22 },
-  { 0, 12288, 128, 23 },
-  { 0, 12288, 512, 23 },
-  { 0, 12288, 2048, 24 },
-  { 0, 12288, 8192, 24 },
-  { 0, 12288, 32768, 24 },
-  { 0, 16384, 1, 25 },
-  { 0, 16384, 8, 25 },
-  { 0, 16384, 32, 25 },
-  { 0, 16384, 128, 26 },
-  { 0, 16384, 512, 26 },
-  { 0, 16384, 2048, 26 },
-  { 0, 16384, 8192, 26 },
-  { 0, 16384, 32768, 26 },
-  { 0, 32768, 1, 27 },
-  { 0, 32768, 8, 27 },
-  { 0, 32768, 32, 28 },
-  { 0, 32768, 128, 29 },
-  { 0, 32768, 512, 29 },
-  { 0, 32768, 2048, 29 },
-  { 0, 32768, 8192, 29 },
-  { 0, 32768, 32768, 29 },
-  { 0, 65536, 1, 30 },
-  { 0, 65536, 8, 30 },
-  { 0, 65536, 32, 31 },
-  { 0, 65536, 128, 32 },
-  { 0, 65536, 512, 33 },
-  { 0, 65536, 2048, 33 },
-  { 0, 65536, 8192, 33 },
-  { 0, 65536, 32768, 33 },
-  { 0, 131072, 1, 34 },
-  { 0, 131072, 8, 34 },
-  { 0, 131072, 32, 35 },
-  { 0, 131072, 128, 32 },
-  { 0, 131072, 512, 35 },
-  { 0, 131072, 2048, 35 },
-  { 0, 131072, 8192, 35 },
-  { 0, 131072, 32768, 35 },
-  { 1, 512, 1, 37 },
-  { 1, 512, 8, 38 },
-  { 1, 512, 32, 38 },
-  { 1, 512, 128, 38 },
-  { 1, 512, 512, 38 },
-  { 1, 512, 2048, 39 },
-  { 1, 512, 8192, 39 },
-  { 1, 512, 32768, 39 },
-  { 1, 768, 1, 40 },
-  { 1, 768, 8, 40 },
-  { 1, 768, 32, 40 },
-  { 1, 768, 128, 41 },
-  { 1, 768, 512, 40 },
-  { 1, 768, 2048, 42 },
-  { 1, 768, 8192, 42 },
-  { 1, 768, 32768, 42 },
-  { 1, 1024, 1, 40 },
-  { 1, 1024, 8, 40 },
-  { 1, 1024, 32, 40 },
-  { 1, 1024, 128, 41 },
-  { 1, 1024, 512, 40 },
-  { 1, 1024, 2048, 43 },
-  { 1, 1024, 8192, 43 },
-  { 1, 1024, 32768, 44 },
-  { 1, 1536, 1, 37 },
-  { 1, 1536, 8, 37 },
-  { 1, 1536, 32, 37 },
-  { 1, 1536, 128, 37 },
-  { 1, 1536, 512, 37 },
-  { 1, 1536, 2048, 45 },
-  { 1, 1536, 8192, 45 },
-  { 1, 1536, 32768, 45 },
-  { 1, 2048, 1, 37 },
-  { 1, 2048, 8, 37 },
-  { 1, 2048, 32, 37 },
-  { 1, 2048, 128, 37 },
-  { 1, 2048, 512, 37 },
-  { 1, 2048, 2048, 46 },
-  { 1, 2048, 8192, 46 },
-  { 1, 2048, 32768, 46 },
-  { 1, 2560, 1, 47 },
-  { 1, 2560, 8, 47 },
-  { 1, 2560, 32, 47 },
-  { 1, 2560, 128, 47 },
-  { 1, 2560, 512, 48 },
-  { 1, 2560, 2048, 49 },
-  { 1, 2560, 8192, 50 },
-  { 1, 2560, 32768, 50 },
-  { 1, 3072, 1, 47 },
-  { 1, 3072, 8, 47 },
-  { 1, 3072, 32, 47 },
-  { 1, 3072, 128, 47 },
-  { 1, 3072, 512, 48 },
-  { 1, 3072, 2048, 49 },
-  { 1, 3072, 8192, 49 },
-  { 1, 3072, 32768, 49 },
-  { 1, 4096, 1, 47 },
-  { 1, 4096, 8, 47 },
-  { 1, 4096, 32, 47 },
-  { 1, 4096, 128, 47 },
-  { 1, 4096, 512, 48 },
-  { 1, 4096, 2048, 51 },
-  { 1, 4096, 8192, 51 },
-  { 1, 4096, 32768, 51 },
-  { 1, 5120, 1, 52 },
-  { 1, 5120, 8, 52 },
-  { 1, 5120, 32, 52 },
-  { 1, 5120, 128, 52 },
-  { 1, 5120, 512, 53 },
-  { 1, 5120, 2048, 54 },
-  { 1, 5120, 8192, 54 },
-  { 1, 5120, 32768, 54 },
-  { 1, 6144, 1, 52 },
-  { 1, 6144, 8, 52 },
-  { 1, 6144, 32, 52 },
-  { 1, 6144, 128, 52 },
-  { 1, 6144, 512, 53 },
-  { 1, 6144, 2048, 53 },
-  { 1, 6144, 8192, 55 },
-  { 1, 6144, 32768, 55 },
-  { 1, 7168, 1, 52 },
-  { 1, 7168, 8, 52 },
-  { 1, 7168, 32, 52 },
-  { 1, 7168, 128, 52 },
-  { 1, 7168, 512, 56 },
-  { 1, 7168, 2048, 56 },
-  { 1, 7168, 8192, 57 },
-  { 1, 7168, 32768, 57 },
-  { 1, 8192, 1, 58 },
-  { 1, 8192, 8, 58 },
-  { 1, 8192, 32, 58 },
-  { 1, 8192, 128, 52 },
-  { 1, 8192, 512, 56 },
-  { 1, 8192, 2048, 56 },
-  { 1, 8192, 8192, 56 },
-  { 1, 8192, 32768, 56 },
-  { 1, 12288, 1, 59 },
-  { 1, 12288, 8, 59 },
-  { 1, 12288, 32, 60 },
-  { 1, 12288, 128, 61 },
-  { 1, 12288, 512, 61 },
-  { 1, 12288, 2048, 62 },
-  { 1, 12288, 8192, 62 },
-  { 1, 12288, 32768, 62 },
-  { 1, 16384, 1, 63 },
-  { 1, 16384, 8, 63 },
-  { 1, 16384, 32, 63 },
-  { 1, 16384, 128, 64 },
-  { 1, 16384, 512, 64 },
-  { 1, 16384, 2048, 64 },
-  { 1, 16384, 8192, 64 },
-  { 1, 16384, 32768, 64 },
-  { 1, 32768, 1, 65 },
-  { 1, 32768, 8, 65 },
-  { 1, 32768, 32, 66 },
-  { 1, 32768, 128, 67 },
-  { 1, 32768, 512, 67 },
-  { 1, 32768, 2048, 67 },
-  { 1, 32768, 8192, 67 },
-  { 1, 32768, 32768, 67 },
-  { 1, 65536, 1, 68 },
-  { 1, 65536, 8, 68 },
-  { 1, 65536, 32, 69 },
-  { 1, 65536, 128, 70 },
-  { 1, 65536, 512, 71 },
-  { 1, 65536, 2048, 71 },
-  { 1, 65536, 8192, 71 },
-  { 1, 65536, 32768, 71 },
-  { 1, 131072, 1, 72 },
-  { 1, 131072, 8, 72 },
-  { 1, 131072, 32, 73 },
-  { 1, 131072, 128, 70 },
-  { 1, 131072, 512, 73 },
-  { 1, 131072, 2048, 73 },
-  { 1, 131072, 8192, 73 },
-  { 1, 131072, 32768, 73 },
-  { 2, 512, 1, 75 },
-  { 2, 512, 8, 75 },
-  { 2, 512, 32, 75 },
-  { 2, 512, 128, 76 },
-  { 2, 512, 512, 77 },
-  { 2, 512, 2048, 77 },
-  { 2, 512, 8192, 76 },
-  { 2, 512, 32768, 76 },
-  { 2, 768, 1, 78 },
-  { 2, 768, 8, 78 },
-  { 2, 768, 32, 78 },
-  { 2, 768, 128, 78 },
-  { 2, 768, 512, 78 },
-  { 2, 768, 2048, 79 },
-  { 2, 768, 8192, 80 },
-  { 2, 768, 32768, 79 },
-  { 2, 1024, 1, 78 },
-  { 2, 1024, 8, 78 },
-  { 2, 1024, 32, 78 },
-  { 2, 1024, 128, 78 },
-  { 2, 1024, 512, 78 },
-  { 2, 1024, 2048, 79 },
-  { 2, 1024, 8192, 79 },
-  { 2, 1024, 32768, 79 },
-  { 2, 1536, 1, 81 },
-  { 2, 1536, 8, 81 },
-  { 2, 1536, 32, 81 },
-  { 2, 1536, 128, 81 },
-  { 2, 1536, 512, 81 },
-  { 2, 1536, 2048, 82 },
-  { 2, 1536, 8192, 82 },
-  { 2, 1536, 32768, 83 },
-  { 2, 2048, 1, 81 },
-  { 2, 2048, 8, 81 },
-  { 2, 2048, 32, 81 },
-  { 2, 2048, 128, 81 },
-  { 2, 2048, 512, 81 },
-  { 2, 2048, 2048, 81 },
-  { 2, 2048, 8192, 83 },
-  { 2, 2048, 32768, 84 },
-  { 2, 2560, 1, 85 },
-  { 2, 2560, 8, 85 },
-  { 2, 2560, 32, 85 },
-  { 2, 2560, 128, 85 },
-  { 2, 2560, 512, 85 },
-  { 2, 2560, 2048, 85 },
-  { 2, 2560, 8192, 86 },
-  { 2, 2560, 32768, 86 },
-  { 2, 3072, 1, 85 },
-  { 2, 3072, 8, 85 },
-  { 2, 3072, 32, 85 },
-  { 2, 3072, 128, 85 },
-  { 2, 3072, 512, 85 },
-  { 2, 3072, 2048, 85 },
-  { 2, 3072, 8192, 86 },
-  { 2, 3072, 32768, 86 },
-  { 2, 4096, 1, 87 },
-  { 2, 4096, 8, 87 },
-  { 2, 4096, 32, 87 },
-  { 2, 4096, 128, 87 },
-  { 2, 4096, 512, 87 },
-  { 2, 4096, 2048, 87 },
-  { 2, 4096, 8192, 88 },
-  { 2, 4096, 32768, 88 },
-  { 2, 5120, 1, 89 },
-  { 2, 5120, 8, 89 },
-  { 2, 5120, 32, 89 },
-  { 2, 5120, 128, 89 },
-  { 2, 5120, 512, 90 },
-  { 2, 5120, 2048, 90 },
-  { 2, 5120, 8192, 91 },
-  { 2, 5120, 32768, 91 },
-  { 2, 6144, 1, 89 },
-  { 2, 6144, 8, 89 },
-  { 2, 6144, 32, 89 },
-  { 2, 6144, 128, 89 },
-  { 2, 6144, 512, 92 },
-  { 2, 6144, 2048, 92 },
-  { 2, 6144, 8192, 91 },
-  { 2, 6144, 32768, 91 },
-  { 2, 7168, 1, 93 },
-  { 2, 7168, 8, 94 },
-  { 2, 7168, 32, 93 },
-  { 2, 7168, 128, 93 },
-  { 2, 7168, 512, 93 },
-  { 2, 7168, 2048, 93 },
-  { 2, 7168, 8192, 95 },
-  { 2, 7168, 32768, 88 },
-  { 2, 8192, 1, 96 },
-  { 2, 8192, 8, 96 },
-  { 2, 8192, 32, 96 },
-  { 2, 8192, 128, 93 },
-  { 2, 8192, 512, 93 },
-  { 2, 8192, 2048, 93 },
-  { 2, 8192, 8192, 97 },
-  { 2, 8192, 32768, 88 },
-  { 2, 12288, 1, 98 },
-  { 2, 12288, 8, 98 },
-  { 2, 12288, 32, 98 },
-  { 2, 12288, 128, 99 },
-  { 2, 12288, 512, 100 },
-  { 2, 12288, 2048, 100 },
-  { 2, 12288, 8192, 100 },
-  { 2, 12288, 32768, 100 },
-  { 2, 16384, 1, 101 },
-  { 2, 16384, 8, 101 },
-  { 2, 16384, 32, 101 },
-  { 2, 16384, 128, 102 },
-  { 2, 16384, 512, 103 },
-  { 2, 16384, 2048, 103 },
-  { 2, 16384, 8192, 103 },
-  { 2, 16384, 32768, 103 },
-  { 2, 32768, 1, 104 },
-  { 2, 32768, 8, 104 },
-  { 2, 32768, 32, 105 },
-  { 2, 32768, 128, 105 },
-  { 2, 32768, 512, 106 },
-  { 2, 32768, 2048, 106 },
-  { 2, 32768, 8192, 106 },
-  { 2, 32768, 32768, 106 },
-  { 2, 65536, 1, 107 },
-  { 2, 65536, 8, 107 },
-  { 2, 65536, 32, 108 },
-  { 2, 65536, 128, 108 },
-  { 2, 65536, 512, 108 },
-  { 2, 65536, 2048, 109 },
-  { 2, 65536, 8192, 109 },
-  { 2, 65536, 32768, 109 },
-  { 2, 131072, 1, 110 },
-  { 2, 131072, 8, 110 },
-  { 2, 131072, 32, 111 },
-  { 2, 131072, 128, 111 },
-  { 2, 131072, 512, 111 },
-  { 2, 131072, 2048, 111 },
-  { 2, 131072, 8192, 111 },
-  { 2, 131072, 32768, 111 },
-  { 3, 512, 1, 113 },
-  { 3, 512, 8, 114 },
-  { 3, 512, 32, 114 },
-  { 3, 512, 128, 114 },
-  { 3, 512, 512, 115 },
-  { 3, 512, 2048, 114 },
-  { 3, 512, 8192, 116 },
-  { 3, 512, 32768, 117 },
-  { 3, 768, 1, 118 },
-  { 3, 768, 8, 118 },
-  { 3, 768, 32, 119 },
-  { 3, 768, 128, 119 },
-  { 3, 768, 512, 118 },
-  { 3, 768, 2048, 118 },
-  { 3, 768, 8192, 120 },
-  { 3, 768, 32768, 120 },
-  { 3, 1024, 1, 113 },
-  { 3, 1024, 8, 118 },
-  { 3, 1024, 32, 118 },
-  { 3, 1024, 128, 119 },
-  { 3, 1024, 512, 118 },
-  { 3, 1024, 2048, 118 },
-  { 3, 1024, 8192, 120 },
-  { 3, 1024, 32768, 120 },
-  { 3, 1536, 1, 113 },
-  { 3, 1536, 8, 113 },
-  { 3, 1536, 32, 113 },
-  { 3, 1536, 128, 113 },
-  { 3, 1536, 512, 113 },
-  { 3, 1536, 2048, 121 },
-  { 3, 1536, 8192, 121 },
-  { 3, 1536, 32768, 121 },
-  { 3, 2048, 1, 113 },
-  { 3, 2048, 8, 113 },
-  { 3, 2048, 32, 113 },
-  { 3, 2048, 128, 113 },
-  { 3, 2048, 512, 113 },
-  { 3, 2048, 2048, 122 },
-  { 3, 2048, 8192, 123 },
-  { 3, 2048, 32768, 123 },
-  { 3, 2560, 1, 124 },
-  { 3, 2560, 8, 124 },
-  { 3, 2560, 32, 124 },
-  { 3, 2560, 128, 124 },
-  { 3, 2560, 512, 125 },
-  { 3, 2560, 2048, 126 },
-  { 3, 2560, 8192, 126 },
-  { 3, 2560, 32768, 127 },
-  { 3, 3072, 1, 124 },
-  { 3, 3072, 8, 124 },
-  { 3, 3072, 32, 124 },
-  { 3, 3072, 128, 124 },
-  { 3, 3072, 512, 125 },
-  { 3, 3072, 2048, 127 },
-  { 3, 3072, 8192, 127 },
-  { 3, 3072, 32768, 127 },
-  { 3, 4096, 1, 124 },
-  { 3, 4096, 8, 124 },
-  { 3, 4096, 32, 124 },
-  { 3, 4096, 128, 124 },
-  { 3, 4096, 512, 125 },
-  { 3, 4096, 2048, 128 },
-  { 3, 4096, 8192, 125 },
-  { 3, 4096, 32768, 125 },
-  { 3, 5120, 1, 129 },
-  { 3, 5120, 8, 129 },
-  { 3, 5120, 32, 129 },
-  { 3, 5120, 128, 129 },
-  { 3, 5120, 512, 130 },
-  { 3, 5120, 2048, 128 },
-  { 3, 5120, 8192, 130 },
-  { 3, 5120, 32768, 130 },
-  { 3, 6144, 1, 129 },
-  { 3, 6144, 8, 129 },
-  { 3, 6144, 32, 129 },
-  { 3, 6144, 128, 129 },
-  { 3, 6144, 512, 130 },
-  { 3, 6144, 2048, 130 },
-  { 3, 6144, 8192, 130 },
-  { 3, 6144, 32768, 130 },
-  { 3, 7168, 1, 129 },
-  { 3, 7168, 8, 129 },
-  { 3, 7168, 32, 129 },
-  { 3, 7168, 128, 129 },
-  { 3, 7168, 512, 131 },
-  { 3, 7168, 2048, 132 },
-  { 3, 7168, 8192, 131 },
-  { 3, 7168, 32768, 131 },
-  { 3, 8192, 1, 133 },
-  { 3, 8192, 8, 133 },
-  { 3, 8192, 32, 133 },
-  { 3, 8192, 128, 129 },
-  { 3, 8192, 512, 131 },
-  { 3, 8192, 2048, 132 },
-  { 3, 8192, 8192, 132 },
-  { 3, 8192, 32768, 132 },
-  { 3, 12288, 1, 134 },
-  { 3, 12288, 8, 134 },
-  { 3, 12288, 32, 134 },
-  { 3, 12288, 128, 135 },
-  { 3, 12288, 512, 132 },
-  { 3, 12288, 2048, 136 },
-  { 3, 12288, 8192, 136 },
-  { 3, 12288, 32768, 132 },
-  { 3, 16384, 1, 137 },
-  { 3, 16384, 8, 137 },
-  { 3, 16384, 32, 137 },
-  { 3, 16384, 128, 135 },
-  { 3, 16384, 512, 132 },
-  { 3, 16384, 2048, 132 },
-  { 3, 16384, 8192, 138 },
-  { 3, 16384, 32768, 138 },
-  { 3, 32768, 1, 139 },
-  { 3, 32768, 8, 139 },
-  { 3, 32768, 32, 139 },
-  { 3, 32768, 128, 140 },
-  { 3, 32768, 512, 135 },
-  { 3, 32768, 2048, 135 },
-  { 3, 32768, 8192, 135 },
-  { 3, 32768, 32768, 135 },
-  { 3, 65536, 1, 141 },
-  { 3, 65536, 8, 141 },
-  { 3, 65536, 32, 141 },
-  { 3, 65536, 128, 135 },
-  { 3, 65536, 512, 142 },
-  { 3, 65536, 2048, 142 },
-  { 3, 65536, 8192, 142 },
-  { 3, 65536, 32768, 142 },
-  { 3, 131072, 1, 143 },
-  { 3, 131072, 8, 143 },
-  { 3, 131072, 32, 144 },
-  { 3, 131072, 128, 144 },
-  { 3, 131072, 512, 145 },
-  { 3, 131072, 2048, 145 },
-  { 3, 131072, 8192, 145 },
-  { 3, 131072, 32768, 145 },
-  { 4, 512, 1, 147 },
-  { 4, 512, 8, 148 },
-  { 4, 512, 32, 148 },
-  { 4, 512, 128, 148 },
-  { 4, 512, 512, 148 },
-  { 4, 512, 2048, 149 },
-  { 4, 512, 8192, 150 },
-  { 4, 512, 32768, 149 },
-  { 4, 768, 1, 151 },
-  { 4, 768, 8, 151 },
-  { 4, 768, 32, 151 },
-  { 4, 768, 128, 152 },
-  { 4, 768, 512, 153 },
-  { 4, 768, 2048, 153 },
-  { 4, 768, 8192, 154 },
-  { 4, 768, 32768, 154 },
-  { 4, 1024, 1, 151 },
-  { 4, 1024, 8, 151 },
-  { 4, 1024, 32, 151 },
-  { 4, 1024, 128, 152 },
-  { 4, 1024, 512, 153 },
-  { 4, 1024, 2048, 153 },
-  { 4, 1024, 8192, 153 },
-  { 4, 1024, 32768, 153 },
-  { 4, 1536, 1, 147 },
-  { 4, 1536, 8, 147 },
-  { 4, 1536, 32, 147 },
-  { 4, 1536, 128, 155 },
-  { 4, 1536, 512, 147 },
-  { 4, 1536, 2048, 147 },
-  { 4, 1536, 8192, 156 },
-  { 4, 1536, 32768, 156 },
-  { 4, 2048, 1, 147 },
-  { 4, 2048, 8, 147 },
-  { 4, 2048, 32, 147 },
-  { 4, 2048, 128, 155 },
-  { 4, 2048, 512, 147 },
-  { 4, 2048, 2048, 147 },
-  { 4, 2048, 8192, 147 },
-  { 4, 2048, 32768, 147 },
-  { 4, 2560, 1, 157 },
-  { 4, 2560, 8, 157 },
-  { 4, 2560, 32, 158 },
-  { 4, 2560, 128, 158 },
-  { 4, 2560, 512, 159 },
-  { 4, 2560, 2048, 160 },
-  { 4, 2560, 8192, 161 },
-  { 4, 2560, 32768, 161 },
-  { 4, 3072, 1, 157 },
-  { 4, 3072, 8, 157 },
-  { 4, 3072, 32, 158 },
-  { 4, 3072, 128, 157 },
-  { 4, 3072, 512, 159 },
-  { 4, 3072, 2048, 158 },
-  { 4, 3072, 8192, 161 },
-  { 4, 3072, 32768, 161 },
-  { 4, 4096, 1, 157 },
-  { 4, 4096, 8, 157 },
-  { 4, 4096, 32, 157 },
-  { 4, 4096, 128, 157 },
-  { 4, 4096, 512, 159 },
-  { 4, 4096, 2048, 159 },
-  { 4, 4096, 8192, 162 },
-  { 4, 4096, 32768, 163 },
-  { 4, 5120, 1, 164 },
-  { 4, 5120, 8, 164 },
-  { 4, 5120, 32, 164 },
-  { 4, 5120, 128, 164 },
-  { 4, 5120, 512, 165 },
-  { 4, 5120, 2048, 166 },
-  { 4, 5120, 8192, 165 },
-  { 4, 5120, 32768, 163 },
-  { 4, 6144, 1, 164 },
-  { 4, 6144, 8, 167 },
-  { 4, 6144, 32, 164 },
-  { 4, 6144, 128, 164 },
-  { 4, 6144, 512, 168 },
-  { 4, 6144, 2048, 166 },
-  { 4, 6144, 8192, 163 },
-  { 4, 6144, 32768, 163 },
-  { 4, 7168, 1, 167 },
-  { 4, 7168, 8, 167 },
-  { 4, 7168, 32, 164 },
-  { 4, 7168, 128, 164 },
-  { 4, 7168, 512, 162 },
-  { 4, 7168, 2048, 166 },
-  { 4, 7168, 8192, 162 },
-  { 4, 7168, 32768, 162 },
-  { 4, 8192, 1, 169 },
-  { 4, 8192, 8, 169 },
-  { 4, 8192, 32, 169 },
-  { 4, 8192, 128, 164 },
-  { 4, 8192, 512, 162 },
-  { 4, 8192, 2048, 166 },
-  { 4, 8192, 8192, 162 },
-  { 4, 8192, 32768, 162 },
-  { 4, 12288, 1, 170 },
-  { 4, 12288, 8, 170 },
-  { 4, 12288, 32, 170 },
-  { 4, 12288, 128, 171 },
-  { 4, 12288, 512, 162 },
-  { 4, 12288, 2048, 172 },
-  { 4, 12288, 8192, 162 },
-  { 4, 12288, 32768, 162 },
-  { 4, 16384, 1, 173 },
-  { 4, 16384, 8, 174 },
-  { 4, 16384, 32, 173 },
-  { 4, 16384, 128, 171 },
-  { 4, 16384, 512, 162 },
-  { 4, 16384, 2048, 162 },
-  { 4, 16384, 8192, 162 },
-  { 4, 16384, 32768, 162 },
-  { 4, 32768, 1, 175 },
-  { 4, 32768, 8, 175 },
-  { 4, 32768, 32, 175 },
-  { 4, 32768, 128, 176 },
-  { 4, 32768, 512, 177 },
-  { 4, 32768, 2048, 177 },
-  { 4, 32768, 8192, 177 },
-  { 4, 32768, 32768, 177 },
-  { 4, 65536, 1, 178 },
-  { 4, 65536, 8, 178 },
-  { 4, 65536, 32, 179 },
-  { 4, 65536, 128, 176 },
-  { 4, 65536, 512, 176 },
-  { 4, 65536, 2048, 176 },
-  { 4, 65536, 8192, 176 },
-  { 4, 65536, 32768, 176 },
-  { 4, 131072, 1, 180 },
-  { 4, 131072, 8, 180 },
-  { 4, 131072, 32, 181 },
-  { 4, 131072, 128, 181 },
-  { 4, 131072, 512, 181 },
-  { 4, 131072, 2048, 181 },
-  { 4, 131072, 8192, 181 },
-  { 4, 131072, 32768, 181 },
-  { 5, 512, 1, 183 },
-  { 5, 512, 8, 184 },
-  { 5, 512, 32, 184 },
-  { 5, 512, 128, 184 },
-  { 5, 512, 512, 184 },
-  { 5, 512, 2048, 185 },
-  { 5, 512, 8192, 186 },
-  { 5, 512, 32768, 185 },
-  { 5, 768, 1, 183 },
-  { 5, 768, 8, 187 },
-  { 5, 768, 32, 188 },
-  { 5, 768, 128, 188 },
-  { 5, 768, 512, 187 },
-  { 5, 768, 2048, 187 },
-  { 5, 768, 8192, 189 },
-  { 5, 768, 32768, 189 },
-  { 5, 1024, 1, 187 },
-  { 5, 1024, 8, 183 },
-  { 5, 1024, 32, 183 },
-  { 5, 1024, 128, 188 },
-  { 5, 1024, 512, 187 },
-  { 5, 1024, 2048, 187 },
-  { 5, 1024, 8192, 189 },
-  { 5, 1024, 32768, 189 },
-  { 5, 1536, 1, 183 },
-  { 5, 1536, 8, 183 },
-  { 5, 1536, 32, 183 },
-  { 5, 1536, 128, 190 },
-  { 5, 1536, 512, 183 },
-  { 5, 1536, 2048, 191 },
-  { 5, 1536, 8192, 192 },
-  { 5, 1536, 32768, 192 },
-  { 5, 2048, 1, 183 },
-  { 5, 2048, 8, 183 },
-  { 5, 2048, 32, 183 },
-  { 5, 2048, 128, 190 },
-  { 5, 2048, 512, 183 },
-  { 5, 2048, 2048, 193 },
-  { 5, 2048, 8192, 194 },
-  { 5, 2048, 32768, 194 },
-  { 5, 2560, 1, 195 },
-  { 5, 2560, 8, 195 },
-  { 5, 2560, 32, 195 },
-  { 5, 2560, 128, 195 },
-  { 5, 2560, 512, 196 },
-  { 5, 2560, 2048, 197 },
-  { 5, 2560, 8192, 198 },
-  { 5, 2560, 32768, 198 },
-  { 5, 3072, 1, 195 },
-  { 5, 3072, 8, 195 },
-  { 5, 3072, 32, 195 },
-  { 5, 3072, 128, 195 },
-  { 5, 3072, 512, 196 },
-  { 5, 3072, 2048, 198 },
-  { 5, 3072, 8192, 198 },
-  { 5, 3072, 32768, 198 },
-  { 5, 4096, 1, 195 },
-  { 5, 4096, 8, 195 },
-  { 5, 4096, 32, 195 },
-  { 5, 4096, 128, 195 },
-  { 5, 4096, 512, 196 },
-  { 5, 4096, 2048, 199 },
-  { 5, 4096, 8192, 196 },
-  { 5, 4096, 32768, 196 },
-  { 5, 5120, 1, 200 },
-  { 5, 5120, 8, 200 },
-  { 5, 5120, 32, 200 },
-  { 5, 5120, 128, 200 },
-  { 5, 5120, 512, 201 },
-  { 5, 5120, 2048, 199 },
-  { 5, 5120, 8192, 201 },
-  { 5, 5120, 32768, 201 },
-  { 5, 6144, 1, 200 },
-  { 5, 6144, 8, 200 },
-  { 5, 6144, 32, 200 },
-  { 5, 6144, 128, 200 },
-  { 5, 6144, 512, 201 },
-  { 5, 6144, 2048, 201 },
-  { 5, 6144, 8192, 201 },
-  { 5, 6144, 32768, 201 },
-  { 5, 7168, 1, 200 },
-  { 5, 7168, 8, 200 },
-  { 5, 7168, 32, 200 },
-  { 5, 7168, 128, 200 },
-  { 5, 7168, 512, 202 },
-  { 5, 7168, 2048, 203 },
-  { 5, 7168, 8192, 202 },
-  { 5, 7168, 32768, 202 },
-  { 5, 8192, 1, 204 },
-  { 5, 8192, 8, 204 },
-  { 5, 8192, 32, 204 },
-  { 5, 8192, 128, 200 },
-  { 5, 8192, 512, 202 },
-  { 5, 8192, 2048, 203 },
-  { 5, 8192, 8192, 203 },
-  { 5, 8192, 32768, 203 },
-  { 5, 12288, 1, 205 },
-  { 5, 12288, 8, 205 },
-  { 5, 12288, 32, 205 },
-  { 5, 12288, 128, 206 },
-  { 5, 12288, 512, 203 },
-  { 5, 12288, 2048, 207 },
-  { 5, 12288, 8192, 207 },
-  { 5, 12288, 32768, 207 },
-  { 5, 16384, 1, 208 },
-  { 5, 16384, 8, 208 },
-  { 5, 16384, 32, 208 },
-  { 5, 16384, 128, 206 },
-  { 5, 16384, 512, 203 },
-  { 5, 16384, 2048, 209 },
-  { 5, 16384, 8192, 209 },
-  { 5, 16384, 32768, 209 },
-  { 5, 32768, 1, 210 },
-  { 5, 32768, 8, 210 },
-  { 5, 32768, 32, 210 },
-  { 5, 32768, 128, 211 },
-  { 5, 32768, 512, 206 },
-  { 5, 32768, 2048, 206 },
-  { 5, 32768, 8192, 206 },
-  { 5, 32768, 32768, 206 },
-  { 5, 65536, 1, 212 },
-  { 5, 65536, 8, 212 },
-  { 5, 65536, 32, 213 },
-  { 5, 65536, 128, 214 },
-  { 5, 65536, 512, 214 },
-  { 5, 65536, 2048, 214 },
-  { 5, 65536, 8192, 214 },
-  { 5, 65536, 32768, 214 },
-  { 5, 131072, 1, 215 },
-  { 5, 131072, 8, 215 },
-  { 5, 131072, 32, 216 },
-  { 5, 131072, 128, 216 },
-  { 5, 131072, 512, 217 },
-  { 5, 131072, 2048, 217 },
-  { 5, 131072, 8192, 217 },
-  { 5, 131072, 32768, 217 },
-  { 6, 512, 1, 219 },
-  { 6, 512, 8, 220 },
-  { 6, 512, 32, 220 },
-  { 6, 512, 128, 220 },
-  { 6, 512, 512, 220 },
-  { 6, 512, 2048, 221 },
-  { 6, 512, 8192, 222 },
-  { 6, 512, 32768, 222 },
-  { 6, 768, 1, 223 },
-  { 6, 768, 8, 223 },
-  { 6, 768, 32, 223 },
-  { 6, 768, 128, 224 },
-  { 6, 768, 512, 219 },
-  { 6, 768, 2048, 225 },
-  { 6, 768, 8192, 226 },
-  { 6, 768, 32768, 226 },
-  { 6, 1024, 1, 223 },
-  { 6, 1024, 8, 223 },
-  { 6, 1024, 32, 223 },
-  { 6, 1024, 128, 223 },
-  { 6, 1024, 512, 225 },
-  { 6, 1024, 2048, 225 },
-  { 6, 1024, 8192, 225 },
-  { 6, 1024, 32768, 225 },
-  { 6, 1536, 1, 227 },
-  { 6, 1536, 8, 227 },
-  { 6, 1536, 32, 227 },
-  { 6, 1536, 128, 227 },
-  { 6, 1536, 512, 219 },
-  { 6, 1536, 2048, 219 },
-  { 6, 1536, 8192, 228 },
-  { 6, 1536, 32768, 228 },
-  { 6, 2048, 1, 219 },
-  { 6, 2048, 8, 219 },
-  { 6, 2048, 32, 219 },
-  { 6, 2048, 128, 227 },
-  { 6, 2048, 512, 219 },
-  { 6, 2048, 2048, 219 },
-  { 6, 2048, 8192, 219 },
-  { 6, 2048, 32768, 219 },
-  { 6, 2560, 1, 229 },
-  { 6, 2560, 8, 229 },
-  { 6, 2560, 32, 230 },
-  { 6, 2560, 128, 230 },
-  { 6, 2560, 512, 231 },
-  { 6, 2560, 2048, 232 },
-  { 6, 2560, 8192, 233 },
-  { 6, 2560, 32768, 232 },
-  { 6, 3072, 1, 229 },
-  { 6, 3072, 8, 229 },
-  { 6, 3072, 32, 230 },
-  { 6, 3072, 128, 229 },
-  { 6, 3072, 512, 231 },
-  { 6, 3072, 2048, 230 },
-  { 6, 3072, 8192, 233 },
-  { 6, 3072, 32768, 233 },
-  { 6, 4096, 1, 229 },
-  { 6, 4096, 8, 229 },
-  { 6, 4096, 32, 229 },
-  { 6, 4096, 128, 229 },
-  { 6, 4096, 512, 231 },
-  { 6, 4096, 2048, 231 },
-  { 6, 4096, 8192, 234 },
-  { 6, 4096, 32768, 235 },
-  { 6, 5120, 1, 236 },
-  { 6, 5120, 8, 236 },
-  { 6, 5120, 32, 236 },
-  { 6, 5120, 128, 236 },
-  { 6, 5120, 512, 237 },
-  { 6, 5120, 2048, 238 },
-  { 6, 5120, 8192, 237 },
-  { 6, 5120, 32768, 237 },
-  { 6, 6144, 1, 239 },
-  { 6, 6144, 8, 239 },
-  { 6, 6144, 32, 236 },
-  { 6, 6144, 128, 236 },
-  { 6, 6144, 512, 240 },
-  { 6, 6144, 2048, 238 },
-  { 6, 6144, 8192, 235 },
-  { 6, 6144, 32768, 235 },
-  { 6, 7168, 1, 239 },
-  { 6, 7168, 8, 239 },
-  { 6, 7168, 32, 236 },
-  { 6, 7168, 128, 236 },
-  { 6, 7168, 512, 234 },
-  { 6, 7168, 2048, 238 },
-  { 6, 7168, 8192, 234 },
-  { 6, 7168, 32768, 234 },
-  { 6, 8192, 1, 241 },
-  { 6, 8192, 8, 241 },
-  { 6, 8192, 32, 241 },
-  { 6, 8192, 128, 236 },
-  { 6, 8192, 512, 234 },
-  { 6, 8192, 2048, 238 },
-  { 6, 8192, 8192, 234 },
-  { 6, 8192, 32768, 234 },
-  { 6, 12288, 1, 242 },
-  { 6, 12288, 8, 242 },
-  { 6, 12288, 32, 242 },
-  { 6, 12288, 128, 243 },
-  { 6, 12288, 512, 234 },
-  { 6, 12288, 2048, 244 },
-  { 6, 12288, 8192, 234 },
-  { 6, 12288, 32768, 234 },
-  { 6, 16384, 1, 245 },
-  { 6, 16384, 8, 246 },
-  { 6, 16384, 32, 245 },
-  { 6, 16384, 128, 243 },
-  { 6, 16384, 512, 234 },
-  { 6, 16384, 2048, 234 },
-  { 6, 16384, 8192, 234 },
-  { 6, 16384, 32768, 234 },
-  { 6, 32768, 1, 247 },
-  { 6, 32768, 8, 247 },
-  { 6, 32768, 32, 247 },
-  { 6, 32768, 128, 248 },
-  { 6, 32768, 512, 249 },
-  { 6, 32768, 2048, 249 },
-  { 6, 32768, 8192, 249 },
-  { 6, 32768, 32768, 249 },
-  { 6, 65536, 1, 250 },
-  { 6, 65536, 8, 250 },
-  { 6, 65536, 32, 251 },
-  { 6, 65536, 128, 248 },
-  { 6, 65536, 512, 248 },
-  { 6, 65536, 2048, 248 },
-  { 6, 65536, 8192, 248 },
-  { 6, 65536, 32768, 248 },
-  { 6, 131072, 1, 252 },
-  { 6, 131072, 8, 252 },
-  { 6, 131072, 32, 253 },
-  { 6, 131072, 128, 253 },
-  { 6, 131072, 512, 253 },
-  { 6, 131072, 2048, 253 },
-  { 6, 131072, 8192, 253 },
-  { 6, 131072, 32768, 253 },
-  { 7, 512, 1, 255 },
-  { 7, 512, 8, 255 },
-  { 7, 512, 32, 255 },
-  { 7, 512, 128, 255 },
-  { 7, 512, 512, 256 },
-  { 7, 512, 2048, 256 },
-  { 7, 512, 8192, 256 },
-  { 7, 512, 32768, 256 },
-  { 7, 768, 1, 257 },
-  { 7, 768, 8, 257 },
-  { 7, 768, 32, 257 },
-  { 7, 768, 128, 257 },
-  { 7, 768, 512, 257 },
-  { 7, 768, 2048, 258 },
-  { 7, 768, 8192, 259 },
-  { 7, 768, 32768, 258 },
-  { 7, 1024, 1, 257 },
-  { 7, 1024, 8, 257 },
-  { 7, 1024, 32, 257 },
-  { 7, 1024, 128, 257 },
-  { 7, 1024, 512, 257 },
-  { 7, 1024, 2048, 258 },
-  { 7, 1024, 8192, 260 },
-  { 7, 1024, 32768, 260 },
-  { 7, 1536, 1, 261 },
-  { 7, 1536, 8, 261 },
-  { 7, 1536, 32, 261 },
-  { 7, 1536, 128, 261 },
-  { 7, 1536, 512, 261 },
-  { 7, 1536, 2048, 262 },
-  { 7, 1536, 8192, 262 },
-  { 7, 1536, 32768, 262 },
-  { 7, 2048, 1, 261 },
-  { 7, 2048, 8, 261 },
-  { 7, 2048, 32, 261 },
-  { 7, 2048, 128, 261 },
-  { 7, 2048, 512, 261 },
-  { 7, 2048, 2048, 261 },
-  { 7, 2048, 8192, 263 },
-  { 7, 2048, 32768, 263 },
-  { 7, 2560, 1, 264 },
-  { 7, 2560, 8, 264 },
-  { 7, 2560, 32, 264 },
-  { 7, 2560, 128, 264 },
-  { 7, 2560, 512, 264 },
-  { 7, 2560, 2048, 264 },
-  { 7, 2560, 8192, 263 },
-  { 7, 2560, 32768, 263 },
-  { 7, 3072, 1, 264 },
-  { 7, 3072, 8, 264 },
-  { 7, 3072, 32, 264 },
-  { 7, 3072, 128, 264 },
-  { 7, 3072, 512, 264 },
-  { 7, 3072, 2048, 264 },
-  { 7, 3072, 8192, 263 },
-  { 7, 3072, 32768, 265 },
-  { 7, 4096, 1, 266 },
-  { 7, 4096, 8, 266 },
-  { 7, 4096, 32, 266 },
-  { 7, 4096, 128, 266 },
-  { 7, 4096, 512, 263 },
-  { 7, 4096, 2048, 266 },
-  { 7, 4096, 8192, 263 },
-  { 7, 4096, 32768, 267 },
-  { 7, 5120, 1, 268 },
-  { 7, 5120, 8, 268 },
-  { 7, 5120, 32, 269 },
-  { 7, 5120, 128, 269 },
-  { 7, 5120, 512, 268 },
-  { 7, 5120, 2048, 268 },
-  { 7, 5120, 8192, 263 },
-  { 7, 5120, 32768, 267 },
-  { 7, 6144, 1, 269 },
-  { 7, 6144, 8, 269 },
-  { 7, 6144, 32, 269 },
-  { 7, 6144, 128, 269 },
-  { 7, 6144, 512, 270 },
-  { 7, 6144, 2048, 270 },
-  { 7, 6144, 8192, 271 },
-  { 7, 6144, 32768, 267 },
-  { 7, 7168, 1, 272 },
-  { 7, 7168, 8, 273 },
-  { 7, 7168, 32, 272 },
-  { 7, 7168, 128, 273 },
-  { 7, 7168, 512, 272 },
-  { 7, 7168, 2048, 271 },
-  { 7, 7168, 8192, 267 },
-  { 7, 7168, 32768, 267 },
-  { 7, 8192, 1, 274 },
-  { 7, 8192, 8, 274 },
-  { 7, 8192, 32, 274 },
-  { 7, 8192, 128, 273 },
-  { 7, 8192, 512, 273 },
-  { 7, 8192, 2048, 271 },
-  { 7, 8192, 8192, 267 },
-  { 7, 8192, 32768, 267 },
-  { 7, 12288, 1, 275 },
-  { 7, 12288, 8, 275 },
-  { 7, 12288, 32, 275 },
-  { 7, 12288, 128, 276 },
-  { 7, 12288, 512, 277 },
-  { 7, 12288, 2048, 271 },
-  { 7, 12288, 8192, 278 },
-  { 7, 12288, 32768, 278 },
-  { 7, 16384, 1, 279 },
-  { 7, 16384, 8, 279 },
-  { 7, 16384, 32, 279 },
-  { 7, 16384, 128, 279 },
-  { 7, 16384, 512, 278 },
-  { 7, 16384, 2048, 271 },
-  { 7, 16384, 8192, 278 },
-  { 7, 16384, 32768, 278 },
-  { 7, 32768, 1, 280 },
-  { 7, 32768, 8, 280 },
-  { 7, 32768, 32, 281 },
-  { 7, 32768, 128, 271 },
-  { 7, 32768, 512, 282 },
-  { 7, 32768, 2048, 282 },
-  { 7, 32768, 8192, 282 },
-  { 7, 32768, 32768, 282 },
-  { 7, 65536, 1, 283 },
-  { 7, 65536, 8, 283 },
-  { 7, 65536, 32, 284 },
-  { 7, 65536, 128, 284 },
-  { 7, 65536, 512, 285 },
-  { 7, 65536, 2048, 286 },
-  { 7, 65536, 8192, 286 },
-  { 7, 65536, 32768, 286 },
-  { 7, 131072, 1, 287 },
-  { 7, 131072, 8, 287 },
-  { 7, 131072, 32, 288 },
-  { 7, 131072, 128, 288 },
-  { 7, 131072, 512, 288 },
-  { 7, 131072, 2048, 289 },
-  { 7, 131072, 8192, 289 },
-  { 7, 131072, 32768, 289 },
-  { 8, 512, 1, 291 },
-  { 8, 512, 8, 291 },
-  { 8, 512, 32, 291 },
-  { 8, 512, 128, 291 },
-  { 8, 512, 512, 291 },
-  { 8, 512, 2048, 292 },
-  { 8, 512, 8192, 291 },
-  { 8, 512, 32768, 292 },
-  { 8, 768, 1, 293 },
-  { 8, 768, 8, 293 },
-  { 8, 768, 32, 293 },
-  { 8, 768, 128, 293 },
-  { 8, 768, 512, 293 },
-  { 8, 768, 2048, 294 },
-  { 8, 768, 8192, 294 },
-  { 8, 768, 32768, 295 },
-  { 8, 1024, 1, 293 },
-  { 8, 1024, 8, 293 },
-  { 8, 1024, 32, 293 },
-  { 8, 1024, 128, 295 },
-  { 8, 1024, 512, 293 },
-  { 8, 1024, 2048, 293 },
-  { 8, 1024, 8192, 295 },
-  { 8, 1024, 32768, 295 },
-  { 8, 1536, 1, 296 },
-  { 8, 1536, 8, 296 },
-  { 8, 1536, 32, 296 },
-  { 8, 1536, 128, 296 },
-  { 8, 1536, 512, 296 },
-  { 8, 1536, 2048, 296 },
-  { 8, 1536, 8192, 297 },
-  { 8, 1536, 32768, 297 },
-  { 8, 2048, 1, 296 },
-  { 8, 2048, 8, 296 },
-  { 8, 2048, 32, 296 },
-  { 8, 2048, 128, 296 },
-  { 8, 2048, 512, 296 },
-  { 8, 2048, 2048, 296 },
-  { 8, 2048, 8192, 298 },
-  { 8, 2048, 32768, 298 },
-  { 8, 2560, 1, 299 },
-  { 8, 2560, 8, 299 },
-  { 8, 2560, 32, 299 },
-  { 8, 2560, 128, 299 },
-  { 8, 2560, 512, 298 },
-  { 8, 2560, 2048, 300 },
-  { 8, 2560, 8192, 298 },
-  { 8, 2560, 32768, 298 },
-  { 8, 3072, 1, 299 },
-  { 8, 3072, 8, 299 },
-  { 8, 3072, 32, 299 },
-  { 8, 3072, 128, 299 },
-  { 8, 3072, 512, 298 },
-  { 8, 3072, 2048, 300 },
-  { 8, 3072, 8192, 298 },
-  { 8, 3072, 32768, 298 },
-  { 8, 4096, 1, 300 },
-  { 8, 4096, 8, 300 },
-  { 8, 4096, 32, 300 },
-  { 8, 4096, 128, 300 },
-  { 8, 4096, 512, 300 },
-  { 8, 4096, 2048, 298 },
-  { 8, 4096, 8192, 301 },
-  { 8, 4096, 32768, 301 },
-  { 8, 5120, 1, 302 },
-  { 8, 5120, 8, 302 },
-  { 8, 5120, 32, 302 },
-  { 8, 5120, 128, 302 },
-  { 8, 5120, 512, 298 },
-  { 8, 5120, 2048, 301 },
-  { 8, 5120, 8192, 301 },
-  { 8, 5120, 32768, 301 },
-  { 8, 6144, 1, 303 },
-  { 8, 6144, 8, 302 },
-  { 8, 6144, 32, 302 },
-  { 8, 6144, 128, 302 },
-  { 8, 6144, 512, 298 },
-  { 8, 6144, 2048, 301 },
-  { 8, 6144, 8192, 301 },
-  { 8, 6144, 32768, 301 },
-  { 8, 7168, 1, 304 },
-  { 8, 7168, 8, 305 },
-  { 8, 7168, 32, 305 },
-  { 8, 7168, 128, 306 },
-  { 8, 7168, 512, 298 },
-  { 8, 7168, 2048, 301 },
-  { 8, 7168, 8192, 301 },
-  { 8, 7168, 32768, 301 },
-  { 8, 8192, 1, 307 },
-  { 8, 8192, 8, 307 },
-  { 8, 8192, 32, 307 },
-  { 8, 8192, 128, 304 },
-  { 8, 8192, 512, 301 },
-  { 8, 8192, 2048, 301 },
-  { 8, 8192, 8192, 301 },
-  { 8, 8192, 32768, 301 },
-  { 8, 12288, 1, 308 },
-  { 8, 12288, 8, 308 },
-  { 8, 12288, 32, 308 },
-  { 8, 12288, 128, 309 },
-  { 8, 12288, 512, 301 },
-  { 8, 12288, 2048, 309 },
-  { 8, 12288, 8192, 309 },
-  { 8, 12288, 32768, 309 },
-  { 8, 16384, 1, 310 },
-  { 8, 16384, 8, 310 },
-  { 8, 16384, 32, 310 },
-  { 8, 16384, 128, 311 },
-  { 8, 16384, 512, 301 },
-  { 8, 16384, 2048, 311 },
-  { 8, 16384, 8192, 311 },
-  { 8, 16384, 32768, 311 },
-  { 8, 32768, 1, 312 },
-  { 8, 32768, 8, 312 },
-  { 8, 32768, 32, 313 },
-  { 8, 32768, 128, 301 },
-  { 8, 32768, 512, 301 },
-  { 8, 32768, 2048, 301 },
-  { 8, 32768, 8192, 301 },
-  { 8, 32768, 32768, 301 },
-  { 8, 65536, 1, 314 },
-  { 8, 65536, 8, 314 },
-  { 8, 65536, 32, 314 },
-  { 8, 65536, 128, 314 },
-  { 8, 65536, 512, 314 },
-  { 8, 65536, 2048, 314 },
-  { 8, 65536, 8192, 314 },
-  { 8, 65536, 32768, 314 },
-  { 8, 131072, 1, 315 },
-  { 8, 131072, 8, 315 },
-  { 8, 131072, 32, 315 },
-  { 8, 131072, 128, 315 },
-  { 8, 131072, 512, 315 },
-  { 8, 131072, 2048, 315 },
-  { 8, 131072, 8192, 315 },
-  { 8, 131072, 32768, 315 },
+  { 0, 8192, 32, 22 },
+  { 0, 8192, 128, 22 },
+  { 0, 8192, 512, 23 },
+  { 0, 8192, 2048, 23 },
+  { 0, 8192, 8192, 24 },
+  { 0, 8192, 32768, 24 },
+  { 0, 12288, 1, 25 },
+  { 0, 12288, 8, 25 },
+  { 0, 12288, 32, 25 },
+  { 0, 12288, 128, 25 },
+  { 0, 12288, 512, 26 },
+  { 0, 12288, 2048, 26 },
+  { 0, 12288, 8192, 26 },
+  { 0, 12288, 32768, 26 },
+  { 0, 16384, 1, 27 },
+  { 0, 16384, 8, 27 },
+  { 0, 16384, 32, 27 },
+  { 0, 16384, 128, 28 },
+  { 0, 16384, 512, 29 },
+  { 0, 16384, 2048, 30 },
+  { 0, 16384, 8192, 30 },
+  { 0, 16384, 32768, 30 },
+  { 0, 32768, 1, 31 },
+  { 0, 32768, 8, 31 },
+  { 0, 32768, 32, 31 },
+  { 0, 32768, 128, 32 },
+  { 0, 32768, 512, 33 },
+  { 0, 32768, 2048, 33 },
+  { 0, 32768, 8192, 33 },
+  { 0, 32768, 32768, 33 },
+  { 0, 65536, 1, 34 },
+  { 0, 65536, 8, 34 },
+  { 0, 65536, 32, 35 },
+  { 0, 65536, 128, 36 },
+  { 0, 65536, 512, 37 },
+  { 0, 65536, 2048, 37 },
+  { 0, 65536, 8192, 37 },
+  { 0, 65536, 32768, 37 },
+  { 0, 131072, 1, 38 },
+  { 0, 131072, 8, 38 },
+  { 0, 131072, 32, 39 },
+  { 0, 131072, 128, 40 },
+  { 0, 131072, 512, 40 },
+  { 0, 131072, 2048, 40 },
+  { 0, 131072, 8192, 40 },
+  { 0, 131072, 32768, 40 },
+  { 1, 512, 1, 42 },
+  { 1, 512, 8, 43 },
+  { 1, 512, 32, 43 },
+  { 1, 512, 128, 44 },
+  { 1, 512, 512, 43 },
+  { 1, 512, 2048, 44 },
+  { 1, 512, 8192, 44 },
+  { 1, 512, 32768, 43 },
+  { 1, 768, 1, 45 },
+  { 1, 768, 8, 45 },
+  { 1, 768, 32, 45 },
+  { 1, 768, 128, 46 },
+  { 1, 768, 512, 46 },
+  { 1, 768, 2048, 46 },
+  { 1, 768, 8192, 46 },
+  { 1, 768, 32768, 46 },
+  { 1, 1024, 1, 47 },
+  { 1, 1024, 8, 47 },
+  { 1, 1024, 32, 47 },
+  { 1, 1024, 128, 48 },
+  { 1, 1024, 512, 47 },
+  { 1, 1024, 2048, 47 },
+  { 1, 1024, 8192, 47 },
+  { 1, 1024, 32768, 47 },
+  { 1, 1536, 1, 49 },
+  { 1, 1536, 8, 49 },
+  { 1, 1536, 32, 49 },
+  { 1, 1536, 128, 49 },
+  { 1, 1536, 512, 49 },
+  { 1, 1536, 2048, 49 },
+  { 1, 1536, 8192, 49 },
+  { 1, 1536, 32768, 49 },
+  { 1, 2048, 1, 50 },
+  { 1, 2048, 8, 50 },
+  { 1, 2048, 32, 50 },
+  { 1, 2048, 128, 50 },
+  { 1, 2048, 512, 50 },
+  { 1, 2048, 2048, 50 },
+  { 1, 2048, 8192, 50 },
+  { 1, 2048, 32768, 51 },
+  { 1, 2560, 1, 52 },
+  { 1, 2560, 8, 52 },
+  { 1, 2560, 32, 52 },
+  { 1, 2560, 128, 52 },
+  { 1, 2560, 512, 52 },
+  { 1, 2560, 2048, 53 },
+  { 1, 2560, 8192, 52 },
+  { 1, 2560, 32768, 52 },
+  { 1, 3072, 1, 54 },
+  { 1, 3072, 8, 54 },
+  { 1, 3072, 32, 54 },
+  { 1, 3072, 128, 54 },
+  { 1, 3072, 512, 54 },
+  { 1, 3072, 2048, 54 },
+  { 1, 3072, 8192, 54 },
+  { 1, 3072, 32768, 54 },
+  { 1, 4096, 1, 55 },
+  { 1, 4096, 8, 55 },
+  { 1, 4096, 32, 55 },
+  { 1, 4096, 128, 55 },
+  { 1, 4096, 512, 55 },
+  { 1, 4096, 2048, 56 },
+  { 1, 4096, 8192, 56 },
+  { 1, 4096, 32768, 56 },
+  { 1, 5120, 1, 57 },
+  { 1, 5120, 8, 57 },
+  { 1, 5120, 32, 57 },
+  { 1, 5120, 128, 57 },
+  { 1, 5120, 512, 58 },
+  { 1, 5120, 2048, 57 },
+  { 1, 5120, 8192, 57 },
+  { 1, 5120, 32768, 57 },
+  { 1, 6144, 1, 59 },
+  { 1, 6144, 8, 59 },
+  { 1, 6144, 32, 59 },
+  { 1, 6144, 128, 59 },
+  { 1, 6144, 512, 59 },
+  { 1, 6144, 2048, 59 },
+  { 1, 6144, 8192, 59 },
+  { 1, 6144, 32768, 60 },
+  { 1, 7168, 1, 61 },
+  { 1, 7168, 8, 61 },
+  { 1, 7168, 32, 61 },
+  { 1, 7168, 128, 61 },
+  { 1, 7168, 512, 61 },
+  { 1, 7168, 2048, 61 },
+  { 1, 7168, 8192, 61 },
+  { 1, 7168, 32768, 61 },
+  { 1, 8192, 1, 62 },
+  { 1, 8192, 8, 62 },
+  { 1, 8192, 32, 63 },
+  { 1, 8192, 128, 63 },
+  { 1, 8192, 512, 64 },
+  { 1, 8192, 2048, 64 },
+  { 1, 8192, 8192, 64 },
+  { 1, 8192, 32768, 64 },
+  { 1, 12288, 1, 65 },
+  { 1, 12288, 8, 65 },
+  { 1, 12288, 32, 65 },
+  { 1, 12288, 128, 66 },
+  { 1, 12288, 512, 66 },
+  { 1, 12288, 2048, 66 },
+  { 1, 12288, 8192, 67 },
+  { 1, 12288, 32768, 67 },
+  { 1, 16384, 1, 68 },
+  { 1, 16384, 8, 68 },
+  { 1, 16384, 32, 68 },
+  { 1, 16384, 128, 69 },
+  { 1, 16384, 512, 70 },
+  { 1, 16384, 2048, 71 },
+  { 1, 16384, 8192, 71 },
+  { 1, 16384, 32768, 71 },
+  { 1, 32768, 1, 72 },
+  { 1, 32768, 8, 72 },
+  { 1, 32768, 32, 73 },
+  { 1, 32768, 128, 74 },
+  { 1, 32768, 512, 75 },
+  { 1, 32768, 2048, 75 },
+  { 1, 32768, 8192, 75 },
+  { 1, 32768, 32768, 75 },
+  { 1, 65536, 1, 76 },
+  { 1, 65536, 8, 76 },
+  { 1, 65536, 32, 77 },
+  { 1, 65536, 128, 78 },
+  { 1, 65536, 512, 79 },
+  { 1, 65536, 2048, 79 },
+  { 1, 65536, 8192, 79 },
+  { 1, 65536, 32768, 79 },
+  { 1, 131072, 1, 80 },
+  { 1, 131072, 8, 80 },
+  { 1, 131072, 32, 81 },
+  { 1, 131072, 128, 82 },
+  { 1, 131072, 512, 82 },
+  { 1, 131072, 2048, 83 },
+  { 1, 131072, 8192, 83 },
+  { 1, 131072, 32768, 83 },
+  { 2, 512, 1, 85 },
+  { 2, 512, 8, 86 },
+  { 2, 512, 32, 86 },
+  { 2, 512, 128, 86 },
+  { 2, 512, 512, 87 },
+  { 2, 512, 2048, 87 },
+  { 2, 512, 8192, 86 },
+  { 2, 512, 32768, 87 },
+  { 2, 768, 1, 88 },
+  { 2, 768, 8, 88 },
+  { 2, 768, 32, 88 },
+  { 2, 768, 128, 88 },
+  { 2, 768, 512, 88 },
+  { 2, 768, 2048, 89 },
+  { 2, 768, 8192, 88 },
+  { 2, 768, 32768, 90 },
+  { 2, 1024, 1, 91 },
+  { 2, 1024, 8, 91 },
+  { 2, 1024, 32, 91 },
+  { 2, 1024, 128, 91 },
+  { 2, 1024, 512, 91 },
+  { 2, 1024, 2048, 90 },
+  { 2, 1024, 8192, 91 },
+  { 2, 1024, 32768, 90 },
+  { 2, 1536, 1, 92 },
+  { 2, 1536, 8, 92 },
+  { 2, 1536, 32, 92 },
+  { 2, 1536, 128, 92 },
+  { 2, 1536, 512, 92 },
+  { 2, 1536, 2048, 92 },
+  { 2, 1536, 8192, 93 },
+  { 2, 1536, 32768, 93 },
+  { 2, 2048, 1, 94 },
+  { 2, 2048, 8, 94 },
+  { 2, 2048, 32, 94 },
+  { 2, 2048, 128, 95 },
+  { 2, 2048, 512, 94 },
+  { 2, 2048, 2048, 95 },
+  { 2, 2048, 8192, 96 },
+  { 2, 2048, 32768, 96 },
+  { 2, 2560, 1, 97 },
+  { 2, 2560, 8, 97 },
+  { 2, 2560, 32, 97 },
+  { 2, 2560, 128, 97 },
+  { 2, 2560, 512, 97 },
+  { 2, 2560, 2048, 97 },
+  { 2, 2560, 8192, 98 },
+  { 2, 2560, 32768, 98 },
+  { 2, 3072, 1, 99 },
+  { 2, 3072, 8, 99 },
+  { 2, 3072, 32, 99 },
+  { 2, 3072, 128, 99 },
+  { 2, 3072, 512, 99 },
+  { 2, 3072, 2048, 99 },
+  { 2, 3072, 8192, 100 },
+  { 2, 3072, 32768, 100 },
+  { 2, 4096, 1, 101 },
+  { 2, 4096, 8, 101 },
+  { 2, 4096, 32, 101 },
+  { 2, 4096, 128, 101 },
+  { 2, 4096, 512, 102 },
+  { 2, 4096, 2048, 101 },
+  { 2, 4096, 8192, 102 },
+  { 2, 4096, 32768, 103 },
+  { 2, 5120, 1, 104 },
+  { 2, 5120, 8, 104 },
+  { 2, 5120, 32, 104 },
+  { 2, 5120, 128, 104 },
+  { 2, 5120, 512, 104 },
+  { 2, 5120, 2048, 104 },
+  { 2, 5120, 8192, 105 },
+  { 2, 5120, 32768, 105 },
+  { 2, 6144, 1, 106 },
+  { 2, 6144, 8, 106 },
+  { 2, 6144, 32, 106 },
+  { 2, 6144, 128, 106 },
+  { 2, 6144, 512, 106 },
+  { 2, 6144, 2048, 106 },
+  { 2, 6144, 8192, 107 },
+  { 2, 6144, 32768, 107 },
+  { 2, 7168, 1, 108 },
+  { 2, 7168, 8, 109 },
+  { 2, 7168, 32, 108 },
+  { 2, 7168, 128, 108 },
+  { 2, 7168, 512, 110 },
+  { 2, 7168, 2048, 108 },
+  { 2, 7168, 8192, 111 },
+  { 2, 7168, 32768, 111 },
+  { 2, 8192, 1, 112 },
+  { 2, 8192, 8, 112 },
+  { 2, 8192, 32, 112 },
+  { 2, 8192, 128, 113 },
+  { 2, 8192, 512, 113 },
+  { 2, 8192, 2048, 114 },
+  { 2, 8192, 8192, 114 },
+  { 2, 8192, 32768, 114 },
+  { 2, 12288, 1, 115 },
+  { 2, 12288, 8, 115 },
+  { 2, 12288, 32, 115 },
+  { 2, 12288, 128, 116 },
+  { 2, 12288, 512, 117 },
+  { 2, 12288, 2048, 118 },
+  { 2, 12288, 8192, 118 },
+  { 2, 12288, 32768, 118 },
+  { 2, 16384, 1, 119 },
+  { 2, 16384, 8, 119 },
+  { 2, 16384, 32, 119 },
+  { 2, 16384, 128, 120 },
+  { 2, 16384, 512, 121 },
+  { 2, 16384, 2048, 121 },
+  { 2, 16384, 8192, 121 },
+  { 2, 16384, 32768, 121 },
+  { 2, 32768, 1, 122 },
+  { 2, 32768, 8, 122 },
+  { 2, 32768, 32, 123 },
+  { 2, 32768, 128, 124 },
+  { 2, 32768, 512, 124 },
+  { 2, 32768, 2048, 124 },
+  { 2, 32768, 8192, 124 },
+  { 2, 32768, 32768, 124 },
+  { 2, 65536, 1, 125 },
+  { 2, 65536, 8, 125 },
+  { 2, 65536, 32, 126 },
+  { 2, 65536, 128, 127 },
+  { 2, 65536, 512, 126 },
+  { 2, 65536, 2048, 128 },
+  { 2, 65536, 8192, 128 },
+  { 2, 65536, 32768, 128 },
+  { 2, 131072, 1, 129 },
+  { 2, 131072, 8, 129 },
+  { 2, 131072, 32, 130 },
+  { 2, 131072, 128, 131 },
+  { 2, 131072, 512, 132 },
+  { 2, 131072, 2048, 132 },
+  { 2, 131072, 8192, 132 },
+  { 2, 131072, 32768, 132 },
+  { 3, 512, 1, 134 },
+  { 3, 512, 8, 135 },
+  { 3, 512, 32, 135 },
+  { 3, 512, 128, 135 },
+  { 3, 512, 512, 135 },
+  { 3, 512, 2048, 135 },
+  { 3, 512, 8192, 136 },
+  { 3, 512, 32768, 135 },
+  { 3, 768, 1, 137 },
+  { 3, 768, 8, 138 },
+  { 3, 768, 32, 139 },
+  { 3, 768, 128, 139 },
+  { 3, 768, 512, 139 },
+  { 3, 768, 2048, 138 },
+  { 3, 768, 8192, 138 },
+  { 3, 768, 32768, 139 },
+  { 3, 1024, 1, 140 },
+  { 3, 1024, 8, 141 },
+  { 3, 1024, 32, 141 },
+  { 3, 1024, 128, 141 },
+  { 3, 1024, 512, 140 },
+  { 3, 1024, 2048, 140 },
+  { 3, 1024, 8192, 140 },
+  { 3, 1024, 32768, 140 },
+  { 3, 1536, 1, 142 },
+  { 3, 1536, 8, 142 },
+  { 3, 1536, 32, 142 },
+  { 3, 1536, 128, 143 },
+  { 3, 1536, 512, 143 },
+  { 3, 1536, 2048, 143 },
+  { 3, 1536, 8192, 142 },
+  { 3, 1536, 32768, 142 },
+  { 3, 2048, 1, 144 },
+  { 3, 2048, 8, 144 },
+  { 3, 2048, 32, 144 },
+  { 3, 2048, 128, 144 },
+  { 3, 2048, 512, 144 },
+  { 3, 2048, 2048, 145 },
+  { 3, 2048, 8192, 144 },
+  { 3, 2048, 32768, 144 },
+  { 3, 2560, 1, 146 },
+  { 3, 2560, 8, 146 },
+  { 3, 2560, 32, 146 },
+  { 3, 2560, 128, 146 },
+  { 3, 2560, 512, 146 },
+  { 3, 2560, 2048, 147 },
+  { 3, 2560, 8192, 147 },
+  { 3, 2560, 32768, 146 },
+  { 3, 3072, 1, 148 },
+  { 3, 3072, 8, 148 },
+  { 3, 3072, 32, 148 },
+  { 3, 3072, 128, 148 },
+  { 3, 3072, 512, 148 },
+  { 3, 3072, 2048, 148 },
+  { 3, 3072, 8192, 148 },
+  { 3, 3072, 32768, 148 },
+  { 3, 4096, 1, 149 },
+  { 3, 4096, 8, 149 },
+  { 3, 4096, 32, 149 },
+  { 3, 4096, 128, 149 },
+  { 3, 4096, 512, 149 },
+  { 3, 4096, 2048, 149 },
+  { 3, 4096, 8192, 149 },
+  { 3, 4096, 32768, 149 },
+  { 3, 5120, 1, 150 },
+  { 3, 5120, 8, 150 },
+  { 3, 5120, 32, 150 },
+  { 3, 5120, 128, 150 },
+  { 3, 5120, 512, 151 },
+  { 3, 5120, 2048, 152 },
+  { 3, 5120, 8192, 152 },
+  { 3, 5120, 32768, 152 },
+  { 3, 6144, 1, 153 },
+  { 3, 6144, 8, 153 },
+  { 3, 6144, 32, 153 },
+  { 3, 6144, 128, 154 },
+  { 3, 6144, 512, 154 },
+  { 3, 6144, 2048, 153 },
+  { 3, 6144, 8192, 154 },
+  { 3, 6144, 32768, 153 },
+  { 3, 7168, 1, 155 },
+  { 3, 7168, 8, 155 },
+  { 3, 7168, 32, 155 },
+  { 3, 7168, 128, 155 },
+  { 3, 7168, 512, 156 },
+  { 3, 7168, 2048, 155 },
+  { 3, 7168, 8192, 155 },
+  { 3, 7168, 32768, 156 },
+  { 3, 8192, 1, 157 },
+  { 3, 8192, 8, 157 },
+  { 3, 8192, 32, 157 },
+  { 3, 8192, 128, 157 },
+  { 3, 8192, 512, 157 },
+  { 3, 8192, 2048, 158 },
+  { 3, 8192, 8192, 158 },
+  { 3, 8192, 32768, 158 },
+  { 3, 12288, 1, 159 },
+  { 3, 12288, 8, 159 },
+  { 3, 12288, 32, 159 },
+  { 3, 12288, 128, 159 },
+  { 3, 12288, 512, 160 },
+  { 3, 12288, 2048, 161 },
+  { 3, 12288, 8192, 161 },
+  { 3, 12288, 32768, 162 },
+  { 3, 16384, 1, 163 },
+  { 3, 16384, 8, 163 },
+  { 3, 16384, 32, 163 },
+  { 3, 16384, 128, 164 },
+  { 3, 16384, 512, 158 },
+  { 3, 16384, 2048, 165 },
+  { 3, 16384, 8192, 165 },
+  { 3, 16384, 32768, 165 },
+  { 3, 32768, 1, 166 },
+  { 3, 32768, 8, 166 },
+  { 3, 32768, 32, 166 },
+  { 3, 32768, 128, 167 },
+  { 3, 32768, 512, 168 },
+  { 3, 32768, 2048, 168 },
+  { 3, 32768, 8192, 169 },
+  { 3, 32768, 32768, 169 },
+  { 3, 65536, 1, 170 },
+  { 3, 65536, 8, 170 },
+  { 3, 65536, 32, 171 },
+  { 3, 65536, 128, 172 },
+  { 3, 65536, 512, 173 },
+  { 3, 65536, 2048, 174 },
+  { 3, 65536, 8192, 175 },
+  { 3, 65536, 32768, 175 },
+  { 3, 131072, 1, 176 },
+  { 3, 131072, 8, 176 },
+  { 3, 131072, 32, 176 },
+  { 3, 131072, 128, 177 },
+  { 3, 131072, 512, 177 },
+  { 3, 131072, 2048, 177 },
+  { 3, 131072, 8192, 178 },
+  { 3, 131072, 32768, 178 },
+  { 4, 512, 1, 180 },
+  { 4, 512, 8, 181 },
+  { 4, 512, 32, 181 },
+  { 4, 512, 128, 182 },
+  { 4, 512, 512, 182 },
+  { 4, 512, 2048, 182 },
+  { 4, 512, 8192, 181 },
+  { 4, 512, 32768, 182 },
+  { 4, 768, 1, 183 },
+  { 4, 768, 8, 183 },
+  { 4, 768, 32, 183 },
+  { 4, 768, 128, 184 },
+  { 4, 768, 512, 183 },
+  { 4, 768, 2048, 183 },
+  { 4, 768, 8192, 184 },
+  { 4, 768, 32768, 183 },
+  { 4, 1024, 1, 185 },
+  { 4, 1024, 8, 185 },
+  { 4, 1024, 32, 185 },
+  { 4, 1024, 128, 185 },
+  { 4, 1024, 512, 185 },
+  { 4, 1024, 2048, 185 },
+  { 4, 1024, 8192, 185 },
+  { 4, 1024, 32768, 185 },
+  { 4, 1536, 1, 186 },
+  { 4, 1536, 8, 186 },
+  { 4, 1536, 32, 186 },
+  { 4, 1536, 128, 186 },
+  { 4, 1536, 512, 186 },
+  { 4, 1536, 2048, 187 },
+  { 4, 1536, 8192, 186 },
+  { 4, 1536, 32768, 187 },
+  { 4, 2048, 1, 188 },
+  { 4, 2048, 8, 188 },
+  { 4, 2048, 32, 188 },
+  { 4, 2048, 128, 188 },
+  { 4, 2048, 512, 188 },
+  { 4, 2048, 2048, 188 },
+  { 4, 2048, 8192, 188 },
+  { 4, 2048, 32768, 188 },
+  { 4, 2560, 1, 189 },
+  { 4, 2560, 8, 189 },
+  { 4, 2560, 32, 189 },
+  { 4, 2560, 128, 189 },
+  { 4, 2560, 512, 190 },
+  { 4, 2560, 2048, 190 },
+  { 4, 2560, 8192, 190 },
+  { 4, 2560, 32768, 190 },
+  { 4, 3072, 1, 191 },
+  { 4, 3072, 8, 191 },
+  { 4, 3072, 32, 192 },
+  { 4, 3072, 128, 192 },
+  { 4, 3072, 512, 191 },
+  { 4, 3072, 2048, 191 },
+  { 4, 3072, 8192, 191 },
+  { 4, 3072, 32768, 191 },
+  { 4, 4096, 1, 193 },
+  { 4, 4096, 8, 193 },
+  { 4, 4096, 32, 193 },
+  { 4, 4096, 128, 193 },
+  { 4, 4096, 512, 193 },
+  { 4, 4096, 2048, 193 },
+  { 4, 4096, 8192, 193 },
+  { 4, 4096, 32768, 193 },
+  { 4, 5120, 1, 194 },
+  { 4, 5120, 8, 194 },
+  { 4, 5120, 32, 194 },
+  { 4, 5120, 128, 194 },
+  { 4, 5120, 512, 195 },
+  { 4, 5120, 2048, 195 },
+  { 4, 5120, 8192, 195 },
+  { 4, 5120, 32768, 194 },
+  { 4, 6144, 1, 196 },
+  { 4, 6144, 8, 196 },
+  { 4, 6144, 32, 196 },
+  { 4, 6144, 128, 196 },
+  { 4, 6144, 512, 196 },
+  { 4, 6144, 2048, 196 },
+  { 4, 6144, 8192, 197 },
+  { 4, 6144, 32768, 197 },
+  { 4, 7168, 1, 198 },
+  { 4, 7168, 8, 198 },
+  { 4, 7168, 32, 199 },
+  { 4, 7168, 128, 199 },
+  { 4, 7168, 512, 200 },
+  { 4, 7168, 2048, 199 },
+  { 4, 7168, 8192, 199 },
+  { 4, 7168, 32768, 199 },
+  { 4, 8192, 1, 201 },
+  { 4, 8192, 8, 201 },
+  { 4, 8192, 32, 202 },
+  { 4, 8192, 128, 202 },
+  { 4, 8192, 512, 203 },
+  { 4, 8192, 2048, 202 },
+  { 4, 8192, 8192, 202 },
+  { 4, 8192, 32768, 202 },
+  { 4, 12288, 1, 204 },
+  { 4, 12288, 8, 205 },
+  { 4, 12288, 32, 205 },
+  { 4, 12288, 128, 205 },
+  { 4, 12288, 512, 205 },
+  { 4, 12288, 2048, 205 },
+  { 4, 12288, 8192, 205 },
+  { 4, 12288, 32768, 205 },
+  { 4, 16384, 1, 206 },
+  { 4, 16384, 8, 206 },
+  { 4, 16384, 32, 206 },
+  { 4, 16384, 128, 207 },
+  { 4, 16384, 512, 207 },
+  { 4, 16384, 2048, 207 },
+  { 4, 16384, 8192, 207 },
+  { 4, 16384, 32768, 207 },
+  { 4, 32768, 1, 208 },
+  { 4, 32768, 8, 208 },
+  { 4, 32768, 32, 208 },
+  { 4, 32768, 128, 209 },
+  { 4, 32768, 512, 209 },
+  { 4, 32768, 2048, 209 },
+  { 4, 32768, 8192, 209 },
+  { 4, 32768, 32768, 209 },
+  { 4, 65536, 1, 210 },
+  { 4, 65536, 8, 210 },
+  { 4, 65536, 32, 211 },
+  { 4, 65536, 128, 212 },
+  { 4, 65536, 512, 212 },
+  { 4, 65536, 2048, 212 },
+  { 4, 65536, 8192, 212 },
+  { 4, 65536, 32768, 212 },
+  { 4, 131072, 1, 213 },
+  { 4, 131072, 8, 213 },
+  { 4, 131072, 32, 214 },
+  { 4, 131072, 128, 215 },
+  { 4, 131072, 512, 215 },
+  { 4, 131072, 2048, 215 },
+  { 4, 131072, 8192, 215 },
+  { 4, 131072, 32768, 215 },
+  { 5, 512, 1, 217 },
+  { 5, 512, 8, 218 },
+  { 5, 512, 32, 218 },
+  { 5, 512, 128, 218 },
+  { 5, 512, 512, 219 },
+  { 5, 512, 2048, 218 },
+  { 5, 512, 8192, 220 },
+  { 5, 512, 32768, 218 },
+  { 5, 768, 1, 221 },
+  { 5, 768, 8, 222 },
+  { 5, 768, 32, 222 },
+  { 5, 768, 128, 222 },
+  { 5, 768, 512, 222 },
+  { 5, 768, 2048, 223 },
+  { 5, 768, 8192, 223 },
+  { 5, 768, 32768, 223 },
+  { 5, 1024, 1, 224 },
+  { 5, 1024, 8, 224 },
+  { 5, 1024, 32, 224 },
+  { 5, 1024, 128, 225 },
+  { 5, 1024, 512, 224 },
+  { 5, 1024, 2048, 224 },
+  { 5, 1024, 8192, 224 },
+  { 5, 1024, 32768, 224 },
+  { 5, 1536, 1, 226 },
+  { 5, 1536, 8, 226 },
+  { 5, 1536, 32, 226 },
+  { 5, 1536, 128, 227 },
+  { 5, 1536, 512, 226 },
+  { 5, 1536, 2048, 227 },
+  { 5, 1536, 8192, 226 },
+  { 5, 1536, 32768, 226 },
+  { 5, 2048, 1, 228 },
+  { 5, 2048, 8, 228 },
+  { 5, 2048, 32, 228 },
+  { 5, 2048, 128, 229 },
+  { 5, 2048, 512, 228 },
+  { 5, 2048, 2048, 229 },
+  { 5, 2048, 8192, 229 },
+  { 5, 2048, 32768, 228 },
+  { 5, 2560, 1, 230 },
+  { 5, 2560, 8, 230 },
+  { 5, 2560, 32, 230 },
+  { 5, 2560, 128, 230 },
+  { 5, 2560, 512, 230 },
+  { 5, 2560, 2048, 231 },
+  { 5, 2560, 8192, 231 },
+  { 5, 2560, 32768, 230 },
+  { 5, 3072, 1, 232 },
+  { 5, 3072, 8, 232 },
+  { 5, 3072, 32, 232 },
+  { 5, 3072, 128, 232 },
+  { 5, 3072, 512, 232 },
+  { 5, 3072, 2048, 232 },
+  { 5, 3072, 8192, 232 },
+  { 5, 3072, 32768, 232 },
+  { 5, 4096, 1, 233 },
+  { 5, 4096, 8, 233 },
+  { 5, 4096, 32, 233 },
+  { 5, 4096, 128, 233 },
+  { 5, 4096, 512, 233 },
+  { 5, 4096, 2048, 234 },
+  { 5, 4096, 8192, 233 },
+  { 5, 4096, 32768, 233 },
+  { 5, 5120, 1, 235 },
+  { 5, 5120, 8, 235 },
+  { 5, 5120, 32, 235 },
+  { 5, 5120, 128, 235 },
+  { 5, 5120, 512, 236 },
+  { 5, 5120, 2048, 237 },
+  { 5, 5120, 8192, 237 },
+  { 5, 5120, 32768, 236 },
+  { 5, 6144, 1, 238 },
+  { 5, 6144, 8, 238 },
+  { 5, 6144, 32, 239 },
+  { 5, 6144, 128, 238 },
+  { 5, 6144, 512, 238 },
+  { 5, 6144, 2048, 239 },
+  { 5, 6144, 8192, 239 },
+  { 5, 6144, 32768, 239 },
+  { 5, 7168, 1, 240 },
+  { 5, 7168, 8, 240 },
+  { 5, 7168, 32, 240 },
+  { 5, 7168, 128, 240 },
+  { 5, 7168, 512, 241 },
+  { 5, 7168, 2048, 240 },
+  { 5, 7168, 8192, 240 },
+  { 5, 7168, 32768, 241 },
+  { 5, 8192, 1, 242 },
+  { 5, 8192, 8, 242 },
+  { 5, 8192, 32, 242 },
+  { 5, 8192, 128, 242 },
+  { 5, 8192, 512, 243 },
+  { 5, 8192, 2048, 244 },
+  { 5, 8192, 8192, 244 },
+  { 5, 8192, 32768, 244 },
+  { 5, 12288, 1, 245 },
+  { 5, 12288, 8, 245 },
+  { 5, 12288, 32, 245 },
+  { 5, 12288, 128, 245 },
+  { 5, 12288, 512, 246 },
+  { 5, 12288, 2048, 246 },
+  { 5, 12288, 8192, 246 },
+  { 5, 12288, 32768, 247 },
+  { 5, 16384, 1, 248 },
+  { 5, 16384, 8, 248 },
+  { 5, 16384, 32, 248 },
+  { 5, 16384, 128, 249 },
+  { 5, 16384, 512, 244 },
+  { 5, 16384, 2048, 250 },
+  { 5, 16384, 8192, 250 },
+  { 5, 16384, 32768, 250 },
+  { 5, 32768, 1, 251 },
+  { 5, 32768, 8, 251 },
+  { 5, 32768, 32, 251 },
+  { 5, 32768, 128, 252 },
+  { 5, 32768, 512, 253 },
+  { 5, 32768, 2048, 253 },
+  { 5, 32768, 8192, 254 },
+  { 5, 32768, 32768, 254 },
+  { 5, 65536, 1, 255 },
+  { 5, 65536, 8, 255 },
+  { 5, 65536, 32, 256 },
+  { 5, 65536, 128, 257 },
+  { 5, 65536, 512, 258 },
+  { 5, 65536, 2048, 258 },
+  { 5, 65536, 8192, 259 },
+  { 5, 65536, 32768, 259 },
+  { 5, 131072, 1, 260 },
+  { 5, 131072, 8, 260 },
+  { 5, 131072, 32, 260 },
+  { 5, 131072, 128, 261 },
+  { 5, 131072, 512, 261 },
+  { 5, 131072, 2048, 261 },
+  { 5, 131072, 8192, 261 },
+  { 5, 131072, 32768, 261 },
+  { 6, 512, 1, 263 },
+  { 6, 512, 8, 263 },
+  { 6, 512, 32, 263 },
+  { 6, 512, 128, 264 },
+  { 6, 512, 512, 264 },
+  { 6, 512, 2048, 264 },
+  { 6, 512, 8192, 265 },
+  { 6, 512, 32768, 264 },
+  { 6, 768, 1, 266 },
+  { 6, 768, 8, 266 },
+  { 6, 768, 32, 266 },
+  { 6, 768, 128, 267 },
+  { 6, 768, 512, 266 },
+  { 6, 768, 2048, 267 },
+  { 6, 768, 8192, 267 },
+  { 6, 768, 32768, 266 },
+  { 6, 1024, 1, 268 },
+  { 6, 1024, 8, 268 },
+  { 6, 1024, 32, 268 },
+  { 6, 1024, 128, 269 },
+  { 6, 1024, 512, 268 },
+  { 6, 1024, 2048, 268 },
+  { 6, 1024, 8192, 268 },
+  { 6, 1024, 32768, 269 },
+  { 6, 1536, 1, 270 },
+  { 6, 1536, 8, 270 },
+  { 6, 1536, 32, 270 },
+  { 6, 1536, 128, 270 },
+  { 6, 1536, 512, 270 },
+  { 6, 1536, 2048, 271 },
+  { 6, 1536, 8192, 271 },
+  { 6, 1536, 32768, 270 },
+  { 6, 2048, 1, 272 },
+  { 6, 2048, 8, 272 },
+  { 6, 2048, 32, 272 },
+  { 6, 2048, 128, 272 },
+  { 6, 2048, 512, 272 },
+  { 6, 2048, 2048, 273 },
+  { 6, 2048, 8192, 273 },
+  { 6, 2048, 32768, 272 },
+  { 6, 2560, 1, 274 },
+  { 6, 2560, 8, 274 },
+  { 6, 2560, 32, 274 },
+  { 6, 2560, 128, 274 },
+  { 6, 2560, 512, 274 },
+  { 6, 2560, 2048, 275 },
+  { 6, 2560, 8192, 275 },
+  { 6, 2560, 32768, 275 },
+  { 6, 3072, 1, 276 },
+  { 6, 3072, 8, 277 },
+  { 6, 3072, 32, 276 },
+  { 6, 3072, 128, 277 },
+  { 6, 3072, 512, 276 },
+  { 6, 3072, 2048, 276 },
+  { 6, 3072, 8192, 276 },
+  { 6, 3072, 32768, 276 },
+  { 6, 4096, 1, 278 },
+  { 6, 4096, 8, 278 },
+  { 6, 4096, 32, 278 },
+  { 6, 4096, 128, 278 },
+  { 6, 4096, 512, 278 },
+  { 6, 4096, 2048, 278 },
+  { 6, 4096, 8192, 278 },
+  { 6, 4096, 32768, 278 },
+  { 6, 5120, 1, 279 },
+  { 6, 5120, 8, 279 },
+  { 6, 5120, 32, 279 },
+  { 6, 5120, 128, 279 },
+  { 6, 5120, 512, 279 },
+  { 6, 5120, 2048, 279 },
+  { 6, 5120, 8192, 279 },
+  { 6, 5120, 32768, 279 },
+  { 6, 6144, 1, 280 },
+  { 6, 6144, 8, 280 },
+  { 6, 6144, 32, 280 },
+  { 6, 6144, 128, 280 },
+  { 6, 6144, 512, 280 },
+  { 6, 6144, 2048, 280 },
+  { 6, 6144, 8192, 280 },
+  { 6, 6144, 32768, 280 },
+  { 6, 7168, 1, 281 },
+  { 6, 7168, 8, 281 },
+  { 6, 7168, 32, 281 },
+  { 6, 7168, 128, 281 },
+  { 6, 7168, 512, 282 },
+  { 6, 7168, 2048, 282 },
+  { 6, 7168, 8192, 281 },
+  { 6, 7168, 32768, 281 },
+  { 6, 8192, 1, 283 },
+  { 6, 8192, 8, 283 },
+  { 6, 8192, 32, 284 },
+  { 6, 8192, 128, 284 },
+  { 6, 8192, 512, 285 },
+  { 6, 8192, 2048, 284 },
+  { 6, 8192, 8192, 284 },
+  { 6, 8192, 32768, 284 },
+  { 6, 12288, 1, 286 },
+  { 6, 12288, 8, 287 },
+  { 6, 12288, 32, 287 },
+  { 6, 12288, 128, 287 },
+  { 6, 12288, 512, 288 },
+  { 6, 12288, 2048, 287 },
+  { 6, 12288, 8192, 287 },
+  { 6, 12288, 32768, 287 },
+  { 6, 16384, 1, 289 },
+  { 6, 16384, 8, 289 },
+  { 6, 16384, 32, 289 },
+  { 6, 16384, 128, 290 },
+  { 6, 16384, 512, 290 },
+  { 6, 16384, 2048, 290 },
+  { 6, 16384, 8192, 290 },
+  { 6, 16384, 32768, 290 },
+  { 6, 32768, 1, 291 },
+  { 6, 32768, 8, 291 },
+  { 6, 32768, 32, 291 },
+  { 6, 32768, 128, 292 },
+  { 6, 32768, 512, 292 },
+  { 6, 32768, 2048, 292 },
+  { 6, 32768, 8192, 292 },
+  { 6, 32768, 32768, 292 },
+  { 6, 65536, 1, 293 },
+  { 6, 65536, 8, 293 },
+  { 6, 65536, 32, 294 },
+  { 6, 65536, 128, 295 },
+  { 6, 65536, 512, 295 },
+  { 6, 65536, 2048, 295 },
+  { 6, 65536, 8192, 295 },
+  { 6, 65536, 32768, 295 },
+  { 6, 131072, 1, 296 },
+  { 6, 131072, 8, 296 },
+  { 6, 131072, 32, 296 },
+  { 6, 131072, 128, 296 },
+  { 6, 131072, 512, 297 },
+  { 6, 131072, 2048, 297 },
+  { 6, 131072, 8192, 297 },
+  { 6, 131072, 32768, 297 },
+  { 7, 512, 1, 299 },
+  { 7, 512, 8, 300 },
+  { 7, 512, 32, 300 },
+  { 7, 512, 128, 300 },
+  { 7, 512, 512, 301 },
+  { 7, 512, 2048, 301 },
+  { 7, 512, 8192, 302 },
+  { 7, 512, 32768, 301 },
+  { 7, 768, 1, 303 },
+  { 7, 768, 8, 303 },
+  { 7, 768, 32, 303 },
+  { 7, 768, 128, 304 },
+  { 7, 768, 512, 304 },
+  { 7, 768, 2048, 305 },
+  { 7, 768, 8192, 304 },
+  { 7, 768, 32768, 305 },
+  { 7, 1024, 1, 306 },
+  { 7, 1024, 8, 306 },
+  { 7, 1024, 32, 306 },
+  { 7, 1024, 128, 306 },
+  { 7, 1024, 512, 306 },
+  { 7, 1024, 2048, 305 },
+  { 7, 1024, 8192, 306 },
+  { 7, 1024, 32768, 305 },
+  { 7, 1536, 1, 307 },
+  { 7, 1536, 8, 307 },
+  { 7, 1536, 32, 307 },
+  { 7, 1536, 128, 308 },
+  { 7, 1536, 512, 308 },
+  { 7, 1536, 2048, 309 },
+  { 7, 1536, 8192, 309 },
+  { 7, 1536, 32768, 309 },
+  { 7, 2048, 1, 310 },
+  { 7, 2048, 8, 310 },
+  { 7, 2048, 32, 310 },
+  { 7, 2048, 128, 311 },
+  { 7, 2048, 512, 312 },
+  { 7, 2048, 2048, 311 },
+  { 7, 2048, 8192, 312 },
+  { 7, 2048, 32768, 312 },
+  { 7, 2560, 1, 313 },
+  { 7, 2560, 8, 313 },
+  { 7, 2560, 32, 313 },
+  { 7, 2560, 128, 314 },
+  { 7, 2560, 512, 314 },
+  { 7, 2560, 2048, 313 },
+  { 7, 2560, 8192, 315 },
+  { 7, 2560, 32768, 315 },
+  { 7, 3072, 1, 316 },
+  { 7, 3072, 8, 316 },
+  { 7, 3072, 32, 316 },
+  { 7, 3072, 128, 316 },
+  { 7, 3072, 512, 317 },
+  { 7, 3072, 2048, 316 },
+  { 7, 3072, 8192, 317 },
+  { 7, 3072, 32768, 318 },
+  { 7, 4096, 1, 319 },
+  { 7, 4096, 8, 319 },
+  { 7, 4096, 32, 319 },
+  { 7, 4096, 128, 319 },
+  { 7, 4096, 512, 319 },
+  { 7, 4096, 2048, 319 },
+  { 7, 4096, 8192, 315 },
+  { 7, 4096, 32768, 318 },
+  { 7, 5120, 1, 320 },
+  { 7, 5120, 8, 320 },
+  { 7, 5120, 32, 320 },
+  { 7, 5120, 128, 320 },
+  { 7, 5120, 512, 320 },
+  { 7, 5120, 2048, 320 },
+  { 7, 5120, 8192, 318 },
+  { 7, 5120, 32768, 318 },
+  { 7, 6144, 1, 321 },
+  { 7, 6144, 8, 321 },
+  { 7, 6144, 32, 321 },
+  { 7, 6144, 128, 321 },
+  { 7, 6144, 512, 321 },
+  { 7, 6144, 2048, 321 },
+  { 7, 6144, 8192, 318 },
+  { 7, 6144, 32768, 318 },
+  { 7, 7168, 1, 322 },
+  { 7, 7168, 8, 322 },
+  { 7, 7168, 32, 322 },
+  { 7, 7168, 128, 322 },
+  { 7, 7168, 512, 322 },
+  { 7, 7168, 2048, 323 },
+  { 7, 7168, 8192, 323 },
+  { 7, 7168, 32768, 323 },
+  { 7, 8192, 1, 324 },
+  { 7, 8192, 8, 324 },
+  { 7, 8192, 32, 324 },
+  { 7, 8192, 128, 325 },
+  { 7, 8192, 512, 325 },
+  { 7, 8192, 2048, 326 },
+  { 7, 8192, 8192, 326 },
+  { 7, 8192, 32768, 326 },
+  { 7, 12288, 1, 327 },
+  { 7, 12288, 8, 327 },
+  { 7, 12288, 32, 327 },
+  { 7, 12288, 128, 328 },
+  { 7, 12288, 512, 329 },
+  { 7, 12288, 2048, 328 },
+  { 7, 12288, 8192, 330 },
+  { 7, 12288, 32768, 330 },
+  { 7, 16384, 1, 331 },
+  { 7, 16384, 8, 331 },
+  { 7, 16384, 32, 331 },
+  { 7, 16384, 128, 331 },
+  { 7, 16384, 512, 331 },
+  { 7, 16384, 2048, 332 },
+  { 7, 16384, 8192, 330 },
+  { 7, 16384, 32768, 330 },
+  { 7, 32768, 1, 333 },
+  { 7, 32768, 8, 333 },
+  { 7, 32768, 32, 333 },
+  { 7, 32768, 128, 334 },
+  { 7, 32768, 512, 333 },
+  { 7, 32768, 2048, 334 },
+  { 7, 32768, 8192, 334 },
+  { 7, 32768, 32768, 334 },
+  { 7, 65536, 1, 335 },
+  { 7, 65536, 8, 335 },
+  { 7, 65536, 32, 336 },
+  { 7, 65536, 128, 337 },
+  { 7, 65536, 512, 337 },
+  { 7, 65536, 2048, 337 },
+  { 7, 65536, 8192, 337 },
+  { 7, 65536, 32768, 337 },
+  { 7, 131072, 1, 338 },
+  { 7, 131072, 8, 338 },
+  { 7, 131072, 32, 338 },
+  { 7, 131072, 128, 338 },
+  { 7, 131072, 512, 338 },
+  { 7, 131072, 2048, 338 },
+  { 7, 131072, 8192, 338 },
+  { 7, 131072, 32768, 338 },
+  { 8, 512, 1, 340 },
+  { 8, 512, 8, 341 },
+  { 8, 512, 32, 341 },
+  { 8, 512, 128, 340 },
+  { 8, 512, 512, 342 },
+  { 8, 512, 2048, 342 },
+  { 8, 512, 8192, 341 },
+  { 8, 512, 32768, 342 },
+  { 8, 768, 1, 343 },
+  { 8, 768, 8, 343 },
+  { 8, 768, 32, 343 },
+  { 8, 768, 128, 344 },
+  { 8, 768, 512, 344 },
+  { 8, 768, 2048, 344 },
+  { 8, 768, 8192, 345 },
+  { 8, 768, 32768, 345 },
+  { 8, 1024, 1, 346 },
+  { 8, 1024, 8, 346 },
+  { 8, 1024, 32, 346 },
+  { 8, 1024, 128, 347 },
+  { 8, 1024, 512, 347 },
+  { 8, 1024, 2048, 347 },
+  { 8, 1024, 8192, 345 },
+  { 8, 1024, 32768, 345 },
+  { 8, 1536, 1, 348 },
+  { 8, 1536, 8, 348 },
+  { 8, 1536, 32, 348 },
+  { 8, 1536, 128, 348 },
+  { 8, 1536, 512, 349 },
+  { 8, 1536, 2048, 349 },
+  { 8, 1536, 8192, 349 },
+  { 8, 1536, 32768, 349 },
+  { 8, 2048, 1, 350 },
+  { 8, 2048, 8, 350 },
+  { 8, 2048, 32, 350 },
+  { 8, 2048, 128, 350 },
+  { 8, 2048, 512, 351 },
+  { 8, 2048, 2048, 351 },
+  { 8, 2048, 8192, 352 },
+  { 8, 2048, 32768, 352 },
+  { 8, 2560, 1, 353 },
+  { 8, 2560, 8, 353 },
+  { 8, 2560, 32, 353 },
+  { 8, 2560, 128, 353 },
+  { 8, 2560, 512, 354 },
+  { 8, 2560, 2048, 354 },
+  { 8, 2560, 8192, 354 },
+  { 8, 2560, 32768, 354 },
+  { 8, 3072, 1, 355 },
+  { 8, 3072, 8, 355 },
+  { 8, 3072, 32, 355 },
+  { 8, 3072, 128, 356 },
+  { 8, 3072, 512, 357 },
+  { 8, 3072, 2048, 357 },
+  { 8, 3072, 8192, 357 },
+  { 8, 3072, 32768, 357 },
+  { 8, 4096, 1, 358 },
+  { 8, 4096, 8, 359 },
+  { 8, 4096, 32, 358 },
+  { 8, 4096, 128, 358 },
+  { 8, 4096, 512, 360 },
+  { 8, 4096, 2048, 358 },
+  { 8, 4096, 8192, 361 },
+  { 8, 4096, 32768, 361 },
+  { 8, 5120, 1, 362 },
+  { 8, 5120, 8, 362 },
+  { 8, 5120, 32, 362 },
+  { 8, 5120, 128, 362 },
+  { 8, 5120, 512, 352 },
+  { 8, 5120, 2048, 361 },
+  { 8, 5120, 8192, 361 },
+  { 8, 5120, 32768, 361 },
+  { 8, 6144, 1, 363 },
+  { 8, 6144, 8, 364 },
+  { 8, 6144, 32, 363 },
+  { 8, 6144, 128, 364 },
+  { 8, 6144, 512, 352 },
+  { 8, 6144, 2048, 364 },
+  { 8, 6144, 8192, 361 },
+  { 8, 6144, 32768, 361 },
+  { 8, 7168, 1, 365 },
+  { 8, 7168, 8, 366 },
+  { 8, 7168, 32, 366 },
+  { 8, 7168, 128, 366 },
+  { 8, 7168, 512, 352 },
+  { 8, 7168, 2048, 361 },
+  { 8, 7168, 8192, 361 },
+  { 8, 7168, 32768, 361 },
+  { 8, 8192, 1, 367 },
+  { 8, 8192, 8, 367 },
+  { 8, 8192, 32, 367 },
+  { 8, 8192, 128, 368 },
+  { 8, 8192, 512, 368 },
+  { 8, 8192, 2048, 368 },
+  { 8, 8192, 8192, 368 },
+  { 8, 8192, 32768, 368 },
+  { 8, 12288, 1, 369 },
+  { 8, 12288, 8, 369 },
+  { 8, 12288, 32, 369 },
+  { 8, 12288, 128, 370 },
+  { 8, 12288, 512, 370 },
+  { 8, 12288, 2048, 370 },
+  { 8, 12288, 8192, 361 },
+  { 8, 12288, 32768, 361 },
+  { 8, 16384, 1, 371 },
+  { 8, 16384, 8, 371 },
+  { 8, 16384, 32, 371 },
+  { 8, 16384, 128, 372 },
+  { 8, 16384, 512, 361 },
+  { 8, 16384, 2048, 372 },
+  { 8, 16384, 8192, 372 },
+  { 8, 16384, 32768, 372 },
+  { 8, 32768, 1, 373 },
+  { 8, 32768, 8, 373 },
+  { 8, 32768, 32, 374 },
+  { 8, 32768, 128, 375 },
+  { 8, 32768, 512, 375 },
+  { 8, 32768, 2048, 375 },
+  { 8, 32768, 8192, 375 },
+  { 8, 32768, 32768, 375 },
+  { 8, 65536, 1, 376 },
+  { 8, 65536, 8, 376 },
+  { 8, 65536, 32, 377 },
+  { 8, 65536, 128, 378 },
+  { 8, 65536, 512, 378 },
+  { 8, 65536, 2048, 378 },
+  { 8, 65536, 8192, 378 },
+  { 8, 65536, 32768, 378 },
+  { 8, 131072, 1, 379 },
+  { 8, 131072, 8, 379 },
+  { 8, 131072, 32, 379 },
+  { 8, 131072, 128, 379 },
+  { 8, 131072, 512, 379 },
+  { 8, 131072, 2048, 379 },
+  { 8, 131072, 8192, 379 },
+  { 8, 131072, 32768, 379 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -1940,8 +2069,10 @@ bool aligned_for(const void* p, int elem_bytes, int vec) {
   return !p || alignment_bytes(p) % need == 0;
 }
 
-// Can the variant run this call: capacity, strides divisible by its vector width, every pointer aligned for it.
+// Can the variant run this call: its hidden size if compiled for one, capacity, strides divisible by
+// its vector width, every pointer aligned for it.
 bool can_run(const Variant& v, const normgen_fwd_desc& d) {
+  if (v.fixed_hidden != 0 && d.hidden != v.fixed_hidden) return false;
   const int64_t strides[] = {d.x_stride, d.y_stride, d.residual ? d.residual_stride : d.x_stride, d.residual_out ? d.residual_out_stride : d.x_stride};
   for (int64_t s : strides) if (s % v.vec != 0) return false;
   const int xb = int(dtype_bytes(d.dtype));
@@ -2127,30 +2258,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_0486b6782f73(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_0486b6782f73_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_47ea9f97709d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_47ea9f97709d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_be40e909d097(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_be40e909d097_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_a69b6176e285(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_a69b6176e285_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ddc92416d9c1(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ddc92416d9c1_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_20218eb1e7ec(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_20218eb1e7ec_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_98207b8eca2c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_98207b8eca2c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b640e178b991(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b640e178b991_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_a14b6240e04a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_a14b6240e04a_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_081281a3a7f4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_081281a3a7f4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_68765939d63e(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_68765939d63e_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_a41d2dc1f92b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_a41d2dc1f92b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b26081c0ef60(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b26081c0ef60_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ef7f6dd2dbee(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ef7f6dd2dbee_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7a50822d53f8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7a50822d53f8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e5708fef77f4(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e5708fef77f4_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_312a1f651f7d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_312a1f651f7d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ea763eb63eb1(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ea763eb63eb1_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_0260b38dd1bd(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_0260b38dd1bd_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_fcdb49e01247(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_fcdb49e01247_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_60836197967d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_60836197967d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f26b3e56e727(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f26b3e56e727_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_79a74aa06c6c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_79a74aa06c6c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_e33965379f8b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_e33965379f8b_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2160,20 +2291,21 @@ struct BwdVariant {
   const void* kernel;
   const void* reduce;
   int storage, threads, vec, threads_per_row, items, ctas_per_sm, recompute, sums;
+  size_t ring_bytes;  // shared memory of the rows' ring (0: none)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_0486b6782f73, (const void*)&normgen_layernorm_bwd_0486b6782f73_reduce, 0, 256, 8, 256, 2, 2, 1, 2 },  // regs.t256.v8.tpr256.i2.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_47ea9f97709d, (const void*)&normgen_layernorm_bwd_47ea9f97709d_reduce, 2, 512, 8, 512, 0, 2, 1, 2 },  // loop.t512.v8.tpr512.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_be40e909d097, (const void*)&normgen_layernorm_bwd_be40e909d097_reduce, 3, 256, 1, 256, 0, 2, 1, 2 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_a69b6176e285, (const void*)&normgen_layernorm_bwd_a69b6176e285_reduce, 0, 256, 4, 256, 4, 4, 1, 2 },  // regs.t256.v4.tpr256.i4.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_ddc92416d9c1, (const void*)&normgen_layernorm_bwd_ddc92416d9c1_reduce, 2, 512, 4, 512, 0, 2, 1, 2 },  // loop.t512.v4.tpr512.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_20218eb1e7ec, (const void*)&normgen_layernorm_bwd_20218eb1e7ec_reduce, 3, 256, 1, 256, 0, 2, 1, 2 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_98207b8eca2c, (const void*)&normgen_rmsnorm_bwd_98207b8eca2c_reduce, 0, 512, 8, 512, 1, 4, 1, 1 },  // regs.t512.v8.tpr512.i1.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_b640e178b991, (const void*)&normgen_rmsnorm_bwd_b640e178b991_reduce, 2, 256, 8, 256, 0, 2, 1, 1 },  // loop.t256.v8.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_a14b6240e04a, (const void*)&normgen_rmsnorm_bwd_a14b6240e04a_reduce, 3, 256, 1, 256, 0, 2, 1, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_081281a3a7f4, (const void*)&normgen_rmsnorm_bwd_081281a3a7f4_reduce, 0, 512, 4, 512, 2, 4, 1, 1 },  // regs.t512.v4.tpr512.i2.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_68765939d63e, (const void*)&normgen_rmsnorm_bwd_68765939d63e_reduce, 2, 512, 4, 512, 0, 2, 1, 1 },  // loop.t512.v4.tpr512.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_a41d2dc1f92b, (const void*)&normgen_rmsnorm_bwd_a41d2dc1f92b_reduce, 3, 256, 1, 256, 0, 2, 1, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_b26081c0ef60, (const void*)&normgen_layernorm_bwd_b26081c0ef60_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 49152 },  // regs.t128.v8.tpr128.i4.s3.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_ef7f6dd2dbee, (const void*)&normgen_layernorm_bwd_ef7f6dd2dbee_reduce, 2, 512, 8, 512, 0, 4, 1, 2, 0 },  // loop.t512.v8.tpr512.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_7a50822d53f8, (const void*)&normgen_layernorm_bwd_7a50822d53f8_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_e5708fef77f4, (const void*)&normgen_layernorm_bwd_e5708fef77f4_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_312a1f651f7d, (const void*)&normgen_layernorm_bwd_312a1f651f7d_reduce, 2, 512, 4, 512, 0, 2, 1, 2, 0 },  // loop.t512.v4.tpr512.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_ea763eb63eb1, (const void*)&normgen_layernorm_bwd_ea763eb63eb1_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_0260b38dd1bd, (const void*)&normgen_rmsnorm_bwd_0260b38dd1bd_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_fcdb49e01247, (const void*)&normgen_rmsnorm_bwd_fcdb49e01247_reduce, 0, 512, 8, 512, 4, 2, 1, 1, 131072 },  // regs.t512.v8.tpr512.i4.s2.lean.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_60836197967d, (const void*)&normgen_rmsnorm_bwd_60836197967d_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f26b3e56e727, (const void*)&normgen_rmsnorm_bwd_f26b3e56e727_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_79a74aa06c6c, (const void*)&normgen_rmsnorm_bwd_79a74aa06c6c_reduce, 2, 512, 4, 512, 0, 2, 1, 1, 0 },  // loop.t512.v4.tpr512.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_e33965379f8b, (const void*)&normgen_rmsnorm_bwd_e33965379f8b_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).
@@ -2198,7 +2330,8 @@ const int64_t kBwdRowBuckets[] = { 32768 };
 int64_t partial_stride(int64_t hidden) { return (hidden + 3) / 4 * 4; }
 
 size_t bwd_shared_bytes(const BwdVariant& v, int64_t hidden) {
-  return v.storage == BWD_REGS_SMEM || v.storage == BWD_LOOP ? size_t(v.sums) * size_t(partial_stride(hidden)) * 4 : 0;
+  const size_t sums = v.storage == BWD_REGS_SMEM || v.storage == BWD_LOOP ? size_t(v.sums) * size_t(partial_stride(hidden)) * 4 : 0;
+  return sums + v.ring_bytes;
 }
 
 int max_shared_optin() {

@@ -23,12 +23,18 @@ struct BwdSums {
   static constexpr int kBias = C::kWeight ? 1 : 0;                // index of the dbias sum
 };
 
+/** v, with the compiler blind to its value: expressions of it are computed again, not reused. */
+__device__ __forceinline__ float opaque(float v) {
+  asm volatile("" : "+f"(v));
+  return v;
+}
+
 /** The factor the forward applied at UNITS chunks, chunk u at column col(u): w, 1 + w, or 1 without a weight. */
-template <typename C, int VEC, int UNITS, typename ColumnFn>
+template <typename C, int VEC, int UNITS, Reuse R = Reuse::NONE, typename ColumnFn>
 __device__ __forceinline__ void load_gamma(const NormgenBwdParams& p, ColumnFn col, int hidden, float (&g)[UNITS][VEC]) {
   if constexpr (C::kWeight) {
     Pack<typename C::W, VEC> ws[UNITS];
-    load_chunks<typename C::W, VEC, UNITS>(static_cast<const typename C::W*>(p.weight), col, hidden, ws);
+    load_chunks<typename C::W, VEC, UNITS, R>(static_cast<const typename C::W*>(p.weight), col, hidden, ws);
 #pragma unroll
     for (int u = 0; u < UNITS; ++u) {
       to_floats(ws[u], g[u]);
@@ -86,6 +92,23 @@ __device__ __forceinline__ void store_dx(const NormgenBwdParams& p, int64_t row,
   store_chunk<X, VEC>(static_cast<X*>(p.dx) + row * p.dx_stride, col, hidden, out);
 }
 
+/**
+ * The row's a = mean(g * xhat) and b = mean(g) (RMSNorm: 0) from this thread's sums of
+ * g * xhat and g: both through one barrier.
+ */
+template <typename C, typename Reducer>
+__device__ __forceinline__ void gradient_means(Reducer& reduce, float sgx, float sg, float inv_h, float& a, float& b) {
+  if constexpr (C::kLayerNorm) {
+    float sums[2] = {sgx, sg};
+    reduce.cta_sums(sums);
+    a = sums[0] * inv_h;
+    b = sums[1] * inv_h;
+  } else {
+    a = reduce.sum(sgx) * inv_h;
+    b = 0.f;
+  }
+}
+
 /** Saved statistics of a row (inactive rows: zeros, which make every term of theirs zero). */
 template <typename C>
 __device__ __forceinline__ void saved_stats(const NormgenBwdParams& p, int64_t row, bool active, float& mean, float& rstd) {
@@ -117,15 +140,93 @@ __device__ __forceinline__ void load_bwd_row(const NormgenBwdParams& p, int64_t 
 }
 
 /**
+ * The ring of bwd_regs_kernel (STAGES > 0): slot s holds x, then dy, of one row per row
+ * group of the CTA, each group's row at its columns; a thread copies and reads its own
+ * chunks only. One commit group per row (empty past the last row), so waits count
+ * uniformly. Shared bytes: bwd_ring_bytes in space-bwd.ts.
+ */
+template <typename C, int VEC, int ITEMS, int TPR, int ROWS, int STAGES>
+struct BwdRing {
+  using X = typename C::X;
+  using T = typename C::T;
+  static constexpr int kSlice = ITEMS * TPR * VEC;
+  static constexpr int kXBytes = (STAGES * ROWS * kSlice * int(sizeof(X)) + 15) / 16 * 16;
+  X* const x_base;
+  T* const dy_base;
+  const int group, lane;
+
+  __device__ __forceinline__ BwdRing(unsigned char* smem, int group, int lane)
+      : x_base(reinterpret_cast<X*>(smem)), dy_base(reinterpret_cast<T*>(smem + kXBytes)), group(group), lane(lane) {}
+
+  __device__ __forceinline__ int offset(int i) const { return (i * TPR + lane) * VEC; }
+  __device__ __forceinline__ X* x_slot(int slot) const { return x_base + (slot * ROWS + group) * kSlice; }
+  __device__ __forceinline__ T* dy_slot(int slot) const { return dy_base + (slot * ROWS + group) * kSlice; }
+
+  /** Start copying row `row` into `slot` (nothing past the last row; a ragged end through registers). */
+  __device__ __forceinline__ void issue(const NormgenBwdParams& p, int64_t row, int hidden, int slot) {
+    if (row < p.rows) {
+      const X* x = static_cast<const X*>(p.x) + row * p.x_stride;
+      const T* dy = static_cast<const T*>(p.dy) + row * p.dy_stride;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int col = offset(i);
+        if (col + VEC <= hidden) {
+          copy_async<VEC * int(sizeof(X))>(x_slot(slot) + col, x + col);
+          copy_async<VEC * int(sizeof(T))>(dy_slot(slot) + col, dy + col);
+        } else if (col < hidden) {
+          *reinterpret_cast<Pack<X, VEC>*>(x_slot(slot) + col) = load_whole_or_partial<X>(x, col, hidden);
+          *reinterpret_cast<Pack<T, VEC>*>(dy_slot(slot) + col) = load_whole_or_partial<T>(dy, col, hidden);
+        }
+      }
+    }
+    copy_async_commit();
+  }
+
+  /** Wait for `slot`'s row and take this thread's chunks of it (zeros past `limit`: 0 for no row). */
+  __device__ __forceinline__ void read(int slot, int limit, BwdRow<C, VEC, ITEMS>& r) const {
+    copy_async_wait<STAGES - 1>();
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const bool held = offset(i) < limit;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        r.x[i].v[k] = from_float<X>(0.f);
+        r.dy[i].v[k] = from_float<T>(0.f);
+      }
+      if (held) {
+        r.x[i] = *reinterpret_cast<const Pack<X, VEC>*>(x_slot(slot) + offset(i));
+        r.dy[i] = *reinterpret_cast<const Pack<T, VEC>*>(dy_slot(slot) + offset(i));
+      }
+    }
+  }
+
+ private:
+  template <typename E>
+  __device__ __forceinline__ static Pack<E, VEC> load_whole_or_partial(const E* row, int col, int hidden) {
+    Pack<E, VEC> pk = load_whole<E, VEC>(row, col, hidden);
+    load_partial<E, VEC>(row, col, hidden, pk);
+    return pk;
+  }
+};
+
+/**
  * Row in registers: each thread keeps ITEMS chunks of VEC values of x and dy, packed as
  * loaded, and the weight of its columns (loaded once per CTA) as floats. PREFETCH: the
  * next row's loads are issued before this row's reductions, so memory stays busy.
+ * STAGES > 0: rows stream instead through a ring of STAGES slots of dynamic shared memory
+ * (after the sums), filled with cp.async STAGES - 1 rows ahead: more bytes in flight
+ * than registers can hold (16-bit rows need them: x and dy of a row in flight per CTA
+ * left memory idle through the reductions). A thread copies, and later reads, only its
+ * own chunks, so the ring needs no barrier.
  * SMEM_SUMS false: the dweight/dbias sums stay in registers (groups of a CTA are added
  * through shared memory at the end); true: they live in dynamic shared memory, one row
  * per CTA (TPR == THREADS), each thread owning its columns.
+ * LEAN: the weight is re-read at each use (kept in L1 and L2) and xhat recomputed, not
+ * held: two arrays of ITEMS * VEC registers fewer, so that long rows fit in registers.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, bool SMEM_SUMS, bool RECOMPUTE, bool PREFETCH>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, bool SMEM_SUMS, bool RECOMPUTE, bool PREFETCH, int STAGES = 0, bool LEAN = false>
 __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
+  static_assert(!(PREFETCH && STAGES > 0), "a row comes from registers or from the ring, not both");
   RowReducer<THREADS, TPR, 1> reduce;  // every thread makes the same sequence of sums
   constexpr int kRows = THREADS / TPR;
   constexpr int kSums = BwdSums<C>::kCount;
@@ -137,8 +238,19 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
   const int64_t pstride = partial_stride(p.hidden);
   auto column = [&](int i) { return (i * TPR + lane) * VEC; };
 
-  float gamma[ITEMS][VEC];
-  load_gamma<C, VEC, ITEMS>(p, column, hidden, gamma);
+  float gamma[LEAN ? 1 : ITEMS][VEC];
+  if constexpr (!LEAN) load_gamma<C, VEC, ITEMS>(p, column, hidden, gamma);
+  auto gamma_chunk = [&](int i, float (&g)[VEC]) {
+    if constexpr (LEAN) {
+      float one[1][VEC];
+      load_gamma<C, VEC, 1>(p, [&](int) { return column(i); }, hidden, one);  // plain loads: a hinted one would be hoisted out of the row loop
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) g[k] = one[0][k];
+    } else {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) g[k] = gamma[i][k];
+    }
+  };
 
   constexpr int kRegSums = SMEM_SUMS ? 1 : (kSums > 0 ? kSums : 1);
   constexpr int kRegItems = SMEM_SUMS || kSums == 0 ? 1 : ITEMS;
@@ -150,7 +262,7 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sums[s][i][k] = 0.f;
   extern __shared__ float4 dynamic_smem[];
-  float* smem_sums = reinterpret_cast<float*>(dynamic_smem);  // [kSums][pstride]
+  float* smem_sums = reinterpret_cast<float*>(dynamic_smem);  // [kSums][pstride], then the ring
   if constexpr (SMEM_SUMS) {
 #pragma unroll
     for (int s = 0; s < kSums; ++s)
@@ -163,6 +275,12 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
 
   const int64_t step = int64_t(gridDim.x) * kRows;
   int64_t base = int64_t(blockIdx.x) * kRows;
+  BwdRing<C, VEC, ITEMS, TPR, kRows, STAGES> ring(reinterpret_cast<unsigned char*>(dynamic_smem) + (SMEM_SUMS ? kSums * pstride * 4 : 0), group, lane);
+  if constexpr (STAGES > 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) ring.issue(p, base + s * step + group, hidden, s);
+  }
+  int slot = 0;
   BwdRow<C, VEC, ITEMS> cur, next;
   if (PREFETCH && base < p.rows) load_bwd_row<C, VEC, ITEMS, TPR>(p, base + group, lane, hidden, cur);
   for (; base < p.rows; base += step) {  // uniform over the CTA
@@ -170,6 +288,10 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
     const bool active = row < p.rows;
     if constexpr (PREFETCH) {
       if (base + step < p.rows) load_bwd_row<C, VEC, ITEMS, TPR>(p, row + step, lane, hidden, next);  // in flight during this row
+    } else if constexpr (STAGES > 0) {
+      ring.issue(p, row + (STAGES - 1) * step, hidden, slot == 0 ? STAGES - 1 : slot - 1);  // the slot freed last row
+      ring.read(slot, active ? hidden : 0, cur);
+      slot = slot + 1 == STAGES ? 0 : slot + 1;
     } else {
       load_bwd_row<C, VEC, ITEMS, TPR>(p, row, lane, hidden, cur);
     }
@@ -204,31 +326,40 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
 
     // dy is 0 past the row and in inactive rows, so every term there vanishes. (x - mean) * rstd, not
     // x * rstd - mean * rstd: no cancellation when the mean is large.
-    float xhat[ITEMS][VEC];
+    float xhat[LEAN ? 1 : ITEMS][VEC];
+    // Lean: xhat again from copies of mean and rstd the compiler cannot see through, or it
+    // would keep the first pass's values alive instead.
+    const float mean_again = LEAN ? opaque(mean) : mean, rstd_again = LEAN ? opaque(rstd) : rstd;
+    auto xhat_at = [&](int i, int k) {
+      if constexpr (LEAN) return (to_float(cur.x[i].v[k]) - mean_again) * rstd_again;
+      else return xhat[i][k];
+    };
     float sgx = 0.f, sg = 0.f;
 #pragma unroll
-    for (int i = 0; i < ITEMS; ++i)
+    for (int i = 0; i < ITEMS; ++i) {
+      float w[VEC];
+      gamma_chunk(i, w);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        xhat[i][k] = (to_float(cur.x[i].v[k]) - mean) * rstd;
-        const float g = to_float(cur.dy[i].v[k]) * gamma[i][k];
-        sgx = fmaf(g, xhat[i][k], sgx);
+        const float xh = (to_float(cur.x[i].v[k]) - mean) * rstd;
+        if constexpr (!LEAN) xhat[i][k] = xh;
+        const float g = to_float(cur.dy[i].v[k]) * w[k];
+        sgx = fmaf(g, xh, sgx);
         sg += g;
       }
-    // mean(g * xhat) and mean(g), through one barrier.
-    if constexpr (C::kLayerNorm) reduce.cta_sum_pair(sgx, sg);
-    else sgx = reduce.sum(sgx);
-    const float a = sgx * inv_h;
-    const float b = C::kLayerNorm ? sg * inv_h : 0.f;
+    }
+    float a, b;
+    gradient_means<C>(reduce, sgx, sg, inv_h, a, b);
     // dx = rstd * (g - xhat * a - b) = rstd * g - (xhat * (rstd * a) + rstd * b)
     const float c1 = rstd * a, c2 = rstd * b;
     if (active) {
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
         if (column(i) >= hidden) continue;
-        float out[VEC];
+        float out[VEC], w[VEC];
+        gamma_chunk(i, w);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) out[k] = fmaf(rstd, to_float(cur.dy[i].v[k]) * gamma[i][k], -fmaf(xhat[i][k], c1, c2));
+        for (int k = 0; k < VEC; ++k) out[k] = fmaf(rstd, to_float(cur.dy[i].v[k]) * w[k], -fmaf(xhat_at(i, k), c1, c2));
         if constexpr (C::kResidual) {
           float r[VEC];
           load_chunk<typename C::X, VEC>(static_cast<const typename C::X*>(p.dresidual) + row * p.dresidual_stride, column(i), hidden, r);
@@ -246,17 +377,19 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
           const float dy = to_float(cur.dy[i].v[k]);
           if constexpr (SMEM_SUMS) {
             if (column(i) + k < int(pstride)) {
-              if constexpr (C::kWeight) smem_sums[column(i) + k] = fmaf(dy, xhat[i][k], smem_sums[column(i) + k]);
+              if constexpr (C::kWeight) smem_sums[column(i) + k] = fmaf(dy, xhat_at(i, k), smem_sums[column(i) + k]);
               if constexpr (C::kBias) smem_sums[BwdSums<C>::kBias * pstride + column(i) + k] += dy;
             }
           } else {
-            if constexpr (C::kWeight) sums[0][i][k] = fmaf(dy, xhat[i][k], sums[0][i][k]);
+            if constexpr (C::kWeight) sums[0][i][k] = fmaf(dy, xhat_at(i, k), sums[0][i][k]);
             if constexpr (C::kBias) sums[BwdSums<C>::kBias][i][k] += dy;
           }
         }
     }
     if constexpr (PREFETCH) cur = next;
   }
+
+  if constexpr (STAGES > 0) copy_async_wait<0>();
 
   // This CTA's partial rows.
   if constexpr (kSums > 0) {
@@ -375,11 +508,8 @@ __device__ __forceinline__ void bwd_loop_kernel(const NormgenBwdParams& p) {
         }
       }
     }
-    // mean(g * xhat) and mean(g), through one barrier.
-    if constexpr (C::kLayerNorm) reduce.cta_sum_pair(sgx, sg);
-    else sgx = reduce.sum(sgx);
-    const float a = sgx * inv_h;
-    const float b = C::kLayerNorm ? sg * inv_h : 0.f;
+    float a, b;
+    gradient_means<C>(reduce, sgx, sg, inv_h, a, b);
     for (int col0 = first; col0 < hidden; col0 += kUnroll * kStep) {
       float x[kUnroll][VEC], dy[kUnroll][VEC];
       load_x_dy<C, VEC, kUnroll>(p, row, [&](int u) { return col0 + u * kStep; }, hidden, x, dy);

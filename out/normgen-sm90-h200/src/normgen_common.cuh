@@ -194,48 +194,39 @@ struct RowReducer {
     return v;
   }
 
-  /** Two of the group's sums over the CTA at once: one barrier for both (no clusters). */
-  __device__ __forceinline__ void cta_sum_pair(float& a, float& b) {
-    static_assert(CLUSTER == 1, "pair sums are CTA-wide");
+  /** The group's sum over this CTA only. */
+  __device__ __forceinline__ float cta_sum(float v) {
+    float one[1] = {v};
+    cta_sums(one);
+    return one[0];
+  }
+
+  /** N of the group's sums over this CTA at once: one barrier for all. */
+  template <int N>
+  __device__ __forceinline__ void cta_sums(float (&v)[N]) {
 #pragma unroll
     for (int offset = (TPR < 32 ? TPR : 32) / 2; offset > 0; offset /= 2) {
-      a += __shfl_xor_sync(0xffffffffu, a, offset);
-      b += __shfl_xor_sync(0xffffffffu, b, offset);
+#pragma unroll
+      for (int n = 0; n < N; ++n) v[n] += __shfl_xor_sync(0xffffffffu, v[n], offset);
     }
     if constexpr (TPR > 32) {
       constexpr int kWarpsPerRow = TPR / 32;
-      __shared__ float2 partial[2][THREADS / 32];
+      __shared__ float partial[2][THREADS / 32][N];
       const int warp = threadIdx.x / 32;
-      if (threadIdx.x % 32 == 0) partial[turn][warp] = make_float2(a, b);
+      if (threadIdx.x % 32 == 0) {
+#pragma unroll
+        for (int n = 0; n < N; ++n) partial[turn][warp][n] = v[n];
+      }
       __syncthreads();
       const int first = (threadIdx.x / TPR) * kWarpsPerRow;
-      a = b = 0.f;
 #pragma unroll
-      for (int w = 0; w < kWarpsPerRow; ++w) {
-        a += partial[turn][first + w].x;
-        b += partial[turn][first + w].y;
+      for (int n = 0; n < N; ++n) {
+        v[n] = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarpsPerRow; ++w) v[n] += partial[turn][first + w][n];
       }
     }
     turn ^= 1;
-  }
-
-  /** The group's sum over this CTA only. */
-  __device__ __forceinline__ float cta_sum(float v) {
-#pragma unroll
-    for (int offset = (TPR < 32 ? TPR : 32) / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    if constexpr (TPR > 32) {
-      constexpr int kWarpsPerRow = TPR / 32;
-      __shared__ float partial[2][THREADS / 32];
-      const int warp = threadIdx.x / 32;
-      if (threadIdx.x % 32 == 0) partial[turn][warp] = v;
-      __syncthreads();
-      const int first = (threadIdx.x / TPR) * kWarpsPerRow;
-      v = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarpsPerRow; ++w) v += partial[turn][first + w];
-    }
-    turn ^= 1;
-    return v;
   }
 
   /**
@@ -386,12 +377,19 @@ struct AffineChunks {
   }
 };
 
-/** Normalize chunk u of `affine`'s chunks (at column col) and store it to y. */
-template <typename C, int VEC, int UNITS>
+/**
+ * Normalize one chunk of the row (at column col) and store it to y: weight and bias
+ * from chunk u of `affine` (loaded before the first store), or, without it, loaded
+ * now with plain loads, one chunk at a time: holding every chunk's costs registers,
+ * and with them occupancy (regs: 98% of copy fell to 50% on the H200,
+ * test/gpu/affine-chunks.md).
+ */
+template <typename C, int VEC, int UNITS = 1>
 __device__ __forceinline__ void store_output(const NormgenFwdParams& p, int64_t row, int col, int hidden, const float (&v)[VEC],
-                                             float mean, float rstd, const AffineChunks<C, VEC, UNITS>& affine, int u) {
+                                             float mean, float rstd, const AffineChunks<C, VEC, UNITS>* affine = nullptr, int u = 0) {
   float w[VEC], b[VEC];
-  affine.unpack(u, w, b);
+  if (affine) affine->unpack(u, w, b);
+  else load_affine<C, VEC, Reuse::NONE>(p, col, hidden, w, b);
   store_normalized<C, VEC>(p, row, col, hidden, v, mean, rstd, w, b);
 }
 

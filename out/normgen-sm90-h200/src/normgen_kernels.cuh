@@ -19,15 +19,15 @@ __device__ __forceinline__ float thread_sum(ChunkFn chunk) {
 
 /**
  * Mean and rstd of the row whose ITEMS chunks (at column(i)) this thread holds, from the
- * thread's `sum` (see thread_sum). LayerNorm sums squared deviations in a second pass over
+ * thread's `sum` (see thread_sum) over `hidden` columns (a constant in kernels compiled for
+ * one size). LayerNorm sums squared deviations in a second pass over
  * the chunks. A row split over a cluster takes them from each CTA's own mean, over its
  * `slice_count` columns, and combines the CTAs' moments in one cluster exchange instead
  * of two cluster-wide sums (a cluster barrier costs far more than a CTA barrier).
  */
 template <typename C, int VEC, int ITEMS, int CLUSTER, typename Reducer, typename ChunkFn, typename ColumnFn>
-__device__ __forceinline__ void row_statistics(Reducer& reduce, const NormgenFwdParams& p, float sum, int slice_count, bool active,
-                                               ChunkFn chunk, ColumnFn column, float& mean, float& rstd) {
-  const int hidden = int(p.hidden);
+__device__ __forceinline__ void row_statistics(Reducer& reduce, const NormgenFwdParams& p, int hidden, float sum, int slice_count,
+                                               bool active, ChunkFn chunk, ColumnFn column, float& mean, float& rstd) {
   mean = 0.f;
   if constexpr (!C::kLayerNorm) {
     rstd = rsqrtf(reduce.sum(sum) / float(hidden) + p.eps);
@@ -67,14 +67,14 @@ __device__ __forceinline__ int slice_count(int hidden, int col0, int slice) { re
 // starting at columns (i * TPR + lane) * VEC, so a warp's accesses are contiguous.
 
 /** The row stays in registers: ITEMS chunks of VEC values per thread, as floats. */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
 __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
   constexpr int kRows = THREADS / TPR;
   RowReducer<THREADS, TPR, CLUSTER> reduce;
   const int lane = threadIdx.x % TPR;
   const int64_t row = int64_t(blockIdx.x / CLUSTER) * kRows + threadIdx.x / TPR;
   const bool active = row < p.rows;  // inactive threads still join the reductions
-  const int hidden = int(p.hidden);
+  const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
   const int col0 = cluster_rank<CLUSTER>() * (ITEMS * TPR * VEC);
   auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
 
@@ -87,22 +87,17 @@ __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
     for (int k = 0; k < VEC; ++k) v[k] = value(i, k);
   };
   float mean, rstd;
-  row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, thread_sum<C, VEC, ITEMS>(chunk), slice_count(hidden, col0, ITEMS * TPR * VEC), active,
+  row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, hidden, thread_sum<C, VEC, ITEMS>(chunk), slice_count(hidden, col0, ITEMS * TPR * VEC), active,
                                          chunk, column, mean, rstd);
 
   if (!active) return;
   if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
-  // Weight and bias one chunk at a time, with plain loads: holding every chunk's (or an
-  // evict_first hint on x) costs registers, and with them occupancy: 98% of copy fell to
-  // 50% on the H200 (rmsnorm bf16 8192 x 32768, test/gpu/affine-chunks.md).
 #pragma unroll
   for (int i = 0; i < ITEMS; ++i) {
     if (column(i) >= hidden) continue;
-    float v[VEC], w[VEC], b[VEC];
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = value(i, k);
-    load_affine<C, VEC, Reuse::NONE>(p, column(i), hidden, w, b);
-    store_normalized<C, VEC>(p, row, column(i), hidden, v, mean, rstd, w, b);
+    float v[VEC];
+    chunk(i, v);
+    store_output<C, VEC>(p, row, column(i), hidden, v, mean, rstd);
   }
 }
 
@@ -120,7 +115,7 @@ struct RowChunks {
  * storing the current one, so memory stays busy through the reductions. Weight and
  * bias are loaded once per CTA into registers.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
 __device__ __forceinline__ void pipelined_kernel(const NormgenFwdParams& p) {
   using T = typename C::T;
   using R = typename C::R;
@@ -130,7 +125,7 @@ __device__ __forceinline__ void pipelined_kernel(const NormgenFwdParams& p) {
   RowReducer<THREADS, TPR, CLUSTER> reduce;
   const int lane = threadIdx.x % TPR;
   const int group = threadIdx.x / TPR;
-  const int hidden = int(p.hidden);
+  const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
   const int col0 = cluster_rank<CLUSTER>() * (ITEMS * TPR * VEC);
   auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
   auto load_row = [&](int64_t row, RowChunks<C, VEC, ITEMS>& rc) {
@@ -192,7 +187,7 @@ __device__ __forceinline__ void pipelined_kernel(const NormgenFwdParams& p) {
       for (int k = 0; k < VEC; ++k) v[k] = value(i, k);
     };
     float mean, rstd;
-    row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, thread_sum<C, VEC, ITEMS>(chunk), slice_count(hidden, col0, ITEMS * TPR * VEC), active,
+    row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, hidden, thread_sum<C, VEC, ITEMS>(chunk), slice_count(hidden, col0, ITEMS * TPR * VEC), active,
                                            chunk, column, mean, rstd);
 
     if (active) {
@@ -246,7 +241,7 @@ struct RingLayout {
  * Short slices (kHold) keep the row's values in registers after the first pass, which
  * saves a shared-memory load and a conversion per element in each later pass.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS, int HIDDEN>
 __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   using T = typename C::T;
   using R = typename C::R;
@@ -261,7 +256,7 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   const int lane = threadIdx.x % TPR;
   const int group = threadIdx.x / TPR;
-  const int hidden = int(p.hidden);
+  const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
   const int col0 = cluster_rank<CLUSTER>() * kSlice;
   auto offset = [&](int i) { return (i * TPR + lane) * VEC; };  // within the slice
   auto column = [&](int i) { return col0 + offset(i); };
@@ -379,7 +374,7 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
       }
     }
     float mean, rstd;
-    row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, acc, slice_count(hidden, col0, kSlice), active,
+    row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, hidden, acc, slice_count(hidden, col0, kSlice), active,
                                            [&](int i, float (&v)[VEC]) { values(slot, i, v); }, column, mean, rstd);
     if (active) {
       if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
@@ -407,7 +402,7 @@ __host__ __device__ constexpr int unroll_for(int threads) { return threads >= 10
  * The row is staged in dynamic shared memory (in the residual's dtype when fused,
  * else x's): one read of global memory, any hidden size that fits.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
 __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
   using S = typename C::R;  // C::R is T when there is no residual
   constexpr int kRows = THREADS / TPR;
@@ -419,7 +414,7 @@ __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
   const int group = threadIdx.x / TPR;
   const int64_t row = int64_t(blockIdx.x) * kRows + group;
   const bool active = row < p.rows;
-  const int hidden = int(p.hidden);
+  const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
   const int padded = (hidden + VEC - 1) / VEC * VEC;
   S* staged = reinterpret_cast<S*>(dynamic_smem) + int64_t(group) * padded;
 
@@ -467,25 +462,14 @@ __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
     // Measured on the H200 (test/gpu/affine-chunks.md): the weight of every chunk loaded
     // before the first store gains RMSNorm 1-13 points of copy bandwidth; LayerNorm,
     // loading weight and bias so, loses 3-7, and loads them chunk by chunk.
-    if constexpr (!C::kBias) {
-      AffineChunks<C, VEC, kUnroll> affine;
-      affine.load(p, col, hidden);
+    AffineChunks<C, VEC, kUnroll> early;
+    if constexpr (!C::kBias) early.load(p, col, hidden);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (col(u) >= hidden) break;
-        float v[VEC];
-        staged_chunk(col(u), v);
-        store_output(p, row, col(u), hidden, v, mean, rstd, affine, u);
-      }
-    } else {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (col(u) >= hidden) break;
-        float v[VEC], w[VEC], b[VEC];
-        staged_chunk(col(u), v);
-        load_affine<C, VEC, Reuse::NONE>(p, col(u), hidden, w, b);
-        store_normalized<C, VEC>(p, row, col(u), hidden, v, mean, rstd, w, b);
-      }
+    for (int u = 0; u < kUnroll; ++u) {
+      if (col(u) >= hidden) break;
+      float v[VEC];
+      staged_chunk(col(u), v);
+      store_output(p, row, col(u), hidden, v, mean, rstd, C::kBias ? nullptr : &early, u);
     }
   }
 }
@@ -496,7 +480,7 @@ __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
  * LayerNorm sums values shifted by the row's first element, which keeps the
  * one-pass variance accurate when the mean is large against the spread.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
 __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
   using T = typename C::T;
   using R = typename C::R;
@@ -507,7 +491,7 @@ __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
   const int lane = threadIdx.x % TPR;
   const int64_t row = int64_t(blockIdx.x) * kRows + threadIdx.x / TPR;
   const bool active = row < p.rows;
-  const int hidden = int(p.hidden);
+  const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
 
   float shift = 0.f;
   if constexpr (C::kLayerNorm) {  // no branch around the load: the row's loads follow at once
@@ -561,10 +545,9 @@ __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (col(u) >= hidden) continue;
-      float v[VEC], w[VEC], b[VEC];
+      float v[VEC];
       to_floats(raw[u], v);
-      load_affine<C, VEC, Reuse::NONE>(p, col(u), hidden, w, b);
-      store_normalized<C, VEC>(p, row, col(u), hidden, v, mean, rstd, w, b);
+      store_output<C, VEC>(p, row, col(u), hidden, v, mean, rstd);
     }
   }
 }
