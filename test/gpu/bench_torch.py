@@ -16,14 +16,14 @@ Writes a markdown log (date, card, command) to OUT_MD."""
 
 import argparse
 import math
-import statistics
 import sys
 import time
 
 import torch
 import torch._dynamo
 
-from torch_common import call_normgen, call_torch, describe, import_binding, log_header, make_inputs, package_specs, peer_params, tuned_grid, write_log
+from torch_common import (call_normgen, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params,
+                          time_events, tuned_grid, warm_up, write_log)
 
 EPS = 1e-5
 L2_COLD_FACTOR = 3.5  # the rotated inputs and outputs span this many L2 sizes
@@ -53,65 +53,7 @@ def try_liger():
     return rms, ln, f"Liger-Kernel {v}: LigerRMSNormFunction / LigerLayerNormFunction (after `x + r` for a fused residual)"
 
 
-# ---- timing ----
-
-
-def warm_up(fn, inputs):
-    """Run outside any capture first (compiles, autotunes, loads kernels), on a side stream as graph capture wants."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for inp in inputs[:2]:
-            fn(inp)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-
-
-def time_graph(fn, inputs, calls, repeats, keep_outputs):
-    """Median microseconds per call over `repeats` replays of a graph of `calls` calls."""
-    graph = torch.cuda.CUDAGraph()
-    kept = []
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            out = fn(inputs[i % len(inputs)])
-            if keep_outputs:  # every call writes fresh memory, as it reads fresh inputs
-                kept.append(out)
-    graph.replay()
-    samples = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1000 / calls)
-    del graph, kept
-    return statistics.median(samples)
-
-
-def time_events(fn, inputs, calls, repeats):
-    """As time_graph, with eager calls between two events (includes CPU launch overhead when the GPU waits)."""
-    samples = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(calls):
-            fn(inputs[i % len(inputs)])
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1000 / calls)
-    return statistics.median(samples)
-
-
-def measure(fn, inputs, calls, repeats, keep_outputs):
-    """(us per call, via graph?); a failed capture falls back to events."""
-    warm_up(fn, inputs)
-    try:
-        return time_graph(fn, inputs, calls, repeats, keep_outputs), True
-    except Exception as e:
-        print(f"  graph capture failed ({describe(e, 120)}); timing with events", file=sys.stderr)
-        torch.cuda.synchronize()
-        return time_events(fn, inputs, calls, repeats), False
+# ---- timing (measure, time_events: torch_common) ----
 
 
 def copy_bandwidth(repeats):

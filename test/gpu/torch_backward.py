@@ -13,13 +13,12 @@ made event timings of eager calls vary by 30% from run to run) and the median of
 SAMPLES replays is reported; a failed capture falls back to events around eager calls
 (marked *). Every tensor is larger than L2, so each iteration reads from memory."""
 
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
-from torch_common import describe, import_binding, log_header, read_dispatch, write_log
+from torch_common import describe, import_binding, log_header, measure, read_dispatch, write_log
 
 EPS = 1e-5
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
@@ -131,46 +130,9 @@ def check_compile(ng, specs, gen, lines):
 ITERS, SAMPLES = 10, 7
 
 
-def median_us(run, iters):
-    """Median microseconds per iteration of `run` (which does `iters` iterations) over SAMPLES."""
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(SAMPLES):
-        e0.record()
-        run()
-        e1.record()
-        e1.synchronize()
-        times.append(1000 * e0.elapsed_time(e1) / iters)
-    return statistics.median(times)
-
-
 def time_fn(fn):
     """(us per iteration, via a graph?): a CUDA graph of ITERS iterations, else events around eager ones."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up (compiles, loads kernels) outside the capture, as capture wants
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    try:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(ITERS):
-                fn()
-        graph.replay()
-        torch.cuda.synchronize()
-        us = median_us(graph.replay, ITERS)
-        del graph
-        return us, True
-    except Exception as e:  # noqa: BLE001
-        print(f"  graph capture failed ({describe(e, 120)}); timing with events", file=sys.stderr)
-        torch.cuda.synchronize()
-
-        def eager():
-            for _ in range(ITERS):
-                fn()
-        return median_us(eager, ITERS), False
+    return measure(lambda _: fn(), [None], ITERS, SAMPLES, keep_outputs=False, warm_up_calls=3)
 
 
 def bench(ng, specs, grid, gen, lines):

@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import shlex
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,3 +177,65 @@ def write_log(path, lines):
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(lines) + "\n")
     print(f"wrote {path}")
+
+
+# ---- timing: CUDA graphs of back-to-back calls, events when capture fails ----
+
+
+def warm_up(fn, inputs, calls=None):
+    """Run outside any capture first (compiles, autotunes, loads kernels), on a side stream as graph capture wants:
+    `calls` calls (default: the first two inputs)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(min(2, len(inputs)) if calls is None else calls):
+            fn(inputs[i % len(inputs)])
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
+def time_graph(fn, inputs, calls, repeats, keep_outputs):
+    """Median microseconds per call over `repeats` replays of a graph of `calls` calls."""
+    graph = torch.cuda.CUDAGraph()
+    kept = []
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            out = fn(inputs[i % len(inputs)])
+            if keep_outputs:  # every call writes fresh memory, as it reads fresh inputs
+                kept.append(out)
+    graph.replay()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000 / calls)
+    del graph, kept
+    return statistics.median(samples)
+
+
+def time_events(fn, inputs, calls, repeats):
+    """As time_graph, with eager calls between two events (includes CPU launch overhead when the GPU waits)."""
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(calls):
+            fn(inputs[i % len(inputs)])
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000 / calls)
+    return statistics.median(samples)
+
+
+def measure(fn, inputs, calls, repeats, keep_outputs, warm_up_calls=None):
+    """(us per call, via graph?); a failed capture falls back to events."""
+    warm_up(fn, inputs, warm_up_calls)
+    try:
+        return time_graph(fn, inputs, calls, repeats, keep_outputs), True
+    except Exception as e:
+        print(f"  graph capture failed ({describe(e, 120)}); timing with events", file=sys.stderr)
+        torch.cuda.synchronize()
+        return time_events(fn, inputs, calls, repeats), False
