@@ -140,7 +140,6 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
     for (const recompute of recomputes)
       for (const ctasPerSm of CTAS_PER_SM_CHOICES) {
         const q: BwdParams = { ...p, ctasPerSm, recompute, prefetch };
-        if (!q.stages) delete q.stages;
         if (bwdUnsupportedReason(problem, q, arch) === null) out.push(q);
       }
   };
@@ -164,7 +163,8 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
           const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch, lean });
           if (regs > 255 || regs * threads > 65536) continue;
           if ((prefetch || stages) && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
-          push({ storage, threads, vec, threadsPerRow, items, stages, ...(lean ? { lean } : {}) }, prefetch);
+          // Absent, not 0 or false: the variants of earlier databases keep their params.
+          push({ storage, threads, vec, threadsPerRow, items, ...(stages ? { stages } : {}), ...(lean ? { lean } : {}) }, prefetch);
         }
     }
     if (rowBytes >= LONG_ROW_BYTES && threads >= 256) push({ storage: 'loop', threads, vec, threadsPerRow: threads, items: 0 });
