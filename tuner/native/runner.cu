@@ -2,6 +2,7 @@
 // object per line on stdin and answers one JSON line on stdout:
 //   {"cmd":"info"}                         device identity
 //   {"cmd":"copy","bytes":N}               device-to-device copy bandwidth
+//   {"cmd":"copy","bytes":N,"graph":true}  a copy of N bytes timed like a kernel
 //   {"cmd":"run", ...}                     load a kernel from a cubin, run it on inputs
 //                                          generated on the device, verify, time
 //   {"cmd":"bwd", ...}                     the same for a backward variant (see below)
@@ -777,8 +778,34 @@ static void cmd_info() {
         ",\"uuid\":" + quote(uuid));
 }
 
+// {"cmd":"copy","bytes":N,"graph":true}: a copy of N bytes timed as kernels are (a CUDA graph
+// of back-to-back copies over rotating buffers, cold L2, median of samples), so a short
+// kernel can be compared with a copy of its own size: launch, ramp-up and tail included.
+static void cmd_copy_like_kernel(const Json& req, size_t bytes) {
+  size_t free_b, total_b;
+  CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+  size_t pairs = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + 2 * bytes - 1) / (2 * bytes), 64));
+  while (pairs > 1 && pairs * 2 * bytes > free_b * 0.6) --pairs;
+  if (pairs * 2 * bytes > free_b * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the copy does not fit in GPU memory\""); return; }
+  std::vector<void*> src(pairs), dst(pairs);
+  for (size_t i = 0; i < pairs; ++i) {
+    CUDA_OK(cudaMalloc(&src[i], bytes));
+    CUDA_OK(cudaMalloc(&dst[i], bytes));
+    CUDA_OK(cudaMemset(src[i], 1, bytes));
+  }
+  const std::string body = time_launches(pairs, [&](size_t i, cudaStream_t s) {
+    return cudaMemcpyAsync(dst[i], src[i], bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+  }, req);
+  for (size_t i = 0; i < pairs; ++i) {
+    CUDA_OK(cudaFree(src[i]));
+    CUDA_OK(cudaFree(dst[i]));
+  }
+  reply("\"status\":\"OK\",\"bytes\":" + num((double)bytes) + "," + body);
+}
+
 static void cmd_copy(const Json& req) {
   const size_t bytes = (size_t)req.num("bytes", 1 << 30);
+  if (req.flag("graph")) return cmd_copy_like_kernel(req, bytes);
   void *a, *b;
   CUDA_OK(cudaMalloc(&a, bytes));
   CUDA_OK(cudaMalloc(&b, bytes));
