@@ -66,6 +66,7 @@ export function backwardContext(p: BwdPlan) {
       recompute: v.params.recompute ? 1 : 0,
       sums: sumCount(v.spec),
       ringBytes: bwdRingBytes(v.spec, v.params),
+      cluster: v.params.cluster ?? 1,
       description: describeBwdParams(v.params),
     })),
     // Kernels once each (variants differing in grid size share one).

@@ -44,10 +44,18 @@ export interface BwdParams {
    * than held in registers, so that long rows fit; absent: held.
    */
   lean?: boolean;
+  /**
+   * regs with a ring, one row per CTA, sm90+: a thread-block cluster of this many CTAs
+   * splits each row (each CTA holds a slice, its weight and its column sums); absent: 1.
+   */
+  cluster?: number;
 }
 
 export const CTAS_PER_SM_CHOICES = [1, 2, 4];
 export const BWD_STAGE_CHOICES = [2, 3, 4];
+export const BWD_CLUSTER_CHOICES = [2, 4];
+/** Columns a CTA of a cluster keeps at least (fewer: the cluster's barriers cost more than they save). */
+const MIN_CLUSTER_SLICE = 2048;
 export const BWD_THREAD_CHOICES = THREAD_CHOICES.filter((t) => t >= 128);
 /** Most vectors per thread in registers, and most row values (x and dy each). */
 const MAX_ITEMS = 16;
@@ -73,7 +81,7 @@ export const bwdRowInRegisters = (p: BwdParams) => p.storage === 'regs' || p.sto
 
 /** Largest hidden size a variant handles. */
 export function bwdCapacity(p: BwdParams): number {
-  return p.storage === 'regs' || p.storage === 'regs-smem' ? p.items * p.threadsPerRow * p.vec : Infinity;
+  return p.storage === 'regs' || p.storage === 'regs-smem' ? p.items * p.threadsPerRow * p.vec * (p.cluster ?? 1) : Infinity;
 }
 
 /** Shared memory of a ring (templates: BwdRing): x, then dy, of a row per row group in each slot. */
@@ -115,6 +123,7 @@ export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' |
 export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch): string | null {
   if (problem.hidden > bwdCapacity(p)) return `hidden ${problem.hidden} exceeds capacity ${bwdCapacity(p)}`;
   if (maxVecBwd(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
+  if ((p.cluster ?? 1) > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
   if (!p.recompute && !problem.features.stats) return 'no saved statistics to read: only recomputing variants run';
   if (bwdSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
     return `the column sums and ring do not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
@@ -166,6 +175,19 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
           // Absent, not 0 or false: the variants of earlier databases keep their params.
           push({ storage, threads, vec, threadsPerRow, items, ...(stages ? { stages } : {}), ...(lean ? { lean } : {}) }, prefetch);
         }
+      // Rows split over a cluster: regs through a ring, one row per CTA.
+      if (threadsPerRow === threads && arch.clusters)
+        for (const cluster of BWD_CLUSTER_CHOICES) {
+          const slice = Math.ceil(problem.hidden / cluster);
+          if (slice < MIN_CLUSTER_SLICE || problem.rows < 256) continue;
+          const sliceItems = Math.ceil(slice / (threadsPerRow * vec));
+          for (const stages of BWD_STAGE_CHOICES)
+            for (const lean of [false, true]) {
+              const regs = bwdRegsEstimate(problem, { storage: 'regs', items: sliceItems, vec, prefetch: false, lean });
+              if (regs > 255 || regs * threads > 65536) continue;
+              push({ storage: 'regs', threads, vec, threadsPerRow, items: sliceItems, stages, cluster, ...(lean ? { lean } : {}) });
+            }
+        }
     }
     if (rowBytes >= LONG_ROW_BYTES && threads >= 256) push({ storage: 'loop', threads, vec, threadsPerRow: threads, items: 0 });
   }
@@ -199,13 +221,16 @@ export function describeBwdParams(p: BwdParams): string {
   if (p.prefetch) parts.push('prefetch');
   if (p.stages) parts.push(`s${p.stages}`);
   if (p.lean) parts.push('lean');
+  if (p.cluster) parts.push(`c${p.cluster}`);
   parts.push(`cps${p.ctasPerSm}`, p.recompute ? 'recompute' : 'saved');
   return parts.join('.');
 }
 
 /** The persistent grid on a GPU of `sms` SMs: CTAs asked for, at most one per row group. */
 export function bwdGrid(p: BwdParams, rows: number, sms: number, residentPerSm = Infinity): number {
-  return Math.max(1, Math.min(p.ctasPerSm * sms, residentPerSm * sms, Math.ceil(rows / bwdRowsPerCta(p))));
+  const cluster = p.cluster ?? 1;
+  const ctas = Math.min(p.ctasPerSm * sms, residentPerSm * sms, Math.ceil(rows / bwdRowsPerCta(p)) * cluster);
+  return Math.max(cluster, Math.floor(ctas / cluster) * cluster);
 }
 
 /**

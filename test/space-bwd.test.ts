@@ -41,7 +41,7 @@ test('every variant of a spread of shapes can run it, within the constraints', (
             assert.ok(bwdRowsPerCta(q) <= 2 ** Math.ceil(Math.log2(rows)), 'no more rows per CTA than rows');
             if (!features.stats) assert.ok(q.recompute, 'without saved statistics only recomputing variants');
             if (q.storage === 'regs') assert.ok(bwdRegsEstimate(p, q) * q.threads <= 65536);
-            if (bwdCapacity(q) !== Infinity) assert.ok(bwdCapacity(q) - hidden < q.threadsPerRow * q.vec, 'no wholly idle chunk');
+            if (bwdCapacity(q) !== Infinity) assert.ok(bwdCapacity(q) - hidden < q.threadsPerRow * q.vec * (q.cluster ?? 1), 'no wholly idle chunk (per CTA of a cluster)');
             if (q.storage !== 'regs') assert.is(q.threadsPerRow, q.threads, 'one row per CTA outside regs');
           }
         }
@@ -77,9 +77,21 @@ test('a ring of rows: its shared memory, regs-smem sums before it, none for shor
   assert.equal(stages(64), new Set([0])); // fewer rows than CTAs: nothing to stream ahead
   // Lean kernels (weight and xhat not held) are what lets a 16K-wide RMSNorm row live in registers.
   const rms = backwardSpec({ ...ln, op: 'rmsnorm', features: { ...ln.features, bias: false } });
-  const long = enumerateBwdSpace(makeProblem(rms, 16384, 32768), sm90).filter((q) => q.storage === 'regs');
+  const long = enumerateBwdSpace(makeProblem(rms, 16384, 32768), sm90).filter((q) => q.storage === 'regs' && !q.cluster);
   assert.ok(long.length > 0 && long.every((q) => q.lean && q.stages));
   assert.ok(bwdRegsEstimate(rms, { ...ring, lean: true }) < bwdRegsEstimate(rms, ring));
+});
+
+test('clusters split long rows on sm90 only; their grid is a whole number of clusters', () => {
+  const p = makeProblem(ln, 16384, 32768);
+  const split = enumerateBwdSpace(p, sm90).filter((q) => (q.cluster ?? 1) > 1);
+  assert.ok(split.some((q) => q.cluster === 4 && q.items * q.threadsPerRow * q.vec === 4096));
+  assert.ok(split.every((q) => q.storage === 'regs' && q.stages && q.threadsPerRow === q.threads && bwdCapacity(q) >= 16384));
+  assert.not.ok(enumerateBwdSpace(p, sm80).some((q) => (q.cluster ?? 1) > 1));
+  assert.not.ok(enumerateBwdSpace(makeProblem(ln, 2048, 32768), sm90).some((q) => (q.cluster ?? 1) > 1)); // slices under 2048
+  const q = split[0];
+  assert.is(bwdGrid({ ...q, ctasPerSm: 1 }, 32768, 131) % q.cluster!, 0);
+  assert.is(bwdGrid({ ...q, ctasPerSm: 1 }, 1, 132), q.cluster); // one row: one cluster
 });
 
 test('vector width follows the strides of x, dy, dx and dresidual', () => {
@@ -116,7 +128,7 @@ test('variants differing only in grid size share one kernel', () => {
   const kernels = new Set(vs.map((v) => v.symbol)).size;
   assert.ok(kernels < vs.length);
   const unit = renderCudaBwdUnit(p, vs);
-  assert.is(unit.match(/__global__ void __launch_bounds__\(\d+, [12]\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
+  assert.is(unit.match(/__global__ void (__cluster_dims__\([24], 1, 1\) )?__launch_bounds__\(\d+, [12]\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
   assert.is(unit.match(/_reduce\(const NormgenBwdParams p\)/g)!.length, kernels);
   assert.match(unit, /using X = __nv_bfloat16;/);
 });

@@ -28,6 +28,7 @@ export function bwdRunRequest(problem: Problem, v: BwdVariant, cubin: string, sm
     block: l.block,
     smem: l.sharedBytes,
     ctasPerSm: v.params.ctasPerSm,
+    cluster: v.params.cluster ?? 1,
     rowsPerCta: bwdRowsPerCta(v.params),
     op: problem.op,
     dtype: problem.dtype,

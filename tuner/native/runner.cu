@@ -497,6 +497,28 @@ static Kernel load_kernel(const std::string& cubin, const std::string& symbol) {
 
 struct Launch { CUfunction fn; unsigned grid, block, smem; };
 
+/**
+ * CTAs of `fn` resident on the whole GPU at once. Clusters must fit inside one GPC, so
+ * fewer of them fit than SMs / cluster suggests: counted by the cluster occupancy query.
+ */
+static CUresult resident_ctas(CUfunction fn, unsigned block, unsigned smem, unsigned cluster, int* resident) {
+  if (cluster > 1) {
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = cluster; cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = block; cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = smem;
+    int clusters = 0;
+    const CUresult r = g_cu.clusterOccupancy(&clusters, fn, &cfg);
+    *resident = clusters * (int)cluster;
+    return r;
+  }
+  int per_sm = 0;
+  const CUresult r = g_cu.occupancy(&per_sm, fn, (int)block, smem);
+  *resident = per_sm * g_sms;
+  return r;
+}
+
 static CUresult launch(const Launch& l, NormgenFwdParams& p, cudaStream_t s) {
   void* args[] = {&p};
   return g_cu.launchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.smem, (CUstream)s, args, nullptr);
@@ -708,23 +730,8 @@ static void cmd_run(const Json& req) {
   // Clusters must fit inside one GPC, so fewer of them fit than SMs / cluster suggests;
   // a cluster that is not resident from the start would run its rows after the others.
   if (req.flag("persistent")) {
-    const unsigned cluster = (unsigned)req.integer("cluster", 1);
     int resident = 0;
-    CUresult r;
-    if (cluster > 1) {
-      CUlaunchConfig cfg;
-      memset(&cfg, 0, sizeof cfg);
-      cfg.gridDimX = cluster; cfg.gridDimY = cfg.gridDimZ = 1;
-      cfg.blockDimX = l.block; cfg.blockDimY = cfg.blockDimZ = 1;
-      cfg.sharedMemBytes = l.smem;
-      int clusters = 0;
-      r = g_cu.clusterOccupancy(&clusters, fn, &cfg);
-      resident = clusters * (int)cluster;
-    } else {
-      int per_sm = 0;
-      r = g_cu.occupancy(&per_sm, fn, (int)l.block, l.smem);
-      resident = per_sm * g_sms;
-    }
+    const CUresult r = resident_ctas(fn, l.block, l.smem, (unsigned)req.integer("cluster", 1), &resident);
     if (r != CUDA_SUCCESS || resident < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on the GPU")))); return; }
     l.grid = std::min(l.grid, (unsigned)resident);
   }
@@ -1157,12 +1164,16 @@ static void cmd_bwd(const Json& req) {
   Kernel kr = load_kernel(req.str("cubin"), req.str("symbol") + "_reduce");
   if (!kr.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(kr.error)); return; }
   BwdLaunch l{fn, kr.fn, 0, (unsigned)req.integer("block"), smem, 0};
-  // The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row groups.
-  int per_sm = 0;
-  CUresult r = g_cu.occupancy(&per_sm, fn, (int)l.block, l.smem);
-  if (r != CUDA_SUCCESS || per_sm < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on an SM")))); return; }
+  // The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row
+  // groups; a cluster kernel's grid is a whole number of clusters, one per row group.
+  const long long cluster = std::max<long long>(1, req.integer("cluster", 1));
+  int resident = 0;
+  CUresult r = resident_ctas(fn, l.block, l.smem, (unsigned)cluster, &resident);
+  if (r != CUDA_SUCCESS || resident < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on the GPU")))); return; }
+  const int per_sm = (resident + g_sms - 1) / g_sms;
   const long long rows_per_cta = std::max<long long>(1, req.integer("rowsPerCta", 1));
-  const long long grid = std::max<long long>(1, std::min<long long>({(long long)std::min<long long>(req.integer("ctasPerSm", 1), per_sm) * g_sms, (d.rows + rows_per_cta - 1) / rows_per_cta}));
+  const long long ctas = std::min<long long>({req.integer("ctasPerSm", 1) * g_sms, (long long)resident, (d.rows + rows_per_cta - 1) / rows_per_cta * cluster});
+  const long long grid = std::max<long long>(cluster, ctas / cluster * cluster);
   l.grid = (unsigned)grid;
   l.reduce_grid = d.sums ? (unsigned)((d.hidden + 31) / 32) : 0;
   const long long pstride = (d.hidden + 3) / 4 * 4;
