@@ -18,35 +18,35 @@ struct Config {
 };
 }  // namespace
 
-// regs.t256.v4.tpr256.i4.s2.recompute
+// regs.t256.v4.tpr256.i4.recompute
 extern "C" __global__ void __launch_bounds__(256, 2)
-normgen_layernorm_bwd_e5708fef77f4(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 2, false>(p);
+normgen_layernorm_bwd_5f22d743da16(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 0, false, 1>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_e5708fef77f4_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_5f22d743da16_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // loop.t512.v4.tpr512.recompute
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_bwd_312a1f651f7d(const NormgenBwdParams p) {
+normgen_layernorm_bwd_f4f9a1c97215(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 512, 4, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_312a1f651f7d_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_f4f9a1c97215_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_ea763eb63eb1(const NormgenBwdParams p) {
+normgen_layernorm_bwd_7466d0d3c185(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_ea763eb63eb1_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_7466d0d3c185_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -2202,21 +2202,21 @@ extern "C" int normgen_select_in(const normgen_fwd_desc* d, int table, int* path
 
 extern "C" int normgen_select(const normgen_fwd_desc* d, int* path) { return normgen_select_in(d, current_table(), path); }
 
-// CTAs of a persistent variant that are resident at once. Clusters must fit in one GPC,
+// CTAs of a persistent kernel that are resident at once. Clusters must fit in one GPC,
 // so count whole resident clusters: a cluster started late would run its rows last.
-cudaError_t resident_ctas(const Variant& v, size_t smem, int64_t* ctas) {
-  if (v.cluster > 1) {
+cudaError_t resident_ctas(const void* kernel, int threads, int cluster, size_t smem, int64_t* ctas) {
+  if (cluster > 1) {
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(v.cluster));
-    cfg.blockDim = dim3(unsigned(v.threads));
+    cfg.gridDim = dim3(unsigned(cluster));
+    cfg.blockDim = dim3(unsigned(threads));
     cfg.dynamicSmemBytes = smem;
     int clusters = 0;
-    const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, v.kernel, &cfg);
-    *ctas = int64_t(clusters) * v.cluster;
+    const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+    *ctas = int64_t(clusters) * cluster;
     return e;
   }
   int per_sm = 0, device = 0, sms = 0;
-  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, v.threads, smem);
+  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
   if (e == cudaSuccess) e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   *ctas = int64_t(per_sm) * sms;
@@ -2244,7 +2244,7 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   if (smem > 0) e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e == cudaSuccess && (v.storage == PIPELINED || v.storage == RING)) {  // persistent: as many CTAs as fit at once
     int64_t cap = 0;
-    e = resident_ctas(v, smem, &cap);
+    e = resident_ctas(v.kernel, v.threads, v.cluster, smem, &cap);
     if (cap > 0 && cap < grid) grid = cap;
   }
   if (e == cudaSuccess) {
@@ -2258,30 +2258,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_b26081c0ef60(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b26081c0ef60_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ef7f6dd2dbee(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ef7f6dd2dbee_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_7a50822d53f8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_7a50822d53f8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e5708fef77f4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e5708fef77f4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_312a1f651f7d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_312a1f651f7d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ea763eb63eb1(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ea763eb63eb1_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_0260b38dd1bd(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_0260b38dd1bd_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_fcdb49e01247(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_fcdb49e01247_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_60836197967d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_60836197967d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f26b3e56e727(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f26b3e56e727_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_79a74aa06c6c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_79a74aa06c6c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_e33965379f8b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_e33965379f8b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7e1d45e1b394(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7e1d45e1b394_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_453e4b84963c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_453e4b84963c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4c2f7c175f05(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4c2f7c175f05_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5f22d743da16(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5f22d743da16_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f4f9a1c97215(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f4f9a1c97215_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7466d0d3c185(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7466d0d3c185_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_031526ea93d8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_031526ea93d8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_faaff6de9ccf(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_faaff6de9ccf_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6104143bd9a2(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6104143bd9a2_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_d77319c1c607(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_d77319c1c607_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ee29e2e42964(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ee29e2e42964_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_edbe95cb9ef7(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_edbe95cb9ef7_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2292,20 +2292,21 @@ struct BwdVariant {
   const void* reduce;
   int storage, threads, vec, threads_per_row, items, ctas_per_sm, recompute, sums;
   size_t ring_bytes;  // shared memory of the rows' ring (0: none)
+  int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_b26081c0ef60, (const void*)&normgen_layernorm_bwd_b26081c0ef60_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 49152 },  // regs.t128.v8.tpr128.i4.s3.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_ef7f6dd2dbee, (const void*)&normgen_layernorm_bwd_ef7f6dd2dbee_reduce, 2, 512, 8, 512, 0, 4, 1, 2, 0 },  // loop.t512.v8.tpr512.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_7a50822d53f8, (const void*)&normgen_layernorm_bwd_7a50822d53f8_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_e5708fef77f4, (const void*)&normgen_layernorm_bwd_e5708fef77f4_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_312a1f651f7d, (const void*)&normgen_layernorm_bwd_312a1f651f7d_reduce, 2, 512, 4, 512, 0, 2, 1, 2, 0 },  // loop.t512.v4.tpr512.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_ea763eb63eb1, (const void*)&normgen_layernorm_bwd_ea763eb63eb1_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_0260b38dd1bd, (const void*)&normgen_rmsnorm_bwd_0260b38dd1bd_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_fcdb49e01247, (const void*)&normgen_rmsnorm_bwd_fcdb49e01247_reduce, 0, 512, 8, 512, 4, 2, 1, 1, 131072 },  // regs.t512.v8.tpr512.i4.s2.lean.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_60836197967d, (const void*)&normgen_rmsnorm_bwd_60836197967d_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f26b3e56e727, (const void*)&normgen_rmsnorm_bwd_f26b3e56e727_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_79a74aa06c6c, (const void*)&normgen_rmsnorm_bwd_79a74aa06c6c_reduce, 2, 512, 4, 512, 0, 2, 1, 1, 0 },  // loop.t512.v4.tpr512.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_e33965379f8b, (const void*)&normgen_rmsnorm_bwd_e33965379f8b_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_7e1d45e1b394, (const void*)&normgen_layernorm_bwd_7e1d45e1b394_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 49152, 1 },  // regs.t128.v8.tpr128.i4.s3.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_453e4b84963c, (const void*)&normgen_layernorm_bwd_453e4b84963c_reduce, 2, 512, 8, 512, 0, 1, 1, 2, 0, 1 },  // loop.t512.v8.tpr512.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_4c2f7c175f05, (const void*)&normgen_layernorm_bwd_4c2f7c175f05_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_5f22d743da16, (const void*)&normgen_layernorm_bwd_5f22d743da16_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_f4f9a1c97215, (const void*)&normgen_layernorm_bwd_f4f9a1c97215_reduce, 2, 512, 4, 512, 0, 1, 1, 2, 0, 1 },  // loop.t512.v4.tpr512.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_7466d0d3c185, (const void*)&normgen_layernorm_bwd_7466d0d3c185_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_031526ea93d8, (const void*)&normgen_rmsnorm_bwd_031526ea93d8_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_faaff6de9ccf, (const void*)&normgen_rmsnorm_bwd_faaff6de9ccf_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_6104143bd9a2, (const void*)&normgen_rmsnorm_bwd_6104143bd9a2_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_d77319c1c607, (const void*)&normgen_rmsnorm_bwd_d77319c1c607_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_ee29e2e42964, (const void*)&normgen_rmsnorm_bwd_ee29e2e42964_reduce, 0, 512, 4, 512, 2, 2, 1, 1, 65536, 4 },  // regs.t512.v4.tpr512.i2.s2.c4.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_edbe95cb9ef7, (const void*)&normgen_rmsnorm_bwd_edbe95cb9ef7_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).
@@ -2346,7 +2347,7 @@ int max_shared_optin() {
 // Can the variant run this call: capacity, saved statistics when it reads them, strides
 // and pointers aligned for its vector width, shared memory within the device's limit.
 bool bwd_can_run(const BwdVariant& v, const normgen_bwd_desc& d) {
-  const int64_t capacity = v.storage == BWD_REGS || v.storage == BWD_REGS_SMEM ? int64_t(v.items) * v.threads_per_row * v.vec : INT64_MAX;
+  const int64_t capacity = v.storage == BWD_REGS || v.storage == BWD_REGS_SMEM ? int64_t(v.items) * v.threads_per_row * v.vec * v.cluster : INT64_MAX;
   if (d.hidden > capacity || (!v.recompute && !d.rstd)) return false;
   const int64_t strides[] = {d.x_stride, d.dy_stride, d.dx_stride, d.dresidual ? d.dresidual_stride : d.x_stride};
   for (int64_t s : strides) if (s % v.vec != 0) return false;
@@ -2407,20 +2408,24 @@ normgen_status check_bwd(const normgen_bwd_desc* d, int* spec) {
   return NORMGEN_OK;
 }
 
-// The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row groups.
+// The persistent grid: CTAs per SM asked for, no more than fit at once, no more than row
+// groups (times the cluster size), a whole number of clusters.
 cudaError_t bwd_grid(const BwdVariant& v, const normgen_bwd_desc& d, size_t smem, int64_t* grid) {
-  int per_sm = 0, device = 0, sms = 0;
+  int device = 0, sms = 0;
+  int64_t resident = 0;
   cudaError_t e = cudaSuccess;
   if (smem > 0) e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.kernel, v.threads, smem);
+  if (e == cudaSuccess) e = resident_ctas(v.kernel, v.threads, v.cluster, smem, &resident);
   if (e == cudaSuccess) e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return e;
-  if (per_sm < 1) return cudaErrorInvalidConfiguration;
+  if (resident < 1) return cudaErrorInvalidConfiguration;
   const int64_t rows_per_cta = v.threads / v.threads_per_row;
-  const int64_t wanted = int64_t(per_sm < v.ctas_per_sm ? per_sm : v.ctas_per_sm) * sms;
-  const int64_t groups = (d.rows + rows_per_cta - 1) / rows_per_cta;
-  *grid = wanted < groups ? wanted : groups;
+  const int64_t groups = (d.rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
+  int64_t ctas = int64_t(v.ctas_per_sm) * sms;
+  if (resident < ctas) ctas = resident;
+  if (groups < ctas) ctas = groups;
+  *grid = ctas / v.cluster > 1 ? ctas / v.cluster * v.cluster : v.cluster;
   return cudaSuccess;
 }
 

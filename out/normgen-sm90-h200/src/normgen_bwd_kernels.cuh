@@ -96,9 +96,12 @@ __device__ __forceinline__ void store_dx(const NormgenBwdParams& p, int64_t row,
  * The row's a = mean(g * xhat) and b = mean(g) (RMSNorm: 0) from this thread's sums of
  * g * xhat and g: both through one barrier.
  */
-template <typename C, typename Reducer>
+template <typename C, int CLUSTER, typename Reducer>
 __device__ __forceinline__ void gradient_means(Reducer& reduce, float sgx, float sg, float inv_h, float& a, float& b) {
-  if constexpr (C::kLayerNorm) {
+  if constexpr (C::kLayerNorm && CLUSTER > 1) {  // two cluster-wide sums
+    a = reduce.sum(sgx) * inv_h;
+    b = reduce.sum(sg) * inv_h;
+  } else if constexpr (C::kLayerNorm) {
     float sums[2] = {sgx, sg};
     reduce.cta_sums(sums);
     a = sums[0] * inv_h;
@@ -154,10 +157,12 @@ struct BwdRing {
   X* const x_base;
   T* const dy_base;
   const int group, lane;
+  const int col0;  // the first column of this CTA's slice (clusters split rows)
 
-  __device__ __forceinline__ BwdRing(unsigned char* smem, int group, int lane)
-      : x_base(reinterpret_cast<X*>(smem)), dy_base(reinterpret_cast<T*>(smem + kXBytes)), group(group), lane(lane) {}
+  __device__ __forceinline__ BwdRing(unsigned char* smem, int group, int lane, int col0)
+      : x_base(reinterpret_cast<X*>(smem)), dy_base(reinterpret_cast<T*>(smem + kXBytes)), group(group), lane(lane), col0(col0) {}
 
+  /** Chunk i's place in a slot; its column in the row is col0 + offset(i). */
   __device__ __forceinline__ int offset(int i) const { return (i * TPR + lane) * VEC; }
   __device__ __forceinline__ X* x_slot(int slot) const { return x_base + (slot * ROWS + group) * kSlice; }
   __device__ __forceinline__ T* dy_slot(int slot) const { return dy_base + (slot * ROWS + group) * kSlice; }
@@ -169,13 +174,13 @@ struct BwdRing {
       const T* dy = static_cast<const T*>(p.dy) + row * p.dy_stride;
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
-        const int col = offset(i);
+        const int at = offset(i), col = col0 + at;
         if (col + VEC <= hidden) {
-          copy_async<VEC * int(sizeof(X))>(x_slot(slot) + col, x + col);
-          copy_async<VEC * int(sizeof(T))>(dy_slot(slot) + col, dy + col);
+          copy_async<VEC * int(sizeof(X))>(x_slot(slot) + at, x + col);
+          copy_async<VEC * int(sizeof(T))>(dy_slot(slot) + at, dy + col);
         } else if (col < hidden) {
-          *reinterpret_cast<Pack<X, VEC>*>(x_slot(slot) + col) = load_whole_or_partial<X>(x, col, hidden);
-          *reinterpret_cast<Pack<T, VEC>*>(dy_slot(slot) + col) = load_whole_or_partial<T>(dy, col, hidden);
+          *reinterpret_cast<Pack<X, VEC>*>(x_slot(slot) + at) = load_whole_or_partial<X>(x, col, hidden);
+          *reinterpret_cast<Pack<T, VEC>*>(dy_slot(slot) + at) = load_whole_or_partial<T>(dy, col, hidden);
         }
       }
     }
@@ -187,7 +192,7 @@ struct BwdRing {
     copy_async_wait<STAGES - 1>();
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-      const bool held = offset(i) < limit;
+      const bool held = col0 + offset(i) < limit;
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
         r.x[i].v[k] = from_float<X>(0.f);
@@ -221,13 +226,19 @@ struct BwdRing {
  * SMEM_SUMS false: the dweight/dbias sums stay in registers (groups of a CTA are added
  * through shared memory at the end); true: they live in dynamic shared memory, one row
  * per CTA (TPR == THREADS), each thread owning its columns.
- * LEAN: the weight is re-read at each use (kept in L1 and L2) and xhat recomputed, not
- * held: two arrays of ITEMS * VEC registers fewer, so that long rows fit in registers.
+ * LEAN: the weight is re-read at each use (plain loads, mostly from L1) and xhat
+ * recomputed, not held: two arrays of ITEMS * VEC registers fewer, so long rows fit.
+ * CLUSTER > 1: CLUSTER CTAs split each row (one row per CTA), each holding a slice of
+ * ITEMS * TPR * VEC columns, its weight and its column sums; row sums go through the
+ * cluster. CTA b's partial row holds its slice's sums and zeros elsewhere, so the
+ * reduction kernel is the same.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, bool SMEM_SUMS, bool RECOMPUTE, bool PREFETCH, int STAGES = 0, bool LEAN = false>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, bool SMEM_SUMS, bool RECOMPUTE, bool PREFETCH, int STAGES = 0, bool LEAN = false,
+          int CLUSTER = 1>
 __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
   static_assert(!(PREFETCH && STAGES > 0), "a row comes from registers or from the ring, not both");
-  RowReducer<THREADS, TPR, 1> reduce;  // every thread makes the same sequence of sums
+  static_assert(CLUSTER == 1 || (TPR == THREADS && !SMEM_SUMS && STAGES > 0), "a cluster splits one row per CTA, sums in registers, rows from the ring");
+  RowReducer<THREADS, TPR, CLUSTER> reduce;  // every thread (of the cluster) makes the same sequence of sums
   constexpr int kRows = THREADS / TPR;
   constexpr int kSums = BwdSums<C>::kCount;
   static_assert(!SMEM_SUMS || kRows == 1, "shared-memory sums need one row per CTA");
@@ -236,7 +247,9 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
   const int hidden = int(p.hidden);
   const float inv_h = 1.f / float(hidden);
   const int64_t pstride = partial_stride(p.hidden);
-  auto column = [&](int i) { return (i * TPR + lane) * VEC; };
+  constexpr int kSlice = ITEMS * TPR * VEC;
+  const int col0 = cluster_rank<CLUSTER>() * kSlice;
+  auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
 
   float gamma[LEAN ? 1 : ITEMS][VEC];
   if constexpr (!LEAN) load_gamma<C, VEC, ITEMS>(p, column, hidden, gamma);
@@ -273,9 +286,11 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
           if (column(i) + k < int(pstride)) smem_sums[s * pstride + column(i) + k] = 0.f;
   }
 
-  const int64_t step = int64_t(gridDim.x) * kRows;
-  int64_t base = int64_t(blockIdx.x) * kRows;
-  BwdRing<C, VEC, ITEMS, TPR, kRows, STAGES> ring(reinterpret_cast<unsigned char*>(dynamic_smem) + (SMEM_SUMS ? kSums * pstride * 4 : 0), group, lane);
+  // Every CTA of a cluster walks the same rows, so the cluster barriers match up.
+  const int64_t step = int64_t(gridDim.x / CLUSTER) * kRows;
+  int64_t base = int64_t(blockIdx.x / CLUSTER) * kRows;
+  BwdRing<C, VEC, ITEMS, TPR, kRows, STAGES> ring(reinterpret_cast<unsigned char*>(dynamic_smem) + (SMEM_SUMS ? kSums * pstride * 4 : 0), group, lane,
+                                                  col0);
   if constexpr (STAGES > 0) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) ring.issue(p, base + s * step + group, hidden, s);
@@ -349,7 +364,7 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
       }
     }
     float a, b;
-    gradient_means<C>(reduce, sgx, sg, inv_h, a, b);
+    gradient_means<C, CLUSTER>(reduce, sgx, sg, inv_h, a, b);
     // dx = rstd * (g - xhat * a - b) = rstd * g - (xhat * (rstd * a) + rstd * b)
     const float c1 = rstd * a, c2 = rstd * b;
     if (active) {
@@ -409,6 +424,10 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
           if (column(i) < hidden) store_chunk<float, VEC>(out, column(i), hidden, sums[s][i]);
+        if constexpr (CLUSTER > 1) {  // the other CTAs' columns
+          for (int col = int(threadIdx.x) * 4; col < int(pstride); col += THREADS * 4)
+            if (col < col0 || col >= col0 + kSlice) *reinterpret_cast<float4*>(out + col) = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
       } else {
         // Add the groups' sums in group order through shared memory, one item at a time.
         __shared__ float staged[THREADS * VEC];
@@ -509,7 +528,7 @@ __device__ __forceinline__ void bwd_loop_kernel(const NormgenBwdParams& p) {
       }
     }
     float a, b;
-    gradient_means<C>(reduce, sgx, sg, inv_h, a, b);
+    gradient_means<C, 1>(reduce, sgx, sg, inv_h, a, b);
     for (int col0 = first; col0 < hidden; col0 += kUnroll * kStep) {
       float x[kUnroll][VEC], dy[kUnroll][VEC];
       load_x_dy<C, VEC, kUnroll>(p, row, [&](int u) { return col0 + u * kStep; }, hidden, x, dy);
