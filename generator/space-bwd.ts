@@ -158,8 +158,8 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       if (threadsPerRow * vec >= 2 * problem.hidden && threadsPerRow > 1) continue; // idle lanes
       if (threads / threadsPerRow > nextPow2(problem.rows)) continue; // more rows per CTA than exist
       const items = Math.ceil(problem.hidden / (threadsPerRow * vec));
-      if (items > MAX_ITEMS || items * vec > MAX_VALUES) continue;
-      const storages: BwdStorage[] = sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
+      const rowFits = items <= MAX_ITEMS && items * vec <= MAX_VALUES;
+      const storages: BwdStorage[] = !rowFits ? [] : sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
       // Ahead of the current row: nothing, the next row in registers, or a ring of rows.
       // A ring's kernels also come lean (weight and xhat not held).
       const sources = [
@@ -175,12 +175,14 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
           // Absent, not 0 or false: the variants of earlier databases keep their params.
           push({ storage, threads, vec, threadsPerRow, items, ...(stages ? { stages } : {}), ...(lean ? { lean } : {}) }, prefetch);
         }
-      // Rows split over a cluster: regs through a ring, one row per CTA.
+      // Rows split over a cluster: regs through a ring, one row per CTA. A CTA holds only
+      // its slice, so this also serves thread counts whose whole row would not fit.
       if (threadsPerRow === threads && arch.clusters)
         for (const cluster of BWD_CLUSTER_CHOICES) {
           const slice = Math.ceil(problem.hidden / cluster);
           if (slice < MIN_CLUSTER_SLICE || problem.rows < 256) continue;
           const sliceItems = Math.ceil(slice / (threadsPerRow * vec));
+          if (sliceItems > MAX_ITEMS || sliceItems * vec > MAX_VALUES) continue;
           for (const stages of BWD_STAGE_CHOICES)
             for (const lean of [false, true]) {
               const regs = bwdRegsEstimate(problem, { storage: 'regs', items: sliceItems, vec, prefetch: false, lean });

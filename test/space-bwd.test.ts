@@ -87,6 +87,9 @@ test('clusters split long rows on sm90 only; their grid is a whole number of clu
   const split = enumerateBwdSpace(p, sm90).filter((q) => (q.cluster ?? 1) > 1);
   assert.ok(split.some((q) => q.cluster === 4 && q.items * q.threadsPerRow * q.vec === 4096));
   assert.ok(split.every((q) => q.storage === 'regs' && q.stages && q.threadsPerRow === q.threads && bwdCapacity(q) >= 16384));
+  // A CTA holds only its slice: thread counts too few for the whole row still split it.
+  assert.ok(split.some((q) => q.threads === 256 && q.cluster === 4));
+  assert.not.ok(enumerateBwdSpace(p, sm90).some((q) => q.threads === 256 && !q.cluster && q.storage !== 'loop'));
   assert.not.ok(enumerateBwdSpace(p, sm80).some((q) => (q.cluster ?? 1) > 1));
   assert.not.ok(enumerateBwdSpace(makeProblem(ln, 2048, 32768), sm90).some((q) => (q.cluster ?? 1) > 1)); // slices under 2048
   const q = split[0];
