@@ -20,33 +20,33 @@ struct Config {
 
 // regs.t128.v8.tpr128.i4.s3.recompute
 extern "C" __global__ void __launch_bounds__(128, 2)
-normgen_layernorm_bwd_7e1d45e1b394(const NormgenBwdParams p) {
+normgen_layernorm_bwd_02825fd4c6e4(const NormgenBwdParams p) {
   normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 3, false, 1>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_7e1d45e1b394_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_02825fd4c6e4_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// loop.t512.v8.tpr512.recompute
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_bwd_453e4b84963c(const NormgenBwdParams p) {
-  normgen::bwd_loop_kernel<Config, 512, 8, true, true>(p);
+// regs.t128.v8.tpr128.i4.s2.c4.recompute
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_bwd_297b4eb080b5(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, false, 4>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_453e4b84963c_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_297b4eb080b5_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_4c2f7c175f05(const NormgenBwdParams p) {
+normgen_layernorm_bwd_d3557e00a94f(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_4c2f7c175f05_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_d3557e00a94f_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

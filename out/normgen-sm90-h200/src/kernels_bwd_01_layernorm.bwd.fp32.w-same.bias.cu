@@ -18,35 +18,35 @@ struct Config {
 };
 }  // namespace
 
-// regs.t256.v4.tpr256.i4.recompute
+// regs.t256.v4.tpr256.i4.s2.recompute
 extern "C" __global__ void __launch_bounds__(256, 2)
-normgen_layernorm_bwd_5f22d743da16(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 0, false, 1>(p);
+normgen_layernorm_bwd_8ba751c8aae6(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 2, false, 1>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_5f22d743da16_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_8ba751c8aae6_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// loop.t512.v4.tpr512.recompute
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_bwd_f4f9a1c97215(const NormgenBwdParams p) {
-  normgen::bwd_loop_kernel<Config, 512, 4, true, true>(p);
+// regs.t128.v4.tpr128.i8.s3.c4.recompute
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_bwd_479ba644bebe(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 128, 4, 128, 8, false, true, false, 3, false, 4>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_f4f9a1c97215_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_479ba644bebe_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_7466d0d3c185(const NormgenBwdParams p) {
+normgen_layernorm_bwd_754a02752fa8(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_7466d0d3c185_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_754a02752fa8_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -20,33 +20,33 @@ struct Config {
 
 // regs-smem.t512.v4.tpr512.i2.s3.recompute
 extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_rmsnorm_bwd_d77319c1c607(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_93c52063db8e(const NormgenBwdParams p) {
   normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, true, true, false, 3, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_d77319c1c607_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_93c52063db8e_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t512.v4.tpr512.i2.s2.c4.recompute
+// regs.t512.v4.tpr512.i2.s4.c4.recompute
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
-normgen_rmsnorm_bwd_ee29e2e42964(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false, 2, false, 4>(p);
+normgen_rmsnorm_bwd_645dd8c0c1c8(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false, 4, false, 4>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_ee29e2e42964_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_645dd8c0c1c8_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_edbe95cb9ef7(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_a5c10055357c(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_edbe95cb9ef7_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_a5c10055357c_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

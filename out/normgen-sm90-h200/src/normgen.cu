@@ -8,387 +8,385 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_7b4dda36030b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb7c7d25d0c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad2bc64972fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_558f29a0af0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dcef905f1b5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2a6e386d4bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ec303df6425(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1344c63add86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe1d2b3c74fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5945eb6ff20d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b8326d2a7247(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_740a97c9f399(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7abaed069f78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_770d22d2460a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98bf6c79ebba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7272034eb43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cac43f54d2b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae00996eebb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f16c90296c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af06b291a531(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdd6b88c7b70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_280a95a2d14b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb0d5f744fd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f07e0dc901df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c1c19b403257(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1b36e584c39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2fdc139768a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc0bb33581ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85969aa12e99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e4f83486030d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b180b478d17e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_49b0a2d17784(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c58e69182109(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f72b0f2a51c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_33eb3f1775ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca3ada0ad6c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91a8f035707c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1c6fba5972c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b539e1c19c88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ee163cf6b25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b60b7e2b9a2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_536f90da9952(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e84b745c3273(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4367899d796c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd7b646aba2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4687fd4fc7d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0693dff12bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd3481b6f56b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be415413e36d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8540162b0af9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba6d9e41fcb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e135ab675525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1e6c4ef681c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52d42719391f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4460627387ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_010a5fbc025c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2f3685aaf9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2ec2e21c169(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99c355a42cd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_57988e62395d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cedc7f7a24f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d569040c225(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a14de0d5610(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2d89aa75583(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52b9cccf2042(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c523e4066469(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d972620677e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b2c55ece9cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0abb823dc42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4cc011e8d4f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bca145b345e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2743699a1f0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a6841742c86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a57cd5f33110(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3fe5463d3edc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e50e2304acef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac961301ed2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_897e54a11bae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_765fa6fdea6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_740e9d704740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_45b73a409587(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ab1edd84704(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8de3d61ae27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2803c8a7a0e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ee594990ced(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f0c086d1d76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02898ced4186(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ed5fd209d43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6743cfac0b2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d301b442e502(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a67752f5e14d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_147bb9f008ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_730a3383146e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b3313f08ec6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ebe3e9e4657(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d8609d60e61a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8cab82d2c8d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_980892604e23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a70d2aed071a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd12976b20b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c395631a1bd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d434d9fe6bf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_808879d3b545(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67a1fc6edf64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6d37e848c50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a2114ab3107(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d17fa8895044(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_59d03cc4c30d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4ab944a8d77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_932e59442d48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_59b553ce7745(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e12c6091e84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2ca59932a1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1cbcbf9e64e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba503403bb0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_749de7e52d22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef532e09830d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ceff39002365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b874fadc97aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b70c5d5e4502(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc2b612acba4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_716e5dec8191(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_45c7339f950b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7973437c0a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd4981421552(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a6cbd3805c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10b5e4086226(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4112dd7ea4a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0700f1b138df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_826b458c6d18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2327285c0f04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecbdd8d2cd59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52ab45ae18fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4e19491726c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45da792d81a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5918249e5fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_264e3eee1e97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2745344640a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a76e9262951f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a529971c7cd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f47273823044(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60b4ae9b11a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c911a5e9d206(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dd5544c4106(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e2f97b8f821(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cebd90432c6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f1dce07fc87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_078695531b33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb82d1efd628(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e85d6d8485f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b1f9a219c0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecaf6c3f7d1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1922678740a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae36181ddf5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b27b26c0c86c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7a57be9abcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d96a6b4dc80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54d61de2d409(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd75ae244f6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34e22374e659(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24df41ffef19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b4bccef05d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfb04ed581df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37692cbe8abd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04e47d4844ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3063033a24f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8665399e519e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af0c60078d99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c38eb0dc751c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd07505beb4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e82f368576ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec856c8dba3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e44289bad1f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed02861308c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb4ccd8e739a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9d39151a6b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_934615896311(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4ee3fb08acf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cef8fe45ac15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95688977e944(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16f09f1b243c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5c316d0a3c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5454de4706cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8beb6f5cd2d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85faf91ea82d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81c25a060633(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e71982e6ba6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b528d536afd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_323add6aec0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c192e40ef0e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43158e149b2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c94b100ffe1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e8d98bc9430(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e505bd8b011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75d91c50795e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab6a4e13ff12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ee0b700e126(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53f6bd4616ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecf0773ff580(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d13c71356203(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0dd9d60af892(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a38e61fd1d35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d1e4b1ef9bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9991532643d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_958a2467e950(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e5690659516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9c556747480(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f9b020049d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_209708ee0884(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc62d025952f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c89ce93844b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d1d72960c30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c187c6029f0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55ae3065fd24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79527fd4ae6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_137211c7a887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_060a17134fd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_407e63313f16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84f8f0395e88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5bf4dfc4d80d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a5619970b45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25fd75d3498f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc501a646f5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36e0731f30eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d3f6f571482(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_881e0f2e10c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4beb7e93c4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea0c5b36601b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1dd5e37f0863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c961bd823309(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e569135290db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afe8d09e69be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45b382f1b245(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_461a07f88f31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f3efadf2a36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77af895e710e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1887fa9b1c81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a702a361540d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76e5f8aaff0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58bc2067b85b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d90f769e244(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b782d91de33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3db9eac52d54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3291a604a3d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9fa9e453f39c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9173fc678c14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f582309a2614(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48bbc8772d7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc033ca0cc23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b06be11138a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3465ccfd8279(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f5fae2eafcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa9edadfd983(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c55f6332fd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f36326abfdd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f72bf3106c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f1ba47bcff0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8efc412d025(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e4340d16c15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdbf115c47fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_494fa0625973(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc574184a4c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4bce0835dcc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6001585f4d12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c37eb9a6b69c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2957e5640a96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9158aac0937(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c75fe1f758ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f612c6021a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bec05eb206c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23248b324d63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9011a3a33263(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c768d6cb18ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82df01b3b483(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b48b5ba0c64f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33b5e70a9b97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02cc33e75bdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0241fe5d147(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cecd530a3393(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84c0217493bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8dafd84a96d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9743229aa4c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1704e6d20a40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_667134514bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4961f01daf03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04551b1b7392(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08e8ee130865(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a987bf856d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af4d263ce32d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53a324346a3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c96e10dc08c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66cd70eb722a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d0be73730ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21a40992fbf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2eaac08728f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8207a0a1d1df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c33b178746b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfe3139e7601(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdf41d645f43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4488c8317056(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d622803ad9be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec42e7287de8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_420260670a13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_181b9bf96ebe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aed76e6e04ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c781d50c88bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5159d52d632(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dba48cd8be64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2889c2fcfdaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e14ec24217be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4d9f2483511(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_322a8d62f2d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_032d7cd43233(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6adc9391a3b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_643fd645a33c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94c3d1d3fd8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e412761d57c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5fe3e98e65a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_033665646077(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d3b6c2d1981(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cb3e6606c4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_763f3c01ff40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bc5f4015e4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5ee5fd7a2c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_094241e40dc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bead0fac0cc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8ad96dd8ad1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8957b4a7b6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_268226074bcc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8543037b6f62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6c4512fb112(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69fc33adcb83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4888bd10344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a0dead47d9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cbf4207bb86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a91067425982(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cbd2b74aef5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69440546c6c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_734d2f21d2f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60ab8affa6be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a753460bc93c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d75a8351dcaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbf25102f7d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ad8c7003410(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec1123470297(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed47bbbb320b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b50d2aa7e29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_904512939cbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6df7509a0486(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_462fe436ee0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e0df454e45d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95cb22f79790(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65a2bca4ad6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_107ebf5feb4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9437b709d5df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_757b88f123be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b315f84b2ab9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c730cba9c84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2e346892b47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d862268079c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b47849e1887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e4650312147(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb5466e56e37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc2fe252b1d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23b32ae1988d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89f4aca1cb3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15724cb32a01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc1b38d59c7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a302f47d08e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_046631c67d4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fff109b3d33c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_416a06595d3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a0ade80af31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41bd8b4d31f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_547cdbd4ed75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be8609725867(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aff7da7b9a1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d505c8fbfd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c84edf4cc4ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2a5aab08d95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7add865c9ddf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7397d262a322(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47562d618f7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7887bc1e5ed1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_334058329156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84ba53b9b7f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9f4a4f39eed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2a4a0c783c6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99aa63ad7b19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_287f84698d85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c7bd74a08fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd96457d537e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_deffc930ee3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8be7998d1fc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7612dd8526fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_173f4e714553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_722336d787be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ab1d1426c68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ff59806eb64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f23e37a3e407(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a65900b28e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc5da0cc8032(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10cf9098876e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4f3eecc5a47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84511f6abf08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ebd3b898bd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf040770577c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8833d9e28020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47ffaad488a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83e1ddb39fbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2597e5ca0f81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_097f4b2fd279(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c22ee59bcb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cade3b62bbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43a52baa8099(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdd039d773f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05d3b86e9101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_76b80f0be190(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec59e9dea457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd270a9dd231(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21a03cb5c1cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_775cbdc389b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7303627624e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f6b827d3c7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_134082755b8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_283283b05d8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ba8959166e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1dd90cb82083(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_86bd04ea47ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dcbe493e8d24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e70ce60dee75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e6b46948d66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0bd64199f249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edaab4fe3ed4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e98ef294555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11a6541db74a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31eedf558d02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b8c8ae1d1f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53ebc892a289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ba473e84f36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd99a8cd01c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e683b709a05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc7d3e2d1ea2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b88e239062e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b736f6da1457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47862d2e6b48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c452b35f3b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0383a4f2a05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f37adf9e6a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b4e723f279b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b469f903e39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91b608652ab5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d182d1d607b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3090e862a34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae96e58559ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aced41273d8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b97287ec2288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61384ce952ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9301479d606(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbf6d3d1e959(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_406bb8ff66d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_551d47b7f24a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6f3c4b5a111(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2440de5e932c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9f7126a4308(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b67dd90e18c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_485e9816bd8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d8d12698155(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b822e7e03e72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad1e8947be0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40ab1550b128(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3feb394b0d50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cfbcda926b1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b73fff932c4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da0f3dbcee72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b26a2d931f30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2c084540a1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb3c297d4e1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfbebc9abb0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_901fe5a8057d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_253bb280ab73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9b8ac8619d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b51d31d86663(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5d20adc2726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9190dd4dbf47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_410af357aa0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea486b181162(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_339e20a9c30f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cae3474cbb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b9cc2139722(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9879a7bbd6b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0dec01e7ca15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a642132dbaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3f0e91780e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_963bf639ce95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_981d75698eb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b8cc6e834ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a910bdeebe6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6a11ba96a12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb67d62d03bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c6aad020ddd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4145439dcd53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa68855194e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee36e206bbde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46c3b8e1df82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f722895110ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_30604b76b186(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67f88466b456(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_381c3778aa03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7ead3bb78c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5542477fe6e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be94e2713320(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_932e5d49fd4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f6d47e2ec6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12d32d287462(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0fe3e540a4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71b3c10c838c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f907198e6ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78ce8d61193f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f02591c76ab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a5d022cc7c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02534ff601e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba299e0a294b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04a22825248a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ff9389fed76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d78ad3a5429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_337d8b271908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08279d7b0138(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cbd4c3669a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33e24a94b06d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93774865ce38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c440159220f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1453aa861ae9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26ada9abeeba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81e65ef4b037(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf1588a17742(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7031f05e9b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_474b9c9630d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_635731fd1332(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca519b3e393d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79be5121183(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eab2d68c0ce3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_196f6f5ea2f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_340875924494(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec370d63e6c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84a2413deeee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f04ccecde355(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c2fe06f05fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d699926d9af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e36e4bd2768(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e6a15401e59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6966234f1020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_131b10e3ce8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d34a3cb0d8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_569cd08fa500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0ef2a5f9241(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac9d042c9500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56d543e96678(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2c828168c23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fa11a226c59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c45eb67bdfbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_470d5bc962c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dd6107f0297(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_725061065093(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69140bee0c10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e200c5be2d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f834fe84231(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93ea9ef9337d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc1633689c66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f7dea074629(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9646bbcd6768(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_839110a0064c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6f214da6277(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c40f545d1c77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c2e36c92151(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5730f401104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_684e3df1dd3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efca0294aedb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8cb22102245(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2209e3ff2795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e9e32738744(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0cd40ba0376(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94328c9cfadc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38a0c35bade3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe9cbd7a8cad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90e1d7d41ba1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_778756b3ee00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e3be75ba69a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69eb802a6f1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38e72b6c79c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18923820fba1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd19267027e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c886b021390(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7110baf30ffb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db3d24d7ade2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbcf2f474791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4ebb0dfc3f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b2ec8fe1001(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cc68de092ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_859cafebea96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_998a196999dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50cb4bdcff0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09fe4ceb0585(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46a105f29824(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b37dfa7d3765(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed7fc9f3cbc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c99c4234485(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9be53fadab4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e35a6348aadd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c920f50c4d55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b66597fc43d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72aa5cc1a6d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f03a0ed6be2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e45603ba92ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e3508192740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3df09f17c33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02259b21d287(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d125c286c381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e315e6ef2e38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3c6e54452d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c72bc7839b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c8a4e6e2658(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35a8ee86adb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e25ed3e8ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9539ab5fb6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7eedd1aa040(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb445600a2ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45a3d9b1ecd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9883a581111(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ffee9fca326(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e5b26611cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ea3a3dd5f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_746b0a70c256(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4596f2e89f34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb2b1b183025(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9a324e2f3e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e913529603cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0cd26ef6e94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebba0f4bcc4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbbe287ecbbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a700304333a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f381324c0ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e2bd8556f39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a36643279cb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed14278dbf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb12f83a456e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5900d73842ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_591c6d2a3b4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3521e19fb6a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3961f4b630f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8491c7e44d1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b4f79476d87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35de81a69da6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5d57d3858ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3ec8be1b643(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05ca69e87d3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bf292ec6095(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_872c57f8a4e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_288be8325a54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65878c97f9c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6655b4d8acf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a1b22d406bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d4986b0678e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6948277e63bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a58a236c171(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e77ff36733ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91d18863e7ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85b3290ed17e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3253fe41f3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5db67cf65b5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e444113f7221(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fabd3b20e7e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ba71e2d81b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aaad01d2def8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60118fe9e95d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82847781855c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12d9bd0dc212(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7127634bfa0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d6f8cb8579e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ee221e4740d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_800b6f50a24b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08bf1408d792(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d0007086466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5f1a2565f5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bf17ba2896a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb7b5ea32cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90165bd15b46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72ef6a0f965a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc6f31fc1341(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd4a33feb1e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5da47111905a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c45c4d1c5a51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9dfac7ed7f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e5c94837d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10642dc4c081(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7aa8d2bd7cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05036d20ee22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0561b419658f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2861f83c604e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d865e3bbbe8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36a1511b7687(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f9db95d017a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0a8f4bfb678(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b8ef9dd684d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2e3279e7ff5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e59c6966ef39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce7d858af356(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da2f4ef8d8fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b531d07d67af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_132e641f1e50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_318e35a7c6aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c74cc5c6d20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e72d54d64936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e0a74872b18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5667b9434239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0654ef9493ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45efb1c7289f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ef672b17031(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02d474d163fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83eb45d279df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_392e3e9608ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a18e9c79d254(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b842556fc9e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d79f7aab8675(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c0779220cbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68bca6122fbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a59e9812b31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cedb8b8d4065(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c9a87e86bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52db7877a3e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e2b5881ad3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_167e9dc8a45d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3da58adc8415(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d4b3fc08683(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b712b5046ad8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceece807b73f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff9577fb6a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f41b36931aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23cf8bed2e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_880838021d8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_913910e88c83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bbc0cb7119b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b909f35074a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdca34b775ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_304506827bed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_595e970e7fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28f740e54e35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_690b32618ab4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aecf48127d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7309b21780bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e1fe816de9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10b470968cd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e43df764f2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec0799c0553f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_978ed863bf1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e048878f213e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98941268954b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0cf73cae499d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb138095495c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f9a77d54424(const NormgenFwdParams p);
 
 namespace {
 
@@ -404,387 +402,385 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_7b4dda36030b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_bb7c7d25d0c0, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_ad2bc64972fb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_558f29a0af0a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_dcef905f1b5f, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_a2a6e386d4bd, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_9ec303df6425, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_1344c63add86, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_fe1d2b3c74fa, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_5945eb6ff20d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_b8326d2a7247, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_740a97c9f399, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_7abaed069f78, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_770d22d2460a, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_98bf6c79ebba, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_e7272034eb43, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_cac43f54d2b1, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_ae00996eebb5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_8f16c90296c8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_af06b291a531, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_bdd6b88c7b70, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_280a95a2d14b, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_fb0d5f744fd6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_f07e0dc901df, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_c1c19b403257, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_e1b36e584c39, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_b2fdc139768a, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_fc0bb33581ad, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_85969aa12e99, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
-  {(const void*)&normgen_layernorm_fwd_e4f83486030d, 3, 128, 8, 128, 0, 1, 2, 0, 16384 },  // reload.t128.v8.tpr128.h16384
-  {(const void*)&normgen_layernorm_fwd_b180b478d17e, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_49b0a2d17784, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_c58e69182109, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_6f72b0f2a51c, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_33eb3f1775ee, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_ca3ada0ad6c4, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_91a8f035707c, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_e1c6fba5972c, 4, 128, 8, 128, 8, 8, 2, 65536, 65536 },  // ring.t128.v8.tpr128.i8.c8.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_b539e1c19c88, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_4ee163cf6b25, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_b60b7e2b9a2d, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_536f90da9952, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_e84b745c3273, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_4367899d796c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_cd7b646aba2f, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_4687fd4fc7d1, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_e0693dff12bf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_bd3481b6f56b, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_be415413e36d, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_8540162b0af9, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_ba6d9e41fcb5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_e135ab675525, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_b1e6c4ef681c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_52d42719391f, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_4460627387ee, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_010a5fbc025c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_e2f3685aaf9c, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_e2ec2e21c169, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_99c355a42cd7, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_57988e62395d, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_cedc7f7a24f4, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_0d569040c225, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_6a14de0d5610, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_f2d89aa75583, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_52b9cccf2042, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_c523e4066469, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_9d972620677e, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_5b2c55ece9cc, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_f0abb823dc42, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_4cc011e8d4f7, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
-  {(const void*)&normgen_layernorm_fwd_8bca145b345e, 3, 128, 8, 128, 0, 1, 2, 0, 16384 },  // reload.t128.v8.tpr128.h16384
-  {(const void*)&normgen_layernorm_fwd_2743699a1f0a, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_4a6841742c86, 1, 256, 8, 256, 2, 8, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_a57cd5f33110, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_3fe5463d3edc, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
-  {(const void*)&normgen_layernorm_fwd_e50e2304acef, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_ac961301ed2e, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_897e54a11bae, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_765fa6fdea6a, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_740e9d704740, 4, 128, 8, 128, 8, 8, 2, 65536, 65536 },  // ring.t128.v8.tpr128.i8.c8.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_45b73a409587, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_5ab1edd84704, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_a8de3d61ae27, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_2803c8a7a0e4, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.h131072
-  {(const void*)&normgen_layernorm_fwd_9ee594990ced, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_7f0c086d1d76, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_02898ced4186, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_6ed5fd209d43, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_6743cfac0b2f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_d301b442e502, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.h768
-  {(const void*)&normgen_layernorm_fwd_a67752f5e14d, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_147bb9f008ed, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_730a3383146e, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_2b3313f08ec6, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_8ebe3e9e4657, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_d8609d60e61a, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_layernorm_fwd_8cab82d2c8d5, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
-  {(const void*)&normgen_layernorm_fwd_980892604e23, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_a70d2aed071a, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_dd12976b20b2, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_c395631a1bd5, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_d434d9fe6bf9, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_808879d3b545, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_67a1fc6edf64, 0, 256, 4, 128, 8, 1, 4, 0, 4096 },  // regs.t256.v4.tpr128.i8.h4096
-  {(const void*)&normgen_layernorm_fwd_b6d37e848c50, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_0a2114ab3107, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
-  {(const void*)&normgen_layernorm_fwd_d17fa8895044, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_59d03cc4c30d, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_c4ab944a8d77, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_932e59442d48, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_59b553ce7745, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_5e12c6091e84, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_b2ca59932a1d, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_1cbcbf9e64e6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_ba503403bb0d, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_749de7e52d22, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_ef532e09830d, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_ceff39002365, 4, 1024, 4, 512, 6, 1, 4, 196608, 12288 },  // ring.t1024.v4.tpr512.i6.s2.h12288
-  {(const void*)&normgen_layernorm_fwd_b874fadc97aa, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_b70c5d5e4502, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_cc2b612acba4, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_716e5dec8191, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
-  {(const void*)&normgen_layernorm_fwd_45c7339f950b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_7973437c0a6f, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_fd4981421552, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_8a6cbd3805c1, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_10b5e4086226, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_layernorm_fwd_4112dd7ea4a8, 3, 512, 4, 512, 0, 1, 4, 0, 65536 },  // reload.t512.v4.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_0700f1b138df, 0, 256, 4, 256, 16, 4, 4, 0, 65536 },  // regs.t256.v4.tpr256.i16.c4.h65536
-  {(const void*)&normgen_layernorm_fwd_826b458c6d18, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_2327285c0f04, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.h131072
-  {(const void*)&normgen_layernorm_fwd_ecbdd8d2cd59, 3, 512, 4, 512, 0, 1, 4, 0, 131072 },  // reload.t512.v4.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_52ab45ae18fc, 4, 1024, 4, 1024, 4, 8, 4, 131072, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s2.h131072
-  {(const void*)&normgen_layernorm_fwd_c4e19491726c, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_45da792d81a7, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_c5918249e5fc, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_264e3eee1e97, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_a2745344640a, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_a76e9262951f, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_a529971c7cd7, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_f47273823044, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_60b4ae9b11a9, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c911a5e9d206, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5dd5544c4106, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4e2f97b8f821, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_cebd90432c6a, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1f1dce07fc87, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_078695531b33, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fb82d1efd628, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0e85d6d8485f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1b1f9a219c0f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ecaf6c3f7d1b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c1922678740a, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ae36181ddf5b, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b27b26c0c86c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f7a57be9abcb, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2d96a6b4dc80, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_54d61de2d409, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_dd75ae244f6b, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_34e22374e659, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_24df41ffef19, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0b4bccef05d4, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bfb04ed581df, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_37692cbe8abd, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_04e47d4844ff, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3063033a24f5, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_8665399e519e, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_af0c60078d99, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c38eb0dc751c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_cd07505beb4c, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e82f368576ce, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_fec856c8dba3, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e44289bad1f3, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ed02861308c1, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bb4ccd8e739a, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d9d39151a6b9, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_934615896311, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a4ee3fb08acf, 4, 256, 8, 256, 8, 8, 2, 98304, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_cef8fe45ac15, 4, 512, 8, 512, 8, 4, 2, 196608, 131072 },  // ring.t512.v8.tpr512.i8.c4.s3.h131072
-  {(const void*)&normgen_rmsnorm_fwd_95688977e944, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_16f09f1b243c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_e5c316d0a3c5, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_5454de4706cd, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_8beb6f5cd2d3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_85faf91ea82d, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_81c25a060633, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e71982e6ba6f, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2b528d536afd, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_323add6aec0e, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c192e40ef0e7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_43158e149b2e, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6c94b100ffe1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0e8d98bc9430, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_6e505bd8b011, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_75d91c50795e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ab6a4e13ff12, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2ee0b700e126, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_53f6bd4616ca, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ecf0773ff580, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d13c71356203, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0dd9d60af892, 0, 256, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t256.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a38e61fd1d35, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1d1e4b1ef9bc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b9991532643d, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_958a2467e950, 4, 128, 8, 128, 3, 4, 2, 43008, 12288 },  // ring.t128.v8.tpr128.i3.c4.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6e5690659516, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b9c556747480, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5f9b020049d0, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_209708ee0884, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fc62d025952f, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5c89ce93844b, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1d1d72960c30, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c187c6029f0c, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_55ae3065fd24, 0, 1024, 8, 1024, 2, 8, 2, 0, 131072 },  // regs.t1024.v8.tpr1024.i2.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_79527fd4ae6c, 4, 256, 8, 256, 8, 8, 2, 229376, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_137211c7a887, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_060a17134fd3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_407e63313f16, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_84f8f0395e88, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_5bf4dfc4d80d, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_7a5619970b45, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_25fd75d3498f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_dc501a646f5f, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_36e0731f30eb, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_9d3f6f571482, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_881e0f2e10c4, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d4beb7e93c4a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ea0c5b36601b, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1dd5e37f0863, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c961bd823309, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e569135290db, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_afe8d09e69be, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_45b382f1b245, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_461a07f88f31, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3f3efadf2a36, 2, 512, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_77af895e710e, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1887fa9b1c81, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a702a361540d, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_76e5f8aaff0d, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_58bc2067b85b, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0d90f769e244, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6b782d91de33, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3db9eac52d54, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3291a604a3d5, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9fa9e453f39c, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9173fc678c14, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f582309a2614, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_48bbc8772d7d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bc033ca0cc23, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2b06be11138a, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3465ccfd8279, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_9f5fae2eafcb, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_aa9edadfd983, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7c55f6332fd6, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f36326abfdd1, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8f72bf3106c9, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9f1ba47bcff0, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c8efc412d025, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9e4340d16c15, 4, 256, 8, 256, 8, 4, 2, 98304, 65536 },  // ring.t256.v8.tpr256.i8.c4.s2.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bdbf115c47fb, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_494fa0625973, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fc574184a4c8, 4, 256, 8, 256, 8, 8, 2, 98304, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b4bce0835dcc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6001585f4d12, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_c37eb9a6b69c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_2957e5640a96, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_a9158aac0937, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_c75fe1f758ad, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_5f612c6021a8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7bec05eb206c, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_23248b324d63, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9011a3a33263, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c768d6cb18ad, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_82df01b3b483, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b48b5ba0c64f, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_33b5e70a9b97, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_02cc33e75bdc, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d0241fe5d147, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_cecd530a3393, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_84c0217493bd, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8dafd84a96d5, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9743229aa4c2, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1704e6d20a40, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_667134514bd1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4961f01daf03, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_04551b1b7392, 0, 256, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t256.v8.tpr128.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_08e8ee130865, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a987bf856d6c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_af4d263ce32d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_53a324346a3d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c96e10dc08c5, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_66cd70eb722a, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1d0be73730ac, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_21a40992fbf6, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e2eaac08728f, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8207a0a1d1df, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c33b178746b6, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_dfe3139e7601, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fdf41d645f43, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_4488c8317056, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d622803ad9be, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_ec42e7287de8, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_420260670a13, 1, 256, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_181b9bf96ebe, 1, 256, 4, 256, 1, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr256.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_aed76e6e04ee, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
-  {(const void*)&normgen_rmsnorm_fwd_c781d50c88bd, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_b5159d52d632, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_dba48cd8be64, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2889c2fcfdaa, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e14ec24217be, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f4d9f2483511, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_322a8d62f2d8, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_032d7cd43233, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6adc9391a3b6, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_643fd645a33c, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_94c3d1d3fd8f, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2e412761d57c, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b5fe3e98e65a, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_033665646077, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9d3b6c2d1981, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8cb3e6606c4f, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_763f3c01ff40, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7bc5f4015e4a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a5ee5fd7a2c1, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_094241e40dc8, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bead0fac0cc3, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e8ad96dd8ad1, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c8957b4a7b6e, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_268226074bcc, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8543037b6f62, 2, 256, 4, 128, 0, 1, 4, 0, 12288 },  // smem.t256.v4.tpr128.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d6c4512fb112, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_69fc33adcb83, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b4888bd10344, 0, 512, 4, 256, 16, 1, 4, 0, 16384 },  // regs.t512.v4.tpr256.i16.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9a0dead47d9b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9cbf4207bb86, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a91067425982, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8cbd2b74aef5, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_69440546c6c3, 4, 256, 4, 256, 8, 8, 4, 98304, 65536 },  // ring.t256.v4.tpr256.i8.c8.s2.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_734d2f21d2f0, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_60ab8affa6be, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a753460bc93c, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d75a8351dcaf, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_cbf25102f7d5, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_9ad8c7003410, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_ec1123470297, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_ed47bbbb320b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_4b50d2aa7e29, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_904512939cbf, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6df7509a0486, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_462fe436ee0f, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7e0df454e45d, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_95cb22f79790, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_65a2bca4ad6d, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_107ebf5feb4d, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9437b709d5df, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_757b88f123be, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b315f84b2ab9, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3c730cba9c84, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c2e346892b47, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d862268079c9, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6b47849e1887, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3e4650312147, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_eb5466e56e37, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_dc2fe252b1d8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_23b32ae1988d, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_89f4aca1cb3e, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_15724cb32a01, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fc1b38d59c7e, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a302f47d08e1, 2, 512, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t512.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_046631c67d4b, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fff109b3d33c, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_416a06595d3d, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6a0ade80af31, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_41bd8b4d31f2, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_547cdbd4ed75, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_be8609725867, 2, 512, 4, 512, 0, 1, 4, 0, 32768 },  // smem.t512.v4.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_aff7da7b9a1b, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5d505c8fbfd5, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c84edf4cc4ad, 1, 256, 4, 256, 8, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_f2a5aab08d95, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_7add865c9ddf, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_7397d262a322, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_47562d618f7a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_7887bc1e5ed1, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_334058329156, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_84ba53b9b7f1, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_f9f4a4f39eed, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_2a4a0c783c6f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_99aa63ad7b19, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_287f84698d85, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_3c7bd74a08fd, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_fd96457d537e, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_deffc930ee3b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_8be7998d1fc2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_7612dd8526fb, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_173f4e714553, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_722336d787be, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_4ab1d1426c68, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_2ff59806eb64, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_f23e37a3e407, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_5a65900b28e4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_fc5da0cc8032, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_10cf9098876e, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_d4f3eecc5a47, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_84511f6abf08, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_5ebd3b898bd8, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_cf040770577c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_8833d9e28020, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_47ffaad488a7, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_83e1ddb39fbc, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_2597e5ca0f81, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
+  {(const void*)&normgen_layernorm_fwd_097f4b2fd279, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_9c22ee59bcb2, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_8cade3b62bbf, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_43a52baa8099, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_cdd039d773f8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_05d3b86e9101, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_76b80f0be190, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_ec59e9dea457, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_cd270a9dd231, 4, 128, 8, 128, 8, 8, 2, 65536, 65536 },  // ring.t128.v8.tpr128.i8.c8.s2.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_21a03cb5c1cc, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_775cbdc389b2, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_7303627624e8, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_7f6b827d3c7c, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_134082755b8c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_283283b05d8a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_9ba8959166e8, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_1dd90cb82083, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_86bd04ea47ed, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_dcbe493e8d24, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_e70ce60dee75, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_6e6b46948d66, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_0bd64199f249, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_edaab4fe3ed4, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_4e98ef294555, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_11a6541db74a, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_31eedf558d02, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_7b8c8ae1d1f4, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_53ebc892a289, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_4ba473e84f36, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_fd99a8cd01c8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_1e683b709a05, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_bc7d3e2d1ea2, 1, 256, 8, 256, 2, 2, 2, 0, 7168 },  // pipelined.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_b88e239062e1, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_b736f6da1457, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_47862d2e6b48, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_6c452b35f3b3, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_b0383a4f2a05, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_2f37adf9e6a7, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_2b4e723f279b, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_6b469f903e39, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_91b608652ab5, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_d182d1d607b0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_b3090e862a34, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_ae96e58559ec, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_aced41273d8d, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_b97287ec2288, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_61384ce952ff, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_d9301479d606, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_cbf6d3d1e959, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_406bb8ff66d8, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_551d47b7f24a, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_f6f3c4b5a111, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_2440de5e932c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_e9f7126a4308, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s2.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_3b67dd90e18c, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_485e9816bd8c, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_9d8d12698155, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_b822e7e03e72, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_ad1e8947be0f, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_40ab1550b128, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_3feb394b0d50, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_cfbcda926b1f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_b73fff932c4d, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_da0f3dbcee72, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_b26a2d931f30, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_a2c084540a1c, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_bb3c297d4e1a, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_bfbebc9abb0e, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_901fe5a8057d, 0, 256, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t256.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_253bb280ab73, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_f9b8ac8619d9, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_b51d31d86663, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_f5d20adc2726, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_9190dd4dbf47, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_410af357aa0f, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_ea486b181162, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_339e20a9c30f, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_9cae3474cbb1, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_0b9cc2139722, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_9879a7bbd6b4, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_0dec01e7ca15, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_7a642132dbaa, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
+  {(const void*)&normgen_layernorm_fwd_c3f0e91780e8, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_963bf639ce95, 3, 256, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t256.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_981d75698eb1, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_2b8cc6e834ee, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_a910bdeebe6c, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_a6a11ba96a12, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_fb67d62d03bf, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_7c6aad020ddd, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_4145439dcd53, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_aa68855194e5, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_ee36e206bbde, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_46c3b8e1df82, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_layernorm_fwd_f722895110ee, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_30604b76b186, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_67f88466b456, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_381c3778aa03, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_f7ead3bb78c5, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_5542477fe6e9, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.h131072
+  {(const void*)&normgen_layernorm_fwd_be94e2713320, 3, 512, 4, 512, 0, 1, 4, 0, 131072 },  // reload.t512.v4.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_932e5d49fd4c, 4, 1024, 4, 1024, 4, 8, 4, 196608, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s3.h131072
+  {(const void*)&normgen_layernorm_fwd_3f6d47e2ec6f, 0, 256, 4, 256, 16, 8, 4, 0, 131072 },  // regs.t256.v4.tpr256.i16.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_12d32d287462, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b0fe3e540a4e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_71b3c10c838c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_9f907198e6ed, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_78ce8d61193f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_f02591c76ab2, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_5a5d022cc7c0, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_02534ff601e8, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ba299e0a294b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_04a22825248a, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_3ff9389fed76, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9d78ad3a5429, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_337d8b271908, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_08279d7b0138, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8cbd4c3669a1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_33e24a94b06d, 0, 128, 8, 64, 6, 1, 2, 0, 3072 },  // regs.t128.v8.tpr64.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_93774865ce38, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c440159220f4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1453aa861ae9, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_26ada9abeeba, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_81e65ef4b037, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_cf1588a17742, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a7031f05e9b3, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_474b9c9630d8, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_635731fd1332, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ca519b3e393d, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b79be5121183, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eab2d68c0ce3, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_196f6f5ea2f5, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_340875924494, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ec370d63e6c2, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_84a2413deeee, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f04ccecde355, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5c2fe06f05fb, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1d699926d9af, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0e36e4bd2768, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7e6a15401e59, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6966234f1020, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_131b10e3ce8f, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9d34a3cb0d8d, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_569cd08fa500, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a0ef2a5f9241, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ac9d042c9500, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_56d543e96678, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b2c828168c23, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4fa11a226c59, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c45eb67bdfbe, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_470d5bc962c6, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_7dd6107f0297, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_725061065093, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_69140bee0c10, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_6e200c5be2d7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_7f834fe84231, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_93ea9ef9337d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bc1633689c66, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4f7dea074629, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9646bbcd6768, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_839110a0064c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c6f214da6277, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c40f545d1c77, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8c2e36c92151, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f5730f401104, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_684e3df1dd3a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_efca0294aedb, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a8cb22102245, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2209e3ff2795, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4e9e32738744, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d0cd40ba0376, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_94328c9cfadc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_38a0c35bade3, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fe9cbd7a8cad, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_90e1d7d41ba1, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_778756b3ee00, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4e3be75ba69a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_69eb802a6f1e, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_38e72b6c79c8, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_18923820fba1, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dd19267027e7, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0c886b021390, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7110baf30ffb, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_db3d24d7ade2, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_fbcf2f474791, 0, 1024, 8, 1024, 2, 8, 2, 0, 131072 },  // regs.t1024.v8.tpr1024.i2.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e4ebb0dfc3f1, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3b2ec8fe1001, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6cc68de092ad, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_859cafebea96, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_998a196999dc, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_50cb4bdcff0d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_09fe4ceb0585, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_46a105f29824, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_b37dfa7d3765, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ed7fc9f3cbc1, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_4c99c4234485, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f9be53fadab4, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e35a6348aadd, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c920f50c4d55, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b66597fc43d5, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_72aa5cc1a6d1, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f03a0ed6be2e, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e45603ba92ed, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0e3508192740, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f3df09f17c33, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_02259b21d287, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d125c286c381, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e315e6ef2e38, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a3c6e54452d0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9c72bc7839b3, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1c8a4e6e2658, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_35a8ee86adb6, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2e25ed3e8ea9, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d9539ab5fb6f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c7eedd1aa040, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bb445600a2ba, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_45a3d9b1ecd3, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e9883a581111, 1, 256, 8, 256, 2, 4, 2, 0, 12288 },  // pipelined.t256.v8.tpr256.i2.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2ffee9fca326, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_1e5b26611cd2, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7ea3a3dd5f74, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_746b0a70c256, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4596f2e89f34, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_bb2b1b183025, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d9a324e2f3e0, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_e913529603cf, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f0cd26ef6e94, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ebba0f4bcc4f, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fbbe287ecbbc, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a700304333a0, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5f381324c0ef, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6e2bd8556f39, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_a36643279cb9, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_aed14278dbf0, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_eb12f83a456e, 4, 512, 8, 512, 4, 8, 2, 98304, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5900d73842ea, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_591c6d2a3b4b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_3521e19fb6a9, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_d3961f4b630f, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_8491c7e44d1b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_8b4f79476d87, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_35de81a69da6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d5d57d3858ed, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e3ec8be1b643, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_05ca69e87d3b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6bf292ec6095, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_872c57f8a4e5, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_288be8325a54, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_65878c97f9c9, 1, 256, 8, 256, 2, 1, 2, 0, 2560 },  // pipelined.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6655b4d8acf5, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8a1b22d406bc, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4d4986b0678e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6948277e63bc, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1a58a236c171, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e77ff36733ec, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_91d18863e7ce, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_85b3290ed17e, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d3253fe41f3a, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5db67cf65b5c, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e444113f7221, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fabd3b20e7e0, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5ba71e2d81b8, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_aaad01d2def8, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_60118fe9e95d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_82847781855c, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_12d9bd0dc212, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7127634bfa0a, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2d6f8cb8579e, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_3ee221e4740d, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_800b6f50a24b, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_08bf1408d792, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1d0007086466, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d5f1a2565f5d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2bf17ba2896a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_fb7b5ea32cd5, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_90165bd15b46, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_72ef6a0f965a, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_cc6f31fc1341, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_dd4a33feb1e8, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_5da47111905a, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c45c4d1c5a51, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_d9dfac7ed7f5, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e3e5c94837d0, 0, 64, 4, 32, 8, 1, 4, 0, 1024 },  // regs.t64.v4.tpr32.i8.h1024
+  {(const void*)&normgen_rmsnorm_fwd_10642dc4c081, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a7aa8d2bd7cd, 0, 512, 4, 256, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_05036d20ee22, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0561b419658f, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2861f83c604e, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d865e3bbbe8e, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_36a1511b7687, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_6f9db95d017a, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d0a8f4bfb678, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9b8ef9dd684d, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a2e3279e7ff5, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e59c6966ef39, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ce7d858af356, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_da2f4ef8d8fa, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b531d07d67af, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_132e641f1e50, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_318e35a7c6aa, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9c74cc5c6d20, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e72d54d64936, 1, 256, 4, 256, 2, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_5e0a74872b18, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_5667b9434239, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0654ef9493ef, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_45efb1c7289f, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7ef672b17031, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_02d474d163fe, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_83eb45d279df, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_392e3e9608ce, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a18e9c79d254, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b842556fc9e4, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d79f7aab8675, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4c0779220cbe, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_68bca6122fbb, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_1a59e9812b31, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_cedb8b8d4065, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_73c9a87e86bb, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_52db7877a3e6, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_6e2b5881ad3a, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_167e9dc8a45d, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_3da58adc8415, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7d4b3fc08683, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b712b5046ad8, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ceece807b73f, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_8ff9577fb6a7, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9f41b36931aa, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_23cf8bed2e9e, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_880838021d8f, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_913910e88c83, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8bbc0cb7119b, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_b909f35074a9, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fdca34b775ff, 1, 256, 4, 256, 3, 2, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i3.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_304506827bed, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_595e970e7fc8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_28f740e54e35, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_690b32618ab4, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_aecf48127d77, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7309b21780bb, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8e1fe816de9c, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_10b470968cd8, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3e43df764f2a, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_ec0799c0553f, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_978ed863bf1c, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_e048878f213e, 0, 512, 4, 512, 2, 8, 4, 0, 32768 },  // regs.t512.v4.tpr512.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_98941268954b, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0cf73cae499d, 1, 256, 4, 256, 8, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_rmsnorm_fwd_eb138095495c, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_3f9a77d54424, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -793,15 +789,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 41 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 84 },  // layernorm.fp16.w-same.bias
+  { 1, 2, 2, 1, 0, -1, 0, 43 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 87 },  // layernorm.fp16.w-same.bias
   { 1, 0, 0, 1, 0, -1, 0, 133 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 179 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, -1, 0, 178 },  // rmsnorm.bf16.w-same
   { 0, 2, 2, 0, 0, 2, 0, 216 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 262 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 298 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 339 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 380 },  // rmsnorm.fp32.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 265 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 303 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 343 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 378 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -812,177 +808,177 @@ const Entry kEntries[] = {
   { 0, 512, 8, 1 },
   { 0, 512, 32, 1 },
   { 0, 512, 128, 1 },
-  { 0, 512, 512, 1 },
-  { 0, 512, 2048, 1 },
+  { 0, 512, 512, 2 },
+  { 0, 512, 2048, 2 },
   { 0, 512, 8192, 1 },
   { 0, 512, 32768, 1 },
-  { 0, 768, 1, 2 },
-  { 0, 768, 8, 2 },
+  { 0, 768, 1, 3 },
+  { 0, 768, 8, 3 },
   { 0, 768, 32, 3 },
-  { 0, 768, 128, 3 },
-  { 0, 768, 512, 3 },
-  { 0, 768, 2048, 3 },
+  { 0, 768, 128, 4 },
+  { 0, 768, 512, 4 },
+  { 0, 768, 2048, 4 },
   { 0, 768, 8192, 4 },
-  { 0, 768, 32768, 3 },
+  { 0, 768, 32768, 4 },
   { 0, 1024, 1, 5 },
   { 0, 1024, 8, 5 },
   { 0, 1024, 32, 5 },
-  { 0, 1024, 128, 6 },
-  { 0, 1024, 512, 7 },
-  { 0, 1024, 2048, 7 },
-  { 0, 1024, 8192, 7 },
-  { 0, 1024, 32768, 7 },
-  { 0, 1536, 1, 8 },
-  { 0, 1536, 8, 8 },
-  { 0, 1536, 32, 8 },
-  { 0, 1536, 128, 8 },
-  { 0, 1536, 512, 8 },
-  { 0, 1536, 2048, 8 },
-  { 0, 1536, 8192, 8 },
-  { 0, 1536, 32768, 8 },
-  { 0, 2048, 1, 9 },
-  { 0, 2048, 8, 9 },
-  { 0, 2048, 32, 9 },
-  { 0, 2048, 128, 9 },
-  { 0, 2048, 512, 9 },
-  { 0, 2048, 2048, 9 },
-  { 0, 2048, 8192, 9 },
-  { 0, 2048, 32768, 10 },
-  { 0, 2560, 1, 11 },
-  { 0, 2560, 8, 11 },
-  { 0, 2560, 32, 11 },
-  { 0, 2560, 128, 11 },
-  { 0, 2560, 512, 11 },
-  { 0, 2560, 2048, 12 },
-  { 0, 2560, 8192, 11 },
-  { 0, 2560, 32768, 11 },
-  { 0, 3072, 1, 13 },
-  { 0, 3072, 8, 13 },
-  { 0, 3072, 32, 13 },
-  { 0, 3072, 128, 13 },
-  { 0, 3072, 512, 13 },
-  { 0, 3072, 2048, 13 },
-  { 0, 3072, 8192, 13 },
-  { 0, 3072, 32768, 13 },
-  { 0, 4096, 1, 14 },
-  { 0, 4096, 8, 14 },
-  { 0, 4096, 32, 14 },
-  { 0, 4096, 128, 14 },
-  { 0, 4096, 512, 14 },
-  { 0, 4096, 2048, 15 },
-  { 0, 4096, 8192, 15 },
-  { 0, 4096, 32768, 15 },
-  { 0, 5120, 1, 16 },
-  { 0, 5120, 8, 16 },
-  { 0, 5120, 32, 16 },
-  { 0, 5120, 128, 16 },
-  { 0, 5120, 512, 17 },
-  { 0, 5120, 2048, 16 },
-  { 0, 5120, 8192, 16 },
-  { 0, 5120, 32768, 16 },
-  { 0, 6144, 1, 18 },
-  { 0, 6144, 8, 18 },
-  { 0, 6144, 32, 18 },
-  { 0, 6144, 128, 18 },
-  { 0, 6144, 512, 18 },
-  { 0, 6144, 2048, 18 },
-  { 0, 6144, 8192, 18 },
-  { 0, 6144, 32768, 19 },
-  { 0, 7168, 1, 20 },
-  { 0, 7168, 8, 20 },
-  { 0, 7168, 32, 20 },
-  { 0, 7168, 128, 20 },
-  { 0, 7168, 512, 20 },
-  { 0, 7168, 2048, 20 },
-  { 0, 7168, 8192, 20 },
-  { 0, 7168, 32768, 20 },
-  { 0, 8192, 1, 21 },
-  { 0, 8192, 8, 21 },
-  { 0, 8192, 32, 22 },
-  { 0, 8192, 128, 22 },
-  { 0, 8192, 512, 23 },
-  { 0, 8192, 2048, 23 },
-  { 0, 8192, 8192, 24 },
-  { 0, 8192, 32768, 24 },
-  { 0, 12288, 1, 25 },
-  { 0, 12288, 8, 25 },
+  { 0, 1024, 128, 5 },
+  { 0, 1024, 512, 5 },
+  { 0, 1024, 2048, 6 },
+  { 0, 1024, 8192, 6 },
+  { 0, 1024, 32768, 6 },
+  { 0, 1536, 1, 7 },
+  { 0, 1536, 8, 7 },
+  { 0, 1536, 32, 7 },
+  { 0, 1536, 128, 7 },
+  { 0, 1536, 512, 7 },
+  { 0, 1536, 2048, 7 },
+  { 0, 1536, 8192, 7 },
+  { 0, 1536, 32768, 7 },
+  { 0, 2048, 1, 8 },
+  { 0, 2048, 8, 8 },
+  { 0, 2048, 32, 8 },
+  { 0, 2048, 128, 8 },
+  { 0, 2048, 512, 8 },
+  { 0, 2048, 2048, 8 },
+  { 0, 2048, 8192, 8 },
+  { 0, 2048, 32768, 9 },
+  { 0, 2560, 1, 10 },
+  { 0, 2560, 8, 10 },
+  { 0, 2560, 32, 10 },
+  { 0, 2560, 128, 10 },
+  { 0, 2560, 512, 10 },
+  { 0, 2560, 2048, 10 },
+  { 0, 2560, 8192, 10 },
+  { 0, 2560, 32768, 10 },
+  { 0, 3072, 1, 11 },
+  { 0, 3072, 8, 11 },
+  { 0, 3072, 32, 11 },
+  { 0, 3072, 128, 11 },
+  { 0, 3072, 512, 11 },
+  { 0, 3072, 2048, 11 },
+  { 0, 3072, 8192, 11 },
+  { 0, 3072, 32768, 11 },
+  { 0, 4096, 1, 12 },
+  { 0, 4096, 8, 12 },
+  { 0, 4096, 32, 12 },
+  { 0, 4096, 128, 12 },
+  { 0, 4096, 512, 12 },
+  { 0, 4096, 2048, 13 },
+  { 0, 4096, 8192, 13 },
+  { 0, 4096, 32768, 13 },
+  { 0, 5120, 1, 14 },
+  { 0, 5120, 8, 14 },
+  { 0, 5120, 32, 14 },
+  { 0, 5120, 128, 14 },
+  { 0, 5120, 512, 15 },
+  { 0, 5120, 2048, 14 },
+  { 0, 5120, 8192, 14 },
+  { 0, 5120, 32768, 14 },
+  { 0, 6144, 1, 16 },
+  { 0, 6144, 8, 16 },
+  { 0, 6144, 32, 16 },
+  { 0, 6144, 128, 16 },
+  { 0, 6144, 512, 16 },
+  { 0, 6144, 2048, 16 },
+  { 0, 6144, 8192, 16 },
+  { 0, 6144, 32768, 17 },
+  { 0, 7168, 1, 18 },
+  { 0, 7168, 8, 18 },
+  { 0, 7168, 32, 18 },
+  { 0, 7168, 128, 18 },
+  { 0, 7168, 512, 18 },
+  { 0, 7168, 2048, 18 },
+  { 0, 7168, 8192, 18 },
+  { 0, 7168, 32768, 18 },
+  { 0, 8192, 1, 19 },
+  { 0, 8192, 8, 19 },
+  { 0, 8192, 32, 19 },
+  { 0, 8192, 128, 20 },
+  { 0, 8192, 512, 21 },
+  { 0, 8192, 2048, 22 },
+  { 0, 8192, 8192, 23 },
+  { 0, 8192, 32768, 23 },
+  { 0, 12288, 1, 24 },
+  { 0, 12288, 8, 24 },
   { 0, 12288, 32, 25 },
   { 0, 12288, 128, 25 },
   { 0, 12288, 512, 26 },
-  { 0, 12288, 2048, 26 },
-  { 0, 12288, 8192, 26 },
+  { 0, 12288, 2048, 27 },
+  { 0, 12288, 8192, 27 },
   { 0, 12288, 32768, 26 },
-  { 0, 16384, 1, 27 },
-  { 0, 16384, 8, 27 },
-  { 0, 16384, 32, 27 },
-  { 0, 16384, 128, 28 },
-  { 0, 16384, 512, 29 },
-  { 0, 16384, 2048, 30 },
-  { 0, 16384, 8192, 30 },
-  { 0, 16384, 32768, 30 },
-  { 0, 32768, 1, 31 },
-  { 0, 32768, 8, 31 },
-  { 0, 32768, 32, 31 },
-  { 0, 32768, 128, 32 },
-  { 0, 32768, 512, 33 },
-  { 0, 32768, 2048, 33 },
-  { 0, 32768, 8192, 33 },
-  { 0, 32768, 32768, 33 },
-  { 0, 65536, 1, 34 },
-  { 0, 65536, 8, 34 },
-  { 0, 65536, 32, 35 },
-  { 0, 65536, 128, 36 },
-  { 0, 65536, 512, 37 },
-  { 0, 65536, 2048, 37 },
-  { 0, 65536, 8192, 37 },
-  { 0, 65536, 32768, 37 },
-  { 0, 131072, 1, 38 },
-  { 0, 131072, 8, 38 },
-  { 0, 131072, 32, 39 },
-  { 0, 131072, 128, 40 },
-  { 0, 131072, 512, 40 },
-  { 0, 131072, 2048, 40 },
-  { 0, 131072, 8192, 40 },
-  { 0, 131072, 32768, 40 },
-  { 1, 512, 1, 42 },
-  { 1, 512, 8, 43 },
-  { 1, 512, 32, 43 },
-  { 1, 512, 128, 44 },
-  { 1, 512, 512, 43 },
-  { 1, 512, 2048, 44 },
-  { 1, 512, 8192, 44 },
-  { 1, 512, 32768, 43 },
-  { 1, 768, 1, 45 },
-  { 1, 768, 8, 45 },
-  { 1, 768, 32, 45 },
-  { 1, 768, 128, 46 },
-  { 1, 768, 512, 46 },
-  { 1, 768, 2048, 46 },
-  { 1, 768, 8192, 46 },
-  { 1, 768, 32768, 46 },
-  { 1, 1024, 1, 47 },
-  { 1, 1024, 8, 47 },
-  { 1, 1024, 32, 47 },
+  { 0, 16384, 1, 28 },
+  { 0, 16384, 8, 28 },
+  { 0, 16384, 32, 28 },
+  { 0, 16384, 128, 29 },
+  { 0, 16384, 512, 30 },
+  { 0, 16384, 2048, 31 },
+  { 0, 16384, 8192, 31 },
+  { 0, 16384, 32768, 31 },
+  { 0, 32768, 1, 32 },
+  { 0, 32768, 8, 32 },
+  { 0, 32768, 32, 32 },
+  { 0, 32768, 128, 33 },
+  { 0, 32768, 512, 34 },
+  { 0, 32768, 2048, 34 },
+  { 0, 32768, 8192, 34 },
+  { 0, 32768, 32768, 34 },
+  { 0, 65536, 1, 35 },
+  { 0, 65536, 8, 35 },
+  { 0, 65536, 32, 36 },
+  { 0, 65536, 128, 37 },
+  { 0, 65536, 512, 38 },
+  { 0, 65536, 2048, 39 },
+  { 0, 65536, 8192, 39 },
+  { 0, 65536, 32768, 39 },
+  { 0, 131072, 1, 40 },
+  { 0, 131072, 8, 40 },
+  { 0, 131072, 32, 41 },
+  { 0, 131072, 128, 42 },
+  { 0, 131072, 512, 42 },
+  { 0, 131072, 2048, 41 },
+  { 0, 131072, 8192, 41 },
+  { 0, 131072, 32768, 41 },
+  { 1, 512, 1, 44 },
+  { 1, 512, 8, 45 },
+  { 1, 512, 32, 45 },
+  { 1, 512, 128, 45 },
+  { 1, 512, 512, 45 },
+  { 1, 512, 2048, 45 },
+  { 1, 512, 8192, 45 },
+  { 1, 512, 32768, 45 },
+  { 1, 768, 1, 46 },
+  { 1, 768, 8, 46 },
+  { 1, 768, 32, 46 },
+  { 1, 768, 128, 47 },
+  { 1, 768, 512, 47 },
+  { 1, 768, 2048, 47 },
+  { 1, 768, 8192, 47 },
+  { 1, 768, 32768, 47 },
+  { 1, 1024, 1, 48 },
+  { 1, 1024, 8, 48 },
+  { 1, 1024, 32, 48 },
   { 1, 1024, 128, 48 },
-  { 1, 1024, 512, 47 },
-  { 1, 1024, 2048, 47 },
-  { 1, 1024, 8192, 47 },
-  { 1, 1024, 32768, 47 },
-  { 1, 1536, 1, 49 },
-  { 1, 1536, 8, 49 },
-  { 1, 1536, 32, 49 },
-  { 1, 1536, 128, 49 },
-  { 1, 1536, 512, 49 },
-  { 1, 1536, 2048, 49 },
-  { 1, 1536, 8192, 49 },
-  { 1, 1536, 32768, 49 },
-  { 1, 2048, 1, 50 },
-  { 1, 2048, 8, 50 },
-  { 1, 2048, 32, 50 },
-  { 1, 2048, 128, 50 },
-  { 1, 2048, 512, 50 },
-  { 1, 2048, 2048, 50 },
-  { 1, 2048, 8192, 50 },
+  { 1, 1024, 512, 49 },
+  { 1, 1024, 2048, 49 },
+  { 1, 1024, 8192, 49 },
+  { 1, 1024, 32768, 49 },
+  { 1, 1536, 1, 50 },
+  { 1, 1536, 8, 50 },
+  { 1, 1536, 32, 50 },
+  { 1, 1536, 128, 50 },
+  { 1, 1536, 512, 50 },
+  { 1, 1536, 2048, 50 },
+  { 1, 1536, 8192, 50 },
+  { 1, 1536, 32768, 50 },
+  { 1, 2048, 1, 51 },
+  { 1, 2048, 8, 51 },
+  { 1, 2048, 32, 51 },
+  { 1, 2048, 128, 51 },
+  { 1, 2048, 512, 51 },
+  { 1, 2048, 2048, 51 },
+  { 1, 2048, 8192, 51 },
   { 1, 2048, 32768, 51 },
   { 1, 2560, 1, 52 },
   { 1, 2560, 8, 52 },
@@ -1027,192 +1023,192 @@ const Entry kEntries[] = {
   { 1, 7168, 1, 61 },
   { 1, 7168, 8, 61 },
   { 1, 7168, 32, 61 },
-  { 1, 7168, 128, 61 },
-  { 1, 7168, 512, 61 },
-  { 1, 7168, 2048, 61 },
-  { 1, 7168, 8192, 61 },
-  { 1, 7168, 32768, 61 },
-  { 1, 8192, 1, 62 },
-  { 1, 8192, 8, 62 },
+  { 1, 7168, 128, 62 },
+  { 1, 7168, 512, 62 },
+  { 1, 7168, 2048, 62 },
+  { 1, 7168, 8192, 62 },
+  { 1, 7168, 32768, 62 },
+  { 1, 8192, 1, 63 },
+  { 1, 8192, 8, 63 },
   { 1, 8192, 32, 63 },
-  { 1, 8192, 128, 63 },
-  { 1, 8192, 512, 64 },
-  { 1, 8192, 2048, 64 },
-  { 1, 8192, 8192, 64 },
-  { 1, 8192, 32768, 64 },
-  { 1, 12288, 1, 65 },
-  { 1, 12288, 8, 65 },
-  { 1, 12288, 32, 65 },
-  { 1, 12288, 128, 66 },
-  { 1, 12288, 512, 66 },
-  { 1, 12288, 2048, 66 },
-  { 1, 12288, 8192, 67 },
-  { 1, 12288, 32768, 67 },
-  { 1, 16384, 1, 68 },
-  { 1, 16384, 8, 68 },
-  { 1, 16384, 32, 68 },
-  { 1, 16384, 128, 69 },
-  { 1, 16384, 512, 70 },
-  { 1, 16384, 2048, 71 },
-  { 1, 16384, 8192, 71 },
-  { 1, 16384, 32768, 71 },
-  { 1, 32768, 1, 72 },
-  { 1, 32768, 8, 72 },
-  { 1, 32768, 32, 73 },
-  { 1, 32768, 128, 74 },
-  { 1, 32768, 512, 75 },
-  { 1, 32768, 2048, 75 },
-  { 1, 32768, 8192, 75 },
-  { 1, 32768, 32768, 75 },
-  { 1, 65536, 1, 76 },
-  { 1, 65536, 8, 76 },
-  { 1, 65536, 32, 77 },
-  { 1, 65536, 128, 78 },
-  { 1, 65536, 512, 79 },
-  { 1, 65536, 2048, 79 },
-  { 1, 65536, 8192, 79 },
-  { 1, 65536, 32768, 79 },
-  { 1, 131072, 1, 80 },
-  { 1, 131072, 8, 80 },
-  { 1, 131072, 32, 81 },
-  { 1, 131072, 128, 82 },
-  { 1, 131072, 512, 82 },
-  { 1, 131072, 2048, 83 },
-  { 1, 131072, 8192, 83 },
-  { 1, 131072, 32768, 83 },
-  { 2, 512, 1, 85 },
-  { 2, 512, 8, 86 },
-  { 2, 512, 32, 86 },
-  { 2, 512, 128, 86 },
-  { 2, 512, 512, 87 },
-  { 2, 512, 2048, 87 },
-  { 2, 512, 8192, 86 },
-  { 2, 512, 32768, 87 },
-  { 2, 768, 1, 88 },
-  { 2, 768, 8, 88 },
-  { 2, 768, 32, 88 },
-  { 2, 768, 128, 88 },
-  { 2, 768, 512, 88 },
-  { 2, 768, 2048, 89 },
-  { 2, 768, 8192, 88 },
-  { 2, 768, 32768, 90 },
-  { 2, 1024, 1, 91 },
-  { 2, 1024, 8, 91 },
-  { 2, 1024, 32, 91 },
-  { 2, 1024, 128, 91 },
-  { 2, 1024, 512, 91 },
-  { 2, 1024, 2048, 90 },
-  { 2, 1024, 8192, 91 },
-  { 2, 1024, 32768, 90 },
-  { 2, 1536, 1, 92 },
-  { 2, 1536, 8, 92 },
-  { 2, 1536, 32, 92 },
-  { 2, 1536, 128, 92 },
-  { 2, 1536, 512, 92 },
-  { 2, 1536, 2048, 92 },
-  { 2, 1536, 8192, 93 },
-  { 2, 1536, 32768, 93 },
-  { 2, 2048, 1, 94 },
-  { 2, 2048, 8, 94 },
-  { 2, 2048, 32, 94 },
-  { 2, 2048, 128, 95 },
-  { 2, 2048, 512, 94 },
-  { 2, 2048, 2048, 95 },
-  { 2, 2048, 8192, 96 },
-  { 2, 2048, 32768, 96 },
-  { 2, 2560, 1, 97 },
-  { 2, 2560, 8, 97 },
-  { 2, 2560, 32, 97 },
-  { 2, 2560, 128, 97 },
-  { 2, 2560, 512, 97 },
-  { 2, 2560, 2048, 97 },
-  { 2, 2560, 8192, 98 },
-  { 2, 2560, 32768, 98 },
-  { 2, 3072, 1, 99 },
-  { 2, 3072, 8, 99 },
-  { 2, 3072, 32, 99 },
-  { 2, 3072, 128, 99 },
-  { 2, 3072, 512, 99 },
-  { 2, 3072, 2048, 99 },
-  { 2, 3072, 8192, 100 },
-  { 2, 3072, 32768, 100 },
-  { 2, 4096, 1, 101 },
-  { 2, 4096, 8, 101 },
-  { 2, 4096, 32, 101 },
-  { 2, 4096, 128, 101 },
-  { 2, 4096, 512, 102 },
-  { 2, 4096, 2048, 101 },
-  { 2, 4096, 8192, 102 },
-  { 2, 4096, 32768, 103 },
-  { 2, 5120, 1, 104 },
-  { 2, 5120, 8, 104 },
-  { 2, 5120, 32, 104 },
-  { 2, 5120, 128, 104 },
-  { 2, 5120, 512, 104 },
-  { 2, 5120, 2048, 104 },
-  { 2, 5120, 8192, 105 },
-  { 2, 5120, 32768, 105 },
-  { 2, 6144, 1, 106 },
-  { 2, 6144, 8, 106 },
-  { 2, 6144, 32, 106 },
-  { 2, 6144, 128, 106 },
-  { 2, 6144, 512, 106 },
-  { 2, 6144, 2048, 106 },
-  { 2, 6144, 8192, 107 },
-  { 2, 6144, 32768, 107 },
-  { 2, 7168, 1, 108 },
-  { 2, 7168, 8, 109 },
-  { 2, 7168, 32, 108 },
-  { 2, 7168, 128, 108 },
-  { 2, 7168, 512, 110 },
-  { 2, 7168, 2048, 108 },
-  { 2, 7168, 8192, 111 },
-  { 2, 7168, 32768, 111 },
-  { 2, 8192, 1, 112 },
-  { 2, 8192, 8, 112 },
-  { 2, 8192, 32, 112 },
-  { 2, 8192, 128, 113 },
-  { 2, 8192, 512, 113 },
-  { 2, 8192, 2048, 114 },
-  { 2, 8192, 8192, 114 },
-  { 2, 8192, 32768, 114 },
-  { 2, 12288, 1, 115 },
-  { 2, 12288, 8, 115 },
-  { 2, 12288, 32, 115 },
-  { 2, 12288, 128, 116 },
-  { 2, 12288, 512, 117 },
-  { 2, 12288, 2048, 118 },
-  { 2, 12288, 8192, 118 },
-  { 2, 12288, 32768, 118 },
-  { 2, 16384, 1, 119 },
-  { 2, 16384, 8, 119 },
-  { 2, 16384, 32, 119 },
-  { 2, 16384, 128, 120 },
-  { 2, 16384, 512, 121 },
-  { 2, 16384, 2048, 121 },
-  { 2, 16384, 8192, 121 },
-  { 2, 16384, 32768, 121 },
-  { 2, 32768, 1, 122 },
-  { 2, 32768, 8, 122 },
-  { 2, 32768, 32, 123 },
+  { 1, 8192, 128, 64 },
+  { 1, 8192, 512, 65 },
+  { 1, 8192, 2048, 66 },
+  { 1, 8192, 8192, 67 },
+  { 1, 8192, 32768, 67 },
+  { 1, 12288, 1, 68 },
+  { 1, 12288, 8, 68 },
+  { 1, 12288, 32, 68 },
+  { 1, 12288, 128, 69 },
+  { 1, 12288, 512, 69 },
+  { 1, 12288, 2048, 69 },
+  { 1, 12288, 8192, 70 },
+  { 1, 12288, 32768, 70 },
+  { 1, 16384, 1, 71 },
+  { 1, 16384, 8, 71 },
+  { 1, 16384, 32, 71 },
+  { 1, 16384, 128, 72 },
+  { 1, 16384, 512, 73 },
+  { 1, 16384, 2048, 74 },
+  { 1, 16384, 8192, 74 },
+  { 1, 16384, 32768, 74 },
+  { 1, 32768, 1, 75 },
+  { 1, 32768, 8, 75 },
+  { 1, 32768, 32, 75 },
+  { 1, 32768, 128, 76 },
+  { 1, 32768, 512, 77 },
+  { 1, 32768, 2048, 77 },
+  { 1, 32768, 8192, 77 },
+  { 1, 32768, 32768, 77 },
+  { 1, 65536, 1, 78 },
+  { 1, 65536, 8, 78 },
+  { 1, 65536, 32, 79 },
+  { 1, 65536, 128, 80 },
+  { 1, 65536, 512, 81 },
+  { 1, 65536, 2048, 82 },
+  { 1, 65536, 8192, 83 },
+  { 1, 65536, 32768, 83 },
+  { 1, 131072, 1, 84 },
+  { 1, 131072, 8, 84 },
+  { 1, 131072, 32, 85 },
+  { 1, 131072, 128, 86 },
+  { 1, 131072, 512, 85 },
+  { 1, 131072, 2048, 85 },
+  { 1, 131072, 8192, 85 },
+  { 1, 131072, 32768, 85 },
+  { 2, 512, 1, 88 },
+  { 2, 512, 8, 89 },
+  { 2, 512, 32, 89 },
+  { 2, 512, 128, 89 },
+  { 2, 512, 512, 90 },
+  { 2, 512, 2048, 90 },
+  { 2, 512, 8192, 89 },
+  { 2, 512, 32768, 90 },
+  { 2, 768, 1, 91 },
+  { 2, 768, 8, 91 },
+  { 2, 768, 32, 91 },
+  { 2, 768, 128, 91 },
+  { 2, 768, 512, 91 },
+  { 2, 768, 2048, 92 },
+  { 2, 768, 8192, 91 },
+  { 2, 768, 32768, 92 },
+  { 2, 1024, 1, 93 },
+  { 2, 1024, 8, 93 },
+  { 2, 1024, 32, 93 },
+  { 2, 1024, 128, 94 },
+  { 2, 1024, 512, 95 },
+  { 2, 1024, 2048, 93 },
+  { 2, 1024, 8192, 93 },
+  { 2, 1024, 32768, 95 },
+  { 2, 1536, 1, 96 },
+  { 2, 1536, 8, 96 },
+  { 2, 1536, 32, 96 },
+  { 2, 1536, 128, 96 },
+  { 2, 1536, 512, 96 },
+  { 2, 1536, 2048, 97 },
+  { 2, 1536, 8192, 96 },
+  { 2, 1536, 32768, 98 },
+  { 2, 2048, 1, 99 },
+  { 2, 2048, 8, 99 },
+  { 2, 2048, 32, 99 },
+  { 2, 2048, 128, 99 },
+  { 2, 2048, 512, 99 },
+  { 2, 2048, 2048, 99 },
+  { 2, 2048, 8192, 100 },
+  { 2, 2048, 32768, 100 },
+  { 2, 2560, 1, 101 },
+  { 2, 2560, 8, 101 },
+  { 2, 2560, 32, 102 },
+  { 2, 2560, 128, 102 },
+  { 2, 2560, 512, 101 },
+  { 2, 2560, 2048, 101 },
+  { 2, 2560, 8192, 102 },
+  { 2, 2560, 32768, 103 },
+  { 2, 3072, 1, 104 },
+  { 2, 3072, 8, 104 },
+  { 2, 3072, 32, 105 },
+  { 2, 3072, 128, 104 },
+  { 2, 3072, 512, 104 },
+  { 2, 3072, 2048, 104 },
+  { 2, 3072, 8192, 103 },
+  { 2, 3072, 32768, 103 },
+  { 2, 4096, 1, 106 },
+  { 2, 4096, 8, 106 },
+  { 2, 4096, 32, 106 },
+  { 2, 4096, 128, 107 },
+  { 2, 4096, 512, 108 },
+  { 2, 4096, 2048, 106 },
+  { 2, 4096, 8192, 108 },
+  { 2, 4096, 32768, 109 },
+  { 2, 5120, 1, 110 },
+  { 2, 5120, 8, 110 },
+  { 2, 5120, 32, 110 },
+  { 2, 5120, 128, 110 },
+  { 2, 5120, 512, 110 },
+  { 2, 5120, 2048, 110 },
+  { 2, 5120, 8192, 111 },
+  { 2, 5120, 32768, 111 },
+  { 2, 6144, 1, 112 },
+  { 2, 6144, 8, 112 },
+  { 2, 6144, 32, 112 },
+  { 2, 6144, 128, 112 },
+  { 2, 6144, 512, 112 },
+  { 2, 6144, 2048, 112 },
+  { 2, 6144, 8192, 113 },
+  { 2, 6144, 32768, 113 },
+  { 2, 7168, 1, 114 },
+  { 2, 7168, 8, 114 },
+  { 2, 7168, 32, 114 },
+  { 2, 7168, 128, 114 },
+  { 2, 7168, 512, 115 },
+  { 2, 7168, 2048, 115 },
+  { 2, 7168, 8192, 116 },
+  { 2, 7168, 32768, 116 },
+  { 2, 8192, 1, 117 },
+  { 2, 8192, 8, 117 },
+  { 2, 8192, 32, 117 },
+  { 2, 8192, 128, 117 },
+  { 2, 8192, 512, 118 },
+  { 2, 8192, 2048, 119 },
+  { 2, 8192, 8192, 119 },
+  { 2, 8192, 32768, 119 },
+  { 2, 12288, 1, 120 },
+  { 2, 12288, 8, 120 },
+  { 2, 12288, 32, 120 },
+  { 2, 12288, 128, 120 },
+  { 2, 12288, 512, 120 },
+  { 2, 12288, 2048, 120 },
+  { 2, 12288, 8192, 121 },
+  { 2, 12288, 32768, 121 },
+  { 2, 16384, 1, 122 },
+  { 2, 16384, 8, 122 },
+  { 2, 16384, 32, 122 },
+  { 2, 16384, 128, 122 },
+  { 2, 16384, 512, 122 },
+  { 2, 16384, 2048, 122 },
+  { 2, 16384, 8192, 123 },
+  { 2, 16384, 32768, 123 },
+  { 2, 32768, 1, 124 },
+  { 2, 32768, 8, 124 },
+  { 2, 32768, 32, 124 },
   { 2, 32768, 128, 124 },
   { 2, 32768, 512, 124 },
   { 2, 32768, 2048, 124 },
-  { 2, 32768, 8192, 124 },
-  { 2, 32768, 32768, 124 },
-  { 2, 65536, 1, 125 },
-  { 2, 65536, 8, 125 },
+  { 2, 32768, 8192, 125 },
+  { 2, 32768, 32768, 125 },
+  { 2, 65536, 1, 126 },
+  { 2, 65536, 8, 127 },
   { 2, 65536, 32, 126 },
-  { 2, 65536, 128, 127 },
-  { 2, 65536, 512, 126 },
-  { 2, 65536, 2048, 128 },
-  { 2, 65536, 8192, 128 },
-  { 2, 65536, 32768, 128 },
-  { 2, 131072, 1, 129 },
-  { 2, 131072, 8, 129 },
-  { 2, 131072, 32, 130 },
-  { 2, 131072, 128, 131 },
-  { 2, 131072, 512, 132 },
+  { 2, 65536, 128, 126 },
+  { 2, 65536, 512, 127 },
+  { 2, 65536, 2048, 127 },
+  { 2, 65536, 8192, 127 },
+  { 2, 65536, 32768, 127 },
+  { 2, 131072, 1, 128 },
+  { 2, 131072, 8, 128 },
+  { 2, 131072, 32, 129 },
+  { 2, 131072, 128, 130 },
+  { 2, 131072, 512, 131 },
   { 2, 131072, 2048, 132 },
   { 2, 131072, 8192, 132 },
   { 2, 131072, 32768, 132 },
@@ -1226,52 +1222,52 @@ const Entry kEntries[] = {
   { 3, 512, 32768, 135 },
   { 3, 768, 1, 137 },
   { 3, 768, 8, 138 },
-  { 3, 768, 32, 139 },
-  { 3, 768, 128, 139 },
-  { 3, 768, 512, 139 },
+  { 3, 768, 32, 138 },
+  { 3, 768, 128, 138 },
+  { 3, 768, 512, 138 },
   { 3, 768, 2048, 138 },
   { 3, 768, 8192, 138 },
-  { 3, 768, 32768, 139 },
-  { 3, 1024, 1, 140 },
-  { 3, 1024, 8, 141 },
-  { 3, 1024, 32, 141 },
-  { 3, 1024, 128, 141 },
+  { 3, 768, 32768, 138 },
+  { 3, 1024, 1, 139 },
+  { 3, 1024, 8, 139 },
+  { 3, 1024, 32, 139 },
+  { 3, 1024, 128, 140 },
   { 3, 1024, 512, 140 },
   { 3, 1024, 2048, 140 },
-  { 3, 1024, 8192, 140 },
-  { 3, 1024, 32768, 140 },
-  { 3, 1536, 1, 142 },
-  { 3, 1536, 8, 142 },
-  { 3, 1536, 32, 142 },
-  { 3, 1536, 128, 143 },
-  { 3, 1536, 512, 143 },
-  { 3, 1536, 2048, 143 },
-  { 3, 1536, 8192, 142 },
-  { 3, 1536, 32768, 142 },
-  { 3, 2048, 1, 144 },
-  { 3, 2048, 8, 144 },
-  { 3, 2048, 32, 144 },
-  { 3, 2048, 128, 144 },
-  { 3, 2048, 512, 144 },
-  { 3, 2048, 2048, 145 },
-  { 3, 2048, 8192, 144 },
+  { 3, 1024, 8192, 139 },
+  { 3, 1024, 32768, 139 },
+  { 3, 1536, 1, 141 },
+  { 3, 1536, 8, 141 },
+  { 3, 1536, 32, 141 },
+  { 3, 1536, 128, 142 },
+  { 3, 1536, 512, 142 },
+  { 3, 1536, 2048, 142 },
+  { 3, 1536, 8192, 141 },
+  { 3, 1536, 32768, 141 },
+  { 3, 2048, 1, 143 },
+  { 3, 2048, 8, 143 },
+  { 3, 2048, 32, 143 },
+  { 3, 2048, 128, 143 },
+  { 3, 2048, 512, 143 },
+  { 3, 2048, 2048, 144 },
+  { 3, 2048, 8192, 143 },
   { 3, 2048, 32768, 144 },
-  { 3, 2560, 1, 146 },
-  { 3, 2560, 8, 146 },
-  { 3, 2560, 32, 146 },
-  { 3, 2560, 128, 146 },
-  { 3, 2560, 512, 146 },
-  { 3, 2560, 2048, 147 },
-  { 3, 2560, 8192, 147 },
+  { 3, 2560, 1, 145 },
+  { 3, 2560, 8, 145 },
+  { 3, 2560, 32, 145 },
+  { 3, 2560, 128, 145 },
+  { 3, 2560, 512, 145 },
+  { 3, 2560, 2048, 146 },
+  { 3, 2560, 8192, 146 },
   { 3, 2560, 32768, 146 },
-  { 3, 3072, 1, 148 },
-  { 3, 3072, 8, 148 },
-  { 3, 3072, 32, 148 },
+  { 3, 3072, 1, 147 },
+  { 3, 3072, 8, 147 },
+  { 3, 3072, 32, 147 },
   { 3, 3072, 128, 148 },
-  { 3, 3072, 512, 148 },
-  { 3, 3072, 2048, 148 },
-  { 3, 3072, 8192, 148 },
-  { 3, 3072, 32768, 148 },
+  { 3, 3072, 512, 147 },
+  { 3, 3072, 2048, 147 },
+  { 3, 3072, 8192, 147 },
+  { 3, 3072, 32768, 147 },
   { 3, 4096, 1, 149 },
   { 3, 4096, 8, 149 },
   { 3, 4096, 32, 149 },
@@ -1282,20 +1278,20 @@ const Entry kEntries[] = {
   { 3, 4096, 32768, 149 },
   { 3, 5120, 1, 150 },
   { 3, 5120, 8, 150 },
-  { 3, 5120, 32, 150 },
+  { 3, 5120, 32, 151 },
   { 3, 5120, 128, 150 },
-  { 3, 5120, 512, 151 },
-  { 3, 5120, 2048, 152 },
-  { 3, 5120, 8192, 152 },
-  { 3, 5120, 32768, 152 },
+  { 3, 5120, 512, 152 },
+  { 3, 5120, 2048, 151 },
+  { 3, 5120, 8192, 151 },
+  { 3, 5120, 32768, 151 },
   { 3, 6144, 1, 153 },
   { 3, 6144, 8, 153 },
-  { 3, 6144, 32, 153 },
-  { 3, 6144, 128, 154 },
-  { 3, 6144, 512, 154 },
-  { 3, 6144, 2048, 153 },
+  { 3, 6144, 32, 154 },
+  { 3, 6144, 128, 153 },
+  { 3, 6144, 512, 153 },
+  { 3, 6144, 2048, 154 },
   { 3, 6144, 8192, 154 },
-  { 3, 6144, 32768, 153 },
+  { 3, 6144, 32768, 154 },
   { 3, 7168, 1, 155 },
   { 3, 7168, 8, 155 },
   { 3, 7168, 32, 155 },
@@ -1307,41 +1303,41 @@ const Entry kEntries[] = {
   { 3, 8192, 1, 157 },
   { 3, 8192, 8, 157 },
   { 3, 8192, 32, 157 },
-  { 3, 8192, 128, 157 },
-  { 3, 8192, 512, 157 },
-  { 3, 8192, 2048, 158 },
-  { 3, 8192, 8192, 158 },
-  { 3, 8192, 32768, 158 },
-  { 3, 12288, 1, 159 },
-  { 3, 12288, 8, 159 },
-  { 3, 12288, 32, 159 },
-  { 3, 12288, 128, 159 },
-  { 3, 12288, 512, 160 },
-  { 3, 12288, 2048, 161 },
-  { 3, 12288, 8192, 161 },
-  { 3, 12288, 32768, 162 },
-  { 3, 16384, 1, 163 },
-  { 3, 16384, 8, 163 },
-  { 3, 16384, 32, 163 },
-  { 3, 16384, 128, 164 },
-  { 3, 16384, 512, 158 },
-  { 3, 16384, 2048, 165 },
-  { 3, 16384, 8192, 165 },
-  { 3, 16384, 32768, 165 },
-  { 3, 32768, 1, 166 },
-  { 3, 32768, 8, 166 },
-  { 3, 32768, 32, 166 },
-  { 3, 32768, 128, 167 },
-  { 3, 32768, 512, 168 },
-  { 3, 32768, 2048, 168 },
-  { 3, 32768, 8192, 169 },
-  { 3, 32768, 32768, 169 },
-  { 3, 65536, 1, 170 },
-  { 3, 65536, 8, 170 },
-  { 3, 65536, 32, 171 },
-  { 3, 65536, 128, 172 },
+  { 3, 8192, 128, 158 },
+  { 3, 8192, 512, 158 },
+  { 3, 8192, 2048, 159 },
+  { 3, 8192, 8192, 159 },
+  { 3, 8192, 32768, 160 },
+  { 3, 12288, 1, 161 },
+  { 3, 12288, 8, 161 },
+  { 3, 12288, 32, 161 },
+  { 3, 12288, 128, 162 },
+  { 3, 12288, 512, 163 },
+  { 3, 12288, 2048, 164 },
+  { 3, 12288, 8192, 164 },
+  { 3, 12288, 32768, 164 },
+  { 3, 16384, 1, 165 },
+  { 3, 16384, 8, 165 },
+  { 3, 16384, 32, 165 },
+  { 3, 16384, 128, 166 },
+  { 3, 16384, 512, 160 },
+  { 3, 16384, 2048, 160 },
+  { 3, 16384, 8192, 167 },
+  { 3, 16384, 32768, 167 },
+  { 3, 32768, 1, 168 },
+  { 3, 32768, 8, 168 },
+  { 3, 32768, 32, 169 },
+  { 3, 32768, 128, 170 },
+  { 3, 32768, 512, 169 },
+  { 3, 32768, 2048, 171 },
+  { 3, 32768, 8192, 171 },
+  { 3, 32768, 32768, 171 },
+  { 3, 65536, 1, 172 },
+  { 3, 65536, 8, 172 },
+  { 3, 65536, 32, 173 },
+  { 3, 65536, 128, 174 },
   { 3, 65536, 512, 173 },
-  { 3, 65536, 2048, 174 },
+  { 3, 65536, 2048, 173 },
   { 3, 65536, 8192, 175 },
   { 3, 65536, 32768, 175 },
   { 3, 131072, 1, 176 },
@@ -1350,22 +1346,22 @@ const Entry kEntries[] = {
   { 3, 131072, 128, 177 },
   { 3, 131072, 512, 177 },
   { 3, 131072, 2048, 177 },
-  { 3, 131072, 8192, 178 },
-  { 3, 131072, 32768, 178 },
-  { 4, 512, 1, 180 },
-  { 4, 512, 8, 181 },
-  { 4, 512, 32, 181 },
-  { 4, 512, 128, 182 },
-  { 4, 512, 512, 182 },
-  { 4, 512, 2048, 182 },
-  { 4, 512, 8192, 181 },
-  { 4, 512, 32768, 182 },
-  { 4, 768, 1, 183 },
-  { 4, 768, 8, 183 },
-  { 4, 768, 32, 183 },
-  { 4, 768, 128, 184 },
+  { 3, 131072, 8192, 177 },
+  { 3, 131072, 32768, 177 },
+  { 4, 512, 1, 179 },
+  { 4, 512, 8, 180 },
+  { 4, 512, 32, 180 },
+  { 4, 512, 128, 181 },
+  { 4, 512, 512, 181 },
+  { 4, 512, 2048, 181 },
+  { 4, 512, 8192, 180 },
+  { 4, 512, 32768, 181 },
+  { 4, 768, 1, 182 },
+  { 4, 768, 8, 182 },
+  { 4, 768, 32, 182 },
+  { 4, 768, 128, 183 },
   { 4, 768, 512, 183 },
-  { 4, 768, 2048, 183 },
+  { 4, 768, 2048, 184 },
   { 4, 768, 8192, 184 },
   { 4, 768, 32768, 183 },
   { 4, 1024, 1, 185 },
@@ -1382,7 +1378,7 @@ const Entry kEntries[] = {
   { 4, 1536, 128, 186 },
   { 4, 1536, 512, 186 },
   { 4, 1536, 2048, 187 },
-  { 4, 1536, 8192, 186 },
+  { 4, 1536, 8192, 187 },
   { 4, 1536, 32768, 187 },
   { 4, 2048, 1, 188 },
   { 4, 2048, 8, 188 },
@@ -1396,7 +1392,7 @@ const Entry kEntries[] = {
   { 4, 2560, 8, 189 },
   { 4, 2560, 32, 189 },
   { 4, 2560, 128, 189 },
-  { 4, 2560, 512, 190 },
+  { 4, 2560, 512, 189 },
   { 4, 2560, 2048, 190 },
   { 4, 2560, 8192, 190 },
   { 4, 2560, 32768, 190 },
@@ -1423,65 +1419,65 @@ const Entry kEntries[] = {
   { 4, 5120, 512, 195 },
   { 4, 5120, 2048, 195 },
   { 4, 5120, 8192, 195 },
-  { 4, 5120, 32768, 194 },
+  { 4, 5120, 32768, 195 },
   { 4, 6144, 1, 196 },
   { 4, 6144, 8, 196 },
   { 4, 6144, 32, 196 },
   { 4, 6144, 128, 196 },
   { 4, 6144, 512, 196 },
   { 4, 6144, 2048, 196 },
-  { 4, 6144, 8192, 197 },
-  { 4, 6144, 32768, 197 },
-  { 4, 7168, 1, 198 },
-  { 4, 7168, 8, 198 },
-  { 4, 7168, 32, 199 },
-  { 4, 7168, 128, 199 },
-  { 4, 7168, 512, 200 },
-  { 4, 7168, 2048, 199 },
-  { 4, 7168, 8192, 199 },
-  { 4, 7168, 32768, 199 },
-  { 4, 8192, 1, 201 },
-  { 4, 8192, 8, 201 },
-  { 4, 8192, 32, 202 },
-  { 4, 8192, 128, 202 },
-  { 4, 8192, 512, 203 },
-  { 4, 8192, 2048, 202 },
-  { 4, 8192, 8192, 202 },
-  { 4, 8192, 32768, 202 },
-  { 4, 12288, 1, 204 },
-  { 4, 12288, 8, 205 },
-  { 4, 12288, 32, 205 },
-  { 4, 12288, 128, 205 },
-  { 4, 12288, 512, 205 },
-  { 4, 12288, 2048, 205 },
-  { 4, 12288, 8192, 205 },
-  { 4, 12288, 32768, 205 },
-  { 4, 16384, 1, 206 },
-  { 4, 16384, 8, 206 },
-  { 4, 16384, 32, 206 },
-  { 4, 16384, 128, 207 },
-  { 4, 16384, 512, 207 },
-  { 4, 16384, 2048, 207 },
+  { 4, 6144, 8192, 196 },
+  { 4, 6144, 32768, 196 },
+  { 4, 7168, 1, 197 },
+  { 4, 7168, 8, 197 },
+  { 4, 7168, 32, 197 },
+  { 4, 7168, 128, 198 },
+  { 4, 7168, 512, 199 },
+  { 4, 7168, 2048, 198 },
+  { 4, 7168, 8192, 198 },
+  { 4, 7168, 32768, 198 },
+  { 4, 8192, 1, 200 },
+  { 4, 8192, 8, 200 },
+  { 4, 8192, 32, 200 },
+  { 4, 8192, 128, 201 },
+  { 4, 8192, 512, 202 },
+  { 4, 8192, 2048, 201 },
+  { 4, 8192, 8192, 201 },
+  { 4, 8192, 32768, 201 },
+  { 4, 12288, 1, 203 },
+  { 4, 12288, 8, 203 },
+  { 4, 12288, 32, 203 },
+  { 4, 12288, 128, 204 },
+  { 4, 12288, 512, 204 },
+  { 4, 12288, 2048, 204 },
+  { 4, 12288, 8192, 204 },
+  { 4, 12288, 32768, 204 },
+  { 4, 16384, 1, 205 },
+  { 4, 16384, 8, 205 },
+  { 4, 16384, 32, 205 },
+  { 4, 16384, 128, 206 },
+  { 4, 16384, 512, 206 },
+  { 4, 16384, 2048, 206 },
   { 4, 16384, 8192, 207 },
   { 4, 16384, 32768, 207 },
   { 4, 32768, 1, 208 },
   { 4, 32768, 8, 208 },
-  { 4, 32768, 32, 208 },
+  { 4, 32768, 32, 209 },
   { 4, 32768, 128, 209 },
   { 4, 32768, 512, 209 },
-  { 4, 32768, 2048, 209 },
-  { 4, 32768, 8192, 209 },
-  { 4, 32768, 32768, 209 },
-  { 4, 65536, 1, 210 },
-  { 4, 65536, 8, 210 },
-  { 4, 65536, 32, 211 },
-  { 4, 65536, 128, 212 },
-  { 4, 65536, 512, 212 },
-  { 4, 65536, 2048, 212 },
-  { 4, 65536, 8192, 212 },
-  { 4, 65536, 32768, 212 },
-  { 4, 131072, 1, 213 },
-  { 4, 131072, 8, 213 },
+  { 4, 32768, 2048, 210 },
+  { 4, 32768, 8192, 210 },
+  { 4, 32768, 32768, 210 },
+  { 4, 65536, 1, 211 },
+  { 4, 65536, 8, 211 },
+  { 4, 65536, 32, 212 },
+  { 4, 65536, 128, 213 },
+  { 4, 65536, 512, 213 },
+  { 4, 65536, 2048, 213 },
+  { 4, 65536, 8192, 213 },
+  { 4, 65536, 32768, 213 },
+  { 4, 131072, 1, 214 },
+  { 4, 131072, 8, 214 },
   { 4, 131072, 32, 214 },
   { 4, 131072, 128, 215 },
   { 4, 131072, 512, 215 },
@@ -1492,34 +1488,34 @@ const Entry kEntries[] = {
   { 5, 512, 8, 218 },
   { 5, 512, 32, 218 },
   { 5, 512, 128, 218 },
-  { 5, 512, 512, 219 },
+  { 5, 512, 512, 218 },
   { 5, 512, 2048, 218 },
-  { 5, 512, 8192, 220 },
+  { 5, 512, 8192, 219 },
   { 5, 512, 32768, 218 },
-  { 5, 768, 1, 221 },
-  { 5, 768, 8, 222 },
-  { 5, 768, 32, 222 },
-  { 5, 768, 128, 222 },
-  { 5, 768, 512, 222 },
-  { 5, 768, 2048, 223 },
-  { 5, 768, 8192, 223 },
-  { 5, 768, 32768, 223 },
-  { 5, 1024, 1, 224 },
-  { 5, 1024, 8, 224 },
-  { 5, 1024, 32, 224 },
-  { 5, 1024, 128, 225 },
+  { 5, 768, 1, 220 },
+  { 5, 768, 8, 221 },
+  { 5, 768, 32, 221 },
+  { 5, 768, 128, 221 },
+  { 5, 768, 512, 221 },
+  { 5, 768, 2048, 221 },
+  { 5, 768, 8192, 222 },
+  { 5, 768, 32768, 222 },
+  { 5, 1024, 1, 223 },
+  { 5, 1024, 8, 223 },
+  { 5, 1024, 32, 223 },
+  { 5, 1024, 128, 224 },
   { 5, 1024, 512, 224 },
   { 5, 1024, 2048, 224 },
-  { 5, 1024, 8192, 224 },
-  { 5, 1024, 32768, 224 },
-  { 5, 1536, 1, 226 },
-  { 5, 1536, 8, 226 },
+  { 5, 1024, 8192, 223 },
+  { 5, 1024, 32768, 223 },
+  { 5, 1536, 1, 225 },
+  { 5, 1536, 8, 225 },
   { 5, 1536, 32, 226 },
   { 5, 1536, 128, 227 },
-  { 5, 1536, 512, 226 },
-  { 5, 1536, 2048, 227 },
-  { 5, 1536, 8192, 226 },
-  { 5, 1536, 32768, 226 },
+  { 5, 1536, 512, 227 },
+  { 5, 1536, 2048, 226 },
+  { 5, 1536, 8192, 225 },
+  { 5, 1536, 32768, 225 },
   { 5, 2048, 1, 228 },
   { 5, 2048, 8, 228 },
   { 5, 2048, 32, 228 },
@@ -1531,507 +1527,507 @@ const Entry kEntries[] = {
   { 5, 2560, 1, 230 },
   { 5, 2560, 8, 230 },
   { 5, 2560, 32, 230 },
-  { 5, 2560, 128, 230 },
+  { 5, 2560, 128, 231 },
   { 5, 2560, 512, 230 },
-  { 5, 2560, 2048, 231 },
-  { 5, 2560, 8192, 231 },
-  { 5, 2560, 32768, 230 },
-  { 5, 3072, 1, 232 },
-  { 5, 3072, 8, 232 },
-  { 5, 3072, 32, 232 },
-  { 5, 3072, 128, 232 },
-  { 5, 3072, 512, 232 },
-  { 5, 3072, 2048, 232 },
-  { 5, 3072, 8192, 232 },
-  { 5, 3072, 32768, 232 },
-  { 5, 4096, 1, 233 },
-  { 5, 4096, 8, 233 },
-  { 5, 4096, 32, 233 },
-  { 5, 4096, 128, 233 },
-  { 5, 4096, 512, 233 },
-  { 5, 4096, 2048, 234 },
-  { 5, 4096, 8192, 233 },
-  { 5, 4096, 32768, 233 },
-  { 5, 5120, 1, 235 },
-  { 5, 5120, 8, 235 },
-  { 5, 5120, 32, 235 },
-  { 5, 5120, 128, 235 },
-  { 5, 5120, 512, 236 },
-  { 5, 5120, 2048, 237 },
-  { 5, 5120, 8192, 237 },
-  { 5, 5120, 32768, 236 },
-  { 5, 6144, 1, 238 },
-  { 5, 6144, 8, 238 },
-  { 5, 6144, 32, 239 },
-  { 5, 6144, 128, 238 },
-  { 5, 6144, 512, 238 },
-  { 5, 6144, 2048, 239 },
-  { 5, 6144, 8192, 239 },
-  { 5, 6144, 32768, 239 },
-  { 5, 7168, 1, 240 },
-  { 5, 7168, 8, 240 },
-  { 5, 7168, 32, 240 },
-  { 5, 7168, 128, 240 },
-  { 5, 7168, 512, 241 },
-  { 5, 7168, 2048, 240 },
-  { 5, 7168, 8192, 240 },
-  { 5, 7168, 32768, 241 },
-  { 5, 8192, 1, 242 },
-  { 5, 8192, 8, 242 },
-  { 5, 8192, 32, 242 },
-  { 5, 8192, 128, 242 },
-  { 5, 8192, 512, 243 },
-  { 5, 8192, 2048, 244 },
-  { 5, 8192, 8192, 244 },
-  { 5, 8192, 32768, 244 },
-  { 5, 12288, 1, 245 },
-  { 5, 12288, 8, 245 },
-  { 5, 12288, 32, 245 },
-  { 5, 12288, 128, 245 },
-  { 5, 12288, 512, 246 },
-  { 5, 12288, 2048, 246 },
-  { 5, 12288, 8192, 246 },
-  { 5, 12288, 32768, 247 },
-  { 5, 16384, 1, 248 },
-  { 5, 16384, 8, 248 },
-  { 5, 16384, 32, 248 },
-  { 5, 16384, 128, 249 },
-  { 5, 16384, 512, 244 },
-  { 5, 16384, 2048, 250 },
-  { 5, 16384, 8192, 250 },
-  { 5, 16384, 32768, 250 },
-  { 5, 32768, 1, 251 },
-  { 5, 32768, 8, 251 },
-  { 5, 32768, 32, 251 },
-  { 5, 32768, 128, 252 },
-  { 5, 32768, 512, 253 },
-  { 5, 32768, 2048, 253 },
-  { 5, 32768, 8192, 254 },
-  { 5, 32768, 32768, 254 },
-  { 5, 65536, 1, 255 },
-  { 5, 65536, 8, 255 },
-  { 5, 65536, 32, 256 },
-  { 5, 65536, 128, 257 },
-  { 5, 65536, 512, 258 },
-  { 5, 65536, 2048, 258 },
-  { 5, 65536, 8192, 259 },
-  { 5, 65536, 32768, 259 },
-  { 5, 131072, 1, 260 },
-  { 5, 131072, 8, 260 },
-  { 5, 131072, 32, 260 },
-  { 5, 131072, 128, 261 },
-  { 5, 131072, 512, 261 },
-  { 5, 131072, 2048, 261 },
-  { 5, 131072, 8192, 261 },
-  { 5, 131072, 32768, 261 },
-  { 6, 512, 1, 263 },
-  { 6, 512, 8, 263 },
-  { 6, 512, 32, 263 },
-  { 6, 512, 128, 264 },
-  { 6, 512, 512, 264 },
-  { 6, 512, 2048, 264 },
-  { 6, 512, 8192, 265 },
-  { 6, 512, 32768, 264 },
-  { 6, 768, 1, 266 },
-  { 6, 768, 8, 266 },
-  { 6, 768, 32, 266 },
-  { 6, 768, 128, 267 },
-  { 6, 768, 512, 266 },
-  { 6, 768, 2048, 267 },
-  { 6, 768, 8192, 267 },
-  { 6, 768, 32768, 266 },
-  { 6, 1024, 1, 268 },
-  { 6, 1024, 8, 268 },
-  { 6, 1024, 32, 268 },
-  { 6, 1024, 128, 269 },
-  { 6, 1024, 512, 268 },
-  { 6, 1024, 2048, 268 },
-  { 6, 1024, 8192, 268 },
-  { 6, 1024, 32768, 269 },
-  { 6, 1536, 1, 270 },
-  { 6, 1536, 8, 270 },
-  { 6, 1536, 32, 270 },
-  { 6, 1536, 128, 270 },
-  { 6, 1536, 512, 270 },
-  { 6, 1536, 2048, 271 },
-  { 6, 1536, 8192, 271 },
-  { 6, 1536, 32768, 270 },
-  { 6, 2048, 1, 272 },
-  { 6, 2048, 8, 272 },
-  { 6, 2048, 32, 272 },
-  { 6, 2048, 128, 272 },
-  { 6, 2048, 512, 272 },
-  { 6, 2048, 2048, 273 },
-  { 6, 2048, 8192, 273 },
-  { 6, 2048, 32768, 272 },
-  { 6, 2560, 1, 274 },
-  { 6, 2560, 8, 274 },
-  { 6, 2560, 32, 274 },
-  { 6, 2560, 128, 274 },
-  { 6, 2560, 512, 274 },
-  { 6, 2560, 2048, 275 },
-  { 6, 2560, 8192, 275 },
-  { 6, 2560, 32768, 275 },
-  { 6, 3072, 1, 276 },
-  { 6, 3072, 8, 277 },
-  { 6, 3072, 32, 276 },
-  { 6, 3072, 128, 277 },
-  { 6, 3072, 512, 276 },
-  { 6, 3072, 2048, 276 },
-  { 6, 3072, 8192, 276 },
-  { 6, 3072, 32768, 276 },
-  { 6, 4096, 1, 278 },
-  { 6, 4096, 8, 278 },
-  { 6, 4096, 32, 278 },
-  { 6, 4096, 128, 278 },
-  { 6, 4096, 512, 278 },
-  { 6, 4096, 2048, 278 },
-  { 6, 4096, 8192, 278 },
-  { 6, 4096, 32768, 278 },
-  { 6, 5120, 1, 279 },
-  { 6, 5120, 8, 279 },
-  { 6, 5120, 32, 279 },
-  { 6, 5120, 128, 279 },
-  { 6, 5120, 512, 279 },
-  { 6, 5120, 2048, 279 },
-  { 6, 5120, 8192, 279 },
-  { 6, 5120, 32768, 279 },
-  { 6, 6144, 1, 280 },
-  { 6, 6144, 8, 280 },
-  { 6, 6144, 32, 280 },
-  { 6, 6144, 128, 280 },
-  { 6, 6144, 512, 280 },
-  { 6, 6144, 2048, 280 },
-  { 6, 6144, 8192, 280 },
-  { 6, 6144, 32768, 280 },
-  { 6, 7168, 1, 281 },
-  { 6, 7168, 8, 281 },
-  { 6, 7168, 32, 281 },
-  { 6, 7168, 128, 281 },
-  { 6, 7168, 512, 282 },
-  { 6, 7168, 2048, 282 },
-  { 6, 7168, 8192, 281 },
-  { 6, 7168, 32768, 281 },
-  { 6, 8192, 1, 283 },
-  { 6, 8192, 8, 283 },
-  { 6, 8192, 32, 284 },
-  { 6, 8192, 128, 284 },
-  { 6, 8192, 512, 285 },
-  { 6, 8192, 2048, 284 },
-  { 6, 8192, 8192, 284 },
-  { 6, 8192, 32768, 284 },
-  { 6, 12288, 1, 286 },
-  { 6, 12288, 8, 287 },
-  { 6, 12288, 32, 287 },
-  { 6, 12288, 128, 287 },
-  { 6, 12288, 512, 288 },
-  { 6, 12288, 2048, 287 },
-  { 6, 12288, 8192, 287 },
-  { 6, 12288, 32768, 287 },
-  { 6, 16384, 1, 289 },
-  { 6, 16384, 8, 289 },
-  { 6, 16384, 32, 289 },
-  { 6, 16384, 128, 290 },
-  { 6, 16384, 512, 290 },
-  { 6, 16384, 2048, 290 },
-  { 6, 16384, 8192, 290 },
-  { 6, 16384, 32768, 290 },
-  { 6, 32768, 1, 291 },
-  { 6, 32768, 8, 291 },
-  { 6, 32768, 32, 291 },
-  { 6, 32768, 128, 292 },
-  { 6, 32768, 512, 292 },
-  { 6, 32768, 2048, 292 },
-  { 6, 32768, 8192, 292 },
-  { 6, 32768, 32768, 292 },
-  { 6, 65536, 1, 293 },
-  { 6, 65536, 8, 293 },
-  { 6, 65536, 32, 294 },
-  { 6, 65536, 128, 295 },
-  { 6, 65536, 512, 295 },
-  { 6, 65536, 2048, 295 },
-  { 6, 65536, 8192, 295 },
-  { 6, 65536, 32768, 295 },
-  { 6, 131072, 1, 296 },
-  { 6, 131072, 8, 296 },
-  { 6, 131072, 32, 296 },
-  { 6, 131072, 128, 296 },
-  { 6, 131072, 512, 297 },
-  { 6, 131072, 2048, 297 },
-  { 6, 131072, 8192, 297 },
-  { 6, 131072, 32768, 297 },
-  { 7, 512, 1, 299 },
-  { 7, 512, 8, 300 },
-  { 7, 512, 32, 300 },
-  { 7, 512, 128, 300 },
-  { 7, 512, 512, 301 },
-  { 7, 512, 2048, 301 },
-  { 7, 512, 8192, 302 },
-  { 7, 512, 32768, 301 },
-  { 7, 768, 1, 303 },
-  { 7, 768, 8, 303 },
-  { 7, 768, 32, 303 },
-  { 7, 768, 128, 304 },
-  { 7, 768, 512, 304 },
-  { 7, 768, 2048, 305 },
-  { 7, 768, 8192, 304 },
-  { 7, 768, 32768, 305 },
-  { 7, 1024, 1, 306 },
-  { 7, 1024, 8, 306 },
-  { 7, 1024, 32, 306 },
-  { 7, 1024, 128, 306 },
-  { 7, 1024, 512, 306 },
-  { 7, 1024, 2048, 305 },
-  { 7, 1024, 8192, 306 },
-  { 7, 1024, 32768, 305 },
-  { 7, 1536, 1, 307 },
-  { 7, 1536, 8, 307 },
-  { 7, 1536, 32, 307 },
-  { 7, 1536, 128, 308 },
-  { 7, 1536, 512, 308 },
-  { 7, 1536, 2048, 309 },
-  { 7, 1536, 8192, 309 },
-  { 7, 1536, 32768, 309 },
-  { 7, 2048, 1, 310 },
-  { 7, 2048, 8, 310 },
-  { 7, 2048, 32, 310 },
-  { 7, 2048, 128, 311 },
-  { 7, 2048, 512, 312 },
-  { 7, 2048, 2048, 311 },
-  { 7, 2048, 8192, 312 },
-  { 7, 2048, 32768, 312 },
-  { 7, 2560, 1, 313 },
-  { 7, 2560, 8, 313 },
-  { 7, 2560, 32, 313 },
-  { 7, 2560, 128, 314 },
-  { 7, 2560, 512, 314 },
-  { 7, 2560, 2048, 313 },
-  { 7, 2560, 8192, 315 },
-  { 7, 2560, 32768, 315 },
-  { 7, 3072, 1, 316 },
-  { 7, 3072, 8, 316 },
-  { 7, 3072, 32, 316 },
-  { 7, 3072, 128, 316 },
-  { 7, 3072, 512, 317 },
-  { 7, 3072, 2048, 316 },
+  { 5, 2560, 2048, 232 },
+  { 5, 2560, 8192, 232 },
+  { 5, 2560, 32768, 232 },
+  { 5, 3072, 1, 233 },
+  { 5, 3072, 8, 233 },
+  { 5, 3072, 32, 233 },
+  { 5, 3072, 128, 234 },
+  { 5, 3072, 512, 233 },
+  { 5, 3072, 2048, 233 },
+  { 5, 3072, 8192, 233 },
+  { 5, 3072, 32768, 233 },
+  { 5, 4096, 1, 235 },
+  { 5, 4096, 8, 235 },
+  { 5, 4096, 32, 235 },
+  { 5, 4096, 128, 235 },
+  { 5, 4096, 512, 235 },
+  { 5, 4096, 2048, 236 },
+  { 5, 4096, 8192, 236 },
+  { 5, 4096, 32768, 235 },
+  { 5, 5120, 1, 237 },
+  { 5, 5120, 8, 237 },
+  { 5, 5120, 32, 237 },
+  { 5, 5120, 128, 237 },
+  { 5, 5120, 512, 238 },
+  { 5, 5120, 2048, 239 },
+  { 5, 5120, 8192, 239 },
+  { 5, 5120, 32768, 238 },
+  { 5, 6144, 1, 240 },
+  { 5, 6144, 8, 240 },
+  { 5, 6144, 32, 240 },
+  { 5, 6144, 128, 241 },
+  { 5, 6144, 512, 240 },
+  { 5, 6144, 2048, 241 },
+  { 5, 6144, 8192, 241 },
+  { 5, 6144, 32768, 241 },
+  { 5, 7168, 1, 242 },
+  { 5, 7168, 8, 242 },
+  { 5, 7168, 32, 242 },
+  { 5, 7168, 128, 242 },
+  { 5, 7168, 512, 243 },
+  { 5, 7168, 2048, 242 },
+  { 5, 7168, 8192, 242 },
+  { 5, 7168, 32768, 243 },
+  { 5, 8192, 1, 244 },
+  { 5, 8192, 8, 244 },
+  { 5, 8192, 32, 245 },
+  { 5, 8192, 128, 245 },
+  { 5, 8192, 512, 246 },
+  { 5, 8192, 2048, 246 },
+  { 5, 8192, 8192, 246 },
+  { 5, 8192, 32768, 246 },
+  { 5, 12288, 1, 247 },
+  { 5, 12288, 8, 247 },
+  { 5, 12288, 32, 247 },
+  { 5, 12288, 128, 248 },
+  { 5, 12288, 512, 249 },
+  { 5, 12288, 2048, 250 },
+  { 5, 12288, 8192, 250 },
+  { 5, 12288, 32768, 250 },
+  { 5, 16384, 1, 251 },
+  { 5, 16384, 8, 251 },
+  { 5, 16384, 32, 251 },
+  { 5, 16384, 128, 252 },
+  { 5, 16384, 512, 253 },
+  { 5, 16384, 2048, 254 },
+  { 5, 16384, 8192, 254 },
+  { 5, 16384, 32768, 254 },
+  { 5, 32768, 1, 255 },
+  { 5, 32768, 8, 255 },
+  { 5, 32768, 32, 255 },
+  { 5, 32768, 128, 256 },
+  { 5, 32768, 512, 256 },
+  { 5, 32768, 2048, 257 },
+  { 5, 32768, 8192, 257 },
+  { 5, 32768, 32768, 257 },
+  { 5, 65536, 1, 258 },
+  { 5, 65536, 8, 258 },
+  { 5, 65536, 32, 259 },
+  { 5, 65536, 128, 260 },
+  { 5, 65536, 512, 259 },
+  { 5, 65536, 2048, 259 },
+  { 5, 65536, 8192, 261 },
+  { 5, 65536, 32768, 261 },
+  { 5, 131072, 1, 262 },
+  { 5, 131072, 8, 262 },
+  { 5, 131072, 32, 262 },
+  { 5, 131072, 128, 263 },
+  { 5, 131072, 512, 263 },
+  { 5, 131072, 2048, 264 },
+  { 5, 131072, 8192, 263 },
+  { 5, 131072, 32768, 264 },
+  { 6, 512, 1, 266 },
+  { 6, 512, 8, 267 },
+  { 6, 512, 32, 266 },
+  { 6, 512, 128, 267 },
+  { 6, 512, 512, 267 },
+  { 6, 512, 2048, 267 },
+  { 6, 512, 8192, 268 },
+  { 6, 512, 32768, 267 },
+  { 6, 768, 1, 269 },
+  { 6, 768, 8, 269 },
+  { 6, 768, 32, 269 },
+  { 6, 768, 128, 270 },
+  { 6, 768, 512, 269 },
+  { 6, 768, 2048, 270 },
+  { 6, 768, 8192, 270 },
+  { 6, 768, 32768, 269 },
+  { 6, 1024, 1, 271 },
+  { 6, 1024, 8, 271 },
+  { 6, 1024, 32, 271 },
+  { 6, 1024, 128, 272 },
+  { 6, 1024, 512, 271 },
+  { 6, 1024, 2048, 272 },
+  { 6, 1024, 8192, 272 },
+  { 6, 1024, 32768, 272 },
+  { 6, 1536, 1, 273 },
+  { 6, 1536, 8, 273 },
+  { 6, 1536, 32, 273 },
+  { 6, 1536, 128, 273 },
+  { 6, 1536, 512, 273 },
+  { 6, 1536, 2048, 274 },
+  { 6, 1536, 8192, 274 },
+  { 6, 1536, 32768, 273 },
+  { 6, 2048, 1, 275 },
+  { 6, 2048, 8, 275 },
+  { 6, 2048, 32, 275 },
+  { 6, 2048, 128, 275 },
+  { 6, 2048, 512, 275 },
+  { 6, 2048, 2048, 276 },
+  { 6, 2048, 8192, 275 },
+  { 6, 2048, 32768, 275 },
+  { 6, 2560, 1, 277 },
+  { 6, 2560, 8, 277 },
+  { 6, 2560, 32, 277 },
+  { 6, 2560, 128, 278 },
+  { 6, 2560, 512, 279 },
+  { 6, 2560, 2048, 279 },
+  { 6, 2560, 8192, 279 },
+  { 6, 2560, 32768, 279 },
+  { 6, 3072, 1, 280 },
+  { 6, 3072, 8, 280 },
+  { 6, 3072, 32, 280 },
+  { 6, 3072, 128, 280 },
+  { 6, 3072, 512, 280 },
+  { 6, 3072, 2048, 280 },
+  { 6, 3072, 8192, 280 },
+  { 6, 3072, 32768, 280 },
+  { 6, 4096, 1, 281 },
+  { 6, 4096, 8, 281 },
+  { 6, 4096, 32, 281 },
+  { 6, 4096, 128, 281 },
+  { 6, 4096, 512, 281 },
+  { 6, 4096, 2048, 281 },
+  { 6, 4096, 8192, 281 },
+  { 6, 4096, 32768, 281 },
+  { 6, 5120, 1, 282 },
+  { 6, 5120, 8, 282 },
+  { 6, 5120, 32, 282 },
+  { 6, 5120, 128, 282 },
+  { 6, 5120, 512, 283 },
+  { 6, 5120, 2048, 283 },
+  { 6, 5120, 8192, 282 },
+  { 6, 5120, 32768, 282 },
+  { 6, 6144, 1, 284 },
+  { 6, 6144, 8, 284 },
+  { 6, 6144, 32, 284 },
+  { 6, 6144, 128, 284 },
+  { 6, 6144, 512, 284 },
+  { 6, 6144, 2048, 284 },
+  { 6, 6144, 8192, 284 },
+  { 6, 6144, 32768, 284 },
+  { 6, 7168, 1, 285 },
+  { 6, 7168, 8, 285 },
+  { 6, 7168, 32, 285 },
+  { 6, 7168, 128, 286 },
+  { 6, 7168, 512, 287 },
+  { 6, 7168, 2048, 286 },
+  { 6, 7168, 8192, 286 },
+  { 6, 7168, 32768, 286 },
+  { 6, 8192, 1, 288 },
+  { 6, 8192, 8, 288 },
+  { 6, 8192, 32, 288 },
+  { 6, 8192, 128, 289 },
+  { 6, 8192, 512, 290 },
+  { 6, 8192, 2048, 289 },
+  { 6, 8192, 8192, 289 },
+  { 6, 8192, 32768, 289 },
+  { 6, 12288, 1, 291 },
+  { 6, 12288, 8, 291 },
+  { 6, 12288, 32, 291 },
+  { 6, 12288, 128, 292 },
+  { 6, 12288, 512, 293 },
+  { 6, 12288, 2048, 292 },
+  { 6, 12288, 8192, 292 },
+  { 6, 12288, 32768, 292 },
+  { 6, 16384, 1, 294 },
+  { 6, 16384, 8, 294 },
+  { 6, 16384, 32, 294 },
+  { 6, 16384, 128, 295 },
+  { 6, 16384, 512, 294 },
+  { 6, 16384, 2048, 295 },
+  { 6, 16384, 8192, 295 },
+  { 6, 16384, 32768, 295 },
+  { 6, 32768, 1, 296 },
+  { 6, 32768, 8, 296 },
+  { 6, 32768, 32, 297 },
+  { 6, 32768, 128, 298 },
+  { 6, 32768, 512, 297 },
+  { 6, 32768, 2048, 299 },
+  { 6, 32768, 8192, 299 },
+  { 6, 32768, 32768, 298 },
+  { 6, 65536, 1, 300 },
+  { 6, 65536, 8, 300 },
+  { 6, 65536, 32, 301 },
+  { 6, 65536, 128, 301 },
+  { 6, 65536, 512, 301 },
+  { 6, 65536, 2048, 301 },
+  { 6, 65536, 8192, 301 },
+  { 6, 65536, 32768, 301 },
+  { 6, 131072, 1, 302 },
+  { 6, 131072, 8, 302 },
+  { 6, 131072, 32, 302 },
+  { 6, 131072, 128, 302 },
+  { 6, 131072, 512, 302 },
+  { 6, 131072, 2048, 302 },
+  { 6, 131072, 8192, 302 },
+  { 6, 131072, 32768, 302 },
+  { 7, 512, 1, 304 },
+  { 7, 512, 8, 305 },
+  { 7, 512, 32, 305 },
+  { 7, 512, 128, 305 },
+  { 7, 512, 512, 306 },
+  { 7, 512, 2048, 306 },
+  { 7, 512, 8192, 307 },
+  { 7, 512, 32768, 306 },
+  { 7, 768, 1, 308 },
+  { 7, 768, 8, 308 },
+  { 7, 768, 32, 308 },
+  { 7, 768, 128, 309 },
+  { 7, 768, 512, 308 },
+  { 7, 768, 2048, 310 },
+  { 7, 768, 8192, 309 },
+  { 7, 768, 32768, 310 },
+  { 7, 1024, 1, 311 },
+  { 7, 1024, 8, 311 },
+  { 7, 1024, 32, 311 },
+  { 7, 1024, 128, 312 },
+  { 7, 1024, 512, 311 },
+  { 7, 1024, 2048, 310 },
+  { 7, 1024, 8192, 311 },
+  { 7, 1024, 32768, 312 },
+  { 7, 1536, 1, 313 },
+  { 7, 1536, 8, 313 },
+  { 7, 1536, 32, 313 },
+  { 7, 1536, 128, 313 },
+  { 7, 1536, 512, 313 },
+  { 7, 1536, 2048, 313 },
+  { 7, 1536, 8192, 313 },
+  { 7, 1536, 32768, 314 },
+  { 7, 2048, 1, 315 },
+  { 7, 2048, 8, 315 },
+  { 7, 2048, 32, 315 },
+  { 7, 2048, 128, 315 },
+  { 7, 2048, 512, 315 },
+  { 7, 2048, 2048, 316 },
+  { 7, 2048, 8192, 317 },
+  { 7, 2048, 32768, 314 },
+  { 7, 2560, 1, 318 },
+  { 7, 2560, 8, 318 },
+  { 7, 2560, 32, 318 },
+  { 7, 2560, 128, 318 },
+  { 7, 2560, 512, 318 },
+  { 7, 2560, 2048, 318 },
+  { 7, 2560, 8192, 317 },
+  { 7, 2560, 32768, 317 },
+  { 7, 3072, 1, 319 },
+  { 7, 3072, 8, 319 },
+  { 7, 3072, 32, 319 },
+  { 7, 3072, 128, 319 },
+  { 7, 3072, 512, 319 },
+  { 7, 3072, 2048, 319 },
   { 7, 3072, 8192, 317 },
-  { 7, 3072, 32768, 318 },
-  { 7, 4096, 1, 319 },
-  { 7, 4096, 8, 319 },
-  { 7, 4096, 32, 319 },
-  { 7, 4096, 128, 319 },
-  { 7, 4096, 512, 319 },
-  { 7, 4096, 2048, 319 },
-  { 7, 4096, 8192, 315 },
-  { 7, 4096, 32768, 318 },
-  { 7, 5120, 1, 320 },
-  { 7, 5120, 8, 320 },
-  { 7, 5120, 32, 320 },
-  { 7, 5120, 128, 320 },
-  { 7, 5120, 512, 320 },
-  { 7, 5120, 2048, 320 },
-  { 7, 5120, 8192, 318 },
-  { 7, 5120, 32768, 318 },
-  { 7, 6144, 1, 321 },
-  { 7, 6144, 8, 321 },
-  { 7, 6144, 32, 321 },
-  { 7, 6144, 128, 321 },
-  { 7, 6144, 512, 321 },
-  { 7, 6144, 2048, 321 },
-  { 7, 6144, 8192, 318 },
-  { 7, 6144, 32768, 318 },
-  { 7, 7168, 1, 322 },
-  { 7, 7168, 8, 322 },
-  { 7, 7168, 32, 322 },
-  { 7, 7168, 128, 322 },
-  { 7, 7168, 512, 322 },
-  { 7, 7168, 2048, 323 },
-  { 7, 7168, 8192, 323 },
-  { 7, 7168, 32768, 323 },
-  { 7, 8192, 1, 324 },
-  { 7, 8192, 8, 324 },
-  { 7, 8192, 32, 324 },
-  { 7, 8192, 128, 325 },
-  { 7, 8192, 512, 325 },
-  { 7, 8192, 2048, 326 },
-  { 7, 8192, 8192, 326 },
-  { 7, 8192, 32768, 326 },
-  { 7, 12288, 1, 327 },
-  { 7, 12288, 8, 327 },
-  { 7, 12288, 32, 327 },
-  { 7, 12288, 128, 328 },
-  { 7, 12288, 512, 329 },
-  { 7, 12288, 2048, 328 },
-  { 7, 12288, 8192, 330 },
-  { 7, 12288, 32768, 330 },
-  { 7, 16384, 1, 331 },
-  { 7, 16384, 8, 331 },
-  { 7, 16384, 32, 331 },
-  { 7, 16384, 128, 331 },
-  { 7, 16384, 512, 331 },
-  { 7, 16384, 2048, 332 },
-  { 7, 16384, 8192, 330 },
-  { 7, 16384, 32768, 330 },
-  { 7, 32768, 1, 333 },
-  { 7, 32768, 8, 333 },
-  { 7, 32768, 32, 333 },
-  { 7, 32768, 128, 334 },
-  { 7, 32768, 512, 333 },
-  { 7, 32768, 2048, 334 },
-  { 7, 32768, 8192, 334 },
-  { 7, 32768, 32768, 334 },
-  { 7, 65536, 1, 335 },
-  { 7, 65536, 8, 335 },
-  { 7, 65536, 32, 336 },
-  { 7, 65536, 128, 337 },
-  { 7, 65536, 512, 337 },
-  { 7, 65536, 2048, 337 },
-  { 7, 65536, 8192, 337 },
-  { 7, 65536, 32768, 337 },
-  { 7, 131072, 1, 338 },
-  { 7, 131072, 8, 338 },
-  { 7, 131072, 32, 338 },
-  { 7, 131072, 128, 338 },
-  { 7, 131072, 512, 338 },
-  { 7, 131072, 2048, 338 },
-  { 7, 131072, 8192, 338 },
-  { 7, 131072, 32768, 338 },
-  { 8, 512, 1, 340 },
-  { 8, 512, 8, 341 },
-  { 8, 512, 32, 341 },
-  { 8, 512, 128, 340 },
-  { 8, 512, 512, 342 },
-  { 8, 512, 2048, 342 },
-  { 8, 512, 8192, 341 },
-  { 8, 512, 32768, 342 },
-  { 8, 768, 1, 343 },
-  { 8, 768, 8, 343 },
-  { 8, 768, 32, 343 },
-  { 8, 768, 128, 344 },
-  { 8, 768, 512, 344 },
-  { 8, 768, 2048, 344 },
-  { 8, 768, 8192, 345 },
-  { 8, 768, 32768, 345 },
-  { 8, 1024, 1, 346 },
-  { 8, 1024, 8, 346 },
-  { 8, 1024, 32, 346 },
-  { 8, 1024, 128, 347 },
-  { 8, 1024, 512, 347 },
-  { 8, 1024, 2048, 347 },
-  { 8, 1024, 8192, 345 },
-  { 8, 1024, 32768, 345 },
-  { 8, 1536, 1, 348 },
-  { 8, 1536, 8, 348 },
-  { 8, 1536, 32, 348 },
-  { 8, 1536, 128, 348 },
-  { 8, 1536, 512, 349 },
-  { 8, 1536, 2048, 349 },
-  { 8, 1536, 8192, 349 },
-  { 8, 1536, 32768, 349 },
-  { 8, 2048, 1, 350 },
-  { 8, 2048, 8, 350 },
-  { 8, 2048, 32, 350 },
-  { 8, 2048, 128, 350 },
-  { 8, 2048, 512, 351 },
-  { 8, 2048, 2048, 351 },
-  { 8, 2048, 8192, 352 },
-  { 8, 2048, 32768, 352 },
-  { 8, 2560, 1, 353 },
-  { 8, 2560, 8, 353 },
-  { 8, 2560, 32, 353 },
-  { 8, 2560, 128, 353 },
-  { 8, 2560, 512, 354 },
+  { 7, 3072, 32768, 320 },
+  { 7, 4096, 1, 321 },
+  { 7, 4096, 8, 321 },
+  { 7, 4096, 32, 321 },
+  { 7, 4096, 128, 321 },
+  { 7, 4096, 512, 322 },
+  { 7, 4096, 2048, 322 },
+  { 7, 4096, 8192, 322 },
+  { 7, 4096, 32768, 320 },
+  { 7, 5120, 1, 323 },
+  { 7, 5120, 8, 323 },
+  { 7, 5120, 32, 323 },
+  { 7, 5120, 128, 323 },
+  { 7, 5120, 512, 323 },
+  { 7, 5120, 2048, 324 },
+  { 7, 5120, 8192, 324 },
+  { 7, 5120, 32768, 320 },
+  { 7, 6144, 1, 325 },
+  { 7, 6144, 8, 325 },
+  { 7, 6144, 32, 325 },
+  { 7, 6144, 128, 326 },
+  { 7, 6144, 512, 326 },
+  { 7, 6144, 2048, 325 },
+  { 7, 6144, 8192, 320 },
+  { 7, 6144, 32768, 320 },
+  { 7, 7168, 1, 327 },
+  { 7, 7168, 8, 327 },
+  { 7, 7168, 32, 327 },
+  { 7, 7168, 128, 328 },
+  { 7, 7168, 512, 327 },
+  { 7, 7168, 2048, 329 },
+  { 7, 7168, 8192, 329 },
+  { 7, 7168, 32768, 329 },
+  { 7, 8192, 1, 330 },
+  { 7, 8192, 8, 330 },
+  { 7, 8192, 32, 330 },
+  { 7, 8192, 128, 330 },
+  { 7, 8192, 512, 330 },
+  { 7, 8192, 2048, 331 },
+  { 7, 8192, 8192, 332 },
+  { 7, 8192, 32768, 332 },
+  { 7, 12288, 1, 333 },
+  { 7, 12288, 8, 333 },
+  { 7, 12288, 32, 333 },
+  { 7, 12288, 128, 333 },
+  { 7, 12288, 512, 333 },
+  { 7, 12288, 2048, 333 },
+  { 7, 12288, 8192, 332 },
+  { 7, 12288, 32768, 332 },
+  { 7, 16384, 1, 334 },
+  { 7, 16384, 8, 334 },
+  { 7, 16384, 32, 334 },
+  { 7, 16384, 128, 334 },
+  { 7, 16384, 512, 334 },
+  { 7, 16384, 2048, 335 },
+  { 7, 16384, 8192, 332 },
+  { 7, 16384, 32768, 332 },
+  { 7, 32768, 1, 336 },
+  { 7, 32768, 8, 336 },
+  { 7, 32768, 32, 336 },
+  { 7, 32768, 128, 336 },
+  { 7, 32768, 512, 336 },
+  { 7, 32768, 2048, 337 },
+  { 7, 32768, 8192, 337 },
+  { 7, 32768, 32768, 337 },
+  { 7, 65536, 1, 338 },
+  { 7, 65536, 8, 338 },
+  { 7, 65536, 32, 339 },
+  { 7, 65536, 128, 338 },
+  { 7, 65536, 512, 340 },
+  { 7, 65536, 2048, 340 },
+  { 7, 65536, 8192, 340 },
+  { 7, 65536, 32768, 340 },
+  { 7, 131072, 1, 341 },
+  { 7, 131072, 8, 341 },
+  { 7, 131072, 32, 341 },
+  { 7, 131072, 128, 342 },
+  { 7, 131072, 512, 342 },
+  { 7, 131072, 2048, 341 },
+  { 7, 131072, 8192, 341 },
+  { 7, 131072, 32768, 341 },
+  { 8, 512, 1, 344 },
+  { 8, 512, 8, 344 },
+  { 8, 512, 32, 344 },
+  { 8, 512, 128, 345 },
+  { 8, 512, 512, 344 },
+  { 8, 512, 2048, 345 },
+  { 8, 512, 8192, 344 },
+  { 8, 512, 32768, 345 },
+  { 8, 768, 1, 346 },
+  { 8, 768, 8, 346 },
+  { 8, 768, 32, 346 },
+  { 8, 768, 128, 346 },
+  { 8, 768, 512, 346 },
+  { 8, 768, 2048, 347 },
+  { 8, 768, 8192, 348 },
+  { 8, 768, 32768, 347 },
+  { 8, 1024, 1, 349 },
+  { 8, 1024, 8, 349 },
+  { 8, 1024, 32, 349 },
+  { 8, 1024, 128, 349 },
+  { 8, 1024, 512, 349 },
+  { 8, 1024, 2048, 349 },
+  { 8, 1024, 8192, 348 },
+  { 8, 1024, 32768, 348 },
+  { 8, 1536, 1, 350 },
+  { 8, 1536, 8, 350 },
+  { 8, 1536, 32, 350 },
+  { 8, 1536, 128, 350 },
+  { 8, 1536, 512, 351 },
+  { 8, 1536, 2048, 350 },
+  { 8, 1536, 8192, 351 },
+  { 8, 1536, 32768, 351 },
+  { 8, 2048, 1, 352 },
+  { 8, 2048, 8, 352 },
+  { 8, 2048, 32, 352 },
+  { 8, 2048, 128, 352 },
+  { 8, 2048, 512, 353 },
+  { 8, 2048, 2048, 352 },
+  { 8, 2048, 8192, 354 },
+  { 8, 2048, 32768, 354 },
+  { 8, 2560, 1, 355 },
+  { 8, 2560, 8, 355 },
+  { 8, 2560, 32, 355 },
+  { 8, 2560, 128, 355 },
+  { 8, 2560, 512, 356 },
   { 8, 2560, 2048, 354 },
   { 8, 2560, 8192, 354 },
-  { 8, 2560, 32768, 354 },
-  { 8, 3072, 1, 355 },
-  { 8, 3072, 8, 355 },
-  { 8, 3072, 32, 355 },
-  { 8, 3072, 128, 356 },
-  { 8, 3072, 512, 357 },
+  { 8, 2560, 32768, 356 },
+  { 8, 3072, 1, 357 },
+  { 8, 3072, 8, 357 },
+  { 8, 3072, 32, 357 },
+  { 8, 3072, 128, 357 },
+  { 8, 3072, 512, 356 },
   { 8, 3072, 2048, 357 },
-  { 8, 3072, 8192, 357 },
-  { 8, 3072, 32768, 357 },
+  { 8, 3072, 8192, 356 },
+  { 8, 3072, 32768, 354 },
   { 8, 4096, 1, 358 },
-  { 8, 4096, 8, 359 },
-  { 8, 4096, 32, 358 },
-  { 8, 4096, 128, 358 },
-  { 8, 4096, 512, 360 },
-  { 8, 4096, 2048, 358 },
-  { 8, 4096, 8192, 361 },
-  { 8, 4096, 32768, 361 },
-  { 8, 5120, 1, 362 },
+  { 8, 4096, 8, 358 },
+  { 8, 4096, 32, 359 },
+  { 8, 4096, 128, 359 },
+  { 8, 4096, 512, 358 },
+  { 8, 4096, 2048, 359 },
+  { 8, 4096, 8192, 360 },
+  { 8, 4096, 32768, 360 },
+  { 8, 5120, 1, 361 },
   { 8, 5120, 8, 362 },
-  { 8, 5120, 32, 362 },
-  { 8, 5120, 128, 362 },
-  { 8, 5120, 512, 352 },
-  { 8, 5120, 2048, 361 },
-  { 8, 5120, 8192, 361 },
-  { 8, 5120, 32768, 361 },
-  { 8, 6144, 1, 363 },
+  { 8, 5120, 32, 363 },
+  { 8, 5120, 128, 363 },
+  { 8, 5120, 512, 361 },
+  { 8, 5120, 2048, 360 },
+  { 8, 5120, 8192, 360 },
+  { 8, 5120, 32768, 360 },
+  { 8, 6144, 1, 364 },
   { 8, 6144, 8, 364 },
-  { 8, 6144, 32, 363 },
+  { 8, 6144, 32, 364 },
   { 8, 6144, 128, 364 },
-  { 8, 6144, 512, 352 },
-  { 8, 6144, 2048, 364 },
-  { 8, 6144, 8192, 361 },
-  { 8, 6144, 32768, 361 },
+  { 8, 6144, 512, 364 },
+  { 8, 6144, 2048, 360 },
+  { 8, 6144, 8192, 360 },
+  { 8, 6144, 32768, 360 },
   { 8, 7168, 1, 365 },
-  { 8, 7168, 8, 366 },
-  { 8, 7168, 32, 366 },
+  { 8, 7168, 8, 365 },
+  { 8, 7168, 32, 365 },
   { 8, 7168, 128, 366 },
-  { 8, 7168, 512, 352 },
-  { 8, 7168, 2048, 361 },
-  { 8, 7168, 8192, 361 },
-  { 8, 7168, 32768, 361 },
+  { 8, 7168, 512, 354 },
+  { 8, 7168, 2048, 360 },
+  { 8, 7168, 8192, 360 },
+  { 8, 7168, 32768, 360 },
   { 8, 8192, 1, 367 },
   { 8, 8192, 8, 367 },
   { 8, 8192, 32, 367 },
-  { 8, 8192, 128, 368 },
-  { 8, 8192, 512, 368 },
+  { 8, 8192, 128, 367 },
+  { 8, 8192, 512, 367 },
   { 8, 8192, 2048, 368 },
   { 8, 8192, 8192, 368 },
   { 8, 8192, 32768, 368 },
   { 8, 12288, 1, 369 },
   { 8, 12288, 8, 369 },
   { 8, 12288, 32, 369 },
-  { 8, 12288, 128, 370 },
-  { 8, 12288, 512, 370 },
-  { 8, 12288, 2048, 370 },
-  { 8, 12288, 8192, 361 },
-  { 8, 12288, 32768, 361 },
-  { 8, 16384, 1, 371 },
-  { 8, 16384, 8, 371 },
-  { 8, 16384, 32, 371 },
-  { 8, 16384, 128, 372 },
-  { 8, 16384, 512, 361 },
-  { 8, 16384, 2048, 372 },
-  { 8, 16384, 8192, 372 },
-  { 8, 16384, 32768, 372 },
-  { 8, 32768, 1, 373 },
-  { 8, 32768, 8, 373 },
-  { 8, 32768, 32, 374 },
-  { 8, 32768, 128, 375 },
-  { 8, 32768, 512, 375 },
-  { 8, 32768, 2048, 375 },
-  { 8, 32768, 8192, 375 },
-  { 8, 32768, 32768, 375 },
-  { 8, 65536, 1, 376 },
+  { 8, 12288, 128, 369 },
+  { 8, 12288, 512, 369 },
+  { 8, 12288, 2048, 360 },
+  { 8, 12288, 8192, 360 },
+  { 8, 12288, 32768, 360 },
+  { 8, 16384, 1, 370 },
+  { 8, 16384, 8, 370 },
+  { 8, 16384, 32, 370 },
+  { 8, 16384, 128, 370 },
+  { 8, 16384, 512, 371 },
+  { 8, 16384, 2048, 371 },
+  { 8, 16384, 8192, 371 },
+  { 8, 16384, 32768, 371 },
+  { 8, 32768, 1, 372 },
+  { 8, 32768, 8, 372 },
+  { 8, 32768, 32, 373 },
+  { 8, 32768, 128, 372 },
+  { 8, 32768, 512, 374 },
+  { 8, 32768, 2048, 374 },
+  { 8, 32768, 8192, 360 },
+  { 8, 32768, 32768, 360 },
+  { 8, 65536, 1, 375 },
   { 8, 65536, 8, 376 },
-  { 8, 65536, 32, 377 },
-  { 8, 65536, 128, 378 },
-  { 8, 65536, 512, 378 },
-  { 8, 65536, 2048, 378 },
-  { 8, 65536, 8192, 378 },
-  { 8, 65536, 32768, 378 },
-  { 8, 131072, 1, 379 },
-  { 8, 131072, 8, 379 },
-  { 8, 131072, 32, 379 },
-  { 8, 131072, 128, 379 },
-  { 8, 131072, 512, 379 },
-  { 8, 131072, 2048, 379 },
-  { 8, 131072, 8192, 379 },
-  { 8, 131072, 32768, 379 },
+  { 8, 65536, 32, 376 },
+  { 8, 65536, 128, 376 },
+  { 8, 65536, 512, 376 },
+  { 8, 65536, 2048, 375 },
+  { 8, 65536, 8192, 375 },
+  { 8, 65536, 32768, 375 },
+  { 8, 131072, 1, 377 },
+  { 8, 131072, 8, 377 },
+  { 8, 131072, 32, 377 },
+  { 8, 131072, 128, 377 },
+  { 8, 131072, 512, 377 },
+  { 8, 131072, 2048, 377 },
+  { 8, 131072, 8192, 377 },
+  { 8, 131072, 32768, 377 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2258,30 +2254,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_7e1d45e1b394(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_7e1d45e1b394_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_453e4b84963c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_453e4b84963c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4c2f7c175f05(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4c2f7c175f05_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_5f22d743da16(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_5f22d743da16_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f4f9a1c97215(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f4f9a1c97215_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_7466d0d3c185(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_7466d0d3c185_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_031526ea93d8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_031526ea93d8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_faaff6de9ccf(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_faaff6de9ccf_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6104143bd9a2(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6104143bd9a2_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_d77319c1c607(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_d77319c1c607_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ee29e2e42964(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ee29e2e42964_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_edbe95cb9ef7(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_edbe95cb9ef7_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_02825fd4c6e4(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_02825fd4c6e4_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_297b4eb080b5(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_297b4eb080b5_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d3557e00a94f(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d3557e00a94f_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_8ba751c8aae6(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_8ba751c8aae6_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_479ba644bebe(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_479ba644bebe_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_754a02752fa8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_754a02752fa8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4489ed308c50(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4489ed308c50_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_053555636886(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_053555636886_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3e839dc6be67(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3e839dc6be67_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_93c52063db8e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_93c52063db8e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_645dd8c0c1c8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_645dd8c0c1c8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_a5c10055357c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_a5c10055357c_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2295,18 +2291,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_7e1d45e1b394, (const void*)&normgen_layernorm_bwd_7e1d45e1b394_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 49152, 1 },  // regs.t128.v8.tpr128.i4.s3.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_453e4b84963c, (const void*)&normgen_layernorm_bwd_453e4b84963c_reduce, 2, 512, 8, 512, 0, 1, 1, 2, 0, 1 },  // loop.t512.v8.tpr512.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_4c2f7c175f05, (const void*)&normgen_layernorm_bwd_4c2f7c175f05_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_5f22d743da16, (const void*)&normgen_layernorm_bwd_5f22d743da16_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_f4f9a1c97215, (const void*)&normgen_layernorm_bwd_f4f9a1c97215_reduce, 2, 512, 4, 512, 0, 1, 1, 2, 0, 1 },  // loop.t512.v4.tpr512.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_7466d0d3c185, (const void*)&normgen_layernorm_bwd_7466d0d3c185_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_031526ea93d8, (const void*)&normgen_rmsnorm_bwd_031526ea93d8_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_faaff6de9ccf, (const void*)&normgen_rmsnorm_bwd_faaff6de9ccf_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_6104143bd9a2, (const void*)&normgen_rmsnorm_bwd_6104143bd9a2_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_d77319c1c607, (const void*)&normgen_rmsnorm_bwd_d77319c1c607_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_ee29e2e42964, (const void*)&normgen_rmsnorm_bwd_ee29e2e42964_reduce, 0, 512, 4, 512, 2, 2, 1, 1, 65536, 4 },  // regs.t512.v4.tpr512.i2.s2.c4.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_edbe95cb9ef7, (const void*)&normgen_rmsnorm_bwd_edbe95cb9ef7_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_02825fd4c6e4, (const void*)&normgen_layernorm_bwd_02825fd4c6e4_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 49152, 1 },  // regs.t128.v8.tpr128.i4.s3.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_297b4eb080b5, (const void*)&normgen_layernorm_bwd_297b4eb080b5_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 4 },  // regs.t128.v8.tpr128.i4.s2.c4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_d3557e00a94f, (const void*)&normgen_layernorm_bwd_d3557e00a94f_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_8ba751c8aae6, (const void*)&normgen_layernorm_bwd_8ba751c8aae6_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_479ba644bebe, (const void*)&normgen_layernorm_bwd_479ba644bebe_reduce, 0, 128, 4, 128, 8, 2, 1, 2, 98304, 4 },  // regs.t128.v4.tpr128.i8.s3.c4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_754a02752fa8, (const void*)&normgen_layernorm_bwd_754a02752fa8_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_4489ed308c50, (const void*)&normgen_rmsnorm_bwd_4489ed308c50_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_053555636886, (const void*)&normgen_rmsnorm_bwd_053555636886_reduce, 0, 512, 8, 512, 4, 2, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3e839dc6be67, (const void*)&normgen_rmsnorm_bwd_3e839dc6be67_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_93c52063db8e, (const void*)&normgen_rmsnorm_bwd_93c52063db8e_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_645dd8c0c1c8, (const void*)&normgen_rmsnorm_bwd_645dd8c0c1c8_reduce, 0, 512, 4, 512, 2, 4, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_a5c10055357c, (const void*)&normgen_rmsnorm_bwd_a5c10055357c_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

@@ -98,12 +98,10 @@ __device__ __forceinline__ void store_dx(const NormgenBwdParams& p, int64_t row,
  */
 template <typename C, int CLUSTER, typename Reducer>
 __device__ __forceinline__ void gradient_means(Reducer& reduce, float sgx, float sg, float inv_h, float& a, float& b) {
-  if constexpr (C::kLayerNorm && CLUSTER > 1) {  // two cluster-wide sums
-    a = reduce.sum(sgx) * inv_h;
-    b = reduce.sum(sg) * inv_h;
-  } else if constexpr (C::kLayerNorm) {
+  if constexpr (C::kLayerNorm) {
     float sums[2] = {sgx, sg};
     reduce.cta_sums(sums);
+    if constexpr (CLUSTER > 1) reduce.cluster_sums(sums);
     a = sums[0] * inv_h;
     b = sums[1] * inv_h;
   } else {
@@ -315,26 +313,39 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
       float acc = 0.f;
       mean = 0.f;
       if constexpr (C::kLayerNorm) {
+        auto squared_deviations = [&](float center) {
+          float sq = 0.f;
+#pragma unroll
+          for (int i = 0; i < ITEMS; ++i)
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+              const float d = to_float(cur.x[i].v[k]) - center;
+              sq += column(i) + k < hidden ? d * d : 0.f;  // padding holds 0, not the mean
+            }
+          return sq;
+        };
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
 #pragma unroll
           for (int k = 0; k < VEC; ++k) acc += to_float(cur.x[i].v[k]);
-        mean = reduce.sum(acc) * inv_h;
-        acc = 0.f;
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            const float d = to_float(cur.x[i].v[k]) - mean;
-            acc += column(i) + k < hidden ? d * d : 0.f;  // padding holds 0, not the mean
-          }
+        if constexpr (CLUSTER > 1) {
+          // Each CTA's slice moments, combined in one cluster exchange (as the forward does).
+          const float count = float(max(0, min(kSlice, hidden - col0)));
+          const float slice_mean = reduce.cta_sum(acc) / fmaxf(count, 1.f);
+          float m2;
+          reduce.cluster_moments(count, slice_mean, reduce.cta_sum(squared_deviations(slice_mean)), mean, m2);
+          rstd = rsqrtf(m2 * inv_h + p.eps);
+        } else {
+          mean = reduce.sum(acc) * inv_h;
+          rstd = rsqrtf(reduce.sum(squared_deviations(mean)) * inv_h + p.eps);
+        }
       } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
 #pragma unroll
           for (int k = 0; k < VEC; ++k) acc = fmaf(to_float(cur.x[i].v[k]), to_float(cur.x[i].v[k]), acc);
+        rstd = rsqrtf(reduce.sum(acc) * inv_h + p.eps);
       }
-      rstd = rsqrtf(reduce.sum(acc) * inv_h + p.eps);
     } else {
       saved_stats<C>(p, row, active, mean, rstd);
     }

@@ -170,6 +170,17 @@ __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.com
 template <int PENDING>
 __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
 
+template <int CLUSTER>
+__device__ __forceinline__ int cluster_rank() {
+  if constexpr (CLUSTER == 1) return 0;
+  else return int(blockIdx.x % CLUSTER);  // 1-D grid, cluster dims (CLUSTER, 1, 1)
+}
+
+#ifdef NORMGEN_HAS_CLUSTERS
+/** Shared-memory address (32-bit) of a CTA-local object, for PTX. */
+__device__ __forceinline__ unsigned smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+#endif
+
 /**
  * Row sums for the THREADS / TPR row groups of a CTA (groups are consecutive threads),
  * and over the CTAs of a cluster (one row per CTA). Every thread of the CTA (and of
@@ -179,18 +190,48 @@ __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_
  *
  * Shared buffers alternate between consecutive calls: a buffer is written again only
  * two calls later, after the barrier of the call in between, which every thread passes
- * only once it has read the buffer. So each call needs one barrier, not two. The
- * cluster inboxes alternate between cluster calls alone, for the same reason.
+ * only once it has read the buffer. So each call needs one barrier, not two.
+ *
+ * Clusters exchange through mailboxes, not cluster barriers: each CTA sends its values
+ * into every CTA's inbox with st.async, which counts the bytes on the receiver's
+ * mbarrier; a CTA waits only for its own inbox to fill. (A cluster barrier's arrive is
+ * a release: every thread first waits for its earlier global stores, the previous
+ * row's output, to complete.) Inboxes alternate too: CTA A refills B's inbox k only
+ * after B's values of exchange k + 1 reached A, which B sends after its CTA barrier
+ * that follows its reads of inbox k. Every CTA of a cluster makes at least one exchange
+ * (launchers give every cluster a row), so the start-up barrier's wait is always made.
  */
 template <int THREADS, int TPR, int CLUSTER>
 struct RowReducer {
+  static_assert(CLUSTER == 1 || TPR > 32, "a cluster's exchange relies on the CTA barrier of cta_sums");
   int turn = 0;
   int cluster_turn = 0;
+  unsigned phases = 0;      // bit k: parity of inbox k's mbarrier phase
+  bool cluster_ready = false;
+
+  /** With clusters: the mbarriers initialized, and the start-up cluster barrier arrived at. */
+  __device__ __forceinline__ RowReducer() {
+    if constexpr (CLUSTER > 1) {
+#ifdef NORMGEN_HAS_CLUSTERS
+      if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_address(&mailbox().full[k])) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      }
+      // Waited for before the first send: no CTA writes into an uninitialized mailbox.
+      asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+    }
+  }
 
   /** The group's sum over the CTA and, with clusters, over the cluster. */
   __device__ __forceinline__ float sum(float v) {
     v = cta_sum(v);
-    if constexpr (CLUSTER > 1) v = cluster_total(v);
+    if constexpr (CLUSTER > 1) {
+      float one[1] = {v};
+      cluster_sums(one);
+      v = one[0];
+    }
     return v;
   }
 
@@ -229,66 +270,93 @@ struct RowReducer {
     turn ^= 1;
   }
 
+  /** N (<= 4) CTA-wide values summed over the cluster in rank order (from cta_sums). */
+  template <int N>
+  __device__ __forceinline__ void cluster_sums(float (&v)[N]) {
+    static_assert(N >= 1 && N <= 4, "one 16-byte message per CTA");
+    float mine[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int n = 0; n < N; ++n) mine[n] = v[n];
+    float4 all[CLUSTER];
+    cluster_exchange(make_float4(mine[0], mine[1], mine[2], mine[3]), all);
+    float total[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) {
+      total[0] += all[r].x;
+      total[1] += all[r].y;
+      total[2] += all[r].z;
+      total[3] += all[r].w;
+    }
+#pragma unroll
+    for (int n = 0; n < N; ++n) v[n] = total[n];
+  }
+
   /**
    * Mean and sum of squared deviations of a row split over the cluster, from each CTA's
    * element count, mean and sum of squared deviations of its slice (Chan et al.'s
-   * pairwise update, in rank order): one cluster barrier where a sum of values and
-   * then a sum of squared deviations from the row's mean would take two.
+   * pairwise update, in rank order): one exchange where a sum of values and then a sum
+   * of squared deviations from the row's mean would take two.
    */
   __device__ __forceinline__ void cluster_moments(float count, float mean, float m2, float& row_mean, float& row_m2) {
-#ifdef NORMGEN_HAS_CLUSTERS
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    __shared__ float3 moments[2][CLUSTER];
-    const int rank = int(cluster.block_rank());
-    if (threadIdx.x < CLUSTER) *cluster.map_shared_rank(&moments[cluster_turn][rank], int(threadIdx.x)) = make_float3(count, mean, m2);
-    cluster.sync();
+    float4 all[CLUSTER];
+    cluster_exchange(make_float4(count, mean, m2, 0.f), all);
     float total = 0.f, weighted = 0.f;
 #pragma unroll
     for (int r = 0; r < CLUSTER; ++r) {
-      total += moments[cluster_turn][r].x;
-      weighted += moments[cluster_turn][r].x * moments[cluster_turn][r].y;
+      total += all[r].x;
+      weighted += all[r].x * all[r].y;
     }
     row_mean = weighted / total;
     row_m2 = 0.f;
 #pragma unroll
-    for (int r = 0; r < CLUSTER; ++r) {
-      const float3 m = moments[cluster_turn][r];
-      row_m2 += m.z + m.x * (m.y - row_mean) * (m.y - row_mean);
-    }
-    cluster_turn ^= 1;
-#else
-    __trap();
-#endif
+    for (int r = 0; r < CLUSTER; ++r) row_m2 += all[r].z + all[r].x * (all[r].y - row_mean) * (all[r].y - row_mean);
   }
 
  private:
-  /** Each CTA writes its sum into every CTA's inbox, then one cluster barrier. */
-  __device__ __forceinline__ float cluster_total(float v) {
+  struct Mailbox {
+    float4 inbox[2][CLUSTER];
+    uint64_t full[2];
+  };
+  __device__ __forceinline__ static Mailbox& mailbox() {
+    __shared__ __align__(16) Mailbox box;
+    return box;
+  }
+
+  /** Send `mine` to every CTA of the cluster; `all` gets every CTA's, by rank. */
+  __device__ __forceinline__ void cluster_exchange(float4 mine, float4 (&all)[CLUSTER]) {
 #ifdef NORMGEN_HAS_CLUSTERS
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    __shared__ float inbox[2][CLUSTER];
-    const int rank = int(cluster.block_rank());
-    if (threadIdx.x < CLUSTER) *cluster.map_shared_rank(&inbox[cluster_turn][rank], int(threadIdx.x)) = v;
-    cluster.sync();
-    float total = 0.f;
+    if (!cluster_ready) {
+      asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+      cluster_ready = true;
+    }
+    Mailbox& box = mailbox();
+    const int k = cluster_turn;
+    const unsigned full = smem_address(&box.full[k]);
+    if (threadIdx.x == 0)
+      asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(full), "n"(CLUSTER * 16) : "memory");
+    if (threadIdx.x < CLUSTER) {
+      unsigned slot, bar;
+      const unsigned rank = cluster_rank<CLUSTER>();
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(slot) : "r"(smem_address(&box.inbox[k][rank])), "r"(threadIdx.x));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(bar) : "r"(full), "r"(threadIdx.x));
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
+                   ::"r"(slot), "f"(mine.x), "f"(mine.y), "f"(mine.z), "f"(mine.w), "r"(bar) : "memory");
+    }
+    const unsigned parity = (phases >> k) & 1u;
+    asm volatile(
+        "{\n.reg .pred done;\nwait_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra wait_%=;\n}\n" ::"r"(full), "r"(parity) : "memory");
+    phases ^= 1u << k;
 #pragma unroll
-    for (int r = 0; r < CLUSTER; ++r) total += inbox[cluster_turn][r];
+    for (int r = 0; r < CLUSTER; ++r) all[r] = box.inbox[k][r];
     cluster_turn ^= 1;
-    return total;
 #else
     __trap();
-    return v;
 #endif
   }
 };
 
-template <int CLUSTER>
-__device__ __forceinline__ int cluster_rank() {
-  if constexpr (CLUSTER == 1) return 0;
-  else return int(blockIdx.x % CLUSTER);  // 1-D grid, cluster dims (CLUSTER, 1, 1)
-}
 
 /**
  * (v - mean) * rstd. (Not v * rstd - mean * rstd as one FMA: for rows of nearly equal
