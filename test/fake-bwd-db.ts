@@ -1,11 +1,14 @@
 // A backward tuning database for the H200 of the committed forward database, with
 // made-up times (deterministic per variant): every variant of the backward space of a
 // small grid "measured" OK, so packages with a backward table can be built and checked
-// without a GPU.
+// without a GPU. Variants needing more dynamic shared memory than a machine without a GPU
+// grants (the library then assumes 48 KiB) are made slow, so every made-up winner is one
+// the library's selection can take there whatever the hash draws.
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { parseArch } from '../generator/arch.js';
 import { problemKey } from '../generator/problem.js';
+import { bwdSharedBytes, type BwdParams } from '../generator/space-bwd.js';
 import { bwdTemplateHash } from '../generator/variant-bwd.js';
 import { readDbText, TuningDb, type DbHeader } from '../tuner/db.js';
 import { BACKWARD } from '../tuner/direction.js';
@@ -20,7 +23,8 @@ export function fakeBwdDb(forwardDb: string, target: string): void {
   const grid = { ops: ['rmsnorm', 'layernorm'] as const, dtypes: ['bf16', 'fp32'] as const, hiddens: [4096, 16384], rows: [32768], residual: 'same' as const };
   for (const p of gridProblems({ ...grid, ops: [...grid.ops], dtypes: [...grid.dtypes] }, 1e12, 'bwd').problems)
     for (const v of BACKWARD.variants(p, arch)) {
-      const medianUs = 100 + (createHash('sha256').update(v.id).digest().readUInt32BE(0) % 1000);
+      const needsGpu = bwdSharedBytes(p, v.params as BwdParams, p.hidden) + 1024 > 48 * 1024;
+      const medianUs = 100 + (createHash('sha256').update(v.id).digest().readUInt32BE(0) % 1000) + (needsGpu ? 2000 : 0);
       db.record({ session: s.session, problemKey: problemKey(p), problem: p, variantId: v.id, params: v.params, stage: 'final', status: 'OK', medianUs, minUs: medianUs, maxUs: medianUs, samples: 15, gbps: 1, fractionOfCopy: 0.5 });
     }
   db.close();
