@@ -53,7 +53,7 @@ export interface BwdParams {
 
 export const CTAS_PER_SM_CHOICES = [1, 2, 4];
 export const BWD_STAGE_CHOICES = [2, 3, 4];
-export const BWD_CLUSTER_CHOICES = [2, 4];
+export const BWD_CLUSTER_CHOICES = [2, 4, 8];
 /** Columns a CTA of a cluster keeps at least (fewer: the cluster's barriers cost more than they save). */
 const MIN_CLUSTER_SLICE = 2048;
 export const BWD_THREAD_CHOICES = THREAD_CHOICES.filter((t) => t >= 128);
