@@ -29,14 +29,14 @@ normgen_layernorm_bwd_8ba751c8aae6_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t128.v4.tpr128.i8.s3.c4.recompute
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 2)
-normgen_layernorm_bwd_479ba644bebe(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 128, 4, 128, 8, false, true, false, 3, false, 4>(p);
+// regs.t128.v4.tpr128.i4.s4.c8.recompute
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_bwd_093b23179534(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 4, false, 8>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_479ba644bebe_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_093b23179534_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 

@@ -2262,8 +2262,8 @@ extern "C" __global__ void normgen_layernorm_bwd_d3557e00a94f(const NormgenBwdPa
 extern "C" __global__ void normgen_layernorm_bwd_d3557e00a94f_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_8ba751c8aae6(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_8ba751c8aae6_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_479ba644bebe(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_479ba644bebe_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_093b23179534(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_093b23179534_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_754a02752fa8(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_754a02752fa8_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_rmsnorm_bwd_4489ed308c50(const NormgenBwdParams p);
@@ -2295,7 +2295,7 @@ const BwdVariant kBwdVariants[] = {
   {(const void*)&normgen_layernorm_bwd_297b4eb080b5, (const void*)&normgen_layernorm_bwd_297b4eb080b5_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 4 },  // regs.t128.v8.tpr128.i4.s2.c4.cps2.recompute
   {(const void*)&normgen_layernorm_bwd_d3557e00a94f, (const void*)&normgen_layernorm_bwd_d3557e00a94f_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
   {(const void*)&normgen_layernorm_bwd_8ba751c8aae6, (const void*)&normgen_layernorm_bwd_8ba751c8aae6_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_479ba644bebe, (const void*)&normgen_layernorm_bwd_479ba644bebe_reduce, 0, 128, 4, 128, 8, 2, 1, 2, 98304, 4 },  // regs.t128.v4.tpr128.i8.s3.c4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_093b23179534, (const void*)&normgen_layernorm_bwd_093b23179534_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
   {(const void*)&normgen_layernorm_bwd_754a02752fa8, (const void*)&normgen_layernorm_bwd_754a02752fa8_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
   {(const void*)&normgen_rmsnorm_bwd_4489ed308c50, (const void*)&normgen_rmsnorm_bwd_4489ed308c50_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
   {(const void*)&normgen_rmsnorm_bwd_053555636886, (const void*)&normgen_rmsnorm_bwd_053555636886_reduce, 0, 512, 8, 512, 4, 2, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps2.recompute
