@@ -119,6 +119,11 @@ export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' |
   return packed * (p.prefetch ? 2 : 1) + 2 * values + sums + REGISTER_OVERHEAD;
 }
 
+/** A thread's chunks of a row (or of a cluster's slice) few enough to hold in registers. */
+const heldItemsFit = (items: number, vec: number) => items <= MAX_ITEMS && items * vec <= MAX_VALUES;
+/** An estimate within a thread's 255 registers and the SM's 64K for one CTA. */
+const registersFit = (regs: number, threads: number) => regs <= 255 && regs * threads <= 65536;
+
 /** Why a variant cannot run a problem on an arch, or null when it can. */
 export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch): string | null {
   if (problem.hidden > bwdCapacity(p)) return `hidden ${problem.hidden} exceeds capacity ${bwdCapacity(p)}`;
@@ -158,8 +163,7 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       if (threadsPerRow * vec >= 2 * problem.hidden && threadsPerRow > 1) continue; // idle lanes
       if (threads / threadsPerRow > nextPow2(problem.rows)) continue; // more rows per CTA than exist
       const items = Math.ceil(problem.hidden / (threadsPerRow * vec));
-      const rowFits = items <= MAX_ITEMS && items * vec <= MAX_VALUES;
-      const storages: BwdStorage[] = !rowFits ? [] : sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
+      const storages: BwdStorage[] = !heldItemsFit(items, vec) ? [] : sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
       // Ahead of the current row: nothing, the next row in registers, or a ring of rows.
       // A ring's kernels also come lean (weight and xhat not held).
       const sources = [
@@ -169,8 +173,7 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       ];
       for (const storage of storages)
         for (const { prefetch, stages, lean } of sources) {
-          const regs = bwdRegsEstimate(problem, { storage, items, vec, prefetch, lean });
-          if (regs > 255 || regs * threads > 65536) continue;
+          if (!registersFit(bwdRegsEstimate(problem, { storage, items, vec, prefetch, lean }), threads)) continue;
           if ((prefetch || stages) && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
           // Absent, not 0 or false: the variants of earlier databases keep their params.
           push({ storage, threads, vec, threadsPerRow, items, ...(stages ? { stages } : {}), ...(lean ? { lean } : {}) }, prefetch);
@@ -182,11 +185,10 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
           const slice = Math.ceil(problem.hidden / cluster);
           if (slice < MIN_CLUSTER_SLICE || problem.rows < 256) continue;
           const sliceItems = Math.ceil(slice / (threadsPerRow * vec));
-          if (sliceItems > MAX_ITEMS || sliceItems * vec > MAX_VALUES) continue;
+          if (!heldItemsFit(sliceItems, vec)) continue;
           for (const stages of BWD_STAGE_CHOICES)
             for (const lean of [false, true]) {
-              const regs = bwdRegsEstimate(problem, { storage: 'regs', items: sliceItems, vec, prefetch: false, lean });
-              if (regs > 255 || regs * threads > 65536) continue;
+              if (!registersFit(bwdRegsEstimate(problem, { storage: 'regs', items: sliceItems, vec, prefetch: false, lean }), threads)) continue;
               push({ storage: 'regs', threads, vec, threadsPerRow, items: sliceItems, stages, cluster, ...(lean ? { lean } : {}) });
             }
         }

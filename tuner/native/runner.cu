@@ -699,11 +699,13 @@ static CUfunction load_request_kernel(const Json& req, unsigned smem) {
 // Input copies to rotate over when timing, so every timed launch starts with a cold L2: enough
 // to span three L2s (at most 64), as many as fit in 60% of the free memory (plus what the
 // workspace already holds, `have` bytes).
-static size_t rotation_copies(const Json& req, size_t per_copy, size_t free_b, size_t have) {
-  if (!req.flag("time")) return 1;
+static size_t copies_spanning_l2(size_t per_copy, size_t free_b, size_t have) {
   size_t copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
   while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
   return copies;
+}
+static size_t rotation_copies(const Json& req, size_t per_copy, size_t free_b, size_t have) {
+  return req.flag("time") ? copies_spanning_l2(per_copy, free_b, have) : 1;
 }
 
 static void cmd_run(const Json& req) {
@@ -809,8 +811,7 @@ static void cmd_copy_like_kernel(const Json& req, size_t bytes) {
   bytes = size_t(n) * 16;
   size_t free_b, total_b;
   CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
-  size_t pairs = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + 2 * bytes - 1) / (2 * bytes), 64));
-  while (pairs > 1 && pairs * 2 * bytes > free_b * 0.6) --pairs;
+  const size_t pairs = n == 0 ? 1 : copies_spanning_l2(2 * bytes, free_b, 0);
   if (n == 0 || pairs * 2 * bytes > free_b * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the copy is empty or does not fit in GPU memory\""); return; }
   std::vector<int4*> src(pairs), dst(pairs);
   for (size_t i = 0; i < pairs; ++i) {

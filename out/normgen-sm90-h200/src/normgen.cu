@@ -2421,7 +2421,7 @@ cudaError_t bwd_grid(const BwdVariant& v, const normgen_bwd_desc& d, size_t smem
   int64_t ctas = int64_t(v.ctas_per_sm) * sms;
   if (resident < ctas) ctas = resident;
   if (groups < ctas) ctas = groups;
-  *grid = ctas / v.cluster > 1 ? ctas / v.cluster * v.cluster : v.cluster;
+  *grid = ctas < v.cluster ? v.cluster : ctas / v.cluster * v.cluster;
   return cudaSuccess;
 }
 
