@@ -55,6 +55,10 @@ class RunnerProcess {
     createInterface({ input: child.stdout }).on('line', (l) => this.deliver(l));
     child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
     child.on('exit', () => this.deliver(null)); // null: the process is gone
+    // A runner that exits before reading its request (no usable GPU, a fault) breaks the
+    // pipe: the write fails with EPIPE. The exit is what reports it (RUNTIME_ERROR with the
+    // runner's stderr); unhandled, the error would crash the tuner with a stack trace.
+    child.stdin.on('error', () => {});
   }
 
   private deliver(line: string | null): void {
