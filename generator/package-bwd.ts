@@ -5,7 +5,7 @@
 
 import type { DispatchTable } from '../tuner/dispatch.js';
 import { InputError, residualDType, specKey, weightDType, type DType, type KernelSpec } from './problem.js';
-import { bwdRingBytes, describeBwdParams, genericBwdParams, sumCount, type BwdParams } from './space-bwd.js';
+import { bwdFixedSharedBytes, describeBwdParams, genericBwdParams, sumCount, type BwdParams } from './space-bwd.js';
 import { makeBwdVariant, type BwdVariant } from './variant-bwd.js';
 
 /** A device's backward table and where it came from. */
@@ -65,7 +65,7 @@ export function backwardContext(p: BwdPlan) {
       params: v.params,
       recompute: v.params.recompute ? 1 : 0,
       sums: sumCount(v.spec),
-      ringBytes: bwdRingBytes(v.spec, v.params),
+      fixedBytes: bwdFixedSharedBytes(v.spec, v.params),
       cluster: v.params.cluster ?? 1,
       description: describeBwdParams(v.params),
     })),

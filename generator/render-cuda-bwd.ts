@@ -19,10 +19,19 @@ export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): str
       symbol: v.symbol,
       params: v.params,
       description: describeBwdVariant(v).replace(/\.cps\d+/, ''),
-      // Register cap: kernels holding rows in registers with up to 512 threads are held to two
-      // CTAs per SM (measured: 128 registers and two CTAs beat 147 and one; H200, 2026-11-26);
-      // the loop kernels and lean ones to one (lean kernels exist for rows that need the registers).
-      minBlocks: bwdRowInRegisters(v.params) && v.params.threads <= 512 && !v.params.lean ? 2 : 1,
+      minBlocks: minBlocksPerSm(v.params),
     })),
   });
+}
+
+/**
+ * The launch bounds' CTAs per SM, which caps registers at 64K / (threads * it): kernels
+ * holding rows in registers with up to 512 threads are held to two CTAs (measured: 128
+ * registers and two CTAs beat 147 and one; H200, 2026-11-26); lean ones, which exist for
+ * rows that need the registers, and the loop kernels to one; re-reading ones to 128
+ * registers (they need about their sums plus 32; left free, the compiler took 190).
+ */
+function minBlocksPerSm(p: BwdVariant['params']): number {
+  if (p.reread) return Math.max(1, Math.floor(512 / p.threads));
+  return bwdRowInRegisters(p) && p.threads <= 512 && !p.lean ? 2 : 1;
 }

@@ -45,6 +45,16 @@ export interface BwdParams {
    */
   lean?: boolean;
   /**
+   * Lean ring kernels: x and dy read again from the row's ring slot at each pass rather
+   * than held in registers (room for LayerNorm's two column sums); absent: held.
+   */
+  reread?: boolean;
+  /**
+   * Lean ring kernels: the weight staged once in shared memory after the ring rather than
+   * re-read from global memory (L1) at each use; absent: re-read.
+   */
+  stagedWeight?: boolean;
+  /**
    * regs with a ring, one row per CTA, sm90+: a thread-block cluster of this many CTAs
    * splits each row (each CTA holds a slice, its weight and its column sums); absent: 1.
    */
@@ -65,6 +75,7 @@ const REGISTER_OVERHEAD = 48;
 const LEAN_REGISTER_OVERHEAD = 32;
 /** Rows shorter than this never need the passes of loop. */
 const LONG_ROW_BYTES = 16 * 1024;
+/** Static shared memory besides a multi-row kernel's staging: reduction partials, cluster mailboxes. */
 const STATIC_SHARED_RESERVE = 1024;
 
 /** dtype of x (what the forward normalized), dx and dresidual: the residual's, else x's. */
@@ -92,10 +103,30 @@ export function bwdRingBytes(spec: KernelSpec, p: BwdParams): number {
   return round16(values * BYTES[xDType(spec)]) + round16(values * BYTES[spec.dtype]);
 }
 
-/** Dynamic shared memory of a launch: the sums of regs-smem and loop, then the ring. */
+/** Shared memory of a lean kernel's staged weight (templates: staged_w): a row group's columns each. */
+export function bwdStagedWeightBytes(spec: KernelSpec, p: BwdParams): number {
+  const w = weightDType(spec);
+  if (!p.stagedWeight || !w) return 0;
+  return Math.ceil((bwdRowsPerCta(p) * p.items * p.threadsPerRow * p.vec * BYTES[w]) / 16) * 16;
+}
+
+/**
+ * Static shared memory of a kernel (templates): the reserve, plus the staging through which
+ * a regs kernel of several rows per CTA adds its groups' column sums (THREADS * VEC floats).
+ * Left out of the shared-memory check, lean kernels with a staged weight failed to launch.
+ */
+export function bwdStaticSharedBytes(spec: KernelSpec, p: BwdParams): number {
+  const staging = p.storage === 'regs' && bwdRowsPerCta(p) > 1 && sumCount(spec) > 0 ? p.threads * p.vec * 4 : 0;
+  return STATIC_SHARED_RESERVE + staging;
+}
+
+/** Shared memory the parameters fix, whatever the hidden size: the ring, then a lean kernel's weight. */
+export const bwdFixedSharedBytes = (spec: KernelSpec, p: BwdParams) => bwdRingBytes(spec, p) + bwdStagedWeightBytes(spec, p);
+
+/** Dynamic shared memory of a launch: the sums of regs-smem and loop, then the fixed part. */
 export function bwdSharedBytes(spec: KernelSpec, p: BwdParams, hidden: number): number {
   const sums = p.storage === 'regs-smem' || p.storage === 'loop' ? sumCount(spec) * partialStride(hidden) * 4 : 0;
-  return sums + bwdRingBytes(spec, p);
+  return sums + bwdFixedSharedBytes(spec, p);
 }
 
 /** Widest vector (<= 16 bytes of x and of dy) dividing every row stride. */
@@ -111,13 +142,29 @@ export function maxVecBwd(problem: Problem): number {
  * Registers a regs / regs-smem thread needs: x and dy packed as loaded (twice with
  * prefetch), xhat and the weight as floats, the sums when in registers.
  */
-export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch' | 'lean'>): number {
+export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch' | 'lean' | 'reread'>): number {
   const values = p.items * p.vec;
   const packed = (values * (BYTES[xDType(spec)] + BYTES[spec.dtype])) / 4;
   const sums = (p.storage === 'regs' ? sumCount(spec) : 0) * values;
+  if (p.reread) return sums + LEAN_REGISTER_OVERHEAD;
   if (p.lean) return packed + sums + LEAN_REGISTER_OVERHEAD;
   return packed * (p.prefetch ? 2 : 1) + 2 * values + sums + REGISTER_OVERHEAD;
 }
+
+/**
+ * What a thread holds in registers besides its sums: everything, or (ring kernels) lean,
+ * or lean re-reading x and dy; a lean kernel's weight from global memory or staged.
+ */
+interface Holding {
+  lean: boolean;
+  reread: boolean;
+  stagedWeight: boolean;
+}
+const HELD: Holding = { lean: false, reread: false, stagedWeight: false };
+/** Re-reading kernels stage their weight (staged, they were faster in 13 of 14 comparisons; H200, 2026-11-26). */
+const RING_HOLDINGS: Holding[] = [HELD, { lean: true, reread: false, stagedWeight: false }, { lean: true, reread: false, stagedWeight: true }, { lean: true, reread: true, stagedWeight: true }];
+/** Absent, not false: the variants of earlier databases keep their params (and ids). */
+const holdingParams = (h: Holding) => ({ ...(h.lean ? { lean: true } : {}), ...(h.reread ? { reread: true } : {}), ...(h.stagedWeight ? { stagedWeight: true } : {}) });
 
 /** A thread's chunks of a row (or of a cluster's slice) few enough to hold in registers. */
 const heldItemsFit = (items: number, vec: number) => items <= MAX_ITEMS && items * vec <= MAX_VALUES;
@@ -130,9 +177,16 @@ export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch)
   if (maxVecBwd(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
   if ((p.cluster ?? 1) > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
   if (!p.recompute && !problem.features.stats) return 'no saved statistics to read: only recomputing variants run';
-  if (bwdSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
+  if (bwdSharedBytes(problem, p, problem.hidden) + bwdStaticSharedBytes(problem, p) > arch.maxSharedPerBlock)
     return `the column sums and ring do not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
   return null;
+}
+
+/** At most this many CTAs of a variant fit on an SM (threads and shared memory; registers may allow fewer). */
+function mostResidentPerSm(problem: Problem, p: BwdParams, arch: Arch): number {
+  const perSm = arch.maxSharedPerBlock + STATIC_SHARED_RESERVE;
+  const perCta = bwdSharedBytes(problem, p, problem.hidden) + bwdStaticSharedBytes(problem, p);
+  return Math.max(1, Math.min(Math.floor(arch.maxThreadsPerSm / p.threads), Math.floor(perSm / perCta)));
 }
 
 const nextPow2 = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
@@ -151,11 +205,14 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
   const recomputes = problem.features.stats ? [false, true] : [true];
   const rowBytes = problem.hidden * BYTES[xDType(problem)];
   const push = (p: Omit<BwdParams, 'ctasPerSm' | 'recompute' | 'prefetch'>, prefetch = false) => {
+    const resident = mostResidentPerSm(problem, { ...p, ctasPerSm: 1, recompute: true, prefetch }, arch);
     for (const recompute of recomputes)
-      for (const ctasPerSm of CTAS_PER_SM_CHOICES) {
+      CTAS_PER_SM_CHOICES.forEach((ctasPerSm, i) => {
+        // Asking for more CTAs than can be resident launches the same grid as asking for fewer.
+        if (i > 0 && CTAS_PER_SM_CHOICES[i - 1] >= resident) return;
         const q: BwdParams = { ...p, ctasPerSm, recompute, prefetch };
         if (bwdUnsupportedReason(problem, q, arch) === null) out.push(q);
-      }
+      });
   };
   for (const threads of BWD_THREAD_CHOICES) {
     if (threads > arch.maxThreadsPerSm) continue;
@@ -165,18 +222,16 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
       const items = Math.ceil(problem.hidden / (threadsPerRow * vec));
       const storages: BwdStorage[] = !heldItemsFit(items, vec) ? [] : sums > 0 && threadsPerRow === threads ? ['regs', 'regs-smem'] : ['regs'];
       // Ahead of the current row: nothing, the next row in registers, or a ring of rows.
-      // A ring's kernels also come lean (weight and xhat not held).
       const sources = [
-        { prefetch: false, stages: 0, lean: false },
-        { prefetch: true, stages: 0, lean: false },
-        ...BWD_STAGE_CHOICES.flatMap((stages) => [false, true].map((lean) => ({ prefetch: false, stages, lean }))),
+        { prefetch: false, stages: 0, ...HELD },
+        { prefetch: true, stages: 0, ...HELD },
+        ...BWD_STAGE_CHOICES.flatMap((stages) => RING_HOLDINGS.map((holding) => ({ prefetch: false, stages, ...holding }))),
       ];
       for (const storage of storages)
-        for (const { prefetch, stages, lean } of sources) {
-          if (!registersFit(bwdRegsEstimate(problem, { storage, items, vec, prefetch, lean }), threads)) continue;
+        for (const { prefetch, stages, ...holding } of sources) {
+          if (!registersFit(bwdRegsEstimate(problem, { storage, items, vec, prefetch, ...holding }), threads)) continue;
           if ((prefetch || stages) && problem.rows / (threads / threadsPerRow) < 256) continue; // fewer row groups than a GPU has CTAs: no next row
-          // Absent, not 0 or false: the variants of earlier databases keep their params.
-          push({ storage, threads, vec, threadsPerRow, items, ...(stages ? { stages } : {}), ...(lean ? { lean } : {}) }, prefetch);
+          push({ storage, threads, vec, threadsPerRow, items, ...(stages ? { stages } : {}), ...holdingParams(holding) }, prefetch);
         }
       // Rows split over a cluster: regs through a ring, one row per CTA. A CTA holds only
       // its slice, so this also serves thread counts whose whole row would not fit.
@@ -187,9 +242,9 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
           const sliceItems = Math.ceil(slice / (threadsPerRow * vec));
           if (!heldItemsFit(sliceItems, vec)) continue;
           for (const stages of BWD_STAGE_CHOICES)
-            for (const lean of [false, true]) {
-              if (!registersFit(bwdRegsEstimate(problem, { storage: 'regs', items: sliceItems, vec, prefetch: false, lean }), threads)) continue;
-              push({ storage: 'regs', threads, vec, threadsPerRow, items: sliceItems, stages, cluster, ...(lean ? { lean } : {}) });
+            for (const holding of RING_HOLDINGS) {
+              if (!registersFit(bwdRegsEstimate(problem, { storage: 'regs', items: sliceItems, vec, prefetch: false, ...holding }), threads)) continue;
+              push({ storage: 'regs', threads, vec, threadsPerRow, items: sliceItems, stages, cluster, ...holdingParams(holding) });
             }
         }
     }
@@ -225,6 +280,8 @@ export function describeBwdParams(p: BwdParams): string {
   if (p.prefetch) parts.push('prefetch');
   if (p.stages) parts.push(`s${p.stages}`);
   if (p.lean) parts.push('lean');
+  if (p.reread) parts.push('reread');
+  if (p.stagedWeight) parts.push('sw');
   if (p.cluster) parts.push(`c${p.cluster}`);
   parts.push(`cps${p.ctasPerSm}`, p.recompute ? 'recompute' : 'saved');
   return parts.join('.');

@@ -28,7 +28,7 @@ const digest = (text: string) => createHash('sha256').update(bwdTemplateHash()).
 
 export function makeBwdVariant(spec: KernelSpec, params: BwdParams): BwdVariant {
   if (!isBackward(spec)) throw new Error(`makeBwdVariant: ${specKey(spec)} is not a backward spec`);
-  const code = [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.recompute, ...(params.prefetch ? ['prefetch'] : []), ...(params.stages ? [`s${params.stages}`] : []), ...(params.lean ? ['lean'] : []), ...(params.cluster ? [`c${params.cluster}`] : [])];
+  const code = [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.recompute, ...(params.prefetch ? ['prefetch'] : []), ...(params.stages ? [`s${params.stages}`] : []), ...(params.lean ? ['lean'] : []), ...(params.reread ? ['reread'] : []), ...(params.stagedWeight ? ['sw'] : []), ...(params.cluster ? [`c${params.cluster}`] : [])];
   const id = digest(JSON.stringify({ spec: specKey(spec), params: [...code, params.ctasPerSm] }));
   const symbol = `normgen_${spec.op}_bwd_${digest(JSON.stringify({ spec: specKey(spec), code }))}`;
   return { backend: 'cuda', spec, params, id, symbol };

@@ -19,7 +19,7 @@ const SPECS: KernelSpec[] = [
 ];
 const SHAPES: [number, number][] = [[1, 3], [7, 64], [1002, 64], [1000, 4097], [4096, 32768], [16384, 64], [8192, 512]];
 
-const axes = (q: BwdParams) => [`s=${q.storage}`, `t=${q.threads}`, `v=${q.vec}`, `tpr=${q.threadsPerRow}`, `i=${q.items}`, `r=${q.recompute}`, `p=${q.prefetch}`, `s=${q.stages ?? 0}`, `l=${q.lean ?? false}`, `c=${q.cluster ?? 1}`];
+const axes = (q: BwdParams) => [`s=${q.storage}`, `t=${q.threads}`, `v=${q.vec}`, `tpr=${q.threadsPerRow}`, `i=${q.items}`, `r=${q.recompute}`, `p=${q.prefetch}`, `s=${q.stages ?? 0}`, `l=${q.lean ?? false}`, `rr=${q.reread ?? false}`, `sw=${q.stagedWeight ?? false}`, `c=${q.cluster ?? 1}`];
 
 /** Per spec: kernels covering every axis value its spaces offer (grid size does not change code), and the generic. */
 function sample(arch: ReturnType<typeof parseArch>): Map<KernelSpec, BwdVariant[]> {
@@ -52,6 +52,8 @@ test('the sample covers every storage, thread count, vector width, row source an
   assert.is(values((q) => q.prefetch), 'false,true');
   assert.is(values((q) => q.stages ?? 0), '0,2,3,4');
   assert.is(values((q) => q.lean ?? false), 'false,true');
+  assert.is(values((q) => q.reread ?? false), 'false,true');
+  assert.is(values((q) => q.stagedWeight ?? false), 'false,true');
   assert.is(values((q) => q.cluster ?? 1), '1,2,4');
   assert.ok(CTAS_PER_SM_CHOICES.length > 1); // a launch parameter: the same kernel for every value
 });

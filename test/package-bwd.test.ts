@@ -9,7 +9,11 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PYTHON_DIR } from '../generator/package.js';
-import { CLI, COMMITTED, DB } from './built-package.js';
+import { backwardContext, type BwdPlan } from '../generator/package-bwd.js';
+import { backwardSpec } from '../generator/problem.js';
+import { bwdRingBytes, bwdSharedBytes, type BwdParams } from '../generator/space-bwd.js';
+import { makeBwdVariant } from '../generator/variant-bwd.js';
+import { CLI, COMMITTED, DB, ROOT } from './built-package.js';
 import { fakeBwdDb } from './fake-bwd-db.js';
 import { findNvcc } from '../tuner/nvcc.js';
 
@@ -97,6 +101,16 @@ print(json.dumps(out))
   assert.match(got.errors['rows'], /rows and hidden must be positive/);
   assert.match(got.errors['unsupported'], /NORMGEN_ERROR_UNSUPPORTED: this backward op/);
   assert.match(got.errors['no-dbias'], /dbias is null/);
+});
+
+test('the launcher gives a lean kernel its staged weight: shared memory as the tuner launched it', () => {
+  const spec = backwardSpec({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } });
+  const lean: BwdParams = { storage: 'regs', threads: 512, vec: 8, threadsPerRow: 512, items: 4, ctasPerSm: 1, recompute: true, prefetch: false, stages: 2, lean: true, reread: true, stagedWeight: true };
+  const plan: BwdPlan = { variants: [makeBwdVariant(spec, lean)], specs: [], entries: [], files: [], rowBuckets: [] };
+  const [v] = backwardContext(plan).variants;
+  assert.is(v.fixedBytes, bwdSharedBytes(spec, lean, 16384)); // regs: no sums in shared memory, all of it fixed
+  assert.ok(v.fixedBytes > bwdRingBytes(spec, lean));
+  assert.match(readFileSync(join(ROOT, 'templates/package/normgen.cu.hbs'), 'utf8'), /return sums \+ v\.fixed_bytes;/);
 });
 
 test('a backward database without its forward one is refused with a sentence', () => {

@@ -5,7 +5,7 @@ import { parseArch } from '../generator/arch.js';
 import { allFeatureCombos, backwardSpec, BYTES, bytesMoved, DTYPES, makeProblem, OPS, problemKey, specKey, type KernelSpec } from '../generator/problem.js';
 import { renderCudaBwdUnit } from '../generator/render-cuda-bwd.js';
 import {
-  baselineBwdParams, bwdCapacity, bwdGrid, bwdRegsEstimate, bwdRingBytes, bwdRowsPerCta, bwdSharedBytes, bwdUnsupportedReason, bytesMovedBwd,
+  baselineBwdParams, bwdCapacity, bwdGrid, bwdRegsEstimate, bwdRingBytes, bwdRowsPerCta, bwdSharedBytes, bwdStaticSharedBytes, bwdUnsupportedReason, bytesMovedBwd,
   enumerateBwdSpace, genericBwdParams, maxVecBwd, sumCount, xDType, type BwdParams,
 } from '../generator/space-bwd.js';
 import { makeVariant } from '../generator/variant.js';
@@ -72,6 +72,21 @@ test('a ring of rows: its shared memory, regs-smem sums before it, none for shor
   assert.is(bwdRingBytes(p, { ...ring, threads: 512 }), 2 * (3 * 4096 * 2 + 3 * 4096 * 2)); // two row groups
   assert.is(bwdSharedBytes(p, { ...ring, storage: 'regs-smem' }, 4096), 2 * 4096 * 4 + 3 * 4096 * 4);
   assert.is(bwdRingBytes(p, { ...ring, stages: undefined }), 0);
+  // Lean kernels may stage their columns' weight after the ring (bf16 here, 2 bytes).
+  assert.is(bwdSharedBytes(p, { ...ring, lean: true, stagedWeight: true }, 4096), bwdRingBytes(p, ring) + 2 * 256 * 8 * 2);
+  assert.is(bwdSharedBytes(p, { ...ring, lean: true }, 4096), bwdRingBytes(p, ring));
+  const noWeight = makeProblem(backwardSpec({ ...ln, features: { ...ln.features, weight: 'none' } }), 4096, 32768);
+  assert.is(bwdSharedBytes(noWeight, { ...ring, lean: true, stagedWeight: true }, 4096), bwdRingBytes(noWeight, ring));
+  const lean = enumerateBwdSpace(p, sm90).filter((q) => q.lean);
+  assert.ok(lean.some((q) => q.stagedWeight) && lean.some((q) => !q.stagedWeight));
+  assert.not.ok(enumerateBwdSpace(p, sm90).some((q) => q.stagedWeight && !q.lean));
+  // Static shared memory counts too: four rows of a ring of 3 plus their weight (224 KiB) and the
+  // 16 KiB through which the rows' column sums are added do not fit in 227 KiB (they failed to launch).
+  const fourRows: BwdParams = { ...ring, threads: 512, threadsPerRow: 128, items: 4, stages: 3, lean: true, stagedWeight: true };
+  assert.is(bwdStaticSharedBytes(p, fourRows), 1024 + 512 * 8 * 4);
+  assert.is(bwdStaticSharedBytes(p, { ...fourRows, threadsPerRow: 512, items: 1 }), 1024);
+  assert.ok(bwdSharedBytes(p, fourRows, 4096) <= sm90.maxSharedPerBlock - 1024);
+  assert.not.ok(enumerateBwdSpace(p, sm90).some((q) => JSON.stringify({ ...q, ctasPerSm: 2, recompute: true }) === JSON.stringify({ ...fourRows, ctasPerSm: 2, recompute: true })));
   const stages = (rows: number) => new Set(enumerateBwdSpace(makeProblem(ln, 4096, rows), sm90).map((q) => q.stages ?? 0));
   assert.equal(stages(32768), new Set([0, 2, 3, 4]));
   assert.equal(stages(64), new Set([0])); // fewer rows than CTAs: nothing to stream ahead
@@ -80,6 +95,12 @@ test('a ring of rows: its shared memory, regs-smem sums before it, none for shor
   const long = enumerateBwdSpace(makeProblem(rms, 16384, 32768), sm90).filter((q) => q.storage === 'regs' && !q.cluster);
   assert.ok(long.length > 0 && long.every((q) => q.lean && q.stages));
   assert.ok(bwdRegsEstimate(rms, { ...ring, lean: true }) < bwdRegsEstimate(rms, ring));
+  // Re-reading x and dy from the ring leaves room for LayerNorm's two sums of a 16K bf16 row:
+  // one CTA of 512 threads (128 registers each) holds it without a cluster only that way.
+  const whole = enumerateBwdSpace(makeProblem(ln, 16384, 32768), sm90).filter((q) => q.storage === 'regs' && !q.cluster && q.threads === 512);
+  assert.ok(whole.some((q) => q.reread) && whole.every((q) => q.lean && q.stages));
+  assert.ok(bwdRegsEstimate(ln, { ...ring, lean: true, reread: true }) < bwdRegsEstimate(ln, { ...ring, lean: true }));
+  assert.not.ok(enumerateBwdSpace(makeProblem(ln, 4096, 32768), sm90).some((q) => q.reread && !q.lean)); // re-reading holds no weight either
 });
 
 test('clusters split long rows on sm90 only; their grid is a whole number of clusters', () => {
@@ -132,7 +153,7 @@ test('variants differing only in grid size share one kernel', () => {
   const kernels = new Set(vs.map((v) => v.symbol)).size;
   assert.ok(kernels < vs.length);
   const unit = renderCudaBwdUnit(p, vs);
-  assert.is(unit.match(/__global__ void (__cluster_dims__\([248], 1, 1\) )?__launch_bounds__\(\d+, [12]\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
+  assert.is(unit.match(/__global__ void (__cluster_dims__\([248], 1, 1\) )?__launch_bounds__\(\d+, [124]\)\nnormgen_layernorm_bwd_[0-9a-f]{12}\(/g)!.length, kernels);
   assert.is(unit.match(/_reduce\(const NormgenBwdParams p\)/g)!.length, kernels);
   assert.match(unit, /using X = __nv_bfloat16;/);
 });
@@ -141,9 +162,10 @@ test('the GPU matrix covers hidden 1, untuned sizes, strided rows, every feature
   const cases = bwdMatrix(sm90);
   const hiddens = new Set(cases.map((c) => c.problem.hidden));
   for (const h of [1, 7, 1000, 4095, 65536]) assert.ok(hiddens.has(h), `hidden ${h}`);
-  // The ring meets a ragged last chunk: hidden 4095 with vectors of 8 (strided rows), its lean kernels too.
+  // The ring meets a ragged last chunk: hidden 4095 with vectors of 8 (strided rows), its lean and re-reading kernels too.
   const ragged = cases.filter((c) => c.problem.hidden === 4095).flatMap((c) => c.variants.map((v) => v.params));
   assert.ok(ragged.some((q) => q.stages && q.vec === 8 && q.lean));
+  assert.ok(ragged.some((q) => q.stages && q.vec === 8 && q.reread));
   assert.ok(cases.some((c) => c.problem.strides.x !== c.problem.hidden));
   const keys = new Set(cases.map((c) => specKey(c.problem)));
   for (const op of OPS) for (const f of allFeatureCombos()) assert.ok([...keys].some((k) => k.startsWith(`${op}.bwd.`) && k.endsWith(specKey({ op, dtype: 'fp32', features: f }).split('.').slice(2).join('.'))));
