@@ -2254,30 +2254,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_02825fd4c6e4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_02825fd4c6e4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_297b4eb080b5(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_297b4eb080b5_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d3557e00a94f(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d3557e00a94f_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_8ba751c8aae6(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_8ba751c8aae6_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_093b23179534(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_093b23179534_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_754a02752fa8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_754a02752fa8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_4489ed308c50(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_4489ed308c50_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_053555636886(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_053555636886_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3e839dc6be67(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3e839dc6be67_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_93c52063db8e(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_93c52063db8e_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_645dd8c0c1c8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_645dd8c0c1c8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_a5c10055357c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_a5c10055357c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4a5768866224(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4a5768866224_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b38910964463(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b38910964463_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_da72bf16d765(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_da72bf16d765_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f8b35f85de2d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f8b35f85de2d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_183591c41a65(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_183591c41a65_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_aff20530763b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_aff20530763b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_44e5544f5c44(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_44e5544f5c44_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_583ef5663255(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_583ef5663255_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8345c6bbb09b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8345c6bbb09b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f59838076230(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f59838076230_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_324f3ef97158(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_324f3ef97158_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_bfd5aa128d2a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_bfd5aa128d2a_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2287,22 +2287,22 @@ struct BwdVariant {
   const void* kernel;
   const void* reduce;
   int storage, threads, vec, threads_per_row, items, ctas_per_sm, recompute, sums;
-  size_t ring_bytes;  // shared memory of the rows' ring (0: none)
+  size_t fixed_bytes;  // shared memory the parameters fix: the rows' ring, a lean kernel's staged weight
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_02825fd4c6e4, (const void*)&normgen_layernorm_bwd_02825fd4c6e4_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 49152, 1 },  // regs.t128.v8.tpr128.i4.s3.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_297b4eb080b5, (const void*)&normgen_layernorm_bwd_297b4eb080b5_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 4 },  // regs.t128.v8.tpr128.i4.s2.c4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_d3557e00a94f, (const void*)&normgen_layernorm_bwd_d3557e00a94f_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_8ba751c8aae6, (const void*)&normgen_layernorm_bwd_8ba751c8aae6_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_093b23179534, (const void*)&normgen_layernorm_bwd_093b23179534_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_754a02752fa8, (const void*)&normgen_layernorm_bwd_754a02752fa8_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_4489ed308c50, (const void*)&normgen_rmsnorm_bwd_4489ed308c50_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_053555636886, (const void*)&normgen_rmsnorm_bwd_053555636886_reduce, 0, 512, 8, 512, 4, 2, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_3e839dc6be67, (const void*)&normgen_rmsnorm_bwd_3e839dc6be67_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_93c52063db8e, (const void*)&normgen_rmsnorm_bwd_93c52063db8e_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_645dd8c0c1c8, (const void*)&normgen_rmsnorm_bwd_645dd8c0c1c8_reduce, 0, 512, 4, 512, 2, 4, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_a5c10055357c, (const void*)&normgen_rmsnorm_bwd_a5c10055357c_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_4a5768866224, (const void*)&normgen_layernorm_bwd_4a5768866224_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_b38910964463, (const void*)&normgen_layernorm_bwd_b38910964463_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 65536, 4 },  // regs.t128.v8.tpr128.i4.s4.c4.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_da72bf16d765, (const void*)&normgen_layernorm_bwd_da72bf16d765_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_f8b35f85de2d, (const void*)&normgen_layernorm_bwd_f8b35f85de2d_reduce, 0, 512, 4, 512, 2, 2, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_183591c41a65, (const void*)&normgen_layernorm_bwd_183591c41a65_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_aff20530763b, (const void*)&normgen_layernorm_bwd_aff20530763b_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_44e5544f5c44, (const void*)&normgen_rmsnorm_bwd_44e5544f5c44_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_583ef5663255, (const void*)&normgen_rmsnorm_bwd_583ef5663255_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_8345c6bbb09b, (const void*)&normgen_rmsnorm_bwd_8345c6bbb09b_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f59838076230, (const void*)&normgen_rmsnorm_bwd_f59838076230_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 65536, 1 },  // regs.t512.v4.tpr512.i2.s2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_324f3ef97158, (const void*)&normgen_rmsnorm_bwd_324f3ef97158_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_bfd5aa128d2a, (const void*)&normgen_rmsnorm_bwd_bfd5aa128d2a_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).
@@ -2328,7 +2328,7 @@ int64_t partial_stride(int64_t hidden) { return (hidden + 3) / 4 * 4; }
 
 size_t bwd_shared_bytes(const BwdVariant& v, int64_t hidden) {
   const size_t sums = v.storage == BWD_REGS_SMEM || v.storage == BWD_LOOP ? size_t(v.sums) * size_t(partial_stride(hidden)) * 4 : 0;
-  return sums + v.ring_bytes;
+  return sums + v.fixed_bytes;
 }
 
 int max_shared_optin() {

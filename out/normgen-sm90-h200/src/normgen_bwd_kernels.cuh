@@ -29,6 +29,16 @@ __device__ __forceinline__ float opaque(float v) {
   return v;
 }
 
+/** The factor the forward applied, from one chunk of the weight as loaded: w or 1 + w. */
+template <typename C, int VEC>
+__device__ __forceinline__ void gamma_of(const Pack<typename C::W, VEC>& w, float (&g)[VEC]) {
+  to_floats(w, g);
+  if constexpr (C::kWeightOffset) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) g[k] += 1.f;
+  }
+}
+
 /** The factor the forward applied at UNITS chunks, chunk u at column col(u): w, 1 + w, or 1 without a weight. */
 template <typename C, int VEC, int UNITS, Reuse R = Reuse::NONE, typename ColumnFn>
 __device__ __forceinline__ void load_gamma(const NormgenBwdParams& p, ColumnFn col, int hidden, float (&g)[UNITS][VEC]) {
@@ -36,13 +46,7 @@ __device__ __forceinline__ void load_gamma(const NormgenBwdParams& p, ColumnFn c
     Pack<typename C::W, VEC> ws[UNITS];
     load_chunks<typename C::W, VEC, UNITS, R>(static_cast<const typename C::W*>(p.weight), col, hidden, ws);
 #pragma unroll
-    for (int u = 0; u < UNITS; ++u) {
-      to_floats(ws[u], g[u]);
-      if constexpr (C::kWeightOffset) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) g[u][k] += 1.f;
-      }
-    }
+    for (int u = 0; u < UNITS; ++u) gamma_of<C, VEC>(ws[u], g[u]);
   } else {
 #pragma unroll
     for (int u = 0; u < UNITS; ++u)
@@ -152,6 +156,7 @@ struct BwdRing {
   using T = typename C::T;
   static constexpr int kSlice = ITEMS * TPR * VEC;
   static constexpr int kXBytes = (STAGES * ROWS * kSlice * int(sizeof(X)) + 15) / 16 * 16;
+  static constexpr int kBytes = kXBytes + (STAGES * ROWS * kSlice * int(sizeof(T)) + 15) / 16 * 16;
   X* const x_base;
   T* const dy_base;
   const int group, lane;
@@ -165,7 +170,7 @@ struct BwdRing {
   __device__ __forceinline__ X* x_slot(int slot) const { return x_base + (slot * ROWS + group) * kSlice; }
   __device__ __forceinline__ T* dy_slot(int slot) const { return dy_base + (slot * ROWS + group) * kSlice; }
 
-  /** Start copying row `row` into `slot` (nothing past the last row; a ragged end through registers). */
+  /** Start copying row `row` into `slot` (nothing past the last row; a ragged end element by element). */
   __device__ __forceinline__ void issue(const NormgenBwdParams& p, int64_t row, int hidden, int slot) {
     if (row < p.rows) {
       const X* x = static_cast<const X*>(p.x) + row * p.x_stride;
@@ -176,38 +181,42 @@ struct BwdRing {
         if (col + VEC <= hidden) {
           copy_async<VEC * int(sizeof(X))>(x_slot(slot) + at, x + col);
           copy_async<VEC * int(sizeof(T))>(dy_slot(slot) + at, dy + col);
-        } else if (col < hidden) {
-          *reinterpret_cast<Pack<X, VEC>*>(x_slot(slot) + at) = load_whole_or_partial<X>(x, col, hidden);
-          *reinterpret_cast<Pack<T, VEC>*>(dy_slot(slot) + at) = load_whole_or_partial<T>(dy, col, hidden);
+        } else if (col < hidden) {  // element by element: no vector of registers for a rare path
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) {
+            x_slot(slot)[at + k] = col + k < hidden ? x[col + k] : from_float<X>(0.f);
+            dy_slot(slot)[at + k] = col + k < hidden ? dy[col + k] : from_float<T>(0.f);
+          }
         }
       }
     }
     copy_async_commit();
   }
 
-  /** Wait for `slot`'s row and take this thread's chunks of it (zeros past `limit`: 0 for no row). */
+  /** Wait until `slot`'s row has landed (this thread's copies: its own chunks). */
+  __device__ __forceinline__ void wait() const { copy_async_wait<STAGES - 1>(); }
+
+  /** This thread's chunk i of x, then of dy, in `slot` (zeros past `limit`: 0 for no row). */
+  __device__ __forceinline__ Pack<X, VEC> x_chunk(int slot, int i, int limit) const { return chunk_or_zeros(x_slot(slot), i, limit); }
+  __device__ __forceinline__ Pack<T, VEC> dy_chunk(int slot, int i, int limit) const { return chunk_or_zeros(dy_slot(slot), i, limit); }
+
+  /** Wait for `slot`'s row and take this thread's chunks of it into registers. */
   __device__ __forceinline__ void read(int slot, int limit, BwdRow<C, VEC, ITEMS>& r) const {
-    copy_async_wait<STAGES - 1>();
+    wait();
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-      const bool held = col0 + offset(i) < limit;
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        r.x[i].v[k] = from_float<X>(0.f);
-        r.dy[i].v[k] = from_float<T>(0.f);
-      }
-      if (held) {
-        r.x[i] = *reinterpret_cast<const Pack<X, VEC>*>(x_slot(slot) + offset(i));
-        r.dy[i] = *reinterpret_cast<const Pack<T, VEC>*>(dy_slot(slot) + offset(i));
-      }
+      r.x[i] = x_chunk(slot, i, limit);
+      r.dy[i] = dy_chunk(slot, i, limit);
     }
   }
 
  private:
   template <typename E>
-  __device__ __forceinline__ static Pack<E, VEC> load_whole_or_partial(const E* row, int col, int hidden) {
-    Pack<E, VEC> pk = load_whole<E, VEC>(row, col, hidden);
-    load_partial<E, VEC>(row, col, hidden, pk);
+  __device__ __forceinline__ Pack<E, VEC> chunk_or_zeros(const E* slot_row, int i, int limit) const {
+    Pack<E, VEC> pk;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) pk.v[k] = from_float<E>(0.f);
+    if (col0 + offset(i) < limit) pk = *reinterpret_cast<const Pack<E, VEC>*>(slot_row + offset(i));
     return pk;
   }
 };
@@ -224,17 +233,25 @@ struct BwdRing {
  * SMEM_SUMS false: the dweight/dbias sums stay in registers (groups of a CTA are added
  * through shared memory at the end); true: they live in dynamic shared memory, one row
  * per CTA (TPR == THREADS), each thread owning its columns.
- * LEAN: the weight is re-read at each use (plain loads, mostly from L1) and xhat
- * recomputed, not held: two arrays of ITEMS * VEC registers fewer, so long rows fit.
+ * LEAN: the weight is re-read at each use and xhat recomputed, not held: two arrays of
+ * ITEMS * VEC registers fewer, so long rows fit. STAGED_WEIGHT: the weight of the
+ * thread's columns is staged once in shared memory after the ring (each thread its own
+ * chunks: no barrier), else re-read with plain loads, mostly from L1 (cluster kernels
+ * ran at half the speed of held ones that way; one-CTA rows of 16-bit values ran faster).
  * CLUSTER > 1: CLUSTER CTAs split each row (one row per CTA), each holding a slice of
  * ITEMS * TPR * VEC columns, its weight and its column sums; row sums go through the
  * cluster. CTA b's partial row holds its slice's sums and zeros elsewhere, so the
  * reduction kernel is the same.
+ * REREAD (lean ring kernels): x and dy are read from the row's ring slot at each pass
+ * instead of held in registers, which leave room for the sums (LayerNorm's dweight and
+ * dbias of 32 columns take 64 registers a thread).
  */
 template <typename C, int THREADS, int VEC, int TPR, int ITEMS, bool SMEM_SUMS, bool RECOMPUTE, bool PREFETCH, int STAGES = 0, bool LEAN = false,
-          int CLUSTER = 1>
+          int CLUSTER = 1, bool REREAD = false, bool STAGED_WEIGHT = false>
 __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
+  static_assert(!STAGED_WEIGHT || LEAN, "only lean kernels re-read the weight");
   static_assert(!(PREFETCH && STAGES > 0), "a row comes from registers or from the ring, not both");
+  static_assert(!REREAD || (STAGES > 0 && LEAN), "re-reading needs the ring, and holds no weight or xhat");
   static_assert(CLUSTER == 1 || (TPR == THREADS && !SMEM_SUMS && STAGES > 0), "a cluster splits one row per CTA, sums in registers, rows from the ring");
   RowReducer<THREADS, TPR, CLUSTER> reduce;  // every thread (of the cluster) makes the same sequence of sums
   constexpr int kRows = THREADS / TPR;
@@ -249,10 +266,22 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
   const int col0 = cluster_rank<CLUSTER>() * kSlice;
   auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
 
+  using W = typename C::W;
+  extern __shared__ float4 dynamic_smem[];
+  unsigned char* const ring_base = reinterpret_cast<unsigned char*>(dynamic_smem) + (SMEM_SUMS ? kSums * pstride * 4 : 0);
+  W* const staged_w = reinterpret_cast<W*>(ring_base + BwdRing<C, VEC, ITEMS, TPR, kRows, STAGES>::kBytes) + group * kSlice;
   float gamma[LEAN ? 1 : ITEMS][VEC];
   if constexpr (!LEAN) load_gamma<C, VEC, ITEMS>(p, column, hidden, gamma);
+  if constexpr (STAGED_WEIGHT && C::kWeight) {
+    Pack<W, VEC> ws[ITEMS];
+    load_chunks<W, VEC, ITEMS>(static_cast<const W*>(p.weight), column, hidden, ws);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) *reinterpret_cast<Pack<W, VEC>*>(staged_w + (i * TPR + lane) * VEC) = ws[i];
+  }
   auto gamma_chunk = [&](int i, float (&g)[VEC]) {
-    if constexpr (LEAN) {
+    if constexpr (STAGED_WEIGHT && C::kWeight) {
+      gamma_of<C, VEC>(*reinterpret_cast<const Pack<W, VEC>*>(staged_w + (i * TPR + lane) * VEC), g);
+    } else if constexpr (LEAN) {
       float one[1][VEC];
       load_gamma<C, VEC, 1>(p, [&](int) { return column(i); }, hidden, one);  // plain loads: a hinted one would be hoisted out of the row loop
 #pragma unroll
@@ -272,8 +301,7 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
     for (int i = 0; i < kRegItems; ++i)
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sums[s][i][k] = 0.f;
-  extern __shared__ float4 dynamic_smem[];
-  float* smem_sums = reinterpret_cast<float*>(dynamic_smem);  // [kSums][pstride], then the ring
+  float* smem_sums = reinterpret_cast<float*>(dynamic_smem);  // [kSums][pstride], then the ring, then (lean) the weight
   if constexpr (SMEM_SUMS) {
 #pragma unroll
     for (int s = 0; s < kSums; ++s)
@@ -287,105 +315,143 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
   // Every CTA of a cluster walks the same rows, so the cluster barriers match up.
   const int64_t step = int64_t(gridDim.x / CLUSTER) * kRows;
   int64_t base = int64_t(blockIdx.x / CLUSTER) * kRows;
-  BwdRing<C, VEC, ITEMS, TPR, kRows, STAGES> ring(reinterpret_cast<unsigned char*>(dynamic_smem) + (SMEM_SUMS ? kSums * pstride * 4 : 0), group, lane,
-                                                  col0);
+  BwdRing<C, VEC, ITEMS, TPR, kRows, STAGES> ring(ring_base, group, lane, col0);
   if constexpr (STAGES > 0) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) ring.issue(p, base + s * step + group, hidden, s);
   }
-  int slot = 0;
+  int slot = 0, row_slot = 0;
   BwdRow<C, VEC, ITEMS> cur, next;
   if (PREFETCH && base < p.rows) load_bwd_row<C, VEC, ITEMS, TPR>(p, base + group, lane, hidden, cur);
   for (; base < p.rows; base += step) {  // uniform over the CTA
     const int64_t row = base + group;
     const bool active = row < p.rows;
+    const int limit = active ? hidden : 0;
     if constexpr (PREFETCH) {
       if (base + step < p.rows) load_bwd_row<C, VEC, ITEMS, TPR>(p, row + step, lane, hidden, next);  // in flight during this row
     } else if constexpr (STAGES > 0) {
       ring.issue(p, row + (STAGES - 1) * step, hidden, slot == 0 ? STAGES - 1 : slot - 1);  // the slot freed last row
-      ring.read(slot, active ? hidden : 0, cur);
+      if constexpr (REREAD) ring.wait();
+      else ring.read(slot, limit, cur);
+      row_slot = slot;
       slot = slot + 1 == STAGES ? 0 : slot + 1;
     } else {
       load_bwd_row<C, VEC, ITEMS, TPR>(p, row, lane, hidden, cur);
     }
-    float mean, rstd;
-    if constexpr (RECOMPUTE) {
-      float acc = 0.f;
-      mean = 0.f;
-      if constexpr (C::kLayerNorm) {
-        auto squared_deviations = [&](float center) {
-          float sq = 0.f;
-#pragma unroll
-          for (int i = 0; i < ITEMS; ++i)
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-              const float d = to_float(cur.x[i].v[k]) - center;
-              sq += column(i) + k < hidden ? d * d : 0.f;  // padding holds 0, not the mean
-            }
-          return sq;
-        };
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) acc += to_float(cur.x[i].v[k]);
-        if constexpr (CLUSTER > 1) {
-          // Each CTA's slice moments, combined in one cluster exchange (as the forward does).
-          const float count = float(max(0, min(kSlice, hidden - col0)));
-          const float slice_mean = reduce.cta_sum(acc) / fmaxf(count, 1.f);
-          float m2;
-          reduce.cluster_moments(count, slice_mean, reduce.cta_sum(squared_deviations(slice_mean)), mean, m2);
-          rstd = rsqrtf(m2 * inv_h + p.eps);
-        } else {
-          mean = reduce.sum(acc) * inv_h;
-          rstd = rsqrtf(reduce.sum(squared_deviations(mean)) * inv_h + p.eps);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i)
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) acc = fmaf(to_float(cur.x[i].v[k]), to_float(cur.x[i].v[k]), acc);
-        rstd = rsqrtf(reduce.sum(acc) * inv_h + p.eps);
-      }
-    } else {
-      saved_stats<C>(p, row, active, mean, rstd);
-    }
-
-    // dy is 0 past the row and in inactive rows, so every term there vanishes. (x - mean) * rstd, not
-    // x * rstd - mean * rstd: no cancellation when the mean is large.
-    float xhat[LEAN ? 1 : ITEMS][VEC];
-    // Lean: xhat again from copies of mean and rstd the compiler cannot see through, or it
-    // would keep the first pass's values alive instead.
-    const float mean_again = LEAN ? opaque(mean) : mean, rstd_again = LEAN ? opaque(rstd) : rstd;
-    auto xhat_at = [&](int i, int k) {
-      if constexpr (LEAN) return (to_float(cur.x[i].v[k]) - mean_again) * rstd_again;
-      else return xhat[i][k];
+    // This thread's chunk i of the row: held, or read again from the ring.
+    auto x_of = [&](int i) -> Pack<typename C::X, VEC> {
+      if constexpr (REREAD) return ring.x_chunk(row_slot, i, limit);
+      else return cur.x[i];
     };
-    float sgx = 0.f, sg = 0.f;
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i) {
-      float w[VEC];
-      gamma_chunk(i, w);
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) {
-        const float xh = (to_float(cur.x[i].v[k]) - mean) * rstd;
-        if constexpr (!LEAN) xhat[i][k] = xh;
-        const float g = to_float(cur.dy[i].v[k]) * w[k];
-        sgx = fmaf(g, xh, sgx);
-        sg += g;
-      }
-    }
-    float a, b;
-    gradient_means<C, CLUSTER>(reduce, sgx, sg, inv_h, a, b);
-    // dx = rstd * (g - xhat * a - b) = rstd * g - (xhat * (rstd * a) + rstd * b)
-    const float c1 = rstd * a, c2 = rstd * b;
-    if (active) {
+    auto dy_of = [&](int i) -> Pack<typename C::T, VEC> {
+      if constexpr (REREAD) return ring.dy_chunk(row_slot, i, limit);
+      else return cur.dy[i];
+    };
+    // Re-reading: one chunk's values live at a time (else every chunk's loads are hoisted
+    // to the top of a pass and the registers saved are spent again).
+    auto next_chunk = [] {
+      if constexpr (REREAD) asm volatile("" ::: "memory");
+    };
+    // The row's mean and rstd, and a = mean(g * xhat), b = mean(g) (RMSNorm: 0), g = dy * w.
+    // LayerNorm recomputing its statistics takes a = rstd * mean(g * (x - mean)) and b from
+    // the pass that sums the squared deviations: one pass and one reduction (after the mean's)
+    // for all three, where rstd first and then a and b took two of each (measured: bf16
+    // h16384 69 -> 76% of copy). RMSNorm keeps its two (one pass fewer cost its 512-thread
+    // lean kernel spilled registers, 2 points). dy is 0 past the row and in inactive rows,
+    // so every term there vanishes.
+    float mean = 0.f, rstd, a, b = 0.f;
+    constexpr bool kOnePass = RECOMPUTE && C::kLayerNorm;
+    constexpr bool kHoldXhat = !LEAN && !kOnePass;
+    float xhat[kHoldXhat ? ITEMS : 1][VEC];
+    if constexpr (kOnePass) {
+      float acc = 0.f;
 #pragma unroll
       for (int i = 0; i < ITEMS; ++i) {
-        if (column(i) >= hidden) continue;
+        const auto xs = x_of(i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc += to_float(xs.v[k]);
+        next_chunk();
+      }
+      mean = reduce.sum(acc) * inv_h;
+      float row_sums[3] = {0.f, 0.f, 0.f};  // squared deviations, g * (x - mean), g
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        float v[VEC], w[VEC];
+        to_floats(x_of(i), v);
+        const auto ds = dy_of(i);
+        gamma_chunk(i, w);
+        add_squared_deviations<VEC>(row_sums[0], v, mean, column(i), hidden);  // padding holds 0, not the mean: left out
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float g = to_float(ds.v[k]) * w[k];
+          row_sums[1] = fmaf(g, v[k] - mean, row_sums[1]);
+          row_sums[2] += g;
+        }
+        next_chunk();
+      }
+      reduce.cta_sums(row_sums);
+      if constexpr (CLUSTER > 1) reduce.cluster_sums(row_sums);
+      rstd = rsqrtf(row_sums[0] * inv_h + p.eps);
+      a = rstd * row_sums[1] * inv_h;
+      b = row_sums[2] * inv_h;
+    } else {
+      if constexpr (RECOMPUTE) {  // RMSNorm
+        float acc = 0.f;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+          const auto xs = x_of(i);
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) acc = fmaf(to_float(xs.v[k]), to_float(xs.v[k]), acc);
+          next_chunk();
+        }
+        rstd = rsqrtf(reduce.sum(acc) * inv_h + p.eps);
+      } else {
+        saved_stats<C>(p, row, active, mean, rstd);
+      }
+      // (x - mean) * rstd, not x * rstd - mean * rstd: no cancellation when the mean is large.
+      float sgx = 0.f, sg = 0.f;
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const auto xs = x_of(i);
+        const auto ds = dy_of(i);
+        float w[VEC];
+        gamma_chunk(i, w);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+          const float xh = (to_float(xs.v[k]) - mean) * rstd;
+          if constexpr (kHoldXhat) xhat[i][k] = xh;
+          const float g = to_float(ds.v[k]) * w[k];
+          sgx = fmaf(g, xh, sgx);
+          sg += g;
+        }
+        next_chunk();
+      }
+      gradient_means<C, CLUSTER>(reduce, sgx, sg, inv_h, a, b);
+    }
+    // xhat again where not held, from copies of mean and rstd the compiler cannot see
+    // through in lean kernels (or it would keep the first pass's values alive instead).
+    const float mean_again = LEAN && !REREAD ? opaque(mean) : mean, rstd_again = LEAN && !REREAD ? opaque(rstd) : rstd;
+    auto xhat_at = [&](int i, int k, float x) {
+      if constexpr (kHoldXhat) return xhat[i][k];
+      else return (x - mean_again) * rstd_again;
+    };
+    // dx = rstd * (g - xhat * a - b) = rstd * g - (xhat * (rstd * a) + rstd * b); then the column sums.
+    const float c1 = rstd * a, c2 = rstd * b;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const auto xs = x_of(i);
+      const auto ds = dy_of(i);
+      float xh[VEC], dy[VEC];
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        xh[k] = xhat_at(i, k, to_float(xs.v[k]));
+        dy[k] = to_float(ds.v[k]);
+      }
+      if (active && column(i) < hidden) {
         float out[VEC], w[VEC];
         gamma_chunk(i, w);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) out[k] = fmaf(rstd, to_float(cur.dy[i].v[k]) * w[k], -fmaf(xhat_at(i, k), c1, c2));
+        for (int k = 0; k < VEC; ++k) out[k] = fmaf(rstd, dy[k] * w[k], -fmaf(xh[k], c1, c2));
         if constexpr (C::kResidual) {
           float r[VEC];
           load_chunk<typename C::X, VEC>(static_cast<const typename C::X*>(p.dresidual) + row * p.dresidual_stride, column(i), hidden, r);
@@ -394,23 +460,21 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
         }
         store_chunk<typename C::X, VEC>(static_cast<typename C::X*>(p.dx) + row * p.dx_stride, column(i), hidden, out);
       }
-    }
-    if constexpr (kSums > 0) {
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i)
+      if constexpr (kSums > 0) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-          const float dy = to_float(cur.dy[i].v[k]);
           if constexpr (SMEM_SUMS) {
             if (column(i) + k < int(pstride)) {
-              if constexpr (C::kWeight) smem_sums[column(i) + k] = fmaf(dy, xhat_at(i, k), smem_sums[column(i) + k]);
-              if constexpr (C::kBias) smem_sums[BwdSums<C>::kBias * pstride + column(i) + k] += dy;
+              if constexpr (C::kWeight) smem_sums[column(i) + k] = fmaf(dy[k], xh[k], smem_sums[column(i) + k]);
+              if constexpr (C::kBias) smem_sums[BwdSums<C>::kBias * pstride + column(i) + k] += dy[k];
             }
           } else {
-            if constexpr (C::kWeight) sums[0][i][k] = fmaf(dy, xhat_at(i, k), sums[0][i][k]);
-            if constexpr (C::kBias) sums[BwdSums<C>::kBias][i][k] += dy;
+            if constexpr (C::kWeight) sums[0][i][k] = fmaf(dy[k], xh[k], sums[0][i][k]);
+            if constexpr (C::kBias) sums[BwdSums<C>::kBias][i][k] += dy[k];
           }
         }
+      }
+      next_chunk();
     }
     if constexpr (PREFETCH) cur = next;
   }
