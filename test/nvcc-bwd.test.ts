@@ -17,7 +17,7 @@ const SPECS: KernelSpec[] = [
   backwardSpec({ op: 'rmsnorm', dtype: 'fp32', features: { weight: 'none', bias: true, weightOffset: false, residual: 'same', stats: true } }),
   backwardSpec({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'same', stats: true } }),
 ];
-const SHAPES: [number, number][] = [[1, 3], [7, 64], [1002, 64], [1000, 4097], [4096, 32768], [16384, 64], [8192, 512]];
+const SHAPES: [number, number][] = [[1, 3], [7, 64], [1002, 64], [1000, 4097], [4096, 32768], [16384, 64], [8192, 512], [16384, 512]];
 
 const axes = (q: BwdParams) => [`s=${q.storage}`, `t=${q.threads}`, `v=${q.vec}`, `tpr=${q.threadsPerRow}`, `i=${q.items}`, `r=${q.recompute}`, `p=${q.prefetch}`, `s=${q.stages ?? 0}`, `l=${q.lean ?? false}`, `rr=${q.reread ?? false}`, `sw=${q.stagedWeight ?? false}`, `c=${q.cluster ?? 1}`];
 
@@ -54,7 +54,7 @@ test('the sample covers every storage, thread count, vector width, row source an
   assert.is(values((q) => q.lean ?? false), 'false,true');
   assert.is(values((q) => q.reread ?? false), 'false,true');
   assert.is(values((q) => q.stagedWeight ?? false), 'false,true');
-  assert.is(values((q) => q.cluster ?? 1), '1,2,4');
+  assert.is(values((q) => q.cluster ?? 1), '1,2,4,8');
   assert.ok(CTAS_PER_SM_CHOICES.length > 1); // a launch parameter: the same kernel for every value
 });
 
