@@ -24,6 +24,8 @@ export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): str
   });
 }
 
+const REREAD_REGISTERS = 128;
+
 /**
  * The launch bounds' CTAs per SM, which caps registers at 64K / (threads * it): kernels
  * holding rows in registers with up to 512 threads are held to two CTAs (measured: 128
@@ -32,6 +34,6 @@ export function renderCudaBwdUnit(spec: KernelSpec, variants: BwdVariant[]): str
  * registers (they need about their sums plus 32; left free, the compiler took 190).
  */
 function minBlocksPerSm(p: BwdVariant['params']): number {
-  if (p.reread) return Math.max(1, Math.floor(512 / p.threads));
+  if (p.reread) return Math.max(1, Math.floor(65536 / (p.threads * REREAD_REGISTERS)));
   return bwdRowInRegisters(p) && p.threads <= 512 && !p.lean ? 2 : 1;
 }

@@ -77,6 +77,8 @@ const LEAN_REGISTER_OVERHEAD = 32;
 const LONG_ROW_BYTES = 16 * 1024;
 /** Static shared memory besides a multi-row kernel's staging: reduction partials, cluster mailboxes. */
 const STATIC_SHARED_RESERVE = 1024;
+/** An SM's shared memory is 1 KiB more than one CTA may take (sm80 164/163 KiB, sm90 228/227, sm86 100/99). */
+const SM_SHARED_BEYOND_BLOCK = 1024;
 
 /** dtype of x (what the forward normalized), dx and dresidual: the residual's, else x's. */
 export const xDType = (spec: KernelSpec): DType => residualDType(spec) ?? spec.dtype;
@@ -140,7 +142,8 @@ export function maxVecBwd(problem: Problem): number {
 
 /**
  * Registers a regs / regs-smem thread needs: x and dy packed as loaded (twice with
- * prefetch), xhat and the weight as floats, the sums when in registers.
+ * prefetch), xhat and the weight as floats, the sums when in registers. Lean kernels hold
+ * no xhat or weight; re-reading ones no x and dy either.
  */
 export function bwdRegsEstimate(spec: KernelSpec, p: Pick<BwdParams, 'storage' | 'items' | 'vec' | 'prefetch' | 'lean' | 'reread'>): number {
   const values = p.items * p.vec;
@@ -184,7 +187,7 @@ export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch)
 
 /** At most this many CTAs of a variant fit on an SM (threads and shared memory; registers may allow fewer). */
 function mostResidentPerSm(problem: Problem, p: BwdParams, arch: Arch): number {
-  const perSm = arch.maxSharedPerBlock + STATIC_SHARED_RESERVE;
+  const perSm = arch.maxSharedPerBlock + SM_SHARED_BEYOND_BLOCK;
   const perCta = bwdSharedBytes(problem, p, problem.hidden) + bwdStaticSharedBytes(problem, p);
   return Math.max(1, Math.min(Math.floor(arch.maxThreadsPerSm / p.threads), Math.floor(perSm / perCta)));
 }
