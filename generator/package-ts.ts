@@ -39,6 +39,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((n) => ({ name: n, type: 'number' })),
       { name: 'stagedWeights', type: 'boolean' },
       { name: 'fixedHidden', type: 'number', hasQuestionToken: true, docs: ['The hidden size the kernel was compiled for; absent: any.'] },
+      { name: 'earlyAffine', type: 'boolean', hasQuestionToken: true, docs: ['Weight and bias loaded with x, before the reductions; absent: at the stores.'] },
     ],
   });
   file.addInterface({

@@ -46,6 +46,14 @@ export interface CudaParams {
    * Absent: hidden is read at run time. A fixed variant runs only rows of that size.
    */
   fixedHidden?: number;
+  /**
+   * regs only: weight and bias of all of a thread's chunks loaded with x, before the
+   * row's reductions, instead of chunk by chunk at the stores. Offered for short grids
+   * only: there a second memory round trip after the reductions is not hidden behind
+   * other CTAs, while on long ones the registers cost occupancy (test/gpu/affine-chunks.md).
+   * Absent: at the stores.
+   */
+  earlyAffine?: boolean;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
@@ -71,6 +79,8 @@ export const MAX_VALUES: Record<RegisterStorage, number> = { regs: 64, pipelined
 const MAX_RESIDUAL_VALUES_WIDE_CTA = 48;
 /** Registers the kernel needs besides the row values (pointers, indices, sums). */
 const REGISTER_OVERHEAD = 40;
+/** Most rows of a problem whose regs variants also come with early weight and bias loads. */
+const EARLY_AFFINE_MAX_ROWS = 128;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
 const LONG_ROW_BYTES = 8 * 1024;
 /** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
@@ -175,6 +185,9 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
             if (residualSpills) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
+            const early = regs + affineWords(problem, items * vec);
+            if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && early <= 255 && early * threads <= 65536)
+              out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
           }
         }
         if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32 && rows <= MAX_LOOPING_ROWS_PER_CTA) {
@@ -236,6 +249,14 @@ export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values:
   return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD + extra;
 }
 
+const hasAffine = (spec: KernelSpec) => weightDType(spec) !== null || biasDType(spec) !== null;
+
+/** Registers that `values` elements of weight and bias take, packed as loaded. */
+function affineWords(spec: KernelSpec, values: number): number {
+  const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
+  return words(weightDType(spec)) + words(biasDType(spec));
+}
+
 /** Correct for every shape and alignment: one CTA of 256 threads per row, scalar loads. */
 export const GENERIC_PARAMS: CudaParams = {
   storage: 'reload',
@@ -267,6 +288,7 @@ export function describeParams(p: CudaParams): string {
   if (p.cluster > 1) parts.push(`c${p.cluster}`);
   if (p.stages > 0) parts.push(`s${p.stages}`);
   if (p.stagedWeights) parts.push('sw');
+  if (p.earlyAffine) parts.push('early');
   if (p.fixedHidden) parts.push(`h${p.fixedHidden}`);
   return parts.join('.');
 }

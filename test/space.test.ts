@@ -34,6 +34,21 @@ test('every variant of every matrix shape can run it, within the constraints', (
         }
 });
 
+test('early weight and bias loads: regs variants of short grids that have a weight or bias, each its own kernel', () => {
+  const early = (problem: ReturnType<typeof makeProblem>) => enumerateSpace(problem, sm90).filter((v) => v.earlyAffine);
+  const short = makeProblem(spec, 4096, 32);
+  assert.ok(early(short).length > 0 && early(short).every((v) => v.storage === 'regs'));
+  for (const v of early(short)) {
+    const same = (a: object, b: object) => JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+    const late = enumerateSpace(short, sm90).find((q) => !q.earlyAffine && same({ ...q, earlyAffine: true }, v));
+    assert.ok(late, 'the same kernel without early loads is there too');
+    assert.is.not(makeVariant(short, v).id, makeVariant(short, late).id);
+  }
+  assert.is(early(makeProblem(spec, 4096, 2048)).length, 0); // long grids: other CTAs hide the second round trip
+  const bare = makeProblem({ ...spec, features: { ...spec.features, weight: 'none', bias: false } }, 4096, 32);
+  assert.is(early(bare).length, 0); // nothing to load early
+});
+
 test('every variant also comes compiled for the problem\'s hidden size, which runs no other size', () => {
   const p = makeProblem({ ...spec, dtype: 'bf16' }, 4096, 2048);
   const space = enumerateSpace(p, sm90);
@@ -101,6 +116,7 @@ test('the covering set has every axis value of the space', () => {
   const cover = coveringSet(space);
   for (const axis of ['storage', 'threads', 'vec', 'threadsPerRow', 'cluster'] as const)
     assert.equal(new Set(cover.map((v) => v[axis])), new Set(space.map((v) => v[axis])), axis);
+  assert.ok(cover.some((v) => v.earlyAffine) && cover.some((v) => !v.earlyAffine), 'early and late weight loads');
   assert.ok(cover.length < space.length / 2);
 });
 
