@@ -40,6 +40,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'stagedWeights', type: 'boolean' },
       { name: 'fixedHidden', type: 'number', hasQuestionToken: true, docs: ['The hidden size the kernel was compiled for; absent: any.'] },
       { name: 'earlyAffine', type: 'boolean', hasQuestionToken: true, docs: ['Weight and bias loaded with x, before the reductions; absent: at the stores.'] },
+      { name: 'deferOutput', type: 'boolean', hasQuestionToken: true, docs: ["Each row's output written while the next row's cluster exchange is in flight."] },
     ],
   });
   file.addInterface({

@@ -54,12 +54,20 @@ export interface CudaParams {
    * Absent: at the stores.
    */
   earlyAffine?: boolean;
+  /**
+   * ring with clusters only: each row's output is written while the next row's cluster
+   * exchange is in flight (the exchange's latency hidden behind the stores), at the cost
+   * of a slot: loads run stages - 2 rows ahead. Absent: written once its own statistics arrive.
+   */
+  deferOutput?: boolean;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
 export const CLUSTER_CHOICES = [1, 2, 4, 8];
 /** Ring depths; 4 was measured never ahead of 2 and 3 (H200, 2026-11-26). */
 export const STAGE_CHOICES = [2, 3];
+/** Ring depths of deferred-output variants: one slot holds the row waiting to be stored. */
+export const DEFERRED_STAGE_CHOICES = [3, 4];
 /** Fewest threads of a ring CTA: smaller ones needed 150+ registers and were never ahead. */
 const MIN_RING_THREADS = 128;
 /**
@@ -225,8 +233,12 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
     if (!clusterFits(problem, arch, rows, cluster)) continue;
     const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
     if (items > MAX_RING_ITEMS) continue;
-    for (const stages of STAGE_CHOICES) {
-      const unstaged: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages, stagedWeights: false };
+    const depths = [
+      ...STAGE_CHOICES.map((stages) => ({ stages, deferOutput: false })),
+      ...(cluster > 1 ? DEFERRED_STAGE_CHOICES.map((stages) => ({ stages, deferOutput: true })) : []),
+    ];
+    for (const { stages, deferOutput } of depths) {
+      const unstaged: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages, stagedWeights: false, ...(deferOutput ? { deferOutput } : {}) };
       const staged: CudaParams = { ...unstaged, stagedWeights: stagedWeightBytes(problem, unstaged) > 0 };
       const p = unsupportedReason(problem, staged, arch) === null ? staged : unstaged;
       if (unsupportedReason(problem, p, arch) === null) out.push(p);
@@ -289,6 +301,7 @@ export function describeParams(p: CudaParams): string {
   if (p.stages > 0) parts.push(`s${p.stages}`);
   if (p.stagedWeights) parts.push('sw');
   if (p.earlyAffine) parts.push('early');
+  if (p.deferOutput) parts.push('defer');
   if (p.fixedHidden) parts.push(`h${p.fixedHidden}`);
   return parts.join('.');
 }

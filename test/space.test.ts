@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, enumerateSpace, GENERIC_PARAMS, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason } from '../generator/space.js';
+import { baselineParams, capacity, describeParams, enumerateSpace, GENERIC_PARAMS, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -77,6 +77,22 @@ test('ring variants stage weight and bias in shared memory exactly when they fit
   assert.ok(enumerateSpace(ln, sm90).every((p) => p.vec === 8));
 });
 
+test('deferred output: ring variants with clusters and a slot to spare, each its own kernel', () => {
+  const ln = makeProblem({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } }, 65536, 4096);
+  const space = enumerateSpace(ln, sm90);
+  const deferred = space.filter((p) => p.deferOutput);
+  assert.ok(deferred.length > 0);
+  for (const p of deferred) {
+    assert.ok(p.storage === 'ring' && p.cluster > 1 && p.stages >= 3, JSON.stringify(p));
+    assert.ok(unsupportedReason(ln, p, sm90) === null);
+    const eager = { ...p, deferOutput: undefined };
+    assert.is.not(makeVariant(ln, p).id, makeVariant(ln, eager).id);
+    assert.match(describeParams(p), /\.defer/);
+  }
+  assert.ok(space.some((p) => p.storage === 'ring' && p.cluster > 1 && !p.deferOutput), 'the eager kind too');
+  assert.ok(space.filter((p) => p.cluster === 1).every((p) => !p.deferOutput), 'no exchange to overlap without a cluster');
+});
+
 test('vector width follows the strides: odd strides get scalar access', () => {
   assert.is(maxVec(makeProblem(spec, 7, 4)), 1);
   assert.is(maxVec(makeProblem(spec, 7, 4, { x: 8, y: 8, residual: 8, residualOut: 8 })), 8);
@@ -117,6 +133,8 @@ test('the covering set has every axis value of the space', () => {
   for (const axis of ['storage', 'threads', 'vec', 'threadsPerRow', 'cluster'] as const)
     assert.equal(new Set(cover.map((v) => v[axis])), new Set(space.map((v) => v[axis])), axis);
   assert.ok(cover.some((v) => v.earlyAffine) && cover.some((v) => !v.earlyAffine), 'early and late weight loads');
+  const long = coveringSet(enumerateSpace(makeProblem(spec, 65536, 64), sm90));
+  assert.ok(long.some((v) => v.deferOutput) && long.some((v) => v.storage === 'ring' && !v.deferOutput), 'deferred and eager output');
   assert.ok(cover.length < space.length / 2);
 });
 
