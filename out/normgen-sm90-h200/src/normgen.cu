@@ -8,385 +8,436 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_7397d262a322(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47562d618f7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7887bc1e5ed1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_334058329156(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84ba53b9b7f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9f4a4f39eed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2a4a0c783c6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99aa63ad7b19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_287f84698d85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c7bd74a08fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd96457d537e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_deffc930ee3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8be7998d1fc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7612dd8526fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_173f4e714553(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_722336d787be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ab1d1426c68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ff59806eb64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f23e37a3e407(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a65900b28e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc5da0cc8032(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10cf9098876e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4f3eecc5a47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84511f6abf08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ebd3b898bd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf040770577c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8833d9e28020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47ffaad488a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83e1ddb39fbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2597e5ca0f81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_097f4b2fd279(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c22ee59bcb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8cade3b62bbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43a52baa8099(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cdd039d773f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05d3b86e9101(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_76b80f0be190(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec59e9dea457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd270a9dd231(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21a03cb5c1cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_775cbdc389b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7303627624e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f6b827d3c7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_134082755b8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_283283b05d8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ba8959166e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1dd90cb82083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_86bd04ea47ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dcbe493e8d24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e70ce60dee75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e6b46948d66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0bd64199f249(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edaab4fe3ed4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e98ef294555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11a6541db74a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31eedf558d02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b8c8ae1d1f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53ebc892a289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ba473e84f36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd99a8cd01c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e683b709a05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc7d3e2d1ea2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b88e239062e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b736f6da1457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47862d2e6b48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c452b35f3b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0383a4f2a05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f37adf9e6a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b4e723f279b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b469f903e39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91b608652ab5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d182d1d607b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3090e862a34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae96e58559ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aced41273d8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b97287ec2288(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61384ce952ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9301479d606(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbf6d3d1e959(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_406bb8ff66d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_551d47b7f24a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6f3c4b5a111(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2440de5e932c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9f7126a4308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3b67dd90e18c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_485e9816bd8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d8d12698155(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b822e7e03e72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad1e8947be0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40ab1550b128(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3feb394b0d50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cfbcda926b1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b73fff932c4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da0f3dbcee72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b26a2d931f30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2c084540a1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb3c297d4e1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bfbebc9abb0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_901fe5a8057d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_253bb280ab73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9b8ac8619d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b51d31d86663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5d20adc2726(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9190dd4dbf47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_410af357aa0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea486b181162(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_339e20a9c30f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9cae3474cbb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0b9cc2139722(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9879a7bbd6b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0dec01e7ca15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a642132dbaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3f0e91780e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_963bf639ce95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_981d75698eb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b8cc6e834ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a910bdeebe6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6a11ba96a12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb67d62d03bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c6aad020ddd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4145439dcd53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa68855194e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee36e206bbde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46c3b8e1df82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f722895110ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_30604b76b186(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67f88466b456(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_381c3778aa03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7ead3bb78c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5542477fe6e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be94e2713320(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_932e5d49fd4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f6d47e2ec6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12d32d287462(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0fe3e540a4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71b3c10c838c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f907198e6ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78ce8d61193f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f02591c76ab2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a5d022cc7c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02534ff601e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba299e0a294b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04a22825248a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ff9389fed76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d78ad3a5429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_337d8b271908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08279d7b0138(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cbd4c3669a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33e24a94b06d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93774865ce38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c440159220f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1453aa861ae9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26ada9abeeba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81e65ef4b037(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf1588a17742(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7031f05e9b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_474b9c9630d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_635731fd1332(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca519b3e393d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b79be5121183(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eab2d68c0ce3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_196f6f5ea2f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_340875924494(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec370d63e6c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84a2413deeee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f04ccecde355(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c2fe06f05fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d699926d9af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e36e4bd2768(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e6a15401e59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6966234f1020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_131b10e3ce8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d34a3cb0d8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_569cd08fa500(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0ef2a5f9241(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac9d042c9500(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56d543e96678(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2c828168c23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fa11a226c59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c45eb67bdfbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_470d5bc962c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dd6107f0297(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_725061065093(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69140bee0c10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e200c5be2d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f834fe84231(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93ea9ef9337d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc1633689c66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f7dea074629(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9646bbcd6768(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_839110a0064c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6f214da6277(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c40f545d1c77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c2e36c92151(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5730f401104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_684e3df1dd3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efca0294aedb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8cb22102245(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2209e3ff2795(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e9e32738744(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0cd40ba0376(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94328c9cfadc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38a0c35bade3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe9cbd7a8cad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90e1d7d41ba1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_778756b3ee00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e3be75ba69a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69eb802a6f1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38e72b6c79c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18923820fba1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd19267027e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c886b021390(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7110baf30ffb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db3d24d7ade2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbcf2f474791(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4ebb0dfc3f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b2ec8fe1001(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cc68de092ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_859cafebea96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_998a196999dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50cb4bdcff0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09fe4ceb0585(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46a105f29824(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b37dfa7d3765(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed7fc9f3cbc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c99c4234485(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9be53fadab4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e35a6348aadd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c920f50c4d55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b66597fc43d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72aa5cc1a6d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f03a0ed6be2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e45603ba92ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e3508192740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3df09f17c33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02259b21d287(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d125c286c381(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e315e6ef2e38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3c6e54452d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c72bc7839b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c8a4e6e2658(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35a8ee86adb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e25ed3e8ea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9539ab5fb6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7eedd1aa040(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb445600a2ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45a3d9b1ecd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9883a581111(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ffee9fca326(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e5b26611cd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ea3a3dd5f74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_746b0a70c256(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4596f2e89f34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb2b1b183025(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9a324e2f3e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e913529603cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0cd26ef6e94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebba0f4bcc4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbbe287ecbbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a700304333a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f381324c0ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e2bd8556f39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a36643279cb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aed14278dbf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb12f83a456e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5900d73842ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_591c6d2a3b4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3521e19fb6a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3961f4b630f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8491c7e44d1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b4f79476d87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35de81a69da6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5d57d3858ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3ec8be1b643(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05ca69e87d3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bf292ec6095(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_872c57f8a4e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_288be8325a54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65878c97f9c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6655b4d8acf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a1b22d406bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d4986b0678e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6948277e63bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a58a236c171(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e77ff36733ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91d18863e7ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85b3290ed17e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3253fe41f3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5db67cf65b5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e444113f7221(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fabd3b20e7e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ba71e2d81b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aaad01d2def8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60118fe9e95d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82847781855c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12d9bd0dc212(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7127634bfa0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d6f8cb8579e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ee221e4740d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_800b6f50a24b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08bf1408d792(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d0007086466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5f1a2565f5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bf17ba2896a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb7b5ea32cd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90165bd15b46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72ef6a0f965a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc6f31fc1341(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd4a33feb1e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5da47111905a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c45c4d1c5a51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9dfac7ed7f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3e5c94837d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10642dc4c081(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7aa8d2bd7cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05036d20ee22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0561b419658f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2861f83c604e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d865e3bbbe8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36a1511b7687(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f9db95d017a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0a8f4bfb678(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b8ef9dd684d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2e3279e7ff5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e59c6966ef39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce7d858af356(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da2f4ef8d8fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b531d07d67af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_132e641f1e50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_318e35a7c6aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c74cc5c6d20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e72d54d64936(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e0a74872b18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5667b9434239(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0654ef9493ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45efb1c7289f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ef672b17031(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02d474d163fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83eb45d279df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_392e3e9608ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a18e9c79d254(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b842556fc9e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d79f7aab8675(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c0779220cbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68bca6122fbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a59e9812b31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cedb8b8d4065(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73c9a87e86bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52db7877a3e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e2b5881ad3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_167e9dc8a45d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3da58adc8415(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d4b3fc08683(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b712b5046ad8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ceece807b73f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ff9577fb6a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f41b36931aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23cf8bed2e9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_880838021d8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_913910e88c83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bbc0cb7119b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b909f35074a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdca34b775ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_304506827bed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_595e970e7fc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28f740e54e35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_690b32618ab4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aecf48127d77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7309b21780bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e1fe816de9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10b470968cd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e43df764f2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec0799c0553f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_978ed863bf1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e048878f213e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98941268954b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cf73cae499d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb138095495c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f9a77d54424(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69229e1e3170(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d171aedef42b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88440757c6d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6a49be47fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40742cca6dfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2472420fdaa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0996fbfb1a36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_817c9d1b0dea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3418c9ce5ee2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7ae0eef338e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa626667606f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9dbfff00052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53164f64be78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bc66b0aa18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a35546c0048(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a02c72e9a186(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad7ed97c43aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e6dcb0e5a7d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2b1765dd701(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71c187b13aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae97b7900972(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4889da3aab03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e4e4990c659(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_293e0c84aee0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7618073cef75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_510003dfcdc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb2a6fcda9a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6604ff65b5b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9c67ee23080(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_031e4907260e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f9082e64b6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0eea5e653544(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a39620b0a9ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bca59b2c69f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ade4590b9f1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6001996fadc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85485aba4408(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3bdfec115f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63c2ebdf42f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_35c827dbf61e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_22740327435b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c463d98850f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0f687bb140a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd00d27a231a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec70330f8548(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2c850bd0a06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c333fe6e0f32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05e37b8a3d20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_043c880d2b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_39dd9674a01e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2772811c1aa6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbe70cf90c22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_22c10baee871(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e26ea78e1c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f86e2d2b8877(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbb7d4074321(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a3c99a614f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fcb051649c1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e507efbd1cc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0e052353e45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af5253432bb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f146cdbc8c10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_223f42f7b442(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bcf7bf3cf1ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f601d24a1b46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28bc2256c3d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca0d96de2503(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4aabf572de0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_498611963aee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b4ae9b3cbaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_142d1842009a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c942b302a456(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da568c556f68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_422cb7b73c2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dccb6b0dbd56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a344eeaa7d45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a97d1ebba863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54dae55b4132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b5502845dae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdeb26a2596c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a9fc9bf2d19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7021dccd21b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c166a3df731(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9d0b7b2b687(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e87edfb813d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e15f13e29d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f3e5c486358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfdeabe8ad61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56c2f7803e6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6d69bf9a308(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a992897c880c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8043bcaedc5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd2544e0633b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8be19e4b48b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11c4a77b7ccb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8cd630a314e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31f51c119935(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8bdc7365c63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_463cd80831a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0150e078405(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bee4acf6773a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46847c0382ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_698bdc31c8a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4bdb2766ab7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51f4430055a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f38c8876aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ade978447441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9420e7b27924(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_600abcbc6016(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25b92d2db1d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8fc21edeb723(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81dbd4f45fe1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ee66002dadb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f253e03d9b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a7cf1ea7c666(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_29ae820556b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_504d4168335f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2eab2f63c87d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b840f293fe94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c8e9e6f8c66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4de28a15b406(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecf805626303(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24ddd5f44232(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3078851f68e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e419e5bbe4f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f7ef13efe72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52e0ea1c826a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb78aa76ec6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a66c76b787aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c41a6c0f5a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d45b2ff25b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cb6b49d8d44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_288b05c7ccfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_768ecb5999dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9abb6008a3ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f327c3a8e87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4149c612ffa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1e6bd535f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c30b476b2c5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ec254f666a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da5d7bdd4d3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38b7c5d64a73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d47e2126a53e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c1583de3e5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d4af0f6f591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce84dc39aa90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a4d60ce727f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c56e9cc7a88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ecade328ffb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31c5257a5dfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a64b330b664c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_208d45b0155c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d99ad1e21ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ef90a6a0889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a49acec6e59f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18389970dbf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfc15cc9ba65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01c76a753815(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1856455e69c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9728072f414(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9d5fb363793(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdbcb9755f36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3812b53d6a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13350389e52d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ac06b4bf11f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c739ac5f295(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e870a23eb6c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2d03b7be7a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_597f87bf728a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f45e3a29b802(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b2b528c4c2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5298797622c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4c4629a61e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb66ddc0d26b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b732558ceda8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3f25e0d6ee7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd05837270b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea513ab10f06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cc1203bcea8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_388fae937da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec10fffc42ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3815deecd449(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2af6a3a1446(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1a8e74b593f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_898699292104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_134194941cc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f6d5636eb01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e589cb8a348(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c4293865fe0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39311981f55b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3798066c2a78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e24a27aa5713(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0303b58476f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc236ab754b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91be8528c966(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a65b231a125a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac772ca9ef90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8cc9891f67b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_deb8aaf0bcae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf872e21e18c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7e16b453992(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df0312922ca1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f7a62ddad31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a69b460a9acb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df2be537658b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1632c06583b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d873587c9390(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91d540386d85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ef830ed7c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06e6e1872a31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d5e45e5646d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a08fb5b7f14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d06ac7da12af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cda0b6996497(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41750871b1f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_995857d0ce61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8057fed0e745(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a04e455faf23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d25c2bf202b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dafe68f71ef6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09221099b819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c733f3c5a420(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6af9f91a55d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_523f20eb13e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_136e33bbc00c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3663f93b2de7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_356708e05106(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05b44afb47d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c5e93b85884(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac83cb8d952c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2d13eb46786(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a49ad9fc34f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8af4f7970c01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ae0ad6eb516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d660f4453b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1345a5d799a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3e1b72664bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_753b56bfb096(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1160de5e437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6dae1ec3a5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b448d655418(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cb5c9cd9334(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_888781a5e28e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a20daef0e99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21350e4a4ba6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7a16248931e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e328e8bbcad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dabd85ad0086(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_307c5ac4df3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dac543ad4760(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87ff03e98fd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a95ac05182c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2962a7861e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05cf725cb14d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5e6d2dd7996(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23d9ee696b44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27e74a317005(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a54bd6dc5b86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffb1854bf20d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4704693ce1e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e2ab1dcce3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea93dbf28a08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f50c3f9146e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca21ffbc0939(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d91fc0f6adc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e029219af2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbe913f4d496(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c5b914dd7f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72d21c282d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c073ac95a040(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3894ff57c5d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e4ddcd64b63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a60ac0359abc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd03afef604f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0095e86255fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1315904decb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4a8057ea8cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_873cb329a9af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c99a4df4a20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08aca657ad33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26d34802f33e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_312c308f65c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5a20ce6590d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4dfa795080d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5d4e606b8ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c749298e248(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b8e7f27a9a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d5edf63d5d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f826daf217d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_204d63e21a1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7afd2e36aa48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34ac9097dd41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69cd091193ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3373aa42af9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99d49e913292(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4cd3b67a2788(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cca712183a1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03ffc40994ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_963d45590cbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a47df694442b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08240cb9f7b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17bb1a77bcbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_364c9c365105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18350f239806(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_364c0cd3e4f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3c04f1f28c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48ade08a1072(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1825cf5af11a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_895d3b0c1904(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6dbd266bed5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_360b64e51cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d720461bfd8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bf69e7a3b92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcf3ade5bd51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd192d85f5ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53d7ca3e16bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46e58854e8e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b423e4526d50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c909507f1d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9394d884ebf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a73659fec132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a20641975156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90babd67f825(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78482f22274a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82b2418b058b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3793ddea564a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e21acd11bab1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90b622fa5460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a8b4f239339(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f034818570da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bab69438acb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b9419d79452(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6579cd193ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_720b49dc986c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1084a8e87703(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27c98f177af8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6117c82cc67e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5675fb21dc02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcf5b450cd69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4efc9b9e6540(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d728ee99966f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90e9d316367d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7588bec48625(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2982bdcd0896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fc3657b720c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb62bc73ceaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f45af189fcff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68c4c2674940(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0927716b1545(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f8d291cc6b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4580c7b54372(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfdced7bb7d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac31e7b3de38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57af1d41ec4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39370570c50c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fe225641293(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ede02000ad53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0153a55817c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f277ea462a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31547657b0a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81cdb22fba99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_204d08b05557(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d43956ef45d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a48a5c00ee3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b5d6aed3d17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1e42ae20c7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_659630fb5667(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_187e1e572740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c73874cf03d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10c327a3ed0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62b1a13d53a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d6c1f713b1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9cf7facffc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a70a00d7e845(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3fe37335fcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12b84f0c1d4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c30a08f51f24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d50062718fd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0073fb740a2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4552d33292c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66d516ec1185(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7538a2b743cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c83f720ac6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07ed2995b94b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7af90e4782c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82a10ab73a31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1197b730a101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f669ff4eb99a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1642f0d85b4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdd0172517c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca1bee47463b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4c1c0f9d22c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9627d1b31bc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8be4b71d448f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acb6c7814b24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbc79b2ecdda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb338bdaafc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa16a6da4155(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d9f6bd12234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5161e7a8eba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be73ee751c03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c08ac42203c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad4f9cff09b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d829524da100(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d54c9ca3266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5230eb505beb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8131077c51e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa22e4dc0f64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58093cc84525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_364ca4564491(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab70cd216f7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69bc728ac6b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3516a7ac361(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1fb2088f08e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c618fceb7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66c5cf5bf49d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1054164d083(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f20335361c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a23456400ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfc57d6f2f72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d99a92975bc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_351abc463d1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5500076cccbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2976304b806(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_099c8e04c146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc19a42e649d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1153d6e66a49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_820b83cc0226(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db56464619d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55e621e6d406(const NormgenFwdParams p);
 
 namespace {
 
@@ -402,385 +453,436 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_7397d262a322, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_47562d618f7a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_7887bc1e5ed1, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_334058329156, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_84ba53b9b7f1, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_f9f4a4f39eed, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_2a4a0c783c6f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_99aa63ad7b19, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_287f84698d85, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_3c7bd74a08fd, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_fd96457d537e, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_deffc930ee3b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_8be7998d1fc2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_7612dd8526fb, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_173f4e714553, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_722336d787be, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_4ab1d1426c68, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_2ff59806eb64, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_f23e37a3e407, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_5a65900b28e4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_fc5da0cc8032, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_10cf9098876e, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_d4f3eecc5a47, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_84511f6abf08, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_5ebd3b898bd8, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_cf040770577c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_8833d9e28020, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_47ffaad488a7, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_83e1ddb39fbc, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_2597e5ca0f81, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
-  {(const void*)&normgen_layernorm_fwd_097f4b2fd279, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_9c22ee59bcb2, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_8cade3b62bbf, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_43a52baa8099, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_cdd039d773f8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_05d3b86e9101, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_76b80f0be190, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_ec59e9dea457, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_cd270a9dd231, 4, 128, 8, 128, 8, 8, 2, 65536, 65536 },  // ring.t128.v8.tpr128.i8.c8.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_21a03cb5c1cc, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_775cbdc389b2, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_7303627624e8, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_7f6b827d3c7c, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_134082755b8c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_283283b05d8a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_9ba8959166e8, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_1dd90cb82083, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_86bd04ea47ed, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_dcbe493e8d24, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_e70ce60dee75, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_6e6b46948d66, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_0bd64199f249, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_edaab4fe3ed4, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_4e98ef294555, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_11a6541db74a, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_31eedf558d02, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_7b8c8ae1d1f4, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_53ebc892a289, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_4ba473e84f36, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_fd99a8cd01c8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_1e683b709a05, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_bc7d3e2d1ea2, 1, 256, 8, 256, 2, 2, 2, 0, 7168 },  // pipelined.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_b88e239062e1, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_b736f6da1457, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_47862d2e6b48, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_6c452b35f3b3, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_b0383a4f2a05, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_2f37adf9e6a7, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_2b4e723f279b, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_6b469f903e39, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_91b608652ab5, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_d182d1d607b0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_b3090e862a34, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_ae96e58559ec, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_aced41273d8d, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_b97287ec2288, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_61384ce952ff, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_d9301479d606, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_cbf6d3d1e959, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_406bb8ff66d8, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_551d47b7f24a, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_f6f3c4b5a111, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_2440de5e932c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_e9f7126a4308, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_3b67dd90e18c, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_485e9816bd8c, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_9d8d12698155, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_b822e7e03e72, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_ad1e8947be0f, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_40ab1550b128, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_3feb394b0d50, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_cfbcda926b1f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_b73fff932c4d, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_da0f3dbcee72, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_b26a2d931f30, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_a2c084540a1c, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_bb3c297d4e1a, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_bfbebc9abb0e, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_901fe5a8057d, 0, 256, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t256.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_253bb280ab73, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_f9b8ac8619d9, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_b51d31d86663, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_f5d20adc2726, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_9190dd4dbf47, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_410af357aa0f, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_ea486b181162, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_339e20a9c30f, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_9cae3474cbb1, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_0b9cc2139722, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_9879a7bbd6b4, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_0dec01e7ca15, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_7a642132dbaa, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
-  {(const void*)&normgen_layernorm_fwd_c3f0e91780e8, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_963bf639ce95, 3, 256, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t256.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_981d75698eb1, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_2b8cc6e834ee, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_a910bdeebe6c, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_a6a11ba96a12, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_fb67d62d03bf, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_7c6aad020ddd, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_4145439dcd53, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_aa68855194e5, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_ee36e206bbde, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_46c3b8e1df82, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
-  {(const void*)&normgen_layernorm_fwd_f722895110ee, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_30604b76b186, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_67f88466b456, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_381c3778aa03, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_f7ead3bb78c5, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_5542477fe6e9, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.h131072
-  {(const void*)&normgen_layernorm_fwd_be94e2713320, 3, 512, 4, 512, 0, 1, 4, 0, 131072 },  // reload.t512.v4.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_932e5d49fd4c, 4, 1024, 4, 1024, 4, 8, 4, 196608, 131072 },  // ring.t1024.v4.tpr1024.i4.c8.s3.h131072
-  {(const void*)&normgen_layernorm_fwd_3f6d47e2ec6f, 0, 256, 4, 256, 16, 8, 4, 0, 131072 },  // regs.t256.v4.tpr256.i16.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_12d32d287462, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_b0fe3e540a4e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_71b3c10c838c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_9f907198e6ed, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_78ce8d61193f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_f02591c76ab2, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_5a5d022cc7c0, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_02534ff601e8, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ba299e0a294b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_04a22825248a, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3ff9389fed76, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9d78ad3a5429, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_337d8b271908, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_08279d7b0138, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8cbd4c3669a1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_33e24a94b06d, 0, 128, 8, 64, 6, 1, 2, 0, 3072 },  // regs.t128.v8.tpr64.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_93774865ce38, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c440159220f4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1453aa861ae9, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_26ada9abeeba, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_81e65ef4b037, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_cf1588a17742, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a7031f05e9b3, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_474b9c9630d8, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_635731fd1332, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ca519b3e393d, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b79be5121183, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_eab2d68c0ce3, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_196f6f5ea2f5, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_340875924494, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ec370d63e6c2, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_84a2413deeee, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f04ccecde355, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5c2fe06f05fb, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1d699926d9af, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0e36e4bd2768, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7e6a15401e59, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6966234f1020, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_131b10e3ce8f, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9d34a3cb0d8d, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_569cd08fa500, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a0ef2a5f9241, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ac9d042c9500, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_56d543e96678, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b2c828168c23, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4fa11a226c59, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c45eb67bdfbe, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_470d5bc962c6, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_7dd6107f0297, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_725061065093, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_69140bee0c10, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_6e200c5be2d7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_7f834fe84231, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_93ea9ef9337d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bc1633689c66, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4f7dea074629, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9646bbcd6768, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_839110a0064c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c6f214da6277, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c40f545d1c77, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8c2e36c92151, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f5730f401104, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_684e3df1dd3a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_efca0294aedb, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a8cb22102245, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2209e3ff2795, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4e9e32738744, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d0cd40ba0376, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_94328c9cfadc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_38a0c35bade3, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fe9cbd7a8cad, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_90e1d7d41ba1, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_778756b3ee00, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4e3be75ba69a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_69eb802a6f1e, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_38e72b6c79c8, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_18923820fba1, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dd19267027e7, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0c886b021390, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7110baf30ffb, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_db3d24d7ade2, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_fbcf2f474791, 0, 1024, 8, 1024, 2, 8, 2, 0, 131072 },  // regs.t1024.v8.tpr1024.i2.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e4ebb0dfc3f1, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3b2ec8fe1001, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6cc68de092ad, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_859cafebea96, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_998a196999dc, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_50cb4bdcff0d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_09fe4ceb0585, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_46a105f29824, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_b37dfa7d3765, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ed7fc9f3cbc1, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_4c99c4234485, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f9be53fadab4, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e35a6348aadd, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c920f50c4d55, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b66597fc43d5, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_72aa5cc1a6d1, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f03a0ed6be2e, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e45603ba92ed, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0e3508192740, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f3df09f17c33, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_02259b21d287, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d125c286c381, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e315e6ef2e38, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a3c6e54452d0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9c72bc7839b3, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1c8a4e6e2658, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_35a8ee86adb6, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2e25ed3e8ea9, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d9539ab5fb6f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c7eedd1aa040, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bb445600a2ba, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_45a3d9b1ecd3, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e9883a581111, 1, 256, 8, 256, 2, 4, 2, 0, 12288 },  // pipelined.t256.v8.tpr256.i2.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2ffee9fca326, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_1e5b26611cd2, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7ea3a3dd5f74, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_746b0a70c256, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4596f2e89f34, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_bb2b1b183025, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d9a324e2f3e0, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_e913529603cf, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f0cd26ef6e94, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ebba0f4bcc4f, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fbbe287ecbbc, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a700304333a0, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5f381324c0ef, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6e2bd8556f39, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_a36643279cb9, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_aed14278dbf0, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_eb12f83a456e, 4, 512, 8, 512, 4, 8, 2, 98304, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5900d73842ea, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_591c6d2a3b4b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_3521e19fb6a9, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_d3961f4b630f, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_8491c7e44d1b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_8b4f79476d87, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_35de81a69da6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d5d57d3858ed, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e3ec8be1b643, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_05ca69e87d3b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6bf292ec6095, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_872c57f8a4e5, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_288be8325a54, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_65878c97f9c9, 1, 256, 8, 256, 2, 1, 2, 0, 2560 },  // pipelined.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6655b4d8acf5, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8a1b22d406bc, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4d4986b0678e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6948277e63bc, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1a58a236c171, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e77ff36733ec, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_91d18863e7ce, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_85b3290ed17e, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d3253fe41f3a, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5db67cf65b5c, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e444113f7221, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fabd3b20e7e0, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5ba71e2d81b8, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_aaad01d2def8, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_60118fe9e95d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_82847781855c, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_12d9bd0dc212, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7127634bfa0a, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2d6f8cb8579e, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3ee221e4740d, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_800b6f50a24b, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_08bf1408d792, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1d0007086466, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d5f1a2565f5d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2bf17ba2896a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_fb7b5ea32cd5, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_90165bd15b46, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_72ef6a0f965a, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_cc6f31fc1341, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_dd4a33feb1e8, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_5da47111905a, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c45c4d1c5a51, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_d9dfac7ed7f5, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e3e5c94837d0, 0, 64, 4, 32, 8, 1, 4, 0, 1024 },  // regs.t64.v4.tpr32.i8.h1024
-  {(const void*)&normgen_rmsnorm_fwd_10642dc4c081, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a7aa8d2bd7cd, 0, 512, 4, 256, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_05036d20ee22, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0561b419658f, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2861f83c604e, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d865e3bbbe8e, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_36a1511b7687, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_6f9db95d017a, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d0a8f4bfb678, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9b8ef9dd684d, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a2e3279e7ff5, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e59c6966ef39, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ce7d858af356, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_da2f4ef8d8fa, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b531d07d67af, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_132e641f1e50, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_318e35a7c6aa, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9c74cc5c6d20, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e72d54d64936, 1, 256, 4, 256, 2, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_5e0a74872b18, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_5667b9434239, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0654ef9493ef, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_45efb1c7289f, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7ef672b17031, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_02d474d163fe, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_83eb45d279df, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_392e3e9608ce, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a18e9c79d254, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b842556fc9e4, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d79f7aab8675, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4c0779220cbe, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_68bca6122fbb, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_1a59e9812b31, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_cedb8b8d4065, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_73c9a87e86bb, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_52db7877a3e6, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_6e2b5881ad3a, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_167e9dc8a45d, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3da58adc8415, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7d4b3fc08683, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b712b5046ad8, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ceece807b73f, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_8ff9577fb6a7, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9f41b36931aa, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_23cf8bed2e9e, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_880838021d8f, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_913910e88c83, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8bbc0cb7119b, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_b909f35074a9, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_fdca34b775ff, 1, 256, 4, 256, 3, 2, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i3.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_304506827bed, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_595e970e7fc8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_28f740e54e35, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_690b32618ab4, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_aecf48127d77, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7309b21780bb, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8e1fe816de9c, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_10b470968cd8, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3e43df764f2a, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_ec0799c0553f, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_978ed863bf1c, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_e048878f213e, 0, 512, 4, 512, 2, 8, 4, 0, 32768 },  // regs.t512.v4.tpr512.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_98941268954b, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0cf73cae499d, 1, 256, 4, 256, 8, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_rmsnorm_fwd_eb138095495c, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_3f9a77d54424, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_69229e1e3170, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_d171aedef42b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_88440757c6d6, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_f6a49be47fb5, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_40742cca6dfc, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_2472420fdaa3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_0996fbfb1a36, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_817c9d1b0dea, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_3418c9ce5ee2, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_f7ae0eef338e, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_fa626667606f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_b9dbfff00052, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_53164f64be78, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_6bc66b0aa18f, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_4a35546c0048, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_a02c72e9a186, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_ad7ed97c43aa, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_e6dcb0e5a7d7, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_d2b1765dd701, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_71c187b13aa5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_ae97b7900972, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_4889da3aab03, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_7e4e4990c659, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_293e0c84aee0, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_7618073cef75, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_510003dfcdc6, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_bb2a6fcda9a2, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_6604ff65b5b0, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_e9c67ee23080, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_031e4907260e, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_2f9082e64b6e, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_0eea5e653544, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_a39620b0a9ad, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_bca59b2c69f4, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_ade4590b9f1b, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_6001996fadc3, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_85485aba4408, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_a3bdfec115f1, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_layernorm_fwd_63c2ebdf42f2, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_35c827dbf61e, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_22740327435b, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_c463d98850f7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_e0f687bb140a, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_cd00d27a231a, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_ec70330f8548, 4, 256, 8, 256, 8, 8, 2, 196608, 131072 },  // ring.t256.v8.tpr256.i8.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_d2c850bd0a06, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_c333fe6e0f32, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_05e37b8a3d20, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_043c880d2b36, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_39dd9674a01e, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_2772811c1aa6, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_dbe70cf90c22, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_22c10baee871, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_9e26ea78e1c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_f86e2d2b8877, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_cbb7d4074321, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_0a3c99a614f3, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_fcb051649c1e, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_e507efbd1cc9, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_a0e052353e45, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_af5253432bb3, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_f146cdbc8c10, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_223f42f7b442, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_bcf7bf3cf1ed, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_f601d24a1b46, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_28bc2256c3d2, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_ca0d96de2503, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_f4aabf572de0, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_498611963aee, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_9b4ae9b3cbaf, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_142d1842009a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_c942b302a456, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_da568c556f68, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_422cb7b73c2c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_dccb6b0dbd56, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_a344eeaa7d45, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_a97d1ebba863, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_54dae55b4132, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_9b5502845dae, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_bdeb26a2596c, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_0a9fc9bf2d19, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_b7021dccd21b, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_0c166a3df731, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_b9d0b7b2b687, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_7e87edfb813d, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_7e15f13e29d7, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_3f3e5c486358, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_bfdeabe8ad61, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_56c2f7803e6a, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_c6d69bf9a308, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_a992897c880c, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_layernorm_fwd_8043bcaedc5a, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_fd2544e0633b, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_8be19e4b48b6, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_11c4a77b7ccb, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_a8cd630a314e, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_31f51c119935, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_a8bdc7365c63, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_463cd80831a4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_f0150e078405, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_bee4acf6773a, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_46847c0382ec, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_698bdc31c8a7, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_b4bdb2766ab7, 0, 128, 4, 64, 3, 1, 4, 0, 768 },  // regs.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_51f4430055a6, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_4f38c8876aea, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_ade978447441, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_9420e7b27924, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_600abcbc6016, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_25b92d2db1d2, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_8fc21edeb723, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_81dbd4f45fe1, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_5ee66002dadb, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_2f253e03d9b6, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_a7cf1ea7c666, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_29ae820556b3, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_504d4168335f, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_2eab2f63c87d, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_b840f293fe94, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_6c8e9e6f8c66, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_4de28a15b406, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ecf805626303, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_24ddd5f44232, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_3078851f68e6, 3, 256, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t256.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_e419e5bbe4f4, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_9f7ef13efe72, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_52e0ea1c826a, 1, 128, 4, 128, 7, 2, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i7.c2
+  {(const void*)&normgen_layernorm_fwd_cb78aa76ec6b, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_a66c76b787aa, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_7c41a6c0f5a1, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_5d45b2ff25b4, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_8cb6b49d8d44, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_288b05c7ccfe, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_768ecb5999dd, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_9abb6008a3ae, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_layernorm_fwd_7f327c3a8e87, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_d4149c612ffa, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_f1e6bd535f13, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_c30b476b2c5a, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_6ec254f666a3, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_da5d7bdd4d3e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_38b7c5d64a73, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d47e2126a53e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4c1583de3e5d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_2d4af0f6f591, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_ce84dc39aa90, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_5a4d60ce727f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_9c56e9cc7a88, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_2ecade328ffb, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_31c5257a5dfe, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_a64b330b664c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_208d45b0155c, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3d99ad1e21ca, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9ef90a6a0889, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a49acec6e59f, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_18389970dbf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_dfc15cc9ba65, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_01c76a753815, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1856455e69c5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e9728072f414, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a9d5fb363793, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fdbcb9755f36, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a3812b53d6a2, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_13350389e52d, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2ac06b4bf11f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4c739ac5f295, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e870a23eb6c5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c2d03b7be7a0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_597f87bf728a, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f45e3a29b802, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4b2b528c4c2c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5298797622c8, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e4c4629a61e2, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_cb66ddc0d26b, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b732558ceda8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e3f25e0d6ee7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fd05837270b5, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ea513ab10f06, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2cc1203bcea8, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_388fae937da9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ec10fffc42ef, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3815deecd449, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a2af6a3a1446, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d1a8e74b593f, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_898699292104, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_134194941cc0, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9f6d5636eb01, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3e589cb8a348, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2c4293865fe0, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_39311981f55b, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_3798066c2a78, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e24a27aa5713, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0303b58476f6, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_fc236ab754b5, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_91be8528c966, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a65b231a125a, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_ac772ca9ef90, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e8cc9891f67b, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_deb8aaf0bcae, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_cf872e21e18c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d7e16b453992, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_df0312922ca1, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4f7a62ddad31, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_a69b460a9acb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_df2be537658b, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_b1632c06583b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d873587c9390, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_91d540386d85, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5ef830ed7c9f, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_06e6e1872a31, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4d5e45e5646d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0a08fb5b7f14, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d06ac7da12af, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_cda0b6996497, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_41750871b1f3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_995857d0ce61, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8057fed0e745, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a04e455faf23, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d25c2bf202b9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dafe68f71ef6, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_09221099b819, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c733f3c5a420, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6af9f91a55d0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_523f20eb13e9, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_136e33bbc00c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3663f93b2de7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_356708e05106, 0, 256, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t256.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_05b44afb47d9, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4c5e93b85884, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ac83cb8d952c, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b2d13eb46786, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a49ad9fc34f3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8af4f7970c01, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7ae0ad6eb516, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6d660f4453b6, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f1345a5d799a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b3e1b72664bd, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_753b56bfb096, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d1160de5e437, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c6dae1ec3a5e, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7b448d655418, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9cb5c9cd9334, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_888781a5e28e, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0a20daef0e99, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_21350e4a4ba6, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_e7a16248931e, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_1e328e8bbcad, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_dabd85ad0086, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_307c5ac4df3c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_dac543ad4760, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_87ff03e98fd7, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_2a95ac05182c, 0, 64, 8, 16, 6, 1, 2, 0, 768 },  // regs.t64.v8.tpr16.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_2962a7861e9e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_05cf725cb14d, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d5e6d2dd7996, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_23d9ee696b44, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_27e74a317005, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a54bd6dc5b86, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ffb1854bf20d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4704693ce1e6, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0e2ab1dcce3c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ea93dbf28a08, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f50c3f9146e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ca21ffbc0939, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d91fc0f6adc7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1e029219af2e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_bbe913f4d496, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8c5b914dd7f5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_72d21c282d9f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c073ac95a040, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_3894ff57c5d9, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2e4ddcd64b63, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a60ac0359abc, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_cd03afef604f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0095e86255fe, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1315904decb5, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b4a8057ea8cc, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_873cb329a9af, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7c99a4df4a20, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_08aca657ad33, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_26d34802f33e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_312c308f65c5, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b5a20ce6590d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_4dfa795080d6, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d5d4e606b8ef, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4c749298e248, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6b8e7f27a9a5, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_4d5edf63d5d0, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f826daf217d7, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_204d63e21a1a, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7afd2e36aa48, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_34ac9097dd41, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_69cd091193ef, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_3373aa42af9e, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_99d49e913292, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_4cd3b67a2788, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_cca712183a1c, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_03ffc40994ae, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_963d45590cbd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a47df694442b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_08240cb9f7b8, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_17bb1a77bcbc, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_364c9c365105, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_18350f239806, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_364c0cd3e4f9, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_c3c04f1f28c4, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_48ade08a1072, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1825cf5af11a, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_895d3b0c1904, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e6dbd266bed5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_360b64e51cf8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d720461bfd8d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1bf69e7a3b92, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_dcf3ade5bd51, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_cd192d85f5ae, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_53d7ca3e16bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_46e58854e8e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b423e4526d50, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8c909507f1d3, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f9394d884ebf, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a73659fec132, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a20641975156, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_90babd67f825, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_78482f22274a, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_82b2418b058b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3793ddea564a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e21acd11bab1, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_90b622fa5460, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4a8b4f239339, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f034818570da, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bab69438acb8, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0b9419d79452, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a6579cd193ab, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_720b49dc986c, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_1084a8e87703, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_27c98f177af8, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6117c82cc67e, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5675fb21dc02, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dcf5b450cd69, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4efc9b9e6540, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d728ee99966f, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_90e9d316367d, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7588bec48625, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2982bdcd0896, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3fc3657b720c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_fb62bc73ceaf, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_f45af189fcff, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_68c4c2674940, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_0927716b1545, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_4f8d291cc6b0, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_4580c7b54372, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_cfdced7bb7d8, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_ac31e7b3de38, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_57af1d41ec4e, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_39370570c50c, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7fe225641293, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ede02000ad53, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_0153a55817c1, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9f277ea462a3, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_31547657b0a8, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_81cdb22fba99, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_204d08b05557, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d43956ef45d8, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_1a48a5c00ee3, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7b5d6aed3d17, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e1e42ae20c7a, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
+  {(const void*)&normgen_rmsnorm_fwd_659630fb5667, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_187e1e572740, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4c73874cf03d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_10c327a3ed0c, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_62b1a13d53a9, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4d6c1f713b1a, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c9cf7facffc9, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a70a00d7e845, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c3fe37335fcb, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_12b84f0c1d4d, 3, 1024, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t1024.v4.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c30a08f51f24, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d50062718fd3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0073fb740a2c, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_4552d33292c5, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_66d516ec1185, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7538a2b743cb, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1c83f720ac6f, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_07ed2995b94b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7af90e4782c4, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_82a10ab73a31, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1197b730a101, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_f669ff4eb99a, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1642f0d85b4d, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_cdd0172517c8, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ca1bee47463b, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b4c1c0f9d22c, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_9627d1b31bc0, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_8be4b71d448f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_acb6c7814b24, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_dbc79b2ecdda, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_bb338bdaafc5, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fa16a6da4155, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3d9f6bd12234, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c5161e7a8eba, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_be73ee751c03, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0c08ac42203c, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5ad4f9cff09b, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d829524da100, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7d54c9ca3266, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5230eb505beb, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8131077c51e6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_aa22e4dc0f64, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_58093cc84525, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_364ca4564491, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ab70cd216f7e, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_69bc728ac6b7, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d3516a7ac361, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f1fb2088f08e, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6c618fceb7bd, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_66c5cf5bf49d, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f1054164d083, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3f20335361c4, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a23456400ee4, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_cfc57d6f2f72, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d99a92975bc6, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_351abc463d1a, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5500076cccbf, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a2976304b806, 2, 512, 4, 512, 0, 1, 4, 0, 32768 },  // smem.t512.v4.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_099c8e04c146, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_dc19a42e649d, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1153d6e66a49, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_820b83cc0226, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_db56464619d2, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_55e621e6d406, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -789,15 +891,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 43 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 87 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 133 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 178 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 216 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 265 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 303 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 343 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 378 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 45 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 98 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 141 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 199 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 243 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 298 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 344 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 390 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 429 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -805,16 +907,16 @@ struct Entry { int spec; int64_t hidden, rows; int variant; };
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0 },
-  { 0, 512, 8, 1 },
-  { 0, 512, 32, 1 },
+  { 0, 512, 8, 0 },
+  { 0, 512, 32, 0 },
   { 0, 512, 128, 1 },
   { 0, 512, 512, 2 },
   { 0, 512, 2048, 2 },
-  { 0, 512, 8192, 1 },
-  { 0, 512, 32768, 1 },
+  { 0, 512, 8192, 2 },
+  { 0, 512, 32768, 2 },
   { 0, 768, 1, 3 },
   { 0, 768, 8, 3 },
-  { 0, 768, 32, 3 },
+  { 0, 768, 32, 4 },
   { 0, 768, 128, 4 },
   { 0, 768, 512, 4 },
   { 0, 768, 2048, 4 },
@@ -823,1211 +925,1211 @@ const Entry kEntries[] = {
   { 0, 1024, 1, 5 },
   { 0, 1024, 8, 5 },
   { 0, 1024, 32, 5 },
-  { 0, 1024, 128, 5 },
-  { 0, 1024, 512, 5 },
-  { 0, 1024, 2048, 6 },
-  { 0, 1024, 8192, 6 },
-  { 0, 1024, 32768, 6 },
-  { 0, 1536, 1, 7 },
-  { 0, 1536, 8, 7 },
-  { 0, 1536, 32, 7 },
-  { 0, 1536, 128, 7 },
-  { 0, 1536, 512, 7 },
-  { 0, 1536, 2048, 7 },
-  { 0, 1536, 8192, 7 },
-  { 0, 1536, 32768, 7 },
-  { 0, 2048, 1, 8 },
-  { 0, 2048, 8, 8 },
-  { 0, 2048, 32, 8 },
-  { 0, 2048, 128, 8 },
-  { 0, 2048, 512, 8 },
-  { 0, 2048, 2048, 8 },
-  { 0, 2048, 8192, 8 },
-  { 0, 2048, 32768, 9 },
-  { 0, 2560, 1, 10 },
-  { 0, 2560, 8, 10 },
-  { 0, 2560, 32, 10 },
-  { 0, 2560, 128, 10 },
-  { 0, 2560, 512, 10 },
-  { 0, 2560, 2048, 10 },
-  { 0, 2560, 8192, 10 },
-  { 0, 2560, 32768, 10 },
-  { 0, 3072, 1, 11 },
-  { 0, 3072, 8, 11 },
-  { 0, 3072, 32, 11 },
-  { 0, 3072, 128, 11 },
-  { 0, 3072, 512, 11 },
-  { 0, 3072, 2048, 11 },
-  { 0, 3072, 8192, 11 },
-  { 0, 3072, 32768, 11 },
-  { 0, 4096, 1, 12 },
-  { 0, 4096, 8, 12 },
-  { 0, 4096, 32, 12 },
-  { 0, 4096, 128, 12 },
-  { 0, 4096, 512, 12 },
-  { 0, 4096, 2048, 13 },
-  { 0, 4096, 8192, 13 },
-  { 0, 4096, 32768, 13 },
-  { 0, 5120, 1, 14 },
-  { 0, 5120, 8, 14 },
-  { 0, 5120, 32, 14 },
-  { 0, 5120, 128, 14 },
-  { 0, 5120, 512, 15 },
-  { 0, 5120, 2048, 14 },
-  { 0, 5120, 8192, 14 },
-  { 0, 5120, 32768, 14 },
-  { 0, 6144, 1, 16 },
-  { 0, 6144, 8, 16 },
-  { 0, 6144, 32, 16 },
-  { 0, 6144, 128, 16 },
-  { 0, 6144, 512, 16 },
-  { 0, 6144, 2048, 16 },
-  { 0, 6144, 8192, 16 },
-  { 0, 6144, 32768, 17 },
-  { 0, 7168, 1, 18 },
-  { 0, 7168, 8, 18 },
-  { 0, 7168, 32, 18 },
-  { 0, 7168, 128, 18 },
-  { 0, 7168, 512, 18 },
-  { 0, 7168, 2048, 18 },
-  { 0, 7168, 8192, 18 },
-  { 0, 7168, 32768, 18 },
-  { 0, 8192, 1, 19 },
-  { 0, 8192, 8, 19 },
-  { 0, 8192, 32, 19 },
-  { 0, 8192, 128, 20 },
-  { 0, 8192, 512, 21 },
-  { 0, 8192, 2048, 22 },
-  { 0, 8192, 8192, 23 },
-  { 0, 8192, 32768, 23 },
-  { 0, 12288, 1, 24 },
-  { 0, 12288, 8, 24 },
-  { 0, 12288, 32, 25 },
-  { 0, 12288, 128, 25 },
-  { 0, 12288, 512, 26 },
-  { 0, 12288, 2048, 27 },
-  { 0, 12288, 8192, 27 },
-  { 0, 12288, 32768, 26 },
-  { 0, 16384, 1, 28 },
-  { 0, 16384, 8, 28 },
-  { 0, 16384, 32, 28 },
-  { 0, 16384, 128, 29 },
-  { 0, 16384, 512, 30 },
-  { 0, 16384, 2048, 31 },
-  { 0, 16384, 8192, 31 },
-  { 0, 16384, 32768, 31 },
-  { 0, 32768, 1, 32 },
-  { 0, 32768, 8, 32 },
-  { 0, 32768, 32, 32 },
-  { 0, 32768, 128, 33 },
-  { 0, 32768, 512, 34 },
-  { 0, 32768, 2048, 34 },
-  { 0, 32768, 8192, 34 },
-  { 0, 32768, 32768, 34 },
-  { 0, 65536, 1, 35 },
-  { 0, 65536, 8, 35 },
-  { 0, 65536, 32, 36 },
-  { 0, 65536, 128, 37 },
-  { 0, 65536, 512, 38 },
-  { 0, 65536, 2048, 39 },
-  { 0, 65536, 8192, 39 },
-  { 0, 65536, 32768, 39 },
-  { 0, 131072, 1, 40 },
-  { 0, 131072, 8, 40 },
-  { 0, 131072, 32, 41 },
-  { 0, 131072, 128, 42 },
-  { 0, 131072, 512, 42 },
-  { 0, 131072, 2048, 41 },
-  { 0, 131072, 8192, 41 },
-  { 0, 131072, 32768, 41 },
-  { 1, 512, 1, 44 },
-  { 1, 512, 8, 45 },
-  { 1, 512, 32, 45 },
-  { 1, 512, 128, 45 },
-  { 1, 512, 512, 45 },
-  { 1, 512, 2048, 45 },
-  { 1, 512, 8192, 45 },
-  { 1, 512, 32768, 45 },
-  { 1, 768, 1, 46 },
-  { 1, 768, 8, 46 },
-  { 1, 768, 32, 46 },
-  { 1, 768, 128, 47 },
-  { 1, 768, 512, 47 },
-  { 1, 768, 2048, 47 },
-  { 1, 768, 8192, 47 },
-  { 1, 768, 32768, 47 },
-  { 1, 1024, 1, 48 },
-  { 1, 1024, 8, 48 },
-  { 1, 1024, 32, 48 },
-  { 1, 1024, 128, 48 },
-  { 1, 1024, 512, 49 },
-  { 1, 1024, 2048, 49 },
-  { 1, 1024, 8192, 49 },
-  { 1, 1024, 32768, 49 },
-  { 1, 1536, 1, 50 },
-  { 1, 1536, 8, 50 },
-  { 1, 1536, 32, 50 },
-  { 1, 1536, 128, 50 },
-  { 1, 1536, 512, 50 },
-  { 1, 1536, 2048, 50 },
-  { 1, 1536, 8192, 50 },
-  { 1, 1536, 32768, 50 },
-  { 1, 2048, 1, 51 },
-  { 1, 2048, 8, 51 },
-  { 1, 2048, 32, 51 },
-  { 1, 2048, 128, 51 },
-  { 1, 2048, 512, 51 },
-  { 1, 2048, 2048, 51 },
-  { 1, 2048, 8192, 51 },
-  { 1, 2048, 32768, 51 },
-  { 1, 2560, 1, 52 },
-  { 1, 2560, 8, 52 },
-  { 1, 2560, 32, 52 },
-  { 1, 2560, 128, 52 },
-  { 1, 2560, 512, 52 },
-  { 1, 2560, 2048, 53 },
-  { 1, 2560, 8192, 52 },
-  { 1, 2560, 32768, 52 },
-  { 1, 3072, 1, 54 },
-  { 1, 3072, 8, 54 },
-  { 1, 3072, 32, 54 },
-  { 1, 3072, 128, 54 },
-  { 1, 3072, 512, 54 },
-  { 1, 3072, 2048, 54 },
-  { 1, 3072, 8192, 54 },
-  { 1, 3072, 32768, 54 },
-  { 1, 4096, 1, 55 },
-  { 1, 4096, 8, 55 },
-  { 1, 4096, 32, 55 },
-  { 1, 4096, 128, 55 },
-  { 1, 4096, 512, 55 },
-  { 1, 4096, 2048, 56 },
-  { 1, 4096, 8192, 56 },
-  { 1, 4096, 32768, 56 },
-  { 1, 5120, 1, 57 },
-  { 1, 5120, 8, 57 },
-  { 1, 5120, 32, 57 },
-  { 1, 5120, 128, 57 },
-  { 1, 5120, 512, 58 },
-  { 1, 5120, 2048, 57 },
-  { 1, 5120, 8192, 57 },
-  { 1, 5120, 32768, 57 },
-  { 1, 6144, 1, 59 },
-  { 1, 6144, 8, 59 },
-  { 1, 6144, 32, 59 },
-  { 1, 6144, 128, 59 },
-  { 1, 6144, 512, 59 },
-  { 1, 6144, 2048, 59 },
-  { 1, 6144, 8192, 59 },
-  { 1, 6144, 32768, 60 },
-  { 1, 7168, 1, 61 },
-  { 1, 7168, 8, 61 },
-  { 1, 7168, 32, 61 },
-  { 1, 7168, 128, 62 },
-  { 1, 7168, 512, 62 },
-  { 1, 7168, 2048, 62 },
-  { 1, 7168, 8192, 62 },
-  { 1, 7168, 32768, 62 },
-  { 1, 8192, 1, 63 },
-  { 1, 8192, 8, 63 },
-  { 1, 8192, 32, 63 },
-  { 1, 8192, 128, 64 },
-  { 1, 8192, 512, 65 },
-  { 1, 8192, 2048, 66 },
-  { 1, 8192, 8192, 67 },
-  { 1, 8192, 32768, 67 },
-  { 1, 12288, 1, 68 },
-  { 1, 12288, 8, 68 },
-  { 1, 12288, 32, 68 },
-  { 1, 12288, 128, 69 },
-  { 1, 12288, 512, 69 },
-  { 1, 12288, 2048, 69 },
-  { 1, 12288, 8192, 70 },
-  { 1, 12288, 32768, 70 },
-  { 1, 16384, 1, 71 },
-  { 1, 16384, 8, 71 },
-  { 1, 16384, 32, 71 },
-  { 1, 16384, 128, 72 },
-  { 1, 16384, 512, 73 },
-  { 1, 16384, 2048, 74 },
-  { 1, 16384, 8192, 74 },
-  { 1, 16384, 32768, 74 },
-  { 1, 32768, 1, 75 },
-  { 1, 32768, 8, 75 },
-  { 1, 32768, 32, 75 },
-  { 1, 32768, 128, 76 },
-  { 1, 32768, 512, 77 },
-  { 1, 32768, 2048, 77 },
-  { 1, 32768, 8192, 77 },
-  { 1, 32768, 32768, 77 },
-  { 1, 65536, 1, 78 },
-  { 1, 65536, 8, 78 },
-  { 1, 65536, 32, 79 },
-  { 1, 65536, 128, 80 },
-  { 1, 65536, 512, 81 },
-  { 1, 65536, 2048, 82 },
-  { 1, 65536, 8192, 83 },
-  { 1, 65536, 32768, 83 },
-  { 1, 131072, 1, 84 },
-  { 1, 131072, 8, 84 },
-  { 1, 131072, 32, 85 },
-  { 1, 131072, 128, 86 },
-  { 1, 131072, 512, 85 },
-  { 1, 131072, 2048, 85 },
-  { 1, 131072, 8192, 85 },
-  { 1, 131072, 32768, 85 },
-  { 2, 512, 1, 88 },
-  { 2, 512, 8, 89 },
-  { 2, 512, 32, 89 },
-  { 2, 512, 128, 89 },
-  { 2, 512, 512, 90 },
-  { 2, 512, 2048, 90 },
-  { 2, 512, 8192, 89 },
-  { 2, 512, 32768, 90 },
-  { 2, 768, 1, 91 },
-  { 2, 768, 8, 91 },
-  { 2, 768, 32, 91 },
-  { 2, 768, 128, 91 },
-  { 2, 768, 512, 91 },
-  { 2, 768, 2048, 92 },
-  { 2, 768, 8192, 91 },
-  { 2, 768, 32768, 92 },
-  { 2, 1024, 1, 93 },
-  { 2, 1024, 8, 93 },
-  { 2, 1024, 32, 93 },
-  { 2, 1024, 128, 94 },
-  { 2, 1024, 512, 95 },
-  { 2, 1024, 2048, 93 },
-  { 2, 1024, 8192, 93 },
-  { 2, 1024, 32768, 95 },
-  { 2, 1536, 1, 96 },
-  { 2, 1536, 8, 96 },
-  { 2, 1536, 32, 96 },
-  { 2, 1536, 128, 96 },
-  { 2, 1536, 512, 96 },
-  { 2, 1536, 2048, 97 },
-  { 2, 1536, 8192, 96 },
-  { 2, 1536, 32768, 98 },
-  { 2, 2048, 1, 99 },
-  { 2, 2048, 8, 99 },
-  { 2, 2048, 32, 99 },
-  { 2, 2048, 128, 99 },
-  { 2, 2048, 512, 99 },
-  { 2, 2048, 2048, 99 },
-  { 2, 2048, 8192, 100 },
-  { 2, 2048, 32768, 100 },
-  { 2, 2560, 1, 101 },
-  { 2, 2560, 8, 101 },
-  { 2, 2560, 32, 102 },
-  { 2, 2560, 128, 102 },
-  { 2, 2560, 512, 101 },
-  { 2, 2560, 2048, 101 },
-  { 2, 2560, 8192, 102 },
-  { 2, 2560, 32768, 103 },
-  { 2, 3072, 1, 104 },
-  { 2, 3072, 8, 104 },
-  { 2, 3072, 32, 105 },
-  { 2, 3072, 128, 104 },
-  { 2, 3072, 512, 104 },
-  { 2, 3072, 2048, 104 },
-  { 2, 3072, 8192, 103 },
-  { 2, 3072, 32768, 103 },
-  { 2, 4096, 1, 106 },
-  { 2, 4096, 8, 106 },
-  { 2, 4096, 32, 106 },
-  { 2, 4096, 128, 107 },
-  { 2, 4096, 512, 108 },
-  { 2, 4096, 2048, 106 },
-  { 2, 4096, 8192, 108 },
-  { 2, 4096, 32768, 109 },
-  { 2, 5120, 1, 110 },
-  { 2, 5120, 8, 110 },
-  { 2, 5120, 32, 110 },
-  { 2, 5120, 128, 110 },
-  { 2, 5120, 512, 110 },
-  { 2, 5120, 2048, 110 },
-  { 2, 5120, 8192, 111 },
-  { 2, 5120, 32768, 111 },
-  { 2, 6144, 1, 112 },
-  { 2, 6144, 8, 112 },
-  { 2, 6144, 32, 112 },
-  { 2, 6144, 128, 112 },
-  { 2, 6144, 512, 112 },
-  { 2, 6144, 2048, 112 },
-  { 2, 6144, 8192, 113 },
-  { 2, 6144, 32768, 113 },
-  { 2, 7168, 1, 114 },
-  { 2, 7168, 8, 114 },
-  { 2, 7168, 32, 114 },
-  { 2, 7168, 128, 114 },
-  { 2, 7168, 512, 115 },
-  { 2, 7168, 2048, 115 },
-  { 2, 7168, 8192, 116 },
-  { 2, 7168, 32768, 116 },
-  { 2, 8192, 1, 117 },
-  { 2, 8192, 8, 117 },
-  { 2, 8192, 32, 117 },
-  { 2, 8192, 128, 117 },
-  { 2, 8192, 512, 118 },
-  { 2, 8192, 2048, 119 },
-  { 2, 8192, 8192, 119 },
-  { 2, 8192, 32768, 119 },
-  { 2, 12288, 1, 120 },
-  { 2, 12288, 8, 120 },
-  { 2, 12288, 32, 120 },
-  { 2, 12288, 128, 120 },
-  { 2, 12288, 512, 120 },
-  { 2, 12288, 2048, 120 },
-  { 2, 12288, 8192, 121 },
-  { 2, 12288, 32768, 121 },
-  { 2, 16384, 1, 122 },
-  { 2, 16384, 8, 122 },
-  { 2, 16384, 32, 122 },
-  { 2, 16384, 128, 122 },
-  { 2, 16384, 512, 122 },
-  { 2, 16384, 2048, 122 },
-  { 2, 16384, 8192, 123 },
-  { 2, 16384, 32768, 123 },
-  { 2, 32768, 1, 124 },
-  { 2, 32768, 8, 124 },
-  { 2, 32768, 32, 124 },
-  { 2, 32768, 128, 124 },
-  { 2, 32768, 512, 124 },
-  { 2, 32768, 2048, 124 },
-  { 2, 32768, 8192, 125 },
-  { 2, 32768, 32768, 125 },
-  { 2, 65536, 1, 126 },
-  { 2, 65536, 8, 127 },
-  { 2, 65536, 32, 126 },
-  { 2, 65536, 128, 126 },
-  { 2, 65536, 512, 127 },
-  { 2, 65536, 2048, 127 },
-  { 2, 65536, 8192, 127 },
-  { 2, 65536, 32768, 127 },
-  { 2, 131072, 1, 128 },
-  { 2, 131072, 8, 128 },
-  { 2, 131072, 32, 129 },
-  { 2, 131072, 128, 130 },
-  { 2, 131072, 512, 131 },
-  { 2, 131072, 2048, 132 },
-  { 2, 131072, 8192, 132 },
-  { 2, 131072, 32768, 132 },
-  { 3, 512, 1, 134 },
-  { 3, 512, 8, 135 },
-  { 3, 512, 32, 135 },
-  { 3, 512, 128, 135 },
-  { 3, 512, 512, 135 },
-  { 3, 512, 2048, 135 },
-  { 3, 512, 8192, 136 },
-  { 3, 512, 32768, 135 },
-  { 3, 768, 1, 137 },
-  { 3, 768, 8, 138 },
-  { 3, 768, 32, 138 },
-  { 3, 768, 128, 138 },
-  { 3, 768, 512, 138 },
-  { 3, 768, 2048, 138 },
-  { 3, 768, 8192, 138 },
-  { 3, 768, 32768, 138 },
-  { 3, 1024, 1, 139 },
-  { 3, 1024, 8, 139 },
-  { 3, 1024, 32, 139 },
-  { 3, 1024, 128, 140 },
-  { 3, 1024, 512, 140 },
-  { 3, 1024, 2048, 140 },
-  { 3, 1024, 8192, 139 },
-  { 3, 1024, 32768, 139 },
-  { 3, 1536, 1, 141 },
-  { 3, 1536, 8, 141 },
-  { 3, 1536, 32, 141 },
-  { 3, 1536, 128, 142 },
-  { 3, 1536, 512, 142 },
-  { 3, 1536, 2048, 142 },
-  { 3, 1536, 8192, 141 },
-  { 3, 1536, 32768, 141 },
-  { 3, 2048, 1, 143 },
-  { 3, 2048, 8, 143 },
-  { 3, 2048, 32, 143 },
-  { 3, 2048, 128, 143 },
-  { 3, 2048, 512, 143 },
-  { 3, 2048, 2048, 144 },
-  { 3, 2048, 8192, 143 },
-  { 3, 2048, 32768, 144 },
-  { 3, 2560, 1, 145 },
-  { 3, 2560, 8, 145 },
-  { 3, 2560, 32, 145 },
-  { 3, 2560, 128, 145 },
-  { 3, 2560, 512, 145 },
-  { 3, 2560, 2048, 146 },
-  { 3, 2560, 8192, 146 },
-  { 3, 2560, 32768, 146 },
-  { 3, 3072, 1, 147 },
-  { 3, 3072, 8, 147 },
-  { 3, 3072, 32, 147 },
-  { 3, 3072, 128, 148 },
-  { 3, 3072, 512, 147 },
-  { 3, 3072, 2048, 147 },
-  { 3, 3072, 8192, 147 },
-  { 3, 3072, 32768, 147 },
-  { 3, 4096, 1, 149 },
-  { 3, 4096, 8, 149 },
-  { 3, 4096, 32, 149 },
-  { 3, 4096, 128, 149 },
-  { 3, 4096, 512, 149 },
-  { 3, 4096, 2048, 149 },
-  { 3, 4096, 8192, 149 },
-  { 3, 4096, 32768, 149 },
-  { 3, 5120, 1, 150 },
-  { 3, 5120, 8, 150 },
-  { 3, 5120, 32, 151 },
-  { 3, 5120, 128, 150 },
-  { 3, 5120, 512, 152 },
-  { 3, 5120, 2048, 151 },
-  { 3, 5120, 8192, 151 },
-  { 3, 5120, 32768, 151 },
-  { 3, 6144, 1, 153 },
-  { 3, 6144, 8, 153 },
-  { 3, 6144, 32, 154 },
-  { 3, 6144, 128, 153 },
-  { 3, 6144, 512, 153 },
-  { 3, 6144, 2048, 154 },
-  { 3, 6144, 8192, 154 },
-  { 3, 6144, 32768, 154 },
-  { 3, 7168, 1, 155 },
-  { 3, 7168, 8, 155 },
-  { 3, 7168, 32, 155 },
-  { 3, 7168, 128, 155 },
-  { 3, 7168, 512, 156 },
-  { 3, 7168, 2048, 155 },
-  { 3, 7168, 8192, 155 },
-  { 3, 7168, 32768, 156 },
-  { 3, 8192, 1, 157 },
-  { 3, 8192, 8, 157 },
-  { 3, 8192, 32, 157 },
-  { 3, 8192, 128, 158 },
-  { 3, 8192, 512, 158 },
-  { 3, 8192, 2048, 159 },
-  { 3, 8192, 8192, 159 },
-  { 3, 8192, 32768, 160 },
-  { 3, 12288, 1, 161 },
-  { 3, 12288, 8, 161 },
-  { 3, 12288, 32, 161 },
-  { 3, 12288, 128, 162 },
-  { 3, 12288, 512, 163 },
-  { 3, 12288, 2048, 164 },
-  { 3, 12288, 8192, 164 },
-  { 3, 12288, 32768, 164 },
-  { 3, 16384, 1, 165 },
-  { 3, 16384, 8, 165 },
-  { 3, 16384, 32, 165 },
-  { 3, 16384, 128, 166 },
-  { 3, 16384, 512, 160 },
-  { 3, 16384, 2048, 160 },
-  { 3, 16384, 8192, 167 },
-  { 3, 16384, 32768, 167 },
-  { 3, 32768, 1, 168 },
-  { 3, 32768, 8, 168 },
-  { 3, 32768, 32, 169 },
-  { 3, 32768, 128, 170 },
-  { 3, 32768, 512, 169 },
-  { 3, 32768, 2048, 171 },
-  { 3, 32768, 8192, 171 },
-  { 3, 32768, 32768, 171 },
-  { 3, 65536, 1, 172 },
-  { 3, 65536, 8, 172 },
-  { 3, 65536, 32, 173 },
-  { 3, 65536, 128, 174 },
-  { 3, 65536, 512, 173 },
-  { 3, 65536, 2048, 173 },
-  { 3, 65536, 8192, 175 },
-  { 3, 65536, 32768, 175 },
-  { 3, 131072, 1, 176 },
-  { 3, 131072, 8, 176 },
-  { 3, 131072, 32, 176 },
-  { 3, 131072, 128, 177 },
-  { 3, 131072, 512, 177 },
-  { 3, 131072, 2048, 177 },
-  { 3, 131072, 8192, 177 },
-  { 3, 131072, 32768, 177 },
-  { 4, 512, 1, 179 },
-  { 4, 512, 8, 180 },
-  { 4, 512, 32, 180 },
-  { 4, 512, 128, 181 },
-  { 4, 512, 512, 181 },
-  { 4, 512, 2048, 181 },
-  { 4, 512, 8192, 180 },
-  { 4, 512, 32768, 181 },
-  { 4, 768, 1, 182 },
-  { 4, 768, 8, 182 },
-  { 4, 768, 32, 182 },
-  { 4, 768, 128, 183 },
-  { 4, 768, 512, 183 },
-  { 4, 768, 2048, 184 },
-  { 4, 768, 8192, 184 },
-  { 4, 768, 32768, 183 },
-  { 4, 1024, 1, 185 },
-  { 4, 1024, 8, 185 },
-  { 4, 1024, 32, 185 },
-  { 4, 1024, 128, 185 },
-  { 4, 1024, 512, 185 },
-  { 4, 1024, 2048, 185 },
-  { 4, 1024, 8192, 185 },
-  { 4, 1024, 32768, 185 },
-  { 4, 1536, 1, 186 },
-  { 4, 1536, 8, 186 },
-  { 4, 1536, 32, 186 },
-  { 4, 1536, 128, 186 },
-  { 4, 1536, 512, 186 },
-  { 4, 1536, 2048, 187 },
-  { 4, 1536, 8192, 187 },
-  { 4, 1536, 32768, 187 },
-  { 4, 2048, 1, 188 },
-  { 4, 2048, 8, 188 },
-  { 4, 2048, 32, 188 },
-  { 4, 2048, 128, 188 },
-  { 4, 2048, 512, 188 },
-  { 4, 2048, 2048, 188 },
-  { 4, 2048, 8192, 188 },
-  { 4, 2048, 32768, 188 },
-  { 4, 2560, 1, 189 },
-  { 4, 2560, 8, 189 },
-  { 4, 2560, 32, 189 },
-  { 4, 2560, 128, 189 },
-  { 4, 2560, 512, 189 },
-  { 4, 2560, 2048, 190 },
-  { 4, 2560, 8192, 190 },
-  { 4, 2560, 32768, 190 },
-  { 4, 3072, 1, 191 },
-  { 4, 3072, 8, 191 },
-  { 4, 3072, 32, 192 },
-  { 4, 3072, 128, 192 },
-  { 4, 3072, 512, 191 },
-  { 4, 3072, 2048, 191 },
-  { 4, 3072, 8192, 191 },
-  { 4, 3072, 32768, 191 },
-  { 4, 4096, 1, 193 },
-  { 4, 4096, 8, 193 },
-  { 4, 4096, 32, 193 },
-  { 4, 4096, 128, 193 },
-  { 4, 4096, 512, 193 },
-  { 4, 4096, 2048, 193 },
-  { 4, 4096, 8192, 193 },
-  { 4, 4096, 32768, 193 },
-  { 4, 5120, 1, 194 },
-  { 4, 5120, 8, 194 },
-  { 4, 5120, 32, 194 },
-  { 4, 5120, 128, 194 },
-  { 4, 5120, 512, 195 },
-  { 4, 5120, 2048, 195 },
-  { 4, 5120, 8192, 195 },
-  { 4, 5120, 32768, 195 },
-  { 4, 6144, 1, 196 },
-  { 4, 6144, 8, 196 },
-  { 4, 6144, 32, 196 },
-  { 4, 6144, 128, 196 },
-  { 4, 6144, 512, 196 },
-  { 4, 6144, 2048, 196 },
-  { 4, 6144, 8192, 196 },
-  { 4, 6144, 32768, 196 },
-  { 4, 7168, 1, 197 },
-  { 4, 7168, 8, 197 },
-  { 4, 7168, 32, 197 },
-  { 4, 7168, 128, 198 },
-  { 4, 7168, 512, 199 },
-  { 4, 7168, 2048, 198 },
-  { 4, 7168, 8192, 198 },
-  { 4, 7168, 32768, 198 },
-  { 4, 8192, 1, 200 },
-  { 4, 8192, 8, 200 },
-  { 4, 8192, 32, 200 },
-  { 4, 8192, 128, 201 },
-  { 4, 8192, 512, 202 },
-  { 4, 8192, 2048, 201 },
-  { 4, 8192, 8192, 201 },
-  { 4, 8192, 32768, 201 },
-  { 4, 12288, 1, 203 },
-  { 4, 12288, 8, 203 },
-  { 4, 12288, 32, 203 },
-  { 4, 12288, 128, 204 },
-  { 4, 12288, 512, 204 },
-  { 4, 12288, 2048, 204 },
-  { 4, 12288, 8192, 204 },
-  { 4, 12288, 32768, 204 },
-  { 4, 16384, 1, 205 },
-  { 4, 16384, 8, 205 },
-  { 4, 16384, 32, 205 },
-  { 4, 16384, 128, 206 },
-  { 4, 16384, 512, 206 },
-  { 4, 16384, 2048, 206 },
-  { 4, 16384, 8192, 207 },
-  { 4, 16384, 32768, 207 },
-  { 4, 32768, 1, 208 },
-  { 4, 32768, 8, 208 },
-  { 4, 32768, 32, 209 },
-  { 4, 32768, 128, 209 },
-  { 4, 32768, 512, 209 },
-  { 4, 32768, 2048, 210 },
-  { 4, 32768, 8192, 210 },
-  { 4, 32768, 32768, 210 },
-  { 4, 65536, 1, 211 },
-  { 4, 65536, 8, 211 },
-  { 4, 65536, 32, 212 },
-  { 4, 65536, 128, 213 },
-  { 4, 65536, 512, 213 },
-  { 4, 65536, 2048, 213 },
-  { 4, 65536, 8192, 213 },
-  { 4, 65536, 32768, 213 },
-  { 4, 131072, 1, 214 },
-  { 4, 131072, 8, 214 },
-  { 4, 131072, 32, 214 },
-  { 4, 131072, 128, 215 },
-  { 4, 131072, 512, 215 },
-  { 4, 131072, 2048, 215 },
-  { 4, 131072, 8192, 215 },
-  { 4, 131072, 32768, 215 },
-  { 5, 512, 1, 217 },
-  { 5, 512, 8, 218 },
-  { 5, 512, 32, 218 },
-  { 5, 512, 128, 218 },
-  { 5, 512, 512, 218 },
-  { 5, 512, 2048, 218 },
-  { 5, 512, 8192, 219 },
-  { 5, 512, 32768, 218 },
-  { 5, 768, 1, 220 },
-  { 5, 768, 8, 221 },
-  { 5, 768, 32, 221 },
-  { 5, 768, 128, 221 },
-  { 5, 768, 512, 221 },
-  { 5, 768, 2048, 221 },
-  { 5, 768, 8192, 222 },
-  { 5, 768, 32768, 222 },
-  { 5, 1024, 1, 223 },
-  { 5, 1024, 8, 223 },
-  { 5, 1024, 32, 223 },
-  { 5, 1024, 128, 224 },
-  { 5, 1024, 512, 224 },
-  { 5, 1024, 2048, 224 },
-  { 5, 1024, 8192, 223 },
-  { 5, 1024, 32768, 223 },
-  { 5, 1536, 1, 225 },
-  { 5, 1536, 8, 225 },
-  { 5, 1536, 32, 226 },
-  { 5, 1536, 128, 227 },
-  { 5, 1536, 512, 227 },
-  { 5, 1536, 2048, 226 },
-  { 5, 1536, 8192, 225 },
-  { 5, 1536, 32768, 225 },
-  { 5, 2048, 1, 228 },
-  { 5, 2048, 8, 228 },
-  { 5, 2048, 32, 228 },
-  { 5, 2048, 128, 229 },
-  { 5, 2048, 512, 228 },
-  { 5, 2048, 2048, 229 },
-  { 5, 2048, 8192, 229 },
-  { 5, 2048, 32768, 228 },
-  { 5, 2560, 1, 230 },
-  { 5, 2560, 8, 230 },
-  { 5, 2560, 32, 230 },
-  { 5, 2560, 128, 231 },
-  { 5, 2560, 512, 230 },
-  { 5, 2560, 2048, 232 },
-  { 5, 2560, 8192, 232 },
-  { 5, 2560, 32768, 232 },
-  { 5, 3072, 1, 233 },
-  { 5, 3072, 8, 233 },
-  { 5, 3072, 32, 233 },
-  { 5, 3072, 128, 234 },
-  { 5, 3072, 512, 233 },
-  { 5, 3072, 2048, 233 },
-  { 5, 3072, 8192, 233 },
-  { 5, 3072, 32768, 233 },
-  { 5, 4096, 1, 235 },
-  { 5, 4096, 8, 235 },
-  { 5, 4096, 32, 235 },
-  { 5, 4096, 128, 235 },
-  { 5, 4096, 512, 235 },
-  { 5, 4096, 2048, 236 },
-  { 5, 4096, 8192, 236 },
-  { 5, 4096, 32768, 235 },
-  { 5, 5120, 1, 237 },
-  { 5, 5120, 8, 237 },
-  { 5, 5120, 32, 237 },
-  { 5, 5120, 128, 237 },
-  { 5, 5120, 512, 238 },
-  { 5, 5120, 2048, 239 },
-  { 5, 5120, 8192, 239 },
-  { 5, 5120, 32768, 238 },
-  { 5, 6144, 1, 240 },
-  { 5, 6144, 8, 240 },
-  { 5, 6144, 32, 240 },
-  { 5, 6144, 128, 241 },
-  { 5, 6144, 512, 240 },
-  { 5, 6144, 2048, 241 },
-  { 5, 6144, 8192, 241 },
-  { 5, 6144, 32768, 241 },
-  { 5, 7168, 1, 242 },
-  { 5, 7168, 8, 242 },
-  { 5, 7168, 32, 242 },
-  { 5, 7168, 128, 242 },
-  { 5, 7168, 512, 243 },
-  { 5, 7168, 2048, 242 },
-  { 5, 7168, 8192, 242 },
-  { 5, 7168, 32768, 243 },
-  { 5, 8192, 1, 244 },
-  { 5, 8192, 8, 244 },
-  { 5, 8192, 32, 245 },
-  { 5, 8192, 128, 245 },
-  { 5, 8192, 512, 246 },
-  { 5, 8192, 2048, 246 },
-  { 5, 8192, 8192, 246 },
-  { 5, 8192, 32768, 246 },
-  { 5, 12288, 1, 247 },
-  { 5, 12288, 8, 247 },
-  { 5, 12288, 32, 247 },
-  { 5, 12288, 128, 248 },
-  { 5, 12288, 512, 249 },
-  { 5, 12288, 2048, 250 },
-  { 5, 12288, 8192, 250 },
-  { 5, 12288, 32768, 250 },
-  { 5, 16384, 1, 251 },
-  { 5, 16384, 8, 251 },
-  { 5, 16384, 32, 251 },
-  { 5, 16384, 128, 252 },
-  { 5, 16384, 512, 253 },
-  { 5, 16384, 2048, 254 },
-  { 5, 16384, 8192, 254 },
-  { 5, 16384, 32768, 254 },
-  { 5, 32768, 1, 255 },
-  { 5, 32768, 8, 255 },
-  { 5, 32768, 32, 255 },
-  { 5, 32768, 128, 256 },
-  { 5, 32768, 512, 256 },
-  { 5, 32768, 2048, 257 },
-  { 5, 32768, 8192, 257 },
-  { 5, 32768, 32768, 257 },
-  { 5, 65536, 1, 258 },
-  { 5, 65536, 8, 258 },
-  { 5, 65536, 32, 259 },
-  { 5, 65536, 128, 260 },
-  { 5, 65536, 512, 259 },
-  { 5, 65536, 2048, 259 },
-  { 5, 65536, 8192, 261 },
-  { 5, 65536, 32768, 261 },
-  { 5, 131072, 1, 262 },
-  { 5, 131072, 8, 262 },
-  { 5, 131072, 32, 262 },
-  { 5, 131072, 128, 263 },
-  { 5, 131072, 512, 263 },
-  { 5, 131072, 2048, 264 },
-  { 5, 131072, 8192, 263 },
-  { 5, 131072, 32768, 264 },
-  { 6, 512, 1, 266 },
-  { 6, 512, 8, 267 },
-  { 6, 512, 32, 266 },
-  { 6, 512, 128, 267 },
-  { 6, 512, 512, 267 },
-  { 6, 512, 2048, 267 },
-  { 6, 512, 8192, 268 },
-  { 6, 512, 32768, 267 },
-  { 6, 768, 1, 269 },
-  { 6, 768, 8, 269 },
-  { 6, 768, 32, 269 },
-  { 6, 768, 128, 270 },
-  { 6, 768, 512, 269 },
-  { 6, 768, 2048, 270 },
-  { 6, 768, 8192, 270 },
-  { 6, 768, 32768, 269 },
-  { 6, 1024, 1, 271 },
-  { 6, 1024, 8, 271 },
-  { 6, 1024, 32, 271 },
-  { 6, 1024, 128, 272 },
-  { 6, 1024, 512, 271 },
-  { 6, 1024, 2048, 272 },
-  { 6, 1024, 8192, 272 },
-  { 6, 1024, 32768, 272 },
-  { 6, 1536, 1, 273 },
-  { 6, 1536, 8, 273 },
-  { 6, 1536, 32, 273 },
-  { 6, 1536, 128, 273 },
-  { 6, 1536, 512, 273 },
-  { 6, 1536, 2048, 274 },
-  { 6, 1536, 8192, 274 },
-  { 6, 1536, 32768, 273 },
-  { 6, 2048, 1, 275 },
-  { 6, 2048, 8, 275 },
-  { 6, 2048, 32, 275 },
-  { 6, 2048, 128, 275 },
-  { 6, 2048, 512, 275 },
-  { 6, 2048, 2048, 276 },
-  { 6, 2048, 8192, 275 },
-  { 6, 2048, 32768, 275 },
-  { 6, 2560, 1, 277 },
-  { 6, 2560, 8, 277 },
-  { 6, 2560, 32, 277 },
-  { 6, 2560, 128, 278 },
-  { 6, 2560, 512, 279 },
-  { 6, 2560, 2048, 279 },
-  { 6, 2560, 8192, 279 },
-  { 6, 2560, 32768, 279 },
-  { 6, 3072, 1, 280 },
-  { 6, 3072, 8, 280 },
-  { 6, 3072, 32, 280 },
-  { 6, 3072, 128, 280 },
-  { 6, 3072, 512, 280 },
-  { 6, 3072, 2048, 280 },
-  { 6, 3072, 8192, 280 },
-  { 6, 3072, 32768, 280 },
-  { 6, 4096, 1, 281 },
-  { 6, 4096, 8, 281 },
-  { 6, 4096, 32, 281 },
-  { 6, 4096, 128, 281 },
-  { 6, 4096, 512, 281 },
-  { 6, 4096, 2048, 281 },
-  { 6, 4096, 8192, 281 },
-  { 6, 4096, 32768, 281 },
-  { 6, 5120, 1, 282 },
-  { 6, 5120, 8, 282 },
-  { 6, 5120, 32, 282 },
-  { 6, 5120, 128, 282 },
-  { 6, 5120, 512, 283 },
-  { 6, 5120, 2048, 283 },
-  { 6, 5120, 8192, 282 },
-  { 6, 5120, 32768, 282 },
-  { 6, 6144, 1, 284 },
-  { 6, 6144, 8, 284 },
-  { 6, 6144, 32, 284 },
-  { 6, 6144, 128, 284 },
-  { 6, 6144, 512, 284 },
-  { 6, 6144, 2048, 284 },
-  { 6, 6144, 8192, 284 },
-  { 6, 6144, 32768, 284 },
-  { 6, 7168, 1, 285 },
-  { 6, 7168, 8, 285 },
-  { 6, 7168, 32, 285 },
-  { 6, 7168, 128, 286 },
-  { 6, 7168, 512, 287 },
-  { 6, 7168, 2048, 286 },
-  { 6, 7168, 8192, 286 },
-  { 6, 7168, 32768, 286 },
-  { 6, 8192, 1, 288 },
-  { 6, 8192, 8, 288 },
-  { 6, 8192, 32, 288 },
-  { 6, 8192, 128, 289 },
-  { 6, 8192, 512, 290 },
-  { 6, 8192, 2048, 289 },
-  { 6, 8192, 8192, 289 },
-  { 6, 8192, 32768, 289 },
-  { 6, 12288, 1, 291 },
-  { 6, 12288, 8, 291 },
-  { 6, 12288, 32, 291 },
-  { 6, 12288, 128, 292 },
-  { 6, 12288, 512, 293 },
-  { 6, 12288, 2048, 292 },
-  { 6, 12288, 8192, 292 },
-  { 6, 12288, 32768, 292 },
-  { 6, 16384, 1, 294 },
-  { 6, 16384, 8, 294 },
-  { 6, 16384, 32, 294 },
-  { 6, 16384, 128, 295 },
-  { 6, 16384, 512, 294 },
-  { 6, 16384, 2048, 295 },
-  { 6, 16384, 8192, 295 },
-  { 6, 16384, 32768, 295 },
-  { 6, 32768, 1, 296 },
-  { 6, 32768, 8, 296 },
-  { 6, 32768, 32, 297 },
-  { 6, 32768, 128, 298 },
-  { 6, 32768, 512, 297 },
-  { 6, 32768, 2048, 299 },
-  { 6, 32768, 8192, 299 },
-  { 6, 32768, 32768, 298 },
-  { 6, 65536, 1, 300 },
-  { 6, 65536, 8, 300 },
-  { 6, 65536, 32, 301 },
-  { 6, 65536, 128, 301 },
-  { 6, 65536, 512, 301 },
-  { 6, 65536, 2048, 301 },
-  { 6, 65536, 8192, 301 },
-  { 6, 65536, 32768, 301 },
-  { 6, 131072, 1, 302 },
-  { 6, 131072, 8, 302 },
-  { 6, 131072, 32, 302 },
-  { 6, 131072, 128, 302 },
-  { 6, 131072, 512, 302 },
-  { 6, 131072, 2048, 302 },
-  { 6, 131072, 8192, 302 },
-  { 6, 131072, 32768, 302 },
-  { 7, 512, 1, 304 },
-  { 7, 512, 8, 305 },
-  { 7, 512, 32, 305 },
-  { 7, 512, 128, 305 },
-  { 7, 512, 512, 306 },
-  { 7, 512, 2048, 306 },
-  { 7, 512, 8192, 307 },
-  { 7, 512, 32768, 306 },
-  { 7, 768, 1, 308 },
-  { 7, 768, 8, 308 },
-  { 7, 768, 32, 308 },
-  { 7, 768, 128, 309 },
-  { 7, 768, 512, 308 },
-  { 7, 768, 2048, 310 },
-  { 7, 768, 8192, 309 },
-  { 7, 768, 32768, 310 },
-  { 7, 1024, 1, 311 },
-  { 7, 1024, 8, 311 },
-  { 7, 1024, 32, 311 },
-  { 7, 1024, 128, 312 },
-  { 7, 1024, 512, 311 },
-  { 7, 1024, 2048, 310 },
-  { 7, 1024, 8192, 311 },
-  { 7, 1024, 32768, 312 },
-  { 7, 1536, 1, 313 },
-  { 7, 1536, 8, 313 },
-  { 7, 1536, 32, 313 },
-  { 7, 1536, 128, 313 },
-  { 7, 1536, 512, 313 },
-  { 7, 1536, 2048, 313 },
-  { 7, 1536, 8192, 313 },
-  { 7, 1536, 32768, 314 },
-  { 7, 2048, 1, 315 },
-  { 7, 2048, 8, 315 },
-  { 7, 2048, 32, 315 },
-  { 7, 2048, 128, 315 },
-  { 7, 2048, 512, 315 },
-  { 7, 2048, 2048, 316 },
-  { 7, 2048, 8192, 317 },
-  { 7, 2048, 32768, 314 },
-  { 7, 2560, 1, 318 },
-  { 7, 2560, 8, 318 },
-  { 7, 2560, 32, 318 },
-  { 7, 2560, 128, 318 },
-  { 7, 2560, 512, 318 },
-  { 7, 2560, 2048, 318 },
-  { 7, 2560, 8192, 317 },
-  { 7, 2560, 32768, 317 },
-  { 7, 3072, 1, 319 },
-  { 7, 3072, 8, 319 },
-  { 7, 3072, 32, 319 },
-  { 7, 3072, 128, 319 },
-  { 7, 3072, 512, 319 },
-  { 7, 3072, 2048, 319 },
-  { 7, 3072, 8192, 317 },
-  { 7, 3072, 32768, 320 },
-  { 7, 4096, 1, 321 },
-  { 7, 4096, 8, 321 },
-  { 7, 4096, 32, 321 },
-  { 7, 4096, 128, 321 },
-  { 7, 4096, 512, 322 },
-  { 7, 4096, 2048, 322 },
-  { 7, 4096, 8192, 322 },
-  { 7, 4096, 32768, 320 },
-  { 7, 5120, 1, 323 },
-  { 7, 5120, 8, 323 },
-  { 7, 5120, 32, 323 },
-  { 7, 5120, 128, 323 },
-  { 7, 5120, 512, 323 },
-  { 7, 5120, 2048, 324 },
-  { 7, 5120, 8192, 324 },
-  { 7, 5120, 32768, 320 },
-  { 7, 6144, 1, 325 },
-  { 7, 6144, 8, 325 },
-  { 7, 6144, 32, 325 },
-  { 7, 6144, 128, 326 },
-  { 7, 6144, 512, 326 },
-  { 7, 6144, 2048, 325 },
-  { 7, 6144, 8192, 320 },
-  { 7, 6144, 32768, 320 },
-  { 7, 7168, 1, 327 },
-  { 7, 7168, 8, 327 },
-  { 7, 7168, 32, 327 },
-  { 7, 7168, 128, 328 },
-  { 7, 7168, 512, 327 },
-  { 7, 7168, 2048, 329 },
-  { 7, 7168, 8192, 329 },
-  { 7, 7168, 32768, 329 },
-  { 7, 8192, 1, 330 },
-  { 7, 8192, 8, 330 },
-  { 7, 8192, 32, 330 },
-  { 7, 8192, 128, 330 },
-  { 7, 8192, 512, 330 },
-  { 7, 8192, 2048, 331 },
-  { 7, 8192, 8192, 332 },
-  { 7, 8192, 32768, 332 },
-  { 7, 12288, 1, 333 },
-  { 7, 12288, 8, 333 },
-  { 7, 12288, 32, 333 },
-  { 7, 12288, 128, 333 },
-  { 7, 12288, 512, 333 },
-  { 7, 12288, 2048, 333 },
-  { 7, 12288, 8192, 332 },
-  { 7, 12288, 32768, 332 },
-  { 7, 16384, 1, 334 },
-  { 7, 16384, 8, 334 },
-  { 7, 16384, 32, 334 },
-  { 7, 16384, 128, 334 },
-  { 7, 16384, 512, 334 },
-  { 7, 16384, 2048, 335 },
-  { 7, 16384, 8192, 332 },
-  { 7, 16384, 32768, 332 },
-  { 7, 32768, 1, 336 },
-  { 7, 32768, 8, 336 },
-  { 7, 32768, 32, 336 },
-  { 7, 32768, 128, 336 },
-  { 7, 32768, 512, 336 },
-  { 7, 32768, 2048, 337 },
-  { 7, 32768, 8192, 337 },
-  { 7, 32768, 32768, 337 },
-  { 7, 65536, 1, 338 },
-  { 7, 65536, 8, 338 },
-  { 7, 65536, 32, 339 },
-  { 7, 65536, 128, 338 },
-  { 7, 65536, 512, 340 },
-  { 7, 65536, 2048, 340 },
-  { 7, 65536, 8192, 340 },
-  { 7, 65536, 32768, 340 },
-  { 7, 131072, 1, 341 },
-  { 7, 131072, 8, 341 },
-  { 7, 131072, 32, 341 },
-  { 7, 131072, 128, 342 },
-  { 7, 131072, 512, 342 },
-  { 7, 131072, 2048, 341 },
-  { 7, 131072, 8192, 341 },
-  { 7, 131072, 32768, 341 },
-  { 8, 512, 1, 344 },
-  { 8, 512, 8, 344 },
-  { 8, 512, 32, 344 },
-  { 8, 512, 128, 345 },
-  { 8, 512, 512, 344 },
-  { 8, 512, 2048, 345 },
-  { 8, 512, 8192, 344 },
-  { 8, 512, 32768, 345 },
-  { 8, 768, 1, 346 },
-  { 8, 768, 8, 346 },
-  { 8, 768, 32, 346 },
-  { 8, 768, 128, 346 },
-  { 8, 768, 512, 346 },
-  { 8, 768, 2048, 347 },
-  { 8, 768, 8192, 348 },
-  { 8, 768, 32768, 347 },
-  { 8, 1024, 1, 349 },
-  { 8, 1024, 8, 349 },
-  { 8, 1024, 32, 349 },
-  { 8, 1024, 128, 349 },
-  { 8, 1024, 512, 349 },
-  { 8, 1024, 2048, 349 },
-  { 8, 1024, 8192, 348 },
-  { 8, 1024, 32768, 348 },
-  { 8, 1536, 1, 350 },
-  { 8, 1536, 8, 350 },
-  { 8, 1536, 32, 350 },
-  { 8, 1536, 128, 350 },
-  { 8, 1536, 512, 351 },
-  { 8, 1536, 2048, 350 },
-  { 8, 1536, 8192, 351 },
-  { 8, 1536, 32768, 351 },
-  { 8, 2048, 1, 352 },
-  { 8, 2048, 8, 352 },
-  { 8, 2048, 32, 352 },
-  { 8, 2048, 128, 352 },
-  { 8, 2048, 512, 353 },
-  { 8, 2048, 2048, 352 },
-  { 8, 2048, 8192, 354 },
-  { 8, 2048, 32768, 354 },
-  { 8, 2560, 1, 355 },
-  { 8, 2560, 8, 355 },
-  { 8, 2560, 32, 355 },
-  { 8, 2560, 128, 355 },
-  { 8, 2560, 512, 356 },
-  { 8, 2560, 2048, 354 },
-  { 8, 2560, 8192, 354 },
-  { 8, 2560, 32768, 356 },
-  { 8, 3072, 1, 357 },
-  { 8, 3072, 8, 357 },
-  { 8, 3072, 32, 357 },
-  { 8, 3072, 128, 357 },
-  { 8, 3072, 512, 356 },
-  { 8, 3072, 2048, 357 },
-  { 8, 3072, 8192, 356 },
-  { 8, 3072, 32768, 354 },
-  { 8, 4096, 1, 358 },
-  { 8, 4096, 8, 358 },
-  { 8, 4096, 32, 359 },
-  { 8, 4096, 128, 359 },
-  { 8, 4096, 512, 358 },
-  { 8, 4096, 2048, 359 },
-  { 8, 4096, 8192, 360 },
-  { 8, 4096, 32768, 360 },
-  { 8, 5120, 1, 361 },
-  { 8, 5120, 8, 362 },
-  { 8, 5120, 32, 363 },
-  { 8, 5120, 128, 363 },
-  { 8, 5120, 512, 361 },
-  { 8, 5120, 2048, 360 },
-  { 8, 5120, 8192, 360 },
-  { 8, 5120, 32768, 360 },
-  { 8, 6144, 1, 364 },
-  { 8, 6144, 8, 364 },
-  { 8, 6144, 32, 364 },
-  { 8, 6144, 128, 364 },
-  { 8, 6144, 512, 364 },
-  { 8, 6144, 2048, 360 },
-  { 8, 6144, 8192, 360 },
-  { 8, 6144, 32768, 360 },
-  { 8, 7168, 1, 365 },
-  { 8, 7168, 8, 365 },
-  { 8, 7168, 32, 365 },
-  { 8, 7168, 128, 366 },
-  { 8, 7168, 512, 354 },
-  { 8, 7168, 2048, 360 },
-  { 8, 7168, 8192, 360 },
-  { 8, 7168, 32768, 360 },
-  { 8, 8192, 1, 367 },
-  { 8, 8192, 8, 367 },
-  { 8, 8192, 32, 367 },
-  { 8, 8192, 128, 367 },
-  { 8, 8192, 512, 367 },
-  { 8, 8192, 2048, 368 },
-  { 8, 8192, 8192, 368 },
-  { 8, 8192, 32768, 368 },
-  { 8, 12288, 1, 369 },
-  { 8, 12288, 8, 369 },
-  { 8, 12288, 32, 369 },
-  { 8, 12288, 128, 369 },
-  { 8, 12288, 512, 369 },
-  { 8, 12288, 2048, 360 },
-  { 8, 12288, 8192, 360 },
-  { 8, 12288, 32768, 360 },
-  { 8, 16384, 1, 370 },
-  { 8, 16384, 8, 370 },
-  { 8, 16384, 32, 370 },
-  { 8, 16384, 128, 370 },
-  { 8, 16384, 512, 371 },
-  { 8, 16384, 2048, 371 },
-  { 8, 16384, 8192, 371 },
-  { 8, 16384, 32768, 371 },
-  { 8, 32768, 1, 372 },
-  { 8, 32768, 8, 372 },
-  { 8, 32768, 32, 373 },
-  { 8, 32768, 128, 372 },
-  { 8, 32768, 512, 374 },
-  { 8, 32768, 2048, 374 },
-  { 8, 32768, 8192, 360 },
-  { 8, 32768, 32768, 360 },
-  { 8, 65536, 1, 375 },
-  { 8, 65536, 8, 376 },
-  { 8, 65536, 32, 376 },
-  { 8, 65536, 128, 376 },
-  { 8, 65536, 512, 376 },
-  { 8, 65536, 2048, 375 },
-  { 8, 65536, 8192, 375 },
-  { 8, 65536, 32768, 375 },
-  { 8, 131072, 1, 377 },
-  { 8, 131072, 8, 377 },
-  { 8, 131072, 32, 377 },
-  { 8, 131072, 128, 377 },
-  { 8, 131072, 512, 377 },
-  { 8, 131072, 2048, 377 },
-  { 8, 131072, 8192, 377 },
-  { 8, 131072, 32768, 377 },
+  { 0, 1024, 128, 6 },
+  { 0, 1024, 512, 7 },
+  { 0, 1024, 2048, 7 },
+  { 0, 1024, 8192, 7 },
+  { 0, 1024, 32768, 7 },
+  { 0, 1536, 1, 8 },
+  { 0, 1536, 8, 9 },
+  { 0, 1536, 32, 9 },
+  { 0, 1536, 128, 8 },
+  { 0, 1536, 512, 9 },
+  { 0, 1536, 2048, 9 },
+  { 0, 1536, 8192, 9 },
+  { 0, 1536, 32768, 9 },
+  { 0, 2048, 1, 10 },
+  { 0, 2048, 8, 10 },
+  { 0, 2048, 32, 10 },
+  { 0, 2048, 128, 10 },
+  { 0, 2048, 512, 11 },
+  { 0, 2048, 2048, 11 },
+  { 0, 2048, 8192, 11 },
+  { 0, 2048, 32768, 12 },
+  { 0, 2560, 1, 13 },
+  { 0, 2560, 8, 13 },
+  { 0, 2560, 32, 13 },
+  { 0, 2560, 128, 13 },
+  { 0, 2560, 512, 14 },
+  { 0, 2560, 2048, 14 },
+  { 0, 2560, 8192, 14 },
+  { 0, 2560, 32768, 14 },
+  { 0, 3072, 1, 15 },
+  { 0, 3072, 8, 15 },
+  { 0, 3072, 32, 15 },
+  { 0, 3072, 128, 15 },
+  { 0, 3072, 512, 15 },
+  { 0, 3072, 2048, 15 },
+  { 0, 3072, 8192, 15 },
+  { 0, 3072, 32768, 15 },
+  { 0, 4096, 1, 16 },
+  { 0, 4096, 8, 16 },
+  { 0, 4096, 32, 16 },
+  { 0, 4096, 128, 16 },
+  { 0, 4096, 512, 16 },
+  { 0, 4096, 2048, 17 },
+  { 0, 4096, 8192, 17 },
+  { 0, 4096, 32768, 17 },
+  { 0, 5120, 1, 18 },
+  { 0, 5120, 8, 18 },
+  { 0, 5120, 32, 19 },
+  { 0, 5120, 128, 19 },
+  { 0, 5120, 512, 20 },
+  { 0, 5120, 2048, 18 },
+  { 0, 5120, 8192, 18 },
+  { 0, 5120, 32768, 18 },
+  { 0, 6144, 1, 21 },
+  { 0, 6144, 8, 21 },
+  { 0, 6144, 32, 21 },
+  { 0, 6144, 128, 21 },
+  { 0, 6144, 512, 21 },
+  { 0, 6144, 2048, 21 },
+  { 0, 6144, 8192, 21 },
+  { 0, 6144, 32768, 22 },
+  { 0, 7168, 1, 23 },
+  { 0, 7168, 8, 23 },
+  { 0, 7168, 32, 23 },
+  { 0, 7168, 128, 23 },
+  { 0, 7168, 512, 23 },
+  { 0, 7168, 2048, 23 },
+  { 0, 7168, 8192, 23 },
+  { 0, 7168, 32768, 23 },
+  { 0, 8192, 1, 24 },
+  { 0, 8192, 8, 24 },
+  { 0, 8192, 32, 24 },
+  { 0, 8192, 128, 24 },
+  { 0, 8192, 512, 25 },
+  { 0, 8192, 2048, 26 },
+  { 0, 8192, 8192, 27 },
+  { 0, 8192, 32768, 27 },
+  { 0, 12288, 1, 28 },
+  { 0, 12288, 8, 28 },
+  { 0, 12288, 32, 28 },
+  { 0, 12288, 128, 28 },
+  { 0, 12288, 512, 29 },
+  { 0, 12288, 2048, 29 },
+  { 0, 12288, 8192, 29 },
+  { 0, 12288, 32768, 29 },
+  { 0, 16384, 1, 30 },
+  { 0, 16384, 8, 30 },
+  { 0, 16384, 32, 30 },
+  { 0, 16384, 128, 31 },
+  { 0, 16384, 512, 32 },
+  { 0, 16384, 2048, 33 },
+  { 0, 16384, 8192, 33 },
+  { 0, 16384, 32768, 33 },
+  { 0, 32768, 1, 34 },
+  { 0, 32768, 8, 34 },
+  { 0, 32768, 32, 34 },
+  { 0, 32768, 128, 35 },
+  { 0, 32768, 512, 36 },
+  { 0, 32768, 2048, 36 },
+  { 0, 32768, 8192, 36 },
+  { 0, 32768, 32768, 36 },
+  { 0, 65536, 1, 37 },
+  { 0, 65536, 8, 37 },
+  { 0, 65536, 32, 38 },
+  { 0, 65536, 128, 39 },
+  { 0, 65536, 512, 40 },
+  { 0, 65536, 2048, 40 },
+  { 0, 65536, 8192, 40 },
+  { 0, 65536, 32768, 40 },
+  { 0, 131072, 1, 41 },
+  { 0, 131072, 8, 41 },
+  { 0, 131072, 32, 42 },
+  { 0, 131072, 128, 43 },
+  { 0, 131072, 512, 44 },
+  { 0, 131072, 2048, 44 },
+  { 0, 131072, 8192, 44 },
+  { 0, 131072, 32768, 44 },
+  { 1, 512, 1, 46 },
+  { 1, 512, 8, 47 },
+  { 1, 512, 32, 47 },
+  { 1, 512, 128, 47 },
+  { 1, 512, 512, 48 },
+  { 1, 512, 2048, 48 },
+  { 1, 512, 8192, 49 },
+  { 1, 512, 32768, 49 },
+  { 1, 768, 1, 50 },
+  { 1, 768, 8, 50 },
+  { 1, 768, 32, 50 },
+  { 1, 768, 128, 51 },
+  { 1, 768, 512, 52 },
+  { 1, 768, 2048, 52 },
+  { 1, 768, 8192, 52 },
+  { 1, 768, 32768, 52 },
+  { 1, 1024, 1, 53 },
+  { 1, 1024, 8, 53 },
+  { 1, 1024, 32, 53 },
+  { 1, 1024, 128, 53 },
+  { 1, 1024, 512, 54 },
+  { 1, 1024, 2048, 54 },
+  { 1, 1024, 8192, 54 },
+  { 1, 1024, 32768, 54 },
+  { 1, 1536, 1, 55 },
+  { 1, 1536, 8, 55 },
+  { 1, 1536, 32, 55 },
+  { 1, 1536, 128, 56 },
+  { 1, 1536, 512, 57 },
+  { 1, 1536, 2048, 57 },
+  { 1, 1536, 8192, 57 },
+  { 1, 1536, 32768, 57 },
+  { 1, 2048, 1, 58 },
+  { 1, 2048, 8, 58 },
+  { 1, 2048, 32, 58 },
+  { 1, 2048, 128, 58 },
+  { 1, 2048, 512, 59 },
+  { 1, 2048, 2048, 59 },
+  { 1, 2048, 8192, 59 },
+  { 1, 2048, 32768, 60 },
+  { 1, 2560, 1, 61 },
+  { 1, 2560, 8, 61 },
+  { 1, 2560, 32, 61 },
+  { 1, 2560, 128, 61 },
+  { 1, 2560, 512, 62 },
+  { 1, 2560, 2048, 63 },
+  { 1, 2560, 8192, 62 },
+  { 1, 2560, 32768, 62 },
+  { 1, 3072, 1, 64 },
+  { 1, 3072, 8, 64 },
+  { 1, 3072, 32, 64 },
+  { 1, 3072, 128, 65 },
+  { 1, 3072, 512, 64 },
+  { 1, 3072, 2048, 64 },
+  { 1, 3072, 8192, 64 },
+  { 1, 3072, 32768, 64 },
+  { 1, 4096, 1, 66 },
+  { 1, 4096, 8, 66 },
+  { 1, 4096, 32, 66 },
+  { 1, 4096, 128, 66 },
+  { 1, 4096, 512, 66 },
+  { 1, 4096, 2048, 67 },
+  { 1, 4096, 8192, 67 },
+  { 1, 4096, 32768, 67 },
+  { 1, 5120, 1, 68 },
+  { 1, 5120, 8, 69 },
+  { 1, 5120, 32, 68 },
+  { 1, 5120, 128, 69 },
+  { 1, 5120, 512, 70 },
+  { 1, 5120, 2048, 68 },
+  { 1, 5120, 8192, 68 },
+  { 1, 5120, 32768, 68 },
+  { 1, 6144, 1, 71 },
+  { 1, 6144, 8, 71 },
+  { 1, 6144, 32, 71 },
+  { 1, 6144, 128, 71 },
+  { 1, 6144, 512, 71 },
+  { 1, 6144, 2048, 71 },
+  { 1, 6144, 8192, 71 },
+  { 1, 6144, 32768, 72 },
+  { 1, 7168, 1, 73 },
+  { 1, 7168, 8, 73 },
+  { 1, 7168, 32, 73 },
+  { 1, 7168, 128, 74 },
+  { 1, 7168, 512, 74 },
+  { 1, 7168, 2048, 74 },
+  { 1, 7168, 8192, 74 },
+  { 1, 7168, 32768, 74 },
+  { 1, 8192, 1, 75 },
+  { 1, 8192, 8, 75 },
+  { 1, 8192, 32, 75 },
+  { 1, 8192, 128, 75 },
+  { 1, 8192, 512, 76 },
+  { 1, 8192, 2048, 77 },
+  { 1, 8192, 8192, 78 },
+  { 1, 8192, 32768, 78 },
+  { 1, 12288, 1, 79 },
+  { 1, 12288, 8, 79 },
+  { 1, 12288, 32, 79 },
+  { 1, 12288, 128, 80 },
+  { 1, 12288, 512, 81 },
+  { 1, 12288, 2048, 80 },
+  { 1, 12288, 8192, 81 },
+  { 1, 12288, 32768, 81 },
+  { 1, 16384, 1, 82 },
+  { 1, 16384, 8, 82 },
+  { 1, 16384, 32, 83 },
+  { 1, 16384, 128, 84 },
+  { 1, 16384, 512, 85 },
+  { 1, 16384, 2048, 86 },
+  { 1, 16384, 8192, 86 },
+  { 1, 16384, 32768, 86 },
+  { 1, 32768, 1, 87 },
+  { 1, 32768, 8, 87 },
+  { 1, 32768, 32, 87 },
+  { 1, 32768, 128, 88 },
+  { 1, 32768, 512, 89 },
+  { 1, 32768, 2048, 89 },
+  { 1, 32768, 8192, 89 },
+  { 1, 32768, 32768, 89 },
+  { 1, 65536, 1, 90 },
+  { 1, 65536, 8, 90 },
+  { 1, 65536, 32, 91 },
+  { 1, 65536, 128, 92 },
+  { 1, 65536, 512, 93 },
+  { 1, 65536, 2048, 93 },
+  { 1, 65536, 8192, 93 },
+  { 1, 65536, 32768, 93 },
+  { 1, 131072, 1, 94 },
+  { 1, 131072, 8, 94 },
+  { 1, 131072, 32, 95 },
+  { 1, 131072, 128, 96 },
+  { 1, 131072, 512, 97 },
+  { 1, 131072, 2048, 97 },
+  { 1, 131072, 8192, 97 },
+  { 1, 131072, 32768, 97 },
+  { 2, 512, 1, 99 },
+  { 2, 512, 8, 99 },
+  { 2, 512, 32, 99 },
+  { 2, 512, 128, 100 },
+  { 2, 512, 512, 101 },
+  { 2, 512, 2048, 101 },
+  { 2, 512, 8192, 100 },
+  { 2, 512, 32768, 101 },
+  { 2, 768, 1, 102 },
+  { 2, 768, 8, 102 },
+  { 2, 768, 32, 102 },
+  { 2, 768, 128, 102 },
+  { 2, 768, 512, 102 },
+  { 2, 768, 2048, 103 },
+  { 2, 768, 8192, 102 },
+  { 2, 768, 32768, 104 },
+  { 2, 1024, 1, 105 },
+  { 2, 1024, 8, 105 },
+  { 2, 1024, 32, 105 },
+  { 2, 1024, 128, 105 },
+  { 2, 1024, 512, 105 },
+  { 2, 1024, 2048, 104 },
+  { 2, 1024, 8192, 105 },
+  { 2, 1024, 32768, 104 },
+  { 2, 1536, 1, 106 },
+  { 2, 1536, 8, 106 },
+  { 2, 1536, 32, 106 },
+  { 2, 1536, 128, 106 },
+  { 2, 1536, 512, 106 },
+  { 2, 1536, 2048, 107 },
+  { 2, 1536, 8192, 108 },
+  { 2, 1536, 32768, 108 },
+  { 2, 2048, 1, 109 },
+  { 2, 2048, 8, 109 },
+  { 2, 2048, 32, 109 },
+  { 2, 2048, 128, 109 },
+  { 2, 2048, 512, 109 },
+  { 2, 2048, 2048, 109 },
+  { 2, 2048, 8192, 110 },
+  { 2, 2048, 32768, 110 },
+  { 2, 2560, 1, 111 },
+  { 2, 2560, 8, 111 },
+  { 2, 2560, 32, 111 },
+  { 2, 2560, 128, 111 },
+  { 2, 2560, 512, 111 },
+  { 2, 2560, 2048, 111 },
+  { 2, 2560, 8192, 112 },
+  { 2, 2560, 32768, 112 },
+  { 2, 3072, 1, 113 },
+  { 2, 3072, 8, 113 },
+  { 2, 3072, 32, 113 },
+  { 2, 3072, 128, 113 },
+  { 2, 3072, 512, 113 },
+  { 2, 3072, 2048, 113 },
+  { 2, 3072, 8192, 114 },
+  { 2, 3072, 32768, 114 },
+  { 2, 4096, 1, 115 },
+  { 2, 4096, 8, 115 },
+  { 2, 4096, 32, 115 },
+  { 2, 4096, 128, 115 },
+  { 2, 4096, 512, 116 },
+  { 2, 4096, 2048, 115 },
+  { 2, 4096, 8192, 116 },
+  { 2, 4096, 32768, 117 },
+  { 2, 5120, 1, 118 },
+  { 2, 5120, 8, 118 },
+  { 2, 5120, 32, 118 },
+  { 2, 5120, 128, 119 },
+  { 2, 5120, 512, 118 },
+  { 2, 5120, 2048, 118 },
+  { 2, 5120, 8192, 120 },
+  { 2, 5120, 32768, 120 },
+  { 2, 6144, 1, 121 },
+  { 2, 6144, 8, 121 },
+  { 2, 6144, 32, 121 },
+  { 2, 6144, 128, 122 },
+  { 2, 6144, 512, 122 },
+  { 2, 6144, 2048, 121 },
+  { 2, 6144, 8192, 123 },
+  { 2, 6144, 32768, 123 },
+  { 2, 7168, 1, 124 },
+  { 2, 7168, 8, 124 },
+  { 2, 7168, 32, 124 },
+  { 2, 7168, 128, 124 },
+  { 2, 7168, 512, 125 },
+  { 2, 7168, 2048, 126 },
+  { 2, 7168, 8192, 125 },
+  { 2, 7168, 32768, 117 },
+  { 2, 8192, 1, 127 },
+  { 2, 8192, 8, 127 },
+  { 2, 8192, 32, 127 },
+  { 2, 8192, 128, 127 },
+  { 2, 8192, 512, 128 },
+  { 2, 8192, 2048, 129 },
+  { 2, 8192, 8192, 129 },
+  { 2, 8192, 32768, 129 },
+  { 2, 12288, 1, 130 },
+  { 2, 12288, 8, 130 },
+  { 2, 12288, 32, 130 },
+  { 2, 12288, 128, 130 },
+  { 2, 12288, 512, 130 },
+  { 2, 12288, 2048, 130 },
+  { 2, 12288, 8192, 131 },
+  { 2, 12288, 32768, 131 },
+  { 2, 16384, 1, 132 },
+  { 2, 16384, 8, 133 },
+  { 2, 16384, 32, 132 },
+  { 2, 16384, 128, 132 },
+  { 2, 16384, 512, 132 },
+  { 2, 16384, 2048, 132 },
+  { 2, 16384, 8192, 134 },
+  { 2, 16384, 32768, 134 },
+  { 2, 32768, 1, 135 },
+  { 2, 32768, 8, 135 },
+  { 2, 32768, 32, 135 },
+  { 2, 32768, 128, 135 },
+  { 2, 32768, 512, 135 },
+  { 2, 32768, 2048, 136 },
+  { 2, 32768, 8192, 136 },
+  { 2, 32768, 32768, 136 },
+  { 2, 65536, 1, 137 },
+  { 2, 65536, 8, 137 },
+  { 2, 65536, 32, 137 },
+  { 2, 65536, 128, 137 },
+  { 2, 65536, 512, 138 },
+  { 2, 65536, 2048, 138 },
+  { 2, 65536, 8192, 138 },
+  { 2, 65536, 32768, 138 },
+  { 2, 131072, 1, 139 },
+  { 2, 131072, 8, 139 },
+  { 2, 131072, 32, 140 },
+  { 2, 131072, 128, 140 },
+  { 2, 131072, 512, 140 },
+  { 2, 131072, 2048, 140 },
+  { 2, 131072, 8192, 140 },
+  { 2, 131072, 32768, 140 },
+  { 3, 512, 1, 142 },
+  { 3, 512, 8, 143 },
+  { 3, 512, 32, 143 },
+  { 3, 512, 128, 143 },
+  { 3, 512, 512, 144 },
+  { 3, 512, 2048, 144 },
+  { 3, 512, 8192, 145 },
+  { 3, 512, 32768, 144 },
+  { 3, 768, 1, 146 },
+  { 3, 768, 8, 146 },
+  { 3, 768, 32, 146 },
+  { 3, 768, 128, 147 },
+  { 3, 768, 512, 148 },
+  { 3, 768, 2048, 148 },
+  { 3, 768, 8192, 149 },
+  { 3, 768, 32768, 149 },
+  { 3, 1024, 1, 150 },
+  { 3, 1024, 8, 150 },
+  { 3, 1024, 32, 150 },
+  { 3, 1024, 128, 151 },
+  { 3, 1024, 512, 152 },
+  { 3, 1024, 2048, 152 },
+  { 3, 1024, 8192, 152 },
+  { 3, 1024, 32768, 152 },
+  { 3, 1536, 1, 153 },
+  { 3, 1536, 8, 153 },
+  { 3, 1536, 32, 153 },
+  { 3, 1536, 128, 154 },
+  { 3, 1536, 512, 155 },
+  { 3, 1536, 2048, 156 },
+  { 3, 1536, 8192, 155 },
+  { 3, 1536, 32768, 155 },
+  { 3, 2048, 1, 157 },
+  { 3, 2048, 8, 158 },
+  { 3, 2048, 32, 158 },
+  { 3, 2048, 128, 159 },
+  { 3, 2048, 512, 160 },
+  { 3, 2048, 2048, 160 },
+  { 3, 2048, 8192, 160 },
+  { 3, 2048, 32768, 160 },
+  { 3, 2560, 1, 161 },
+  { 3, 2560, 8, 161 },
+  { 3, 2560, 32, 161 },
+  { 3, 2560, 128, 161 },
+  { 3, 2560, 512, 162 },
+  { 3, 2560, 2048, 163 },
+  { 3, 2560, 8192, 163 },
+  { 3, 2560, 32768, 163 },
+  { 3, 3072, 1, 164 },
+  { 3, 3072, 8, 164 },
+  { 3, 3072, 32, 164 },
+  { 3, 3072, 128, 164 },
+  { 3, 3072, 512, 165 },
+  { 3, 3072, 2048, 165 },
+  { 3, 3072, 8192, 165 },
+  { 3, 3072, 32768, 165 },
+  { 3, 4096, 1, 166 },
+  { 3, 4096, 8, 166 },
+  { 3, 4096, 32, 166 },
+  { 3, 4096, 128, 167 },
+  { 3, 4096, 512, 167 },
+  { 3, 4096, 2048, 167 },
+  { 3, 4096, 8192, 167 },
+  { 3, 4096, 32768, 167 },
+  { 3, 5120, 1, 168 },
+  { 3, 5120, 8, 168 },
+  { 3, 5120, 32, 168 },
+  { 3, 5120, 128, 169 },
+  { 3, 5120, 512, 170 },
+  { 3, 5120, 2048, 171 },
+  { 3, 5120, 8192, 171 },
+  { 3, 5120, 32768, 170 },
+  { 3, 6144, 1, 172 },
+  { 3, 6144, 8, 172 },
+  { 3, 6144, 32, 172 },
+  { 3, 6144, 128, 172 },
+  { 3, 6144, 512, 173 },
+  { 3, 6144, 2048, 173 },
+  { 3, 6144, 8192, 173 },
+  { 3, 6144, 32768, 173 },
+  { 3, 7168, 1, 174 },
+  { 3, 7168, 8, 174 },
+  { 3, 7168, 32, 175 },
+  { 3, 7168, 128, 175 },
+  { 3, 7168, 512, 176 },
+  { 3, 7168, 2048, 176 },
+  { 3, 7168, 8192, 176 },
+  { 3, 7168, 32768, 176 },
+  { 3, 8192, 1, 177 },
+  { 3, 8192, 8, 177 },
+  { 3, 8192, 32, 177 },
+  { 3, 8192, 128, 178 },
+  { 3, 8192, 512, 178 },
+  { 3, 8192, 2048, 179 },
+  { 3, 8192, 8192, 180 },
+  { 3, 8192, 32768, 180 },
+  { 3, 12288, 1, 181 },
+  { 3, 12288, 8, 181 },
+  { 3, 12288, 32, 181 },
+  { 3, 12288, 128, 182 },
+  { 3, 12288, 512, 183 },
+  { 3, 12288, 2048, 184 },
+  { 3, 12288, 8192, 184 },
+  { 3, 12288, 32768, 185 },
+  { 3, 16384, 1, 186 },
+  { 3, 16384, 8, 186 },
+  { 3, 16384, 32, 186 },
+  { 3, 16384, 128, 187 },
+  { 3, 16384, 512, 179 },
+  { 3, 16384, 2048, 179 },
+  { 3, 16384, 8192, 188 },
+  { 3, 16384, 32768, 188 },
+  { 3, 32768, 1, 189 },
+  { 3, 32768, 8, 189 },
+  { 3, 32768, 32, 189 },
+  { 3, 32768, 128, 190 },
+  { 3, 32768, 512, 191 },
+  { 3, 32768, 2048, 191 },
+  { 3, 32768, 8192, 191 },
+  { 3, 32768, 32768, 191 },
+  { 3, 65536, 1, 192 },
+  { 3, 65536, 8, 192 },
+  { 3, 65536, 32, 193 },
+  { 3, 65536, 128, 194 },
+  { 3, 65536, 512, 193 },
+  { 3, 65536, 2048, 193 },
+  { 3, 65536, 8192, 195 },
+  { 3, 65536, 32768, 195 },
+  { 3, 131072, 1, 196 },
+  { 3, 131072, 8, 196 },
+  { 3, 131072, 32, 197 },
+  { 3, 131072, 128, 198 },
+  { 3, 131072, 512, 198 },
+  { 3, 131072, 2048, 198 },
+  { 3, 131072, 8192, 198 },
+  { 3, 131072, 32768, 198 },
+  { 4, 512, 1, 200 },
+  { 4, 512, 8, 201 },
+  { 4, 512, 32, 201 },
+  { 4, 512, 128, 201 },
+  { 4, 512, 512, 202 },
+  { 4, 512, 2048, 202 },
+  { 4, 512, 8192, 202 },
+  { 4, 512, 32768, 202 },
+  { 4, 768, 1, 203 },
+  { 4, 768, 8, 203 },
+  { 4, 768, 32, 203 },
+  { 4, 768, 128, 203 },
+  { 4, 768, 512, 204 },
+  { 4, 768, 2048, 204 },
+  { 4, 768, 8192, 204 },
+  { 4, 768, 32768, 204 },
+  { 4, 1024, 1, 205 },
+  { 4, 1024, 8, 205 },
+  { 4, 1024, 32, 205 },
+  { 4, 1024, 128, 206 },
+  { 4, 1024, 512, 207 },
+  { 4, 1024, 2048, 207 },
+  { 4, 1024, 8192, 207 },
+  { 4, 1024, 32768, 207 },
+  { 4, 1536, 1, 208 },
+  { 4, 1536, 8, 208 },
+  { 4, 1536, 32, 208 },
+  { 4, 1536, 128, 208 },
+  { 4, 1536, 512, 209 },
+  { 4, 1536, 2048, 209 },
+  { 4, 1536, 8192, 209 },
+  { 4, 1536, 32768, 209 },
+  { 4, 2048, 1, 210 },
+  { 4, 2048, 8, 210 },
+  { 4, 2048, 32, 210 },
+  { 4, 2048, 128, 210 },
+  { 4, 2048, 512, 211 },
+  { 4, 2048, 2048, 211 },
+  { 4, 2048, 8192, 211 },
+  { 4, 2048, 32768, 211 },
+  { 4, 2560, 1, 212 },
+  { 4, 2560, 8, 212 },
+  { 4, 2560, 32, 212 },
+  { 4, 2560, 128, 212 },
+  { 4, 2560, 512, 213 },
+  { 4, 2560, 2048, 213 },
+  { 4, 2560, 8192, 213 },
+  { 4, 2560, 32768, 213 },
+  { 4, 3072, 1, 214 },
+  { 4, 3072, 8, 214 },
+  { 4, 3072, 32, 214 },
+  { 4, 3072, 128, 214 },
+  { 4, 3072, 512, 215 },
+  { 4, 3072, 2048, 215 },
+  { 4, 3072, 8192, 215 },
+  { 4, 3072, 32768, 215 },
+  { 4, 4096, 1, 216 },
+  { 4, 4096, 8, 216 },
+  { 4, 4096, 32, 217 },
+  { 4, 4096, 128, 216 },
+  { 4, 4096, 512, 217 },
+  { 4, 4096, 2048, 217 },
+  { 4, 4096, 8192, 217 },
+  { 4, 4096, 32768, 217 },
+  { 4, 5120, 1, 218 },
+  { 4, 5120, 8, 218 },
+  { 4, 5120, 32, 218 },
+  { 4, 5120, 128, 219 },
+  { 4, 5120, 512, 220 },
+  { 4, 5120, 2048, 220 },
+  { 4, 5120, 8192, 220 },
+  { 4, 5120, 32768, 220 },
+  { 4, 6144, 1, 221 },
+  { 4, 6144, 8, 221 },
+  { 4, 6144, 32, 221 },
+  { 4, 6144, 128, 222 },
+  { 4, 6144, 512, 223 },
+  { 4, 6144, 2048, 223 },
+  { 4, 6144, 8192, 223 },
+  { 4, 6144, 32768, 223 },
+  { 4, 7168, 1, 224 },
+  { 4, 7168, 8, 224 },
+  { 4, 7168, 32, 224 },
+  { 4, 7168, 128, 225 },
+  { 4, 7168, 512, 226 },
+  { 4, 7168, 2048, 227 },
+  { 4, 7168, 8192, 226 },
+  { 4, 7168, 32768, 227 },
+  { 4, 8192, 1, 228 },
+  { 4, 8192, 8, 228 },
+  { 4, 8192, 32, 228 },
+  { 4, 8192, 128, 228 },
+  { 4, 8192, 512, 229 },
+  { 4, 8192, 2048, 230 },
+  { 4, 8192, 8192, 230 },
+  { 4, 8192, 32768, 230 },
+  { 4, 12288, 1, 231 },
+  { 4, 12288, 8, 231 },
+  { 4, 12288, 32, 231 },
+  { 4, 12288, 128, 232 },
+  { 4, 12288, 512, 232 },
+  { 4, 12288, 2048, 232 },
+  { 4, 12288, 8192, 232 },
+  { 4, 12288, 32768, 232 },
+  { 4, 16384, 1, 233 },
+  { 4, 16384, 8, 233 },
+  { 4, 16384, 32, 233 },
+  { 4, 16384, 128, 234 },
+  { 4, 16384, 512, 235 },
+  { 4, 16384, 2048, 235 },
+  { 4, 16384, 8192, 235 },
+  { 4, 16384, 32768, 235 },
+  { 4, 32768, 1, 236 },
+  { 4, 32768, 8, 236 },
+  { 4, 32768, 32, 236 },
+  { 4, 32768, 128, 236 },
+  { 4, 32768, 512, 237 },
+  { 4, 32768, 2048, 237 },
+  { 4, 32768, 8192, 237 },
+  { 4, 32768, 32768, 237 },
+  { 4, 65536, 1, 238 },
+  { 4, 65536, 8, 238 },
+  { 4, 65536, 32, 239 },
+  { 4, 65536, 128, 240 },
+  { 4, 65536, 512, 240 },
+  { 4, 65536, 2048, 240 },
+  { 4, 65536, 8192, 240 },
+  { 4, 65536, 32768, 240 },
+  { 4, 131072, 1, 241 },
+  { 4, 131072, 8, 241 },
+  { 4, 131072, 32, 241 },
+  { 4, 131072, 128, 242 },
+  { 4, 131072, 512, 242 },
+  { 4, 131072, 2048, 242 },
+  { 4, 131072, 8192, 242 },
+  { 4, 131072, 32768, 242 },
+  { 5, 512, 1, 244 },
+  { 5, 512, 8, 245 },
+  { 5, 512, 32, 245 },
+  { 5, 512, 128, 245 },
+  { 5, 512, 512, 246 },
+  { 5, 512, 2048, 246 },
+  { 5, 512, 8192, 247 },
+  { 5, 512, 32768, 246 },
+  { 5, 768, 1, 248 },
+  { 5, 768, 8, 249 },
+  { 5, 768, 32, 248 },
+  { 5, 768, 128, 249 },
+  { 5, 768, 512, 250 },
+  { 5, 768, 2048, 250 },
+  { 5, 768, 8192, 251 },
+  { 5, 768, 32768, 250 },
+  { 5, 1024, 1, 252 },
+  { 5, 1024, 8, 252 },
+  { 5, 1024, 32, 252 },
+  { 5, 1024, 128, 253 },
+  { 5, 1024, 512, 254 },
+  { 5, 1024, 2048, 254 },
+  { 5, 1024, 8192, 254 },
+  { 5, 1024, 32768, 254 },
+  { 5, 1536, 1, 255 },
+  { 5, 1536, 8, 255 },
+  { 5, 1536, 32, 255 },
+  { 5, 1536, 128, 255 },
+  { 5, 1536, 512, 256 },
+  { 5, 1536, 2048, 256 },
+  { 5, 1536, 8192, 256 },
+  { 5, 1536, 32768, 256 },
+  { 5, 2048, 1, 257 },
+  { 5, 2048, 8, 257 },
+  { 5, 2048, 32, 257 },
+  { 5, 2048, 128, 257 },
+  { 5, 2048, 512, 258 },
+  { 5, 2048, 2048, 258 },
+  { 5, 2048, 8192, 258 },
+  { 5, 2048, 32768, 258 },
+  { 5, 2560, 1, 259 },
+  { 5, 2560, 8, 259 },
+  { 5, 2560, 32, 259 },
+  { 5, 2560, 128, 259 },
+  { 5, 2560, 512, 260 },
+  { 5, 2560, 2048, 261 },
+  { 5, 2560, 8192, 261 },
+  { 5, 2560, 32768, 261 },
+  { 5, 3072, 1, 262 },
+  { 5, 3072, 8, 262 },
+  { 5, 3072, 32, 262 },
+  { 5, 3072, 128, 262 },
+  { 5, 3072, 512, 263 },
+  { 5, 3072, 2048, 263 },
+  { 5, 3072, 8192, 263 },
+  { 5, 3072, 32768, 263 },
+  { 5, 4096, 1, 264 },
+  { 5, 4096, 8, 264 },
+  { 5, 4096, 32, 264 },
+  { 5, 4096, 128, 264 },
+  { 5, 4096, 512, 265 },
+  { 5, 4096, 2048, 266 },
+  { 5, 4096, 8192, 266 },
+  { 5, 4096, 32768, 265 },
+  { 5, 5120, 1, 267 },
+  { 5, 5120, 8, 267 },
+  { 5, 5120, 32, 267 },
+  { 5, 5120, 128, 267 },
+  { 5, 5120, 512, 268 },
+  { 5, 5120, 2048, 269 },
+  { 5, 5120, 8192, 269 },
+  { 5, 5120, 32768, 269 },
+  { 5, 6144, 1, 270 },
+  { 5, 6144, 8, 270 },
+  { 5, 6144, 32, 270 },
+  { 5, 6144, 128, 270 },
+  { 5, 6144, 512, 271 },
+  { 5, 6144, 2048, 272 },
+  { 5, 6144, 8192, 272 },
+  { 5, 6144, 32768, 271 },
+  { 5, 7168, 1, 273 },
+  { 5, 7168, 8, 273 },
+  { 5, 7168, 32, 273 },
+  { 5, 7168, 128, 274 },
+  { 5, 7168, 512, 275 },
+  { 5, 7168, 2048, 275 },
+  { 5, 7168, 8192, 275 },
+  { 5, 7168, 32768, 275 },
+  { 5, 8192, 1, 276 },
+  { 5, 8192, 8, 276 },
+  { 5, 8192, 32, 276 },
+  { 5, 8192, 128, 277 },
+  { 5, 8192, 512, 278 },
+  { 5, 8192, 2048, 278 },
+  { 5, 8192, 8192, 278 },
+  { 5, 8192, 32768, 278 },
+  { 5, 12288, 1, 279 },
+  { 5, 12288, 8, 279 },
+  { 5, 12288, 32, 280 },
+  { 5, 12288, 128, 280 },
+  { 5, 12288, 512, 281 },
+  { 5, 12288, 2048, 281 },
+  { 5, 12288, 8192, 281 },
+  { 5, 12288, 32768, 282 },
+  { 5, 16384, 1, 283 },
+  { 5, 16384, 8, 283 },
+  { 5, 16384, 32, 283 },
+  { 5, 16384, 128, 284 },
+  { 5, 16384, 512, 285 },
+  { 5, 16384, 2048, 286 },
+  { 5, 16384, 8192, 286 },
+  { 5, 16384, 32768, 286 },
+  { 5, 32768, 1, 287 },
+  { 5, 32768, 8, 287 },
+  { 5, 32768, 32, 287 },
+  { 5, 32768, 128, 288 },
+  { 5, 32768, 512, 289 },
+  { 5, 32768, 2048, 289 },
+  { 5, 32768, 8192, 290 },
+  { 5, 32768, 32768, 290 },
+  { 5, 65536, 1, 291 },
+  { 5, 65536, 8, 291 },
+  { 5, 65536, 32, 292 },
+  { 5, 65536, 128, 293 },
+  { 5, 65536, 512, 292 },
+  { 5, 65536, 2048, 292 },
+  { 5, 65536, 8192, 294 },
+  { 5, 65536, 32768, 294 },
+  { 5, 131072, 1, 295 },
+  { 5, 131072, 8, 295 },
+  { 5, 131072, 32, 296 },
+  { 5, 131072, 128, 297 },
+  { 5, 131072, 512, 297 },
+  { 5, 131072, 2048, 297 },
+  { 5, 131072, 8192, 297 },
+  { 5, 131072, 32768, 297 },
+  { 6, 512, 1, 299 },
+  { 6, 512, 8, 300 },
+  { 6, 512, 32, 300 },
+  { 6, 512, 128, 300 },
+  { 6, 512, 512, 301 },
+  { 6, 512, 2048, 301 },
+  { 6, 512, 8192, 302 },
+  { 6, 512, 32768, 301 },
+  { 6, 768, 1, 303 },
+  { 6, 768, 8, 303 },
+  { 6, 768, 32, 303 },
+  { 6, 768, 128, 304 },
+  { 6, 768, 512, 305 },
+  { 6, 768, 2048, 305 },
+  { 6, 768, 8192, 305 },
+  { 6, 768, 32768, 305 },
+  { 6, 1024, 1, 306 },
+  { 6, 1024, 8, 306 },
+  { 6, 1024, 32, 306 },
+  { 6, 1024, 128, 307 },
+  { 6, 1024, 512, 308 },
+  { 6, 1024, 2048, 308 },
+  { 6, 1024, 8192, 308 },
+  { 6, 1024, 32768, 308 },
+  { 6, 1536, 1, 309 },
+  { 6, 1536, 8, 309 },
+  { 6, 1536, 32, 309 },
+  { 6, 1536, 128, 309 },
+  { 6, 1536, 512, 310 },
+  { 6, 1536, 2048, 310 },
+  { 6, 1536, 8192, 310 },
+  { 6, 1536, 32768, 310 },
+  { 6, 2048, 1, 311 },
+  { 6, 2048, 8, 311 },
+  { 6, 2048, 32, 311 },
+  { 6, 2048, 128, 311 },
+  { 6, 2048, 512, 312 },
+  { 6, 2048, 2048, 313 },
+  { 6, 2048, 8192, 312 },
+  { 6, 2048, 32768, 312 },
+  { 6, 2560, 1, 314 },
+  { 6, 2560, 8, 314 },
+  { 6, 2560, 32, 314 },
+  { 6, 2560, 128, 314 },
+  { 6, 2560, 512, 315 },
+  { 6, 2560, 2048, 315 },
+  { 6, 2560, 8192, 315 },
+  { 6, 2560, 32768, 315 },
+  { 6, 3072, 1, 316 },
+  { 6, 3072, 8, 316 },
+  { 6, 3072, 32, 317 },
+  { 6, 3072, 128, 316 },
+  { 6, 3072, 512, 318 },
+  { 6, 3072, 2048, 318 },
+  { 6, 3072, 8192, 318 },
+  { 6, 3072, 32768, 318 },
+  { 6, 4096, 1, 319 },
+  { 6, 4096, 8, 319 },
+  { 6, 4096, 32, 319 },
+  { 6, 4096, 128, 320 },
+  { 6, 4096, 512, 320 },
+  { 6, 4096, 2048, 320 },
+  { 6, 4096, 8192, 320 },
+  { 6, 4096, 32768, 320 },
+  { 6, 5120, 1, 321 },
+  { 6, 5120, 8, 322 },
+  { 6, 5120, 32, 322 },
+  { 6, 5120, 128, 322 },
+  { 6, 5120, 512, 321 },
+  { 6, 5120, 2048, 321 },
+  { 6, 5120, 8192, 321 },
+  { 6, 5120, 32768, 321 },
+  { 6, 6144, 1, 323 },
+  { 6, 6144, 8, 323 },
+  { 6, 6144, 32, 324 },
+  { 6, 6144, 128, 324 },
+  { 6, 6144, 512, 325 },
+  { 6, 6144, 2048, 325 },
+  { 6, 6144, 8192, 325 },
+  { 6, 6144, 32768, 325 },
+  { 6, 7168, 1, 326 },
+  { 6, 7168, 8, 326 },
+  { 6, 7168, 32, 326 },
+  { 6, 7168, 128, 327 },
+  { 6, 7168, 512, 328 },
+  { 6, 7168, 2048, 328 },
+  { 6, 7168, 8192, 328 },
+  { 6, 7168, 32768, 328 },
+  { 6, 8192, 1, 329 },
+  { 6, 8192, 8, 329 },
+  { 6, 8192, 32, 329 },
+  { 6, 8192, 128, 329 },
+  { 6, 8192, 512, 330 },
+  { 6, 8192, 2048, 330 },
+  { 6, 8192, 8192, 330 },
+  { 6, 8192, 32768, 330 },
+  { 6, 12288, 1, 331 },
+  { 6, 12288, 8, 331 },
+  { 6, 12288, 32, 331 },
+  { 6, 12288, 128, 331 },
+  { 6, 12288, 512, 332 },
+  { 6, 12288, 2048, 333 },
+  { 6, 12288, 8192, 333 },
+  { 6, 12288, 32768, 333 },
+  { 6, 16384, 1, 334 },
+  { 6, 16384, 8, 334 },
+  { 6, 16384, 32, 334 },
+  { 6, 16384, 128, 335 },
+  { 6, 16384, 512, 336 },
+  { 6, 16384, 2048, 336 },
+  { 6, 16384, 8192, 336 },
+  { 6, 16384, 32768, 336 },
+  { 6, 32768, 1, 337 },
+  { 6, 32768, 8, 337 },
+  { 6, 32768, 32, 337 },
+  { 6, 32768, 128, 337 },
+  { 6, 32768, 512, 338 },
+  { 6, 32768, 2048, 338 },
+  { 6, 32768, 8192, 338 },
+  { 6, 32768, 32768, 338 },
+  { 6, 65536, 1, 339 },
+  { 6, 65536, 8, 339 },
+  { 6, 65536, 32, 340 },
+  { 6, 65536, 128, 341 },
+  { 6, 65536, 512, 340 },
+  { 6, 65536, 2048, 341 },
+  { 6, 65536, 8192, 341 },
+  { 6, 65536, 32768, 341 },
+  { 6, 131072, 1, 342 },
+  { 6, 131072, 8, 342 },
+  { 6, 131072, 32, 343 },
+  { 6, 131072, 128, 343 },
+  { 6, 131072, 512, 343 },
+  { 6, 131072, 2048, 343 },
+  { 6, 131072, 8192, 343 },
+  { 6, 131072, 32768, 343 },
+  { 7, 512, 1, 345 },
+  { 7, 512, 8, 346 },
+  { 7, 512, 32, 346 },
+  { 7, 512, 128, 346 },
+  { 7, 512, 512, 347 },
+  { 7, 512, 2048, 347 },
+  { 7, 512, 8192, 348 },
+  { 7, 512, 32768, 347 },
+  { 7, 768, 1, 349 },
+  { 7, 768, 8, 349 },
+  { 7, 768, 32, 349 },
+  { 7, 768, 128, 350 },
+  { 7, 768, 512, 349 },
+  { 7, 768, 2048, 349 },
+  { 7, 768, 8192, 349 },
+  { 7, 768, 32768, 351 },
+  { 7, 1024, 1, 352 },
+  { 7, 1024, 8, 352 },
+  { 7, 1024, 32, 352 },
+  { 7, 1024, 128, 352 },
+  { 7, 1024, 512, 352 },
+  { 7, 1024, 2048, 351 },
+  { 7, 1024, 8192, 352 },
+  { 7, 1024, 32768, 351 },
+  { 7, 1536, 1, 353 },
+  { 7, 1536, 8, 353 },
+  { 7, 1536, 32, 354 },
+  { 7, 1536, 128, 354 },
+  { 7, 1536, 512, 355 },
+  { 7, 1536, 2048, 355 },
+  { 7, 1536, 8192, 355 },
+  { 7, 1536, 32768, 356 },
+  { 7, 2048, 1, 357 },
+  { 7, 2048, 8, 357 },
+  { 7, 2048, 32, 357 },
+  { 7, 2048, 128, 358 },
+  { 7, 2048, 512, 357 },
+  { 7, 2048, 2048, 358 },
+  { 7, 2048, 8192, 356 },
+  { 7, 2048, 32768, 356 },
+  { 7, 2560, 1, 359 },
+  { 7, 2560, 8, 359 },
+  { 7, 2560, 32, 360 },
+  { 7, 2560, 128, 359 },
+  { 7, 2560, 512, 359 },
+  { 7, 2560, 2048, 359 },
+  { 7, 2560, 8192, 361 },
+  { 7, 2560, 32768, 362 },
+  { 7, 3072, 1, 363 },
+  { 7, 3072, 8, 363 },
+  { 7, 3072, 32, 363 },
+  { 7, 3072, 128, 363 },
+  { 7, 3072, 512, 364 },
+  { 7, 3072, 2048, 363 },
+  { 7, 3072, 8192, 364 },
+  { 7, 3072, 32768, 362 },
+  { 7, 4096, 1, 365 },
+  { 7, 4096, 8, 365 },
+  { 7, 4096, 32, 366 },
+  { 7, 4096, 128, 365 },
+  { 7, 4096, 512, 365 },
+  { 7, 4096, 2048, 365 },
+  { 7, 4096, 8192, 367 },
+  { 7, 4096, 32768, 362 },
+  { 7, 5120, 1, 368 },
+  { 7, 5120, 8, 368 },
+  { 7, 5120, 32, 369 },
+  { 7, 5120, 128, 369 },
+  { 7, 5120, 512, 368 },
+  { 7, 5120, 2048, 368 },
+  { 7, 5120, 8192, 362 },
+  { 7, 5120, 32768, 362 },
+  { 7, 6144, 1, 370 },
+  { 7, 6144, 8, 370 },
+  { 7, 6144, 32, 370 },
+  { 7, 6144, 128, 371 },
+  { 7, 6144, 512, 371 },
+  { 7, 6144, 2048, 371 },
+  { 7, 6144, 8192, 362 },
+  { 7, 6144, 32768, 362 },
+  { 7, 7168, 1, 372 },
+  { 7, 7168, 8, 372 },
+  { 7, 7168, 32, 372 },
+  { 7, 7168, 128, 373 },
+  { 7, 7168, 512, 374 },
+  { 7, 7168, 2048, 374 },
+  { 7, 7168, 8192, 374 },
+  { 7, 7168, 32768, 375 },
+  { 7, 8192, 1, 376 },
+  { 7, 8192, 8, 376 },
+  { 7, 8192, 32, 376 },
+  { 7, 8192, 128, 376 },
+  { 7, 8192, 512, 377 },
+  { 7, 8192, 2048, 377 },
+  { 7, 8192, 8192, 378 },
+  { 7, 8192, 32768, 378 },
+  { 7, 12288, 1, 379 },
+  { 7, 12288, 8, 379 },
+  { 7, 12288, 32, 379 },
+  { 7, 12288, 128, 380 },
+  { 7, 12288, 512, 380 },
+  { 7, 12288, 2048, 380 },
+  { 7, 12288, 8192, 378 },
+  { 7, 12288, 32768, 378 },
+  { 7, 16384, 1, 381 },
+  { 7, 16384, 8, 381 },
+  { 7, 16384, 32, 381 },
+  { 7, 16384, 128, 381 },
+  { 7, 16384, 512, 382 },
+  { 7, 16384, 2048, 382 },
+  { 7, 16384, 8192, 378 },
+  { 7, 16384, 32768, 378 },
+  { 7, 32768, 1, 383 },
+  { 7, 32768, 8, 383 },
+  { 7, 32768, 32, 383 },
+  { 7, 32768, 128, 383 },
+  { 7, 32768, 512, 383 },
+  { 7, 32768, 2048, 384 },
+  { 7, 32768, 8192, 384 },
+  { 7, 32768, 32768, 384 },
+  { 7, 65536, 1, 385 },
+  { 7, 65536, 8, 385 },
+  { 7, 65536, 32, 386 },
+  { 7, 65536, 128, 385 },
+  { 7, 65536, 512, 385 },
+  { 7, 65536, 2048, 387 },
+  { 7, 65536, 8192, 387 },
+  { 7, 65536, 32768, 387 },
+  { 7, 131072, 1, 388 },
+  { 7, 131072, 8, 388 },
+  { 7, 131072, 32, 388 },
+  { 7, 131072, 128, 389 },
+  { 7, 131072, 512, 388 },
+  { 7, 131072, 2048, 388 },
+  { 7, 131072, 8192, 388 },
+  { 7, 131072, 32768, 388 },
+  { 8, 512, 1, 391 },
+  { 8, 512, 8, 392 },
+  { 8, 512, 32, 391 },
+  { 8, 512, 128, 392 },
+  { 8, 512, 512, 391 },
+  { 8, 512, 2048, 393 },
+  { 8, 512, 8192, 392 },
+  { 8, 512, 32768, 393 },
+  { 8, 768, 1, 394 },
+  { 8, 768, 8, 394 },
+  { 8, 768, 32, 394 },
+  { 8, 768, 128, 394 },
+  { 8, 768, 512, 395 },
+  { 8, 768, 2048, 395 },
+  { 8, 768, 8192, 395 },
+  { 8, 768, 32768, 395 },
+  { 8, 1024, 1, 396 },
+  { 8, 1024, 8, 396 },
+  { 8, 1024, 32, 397 },
+  { 8, 1024, 128, 396 },
+  { 8, 1024, 512, 398 },
+  { 8, 1024, 2048, 396 },
+  { 8, 1024, 8192, 398 },
+  { 8, 1024, 32768, 398 },
+  { 8, 1536, 1, 399 },
+  { 8, 1536, 8, 399 },
+  { 8, 1536, 32, 399 },
+  { 8, 1536, 128, 399 },
+  { 8, 1536, 512, 400 },
+  { 8, 1536, 2048, 401 },
+  { 8, 1536, 8192, 400 },
+  { 8, 1536, 32768, 400 },
+  { 8, 2048, 1, 402 },
+  { 8, 2048, 8, 402 },
+  { 8, 2048, 32, 402 },
+  { 8, 2048, 128, 402 },
+  { 8, 2048, 512, 403 },
+  { 8, 2048, 2048, 403 },
+  { 8, 2048, 8192, 404 },
+  { 8, 2048, 32768, 404 },
+  { 8, 2560, 1, 405 },
+  { 8, 2560, 8, 405 },
+  { 8, 2560, 32, 405 },
+  { 8, 2560, 128, 405 },
+  { 8, 2560, 512, 406 },
+  { 8, 2560, 2048, 404 },
+  { 8, 2560, 8192, 404 },
+  { 8, 2560, 32768, 404 },
+  { 8, 3072, 1, 407 },
+  { 8, 3072, 8, 407 },
+  { 8, 3072, 32, 407 },
+  { 8, 3072, 128, 407 },
+  { 8, 3072, 512, 406 },
+  { 8, 3072, 2048, 406 },
+  { 8, 3072, 8192, 406 },
+  { 8, 3072, 32768, 404 },
+  { 8, 4096, 1, 408 },
+  { 8, 4096, 8, 408 },
+  { 8, 4096, 32, 409 },
+  { 8, 4096, 128, 409 },
+  { 8, 4096, 512, 408 },
+  { 8, 4096, 2048, 410 },
+  { 8, 4096, 8192, 410 },
+  { 8, 4096, 32768, 410 },
+  { 8, 5120, 1, 411 },
+  { 8, 5120, 8, 412 },
+  { 8, 5120, 32, 412 },
+  { 8, 5120, 128, 412 },
+  { 8, 5120, 512, 412 },
+  { 8, 5120, 2048, 410 },
+  { 8, 5120, 8192, 410 },
+  { 8, 5120, 32768, 410 },
+  { 8, 6144, 1, 413 },
+  { 8, 6144, 8, 414 },
+  { 8, 6144, 32, 413 },
+  { 8, 6144, 128, 414 },
+  { 8, 6144, 512, 404 },
+  { 8, 6144, 2048, 410 },
+  { 8, 6144, 8192, 410 },
+  { 8, 6144, 32768, 410 },
+  { 8, 7168, 1, 415 },
+  { 8, 7168, 8, 415 },
+  { 8, 7168, 32, 415 },
+  { 8, 7168, 128, 416 },
+  { 8, 7168, 512, 404 },
+  { 8, 7168, 2048, 410 },
+  { 8, 7168, 8192, 410 },
+  { 8, 7168, 32768, 410 },
+  { 8, 8192, 1, 417 },
+  { 8, 8192, 8, 417 },
+  { 8, 8192, 32, 417 },
+  { 8, 8192, 128, 417 },
+  { 8, 8192, 512, 410 },
+  { 8, 8192, 2048, 410 },
+  { 8, 8192, 8192, 410 },
+  { 8, 8192, 32768, 410 },
+  { 8, 12288, 1, 418 },
+  { 8, 12288, 8, 418 },
+  { 8, 12288, 32, 418 },
+  { 8, 12288, 128, 418 },
+  { 8, 12288, 512, 418 },
+  { 8, 12288, 2048, 410 },
+  { 8, 12288, 8192, 410 },
+  { 8, 12288, 32768, 410 },
+  { 8, 16384, 1, 419 },
+  { 8, 16384, 8, 419 },
+  { 8, 16384, 32, 419 },
+  { 8, 16384, 128, 420 },
+  { 8, 16384, 512, 421 },
+  { 8, 16384, 2048, 421 },
+  { 8, 16384, 8192, 421 },
+  { 8, 16384, 32768, 421 },
+  { 8, 32768, 1, 422 },
+  { 8, 32768, 8, 422 },
+  { 8, 32768, 32, 422 },
+  { 8, 32768, 128, 422 },
+  { 8, 32768, 512, 423 },
+  { 8, 32768, 2048, 423 },
+  { 8, 32768, 8192, 423 },
+  { 8, 32768, 32768, 423 },
+  { 8, 65536, 1, 424 },
+  { 8, 65536, 8, 424 },
+  { 8, 65536, 32, 425 },
+  { 8, 65536, 128, 424 },
+  { 8, 65536, 512, 426 },
+  { 8, 65536, 2048, 426 },
+  { 8, 65536, 8192, 426 },
+  { 8, 65536, 32768, 426 },
+  { 8, 131072, 1, 427 },
+  { 8, 131072, 8, 427 },
+  { 8, 131072, 32, 428 },
+  { 8, 131072, 128, 428 },
+  { 8, 131072, 512, 427 },
+  { 8, 131072, 2048, 427 },
+  { 8, 131072, 8192, 427 },
+  { 8, 131072, 32768, 427 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2254,30 +2356,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_4a5768866224(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4a5768866224_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b38910964463(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b38910964463_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_da72bf16d765(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_da72bf16d765_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f8b35f85de2d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f8b35f85de2d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_183591c41a65(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_183591c41a65_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_aff20530763b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_aff20530763b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_44e5544f5c44(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_44e5544f5c44_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_583ef5663255(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_583ef5663255_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8345c6bbb09b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8345c6bbb09b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f59838076230(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f59838076230_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_324f3ef97158(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_324f3ef97158_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_bfd5aa128d2a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_bfd5aa128d2a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_9cbce209c1bc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_9cbce209c1bc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_71cf84bffe9d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_71cf84bffe9d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_df694058f53d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_df694058f53d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_68ff5650c855(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_68ff5650c855_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ef0de30466da(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ef0de30466da_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5e1b9be750e5(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5e1b9be750e5_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ec8c365144ec(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ec8c365144ec_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_48a8df0beff4(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_48a8df0beff4_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ea4d4488f416(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ea4d4488f416_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_211b72d4a24e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_211b72d4a24e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3f98348ee6c8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3f98348ee6c8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6d0b3833fd64(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6d0b3833fd64_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2291,18 +2393,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_4a5768866224, (const void*)&normgen_layernorm_bwd_4a5768866224_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_b38910964463, (const void*)&normgen_layernorm_bwd_b38910964463_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 65536, 4 },  // regs.t128.v8.tpr128.i4.s4.c4.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_da72bf16d765, (const void*)&normgen_layernorm_bwd_da72bf16d765_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_f8b35f85de2d, (const void*)&normgen_layernorm_bwd_f8b35f85de2d_reduce, 0, 512, 4, 512, 2, 2, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_183591c41a65, (const void*)&normgen_layernorm_bwd_183591c41a65_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_aff20530763b, (const void*)&normgen_layernorm_bwd_aff20530763b_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_44e5544f5c44, (const void*)&normgen_rmsnorm_bwd_44e5544f5c44_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_583ef5663255, (const void*)&normgen_rmsnorm_bwd_583ef5663255_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_8345c6bbb09b, (const void*)&normgen_rmsnorm_bwd_8345c6bbb09b_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f59838076230, (const void*)&normgen_rmsnorm_bwd_f59838076230_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 65536, 1 },  // regs.t512.v4.tpr512.i2.s2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_324f3ef97158, (const void*)&normgen_rmsnorm_bwd_324f3ef97158_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_bfd5aa128d2a, (const void*)&normgen_rmsnorm_bwd_bfd5aa128d2a_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_9cbce209c1bc, (const void*)&normgen_layernorm_bwd_9cbce209c1bc_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_71cf84bffe9d, (const void*)&normgen_layernorm_bwd_71cf84bffe9d_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 65536, 4 },  // regs.t128.v8.tpr128.i4.s4.c4.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_df694058f53d, (const void*)&normgen_layernorm_bwd_df694058f53d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_68ff5650c855, (const void*)&normgen_layernorm_bwd_68ff5650c855_reduce, 0, 512, 4, 512, 2, 2, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_ef0de30466da, (const void*)&normgen_layernorm_bwd_ef0de30466da_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_5e1b9be750e5, (const void*)&normgen_layernorm_bwd_5e1b9be750e5_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_ec8c365144ec, (const void*)&normgen_rmsnorm_bwd_ec8c365144ec_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_48a8df0beff4, (const void*)&normgen_rmsnorm_bwd_48a8df0beff4_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_ea4d4488f416, (const void*)&normgen_rmsnorm_bwd_ea4d4488f416_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_211b72d4a24e, (const void*)&normgen_rmsnorm_bwd_211b72d4a24e_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3f98348ee6c8, (const void*)&normgen_rmsnorm_bwd_3f98348ee6c8_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_6d0b3833fd64, (const void*)&normgen_rmsnorm_bwd_6d0b3833fd64_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

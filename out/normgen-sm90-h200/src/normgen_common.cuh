@@ -182,6 +182,31 @@ __device__ __forceinline__ unsigned smem_address(const void* p) { return static_
 #endif
 
 /**
+ * Count, mean and sum of squared deviations from the mean (m2) of K sets of values
+ * together, from each set's (set(j) gives {count, mean, m2}): the mean first, then
+ * m2 = sum of (m2_j + count_j * (mean_j - mean)^2). Two sums over the sets, in order,
+ * where merging them pairwise would chain K dependent divisions.
+ */
+template <int K, typename SetFn>
+__device__ __forceinline__ void combine_moments(SetFn set, float& count, float& mean, float& m2) {
+  float n = 0.f, total = 0.f;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const float3 m = set(j);
+    n += m.x;
+    total = fmaf(m.x, m.y, total);
+  }
+  const float center = __fdividef(total, fmaxf(n, 1.f));
+  float q = 0.f;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    const float3 m = set(j);
+    q += fmaf(m.x * (m.y - center), m.y - center, m.z);
+  }
+  count = n, mean = center, m2 = q;
+}
+
+/**
  * Row sums for the THREADS / TPR row groups of a CTA (groups are consecutive threads),
  * and over the CTAs of a cluster (one row per CTA). Every thread of the CTA (and of
  * the cluster) must make the same sequence of calls: they synchronize, and every
@@ -277,8 +302,64 @@ struct RowReducer {
     float mine[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int n = 0; n < N; ++n) mine[n] = v[n];
+    cluster_send(make_float4(mine[0], mine[1], mine[2], mine[3]));
+    cluster_receive_sums(v);
+  }
+
+  /**
+   * Count, mean and sum of squared deviations (m2) of the group's values over the CTA,
+   * from each thread's: over each warp, then over the row's warps (one per lane), each as
+   * in combine_moments. One barrier, where a sum and then a sum of squared deviations
+   * from its mean would take two.
+   */
+  __device__ __forceinline__ void cta_moments(float& count, float& mean, float& m2) {
+    static_assert(TPR > 32, "moments are combined over whole warps");
+    constexpr int kWarpsPerRow = TPR / 32;
+    __shared__ float3 partial[2][THREADS / 32];
+    warp_moments(count, mean, m2);
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) partial[turn][threadIdx.x / 32] = make_float3(count, mean, m2);
+    __syncthreads();
+    const float3 w = lane < kWarpsPerRow ? partial[turn][(threadIdx.x / TPR) * kWarpsPerRow + lane] : make_float3(0.f, 0.f, 0.f);
+    count = w.x, mean = w.y, m2 = w.z;
+    warp_moments(count, mean, m2);
+    turn ^= 1;
+  }
+
+  /** Count, mean and m2 over a warp from each lane's (as combine_moments does); every lane gets them. */
+  __device__ __forceinline__ static void warp_moments(float& count, float& mean, float& m2) {
+    float n = count, total = count * mean;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      n += __shfl_xor_sync(0xffffffffu, n, offset);
+      total += __shfl_xor_sync(0xffffffffu, total, offset);
+    }
+    const float center = __fdividef(total, fmaxf(n, 1.f));
+    float q = fmaf(count * (mean - center), mean - center, m2);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) q += __shfl_xor_sync(0xffffffffu, q, offset);
+    count = n, mean = center, m2 = q;
+  }
+
+  /** The moments of a row split over the cluster, from each CTA's (from cta_moments), combined in rank order. */
+  __device__ __forceinline__ void cluster_moments(float count, float mean, float m2, float& row_mean, float& row_m2) {
+    cluster_send(make_float4(count, mean, m2, 0.f));
+    cluster_receive_moments(row_mean, row_m2);
+  }
+
+  /** Second half of cluster_moments: between them the CTA may do other work (a previous row's output). */
+  __device__ __forceinline__ void cluster_receive_moments(float& row_mean, float& row_m2) {
     float4 all[CLUSTER];
-    cluster_exchange(make_float4(mine[0], mine[1], mine[2], mine[3]), all);
+    cluster_receive(all);
+    float n;
+    combine_moments<CLUSTER>([&](int r) { return make_float3(all[r].x, all[r].y, all[r].z); }, n, row_mean, row_m2);
+  }
+
+  /** Second half of cluster_sums after cluster_send of the CTA's N sums. */
+  template <int N>
+  __device__ __forceinline__ void cluster_receive_sums(float (&v)[N]) {
+    float4 all[CLUSTER];
+    cluster_receive(all);
     float total[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int r = 0; r < CLUSTER; ++r) {
@@ -292,38 +373,10 @@ struct RowReducer {
   }
 
   /**
-   * Mean and sum of squared deviations of a row split over the cluster, from each CTA's
-   * element count, mean and sum of squared deviations of its slice (Chan et al.'s
-   * pairwise update, in rank order): one exchange where a sum of values and then a sum
-   * of squared deviations from the row's mean would take two.
+   * Send this CTA's 16-byte message to every CTA of the cluster. Each send must be
+   * followed by a cluster_receive before the next send.
    */
-  __device__ __forceinline__ void cluster_moments(float count, float mean, float m2, float& row_mean, float& row_m2) {
-    float4 all[CLUSTER];
-    cluster_exchange(make_float4(count, mean, m2, 0.f), all);
-    float total = 0.f, weighted = 0.f;
-#pragma unroll
-    for (int r = 0; r < CLUSTER; ++r) {
-      total += all[r].x;
-      weighted += all[r].x * all[r].y;
-    }
-    row_mean = weighted / total;
-    row_m2 = 0.f;
-#pragma unroll
-    for (int r = 0; r < CLUSTER; ++r) row_m2 += all[r].z + all[r].x * (all[r].y - row_mean) * (all[r].y - row_mean);
-  }
-
- private:
-  struct Mailbox {
-    float4 inbox[2][CLUSTER];
-    uint64_t full[2];
-  };
-  __device__ __forceinline__ static Mailbox& mailbox() {
-    __shared__ __align__(16) Mailbox box;
-    return box;
-  }
-
-  /** Send `mine` to every CTA of the cluster; `all` gets every CTA's, by rank. */
-  __device__ __forceinline__ void cluster_exchange(float4 mine, float4 (&all)[CLUSTER]) {
+  __device__ __forceinline__ void cluster_send(float4 mine) {
 #ifdef NORMGEN_HAS_CLUSTERS
     if (!cluster_ready) {
       asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
@@ -342,6 +395,17 @@ struct RowReducer {
       asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
                    ::"r"(slot), "f"(mine.x), "f"(mine.y), "f"(mine.z), "f"(mine.w), "r"(bar) : "memory");
     }
+#else
+    __trap();
+#endif
+  }
+
+  /** Every CTA's message of the last cluster_send, by rank, once all have arrived. */
+  __device__ __forceinline__ void cluster_receive(float4 (&all)[CLUSTER]) {
+#ifdef NORMGEN_HAS_CLUSTERS
+    Mailbox& box = mailbox();
+    const int k = cluster_turn;
+    const unsigned full = smem_address(&box.full[k]);
     const unsigned parity = (phases >> k) & 1u;
     asm volatile(
         "{\n.reg .pred done;\nwait_%=:\n"
@@ -354,6 +418,16 @@ struct RowReducer {
 #else
     __trap();
 #endif
+  }
+
+ private:
+  struct Mailbox {
+    float4 inbox[2][CLUSTER];
+    uint64_t full[2];
+  };
+  __device__ __forceinline__ static Mailbox& mailbox() {
+    __shared__ __align__(16) Mailbox box;
+    return box;
   }
 };
 

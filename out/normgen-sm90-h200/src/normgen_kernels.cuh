@@ -18,12 +18,82 @@ __device__ __forceinline__ float thread_sum(ChunkFn chunk) {
 }
 
 /**
+ * Count, mean and sum of squared deviations (m2) of this thread's values of a row, in one
+ * pass: values are summed shifted by the thread's first one, so m2 = sum(d^2) - sum(d)^2 / n
+ * cancels at most n units of rounding ((first - mean)^2 is one of m2's own terms). Padding
+ * past hidden is left out.
+ */
+template <int VEC, int ITEMS, typename ChunkFn, typename ColumnFn>
+__device__ __forceinline__ void thread_moments(ChunkFn chunk, ColumnFn column, int hidden, bool active, float& count, float& mean, float& m2) {
+  float shift = 0.f, sum = 0.f, sq = 0.f;
+  int n = 0;
+  if (active) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      const int col = column(i);
+      if (col >= hidden) continue;
+      float v[VEC];
+      chunk(i, v);
+      if (i == 0) shift = v[0];
+      const bool whole = col + VEC <= hidden;
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const float d = whole || col + k < hidden ? v[k] - shift : 0.f;
+        sum += d;
+        sq = fmaf(d, d, sq);
+      }
+      n += min(VEC, hidden - col);
+    }
+  }
+  count = float(n);
+  const float shifted_mean = n > 0 ? sum / count : 0.f;
+  mean = n > 0 ? shift + shifted_mean : 0.f;
+  m2 = fmaxf(sq - sum * shifted_mean, 0.f);
+}
+
+/**
+ * The statistics of a row split over a cluster in two halves, for kernels that work
+ * between them (the exchange's latency hidden behind that work). First half: the CTA's
+ * share reduced and sent. RMSNorm sends its sum of squares; LayerNorm its moments, from
+ * each thread's in one pass (thread_moments) and one barrier. (Measured on the H200 for
+ * every cluster kernel: a few points ahead or behind row_statistics' two passes, depending
+ * on the kernel; the deferred-output ring, the one that takes it, 4-14 points ahead of
+ * every earlier LayerNorm kernel at hidden 65536 and 131072.)
+ */
+template <typename C, int VEC, int ITEMS, typename Reducer, typename ChunkFn, typename ColumnFn>
+__device__ __forceinline__ void send_row_statistics(Reducer& reduce, int hidden, float sum, bool active, ChunkFn chunk, ColumnFn column) {
+  if constexpr (C::kLayerNorm) {
+    float count, mean, m2;
+    thread_moments<VEC, ITEMS>(chunk, column, hidden, active, count, mean, m2);
+    reduce.cta_moments(count, mean, m2);
+    reduce.cluster_send(make_float4(count, mean, m2, 0.f));
+  } else {
+    reduce.cluster_send(make_float4(reduce.cta_sum(sum), 0.f, 0.f, 0.f));
+  }
+}
+
+/** Second half: mean and rstd of the row from every CTA's share, once all have arrived. */
+template <typename C, typename Reducer>
+__device__ __forceinline__ void receive_row_statistics(Reducer& reduce, const NormgenFwdParams& p, int hidden, float& mean, float& rstd) {
+  if constexpr (C::kLayerNorm) {
+    float m2;
+    reduce.cluster_receive_moments(mean, m2);
+    rstd = rsqrtf(m2 / float(hidden) + p.eps);
+  } else {
+    float total[1];
+    reduce.cluster_receive_sums(total);
+    mean = 0.f;
+    rstd = rsqrtf(total[0] / float(hidden) + p.eps);
+  }
+}
+
+/**
  * Mean and rstd of the row whose ITEMS chunks (at column(i)) this thread holds, from the
  * thread's `sum` (see thread_sum) over `hidden` columns (a constant in kernels compiled for
- * one size). LayerNorm sums squared deviations in a second pass over
- * the chunks. A row split over a cluster takes them from each CTA's own mean, over its
- * `slice_count` columns, and combines the CTAs' moments in one cluster exchange instead
- * of two cluster-wide sums (a cluster barrier costs far more than a CTA barrier).
+ * one size). LayerNorm sums squared deviations in a second pass over the chunks. A row
+ * split over a cluster takes them from each CTA's own mean, over its `slice_count`
+ * columns, and combines the CTAs' moments in one cluster exchange instead of two
+ * cluster-wide sums (a cluster exchange costs far more than a CTA barrier).
  */
 template <typename C, int VEC, int ITEMS, int CLUSTER, typename Reducer, typename ChunkFn, typename ColumnFn>
 __device__ __forceinline__ void row_statistics(Reducer& reduce, const NormgenFwdParams& p, int hidden, float sum, int slice_count,
@@ -66,8 +136,12 @@ __device__ __forceinline__ int slice_count(int hidden, int col0, int slice) { re
 // each taking a contiguous slice of it). Thread `lane` of a group touches the chunks
 // starting at columns (i * TPR + lane) * VEC, so a warp's accesses are contiguous.
 
-/** The row stays in registers: ITEMS chunks of VEC values per thread, as floats. */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
+/**
+ * The row stays in registers: ITEMS chunks of VEC values per thread, as floats.
+ * EARLY_AFFINE: weight and bias of every chunk are loaded with x (their latency overlaps
+ * x's and the reductions) rather than chunk by chunk at the stores.
+ */
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN, bool EARLY_AFFINE = false>
 __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
   constexpr int kRows = THREADS / TPR;
   RowReducer<THREADS, TPR, CLUSTER> reduce;
@@ -80,6 +154,8 @@ __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
 
   float held[ITEMS][VEC];
   load_inputs<C, VEC, ITEMS>(p, row, column, active ? hidden : 0, held);
+  AffineChunks<C, VEC, EARLY_AFFINE ? ITEMS : 1> affine;
+  if constexpr (EARLY_AFFINE) affine.load(p, column, active ? hidden : 0);
   auto value = [&](int i, int k) { return held[i][k]; };
 
   auto chunk = [&](int i, float (&v)[VEC]) {
@@ -97,7 +173,7 @@ __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
     if (column(i) >= hidden) continue;
     float v[VEC];
     chunk(i, v);
-    store_output<C, VEC>(p, row, column(i), hidden, v, mean, rstd);
+    store_output<C, VEC, EARLY_AFFINE ? ITEMS : 1>(p, row, column(i), hidden, v, mean, rstd, EARLY_AFFINE ? &affine : nullptr, i);
   }
 }
 
@@ -240,8 +316,13 @@ struct RingLayout {
  * and re-reading them doubles (RMSNorm) or triples (LayerNorm) the L2 traffic.
  * Short slices (kHold) keep the row's values in registers after the first pass, which
  * saves a shared-memory load and a conversion per element in each later pass.
+ *
+ * DEFER_OUTPUT (clusters): a row's output is written while the next row's cluster
+ * exchange is in flight: each iteration sends row k's statistics, normalizes and stores
+ * row k - 1, then takes row k's from the mailbox. Row k - 1 keeps its slot meanwhile,
+ * so loads run STAGES - 2 rows ahead, and values are read from the slot (no kHold).
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS, int HIDDEN>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS, bool DEFER_OUTPUT, int HIDDEN>
 __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   using T = typename C::T;
   using R = typename C::R;
@@ -252,7 +333,9 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   constexpr int kSlice = ITEMS * TPR * VEC;
   using Layout = RingLayout<C, STAGES, kRows, kSlice, STAGED_WEIGHTS>;
   // 1024-thread CTAs have 64 registers a thread: room for 16 held values, not 32.
-  constexpr bool kHold = ITEMS * VEC * (THREADS >= 1024 ? 2 : 1) <= 32;
+  constexpr bool kHold = !DEFER_OUTPUT && ITEMS * VEC * (THREADS >= 1024 ? 2 : 1) <= 32;
+  static_assert(!DEFER_OUTPUT || (CLUSTER > 1 && STAGES >= 3), "deferred output overlaps a cluster exchange and keeps a slot for it");
+  constexpr int kAhead = DEFER_OUTPUT ? STAGES - 2 : STAGES - 1;  // rows loaded ahead of the one reduced
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   const int lane = threadIdx.x % TPR;
   const int group = threadIdx.x / TPR;
@@ -331,16 +414,33 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
     }
   };
 
+  // Normalize and store the row held in `slot`.
+  auto store_row = [&](int64_t row, int slot, float mean, float rstd) {
+    if (row >= p.rows) return;
+    if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+      if (column(i) >= hidden) continue;
+      float v[VEC], w[VEC], b[VEC];
+      values(slot, i, v);
+      affine_at(i, w, b);
+      store_normalized<C, VEC>(p, row, column(i), hidden, v, mean, rstd, w, b);
+    }
+  };
+
   // Every CTA of a cluster walks the same rows and the loop bound is uniform over the
   // CTA, so the barriers inside the reductions match up.
   const int64_t step = int64_t(gridDim.x / CLUSTER) * kRows;
   const int64_t first = int64_t(blockIdx.x / CLUSTER) * kRows;
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) issue(first + s * step + group, s);
+  for (int s = 0; s < kAhead; ++s) issue(first + s * step + group, s);
   int slot = 0;
+  int64_t deferred_row = p.rows;  // DEFER_OUTPUT: the row still to store (none yet)
+  int deferred_slot = 0;
+  float deferred_mean = 0.f, deferred_rstd = 0.f;
   for (int64_t base = first; base < p.rows; base += step) {
-    issue(base + (STAGES - 1) * step + group, slot == 0 ? STAGES - 1 : slot - 1);  // the slot freed last row
-    copy_async_wait<STAGES - 1>();
+    issue(base + kAhead * step + group, (slot + kAhead) % STAGES);  // the slot freed last
+    copy_async_wait<kAhead>();
     const int64_t row = base + group;
     const bool active = row < p.rows;
 
@@ -373,22 +473,21 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
         for (int k = 0; k < VEC; ++k) acc += C::kLayerNorm ? v[k] : v[k] * v[k];  // padding holds 0
       }
     }
-    float mean, rstd;
-    row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, hidden, acc, slice_count(hidden, col0, kSlice), active,
-                                           [&](int i, float (&v)[VEC]) { values(slot, i, v); }, column, mean, rstd);
-    if (active) {
-      if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        if (column(i) >= hidden) continue;
-        float v[VEC], w[VEC], b[VEC];
-        values(slot, i, v);
-        affine_at(i, w, b);
-        store_normalized<C, VEC>(p, row, column(i), hidden, v, mean, rstd, w, b);
-      }
+    auto chunk = [&](int i, float (&v)[VEC]) { values(slot, i, v); };
+    if constexpr (DEFER_OUTPUT) {
+      send_row_statistics<C, VEC, ITEMS>(reduce, hidden, acc, active, chunk, column);
+      store_row(deferred_row, deferred_slot, deferred_mean, deferred_rstd);
+      receive_row_statistics<C>(reduce, p, hidden, deferred_mean, deferred_rstd);
+      deferred_row = row;
+      deferred_slot = slot;
+    } else {
+      float mean, rstd;
+      row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, hidden, acc, slice_count(hidden, col0, kSlice), active, chunk, column, mean, rstd);
+      store_row(row, slot, mean, rstd);
     }
     slot = slot + 1 == STAGES ? 0 : slot + 1;
   }
+  if constexpr (DEFER_OUTPUT) store_row(deferred_row, deferred_slot, deferred_mean, deferred_rstd);
   copy_async_wait<0>();
 }
 
