@@ -89,6 +89,13 @@ const MAX_RESIDUAL_VALUES_WIDE_CTA = 48;
 const REGISTER_OVERHEAD = 40;
 /** Most rows of a problem whose regs variants also come with early weight and bias loads. */
 const EARLY_AFFINE_MAX_ROWS = 128;
+/**
+ * Registers early weight and bias loads must leave spare by the estimate (values, packed
+ * weight and bias, overhead), which runs low for them: in the H200 default-grid tune, 19 of
+ * 3948 such kernels spilled, all with less than 24 registers spare by it; none of the 384
+ * early winners had less.
+ */
+const EARLY_AFFINE_SPARE_REGISTERS = 24;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
 const LONG_ROW_BYTES = 8 * 1024;
 /** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
@@ -193,7 +200,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
             if (residualSpills) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
-            const early = regs + affineWords(problem, items * vec);
+            const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
             if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && early <= 255 && early * threads <= 65536)
               out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
           }
