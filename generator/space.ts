@@ -68,6 +68,12 @@ export const CLUSTER_CHOICES = [1, 2, 4, 8];
 export const STAGE_CHOICES = [2, 3];
 /** Ring depths of deferred-output variants: one slot holds the row waiting to be stored. */
 export const DEFERRED_STAGE_CHOICES = [3, 4];
+/**
+ * Shortest rows offered deferred output: in the H200 default-grid tune no deferred variant
+ * came within 2% of the best on any of the 576 problems of hidden 4096-32768 (it won 38 of
+ * 54 at 65536 and 131072), and they were 9% of the tune's measurements.
+ */
+export const DEFERRED_MIN_HIDDEN = 65536;
 /** Fewest threads of a ring CTA: smaller ones needed 150+ registers and were never ahead. */
 const MIN_RING_THREADS = 128;
 /**
@@ -242,7 +248,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
     if (items > MAX_RING_ITEMS) continue;
     const depths = [
       ...STAGE_CHOICES.map((stages) => ({ stages, deferOutput: false })),
-      ...(cluster > 1 ? DEFERRED_STAGE_CHOICES.map((stages) => ({ stages, deferOutput: true })) : []),
+      ...(cluster > 1 && problem.hidden >= DEFERRED_MIN_HIDDEN ? DEFERRED_STAGE_CHOICES.map((stages) => ({ stages, deferOutput: true })) : []),
     ];
     for (const { stages, deferOutput } of depths) {
       const unstaged: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages, stagedWeights: false, ...(deferOutput ? { deferOutput } : {}) };

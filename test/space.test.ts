@@ -78,7 +78,8 @@ test('ring variants stage weight and bias in shared memory exactly when they fit
 });
 
 test('deferred output: ring variants with clusters and a slot to spare, each its own kernel', () => {
-  const ln = makeProblem({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } }, 65536, 4096);
+  const lnSpec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
+  const ln = makeProblem(lnSpec, 65536, 4096);
   const space = enumerateSpace(ln, sm90);
   const deferred = space.filter((p) => p.deferOutput);
   assert.ok(deferred.length > 0);
@@ -91,6 +92,8 @@ test('deferred output: ring variants with clusters and a slot to spare, each its
   }
   assert.ok(space.some((p) => p.storage === 'ring' && p.cluster > 1 && !p.deferOutput), 'the eager kind too');
   assert.ok(space.filter((p) => p.cluster === 1).every((p) => !p.deferOutput), 'no exchange to overlap without a cluster');
+  const shorter = enumerateSpace(makeProblem(lnSpec, 32768, 4096), sm90);
+  assert.ok(shorter.some((p) => p.storage === 'ring' && p.cluster > 1) && shorter.every((p) => !p.deferOutput), 'rows shorter than 65536: never ahead');
 });
 
 test('vector width follows the strides: odd strides get scalar access', () => {
