@@ -71,7 +71,7 @@ export const DEFERRED_STAGE_CHOICES = [3, 4];
 /**
  * Shortest rows offered deferred output: in the H200 default-grid tune no deferred variant
  * came within 2% of the best on any of the 576 problems of hidden 4096-32768 (it won 38 of
- * 54 at 65536 and 131072), and they were 9% of the tune's measurements.
+ * the 136 at 65536 and 131072), and they were 9% of the tune's measurements.
  */
 export const DEFERRED_MIN_HIDDEN = 65536;
 /** Fewest threads of a ring CTA: smaller ones needed 150+ registers and were never ahead. */
