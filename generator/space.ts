@@ -202,12 +202,12 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
           for (const storage of ['regs', 'pipelined'] as const) {
             const regs = regsEstimate(problem, storage, items * vec, cluster);
-            if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || regs > 255 || regs * threads > 65536) continue;
+            if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || !fitsRegisterFile(regs, threads)) continue;
             const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
             if (residualSpills) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
             const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
-            if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && early <= 255 && early * threads <= 65536)
+            if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && fitsRegisterFile(early, threads))
               out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
           }
         }
@@ -268,19 +268,21 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
  */
 export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number, cluster = 1): number {
   if (storage === 'regs') return values + REGISTER_OVERHEAD;
-  const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
-  const row = words(spec.dtype) + words(residualDType(spec));
+  const row = packedWords(spec.dtype, values) + packedWords(residualDType(spec), values);
   const extra = (spec.dtype === 'bf16' ? 8 : 0) + (cluster > 1 ? 4 : 0);
-  return values + 2 * row + words(weightDType(spec)) + words(biasDType(spec)) + REGISTER_OVERHEAD + extra;
+  return values + 2 * row + affineWords(spec, values) + REGISTER_OVERHEAD + extra;
 }
+
+/** Whether `regs` registers a thread are legal and fit the register file for a CTA of `threads`. */
+const fitsRegisterFile = (regs: number, threads: number) => regs <= 255 && regs * threads <= 65536;
+
+/** Registers that `values` elements of dtype `d` (none: absent) take, packed as loaded. */
+const packedWords = (d: DType | null, values: number) => (d ? (values * BYTES[d]) / 4 : 0);
 
 const hasAffine = (spec: KernelSpec) => weightDType(spec) !== null || biasDType(spec) !== null;
 
 /** Registers that `values` elements of weight and bias take, packed as loaded. */
-function affineWords(spec: KernelSpec, values: number): number {
-  const words = (d: DType | null) => (d ? (values * BYTES[d]) / 4 : 0);
-  return words(weightDType(spec)) + words(biasDType(spec));
-}
+const affineWords = (spec: KernelSpec, values: number) => packedWords(weightDType(spec), values) + packedWords(biasDType(spec), values);
 
 /** Correct for every shape and alignment: one CTA of 256 threads per row, scalar loads. */
 export const GENERIC_PARAMS: CudaParams = {
