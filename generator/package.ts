@@ -159,6 +159,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     tunedCount: tuned,
     problemCount: p.entries.length,
     tolerancePct: (100 * Math.max(...src.tables.map((t) => t.table.tolerance))).toFixed(1),
+    largeTolerancePct: (100 * Math.max(...src.tables.map((t) => t.table.largeTolerance))).toFixed(1),
     regretPct: (100 * Math.max(...src.tables.map((t) => t.table.maxRegret))).toFixed(2),
     specs: p.specs.map((s) => s.key),
     multiDevice: !single,
@@ -179,6 +180,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       computeCapability: t.arch.cc,
       db: t.dbFile,
       tolerance: t.table.tolerance,
+      largeTolerance: t.table.largeTolerance,
       maxRegret: t.table.maxRegret,
       entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
     })),
@@ -188,12 +190,13 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
             adapter: t.adapter,
             db: t.dbFile,
             tolerance: t.table.tolerance,
+            largeTolerance: t.table.largeTolerance,
             maxRegret: t.table.maxRegret,
             entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
           })),
         }
       : {}),
-    ...(bwdTable ? { backward: { db: bwdTable.dbFile, tolerance: bwdTable.table.tolerance, maxRegret: bwdTable.table.maxRegret, entries: bwdTable.table.entries.map(({ kernelSpec, ...e }) => e) } } : {}),
+    ...(bwdTable ? { backward: { db: bwdTable.dbFile, tolerance: bwdTable.table.tolerance, largeTolerance: bwdTable.table.largeTolerance, maxRegret: bwdTable.table.maxRegret, entries: bwdTable.table.entries.map(({ kernelSpec, ...e }) => e) } } : {}),
   };
   files.push(['dispatch.json', JSON.stringify(dispatch, null, 1) + '\n']);
 

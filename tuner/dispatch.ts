@@ -8,6 +8,7 @@ import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js
 import type { BwdParams } from '../generator/space-bwd.js';
 import type { AnyDbHeader, DbHeader, DbResult, TuningDb } from './db.js';
 import type { AnyParams } from './direction.js';
+import { LARGE_PROBLEM_ELEMENTS } from './tune-report.js';
 
 /** One tuned problem's choice. P: the backend's parameters (CUDA forward by default, CUDA backward, or WGSL); a table holds one direction. */
 export interface DispatchEntry<P extends object = CudaParams> {
@@ -19,12 +20,14 @@ export interface DispatchEntry<P extends object = CudaParams> {
   variantId: string;
   params: P;
   medianUs: number;
-  /** Time over the best measured variant of the problem, minus 1 (same stage). */
+  /** Time over the best measured variant of the problem, minus 1 (each variant's final-stage time where it has one). */
   regret: number;
 }
 
 export interface DispatchTable<P extends object = CudaParams> {
   tolerance: number;
+  /** The tolerance on problems of >= 16M elements. */
+  largeTolerance: number;
   entries: DispatchEntry<P>[];
   /** Distinct variants the entries use. */
   variants: number;
@@ -35,36 +38,48 @@ export interface DispatchTable<P extends object = CudaParams> {
 }
 
 /**
- * The measurements to compare variants by, per problem: the screening stage when the
- * problem was screened (it times every variant, in one run), else the final stage.
- * Only verified results count.
+ * Per problem, one measurement per verified variant: its final-stage re-timing where it
+ * has one (more samples), else its screening. Screening ran a little slower than the
+ * re-timing on the H200 (median 0.6%), so a variant timed only in screening is never
+ * favoured by the mix.
  */
-function comparableByProblem<P extends object>(db: TuningDb<P, AnyDbHeader>, backward: boolean): Map<string, DbResult<P>[]> {
-  const by = new Map<string, { screen: DbResult<P>[]; final: DbResult<P>[] }>();
+function bestMeasurements<P extends object>(db: TuningDb<P, AnyDbHeader>, backward: boolean): DbResult<P>[][] {
+  const by = new Map<string, Map<string, DbResult<P>>>();
   for (const r of db.results) {
     if (r.status !== 'OK' || typeof r.medianUs !== 'number' || isBackward(r.problem) !== backward) continue;
-    const slot = by.get(r.problemKey) ?? { screen: [], final: [] };
-    slot[r.stage].push(r);
-    by.set(r.problemKey, slot);
+    const variants = by.get(r.problemKey) ?? new Map<string, DbResult<P>>();
+    by.set(r.problemKey, variants);
+    const seen = variants.get(r.variantId);
+    if (!seen || (r.stage === 'final' && seen.stage !== 'final')) variants.set(r.variantId, r);
   }
-  return new Map([...by].map(([k, s]) => [k, s.screen.length > 0 ? s.screen : s.final]));
+  return [...by.values()].map((v) => [...v.values()]);
+}
+
+export interface DispatchOptions {
+  /** Regret allowed per problem to keep the table small (default 2%). */
+  tolerance?: number;
+  /** Regret allowed on problems of >= 16M elements, where the copy roofline is the target and timings repeat to ~0.3% (default 0.5%, or `tolerance` if smaller). */
+  largeTolerance?: number;
 }
 
 /**
- * Greedy set cover: a variant covers a problem when it is within `tolerance` of the
- * problem's best; take the variant covering most uncovered problems (ties: the least
- * total time) until all are covered. Each problem then uses its fastest chosen variant.
+ * Greedy set cover: a variant covers a problem when it is within the problem's tolerance
+ * of its best; take the variant covering most uncovered problems (ties: the least total
+ * time) until all are covered. Each problem then uses its fastest chosen variant.
  */
-export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, tolerance?: number): DispatchTable<CudaParams>;
-export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, tolerance: number, direction: 'bwd'): DispatchTable<BwdParams>;
-export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, tolerance?: number): DispatchTable<P>;
-export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, tolerance = 0.02, direction: 'fwd' | 'bwd' = 'fwd'): DispatchTable<P> {
-  const problems = [...comparableByProblem(db, direction === 'bwd').values()];
+export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, options?: DispatchOptions): DispatchTable<CudaParams>;
+export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, options: DispatchOptions, direction: 'bwd'): DispatchTable<BwdParams>;
+export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, options?: DispatchOptions): DispatchTable<P>;
+export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, options: DispatchOptions = {}, direction: 'fwd' | 'bwd' = 'fwd'): DispatchTable<P> {
+  const tolerance = options.tolerance ?? 0.02;
+  const largeTolerance = Math.min(tolerance, options.largeTolerance ?? 0.005);
+  const problems = bestMeasurements(db, direction === 'bwd');
   const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
+  const allowed = (p: { rows: number; hidden: number }) => (p.rows * p.hidden >= LARGE_PROBLEM_ELEMENTS ? largeTolerance : tolerance);
   const covers = new Map<string, Set<string>>(); // variant id -> problem keys within tolerance
   for (const rs of problems)
     for (const r of rs)
-      if (r.medianUs! <= best.get(r.problemKey)! * (1 + tolerance)) {
+      if (r.medianUs! <= best.get(r.problemKey)! * (1 + allowed(r.problem))) {
         const set = covers.get(r.variantId) ?? new Set<string>();
         set.add(r.problemKey);
         covers.set(r.variantId, set);
@@ -92,6 +107,7 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
   return {
     tolerance,
+    largeTolerance,
     entries,
     variants: chosen.size,
     maxRegret: Math.max(0, ...entries.map((e) => e.regret)),

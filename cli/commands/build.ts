@@ -9,7 +9,7 @@ import type { WgslDeviceTable } from '../../generator/package-wgsl.js';
 import { adapterName } from '../../tuner/wgsl/adapter.js';
 import { InputError, isBackward } from '../../generator/problem.js';
 import { deviceKey, TuningDb } from '../../tuner/db.js';
-import { buildDispatchTable } from '../../tuner/dispatch.js';
+import { buildDispatchTable, type DispatchOptions } from '../../tuner/dispatch.js';
 import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { expandDbPaths } from '../db-paths.js';
 import { formatTable } from '../table.js';
@@ -21,12 +21,13 @@ export const builder = (y: Argv) =>
     .option('db', { type: 'string', array: true, demandOption: true, describe: 'tuning database; repeat it (or name a folder from normgen merge) for one table per GPU model; a backward database (tune --direction bwd) adds the backward to its GPU\'s table; WGSL databases (tune --backend wgsl) add WebGPU tables' })
     .option('out', { type: 'string', demandOption: true, describe: 'package folder, e.g. out/normgen-sm90' })
     .option('name', { type: 'string', describe: 'package name (default: the folder name)' })
-    .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' });
+    .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' })
+    .option('large-tolerance', { type: 'number', default: 0.005, describe: 'regret allowed on problems of >= 16M elements (at most --tolerance)' });
 
 /** A database of backward results (tune --direction bwd). */
 const isBackwardDb = (db: TuningDb) => db.results.some((r) => isBackward(r.problem));
 
-function backwardTable(path: string, tolerance: number): BackwardTable {
+function backwardTable(path: string, tolerance: DispatchOptions): BackwardTable {
   const db = TuningDb.readChecked(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
@@ -35,7 +36,7 @@ function backwardTable(path: string, tolerance: number): BackwardTable {
   return { dbFile: basename(path), tunedTemplateHash: session.templateHash, table, measured: formatTable(WINNER_HEADER, winners(db).map(winnerRow)) };
 }
 
-function deviceTable(path: string, tolerance: number): DeviceTable {
+function deviceTable(path: string, tolerance: DispatchOptions): DeviceTable {
   const db = TuningDb.readChecked(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
@@ -45,7 +46,7 @@ function deviceTable(path: string, tolerance: number): DeviceTable {
   return { device: db.header.device.name, arch: parseArch(db.header.arch), dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 
-function wgslTable(path: string, tolerance: number): WgslDeviceTable {
+function wgslTable(path: string, tolerance: DispatchOptions): WgslDeviceTable {
   const db = TuningDb.readCheckedWgsl(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
@@ -55,8 +56,10 @@ function wgslTable(path: string, tolerance: number): WgslDeviceTable {
   return { adapter: db.header.device, dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 
-export function handler(args: { db: string[]; out: string; name?: string; tolerance: number }): void {
-  if (!(args.tolerance >= 0 && args.tolerance < 1)) throw new InputError(`--tolerance must be in [0, 1), got ${args.tolerance}`);
+export function handler(args: { db: string[]; out: string; name?: string; tolerance: number; largeTolerance: number }): void {
+  for (const [flag, v] of [['--tolerance', args.tolerance], ['--large-tolerance', args.largeTolerance]] as const)
+    if (!(v >= 0 && v < 1)) throw new InputError(`${flag} must be in [0, 1), got ${v}`);
+  const tolerance: DispatchOptions = { tolerance: args.tolerance, largeTolerance: args.largeTolerance };
   const all = expandDbPaths(args.db);
   const backend = new Map(all.map((p) => [p, TuningDb.backendOf(p)]));
   const wgslPaths = all.filter((p) => backend.get(p) === 'wgsl');
@@ -83,12 +86,12 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   }
   for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
   const tables = paths.map((p) => {
-    const t = deviceTable(p, args.tolerance);
+    const t = deviceTable(p, tolerance);
     const h = TuningDb.read(p).header;
     const b = backward.get(`${h.arch}|${deviceKey(h.device)}`);
-    return b ? { ...t, backward: backwardTable(b, args.tolerance) } : t;
+    return b ? { ...t, backward: backwardTable(b, tolerance) } : t;
   });
-  const wgsl = wgslPaths.map((p) => wgslTable(p, args.tolerance));
+  const wgsl = wgslPaths.map((p) => wgslTable(p, tolerance));
   const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
   const out = emitPackage({ name, tables, wgsl }, args.out);
   const problems = tables.reduce((n, t) => n + t.table.entries.length, 0);
