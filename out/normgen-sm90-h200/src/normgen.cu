@@ -11,11 +11,12 @@
 extern "C" __global__ void normgen_layernorm_fwd_69229e1e3170(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d171aedef42b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_88440757c6d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6a49be47fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3324ac034fc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40742cca6dfc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2472420fdaa3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0996fbfb1a36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_817c9d1b0dea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d7c848edb97(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3418c9ce5ee2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f7ae0eef338e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fa626667606f(const NormgenFwdParams p);
@@ -29,8 +30,9 @@ extern "C" __global__ void normgen_layernorm_fwd_e6dcb0e5a7d7(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_d2b1765dd701(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_71c187b13aa5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae97b7900972(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3805fd404156(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4889da3aab03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e4e4990c659(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89a568751da4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_293e0c84aee0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7618073cef75(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_510003dfcdc6(const NormgenFwdParams p);
@@ -38,8 +40,9 @@ extern "C" __global__ void normgen_layernorm_fwd_bb2a6fcda9a2(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_6604ff65b5b0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e9c67ee23080(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_031e4907260e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_782f4c0521a6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2f9082e64b6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0eea5e653544(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bbe8e8accc3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a39620b0a9ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bca59b2c69f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ade4590b9f1b(const NormgenFwdParams p);
@@ -48,6 +51,7 @@ extern "C" __global__ void normgen_layernorm_fwd_85485aba4408(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_a3bdfec115f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63c2ebdf42f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_35c827dbf61e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8331f533c8e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_22740327435b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c463d98850f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0f687bb140a(const NormgenFwdParams p);
@@ -56,7 +60,6 @@ extern "C" __global__ void normgen_layernorm_fwd_ec70330f8548(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_d2c850bd0a06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c333fe6e0f32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_05e37b8a3d20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_043c880d2b36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_39dd9674a01e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2772811c1aa6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dbe70cf90c22(const NormgenFwdParams p);
@@ -64,21 +67,22 @@ extern "C" __global__ void normgen_layernorm_fwd_22c10baee871(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_9e26ea78e1c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f86e2d2b8877(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cbb7d4074321(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a3c99a614f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fcb051649c1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e507efbd1cc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d054635c7ea2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a0e052353e45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_af5253432bb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f146cdbc8c10(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_223f42f7b442(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bcf7bf3cf1ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f601d24a1b46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28bc2256c3d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ca0d96de2503(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f242ef847068(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4aabf572de0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b2918e19b24(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_498611963aee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9b4ae9b3cbaf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_142d1842009a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c07acf6914e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c942b302a456(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da568c556f68(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_422cb7b73c2c(const NormgenFwdParams p);
@@ -89,59 +93,63 @@ extern "C" __global__ void normgen_layernorm_fwd_54dae55b4132(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_9b5502845dae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdeb26a2596c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0a9fc9bf2d19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7021dccd21b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c166a3df731(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e32dfb6e39e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b9d0b7b2b687(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7e87edfb813d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7e15f13e29d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3f3e5c486358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5cde759fbcb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bfdeabe8ad61(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56c2f7803e6a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c6d69bf9a308(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a992897c880c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8043bcaedc5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fd2544e0633b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b9f35f2e120(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8be19e4b48b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_11c4a77b7ccb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8cd630a314e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81318f4ff51c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_31f51c119935(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a8bdc7365c63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_463cd80831a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0150e078405(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8c5db315b8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bee4acf6773a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_46847c0382ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_698bdc31c8a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4bdb2766ab7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51f4430055a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f38c8876aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c38e766f3d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa8e4a3ec427(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6d7ebdf291c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44922ac1d00f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ade978447441(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9420e7b27924(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_600abcbc6016(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25b92d2db1d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21a87da7c0d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a26f3c9b4124(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5786db6116ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fc21edeb723(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_81dbd4f45fe1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ee66002dadb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65c7ce6427ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2f253e03d9b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7cf1ea7c666(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4eea0184e733(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3cc39136717(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_29ae820556b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_504d4168335f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2eab2f63c87d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b840f293fe94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c8e9e6f8c66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4de28a15b406(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adfc69150ee2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ecf805626303(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24ddd5f44232(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3078851f68e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d4d33d243eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d35bfe68ffa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e419e5bbe4f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9f7ef13efe72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52e0ea1c826a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44bd05fc04ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27ad20029354(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cb78aa76ec6b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a66c76b787aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c41a6c0f5a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_440fcc10058b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5d45b2ff25b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f536eff0316(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8cb6b49d8d44(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_288b05c7ccfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_768ecb5999dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ea3034aa1f9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9abb6008a3ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7f327c3a8e87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d4149c612ffa(const NormgenFwdParams p);
@@ -152,22 +160,20 @@ extern "C" __global__ void normgen_layernorm_fwd_da5d7bdd4d3e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_38b7c5d64a73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d47e2126a53e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c1583de3e5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d4af0f6f591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_839591b1fa8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce84dc39aa90(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a4d60ce727f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c56e9cc7a88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ecade328ffb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31c5257a5dfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16efee19cdba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c296870a39c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09474746fd63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a64b330b664c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_208d45b0155c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e50894b2791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4e758678885(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d99ad1e21ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9ef90a6a0889(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a49acec6e59f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18389970dbf7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dfc15cc9ba65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01c76a753815(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18389970dbf7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1856455e69c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9728072f414(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a9d5fb363793(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fdbcb9755f36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3812b53d6a2(const NormgenFwdParams p);
@@ -176,98 +182,117 @@ extern "C" __global__ void normgen_rmsnorm_fwd_2ac06b4bf11f(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_4c739ac5f295(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e870a23eb6c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c2d03b7be7a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b30026a61250(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_597f87bf728a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f45e3a29b802(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b2b528c4c2c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5298797622c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4c4629a61e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb66ddc0d26b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97370bc616ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_009a4d70af8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b732558ceda8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3f25e0d6ee7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd05837270b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea513ab10f06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7e6d459642c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_400453ac63d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2cc1203bcea8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_388fae937da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_739f64c2004e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ec10fffc42ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3815deecd449(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2af6a3a1446(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe97bab1890d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1a8e74b593f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_898699292104(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_134194941cc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f6d5636eb01(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e589cb8a348(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95d4f1821f0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_127b089d9f1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2c4293865fe0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39311981f55b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3798066c2a78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5435e936cb5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e24a27aa5713(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0303b58476f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fc236ab754b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91be8528c966(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a65b231a125a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac772ca9ef90(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8cc9891f67b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_deb8aaf0bcae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48d73a3d58bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf872e21e18c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d7e16b453992(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df0312922ca1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f7a62ddad31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98c22f1a871d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a69b460a9acb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f506532e316(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df2be537658b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1632c06583b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d873587c9390(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e866be1abb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91d540386d85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ef830ed7c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_593e64b0a398(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06e6e1872a31(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d5e45e5646d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a08fb5b7f14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d06ac7da12af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92c038d2e8a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cda0b6996497(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c04983aa3ca9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_41750871b1f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_995857d0ce61(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8057fed0e745(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a04e455faf23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7627bac42d5b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d25c2bf202b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dafe68f71ef6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09221099b819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40d31ba748c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c733f3c5a420(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6af9f91a55d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_523f20eb13e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60edaa73c1d5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_136e33bbc00c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3663f93b2de7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_356708e05106(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a007ce00c607(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05b44afb47d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c5e93b85884(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac83cb8d952c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa53e9c253ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_494e9b2dd965(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2d13eb46786(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a49ad9fc34f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8af4f7970c01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ab0eb67c97c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7ae0ad6eb516(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d660f4453b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1345a5d799a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5f2fba60d3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3e1b72664bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48b0c7ee31d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_753b56bfb096(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1160de5e437(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c6dae1ec3a5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7b448d655418(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9cb5c9cd9334(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_faf04210c0e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_888781a5e28e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7a3b1f300ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a20daef0e99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21350e4a4ba6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e7a16248931e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e328e8bbcad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dabd85ad0086(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2fa665da4af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f9ef9143cef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_307c5ac4df3c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dac543ad4760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87ff03e98fd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a95ac05182c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20d801f510d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4d4921e8510(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2962a7861e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05cf725cb14d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_902ad343c565(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5e6d2dd7996(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23d9ee696b44(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27e74a317005(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a54bd6dc5b86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ffb1854bf20d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4704693ce1e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8b8e598aeb7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e2ab1dcce3c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea93dbf28a08(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f50c3f9146e4(const NormgenFwdParams p);
@@ -278,75 +303,94 @@ extern "C" __global__ void normgen_rmsnorm_fwd_bbe913f4d496(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_8c5b914dd7f5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d21c282d9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c073ac95a040(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_382d8c1f2038(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3894ff57c5d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e4ddcd64b63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a60ac0359abc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6431c8916c2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd03afef604f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0095e86255fe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1315904decb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30e44a23535b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4a8057ea8cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_873cb329a9af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c99a4df4a20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec00a8510ec3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ee3789d9536(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_08aca657ad33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26d34802f33e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bce38ac588ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_312c308f65c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75d07495222e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5a20ce6590d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4dfa795080d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5d4e606b8ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c749298e248(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b8e7f27a9a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcf44f996cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf3a939b2899(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d5edf63d5d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f826daf217d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0521324a9ff5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_204d63e21a1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7afd2e36aa48(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34ac9097dd41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69cd091193ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3373aa42af9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bca8538c081a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99d49e913292(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4cd3b67a2788(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cca712183a1c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03ffc40994ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9080f74bd29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_963d45590cbd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a47df694442b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_08240cb9f7b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17bb1a77bcbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_364c9c365105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_caadadfd2932(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18350f239806(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_364c0cd3e4f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3c04f1f28c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a6df2505fb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6a525d7ef0f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_48ade08a1072(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1825cf5af11a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7254b9540fc2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_895d3b0c1904(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6dbd266bed5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_360b64e51cf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d720461bfd8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1bf69e7a3b92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcf3ade5bd51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9e3b839ae04(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd192d85f5ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53d7ca3e16bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3779b8ffe7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_46e58854e8e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b423e4526d50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c909507f1d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09aebfeb07bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9394d884ebf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a73659fec132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a20641975156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4c8a6c890ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0ecfdb50171(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90babd67f825(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3453a67b31f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c2b3a03b324(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78482f22274a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_82b2418b058b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3793ddea564a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82a7738402d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e21acd11bab1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90b622fa5460(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a8b4f239339(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_494ec67eab53(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f034818570da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bab69438acb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa3b49564c3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49c5f0624ae8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1a6dd5f6846(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b9419d79452(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6579cd193ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdc4a9768b7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_720b49dc986c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1084a8e87703(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27c98f177af8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6117c82cc67e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf82af5f749e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00508b94d63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5675fb21dc02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcf5b450cd69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_308c7e653399(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7760fdfc191c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4efc9b9e6540(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d728ee99966f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90e9d316367d(const NormgenFwdParams p);
@@ -354,43 +398,50 @@ extern "C" __global__ void normgen_rmsnorm_fwd_7588bec48625(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_2982bdcd0896(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3fc3657b720c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb62bc73ceaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f45af189fcff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df6fe80a8a0f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68c4c2674940(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0927716b1545(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f8d291cc6b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4580c7b54372(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfdced7bb7d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_807152b943e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d654d83e385(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce5de0f0ff85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e8cefc0fda1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac31e7b3de38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17a7f1b9e9a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_57af1d41ec4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39370570c50c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fe225641293(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ede02000ad53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_920c65325711(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0153a55817c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f277ea462a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31547657b0a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81cdb22fba99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_204d08b05557(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d43956ef45d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f435ee3571a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_104848549837(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70ee48698e49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16b1da97a5fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8bf845fc953(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a48a5c00ee3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7b5d6aed3d17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1e42ae20c7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_659630fb5667(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_187e1e572740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbb19eecfe7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d43956ef45d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a439454634df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_925bb149efef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c73874cf03d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10c327a3ed0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62b1a13d53a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73bbbbb6accc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_780bbe748ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17bfdbed0e6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d6c1f713b1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5465bcba8c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_116964c642b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c9cf7facffc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a70a00d7e845(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3fe37335fcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12b84f0c1d4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_951e3044f01a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c30a08f51f24(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d50062718fd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0073fb740a2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4552d33292c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17f3992fe48b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_160d8d55d663(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66d516ec1185(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a50551ff0d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_230eaada5903(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7538a2b743cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c83f720ac6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_839cc7b151c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6a2e881d0d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07ed2995b94b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7af90e4782c4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_82a10ab73a31(const NormgenFwdParams p);
@@ -402,38 +453,50 @@ extern "C" __global__ void normgen_rmsnorm_fwd_ca1bee47463b(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b4c1c0f9d22c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9627d1b31bc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8be4b71d448f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d77de3c5d5b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_acb6c7814b24(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dbc79b2ecdda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_923312dee8af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdb9e0bd10f9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb338bdaafc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa16a6da4155(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d9f6bd12234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_118fabf62dcd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5161e7a8eba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be73ee751c03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0c08ac42203c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ad4f9cff09b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2db8e1a84afc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b57a096aa464(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d829524da100(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d54c9ca3266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5230eb505beb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8131077c51e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6dd67d6690c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42f313f5ed08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f94b1b01424(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a81e23469724(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aa22e4dc0f64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6dc2b883cd8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58093cc84525(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_364ca4564491(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c46c200e1a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab70cd216f7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69bc728ac6b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3516a7ac361(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddb77c69dc8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1fb2088f08e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c618fceb7bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66c5cf5bf49d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_152234df1ff6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8c8ff0608f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acd0f8c3ccad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1054164d083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f20335361c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4c46852d6b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_244311303740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3b4427a2578(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ca383264ace(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a23456400ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f32a4e9bf70f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfc57d6f2f72(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d99a92975bc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_351abc463d1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5500076cccbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abc71d6526da(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2976304b806(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_099c8e04c146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc19a42e649d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcb00a6c72f8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1153d6e66a49(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_820b83cc0226(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db56464619d2(const NormgenFwdParams p);
@@ -456,11 +519,12 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_69229e1e3170, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_d171aedef42b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_88440757c6d6, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_f6a49be47fb5, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_3324ac034fc6, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
   {(const void*)&normgen_layernorm_fwd_40742cca6dfc, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_2472420fdaa3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_layernorm_fwd_0996fbfb1a36, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_layernorm_fwd_817c9d1b0dea, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_0d7c848edb97, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_layernorm_fwd_3418c9ce5ee2, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_layernorm_fwd_f7ae0eef338e, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_layernorm_fwd_fa626667606f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
@@ -474,8 +538,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_d2b1765dd701, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_71c187b13aa5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_ae97b7900972, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_3805fd404156, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_4889da3aab03, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_7e4e4990c659, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_89a568751da4, 2, 64, 8, 64, 0, 1, 2, 0, 6144 },  // smem.t64.v8.tpr64.h6144
   {(const void*)&normgen_layernorm_fwd_293e0c84aee0, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_layernorm_fwd_7618073cef75, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
   {(const void*)&normgen_layernorm_fwd_510003dfcdc6, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
@@ -483,8 +548,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_6604ff65b5b0, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
   {(const void*)&normgen_layernorm_fwd_e9c67ee23080, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_031e4907260e, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_782f4c0521a6, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
   {(const void*)&normgen_layernorm_fwd_2f9082e64b6e, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_0eea5e653544, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_8bbe8e8accc3, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
   {(const void*)&normgen_layernorm_fwd_a39620b0a9ad, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_bca59b2c69f4, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
   {(const void*)&normgen_layernorm_fwd_ade4590b9f1b, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
@@ -493,6 +559,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_a3bdfec115f1, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
   {(const void*)&normgen_layernorm_fwd_63c2ebdf42f2, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
   {(const void*)&normgen_layernorm_fwd_35c827dbf61e, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_8331f533c8e7, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_layernorm_fwd_22740327435b, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
   {(const void*)&normgen_layernorm_fwd_c463d98850f7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
   {(const void*)&normgen_layernorm_fwd_e0f687bb140a, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
@@ -501,7 +568,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_d2c850bd0a06, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_c333fe6e0f32, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_05e37b8a3d20, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_043c880d2b36, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_39dd9674a01e, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_2772811c1aa6, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_dbe70cf90c22, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
@@ -509,21 +575,22 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_9e26ea78e1c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_layernorm_fwd_f86e2d2b8877, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_cbb7d4074321, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_0a3c99a614f3, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_layernorm_fwd_fcb051649c1e, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_e507efbd1cc9, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_d054635c7ea2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_layernorm_fwd_a0e052353e45, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_layernorm_fwd_af5253432bb3, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_f146cdbc8c10, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_layernorm_fwd_223f42f7b442, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_bcf7bf3cf1ed, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_layernorm_fwd_f601d24a1b46, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_28bc2256c3d2, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_ca0d96de2503, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_f242ef847068, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_layernorm_fwd_f4aabf572de0, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_9b2918e19b24, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
   {(const void*)&normgen_layernorm_fwd_498611963aee, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_9b4ae9b3cbaf, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_142d1842009a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_c07acf6914e1, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_c942b302a456, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_da568c556f68, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
   {(const void*)&normgen_layernorm_fwd_422cb7b73c2c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
@@ -534,59 +601,63 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_9b5502845dae, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
   {(const void*)&normgen_layernorm_fwd_bdeb26a2596c, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_0a9fc9bf2d19, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_b7021dccd21b, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_0c166a3df731, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_e32dfb6e39e0, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
   {(const void*)&normgen_layernorm_fwd_b9d0b7b2b687, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_layernorm_fwd_7e87edfb813d, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
   {(const void*)&normgen_layernorm_fwd_7e15f13e29d7, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_3f3e5c486358, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_5cde759fbcb3, 4, 1024, 8, 1024, 2, 1, 2, 163840, 16384 },  // ring.t1024.v8.tpr1024.i2.s3.sw.h16384
   {(const void*)&normgen_layernorm_fwd_bfdeabe8ad61, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
   {(const void*)&normgen_layernorm_fwd_56c2f7803e6a, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_layernorm_fwd_c6d69bf9a308, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
   {(const void*)&normgen_layernorm_fwd_a992897c880c, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
   {(const void*)&normgen_layernorm_fwd_8043bcaedc5a, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
   {(const void*)&normgen_layernorm_fwd_fd2544e0633b, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_9b9f35f2e120, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
   {(const void*)&normgen_layernorm_fwd_8be19e4b48b6, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_layernorm_fwd_11c4a77b7ccb, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_a8cd630a314e, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_81318f4ff51c, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_31f51c119935, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
   {(const void*)&normgen_layernorm_fwd_a8bdc7365c63, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
   {(const void*)&normgen_layernorm_fwd_463cd80831a4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_f0150e078405, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_f8c5db315b8e, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_bee4acf6773a, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_46847c0382ec, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_698bdc31c8a7, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_b4bdb2766ab7, 0, 128, 4, 64, 3, 1, 4, 0, 768 },  // regs.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_51f4430055a6, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_4f38c8876aea, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_8c38e766f3d2, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_aa8e4a3ec427, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_b6d7ebdf291c, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_44922ac1d00f, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_ade978447441, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_9420e7b27924, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_600abcbc6016, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_25b92d2db1d2, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_21a87da7c0d9, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
+  {(const void*)&normgen_layernorm_fwd_a26f3c9b4124, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_5786db6116ca, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
   {(const void*)&normgen_layernorm_fwd_8fc21edeb723, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_layernorm_fwd_81dbd4f45fe1, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_5ee66002dadb, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_65c7ce6427ad, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_layernorm_fwd_2f253e03d9b6, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_a7cf1ea7c666, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_4eea0184e733, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_d3cc39136717, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
   {(const void*)&normgen_layernorm_fwd_29ae820556b3, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
   {(const void*)&normgen_layernorm_fwd_504d4168335f, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_layernorm_fwd_2eab2f63c87d, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_b840f293fe94, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_6c8e9e6f8c66, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_layernorm_fwd_4de28a15b406, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_adfc69150ee2, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_ecf805626303, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_24ddd5f44232, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_3078851f68e6, 3, 256, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t256.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_2d4d33d243eb, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
+  {(const void*)&normgen_layernorm_fwd_0d35bfe68ffa, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
   {(const void*)&normgen_layernorm_fwd_e419e5bbe4f4, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_9f7ef13efe72, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_52e0ea1c826a, 1, 128, 4, 128, 7, 2, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i7.c2
+  {(const void*)&normgen_layernorm_fwd_44bd05fc04ac, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_27ad20029354, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_cb78aa76ec6b, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
   {(const void*)&normgen_layernorm_fwd_a66c76b787aa, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_7c41a6c0f5a1, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_440fcc10058b, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
   {(const void*)&normgen_layernorm_fwd_5d45b2ff25b4, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_1f536eff0316, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
   {(const void*)&normgen_layernorm_fwd_8cb6b49d8d44, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
   {(const void*)&normgen_layernorm_fwd_288b05c7ccfe, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_768ecb5999dd, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_6ea3034aa1f9, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
   {(const void*)&normgen_layernorm_fwd_9abb6008a3ae, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
   {(const void*)&normgen_layernorm_fwd_7f327c3a8e87, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_layernorm_fwd_d4149c612ffa, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
@@ -597,22 +668,20 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_38b7c5d64a73, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_d47e2126a53e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_4c1583de3e5d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_2d4af0f6f591, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_839591b1fa8f, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_ce84dc39aa90, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_5a4d60ce727f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_9c56e9cc7a88, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_2ecade328ffb, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_31c5257a5dfe, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_16efee19cdba, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c296870a39c7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_09474746fd63, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_a64b330b664c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_208d45b0155c, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9e50894b2791, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e4e758678885, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_3d99ad1e21ca, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_9ef90a6a0889, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a49acec6e59f, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_18389970dbf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_dfc15cc9ba65, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_01c76a753815, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_18389970dbf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_1856455e69c5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e9728072f414, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_a9d5fb363793, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_fdbcb9755f36, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_a3812b53d6a2, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
@@ -621,98 +690,117 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_4c739ac5f295, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_e870a23eb6c5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_c2d03b7be7a0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b30026a61250, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_597f87bf728a, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_f45e3a29b802, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_4b2b528c4c2c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_5298797622c8, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_e4c4629a61e2, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_cb66ddc0d26b, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_97370bc616ad, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_009a4d70af8b, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_b732558ceda8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e3f25e0d6ee7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_fd05837270b5, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ea513ab10f06, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f7e6d459642c, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_400453ac63d2, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_2cc1203bcea8, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_388fae937da9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_739f64c2004e, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_ec10fffc42ef, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_3815deecd449, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a2af6a3a1446, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fe97bab1890d, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_d1a8e74b593f, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_898699292104, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_134194941cc0, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_9f6d5636eb01, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_3e589cb8a348, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_95d4f1821f0d, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_127b089d9f1d, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_2c4293865fe0, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_39311981f55b, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_3798066c2a78, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5435e936cb5e, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_e24a27aa5713, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_0303b58476f6, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_fc236ab754b5, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_91be8528c966, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_rmsnorm_fwd_a65b231a125a, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_ac772ca9ef90, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_e8cc9891f67b, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
   {(const void*)&normgen_rmsnorm_fwd_deb8aaf0bcae, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_48d73a3d58bd, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
   {(const void*)&normgen_rmsnorm_fwd_cf872e21e18c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_d7e16b453992, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_df0312922ca1, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_4f7a62ddad31, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_98c22f1a871d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_a69b460a9acb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_1f506532e316, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
   {(const void*)&normgen_rmsnorm_fwd_df2be537658b, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_b1632c06583b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d873587c9390, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7e866be1abb0, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_91d540386d85, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5ef830ed7c9f, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_593e64b0a398, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_06e6e1872a31, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_4d5e45e5646d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_0a08fb5b7f14, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_d06ac7da12af, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_92c038d2e8a7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_cda0b6996497, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c04983aa3ca9, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_41750871b1f3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_995857d0ce61, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_8057fed0e745, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_a04e455faf23, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7627bac42d5b, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_d25c2bf202b9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_dafe68f71ef6, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_09221099b819, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_40d31ba748c8, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
   {(const void*)&normgen_rmsnorm_fwd_c733f3c5a420, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_6af9f91a55d0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_523f20eb13e9, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_60edaa73c1d5, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_136e33bbc00c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_3663f93b2de7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_356708e05106, 0, 256, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t256.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a007ce00c607, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_05b44afb47d9, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
   {(const void*)&normgen_rmsnorm_fwd_4c5e93b85884, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ac83cb8d952c, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fa53e9c253ad, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_494e9b2dd965, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_b2d13eb46786, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_a49ad9fc34f3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_8af4f7970c01, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8ab0eb67c97c, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_7ae0ad6eb516, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_6d660f4453b6, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_f1345a5d799a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b5f2fba60d3a, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_b3e1b72664bd, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_48b0c7ee31d7, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_753b56bfb096, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_d1160de5e437, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_c6dae1ec3a5e, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_7b448d655418, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_rmsnorm_fwd_9cb5c9cd9334, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_faf04210c0e3, 4, 512, 8, 512, 4, 8, 2, 229376, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_888781a5e28e, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a7a3b1f300ba, 4, 512, 8, 512, 4, 8, 2, 229376, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
   {(const void*)&normgen_rmsnorm_fwd_0a20daef0e99, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_21350e4a4ba6, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_e7a16248931e, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_1e328e8bbcad, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_dabd85ad0086, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_a2fa665da4af, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_3f9ef9143cef, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_307c5ac4df3c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_dac543ad4760, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_87ff03e98fd7, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_2a95ac05182c, 0, 64, 8, 16, 6, 1, 2, 0, 768 },  // regs.t64.v8.tpr16.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_20d801f510d8, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c4d4921e8510, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_2962a7861e9e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_05cf725cb14d, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_902ad343c565, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_d5e6d2dd7996, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_23d9ee696b44, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_27e74a317005, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_a54bd6dc5b86, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_ffb1854bf20d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4704693ce1e6, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f8b8e598aeb7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_0e2ab1dcce3c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_ea93dbf28a08, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_f50c3f9146e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
@@ -723,75 +811,94 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_8c5b914dd7f5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_72d21c282d9f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_c073ac95a040, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_382d8c1f2038, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
   {(const void*)&normgen_rmsnorm_fwd_3894ff57c5d9, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_2e4ddcd64b63, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_a60ac0359abc, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d6431c8916c2, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_cd03afef604f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_0095e86255fe, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_1315904decb5, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_30e44a23535b, 3, 256, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t256.v8.tpr128.h7168
   {(const void*)&normgen_rmsnorm_fwd_b4a8057ea8cc, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_873cb329a9af, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_7c99a4df4a20, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ec00a8510ec3, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7ee3789d9536, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_08aca657ad33, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_26d34802f33e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bce38ac588ab, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_312c308f65c5, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_75d07495222e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_b5a20ce6590d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_4dfa795080d6, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_d5d4e606b8ef, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_4c749298e248, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6b8e7f27a9a5, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_fcf44f996cd2, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cf3a939b2899, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_4d5edf63d5d0, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_f826daf217d7, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0521324a9ff5, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
   {(const void*)&normgen_rmsnorm_fwd_204d63e21a1a, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_7afd2e36aa48, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_34ac9097dd41, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_69cd091193ef, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_3373aa42af9e, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bca8538c081a, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_99d49e913292, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_4cd3b67a2788, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_cca712183a1c, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
   {(const void*)&normgen_rmsnorm_fwd_03ffc40994ae, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b9080f74bd29, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_963d45590cbd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_a47df694442b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_08240cb9f7b8, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_17bb1a77bcbc, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_364c9c365105, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_caadadfd2932, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_18350f239806, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_364c0cd3e4f9, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_c3c04f1f28c4, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_2a6df2505fb3, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_e6a525d7ef0f, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_48ade08a1072, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_1825cf5af11a, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7254b9540fc2, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_895d3b0c1904, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_e6dbd266bed5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_360b64e51cf8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_d720461bfd8d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_1bf69e7a3b92, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_dcf3ade5bd51, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e9e3b839ae04, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_cd192d85f5ae, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_53d7ca3e16bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f3779b8ffe7f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_46e58854e8e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b423e4526d50, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8c909507f1d3, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_09aebfeb07bb, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_f9394d884ebf, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_a73659fec132, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a20641975156, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e4c8a6c890ae, 2, 1024, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t1024.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c0ecfdb50171, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_90babd67f825, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a3453a67b31f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4c2b3a03b324, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_78482f22274a, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_82b2418b058b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_3793ddea564a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_82a7738402d2, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_e21acd11bab1, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_90b622fa5460, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_4a8b4f239339, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_494ec67eab53, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_f034818570da, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bab69438acb8, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fa3b49564c3c, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_49c5f0624ae8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c1a6dd5f6846, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_0b9419d79452, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_a6579cd193ab, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fdc4a9768b7e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_720b49dc986c, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_1084a8e87703, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_27c98f177af8, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6117c82cc67e, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cf82af5f749e, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_00508b94d63e, 2, 1024, 8, 1024, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr1024.h16384
   {(const void*)&normgen_rmsnorm_fwd_5675fb21dc02, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dcf5b450cd69, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_308c7e653399, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7760fdfc191c, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_4efc9b9e6540, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_d728ee99966f, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_90e9d316367d, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
@@ -799,43 +906,50 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_2982bdcd0896, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
   {(const void*)&normgen_rmsnorm_fwd_3fc3657b720c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_fb62bc73ceaf, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_f45af189fcff, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_df6fe80a8a0f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_68c4c2674940, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_0927716b1545, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_4f8d291cc6b0, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_4580c7b54372, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_cfdced7bb7d8, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_807152b943e6, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_6d654d83e385, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_ce5de0f0ff85, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_4e8cefc0fda1, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_ac31e7b3de38, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_17a7f1b9e9a4, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_57af1d41ec4e, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_39370570c50c, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7fe225641293, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ede02000ad53, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_920c65325711, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_0153a55817c1, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_9f277ea462a3, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_31547657b0a8, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_81cdb22fba99, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_204d08b05557, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d43956ef45d8, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0f435ee3571a, 2, 256, 4, 256, 0, 1, 4, 0, 2048 },  // smem.t256.v4.tpr256.h2048
+  {(const void*)&normgen_rmsnorm_fwd_104848549837, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
+  {(const void*)&normgen_rmsnorm_fwd_70ee48698e49, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_16b1da97a5fa, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b8bf845fc953, 3, 512, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr128.h2560
   {(const void*)&normgen_rmsnorm_fwd_1a48a5c00ee3, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_7b5d6aed3d17, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e1e42ae20c7a, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
-  {(const void*)&normgen_rmsnorm_fwd_659630fb5667, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_187e1e572740, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fbb19eecfe7a, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d43956ef45d8, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a439454634df, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_925bb149efef, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_4c73874cf03d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_10c327a3ed0c, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_62b1a13d53a9, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_73bbbbb6accc, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_780bbe748ea9, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_17bfdbed0e6d, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_4d6c1f713b1a, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e5465bcba8c7, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_116964c642b2, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_c9cf7facffc9, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a70a00d7e845, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c3fe37335fcb, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_12b84f0c1d4d, 3, 1024, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t1024.v4.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_951e3044f01a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_c30a08f51f24, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_d50062718fd3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0073fb740a2c, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_4552d33292c5, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_17f3992fe48b, 1, 256, 4, 256, 2, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_160d8d55d663, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_66d516ec1185, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a50551ff0d9f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_230eaada5903, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_7538a2b743cb, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1c83f720ac6f, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_839cc7b151c3, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d6a2e881d0d0, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_07ed2995b94b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_7af90e4782c4, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
   {(const void*)&normgen_rmsnorm_fwd_82a10ab73a31, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
@@ -847,38 +961,50 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b4c1c0f9d22c, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_9627d1b31bc0, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_8be4b71d448f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_d77de3c5d5b7, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_acb6c7814b24, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_dbc79b2ecdda, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_923312dee8af, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_bdb9e0bd10f9, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_bb338bdaafc5, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fa16a6da4155, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_3d9f6bd12234, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_118fabf62dcd, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_rmsnorm_fwd_c5161e7a8eba, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_be73ee751c03, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_0c08ac42203c, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5ad4f9cff09b, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2db8e1a84afc, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_b57a096aa464, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_d829524da100, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7d54c9ca3266, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5230eb505beb, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8131077c51e6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_b6dd67d6690c, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_42f313f5ed08, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9f94b1b01424, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a81e23469724, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_aa22e4dc0f64, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e6dc2b883cd8, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_58093cc84525, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_364ca4564491, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7c46c200e1a4, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
   {(const void*)&normgen_rmsnorm_fwd_ab70cd216f7e, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_69bc728ac6b7, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d3516a7ac361, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ddb77c69dc8d, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_f1fb2088f08e, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6c618fceb7bd, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_66c5cf5bf49d, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_152234df1ff6, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e8c8ff0608f4, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_acd0f8c3ccad, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_f1054164d083, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3f20335361c4, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c4c46852d6b0, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_244311303740, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d3b4427a2578, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3ca383264ace, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_a23456400ee4, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f32a4e9bf70f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_rmsnorm_fwd_cfc57d6f2f72, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_d99a92975bc6, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_351abc463d1a, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_5500076cccbf, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_abc71d6526da, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_a2976304b806, 2, 512, 4, 512, 0, 1, 4, 0, 32768 },  // smem.t512.v4.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_099c8e04c146, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_dc19a42e649d, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_dcb00a6c72f8, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_1153d6e66a49, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_820b83cc0226, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
   {(const void*)&normgen_rmsnorm_fwd_db56464619d2, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.early.h131072
@@ -891,15 +1017,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 45 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 98 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 141 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 199 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 243 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 298 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 344 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 390 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 429 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 49 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 103 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 149 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 211 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 267 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 333 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 388 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 441 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 492 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -915,7 +1041,7 @@ const Entry kEntries[] = {
   { 0, 512, 8192, 2 },
   { 0, 512, 32768, 2 },
   { 0, 768, 1, 3 },
-  { 0, 768, 8, 3 },
+  { 0, 768, 8, 4 },
   { 0, 768, 32, 4 },
   { 0, 768, 128, 4 },
   { 0, 768, 512, 4 },
@@ -929,1207 +1055,1207 @@ const Entry kEntries[] = {
   { 0, 1024, 512, 7 },
   { 0, 1024, 2048, 7 },
   { 0, 1024, 8192, 7 },
-  { 0, 1024, 32768, 7 },
-  { 0, 1536, 1, 8 },
+  { 0, 1024, 32768, 8 },
+  { 0, 1536, 1, 9 },
   { 0, 1536, 8, 9 },
   { 0, 1536, 32, 9 },
-  { 0, 1536, 128, 8 },
-  { 0, 1536, 512, 9 },
-  { 0, 1536, 2048, 9 },
-  { 0, 1536, 8192, 9 },
-  { 0, 1536, 32768, 9 },
-  { 0, 2048, 1, 10 },
-  { 0, 2048, 8, 10 },
-  { 0, 2048, 32, 10 },
-  { 0, 2048, 128, 10 },
-  { 0, 2048, 512, 11 },
-  { 0, 2048, 2048, 11 },
-  { 0, 2048, 8192, 11 },
-  { 0, 2048, 32768, 12 },
-  { 0, 2560, 1, 13 },
-  { 0, 2560, 8, 13 },
-  { 0, 2560, 32, 13 },
-  { 0, 2560, 128, 13 },
-  { 0, 2560, 512, 14 },
-  { 0, 2560, 2048, 14 },
-  { 0, 2560, 8192, 14 },
-  { 0, 2560, 32768, 14 },
-  { 0, 3072, 1, 15 },
-  { 0, 3072, 8, 15 },
-  { 0, 3072, 32, 15 },
-  { 0, 3072, 128, 15 },
-  { 0, 3072, 512, 15 },
-  { 0, 3072, 2048, 15 },
-  { 0, 3072, 8192, 15 },
-  { 0, 3072, 32768, 15 },
-  { 0, 4096, 1, 16 },
-  { 0, 4096, 8, 16 },
-  { 0, 4096, 32, 16 },
-  { 0, 4096, 128, 16 },
-  { 0, 4096, 512, 16 },
-  { 0, 4096, 2048, 17 },
-  { 0, 4096, 8192, 17 },
-  { 0, 4096, 32768, 17 },
-  { 0, 5120, 1, 18 },
-  { 0, 5120, 8, 18 },
-  { 0, 5120, 32, 19 },
-  { 0, 5120, 128, 19 },
-  { 0, 5120, 512, 20 },
-  { 0, 5120, 2048, 18 },
-  { 0, 5120, 8192, 18 },
-  { 0, 5120, 32768, 18 },
-  { 0, 6144, 1, 21 },
-  { 0, 6144, 8, 21 },
-  { 0, 6144, 32, 21 },
-  { 0, 6144, 128, 21 },
-  { 0, 6144, 512, 21 },
-  { 0, 6144, 2048, 21 },
-  { 0, 6144, 8192, 21 },
-  { 0, 6144, 32768, 22 },
-  { 0, 7168, 1, 23 },
-  { 0, 7168, 8, 23 },
-  { 0, 7168, 32, 23 },
-  { 0, 7168, 128, 23 },
-  { 0, 7168, 512, 23 },
-  { 0, 7168, 2048, 23 },
-  { 0, 7168, 8192, 23 },
-  { 0, 7168, 32768, 23 },
-  { 0, 8192, 1, 24 },
-  { 0, 8192, 8, 24 },
-  { 0, 8192, 32, 24 },
-  { 0, 8192, 128, 24 },
-  { 0, 8192, 512, 25 },
-  { 0, 8192, 2048, 26 },
-  { 0, 8192, 8192, 27 },
-  { 0, 8192, 32768, 27 },
-  { 0, 12288, 1, 28 },
-  { 0, 12288, 8, 28 },
-  { 0, 12288, 32, 28 },
-  { 0, 12288, 128, 28 },
-  { 0, 12288, 512, 29 },
-  { 0, 12288, 2048, 29 },
-  { 0, 12288, 8192, 29 },
-  { 0, 12288, 32768, 29 },
-  { 0, 16384, 1, 30 },
-  { 0, 16384, 8, 30 },
-  { 0, 16384, 32, 30 },
-  { 0, 16384, 128, 31 },
-  { 0, 16384, 512, 32 },
-  { 0, 16384, 2048, 33 },
-  { 0, 16384, 8192, 33 },
-  { 0, 16384, 32768, 33 },
-  { 0, 32768, 1, 34 },
-  { 0, 32768, 8, 34 },
-  { 0, 32768, 32, 34 },
-  { 0, 32768, 128, 35 },
-  { 0, 32768, 512, 36 },
-  { 0, 32768, 2048, 36 },
-  { 0, 32768, 8192, 36 },
-  { 0, 32768, 32768, 36 },
-  { 0, 65536, 1, 37 },
-  { 0, 65536, 8, 37 },
-  { 0, 65536, 32, 38 },
-  { 0, 65536, 128, 39 },
-  { 0, 65536, 512, 40 },
-  { 0, 65536, 2048, 40 },
-  { 0, 65536, 8192, 40 },
-  { 0, 65536, 32768, 40 },
-  { 0, 131072, 1, 41 },
-  { 0, 131072, 8, 41 },
-  { 0, 131072, 32, 42 },
-  { 0, 131072, 128, 43 },
-  { 0, 131072, 512, 44 },
-  { 0, 131072, 2048, 44 },
-  { 0, 131072, 8192, 44 },
-  { 0, 131072, 32768, 44 },
-  { 1, 512, 1, 46 },
-  { 1, 512, 8, 47 },
-  { 1, 512, 32, 47 },
-  { 1, 512, 128, 47 },
-  { 1, 512, 512, 48 },
-  { 1, 512, 2048, 48 },
-  { 1, 512, 8192, 49 },
-  { 1, 512, 32768, 49 },
-  { 1, 768, 1, 50 },
-  { 1, 768, 8, 50 },
-  { 1, 768, 32, 50 },
-  { 1, 768, 128, 51 },
-  { 1, 768, 512, 52 },
-  { 1, 768, 2048, 52 },
-  { 1, 768, 8192, 52 },
-  { 1, 768, 32768, 52 },
-  { 1, 1024, 1, 53 },
-  { 1, 1024, 8, 53 },
-  { 1, 1024, 32, 53 },
-  { 1, 1024, 128, 53 },
-  { 1, 1024, 512, 54 },
-  { 1, 1024, 2048, 54 },
-  { 1, 1024, 8192, 54 },
-  { 1, 1024, 32768, 54 },
-  { 1, 1536, 1, 55 },
-  { 1, 1536, 8, 55 },
-  { 1, 1536, 32, 55 },
-  { 1, 1536, 128, 56 },
-  { 1, 1536, 512, 57 },
-  { 1, 1536, 2048, 57 },
-  { 1, 1536, 8192, 57 },
-  { 1, 1536, 32768, 57 },
-  { 1, 2048, 1, 58 },
-  { 1, 2048, 8, 58 },
-  { 1, 2048, 32, 58 },
-  { 1, 2048, 128, 58 },
-  { 1, 2048, 512, 59 },
-  { 1, 2048, 2048, 59 },
-  { 1, 2048, 8192, 59 },
-  { 1, 2048, 32768, 60 },
-  { 1, 2560, 1, 61 },
-  { 1, 2560, 8, 61 },
-  { 1, 2560, 32, 61 },
-  { 1, 2560, 128, 61 },
-  { 1, 2560, 512, 62 },
-  { 1, 2560, 2048, 63 },
-  { 1, 2560, 8192, 62 },
-  { 1, 2560, 32768, 62 },
-  { 1, 3072, 1, 64 },
-  { 1, 3072, 8, 64 },
-  { 1, 3072, 32, 64 },
-  { 1, 3072, 128, 65 },
-  { 1, 3072, 512, 64 },
-  { 1, 3072, 2048, 64 },
-  { 1, 3072, 8192, 64 },
-  { 1, 3072, 32768, 64 },
-  { 1, 4096, 1, 66 },
-  { 1, 4096, 8, 66 },
-  { 1, 4096, 32, 66 },
-  { 1, 4096, 128, 66 },
-  { 1, 4096, 512, 66 },
-  { 1, 4096, 2048, 67 },
-  { 1, 4096, 8192, 67 },
-  { 1, 4096, 32768, 67 },
-  { 1, 5120, 1, 68 },
-  { 1, 5120, 8, 69 },
-  { 1, 5120, 32, 68 },
-  { 1, 5120, 128, 69 },
-  { 1, 5120, 512, 70 },
-  { 1, 5120, 2048, 68 },
-  { 1, 5120, 8192, 68 },
-  { 1, 5120, 32768, 68 },
-  { 1, 6144, 1, 71 },
-  { 1, 6144, 8, 71 },
-  { 1, 6144, 32, 71 },
-  { 1, 6144, 128, 71 },
-  { 1, 6144, 512, 71 },
-  { 1, 6144, 2048, 71 },
-  { 1, 6144, 8192, 71 },
-  { 1, 6144, 32768, 72 },
-  { 1, 7168, 1, 73 },
-  { 1, 7168, 8, 73 },
-  { 1, 7168, 32, 73 },
-  { 1, 7168, 128, 74 },
-  { 1, 7168, 512, 74 },
-  { 1, 7168, 2048, 74 },
-  { 1, 7168, 8192, 74 },
-  { 1, 7168, 32768, 74 },
-  { 1, 8192, 1, 75 },
-  { 1, 8192, 8, 75 },
-  { 1, 8192, 32, 75 },
-  { 1, 8192, 128, 75 },
-  { 1, 8192, 512, 76 },
-  { 1, 8192, 2048, 77 },
-  { 1, 8192, 8192, 78 },
-  { 1, 8192, 32768, 78 },
-  { 1, 12288, 1, 79 },
-  { 1, 12288, 8, 79 },
-  { 1, 12288, 32, 79 },
-  { 1, 12288, 128, 80 },
-  { 1, 12288, 512, 81 },
-  { 1, 12288, 2048, 80 },
-  { 1, 12288, 8192, 81 },
-  { 1, 12288, 32768, 81 },
-  { 1, 16384, 1, 82 },
-  { 1, 16384, 8, 82 },
-  { 1, 16384, 32, 83 },
-  { 1, 16384, 128, 84 },
-  { 1, 16384, 512, 85 },
-  { 1, 16384, 2048, 86 },
-  { 1, 16384, 8192, 86 },
-  { 1, 16384, 32768, 86 },
-  { 1, 32768, 1, 87 },
-  { 1, 32768, 8, 87 },
-  { 1, 32768, 32, 87 },
-  { 1, 32768, 128, 88 },
-  { 1, 32768, 512, 89 },
-  { 1, 32768, 2048, 89 },
-  { 1, 32768, 8192, 89 },
-  { 1, 32768, 32768, 89 },
-  { 1, 65536, 1, 90 },
-  { 1, 65536, 8, 90 },
-  { 1, 65536, 32, 91 },
-  { 1, 65536, 128, 92 },
-  { 1, 65536, 512, 93 },
-  { 1, 65536, 2048, 93 },
-  { 1, 65536, 8192, 93 },
-  { 1, 65536, 32768, 93 },
-  { 1, 131072, 1, 94 },
-  { 1, 131072, 8, 94 },
-  { 1, 131072, 32, 95 },
-  { 1, 131072, 128, 96 },
-  { 1, 131072, 512, 97 },
-  { 1, 131072, 2048, 97 },
-  { 1, 131072, 8192, 97 },
-  { 1, 131072, 32768, 97 },
-  { 2, 512, 1, 99 },
-  { 2, 512, 8, 99 },
-  { 2, 512, 32, 99 },
-  { 2, 512, 128, 100 },
-  { 2, 512, 512, 101 },
-  { 2, 512, 2048, 101 },
-  { 2, 512, 8192, 100 },
-  { 2, 512, 32768, 101 },
-  { 2, 768, 1, 102 },
-  { 2, 768, 8, 102 },
-  { 2, 768, 32, 102 },
-  { 2, 768, 128, 102 },
-  { 2, 768, 512, 102 },
-  { 2, 768, 2048, 103 },
-  { 2, 768, 8192, 102 },
-  { 2, 768, 32768, 104 },
-  { 2, 1024, 1, 105 },
-  { 2, 1024, 8, 105 },
-  { 2, 1024, 32, 105 },
-  { 2, 1024, 128, 105 },
-  { 2, 1024, 512, 105 },
-  { 2, 1024, 2048, 104 },
-  { 2, 1024, 8192, 105 },
-  { 2, 1024, 32768, 104 },
-  { 2, 1536, 1, 106 },
-  { 2, 1536, 8, 106 },
-  { 2, 1536, 32, 106 },
-  { 2, 1536, 128, 106 },
-  { 2, 1536, 512, 106 },
-  { 2, 1536, 2048, 107 },
-  { 2, 1536, 8192, 108 },
-  { 2, 1536, 32768, 108 },
-  { 2, 2048, 1, 109 },
-  { 2, 2048, 8, 109 },
-  { 2, 2048, 32, 109 },
-  { 2, 2048, 128, 109 },
-  { 2, 2048, 512, 109 },
-  { 2, 2048, 2048, 109 },
-  { 2, 2048, 8192, 110 },
-  { 2, 2048, 32768, 110 },
-  { 2, 2560, 1, 111 },
-  { 2, 2560, 8, 111 },
-  { 2, 2560, 32, 111 },
-  { 2, 2560, 128, 111 },
-  { 2, 2560, 512, 111 },
-  { 2, 2560, 2048, 111 },
-  { 2, 2560, 8192, 112 },
-  { 2, 2560, 32768, 112 },
-  { 2, 3072, 1, 113 },
-  { 2, 3072, 8, 113 },
-  { 2, 3072, 32, 113 },
-  { 2, 3072, 128, 113 },
-  { 2, 3072, 512, 113 },
-  { 2, 3072, 2048, 113 },
-  { 2, 3072, 8192, 114 },
-  { 2, 3072, 32768, 114 },
-  { 2, 4096, 1, 115 },
-  { 2, 4096, 8, 115 },
-  { 2, 4096, 32, 115 },
-  { 2, 4096, 128, 115 },
-  { 2, 4096, 512, 116 },
-  { 2, 4096, 2048, 115 },
-  { 2, 4096, 8192, 116 },
-  { 2, 4096, 32768, 117 },
-  { 2, 5120, 1, 118 },
-  { 2, 5120, 8, 118 },
-  { 2, 5120, 32, 118 },
-  { 2, 5120, 128, 119 },
-  { 2, 5120, 512, 118 },
-  { 2, 5120, 2048, 118 },
-  { 2, 5120, 8192, 120 },
-  { 2, 5120, 32768, 120 },
-  { 2, 6144, 1, 121 },
-  { 2, 6144, 8, 121 },
-  { 2, 6144, 32, 121 },
-  { 2, 6144, 128, 122 },
-  { 2, 6144, 512, 122 },
-  { 2, 6144, 2048, 121 },
-  { 2, 6144, 8192, 123 },
-  { 2, 6144, 32768, 123 },
-  { 2, 7168, 1, 124 },
-  { 2, 7168, 8, 124 },
-  { 2, 7168, 32, 124 },
-  { 2, 7168, 128, 124 },
-  { 2, 7168, 512, 125 },
-  { 2, 7168, 2048, 126 },
-  { 2, 7168, 8192, 125 },
-  { 2, 7168, 32768, 117 },
-  { 2, 8192, 1, 127 },
-  { 2, 8192, 8, 127 },
-  { 2, 8192, 32, 127 },
-  { 2, 8192, 128, 127 },
-  { 2, 8192, 512, 128 },
-  { 2, 8192, 2048, 129 },
-  { 2, 8192, 8192, 129 },
-  { 2, 8192, 32768, 129 },
-  { 2, 12288, 1, 130 },
-  { 2, 12288, 8, 130 },
-  { 2, 12288, 32, 130 },
-  { 2, 12288, 128, 130 },
-  { 2, 12288, 512, 130 },
-  { 2, 12288, 2048, 130 },
-  { 2, 12288, 8192, 131 },
-  { 2, 12288, 32768, 131 },
-  { 2, 16384, 1, 132 },
-  { 2, 16384, 8, 133 },
-  { 2, 16384, 32, 132 },
-  { 2, 16384, 128, 132 },
-  { 2, 16384, 512, 132 },
-  { 2, 16384, 2048, 132 },
-  { 2, 16384, 8192, 134 },
-  { 2, 16384, 32768, 134 },
-  { 2, 32768, 1, 135 },
-  { 2, 32768, 8, 135 },
-  { 2, 32768, 32, 135 },
-  { 2, 32768, 128, 135 },
-  { 2, 32768, 512, 135 },
-  { 2, 32768, 2048, 136 },
-  { 2, 32768, 8192, 136 },
-  { 2, 32768, 32768, 136 },
-  { 2, 65536, 1, 137 },
-  { 2, 65536, 8, 137 },
-  { 2, 65536, 32, 137 },
-  { 2, 65536, 128, 137 },
-  { 2, 65536, 512, 138 },
-  { 2, 65536, 2048, 138 },
-  { 2, 65536, 8192, 138 },
-  { 2, 65536, 32768, 138 },
-  { 2, 131072, 1, 139 },
-  { 2, 131072, 8, 139 },
-  { 2, 131072, 32, 140 },
-  { 2, 131072, 128, 140 },
-  { 2, 131072, 512, 140 },
-  { 2, 131072, 2048, 140 },
-  { 2, 131072, 8192, 140 },
-  { 2, 131072, 32768, 140 },
-  { 3, 512, 1, 142 },
-  { 3, 512, 8, 143 },
-  { 3, 512, 32, 143 },
-  { 3, 512, 128, 143 },
-  { 3, 512, 512, 144 },
-  { 3, 512, 2048, 144 },
-  { 3, 512, 8192, 145 },
-  { 3, 512, 32768, 144 },
-  { 3, 768, 1, 146 },
-  { 3, 768, 8, 146 },
-  { 3, 768, 32, 146 },
-  { 3, 768, 128, 147 },
-  { 3, 768, 512, 148 },
-  { 3, 768, 2048, 148 },
-  { 3, 768, 8192, 149 },
-  { 3, 768, 32768, 149 },
-  { 3, 1024, 1, 150 },
-  { 3, 1024, 8, 150 },
-  { 3, 1024, 32, 150 },
-  { 3, 1024, 128, 151 },
-  { 3, 1024, 512, 152 },
-  { 3, 1024, 2048, 152 },
-  { 3, 1024, 8192, 152 },
-  { 3, 1024, 32768, 152 },
-  { 3, 1536, 1, 153 },
-  { 3, 1536, 8, 153 },
-  { 3, 1536, 32, 153 },
-  { 3, 1536, 128, 154 },
-  { 3, 1536, 512, 155 },
-  { 3, 1536, 2048, 156 },
-  { 3, 1536, 8192, 155 },
-  { 3, 1536, 32768, 155 },
-  { 3, 2048, 1, 157 },
-  { 3, 2048, 8, 158 },
-  { 3, 2048, 32, 158 },
-  { 3, 2048, 128, 159 },
-  { 3, 2048, 512, 160 },
-  { 3, 2048, 2048, 160 },
-  { 3, 2048, 8192, 160 },
-  { 3, 2048, 32768, 160 },
-  { 3, 2560, 1, 161 },
-  { 3, 2560, 8, 161 },
-  { 3, 2560, 32, 161 },
-  { 3, 2560, 128, 161 },
-  { 3, 2560, 512, 162 },
-  { 3, 2560, 2048, 163 },
-  { 3, 2560, 8192, 163 },
-  { 3, 2560, 32768, 163 },
-  { 3, 3072, 1, 164 },
-  { 3, 3072, 8, 164 },
-  { 3, 3072, 32, 164 },
-  { 3, 3072, 128, 164 },
-  { 3, 3072, 512, 165 },
-  { 3, 3072, 2048, 165 },
-  { 3, 3072, 8192, 165 },
-  { 3, 3072, 32768, 165 },
-  { 3, 4096, 1, 166 },
-  { 3, 4096, 8, 166 },
-  { 3, 4096, 32, 166 },
-  { 3, 4096, 128, 167 },
-  { 3, 4096, 512, 167 },
-  { 3, 4096, 2048, 167 },
-  { 3, 4096, 8192, 167 },
-  { 3, 4096, 32768, 167 },
-  { 3, 5120, 1, 168 },
-  { 3, 5120, 8, 168 },
-  { 3, 5120, 32, 168 },
-  { 3, 5120, 128, 169 },
-  { 3, 5120, 512, 170 },
-  { 3, 5120, 2048, 171 },
-  { 3, 5120, 8192, 171 },
-  { 3, 5120, 32768, 170 },
-  { 3, 6144, 1, 172 },
-  { 3, 6144, 8, 172 },
-  { 3, 6144, 32, 172 },
-  { 3, 6144, 128, 172 },
-  { 3, 6144, 512, 173 },
-  { 3, 6144, 2048, 173 },
-  { 3, 6144, 8192, 173 },
-  { 3, 6144, 32768, 173 },
-  { 3, 7168, 1, 174 },
-  { 3, 7168, 8, 174 },
-  { 3, 7168, 32, 175 },
-  { 3, 7168, 128, 175 },
-  { 3, 7168, 512, 176 },
-  { 3, 7168, 2048, 176 },
-  { 3, 7168, 8192, 176 },
-  { 3, 7168, 32768, 176 },
-  { 3, 8192, 1, 177 },
-  { 3, 8192, 8, 177 },
-  { 3, 8192, 32, 177 },
-  { 3, 8192, 128, 178 },
-  { 3, 8192, 512, 178 },
-  { 3, 8192, 2048, 179 },
-  { 3, 8192, 8192, 180 },
-  { 3, 8192, 32768, 180 },
-  { 3, 12288, 1, 181 },
-  { 3, 12288, 8, 181 },
-  { 3, 12288, 32, 181 },
-  { 3, 12288, 128, 182 },
-  { 3, 12288, 512, 183 },
-  { 3, 12288, 2048, 184 },
-  { 3, 12288, 8192, 184 },
-  { 3, 12288, 32768, 185 },
-  { 3, 16384, 1, 186 },
-  { 3, 16384, 8, 186 },
-  { 3, 16384, 32, 186 },
-  { 3, 16384, 128, 187 },
-  { 3, 16384, 512, 179 },
-  { 3, 16384, 2048, 179 },
-  { 3, 16384, 8192, 188 },
-  { 3, 16384, 32768, 188 },
-  { 3, 32768, 1, 189 },
-  { 3, 32768, 8, 189 },
-  { 3, 32768, 32, 189 },
-  { 3, 32768, 128, 190 },
-  { 3, 32768, 512, 191 },
-  { 3, 32768, 2048, 191 },
-  { 3, 32768, 8192, 191 },
-  { 3, 32768, 32768, 191 },
-  { 3, 65536, 1, 192 },
-  { 3, 65536, 8, 192 },
-  { 3, 65536, 32, 193 },
-  { 3, 65536, 128, 194 },
-  { 3, 65536, 512, 193 },
-  { 3, 65536, 2048, 193 },
-  { 3, 65536, 8192, 195 },
-  { 3, 65536, 32768, 195 },
-  { 3, 131072, 1, 196 },
-  { 3, 131072, 8, 196 },
-  { 3, 131072, 32, 197 },
-  { 3, 131072, 128, 198 },
-  { 3, 131072, 512, 198 },
-  { 3, 131072, 2048, 198 },
-  { 3, 131072, 8192, 198 },
-  { 3, 131072, 32768, 198 },
-  { 4, 512, 1, 200 },
-  { 4, 512, 8, 201 },
-  { 4, 512, 32, 201 },
-  { 4, 512, 128, 201 },
-  { 4, 512, 512, 202 },
-  { 4, 512, 2048, 202 },
-  { 4, 512, 8192, 202 },
-  { 4, 512, 32768, 202 },
-  { 4, 768, 1, 203 },
-  { 4, 768, 8, 203 },
-  { 4, 768, 32, 203 },
-  { 4, 768, 128, 203 },
-  { 4, 768, 512, 204 },
-  { 4, 768, 2048, 204 },
-  { 4, 768, 8192, 204 },
-  { 4, 768, 32768, 204 },
-  { 4, 1024, 1, 205 },
-  { 4, 1024, 8, 205 },
-  { 4, 1024, 32, 205 },
-  { 4, 1024, 128, 206 },
-  { 4, 1024, 512, 207 },
-  { 4, 1024, 2048, 207 },
-  { 4, 1024, 8192, 207 },
-  { 4, 1024, 32768, 207 },
-  { 4, 1536, 1, 208 },
-  { 4, 1536, 8, 208 },
-  { 4, 1536, 32, 208 },
-  { 4, 1536, 128, 208 },
-  { 4, 1536, 512, 209 },
-  { 4, 1536, 2048, 209 },
-  { 4, 1536, 8192, 209 },
-  { 4, 1536, 32768, 209 },
-  { 4, 2048, 1, 210 },
-  { 4, 2048, 8, 210 },
-  { 4, 2048, 32, 210 },
-  { 4, 2048, 128, 210 },
-  { 4, 2048, 512, 211 },
-  { 4, 2048, 2048, 211 },
-  { 4, 2048, 8192, 211 },
-  { 4, 2048, 32768, 211 },
-  { 4, 2560, 1, 212 },
-  { 4, 2560, 8, 212 },
-  { 4, 2560, 32, 212 },
-  { 4, 2560, 128, 212 },
-  { 4, 2560, 512, 213 },
-  { 4, 2560, 2048, 213 },
-  { 4, 2560, 8192, 213 },
-  { 4, 2560, 32768, 213 },
-  { 4, 3072, 1, 214 },
-  { 4, 3072, 8, 214 },
-  { 4, 3072, 32, 214 },
-  { 4, 3072, 128, 214 },
-  { 4, 3072, 512, 215 },
-  { 4, 3072, 2048, 215 },
-  { 4, 3072, 8192, 215 },
-  { 4, 3072, 32768, 215 },
-  { 4, 4096, 1, 216 },
-  { 4, 4096, 8, 216 },
-  { 4, 4096, 32, 217 },
-  { 4, 4096, 128, 216 },
-  { 4, 4096, 512, 217 },
-  { 4, 4096, 2048, 217 },
-  { 4, 4096, 8192, 217 },
-  { 4, 4096, 32768, 217 },
-  { 4, 5120, 1, 218 },
-  { 4, 5120, 8, 218 },
-  { 4, 5120, 32, 218 },
-  { 4, 5120, 128, 219 },
-  { 4, 5120, 512, 220 },
-  { 4, 5120, 2048, 220 },
-  { 4, 5120, 8192, 220 },
-  { 4, 5120, 32768, 220 },
-  { 4, 6144, 1, 221 },
-  { 4, 6144, 8, 221 },
-  { 4, 6144, 32, 221 },
-  { 4, 6144, 128, 222 },
-  { 4, 6144, 512, 223 },
-  { 4, 6144, 2048, 223 },
-  { 4, 6144, 8192, 223 },
-  { 4, 6144, 32768, 223 },
-  { 4, 7168, 1, 224 },
-  { 4, 7168, 8, 224 },
-  { 4, 7168, 32, 224 },
-  { 4, 7168, 128, 225 },
-  { 4, 7168, 512, 226 },
-  { 4, 7168, 2048, 227 },
-  { 4, 7168, 8192, 226 },
-  { 4, 7168, 32768, 227 },
-  { 4, 8192, 1, 228 },
-  { 4, 8192, 8, 228 },
-  { 4, 8192, 32, 228 },
-  { 4, 8192, 128, 228 },
-  { 4, 8192, 512, 229 },
-  { 4, 8192, 2048, 230 },
-  { 4, 8192, 8192, 230 },
-  { 4, 8192, 32768, 230 },
-  { 4, 12288, 1, 231 },
-  { 4, 12288, 8, 231 },
-  { 4, 12288, 32, 231 },
-  { 4, 12288, 128, 232 },
-  { 4, 12288, 512, 232 },
-  { 4, 12288, 2048, 232 },
-  { 4, 12288, 8192, 232 },
-  { 4, 12288, 32768, 232 },
-  { 4, 16384, 1, 233 },
-  { 4, 16384, 8, 233 },
-  { 4, 16384, 32, 233 },
-  { 4, 16384, 128, 234 },
-  { 4, 16384, 512, 235 },
-  { 4, 16384, 2048, 235 },
-  { 4, 16384, 8192, 235 },
-  { 4, 16384, 32768, 235 },
-  { 4, 32768, 1, 236 },
-  { 4, 32768, 8, 236 },
-  { 4, 32768, 32, 236 },
-  { 4, 32768, 128, 236 },
-  { 4, 32768, 512, 237 },
-  { 4, 32768, 2048, 237 },
-  { 4, 32768, 8192, 237 },
-  { 4, 32768, 32768, 237 },
-  { 4, 65536, 1, 238 },
-  { 4, 65536, 8, 238 },
-  { 4, 65536, 32, 239 },
-  { 4, 65536, 128, 240 },
-  { 4, 65536, 512, 240 },
-  { 4, 65536, 2048, 240 },
-  { 4, 65536, 8192, 240 },
-  { 4, 65536, 32768, 240 },
-  { 4, 131072, 1, 241 },
-  { 4, 131072, 8, 241 },
-  { 4, 131072, 32, 241 },
-  { 4, 131072, 128, 242 },
-  { 4, 131072, 512, 242 },
-  { 4, 131072, 2048, 242 },
-  { 4, 131072, 8192, 242 },
-  { 4, 131072, 32768, 242 },
-  { 5, 512, 1, 244 },
-  { 5, 512, 8, 245 },
-  { 5, 512, 32, 245 },
-  { 5, 512, 128, 245 },
-  { 5, 512, 512, 246 },
-  { 5, 512, 2048, 246 },
-  { 5, 512, 8192, 247 },
-  { 5, 512, 32768, 246 },
-  { 5, 768, 1, 248 },
-  { 5, 768, 8, 249 },
-  { 5, 768, 32, 248 },
-  { 5, 768, 128, 249 },
-  { 5, 768, 512, 250 },
-  { 5, 768, 2048, 250 },
-  { 5, 768, 8192, 251 },
-  { 5, 768, 32768, 250 },
-  { 5, 1024, 1, 252 },
-  { 5, 1024, 8, 252 },
-  { 5, 1024, 32, 252 },
-  { 5, 1024, 128, 253 },
-  { 5, 1024, 512, 254 },
-  { 5, 1024, 2048, 254 },
-  { 5, 1024, 8192, 254 },
-  { 5, 1024, 32768, 254 },
-  { 5, 1536, 1, 255 },
-  { 5, 1536, 8, 255 },
-  { 5, 1536, 32, 255 },
-  { 5, 1536, 128, 255 },
-  { 5, 1536, 512, 256 },
-  { 5, 1536, 2048, 256 },
-  { 5, 1536, 8192, 256 },
-  { 5, 1536, 32768, 256 },
-  { 5, 2048, 1, 257 },
-  { 5, 2048, 8, 257 },
-  { 5, 2048, 32, 257 },
-  { 5, 2048, 128, 257 },
-  { 5, 2048, 512, 258 },
-  { 5, 2048, 2048, 258 },
-  { 5, 2048, 8192, 258 },
-  { 5, 2048, 32768, 258 },
-  { 5, 2560, 1, 259 },
-  { 5, 2560, 8, 259 },
-  { 5, 2560, 32, 259 },
-  { 5, 2560, 128, 259 },
-  { 5, 2560, 512, 260 },
-  { 5, 2560, 2048, 261 },
-  { 5, 2560, 8192, 261 },
-  { 5, 2560, 32768, 261 },
-  { 5, 3072, 1, 262 },
-  { 5, 3072, 8, 262 },
-  { 5, 3072, 32, 262 },
-  { 5, 3072, 128, 262 },
-  { 5, 3072, 512, 263 },
-  { 5, 3072, 2048, 263 },
-  { 5, 3072, 8192, 263 },
-  { 5, 3072, 32768, 263 },
-  { 5, 4096, 1, 264 },
-  { 5, 4096, 8, 264 },
-  { 5, 4096, 32, 264 },
-  { 5, 4096, 128, 264 },
-  { 5, 4096, 512, 265 },
-  { 5, 4096, 2048, 266 },
-  { 5, 4096, 8192, 266 },
-  { 5, 4096, 32768, 265 },
-  { 5, 5120, 1, 267 },
-  { 5, 5120, 8, 267 },
-  { 5, 5120, 32, 267 },
-  { 5, 5120, 128, 267 },
-  { 5, 5120, 512, 268 },
-  { 5, 5120, 2048, 269 },
-  { 5, 5120, 8192, 269 },
-  { 5, 5120, 32768, 269 },
-  { 5, 6144, 1, 270 },
-  { 5, 6144, 8, 270 },
-  { 5, 6144, 32, 270 },
-  { 5, 6144, 128, 270 },
-  { 5, 6144, 512, 271 },
-  { 5, 6144, 2048, 272 },
-  { 5, 6144, 8192, 272 },
-  { 5, 6144, 32768, 271 },
-  { 5, 7168, 1, 273 },
-  { 5, 7168, 8, 273 },
-  { 5, 7168, 32, 273 },
-  { 5, 7168, 128, 274 },
-  { 5, 7168, 512, 275 },
-  { 5, 7168, 2048, 275 },
-  { 5, 7168, 8192, 275 },
-  { 5, 7168, 32768, 275 },
-  { 5, 8192, 1, 276 },
-  { 5, 8192, 8, 276 },
-  { 5, 8192, 32, 276 },
-  { 5, 8192, 128, 277 },
-  { 5, 8192, 512, 278 },
-  { 5, 8192, 2048, 278 },
-  { 5, 8192, 8192, 278 },
-  { 5, 8192, 32768, 278 },
-  { 5, 12288, 1, 279 },
-  { 5, 12288, 8, 279 },
-  { 5, 12288, 32, 280 },
-  { 5, 12288, 128, 280 },
-  { 5, 12288, 512, 281 },
-  { 5, 12288, 2048, 281 },
-  { 5, 12288, 8192, 281 },
-  { 5, 12288, 32768, 282 },
-  { 5, 16384, 1, 283 },
-  { 5, 16384, 8, 283 },
-  { 5, 16384, 32, 283 },
-  { 5, 16384, 128, 284 },
-  { 5, 16384, 512, 285 },
-  { 5, 16384, 2048, 286 },
-  { 5, 16384, 8192, 286 },
-  { 5, 16384, 32768, 286 },
-  { 5, 32768, 1, 287 },
-  { 5, 32768, 8, 287 },
-  { 5, 32768, 32, 287 },
-  { 5, 32768, 128, 288 },
-  { 5, 32768, 512, 289 },
-  { 5, 32768, 2048, 289 },
-  { 5, 32768, 8192, 290 },
-  { 5, 32768, 32768, 290 },
-  { 5, 65536, 1, 291 },
-  { 5, 65536, 8, 291 },
-  { 5, 65536, 32, 292 },
-  { 5, 65536, 128, 293 },
-  { 5, 65536, 512, 292 },
-  { 5, 65536, 2048, 292 },
-  { 5, 65536, 8192, 294 },
-  { 5, 65536, 32768, 294 },
-  { 5, 131072, 1, 295 },
-  { 5, 131072, 8, 295 },
-  { 5, 131072, 32, 296 },
-  { 5, 131072, 128, 297 },
-  { 5, 131072, 512, 297 },
-  { 5, 131072, 2048, 297 },
-  { 5, 131072, 8192, 297 },
-  { 5, 131072, 32768, 297 },
-  { 6, 512, 1, 299 },
-  { 6, 512, 8, 300 },
-  { 6, 512, 32, 300 },
-  { 6, 512, 128, 300 },
-  { 6, 512, 512, 301 },
-  { 6, 512, 2048, 301 },
-  { 6, 512, 8192, 302 },
-  { 6, 512, 32768, 301 },
-  { 6, 768, 1, 303 },
-  { 6, 768, 8, 303 },
-  { 6, 768, 32, 303 },
-  { 6, 768, 128, 304 },
-  { 6, 768, 512, 305 },
-  { 6, 768, 2048, 305 },
-  { 6, 768, 8192, 305 },
-  { 6, 768, 32768, 305 },
-  { 6, 1024, 1, 306 },
-  { 6, 1024, 8, 306 },
-  { 6, 1024, 32, 306 },
-  { 6, 1024, 128, 307 },
-  { 6, 1024, 512, 308 },
-  { 6, 1024, 2048, 308 },
-  { 6, 1024, 8192, 308 },
-  { 6, 1024, 32768, 308 },
-  { 6, 1536, 1, 309 },
-  { 6, 1536, 8, 309 },
-  { 6, 1536, 32, 309 },
-  { 6, 1536, 128, 309 },
-  { 6, 1536, 512, 310 },
-  { 6, 1536, 2048, 310 },
-  { 6, 1536, 8192, 310 },
-  { 6, 1536, 32768, 310 },
-  { 6, 2048, 1, 311 },
-  { 6, 2048, 8, 311 },
-  { 6, 2048, 32, 311 },
-  { 6, 2048, 128, 311 },
-  { 6, 2048, 512, 312 },
-  { 6, 2048, 2048, 313 },
-  { 6, 2048, 8192, 312 },
-  { 6, 2048, 32768, 312 },
-  { 6, 2560, 1, 314 },
-  { 6, 2560, 8, 314 },
-  { 6, 2560, 32, 314 },
-  { 6, 2560, 128, 314 },
-  { 6, 2560, 512, 315 },
-  { 6, 2560, 2048, 315 },
-  { 6, 2560, 8192, 315 },
-  { 6, 2560, 32768, 315 },
-  { 6, 3072, 1, 316 },
-  { 6, 3072, 8, 316 },
-  { 6, 3072, 32, 317 },
-  { 6, 3072, 128, 316 },
-  { 6, 3072, 512, 318 },
-  { 6, 3072, 2048, 318 },
-  { 6, 3072, 8192, 318 },
-  { 6, 3072, 32768, 318 },
-  { 6, 4096, 1, 319 },
-  { 6, 4096, 8, 319 },
-  { 6, 4096, 32, 319 },
-  { 6, 4096, 128, 320 },
-  { 6, 4096, 512, 320 },
-  { 6, 4096, 2048, 320 },
-  { 6, 4096, 8192, 320 },
-  { 6, 4096, 32768, 320 },
-  { 6, 5120, 1, 321 },
-  { 6, 5120, 8, 322 },
-  { 6, 5120, 32, 322 },
-  { 6, 5120, 128, 322 },
-  { 6, 5120, 512, 321 },
-  { 6, 5120, 2048, 321 },
-  { 6, 5120, 8192, 321 },
-  { 6, 5120, 32768, 321 },
-  { 6, 6144, 1, 323 },
-  { 6, 6144, 8, 323 },
-  { 6, 6144, 32, 324 },
-  { 6, 6144, 128, 324 },
-  { 6, 6144, 512, 325 },
-  { 6, 6144, 2048, 325 },
-  { 6, 6144, 8192, 325 },
-  { 6, 6144, 32768, 325 },
-  { 6, 7168, 1, 326 },
-  { 6, 7168, 8, 326 },
-  { 6, 7168, 32, 326 },
-  { 6, 7168, 128, 327 },
-  { 6, 7168, 512, 328 },
-  { 6, 7168, 2048, 328 },
-  { 6, 7168, 8192, 328 },
-  { 6, 7168, 32768, 328 },
-  { 6, 8192, 1, 329 },
-  { 6, 8192, 8, 329 },
-  { 6, 8192, 32, 329 },
-  { 6, 8192, 128, 329 },
-  { 6, 8192, 512, 330 },
-  { 6, 8192, 2048, 330 },
-  { 6, 8192, 8192, 330 },
-  { 6, 8192, 32768, 330 },
-  { 6, 12288, 1, 331 },
-  { 6, 12288, 8, 331 },
-  { 6, 12288, 32, 331 },
-  { 6, 12288, 128, 331 },
-  { 6, 12288, 512, 332 },
-  { 6, 12288, 2048, 333 },
-  { 6, 12288, 8192, 333 },
-  { 6, 12288, 32768, 333 },
-  { 6, 16384, 1, 334 },
-  { 6, 16384, 8, 334 },
-  { 6, 16384, 32, 334 },
-  { 6, 16384, 128, 335 },
-  { 6, 16384, 512, 336 },
-  { 6, 16384, 2048, 336 },
-  { 6, 16384, 8192, 336 },
-  { 6, 16384, 32768, 336 },
-  { 6, 32768, 1, 337 },
-  { 6, 32768, 8, 337 },
-  { 6, 32768, 32, 337 },
-  { 6, 32768, 128, 337 },
-  { 6, 32768, 512, 338 },
-  { 6, 32768, 2048, 338 },
-  { 6, 32768, 8192, 338 },
-  { 6, 32768, 32768, 338 },
-  { 6, 65536, 1, 339 },
-  { 6, 65536, 8, 339 },
-  { 6, 65536, 32, 340 },
-  { 6, 65536, 128, 341 },
-  { 6, 65536, 512, 340 },
-  { 6, 65536, 2048, 341 },
-  { 6, 65536, 8192, 341 },
-  { 6, 65536, 32768, 341 },
-  { 6, 131072, 1, 342 },
-  { 6, 131072, 8, 342 },
-  { 6, 131072, 32, 343 },
-  { 6, 131072, 128, 343 },
-  { 6, 131072, 512, 343 },
-  { 6, 131072, 2048, 343 },
-  { 6, 131072, 8192, 343 },
-  { 6, 131072, 32768, 343 },
-  { 7, 512, 1, 345 },
-  { 7, 512, 8, 346 },
-  { 7, 512, 32, 346 },
-  { 7, 512, 128, 346 },
-  { 7, 512, 512, 347 },
-  { 7, 512, 2048, 347 },
-  { 7, 512, 8192, 348 },
-  { 7, 512, 32768, 347 },
-  { 7, 768, 1, 349 },
-  { 7, 768, 8, 349 },
-  { 7, 768, 32, 349 },
-  { 7, 768, 128, 350 },
-  { 7, 768, 512, 349 },
-  { 7, 768, 2048, 349 },
-  { 7, 768, 8192, 349 },
-  { 7, 768, 32768, 351 },
-  { 7, 1024, 1, 352 },
-  { 7, 1024, 8, 352 },
-  { 7, 1024, 32, 352 },
-  { 7, 1024, 128, 352 },
-  { 7, 1024, 512, 352 },
-  { 7, 1024, 2048, 351 },
-  { 7, 1024, 8192, 352 },
-  { 7, 1024, 32768, 351 },
-  { 7, 1536, 1, 353 },
-  { 7, 1536, 8, 353 },
-  { 7, 1536, 32, 354 },
-  { 7, 1536, 128, 354 },
-  { 7, 1536, 512, 355 },
-  { 7, 1536, 2048, 355 },
-  { 7, 1536, 8192, 355 },
-  { 7, 1536, 32768, 356 },
-  { 7, 2048, 1, 357 },
-  { 7, 2048, 8, 357 },
-  { 7, 2048, 32, 357 },
-  { 7, 2048, 128, 358 },
-  { 7, 2048, 512, 357 },
-  { 7, 2048, 2048, 358 },
-  { 7, 2048, 8192, 356 },
-  { 7, 2048, 32768, 356 },
-  { 7, 2560, 1, 359 },
-  { 7, 2560, 8, 359 },
-  { 7, 2560, 32, 360 },
-  { 7, 2560, 128, 359 },
-  { 7, 2560, 512, 359 },
-  { 7, 2560, 2048, 359 },
-  { 7, 2560, 8192, 361 },
-  { 7, 2560, 32768, 362 },
-  { 7, 3072, 1, 363 },
-  { 7, 3072, 8, 363 },
-  { 7, 3072, 32, 363 },
-  { 7, 3072, 128, 363 },
-  { 7, 3072, 512, 364 },
-  { 7, 3072, 2048, 363 },
-  { 7, 3072, 8192, 364 },
-  { 7, 3072, 32768, 362 },
-  { 7, 4096, 1, 365 },
-  { 7, 4096, 8, 365 },
-  { 7, 4096, 32, 366 },
-  { 7, 4096, 128, 365 },
-  { 7, 4096, 512, 365 },
-  { 7, 4096, 2048, 365 },
-  { 7, 4096, 8192, 367 },
-  { 7, 4096, 32768, 362 },
-  { 7, 5120, 1, 368 },
-  { 7, 5120, 8, 368 },
-  { 7, 5120, 32, 369 },
-  { 7, 5120, 128, 369 },
-  { 7, 5120, 512, 368 },
-  { 7, 5120, 2048, 368 },
-  { 7, 5120, 8192, 362 },
-  { 7, 5120, 32768, 362 },
-  { 7, 6144, 1, 370 },
-  { 7, 6144, 8, 370 },
-  { 7, 6144, 32, 370 },
-  { 7, 6144, 128, 371 },
-  { 7, 6144, 512, 371 },
-  { 7, 6144, 2048, 371 },
-  { 7, 6144, 8192, 362 },
-  { 7, 6144, 32768, 362 },
-  { 7, 7168, 1, 372 },
-  { 7, 7168, 8, 372 },
-  { 7, 7168, 32, 372 },
-  { 7, 7168, 128, 373 },
-  { 7, 7168, 512, 374 },
-  { 7, 7168, 2048, 374 },
-  { 7, 7168, 8192, 374 },
-  { 7, 7168, 32768, 375 },
-  { 7, 8192, 1, 376 },
-  { 7, 8192, 8, 376 },
-  { 7, 8192, 32, 376 },
-  { 7, 8192, 128, 376 },
-  { 7, 8192, 512, 377 },
-  { 7, 8192, 2048, 377 },
-  { 7, 8192, 8192, 378 },
-  { 7, 8192, 32768, 378 },
-  { 7, 12288, 1, 379 },
-  { 7, 12288, 8, 379 },
-  { 7, 12288, 32, 379 },
-  { 7, 12288, 128, 380 },
-  { 7, 12288, 512, 380 },
-  { 7, 12288, 2048, 380 },
-  { 7, 12288, 8192, 378 },
-  { 7, 12288, 32768, 378 },
-  { 7, 16384, 1, 381 },
-  { 7, 16384, 8, 381 },
-  { 7, 16384, 32, 381 },
-  { 7, 16384, 128, 381 },
-  { 7, 16384, 512, 382 },
-  { 7, 16384, 2048, 382 },
-  { 7, 16384, 8192, 378 },
-  { 7, 16384, 32768, 378 },
-  { 7, 32768, 1, 383 },
-  { 7, 32768, 8, 383 },
-  { 7, 32768, 32, 383 },
-  { 7, 32768, 128, 383 },
-  { 7, 32768, 512, 383 },
-  { 7, 32768, 2048, 384 },
-  { 7, 32768, 8192, 384 },
-  { 7, 32768, 32768, 384 },
-  { 7, 65536, 1, 385 },
-  { 7, 65536, 8, 385 },
-  { 7, 65536, 32, 386 },
-  { 7, 65536, 128, 385 },
-  { 7, 65536, 512, 385 },
-  { 7, 65536, 2048, 387 },
-  { 7, 65536, 8192, 387 },
-  { 7, 65536, 32768, 387 },
-  { 7, 131072, 1, 388 },
-  { 7, 131072, 8, 388 },
-  { 7, 131072, 32, 388 },
-  { 7, 131072, 128, 389 },
-  { 7, 131072, 512, 388 },
-  { 7, 131072, 2048, 388 },
-  { 7, 131072, 8192, 388 },
-  { 7, 131072, 32768, 388 },
-  { 8, 512, 1, 391 },
-  { 8, 512, 8, 392 },
-  { 8, 512, 32, 391 },
-  { 8, 512, 128, 392 },
-  { 8, 512, 512, 391 },
-  { 8, 512, 2048, 393 },
-  { 8, 512, 8192, 392 },
-  { 8, 512, 32768, 393 },
-  { 8, 768, 1, 394 },
-  { 8, 768, 8, 394 },
-  { 8, 768, 32, 394 },
-  { 8, 768, 128, 394 },
-  { 8, 768, 512, 395 },
-  { 8, 768, 2048, 395 },
-  { 8, 768, 8192, 395 },
-  { 8, 768, 32768, 395 },
-  { 8, 1024, 1, 396 },
-  { 8, 1024, 8, 396 },
-  { 8, 1024, 32, 397 },
-  { 8, 1024, 128, 396 },
-  { 8, 1024, 512, 398 },
-  { 8, 1024, 2048, 396 },
-  { 8, 1024, 8192, 398 },
-  { 8, 1024, 32768, 398 },
-  { 8, 1536, 1, 399 },
-  { 8, 1536, 8, 399 },
-  { 8, 1536, 32, 399 },
-  { 8, 1536, 128, 399 },
-  { 8, 1536, 512, 400 },
-  { 8, 1536, 2048, 401 },
-  { 8, 1536, 8192, 400 },
-  { 8, 1536, 32768, 400 },
-  { 8, 2048, 1, 402 },
-  { 8, 2048, 8, 402 },
-  { 8, 2048, 32, 402 },
-  { 8, 2048, 128, 402 },
-  { 8, 2048, 512, 403 },
-  { 8, 2048, 2048, 403 },
-  { 8, 2048, 8192, 404 },
-  { 8, 2048, 32768, 404 },
-  { 8, 2560, 1, 405 },
-  { 8, 2560, 8, 405 },
-  { 8, 2560, 32, 405 },
-  { 8, 2560, 128, 405 },
-  { 8, 2560, 512, 406 },
-  { 8, 2560, 2048, 404 },
-  { 8, 2560, 8192, 404 },
-  { 8, 2560, 32768, 404 },
-  { 8, 3072, 1, 407 },
-  { 8, 3072, 8, 407 },
-  { 8, 3072, 32, 407 },
-  { 8, 3072, 128, 407 },
-  { 8, 3072, 512, 406 },
-  { 8, 3072, 2048, 406 },
-  { 8, 3072, 8192, 406 },
-  { 8, 3072, 32768, 404 },
-  { 8, 4096, 1, 408 },
-  { 8, 4096, 8, 408 },
-  { 8, 4096, 32, 409 },
-  { 8, 4096, 128, 409 },
-  { 8, 4096, 512, 408 },
-  { 8, 4096, 2048, 410 },
-  { 8, 4096, 8192, 410 },
-  { 8, 4096, 32768, 410 },
-  { 8, 5120, 1, 411 },
-  { 8, 5120, 8, 412 },
-  { 8, 5120, 32, 412 },
-  { 8, 5120, 128, 412 },
-  { 8, 5120, 512, 412 },
-  { 8, 5120, 2048, 410 },
-  { 8, 5120, 8192, 410 },
-  { 8, 5120, 32768, 410 },
-  { 8, 6144, 1, 413 },
-  { 8, 6144, 8, 414 },
-  { 8, 6144, 32, 413 },
-  { 8, 6144, 128, 414 },
-  { 8, 6144, 512, 404 },
-  { 8, 6144, 2048, 410 },
-  { 8, 6144, 8192, 410 },
-  { 8, 6144, 32768, 410 },
-  { 8, 7168, 1, 415 },
-  { 8, 7168, 8, 415 },
-  { 8, 7168, 32, 415 },
-  { 8, 7168, 128, 416 },
-  { 8, 7168, 512, 404 },
-  { 8, 7168, 2048, 410 },
-  { 8, 7168, 8192, 410 },
-  { 8, 7168, 32768, 410 },
-  { 8, 8192, 1, 417 },
-  { 8, 8192, 8, 417 },
-  { 8, 8192, 32, 417 },
-  { 8, 8192, 128, 417 },
-  { 8, 8192, 512, 410 },
-  { 8, 8192, 2048, 410 },
-  { 8, 8192, 8192, 410 },
-  { 8, 8192, 32768, 410 },
-  { 8, 12288, 1, 418 },
-  { 8, 12288, 8, 418 },
-  { 8, 12288, 32, 418 },
-  { 8, 12288, 128, 418 },
-  { 8, 12288, 512, 418 },
-  { 8, 12288, 2048, 410 },
-  { 8, 12288, 8192, 410 },
-  { 8, 12288, 32768, 410 },
-  { 8, 16384, 1, 419 },
-  { 8, 16384, 8, 419 },
-  { 8, 16384, 32, 419 },
-  { 8, 16384, 128, 420 },
-  { 8, 16384, 512, 421 },
-  { 8, 16384, 2048, 421 },
-  { 8, 16384, 8192, 421 },
-  { 8, 16384, 32768, 421 },
-  { 8, 32768, 1, 422 },
-  { 8, 32768, 8, 422 },
-  { 8, 32768, 32, 422 },
-  { 8, 32768, 128, 422 },
-  { 8, 32768, 512, 423 },
-  { 8, 32768, 2048, 423 },
-  { 8, 32768, 8192, 423 },
-  { 8, 32768, 32768, 423 },
-  { 8, 65536, 1, 424 },
-  { 8, 65536, 8, 424 },
-  { 8, 65536, 32, 425 },
-  { 8, 65536, 128, 424 },
-  { 8, 65536, 512, 426 },
-  { 8, 65536, 2048, 426 },
-  { 8, 65536, 8192, 426 },
-  { 8, 65536, 32768, 426 },
-  { 8, 131072, 1, 427 },
-  { 8, 131072, 8, 427 },
-  { 8, 131072, 32, 428 },
-  { 8, 131072, 128, 428 },
-  { 8, 131072, 512, 427 },
-  { 8, 131072, 2048, 427 },
-  { 8, 131072, 8192, 427 },
-  { 8, 131072, 32768, 427 },
+  { 0, 1536, 128, 9 },
+  { 0, 1536, 512, 10 },
+  { 0, 1536, 2048, 10 },
+  { 0, 1536, 8192, 10 },
+  { 0, 1536, 32768, 10 },
+  { 0, 2048, 1, 11 },
+  { 0, 2048, 8, 11 },
+  { 0, 2048, 32, 11 },
+  { 0, 2048, 128, 11 },
+  { 0, 2048, 512, 12 },
+  { 0, 2048, 2048, 12 },
+  { 0, 2048, 8192, 12 },
+  { 0, 2048, 32768, 13 },
+  { 0, 2560, 1, 14 },
+  { 0, 2560, 8, 14 },
+  { 0, 2560, 32, 14 },
+  { 0, 2560, 128, 14 },
+  { 0, 2560, 512, 15 },
+  { 0, 2560, 2048, 15 },
+  { 0, 2560, 8192, 15 },
+  { 0, 2560, 32768, 15 },
+  { 0, 3072, 1, 16 },
+  { 0, 3072, 8, 16 },
+  { 0, 3072, 32, 16 },
+  { 0, 3072, 128, 16 },
+  { 0, 3072, 512, 16 },
+  { 0, 3072, 2048, 16 },
+  { 0, 3072, 8192, 16 },
+  { 0, 3072, 32768, 16 },
+  { 0, 4096, 1, 17 },
+  { 0, 4096, 8, 17 },
+  { 0, 4096, 32, 17 },
+  { 0, 4096, 128, 17 },
+  { 0, 4096, 512, 17 },
+  { 0, 4096, 2048, 18 },
+  { 0, 4096, 8192, 18 },
+  { 0, 4096, 32768, 18 },
+  { 0, 5120, 1, 19 },
+  { 0, 5120, 8, 19 },
+  { 0, 5120, 32, 20 },
+  { 0, 5120, 128, 20 },
+  { 0, 5120, 512, 21 },
+  { 0, 5120, 2048, 19 },
+  { 0, 5120, 8192, 19 },
+  { 0, 5120, 32768, 19 },
+  { 0, 6144, 1, 22 },
+  { 0, 6144, 8, 22 },
+  { 0, 6144, 32, 22 },
+  { 0, 6144, 128, 23 },
+  { 0, 6144, 512, 23 },
+  { 0, 6144, 2048, 23 },
+  { 0, 6144, 8192, 23 },
+  { 0, 6144, 32768, 24 },
+  { 0, 7168, 1, 25 },
+  { 0, 7168, 8, 25 },
+  { 0, 7168, 32, 25 },
+  { 0, 7168, 128, 25 },
+  { 0, 7168, 512, 25 },
+  { 0, 7168, 2048, 25 },
+  { 0, 7168, 8192, 25 },
+  { 0, 7168, 32768, 25 },
+  { 0, 8192, 1, 26 },
+  { 0, 8192, 8, 26 },
+  { 0, 8192, 32, 26 },
+  { 0, 8192, 128, 26 },
+  { 0, 8192, 512, 27 },
+  { 0, 8192, 2048, 28 },
+  { 0, 8192, 8192, 29 },
+  { 0, 8192, 32768, 29 },
+  { 0, 12288, 1, 30 },
+  { 0, 12288, 8, 30 },
+  { 0, 12288, 32, 30 },
+  { 0, 12288, 128, 30 },
+  { 0, 12288, 512, 31 },
+  { 0, 12288, 2048, 32 },
+  { 0, 12288, 8192, 32 },
+  { 0, 12288, 32768, 31 },
+  { 0, 16384, 1, 33 },
+  { 0, 16384, 8, 33 },
+  { 0, 16384, 32, 33 },
+  { 0, 16384, 128, 34 },
+  { 0, 16384, 512, 35 },
+  { 0, 16384, 2048, 36 },
+  { 0, 16384, 8192, 36 },
+  { 0, 16384, 32768, 36 },
+  { 0, 32768, 1, 37 },
+  { 0, 32768, 8, 37 },
+  { 0, 32768, 32, 37 },
+  { 0, 32768, 128, 38 },
+  { 0, 32768, 512, 39 },
+  { 0, 32768, 2048, 39 },
+  { 0, 32768, 8192, 39 },
+  { 0, 32768, 32768, 39 },
+  { 0, 65536, 1, 40 },
+  { 0, 65536, 8, 40 },
+  { 0, 65536, 32, 41 },
+  { 0, 65536, 128, 42 },
+  { 0, 65536, 512, 43 },
+  { 0, 65536, 2048, 44 },
+  { 0, 65536, 8192, 44 },
+  { 0, 65536, 32768, 43 },
+  { 0, 131072, 1, 45 },
+  { 0, 131072, 8, 45 },
+  { 0, 131072, 32, 46 },
+  { 0, 131072, 128, 47 },
+  { 0, 131072, 512, 48 },
+  { 0, 131072, 2048, 48 },
+  { 0, 131072, 8192, 48 },
+  { 0, 131072, 32768, 48 },
+  { 1, 512, 1, 50 },
+  { 1, 512, 8, 51 },
+  { 1, 512, 32, 51 },
+  { 1, 512, 128, 51 },
+  { 1, 512, 512, 52 },
+  { 1, 512, 2048, 52 },
+  { 1, 512, 8192, 52 },
+  { 1, 512, 32768, 52 },
+  { 1, 768, 1, 53 },
+  { 1, 768, 8, 53 },
+  { 1, 768, 32, 53 },
+  { 1, 768, 128, 54 },
+  { 1, 768, 512, 55 },
+  { 1, 768, 2048, 55 },
+  { 1, 768, 8192, 55 },
+  { 1, 768, 32768, 55 },
+  { 1, 1024, 1, 56 },
+  { 1, 1024, 8, 56 },
+  { 1, 1024, 32, 56 },
+  { 1, 1024, 128, 56 },
+  { 1, 1024, 512, 57 },
+  { 1, 1024, 2048, 57 },
+  { 1, 1024, 8192, 57 },
+  { 1, 1024, 32768, 57 },
+  { 1, 1536, 1, 58 },
+  { 1, 1536, 8, 58 },
+  { 1, 1536, 32, 58 },
+  { 1, 1536, 128, 58 },
+  { 1, 1536, 512, 59 },
+  { 1, 1536, 2048, 59 },
+  { 1, 1536, 8192, 59 },
+  { 1, 1536, 32768, 59 },
+  { 1, 2048, 1, 60 },
+  { 1, 2048, 8, 60 },
+  { 1, 2048, 32, 60 },
+  { 1, 2048, 128, 60 },
+  { 1, 2048, 512, 61 },
+  { 1, 2048, 2048, 61 },
+  { 1, 2048, 8192, 61 },
+  { 1, 2048, 32768, 62 },
+  { 1, 2560, 1, 63 },
+  { 1, 2560, 8, 63 },
+  { 1, 2560, 32, 63 },
+  { 1, 2560, 128, 63 },
+  { 1, 2560, 512, 64 },
+  { 1, 2560, 2048, 65 },
+  { 1, 2560, 8192, 64 },
+  { 1, 2560, 32768, 64 },
+  { 1, 3072, 1, 66 },
+  { 1, 3072, 8, 66 },
+  { 1, 3072, 32, 66 },
+  { 1, 3072, 128, 66 },
+  { 1, 3072, 512, 66 },
+  { 1, 3072, 2048, 66 },
+  { 1, 3072, 8192, 66 },
+  { 1, 3072, 32768, 66 },
+  { 1, 4096, 1, 67 },
+  { 1, 4096, 8, 67 },
+  { 1, 4096, 32, 68 },
+  { 1, 4096, 128, 67 },
+  { 1, 4096, 512, 67 },
+  { 1, 4096, 2048, 69 },
+  { 1, 4096, 8192, 69 },
+  { 1, 4096, 32768, 70 },
+  { 1, 5120, 1, 71 },
+  { 1, 5120, 8, 72 },
+  { 1, 5120, 32, 72 },
+  { 1, 5120, 128, 72 },
+  { 1, 5120, 512, 73 },
+  { 1, 5120, 2048, 71 },
+  { 1, 5120, 8192, 71 },
+  { 1, 5120, 32768, 74 },
+  { 1, 6144, 1, 75 },
+  { 1, 6144, 8, 75 },
+  { 1, 6144, 32, 75 },
+  { 1, 6144, 128, 75 },
+  { 1, 6144, 512, 75 },
+  { 1, 6144, 2048, 75 },
+  { 1, 6144, 8192, 75 },
+  { 1, 6144, 32768, 76 },
+  { 1, 7168, 1, 77 },
+  { 1, 7168, 8, 77 },
+  { 1, 7168, 32, 77 },
+  { 1, 7168, 128, 78 },
+  { 1, 7168, 512, 78 },
+  { 1, 7168, 2048, 78 },
+  { 1, 7168, 8192, 78 },
+  { 1, 7168, 32768, 78 },
+  { 1, 8192, 1, 79 },
+  { 1, 8192, 8, 79 },
+  { 1, 8192, 32, 79 },
+  { 1, 8192, 128, 79 },
+  { 1, 8192, 512, 80 },
+  { 1, 8192, 2048, 81 },
+  { 1, 8192, 8192, 82 },
+  { 1, 8192, 32768, 82 },
+  { 1, 12288, 1, 83 },
+  { 1, 12288, 8, 83 },
+  { 1, 12288, 32, 83 },
+  { 1, 12288, 128, 84 },
+  { 1, 12288, 512, 84 },
+  { 1, 12288, 2048, 84 },
+  { 1, 12288, 8192, 85 },
+  { 1, 12288, 32768, 85 },
+  { 1, 16384, 1, 86 },
+  { 1, 16384, 8, 86 },
+  { 1, 16384, 32, 86 },
+  { 1, 16384, 128, 87 },
+  { 1, 16384, 512, 88 },
+  { 1, 16384, 2048, 89 },
+  { 1, 16384, 8192, 89 },
+  { 1, 16384, 32768, 90 },
+  { 1, 32768, 1, 91 },
+  { 1, 32768, 8, 91 },
+  { 1, 32768, 32, 91 },
+  { 1, 32768, 128, 92 },
+  { 1, 32768, 512, 93 },
+  { 1, 32768, 2048, 93 },
+  { 1, 32768, 8192, 93 },
+  { 1, 32768, 32768, 93 },
+  { 1, 65536, 1, 94 },
+  { 1, 65536, 8, 94 },
+  { 1, 65536, 32, 95 },
+  { 1, 65536, 128, 96 },
+  { 1, 65536, 512, 97 },
+  { 1, 65536, 2048, 98 },
+  { 1, 65536, 8192, 98 },
+  { 1, 65536, 32768, 98 },
+  { 1, 131072, 1, 99 },
+  { 1, 131072, 8, 99 },
+  { 1, 131072, 32, 100 },
+  { 1, 131072, 128, 101 },
+  { 1, 131072, 512, 102 },
+  { 1, 131072, 2048, 102 },
+  { 1, 131072, 8192, 102 },
+  { 1, 131072, 32768, 102 },
+  { 2, 512, 1, 104 },
+  { 2, 512, 8, 105 },
+  { 2, 512, 32, 105 },
+  { 2, 512, 128, 105 },
+  { 2, 512, 512, 106 },
+  { 2, 512, 2048, 106 },
+  { 2, 512, 8192, 105 },
+  { 2, 512, 32768, 106 },
+  { 2, 768, 1, 107 },
+  { 2, 768, 8, 107 },
+  { 2, 768, 32, 107 },
+  { 2, 768, 128, 107 },
+  { 2, 768, 512, 107 },
+  { 2, 768, 2048, 108 },
+  { 2, 768, 8192, 107 },
+  { 2, 768, 32768, 108 },
+  { 2, 1024, 1, 109 },
+  { 2, 1024, 8, 110 },
+  { 2, 1024, 32, 109 },
+  { 2, 1024, 128, 109 },
+  { 2, 1024, 512, 109 },
+  { 2, 1024, 2048, 109 },
+  { 2, 1024, 8192, 109 },
+  { 2, 1024, 32768, 111 },
+  { 2, 1536, 1, 112 },
+  { 2, 1536, 8, 112 },
+  { 2, 1536, 32, 112 },
+  { 2, 1536, 128, 112 },
+  { 2, 1536, 512, 112 },
+  { 2, 1536, 2048, 113 },
+  { 2, 1536, 8192, 114 },
+  { 2, 1536, 32768, 114 },
+  { 2, 2048, 1, 115 },
+  { 2, 2048, 8, 115 },
+  { 2, 2048, 32, 115 },
+  { 2, 2048, 128, 115 },
+  { 2, 2048, 512, 115 },
+  { 2, 2048, 2048, 115 },
+  { 2, 2048, 8192, 116 },
+  { 2, 2048, 32768, 116 },
+  { 2, 2560, 1, 117 },
+  { 2, 2560, 8, 117 },
+  { 2, 2560, 32, 117 },
+  { 2, 2560, 128, 117 },
+  { 2, 2560, 512, 117 },
+  { 2, 2560, 2048, 117 },
+  { 2, 2560, 8192, 118 },
+  { 2, 2560, 32768, 118 },
+  { 2, 3072, 1, 119 },
+  { 2, 3072, 8, 119 },
+  { 2, 3072, 32, 119 },
+  { 2, 3072, 128, 119 },
+  { 2, 3072, 512, 120 },
+  { 2, 3072, 2048, 119 },
+  { 2, 3072, 8192, 120 },
+  { 2, 3072, 32768, 121 },
+  { 2, 4096, 1, 122 },
+  { 2, 4096, 8, 122 },
+  { 2, 4096, 32, 122 },
+  { 2, 4096, 128, 122 },
+  { 2, 4096, 512, 123 },
+  { 2, 4096, 2048, 122 },
+  { 2, 4096, 8192, 123 },
+  { 2, 4096, 32768, 124 },
+  { 2, 5120, 1, 125 },
+  { 2, 5120, 8, 125 },
+  { 2, 5120, 32, 125 },
+  { 2, 5120, 128, 125 },
+  { 2, 5120, 512, 125 },
+  { 2, 5120, 2048, 125 },
+  { 2, 5120, 8192, 126 },
+  { 2, 5120, 32768, 127 },
+  { 2, 6144, 1, 128 },
+  { 2, 6144, 8, 128 },
+  { 2, 6144, 32, 128 },
+  { 2, 6144, 128, 128 },
+  { 2, 6144, 512, 128 },
+  { 2, 6144, 2048, 128 },
+  { 2, 6144, 8192, 129 },
+  { 2, 6144, 32768, 130 },
+  { 2, 7168, 1, 131 },
+  { 2, 7168, 8, 131 },
+  { 2, 7168, 32, 131 },
+  { 2, 7168, 128, 131 },
+  { 2, 7168, 512, 131 },
+  { 2, 7168, 2048, 132 },
+  { 2, 7168, 8192, 133 },
+  { 2, 7168, 32768, 133 },
+  { 2, 8192, 1, 134 },
+  { 2, 8192, 8, 134 },
+  { 2, 8192, 32, 134 },
+  { 2, 8192, 128, 134 },
+  { 2, 8192, 512, 135 },
+  { 2, 8192, 2048, 135 },
+  { 2, 8192, 8192, 136 },
+  { 2, 8192, 32768, 124 },
+  { 2, 12288, 1, 137 },
+  { 2, 12288, 8, 137 },
+  { 2, 12288, 32, 137 },
+  { 2, 12288, 128, 137 },
+  { 2, 12288, 512, 137 },
+  { 2, 12288, 2048, 138 },
+  { 2, 12288, 8192, 139 },
+  { 2, 12288, 32768, 139 },
+  { 2, 16384, 1, 140 },
+  { 2, 16384, 8, 140 },
+  { 2, 16384, 32, 140 },
+  { 2, 16384, 128, 140 },
+  { 2, 16384, 512, 140 },
+  { 2, 16384, 2048, 141 },
+  { 2, 16384, 8192, 142 },
+  { 2, 16384, 32768, 142 },
+  { 2, 32768, 1, 143 },
+  { 2, 32768, 8, 143 },
+  { 2, 32768, 32, 143 },
+  { 2, 32768, 128, 143 },
+  { 2, 32768, 512, 143 },
+  { 2, 32768, 2048, 143 },
+  { 2, 32768, 8192, 144 },
+  { 2, 32768, 32768, 144 },
+  { 2, 65536, 1, 145 },
+  { 2, 65536, 8, 146 },
+  { 2, 65536, 32, 145 },
+  { 2, 65536, 128, 145 },
+  { 2, 65536, 512, 146 },
+  { 2, 65536, 2048, 146 },
+  { 2, 65536, 8192, 146 },
+  { 2, 65536, 32768, 146 },
+  { 2, 131072, 1, 147 },
+  { 2, 131072, 8, 147 },
+  { 2, 131072, 32, 148 },
+  { 2, 131072, 128, 148 },
+  { 2, 131072, 512, 148 },
+  { 2, 131072, 2048, 148 },
+  { 2, 131072, 8192, 148 },
+  { 2, 131072, 32768, 148 },
+  { 3, 512, 1, 150 },
+  { 3, 512, 8, 151 },
+  { 3, 512, 32, 151 },
+  { 3, 512, 128, 151 },
+  { 3, 512, 512, 152 },
+  { 3, 512, 2048, 152 },
+  { 3, 512, 8192, 153 },
+  { 3, 512, 32768, 152 },
+  { 3, 768, 1, 154 },
+  { 3, 768, 8, 154 },
+  { 3, 768, 32, 154 },
+  { 3, 768, 128, 155 },
+  { 3, 768, 512, 155 },
+  { 3, 768, 2048, 156 },
+  { 3, 768, 8192, 156 },
+  { 3, 768, 32768, 157 },
+  { 3, 1024, 1, 158 },
+  { 3, 1024, 8, 158 },
+  { 3, 1024, 32, 158 },
+  { 3, 1024, 128, 159 },
+  { 3, 1024, 512, 160 },
+  { 3, 1024, 2048, 160 },
+  { 3, 1024, 8192, 161 },
+  { 3, 1024, 32768, 161 },
+  { 3, 1536, 1, 162 },
+  { 3, 1536, 8, 162 },
+  { 3, 1536, 32, 162 },
+  { 3, 1536, 128, 163 },
+  { 3, 1536, 512, 164 },
+  { 3, 1536, 2048, 163 },
+  { 3, 1536, 8192, 164 },
+  { 3, 1536, 32768, 164 },
+  { 3, 2048, 1, 165 },
+  { 3, 2048, 8, 165 },
+  { 3, 2048, 32, 165 },
+  { 3, 2048, 128, 165 },
+  { 3, 2048, 512, 166 },
+  { 3, 2048, 2048, 166 },
+  { 3, 2048, 8192, 166 },
+  { 3, 2048, 32768, 166 },
+  { 3, 2560, 1, 167 },
+  { 3, 2560, 8, 167 },
+  { 3, 2560, 32, 167 },
+  { 3, 2560, 128, 167 },
+  { 3, 2560, 512, 168 },
+  { 3, 2560, 2048, 169 },
+  { 3, 2560, 8192, 169 },
+  { 3, 2560, 32768, 169 },
+  { 3, 3072, 1, 170 },
+  { 3, 3072, 8, 170 },
+  { 3, 3072, 32, 170 },
+  { 3, 3072, 128, 170 },
+  { 3, 3072, 512, 171 },
+  { 3, 3072, 2048, 171 },
+  { 3, 3072, 8192, 171 },
+  { 3, 3072, 32768, 171 },
+  { 3, 4096, 1, 172 },
+  { 3, 4096, 8, 172 },
+  { 3, 4096, 32, 172 },
+  { 3, 4096, 128, 172 },
+  { 3, 4096, 512, 173 },
+  { 3, 4096, 2048, 173 },
+  { 3, 4096, 8192, 173 },
+  { 3, 4096, 32768, 174 },
+  { 3, 5120, 1, 175 },
+  { 3, 5120, 8, 175 },
+  { 3, 5120, 32, 176 },
+  { 3, 5120, 128, 176 },
+  { 3, 5120, 512, 177 },
+  { 3, 5120, 2048, 178 },
+  { 3, 5120, 8192, 177 },
+  { 3, 5120, 32768, 177 },
+  { 3, 6144, 1, 179 },
+  { 3, 6144, 8, 179 },
+  { 3, 6144, 32, 179 },
+  { 3, 6144, 128, 179 },
+  { 3, 6144, 512, 180 },
+  { 3, 6144, 2048, 181 },
+  { 3, 6144, 8192, 181 },
+  { 3, 6144, 32768, 182 },
+  { 3, 7168, 1, 183 },
+  { 3, 7168, 8, 183 },
+  { 3, 7168, 32, 183 },
+  { 3, 7168, 128, 183 },
+  { 3, 7168, 512, 184 },
+  { 3, 7168, 2048, 185 },
+  { 3, 7168, 8192, 185 },
+  { 3, 7168, 32768, 184 },
+  { 3, 8192, 1, 186 },
+  { 3, 8192, 8, 186 },
+  { 3, 8192, 32, 186 },
+  { 3, 8192, 128, 186 },
+  { 3, 8192, 512, 187 },
+  { 3, 8192, 2048, 187 },
+  { 3, 8192, 8192, 188 },
+  { 3, 8192, 32768, 189 },
+  { 3, 12288, 1, 190 },
+  { 3, 12288, 8, 190 },
+  { 3, 12288, 32, 190 },
+  { 3, 12288, 128, 191 },
+  { 3, 12288, 512, 192 },
+  { 3, 12288, 2048, 193 },
+  { 3, 12288, 8192, 193 },
+  { 3, 12288, 32768, 194 },
+  { 3, 16384, 1, 195 },
+  { 3, 16384, 8, 195 },
+  { 3, 16384, 32, 195 },
+  { 3, 16384, 128, 196 },
+  { 3, 16384, 512, 197 },
+  { 3, 16384, 2048, 198 },
+  { 3, 16384, 8192, 199 },
+  { 3, 16384, 32768, 199 },
+  { 3, 32768, 1, 200 },
+  { 3, 32768, 8, 200 },
+  { 3, 32768, 32, 200 },
+  { 3, 32768, 128, 201 },
+  { 3, 32768, 512, 202 },
+  { 3, 32768, 2048, 202 },
+  { 3, 32768, 8192, 203 },
+  { 3, 32768, 32768, 203 },
+  { 3, 65536, 1, 204 },
+  { 3, 65536, 8, 204 },
+  { 3, 65536, 32, 205 },
+  { 3, 65536, 128, 205 },
+  { 3, 65536, 512, 205 },
+  { 3, 65536, 2048, 205 },
+  { 3, 65536, 8192, 206 },
+  { 3, 65536, 32768, 206 },
+  { 3, 131072, 1, 207 },
+  { 3, 131072, 8, 207 },
+  { 3, 131072, 32, 208 },
+  { 3, 131072, 128, 209 },
+  { 3, 131072, 512, 209 },
+  { 3, 131072, 2048, 210 },
+  { 3, 131072, 8192, 210 },
+  { 3, 131072, 32768, 210 },
+  { 4, 512, 1, 212 },
+  { 4, 512, 8, 213 },
+  { 4, 512, 32, 213 },
+  { 4, 512, 128, 213 },
+  { 4, 512, 512, 214 },
+  { 4, 512, 2048, 214 },
+  { 4, 512, 8192, 215 },
+  { 4, 512, 32768, 214 },
+  { 4, 768, 1, 216 },
+  { 4, 768, 8, 216 },
+  { 4, 768, 32, 216 },
+  { 4, 768, 128, 217 },
+  { 4, 768, 512, 218 },
+  { 4, 768, 2048, 218 },
+  { 4, 768, 8192, 218 },
+  { 4, 768, 32768, 218 },
+  { 4, 1024, 1, 219 },
+  { 4, 1024, 8, 219 },
+  { 4, 1024, 32, 219 },
+  { 4, 1024, 128, 220 },
+  { 4, 1024, 512, 221 },
+  { 4, 1024, 2048, 221 },
+  { 4, 1024, 8192, 221 },
+  { 4, 1024, 32768, 221 },
+  { 4, 1536, 1, 222 },
+  { 4, 1536, 8, 222 },
+  { 4, 1536, 32, 222 },
+  { 4, 1536, 128, 222 },
+  { 4, 1536, 512, 223 },
+  { 4, 1536, 2048, 223 },
+  { 4, 1536, 8192, 223 },
+  { 4, 1536, 32768, 223 },
+  { 4, 2048, 1, 224 },
+  { 4, 2048, 8, 224 },
+  { 4, 2048, 32, 224 },
+  { 4, 2048, 128, 224 },
+  { 4, 2048, 512, 225 },
+  { 4, 2048, 2048, 225 },
+  { 4, 2048, 8192, 225 },
+  { 4, 2048, 32768, 225 },
+  { 4, 2560, 1, 226 },
+  { 4, 2560, 8, 226 },
+  { 4, 2560, 32, 227 },
+  { 4, 2560, 128, 226 },
+  { 4, 2560, 512, 228 },
+  { 4, 2560, 2048, 229 },
+  { 4, 2560, 8192, 229 },
+  { 4, 2560, 32768, 228 },
+  { 4, 3072, 1, 230 },
+  { 4, 3072, 8, 230 },
+  { 4, 3072, 32, 230 },
+  { 4, 3072, 128, 230 },
+  { 4, 3072, 512, 231 },
+  { 4, 3072, 2048, 231 },
+  { 4, 3072, 8192, 231 },
+  { 4, 3072, 32768, 231 },
+  { 4, 4096, 1, 232 },
+  { 4, 4096, 8, 232 },
+  { 4, 4096, 32, 232 },
+  { 4, 4096, 128, 232 },
+  { 4, 4096, 512, 233 },
+  { 4, 4096, 2048, 233 },
+  { 4, 4096, 8192, 234 },
+  { 4, 4096, 32768, 234 },
+  { 4, 5120, 1, 235 },
+  { 4, 5120, 8, 235 },
+  { 4, 5120, 32, 235 },
+  { 4, 5120, 128, 235 },
+  { 4, 5120, 512, 236 },
+  { 4, 5120, 2048, 236 },
+  { 4, 5120, 8192, 236 },
+  { 4, 5120, 32768, 237 },
+  { 4, 6144, 1, 238 },
+  { 4, 6144, 8, 238 },
+  { 4, 6144, 32, 238 },
+  { 4, 6144, 128, 239 },
+  { 4, 6144, 512, 240 },
+  { 4, 6144, 2048, 240 },
+  { 4, 6144, 8192, 241 },
+  { 4, 6144, 32768, 241 },
+  { 4, 7168, 1, 242 },
+  { 4, 7168, 8, 242 },
+  { 4, 7168, 32, 242 },
+  { 4, 7168, 128, 243 },
+  { 4, 7168, 512, 244 },
+  { 4, 7168, 2048, 245 },
+  { 4, 7168, 8192, 244 },
+  { 4, 7168, 32768, 245 },
+  { 4, 8192, 1, 246 },
+  { 4, 8192, 8, 246 },
+  { 4, 8192, 32, 246 },
+  { 4, 8192, 128, 247 },
+  { 4, 8192, 512, 248 },
+  { 4, 8192, 2048, 247 },
+  { 4, 8192, 8192, 249 },
+  { 4, 8192, 32768, 249 },
+  { 4, 12288, 1, 250 },
+  { 4, 12288, 8, 250 },
+  { 4, 12288, 32, 250 },
+  { 4, 12288, 128, 250 },
+  { 4, 12288, 512, 251 },
+  { 4, 12288, 2048, 251 },
+  { 4, 12288, 8192, 252 },
+  { 4, 12288, 32768, 252 },
+  { 4, 16384, 1, 253 },
+  { 4, 16384, 8, 253 },
+  { 4, 16384, 32, 253 },
+  { 4, 16384, 128, 254 },
+  { 4, 16384, 512, 255 },
+  { 4, 16384, 2048, 255 },
+  { 4, 16384, 8192, 256 },
+  { 4, 16384, 32768, 256 },
+  { 4, 32768, 1, 257 },
+  { 4, 32768, 8, 257 },
+  { 4, 32768, 32, 257 },
+  { 4, 32768, 128, 257 },
+  { 4, 32768, 512, 258 },
+  { 4, 32768, 2048, 259 },
+  { 4, 32768, 8192, 259 },
+  { 4, 32768, 32768, 259 },
+  { 4, 65536, 1, 260 },
+  { 4, 65536, 8, 260 },
+  { 4, 65536, 32, 261 },
+  { 4, 65536, 128, 262 },
+  { 4, 65536, 512, 262 },
+  { 4, 65536, 2048, 262 },
+  { 4, 65536, 8192, 262 },
+  { 4, 65536, 32768, 262 },
+  { 4, 131072, 1, 263 },
+  { 4, 131072, 8, 263 },
+  { 4, 131072, 32, 263 },
+  { 4, 131072, 128, 264 },
+  { 4, 131072, 512, 265 },
+  { 4, 131072, 2048, 266 },
+  { 4, 131072, 8192, 266 },
+  { 4, 131072, 32768, 266 },
+  { 5, 512, 1, 268 },
+  { 5, 512, 8, 269 },
+  { 5, 512, 32, 269 },
+  { 5, 512, 128, 269 },
+  { 5, 512, 512, 270 },
+  { 5, 512, 2048, 270 },
+  { 5, 512, 8192, 271 },
+  { 5, 512, 32768, 271 },
+  { 5, 768, 1, 272 },
+  { 5, 768, 8, 273 },
+  { 5, 768, 32, 272 },
+  { 5, 768, 128, 273 },
+  { 5, 768, 512, 274 },
+  { 5, 768, 2048, 274 },
+  { 5, 768, 8192, 274 },
+  { 5, 768, 32768, 275 },
+  { 5, 1024, 1, 276 },
+  { 5, 1024, 8, 276 },
+  { 5, 1024, 32, 276 },
+  { 5, 1024, 128, 277 },
+  { 5, 1024, 512, 278 },
+  { 5, 1024, 2048, 279 },
+  { 5, 1024, 8192, 278 },
+  { 5, 1024, 32768, 278 },
+  { 5, 1536, 1, 280 },
+  { 5, 1536, 8, 280 },
+  { 5, 1536, 32, 280 },
+  { 5, 1536, 128, 280 },
+  { 5, 1536, 512, 281 },
+  { 5, 1536, 2048, 281 },
+  { 5, 1536, 8192, 281 },
+  { 5, 1536, 32768, 281 },
+  { 5, 2048, 1, 282 },
+  { 5, 2048, 8, 282 },
+  { 5, 2048, 32, 282 },
+  { 5, 2048, 128, 282 },
+  { 5, 2048, 512, 283 },
+  { 5, 2048, 2048, 283 },
+  { 5, 2048, 8192, 283 },
+  { 5, 2048, 32768, 283 },
+  { 5, 2560, 1, 284 },
+  { 5, 2560, 8, 284 },
+  { 5, 2560, 32, 284 },
+  { 5, 2560, 128, 284 },
+  { 5, 2560, 512, 285 },
+  { 5, 2560, 2048, 286 },
+  { 5, 2560, 8192, 286 },
+  { 5, 2560, 32768, 286 },
+  { 5, 3072, 1, 287 },
+  { 5, 3072, 8, 287 },
+  { 5, 3072, 32, 287 },
+  { 5, 3072, 128, 287 },
+  { 5, 3072, 512, 288 },
+  { 5, 3072, 2048, 288 },
+  { 5, 3072, 8192, 288 },
+  { 5, 3072, 32768, 288 },
+  { 5, 4096, 1, 289 },
+  { 5, 4096, 8, 289 },
+  { 5, 4096, 32, 289 },
+  { 5, 4096, 128, 289 },
+  { 5, 4096, 512, 290 },
+  { 5, 4096, 2048, 291 },
+  { 5, 4096, 8192, 290 },
+  { 5, 4096, 32768, 290 },
+  { 5, 5120, 1, 292 },
+  { 5, 5120, 8, 292 },
+  { 5, 5120, 32, 292 },
+  { 5, 5120, 128, 292 },
+  { 5, 5120, 512, 293 },
+  { 5, 5120, 2048, 294 },
+  { 5, 5120, 8192, 293 },
+  { 5, 5120, 32768, 295 },
+  { 5, 6144, 1, 296 },
+  { 5, 6144, 8, 296 },
+  { 5, 6144, 32, 296 },
+  { 5, 6144, 128, 296 },
+  { 5, 6144, 512, 297 },
+  { 5, 6144, 2048, 298 },
+  { 5, 6144, 8192, 297 },
+  { 5, 6144, 32768, 299 },
+  { 5, 7168, 1, 300 },
+  { 5, 7168, 8, 300 },
+  { 5, 7168, 32, 301 },
+  { 5, 7168, 128, 301 },
+  { 5, 7168, 512, 302 },
+  { 5, 7168, 2048, 302 },
+  { 5, 7168, 8192, 302 },
+  { 5, 7168, 32768, 303 },
+  { 5, 8192, 1, 304 },
+  { 5, 8192, 8, 304 },
+  { 5, 8192, 32, 304 },
+  { 5, 8192, 128, 305 },
+  { 5, 8192, 512, 306 },
+  { 5, 8192, 2048, 307 },
+  { 5, 8192, 8192, 306 },
+  { 5, 8192, 32768, 308 },
+  { 5, 12288, 1, 309 },
+  { 5, 12288, 8, 309 },
+  { 5, 12288, 32, 309 },
+  { 5, 12288, 128, 310 },
+  { 5, 12288, 512, 311 },
+  { 5, 12288, 2048, 312 },
+  { 5, 12288, 8192, 312 },
+  { 5, 12288, 32768, 313 },
+  { 5, 16384, 1, 314 },
+  { 5, 16384, 8, 314 },
+  { 5, 16384, 32, 314 },
+  { 5, 16384, 128, 315 },
+  { 5, 16384, 512, 316 },
+  { 5, 16384, 2048, 317 },
+  { 5, 16384, 8192, 318 },
+  { 5, 16384, 32768, 318 },
+  { 5, 32768, 1, 319 },
+  { 5, 32768, 8, 319 },
+  { 5, 32768, 32, 319 },
+  { 5, 32768, 128, 320 },
+  { 5, 32768, 512, 321 },
+  { 5, 32768, 2048, 322 },
+  { 5, 32768, 8192, 323 },
+  { 5, 32768, 32768, 323 },
+  { 5, 65536, 1, 324 },
+  { 5, 65536, 8, 324 },
+  { 5, 65536, 32, 325 },
+  { 5, 65536, 128, 326 },
+  { 5, 65536, 512, 325 },
+  { 5, 65536, 2048, 327 },
+  { 5, 65536, 8192, 328 },
+  { 5, 65536, 32768, 328 },
+  { 5, 131072, 1, 329 },
+  { 5, 131072, 8, 329 },
+  { 5, 131072, 32, 330 },
+  { 5, 131072, 128, 331 },
+  { 5, 131072, 512, 332 },
+  { 5, 131072, 2048, 332 },
+  { 5, 131072, 8192, 331 },
+  { 5, 131072, 32768, 331 },
+  { 6, 512, 1, 334 },
+  { 6, 512, 8, 335 },
+  { 6, 512, 32, 335 },
+  { 6, 512, 128, 335 },
+  { 6, 512, 512, 336 },
+  { 6, 512, 2048, 337 },
+  { 6, 512, 8192, 337 },
+  { 6, 512, 32768, 336 },
+  { 6, 768, 1, 338 },
+  { 6, 768, 8, 338 },
+  { 6, 768, 32, 338 },
+  { 6, 768, 128, 339 },
+  { 6, 768, 512, 340 },
+  { 6, 768, 2048, 340 },
+  { 6, 768, 8192, 340 },
+  { 6, 768, 32768, 340 },
+  { 6, 1024, 1, 341 },
+  { 6, 1024, 8, 341 },
+  { 6, 1024, 32, 341 },
+  { 6, 1024, 128, 342 },
+  { 6, 1024, 512, 343 },
+  { 6, 1024, 2048, 342 },
+  { 6, 1024, 8192, 342 },
+  { 6, 1024, 32768, 343 },
+  { 6, 1536, 1, 344 },
+  { 6, 1536, 8, 344 },
+  { 6, 1536, 32, 344 },
+  { 6, 1536, 128, 344 },
+  { 6, 1536, 512, 345 },
+  { 6, 1536, 2048, 345 },
+  { 6, 1536, 8192, 345 },
+  { 6, 1536, 32768, 345 },
+  { 6, 2048, 1, 346 },
+  { 6, 2048, 8, 346 },
+  { 6, 2048, 32, 346 },
+  { 6, 2048, 128, 346 },
+  { 6, 2048, 512, 347 },
+  { 6, 2048, 2048, 348 },
+  { 6, 2048, 8192, 347 },
+  { 6, 2048, 32768, 347 },
+  { 6, 2560, 1, 349 },
+  { 6, 2560, 8, 349 },
+  { 6, 2560, 32, 349 },
+  { 6, 2560, 128, 349 },
+  { 6, 2560, 512, 350 },
+  { 6, 2560, 2048, 350 },
+  { 6, 2560, 8192, 350 },
+  { 6, 2560, 32768, 350 },
+  { 6, 3072, 1, 351 },
+  { 6, 3072, 8, 351 },
+  { 6, 3072, 32, 351 },
+  { 6, 3072, 128, 351 },
+  { 6, 3072, 512, 352 },
+  { 6, 3072, 2048, 352 },
+  { 6, 3072, 8192, 352 },
+  { 6, 3072, 32768, 352 },
+  { 6, 4096, 1, 353 },
+  { 6, 4096, 8, 353 },
+  { 6, 4096, 32, 353 },
+  { 6, 4096, 128, 353 },
+  { 6, 4096, 512, 354 },
+  { 6, 4096, 2048, 354 },
+  { 6, 4096, 8192, 355 },
+  { 6, 4096, 32768, 355 },
+  { 6, 5120, 1, 356 },
+  { 6, 5120, 8, 356 },
+  { 6, 5120, 32, 357 },
+  { 6, 5120, 128, 357 },
+  { 6, 5120, 512, 358 },
+  { 6, 5120, 2048, 358 },
+  { 6, 5120, 8192, 359 },
+  { 6, 5120, 32768, 359 },
+  { 6, 6144, 1, 360 },
+  { 6, 6144, 8, 360 },
+  { 6, 6144, 32, 361 },
+  { 6, 6144, 128, 361 },
+  { 6, 6144, 512, 362 },
+  { 6, 6144, 2048, 362 },
+  { 6, 6144, 8192, 363 },
+  { 6, 6144, 32768, 363 },
+  { 6, 7168, 1, 364 },
+  { 6, 7168, 8, 364 },
+  { 6, 7168, 32, 364 },
+  { 6, 7168, 128, 365 },
+  { 6, 7168, 512, 366 },
+  { 6, 7168, 2048, 366 },
+  { 6, 7168, 8192, 366 },
+  { 6, 7168, 32768, 367 },
+  { 6, 8192, 1, 368 },
+  { 6, 8192, 8, 368 },
+  { 6, 8192, 32, 368 },
+  { 6, 8192, 128, 368 },
+  { 6, 8192, 512, 369 },
+  { 6, 8192, 2048, 370 },
+  { 6, 8192, 8192, 371 },
+  { 6, 8192, 32768, 371 },
+  { 6, 12288, 1, 372 },
+  { 6, 12288, 8, 372 },
+  { 6, 12288, 32, 372 },
+  { 6, 12288, 128, 372 },
+  { 6, 12288, 512, 373 },
+  { 6, 12288, 2048, 374 },
+  { 6, 12288, 8192, 375 },
+  { 6, 12288, 32768, 375 },
+  { 6, 16384, 1, 376 },
+  { 6, 16384, 8, 376 },
+  { 6, 16384, 32, 376 },
+  { 6, 16384, 128, 377 },
+  { 6, 16384, 512, 378 },
+  { 6, 16384, 2048, 378 },
+  { 6, 16384, 8192, 379 },
+  { 6, 16384, 32768, 379 },
+  { 6, 32768, 1, 380 },
+  { 6, 32768, 8, 380 },
+  { 6, 32768, 32, 380 },
+  { 6, 32768, 128, 380 },
+  { 6, 32768, 512, 381 },
+  { 6, 32768, 2048, 382 },
+  { 6, 32768, 8192, 382 },
+  { 6, 32768, 32768, 382 },
+  { 6, 65536, 1, 383 },
+  { 6, 65536, 8, 383 },
+  { 6, 65536, 32, 384 },
+  { 6, 65536, 128, 385 },
+  { 6, 65536, 512, 384 },
+  { 6, 65536, 2048, 385 },
+  { 6, 65536, 8192, 385 },
+  { 6, 65536, 32768, 385 },
+  { 6, 131072, 1, 386 },
+  { 6, 131072, 8, 386 },
+  { 6, 131072, 32, 387 },
+  { 6, 131072, 128, 387 },
+  { 6, 131072, 512, 387 },
+  { 6, 131072, 2048, 387 },
+  { 6, 131072, 8192, 387 },
+  { 6, 131072, 32768, 387 },
+  { 7, 512, 1, 389 },
+  { 7, 512, 8, 389 },
+  { 7, 512, 32, 389 },
+  { 7, 512, 128, 390 },
+  { 7, 512, 512, 391 },
+  { 7, 512, 2048, 391 },
+  { 7, 512, 8192, 392 },
+  { 7, 512, 32768, 393 },
+  { 7, 768, 1, 394 },
+  { 7, 768, 8, 395 },
+  { 7, 768, 32, 394 },
+  { 7, 768, 128, 395 },
+  { 7, 768, 512, 395 },
+  { 7, 768, 2048, 396 },
+  { 7, 768, 8192, 395 },
+  { 7, 768, 32768, 396 },
+  { 7, 1024, 1, 397 },
+  { 7, 1024, 8, 397 },
+  { 7, 1024, 32, 397 },
+  { 7, 1024, 128, 397 },
+  { 7, 1024, 512, 397 },
+  { 7, 1024, 2048, 398 },
+  { 7, 1024, 8192, 397 },
+  { 7, 1024, 32768, 398 },
+  { 7, 1536, 1, 399 },
+  { 7, 1536, 8, 399 },
+  { 7, 1536, 32, 399 },
+  { 7, 1536, 128, 400 },
+  { 7, 1536, 512, 399 },
+  { 7, 1536, 2048, 401 },
+  { 7, 1536, 8192, 401 },
+  { 7, 1536, 32768, 401 },
+  { 7, 2048, 1, 402 },
+  { 7, 2048, 8, 402 },
+  { 7, 2048, 32, 402 },
+  { 7, 2048, 128, 402 },
+  { 7, 2048, 512, 402 },
+  { 7, 2048, 2048, 403 },
+  { 7, 2048, 8192, 404 },
+  { 7, 2048, 32768, 405 },
+  { 7, 2560, 1, 406 },
+  { 7, 2560, 8, 406 },
+  { 7, 2560, 32, 406 },
+  { 7, 2560, 128, 406 },
+  { 7, 2560, 512, 406 },
+  { 7, 2560, 2048, 406 },
+  { 7, 2560, 8192, 407 },
+  { 7, 2560, 32768, 408 },
+  { 7, 3072, 1, 409 },
+  { 7, 3072, 8, 409 },
+  { 7, 3072, 32, 409 },
+  { 7, 3072, 128, 409 },
+  { 7, 3072, 512, 410 },
+  { 7, 3072, 2048, 409 },
+  { 7, 3072, 8192, 411 },
+  { 7, 3072, 32768, 412 },
+  { 7, 4096, 1, 413 },
+  { 7, 4096, 8, 413 },
+  { 7, 4096, 32, 413 },
+  { 7, 4096, 128, 413 },
+  { 7, 4096, 512, 414 },
+  { 7, 4096, 2048, 413 },
+  { 7, 4096, 8192, 414 },
+  { 7, 4096, 32768, 412 },
+  { 7, 5120, 1, 415 },
+  { 7, 5120, 8, 415 },
+  { 7, 5120, 32, 415 },
+  { 7, 5120, 128, 416 },
+  { 7, 5120, 512, 415 },
+  { 7, 5120, 2048, 415 },
+  { 7, 5120, 8192, 417 },
+  { 7, 5120, 32768, 412 },
+  { 7, 6144, 1, 418 },
+  { 7, 6144, 8, 418 },
+  { 7, 6144, 32, 418 },
+  { 7, 6144, 128, 419 },
+  { 7, 6144, 512, 419 },
+  { 7, 6144, 2048, 418 },
+  { 7, 6144, 8192, 420 },
+  { 7, 6144, 32768, 421 },
+  { 7, 7168, 1, 422 },
+  { 7, 7168, 8, 422 },
+  { 7, 7168, 32, 422 },
+  { 7, 7168, 128, 423 },
+  { 7, 7168, 512, 423 },
+  { 7, 7168, 2048, 420 },
+  { 7, 7168, 8192, 420 },
+  { 7, 7168, 32768, 421 },
+  { 7, 8192, 1, 424 },
+  { 7, 8192, 8, 424 },
+  { 7, 8192, 32, 424 },
+  { 7, 8192, 128, 424 },
+  { 7, 8192, 512, 425 },
+  { 7, 8192, 2048, 426 },
+  { 7, 8192, 8192, 427 },
+  { 7, 8192, 32768, 427 },
+  { 7, 12288, 1, 428 },
+  { 7, 12288, 8, 428 },
+  { 7, 12288, 32, 428 },
+  { 7, 12288, 128, 428 },
+  { 7, 12288, 512, 428 },
+  { 7, 12288, 2048, 429 },
+  { 7, 12288, 8192, 430 },
+  { 7, 12288, 32768, 430 },
+  { 7, 16384, 1, 431 },
+  { 7, 16384, 8, 431 },
+  { 7, 16384, 32, 431 },
+  { 7, 16384, 128, 432 },
+  { 7, 16384, 512, 432 },
+  { 7, 16384, 2048, 433 },
+  { 7, 16384, 8192, 430 },
+  { 7, 16384, 32768, 430 },
+  { 7, 32768, 1, 434 },
+  { 7, 32768, 8, 434 },
+  { 7, 32768, 32, 434 },
+  { 7, 32768, 128, 434 },
+  { 7, 32768, 512, 434 },
+  { 7, 32768, 2048, 435 },
+  { 7, 32768, 8192, 435 },
+  { 7, 32768, 32768, 435 },
+  { 7, 65536, 1, 436 },
+  { 7, 65536, 8, 436 },
+  { 7, 65536, 32, 437 },
+  { 7, 65536, 128, 436 },
+  { 7, 65536, 512, 436 },
+  { 7, 65536, 2048, 438 },
+  { 7, 65536, 8192, 438 },
+  { 7, 65536, 32768, 438 },
+  { 7, 131072, 1, 439 },
+  { 7, 131072, 8, 439 },
+  { 7, 131072, 32, 439 },
+  { 7, 131072, 128, 440 },
+  { 7, 131072, 512, 439 },
+  { 7, 131072, 2048, 439 },
+  { 7, 131072, 8192, 439 },
+  { 7, 131072, 32768, 439 },
+  { 8, 512, 1, 442 },
+  { 8, 512, 8, 442 },
+  { 8, 512, 32, 442 },
+  { 8, 512, 128, 443 },
+  { 8, 512, 512, 442 },
+  { 8, 512, 2048, 444 },
+  { 8, 512, 8192, 443 },
+  { 8, 512, 32768, 445 },
+  { 8, 768, 1, 446 },
+  { 8, 768, 8, 446 },
+  { 8, 768, 32, 446 },
+  { 8, 768, 128, 446 },
+  { 8, 768, 512, 447 },
+  { 8, 768, 2048, 448 },
+  { 8, 768, 8192, 448 },
+  { 8, 768, 32768, 449 },
+  { 8, 1024, 1, 450 },
+  { 8, 1024, 8, 450 },
+  { 8, 1024, 32, 450 },
+  { 8, 1024, 128, 450 },
+  { 8, 1024, 512, 451 },
+  { 8, 1024, 2048, 450 },
+  { 8, 1024, 8192, 451 },
+  { 8, 1024, 32768, 451 },
+  { 8, 1536, 1, 452 },
+  { 8, 1536, 8, 452 },
+  { 8, 1536, 32, 453 },
+  { 8, 1536, 128, 452 },
+  { 8, 1536, 512, 454 },
+  { 8, 1536, 2048, 455 },
+  { 8, 1536, 8192, 456 },
+  { 8, 1536, 32768, 456 },
+  { 8, 2048, 1, 457 },
+  { 8, 2048, 8, 457 },
+  { 8, 2048, 32, 457 },
+  { 8, 2048, 128, 457 },
+  { 8, 2048, 512, 458 },
+  { 8, 2048, 2048, 458 },
+  { 8, 2048, 8192, 456 },
+  { 8, 2048, 32768, 459 },
+  { 8, 2560, 1, 460 },
+  { 8, 2560, 8, 460 },
+  { 8, 2560, 32, 460 },
+  { 8, 2560, 128, 460 },
+  { 8, 2560, 512, 461 },
+  { 8, 2560, 2048, 461 },
+  { 8, 2560, 8192, 462 },
+  { 8, 2560, 32768, 462 },
+  { 8, 3072, 1, 463 },
+  { 8, 3072, 8, 463 },
+  { 8, 3072, 32, 463 },
+  { 8, 3072, 128, 463 },
+  { 8, 3072, 512, 464 },
+  { 8, 3072, 2048, 462 },
+  { 8, 3072, 8192, 462 },
+  { 8, 3072, 32768, 464 },
+  { 8, 4096, 1, 465 },
+  { 8, 4096, 8, 465 },
+  { 8, 4096, 32, 466 },
+  { 8, 4096, 128, 466 },
+  { 8, 4096, 512, 465 },
+  { 8, 4096, 2048, 462 },
+  { 8, 4096, 8192, 467 },
+  { 8, 4096, 32768, 468 },
+  { 8, 5120, 1, 469 },
+  { 8, 5120, 8, 469 },
+  { 8, 5120, 32, 470 },
+  { 8, 5120, 128, 470 },
+  { 8, 5120, 512, 469 },
+  { 8, 5120, 2048, 468 },
+  { 8, 5120, 8192, 468 },
+  { 8, 5120, 32768, 468 },
+  { 8, 6144, 1, 471 },
+  { 8, 6144, 8, 471 },
+  { 8, 6144, 32, 472 },
+  { 8, 6144, 128, 472 },
+  { 8, 6144, 512, 472 },
+  { 8, 6144, 2048, 468 },
+  { 8, 6144, 8192, 473 },
+  { 8, 6144, 32768, 473 },
+  { 8, 7168, 1, 474 },
+  { 8, 7168, 8, 474 },
+  { 8, 7168, 32, 474 },
+  { 8, 7168, 128, 475 },
+  { 8, 7168, 512, 476 },
+  { 8, 7168, 2048, 468 },
+  { 8, 7168, 8192, 468 },
+  { 8, 7168, 32768, 477 },
+  { 8, 8192, 1, 478 },
+  { 8, 8192, 8, 478 },
+  { 8, 8192, 32, 478 },
+  { 8, 8192, 128, 478 },
+  { 8, 8192, 512, 478 },
+  { 8, 8192, 2048, 479 },
+  { 8, 8192, 8192, 479 },
+  { 8, 8192, 32768, 479 },
+  { 8, 12288, 1, 480 },
+  { 8, 12288, 8, 480 },
+  { 8, 12288, 32, 480 },
+  { 8, 12288, 128, 480 },
+  { 8, 12288, 512, 480 },
+  { 8, 12288, 2048, 481 },
+  { 8, 12288, 8192, 481 },
+  { 8, 12288, 32768, 481 },
+  { 8, 16384, 1, 482 },
+  { 8, 16384, 8, 482 },
+  { 8, 16384, 32, 482 },
+  { 8, 16384, 128, 483 },
+  { 8, 16384, 512, 484 },
+  { 8, 16384, 2048, 484 },
+  { 8, 16384, 8192, 484 },
+  { 8, 16384, 32768, 484 },
+  { 8, 32768, 1, 485 },
+  { 8, 32768, 8, 485 },
+  { 8, 32768, 32, 485 },
+  { 8, 32768, 128, 485 },
+  { 8, 32768, 512, 486 },
+  { 8, 32768, 2048, 486 },
+  { 8, 32768, 8192, 486 },
+  { 8, 32768, 32768, 487 },
+  { 8, 65536, 1, 488 },
+  { 8, 65536, 8, 488 },
+  { 8, 65536, 32, 488 },
+  { 8, 65536, 128, 488 },
+  { 8, 65536, 512, 489 },
+  { 8, 65536, 2048, 489 },
+  { 8, 65536, 8192, 489 },
+  { 8, 65536, 32768, 489 },
+  { 8, 131072, 1, 490 },
+  { 8, 131072, 8, 490 },
+  { 8, 131072, 32, 491 },
+  { 8, 131072, 128, 491 },
+  { 8, 131072, 512, 490 },
+  { 8, 131072, 2048, 490 },
+  { 8, 131072, 8192, 490 },
+  { 8, 131072, 32768, 490 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2396,10 +2522,10 @@ const BwdVariant kBwdVariants[] = {
   {(const void*)&normgen_layernorm_bwd_9cbce209c1bc, (const void*)&normgen_layernorm_bwd_9cbce209c1bc_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
   {(const void*)&normgen_layernorm_bwd_71cf84bffe9d, (const void*)&normgen_layernorm_bwd_71cf84bffe9d_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 65536, 4 },  // regs.t128.v8.tpr128.i4.s4.c4.cps4.recompute
   {(const void*)&normgen_layernorm_bwd_df694058f53d, (const void*)&normgen_layernorm_bwd_df694058f53d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_68ff5650c855, (const void*)&normgen_layernorm_bwd_68ff5650c855_reduce, 0, 512, 4, 512, 2, 2, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_ef0de30466da, (const void*)&normgen_layernorm_bwd_ef0de30466da_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_68ff5650c855, (const void*)&normgen_layernorm_bwd_68ff5650c855_reduce, 0, 512, 4, 512, 2, 1, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_ef0de30466da, (const void*)&normgen_layernorm_bwd_ef0de30466da_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
   {(const void*)&normgen_layernorm_bwd_5e1b9be750e5, (const void*)&normgen_layernorm_bwd_5e1b9be750e5_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_ec8c365144ec, (const void*)&normgen_rmsnorm_bwd_ec8c365144ec_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_ec8c365144ec, (const void*)&normgen_rmsnorm_bwd_ec8c365144ec_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
   {(const void*)&normgen_rmsnorm_bwd_48a8df0beff4, (const void*)&normgen_rmsnorm_bwd_48a8df0beff4_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
   {(const void*)&normgen_rmsnorm_bwd_ea4d4488f416, (const void*)&normgen_rmsnorm_bwd_ea4d4488f416_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
   {(const void*)&normgen_rmsnorm_bwd_211b72d4a24e, (const void*)&normgen_rmsnorm_bwd_211b72d4a24e_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
