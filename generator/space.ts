@@ -102,6 +102,18 @@ const EARLY_AFFINE_MAX_ROWS = 128;
  * early winners had less.
  */
 const EARLY_AFFINE_SPARE_REGISTERS = 24;
+/**
+ * Most rows a problem of 16-bit values may have for pipelined variants. In two H200
+ * default-grid tunes (templates ac4302682350 and 4d196a0a3d8c) none came within 0.5% of the
+ * best at 128 rows or more (7515 measurements each); at 1-32 rows they won three fp16
+ * LayerNorm problems (hidden 12288) by 2-4%.
+ */
+const PIPELINED_16BIT_MAX_ROWS = 32;
+/**
+ * Shortest fp32 rows offered ring variants: in the same two tunes none below 65536 came
+ * within 0.5% of the best (14754-19410 measurements); at 65536 and 131072 they win.
+ */
+const FP32_RING_MIN_HIDDEN = 65536;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
 const LONG_ROW_BYTES = 8 * 1024;
 /** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
@@ -201,6 +213,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
           if (!clusterFits(problem, arch, rows, cluster)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
           for (const storage of ['regs', 'pipelined'] as const) {
+            if (storage === 'pipelined' && problem.dtype !== 'fp32' && problem.rows > PIPELINED_16BIT_MAX_ROWS) continue;
             const regs = regsEstimate(problem, storage, items * vec, cluster);
             if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || !fitsRegisterFile(regs, threads)) continue;
             const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
@@ -217,7 +230,8 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             if (unsupportedReason(problem, p, arch) === null) out.push(p);
           }
         }
-        if (vec === widest) out.push(...ringVariants(problem, arch, threads, vec, threadsPerRow));
+        const ringOffered = problem.dtype !== 'fp32' || problem.hidden >= FP32_RING_MIN_HIDDEN;
+        if (vec === widest && ringOffered) out.push(...ringVariants(problem, arch, threads, vec, threadsPerRow));
       }
     }
   }
