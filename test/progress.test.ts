@@ -1,0 +1,36 @@
+// The progress line's ETA: measured over the last minute, so a slow start does not stretch it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { formatDuration, progressReporter, RATE_WINDOW_S } from '../cli/progress.js';
+
+/** A non-terminal stream that keeps what is written. */
+function capture(): { stream: NodeJS.WriteStream; lines: string[] } {
+  const lines: string[] = [];
+  const stream = { isTTY: false, write: (s: string) => lines.push(s.trimEnd()) } as unknown as NodeJS.WriteStream;
+  return { stream, lines };
+}
+
+test('the ETA follows the recent rate, not the rate since the first measurement', () => {
+  const { stream, lines } = capture();
+  const report = progressReporter('tune', stream);
+  const total = 2000;
+  // 100 s at 1 measurement a second (waiting on the compiler), then 10 a second.
+  let done = 0;
+  for (let t = 1; t <= 100; t++) report({ done: ++done, total, skipped: 0, failures: 0, elapsedS: t });
+  for (let t = 101; t <= 100 + 2 * RATE_WINDOW_S; t++) report({ done: (done += 10), total, skipped: 0, failures: 0, elapsedS: t });
+  const last = lines[lines.length - 1];
+  assert.ok(last.startsWith(`tune: ${done}/${total} measured`), last);
+  assert.ok(last.endsWith(`ETA ${formatDuration((total - done) / 10)}`), last); // 700 left at 10/s: 1m10s
+});
+
+test('no ETA before a rate exists; a plain line at the end', () => {
+  const { stream, lines } = capture();
+  const report = progressReporter('tune', stream);
+  report({ done: 0, total: 5, skipped: 2, failures: 0, elapsedS: 10 }); // plain lines come every 10 s
+  assert.ok(lines[0].endsWith('ETA --') && lines[0].includes('2 already in the database'), lines[0]);
+  report({ done: 5, total: 5, skipped: 2, failures: 1, elapsedS: 13 });
+  assert.is(lines.length, 2);
+  assert.ok(lines[1].startsWith('tune: 5/5 measured, 1 failed'), lines[1]);
+});
+
+test.run();
