@@ -20,6 +20,7 @@ import { backwardContext, planBackward } from './package-bwd.js';
 import { renderCudaBwdUnit } from './render-cuda-bwd.js';
 import { bwdTemplateHash } from './variant-bwd.js';
 import { VERSION } from './version.js';
+import type { DispatchTable } from '../tuner/dispatch.js';
 
 export type { DeviceTable } from './package-plan.js';
 
@@ -115,6 +116,11 @@ function buildFiles(p: Plan, src: PackageSource): [string, string][] {
   ];
 }
 
+/** A dispatch table as dispatch.json holds it: its tolerances, regret and entries. */
+function tableJson(table: DispatchTable<object>) {
+  return { tolerance: table.tolerance, largeTolerance: table.largeTolerance, maxRegret: table.maxRegret, entries: table.entries.map(({ kernelSpec, ...e }) => e) };
+}
+
 export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number } {
   for (const t of src.tables)
     if (t.tunedTemplateHash !== templateHash('cuda'))
@@ -179,24 +185,18 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       arch: t.arch.name,
       computeCapability: t.arch.cc,
       db: t.dbFile,
-      tolerance: t.table.tolerance,
-      largeTolerance: t.table.largeTolerance,
-      maxRegret: t.table.maxRegret,
-      entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
+      ...tableJson(t.table),
     })),
     ...(wgslTables.length
       ? {
           wgsl: wgslTables.map((t) => ({
             adapter: t.adapter,
             db: t.dbFile,
-            tolerance: t.table.tolerance,
-            largeTolerance: t.table.largeTolerance,
-            maxRegret: t.table.maxRegret,
-            entries: t.table.entries.map(({ kernelSpec, ...e }) => e),
+            ...tableJson(t.table),
           })),
         }
       : {}),
-    ...(bwdTable ? { backward: { db: bwdTable.dbFile, tolerance: bwdTable.table.tolerance, largeTolerance: bwdTable.table.largeTolerance, maxRegret: bwdTable.table.maxRegret, entries: bwdTable.table.entries.map(({ kernelSpec, ...e }) => e) } } : {}),
+    ...(bwdTable ? { backward: { db: bwdTable.dbFile, ...tableJson(bwdTable.table) } } : {}),
   };
   files.push(['dispatch.json', JSON.stringify(dispatch, null, 1) + '\n']);
 

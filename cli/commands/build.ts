@@ -27,30 +27,30 @@ export const builder = (y: Argv) =>
 /** A database of backward results (tune --direction bwd). */
 const isBackwardDb = (db: TuningDb) => db.results.some((r) => isBackward(r.problem));
 
-function backwardTable(path: string, tolerance: DispatchOptions): BackwardTable {
+function backwardTable(path: string, options: DispatchOptions): BackwardTable {
   const db = TuningDb.readChecked(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
-  const table = buildDispatchTable(db, tolerance, 'bwd');
+  const table = buildDispatchTable(db, options, 'bwd');
   if (table.entries.length === 0) throw new InputError(`${path} has no verified backward measurements to build from`);
   return { dbFile: basename(path), tunedTemplateHash: session.templateHash, table, measured: formatTable(WINNER_HEADER, winners(db).map(winnerRow)) };
 }
 
-function deviceTable(path: string, tolerance: DispatchOptions): DeviceTable {
+function deviceTable(path: string, options: DispatchOptions): DeviceTable {
   const db = TuningDb.readChecked(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
-  const table = buildDispatchTable(db, tolerance);
+  const table = buildDispatchTable(db, options);
   if (table.entries.length === 0) throw new InputError(`${path} has no verified measurements to build from`);
   const measured = formatTable(WINNER_HEADER, winners(db).map(winnerRow));
   return { device: db.header.device.name, arch: parseArch(db.header.arch), dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 
-function wgslTable(path: string, tolerance: DispatchOptions): WgslDeviceTable {
+function wgslTable(path: string, options: DispatchOptions): WgslDeviceTable {
   const db = TuningDb.readCheckedWgsl(path);
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
-  const table = buildDispatchTable(db, tolerance);
+  const table = buildDispatchTable(db, options);
   if (table.entries.length === 0) throw new InputError(`${path} has no verified measurements to build from`);
   const measured = formatTable(WINNER_HEADER, winners(db, WGSL_NAMING).map((w) => namedWinnerRow(w, WGSL_NAMING.describe)));
   return { adapter: db.header.device, dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
@@ -59,7 +59,7 @@ function wgslTable(path: string, tolerance: DispatchOptions): WgslDeviceTable {
 export function handler(args: { db: string[]; out: string; name?: string; tolerance: number; largeTolerance: number }): void {
   for (const [flag, v] of [['--tolerance', args.tolerance], ['--large-tolerance', args.largeTolerance]] as const)
     if (!(v >= 0 && v < 1)) throw new InputError(`${flag} must be in [0, 1), got ${v}`);
-  const tolerance: DispatchOptions = { tolerance: args.tolerance, largeTolerance: args.largeTolerance };
+  const dispatch: DispatchOptions = { tolerance: args.tolerance, largeTolerance: args.largeTolerance };
   const all = expandDbPaths(args.db);
   const backend = new Map(all.map((p) => [p, TuningDb.backendOf(p)]));
   const wgslPaths = all.filter((p) => backend.get(p) === 'wgsl');
@@ -86,12 +86,12 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   }
   for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
   const tables = paths.map((p) => {
-    const t = deviceTable(p, tolerance);
+    const t = deviceTable(p, dispatch);
     const h = TuningDb.read(p).header;
     const b = backward.get(`${h.arch}|${deviceKey(h.device)}`);
-    return b ? { ...t, backward: backwardTable(b, tolerance) } : t;
+    return b ? { ...t, backward: backwardTable(b, dispatch) } : t;
   });
-  const wgsl = wgslPaths.map((p) => wgslTable(p, tolerance));
+  const wgsl = wgslPaths.map((p) => wgslTable(p, dispatch));
   const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
   const out = emitPackage({ name, tables, wgsl }, args.out);
   const problems = tables.reduce((n, t) => n + t.table.entries.length, 0);
