@@ -60,6 +60,13 @@ export interface CudaParams {
    * of a slot: loads run stages - 2 rows ahead. Absent: written once its own statistics arrive.
    */
   deferOutput?: boolean;
+  /**
+   * reload only, LayerNorm without a residual: the launch bounds ask for 1024 resident
+   * threads per SM, which caps registers at 64 a thread, so more rows stream per SM. Capped
+   * for all, these kernels gained up to 2 points of copy bandwidth on long grids and lost
+   * 2.5-3 where the grid is short (H200, 2026-11-26): the tuner decides. Absent: no cap.
+   */
+  registerCap?: boolean;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
@@ -227,7 +234,9 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
         if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32 && rows <= MAX_LOOPING_ROWS_PER_CTA) {
           for (const storage of ['smem', 'reload'] as const) {
             const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1, stages: 0, stagedWeights: false };
-            if (unsupportedReason(problem, p, arch) === null) out.push(p);
+            if (unsupportedReason(problem, p, arch) !== null) continue;
+            out.push(p);
+            if (storage === 'reload' && registerCapOffered(problem, threads)) out.push({ ...p, registerCap: true });
           }
         }
         const ringOffered = problem.dtype !== 'fp32' || problem.hidden >= FP32_RING_MIN_HIDDEN;
@@ -241,6 +250,13 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   // variants registers, and with them occupancy).
   return [...out, ...out.map((p) => ({ ...p, fixedHidden: problem.hidden }))];
 }
+
+/** Resident threads per SM a register-capped reload CTA asks for in its launch bounds. */
+export const CAPPED_THREADS_PER_SM = 1024;
+
+/** Register caps are offered to LayerNorm reload CTAs without a residual that a cap can change. */
+const registerCapOffered = (problem: Problem, threads: number) =>
+  problem.op === 'layernorm' && residualDType(problem) === null && threads < CAPPED_THREADS_PER_SM;
 
 /** Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns. */
 function clusterFits(problem: Problem, arch: Arch, rowsPerCta: number, cluster: number): boolean {
@@ -331,6 +347,7 @@ export function describeParams(p: CudaParams): string {
   if (p.stagedWeights) parts.push('sw');
   if (p.earlyAffine) parts.push('early');
   if (p.deferOutput) parts.push('defer');
+  if (p.registerCap) parts.push('cap');
   if (p.fixedHidden) parts.push(`h${p.fixedHidden}`);
   return parts.join('.');
 }

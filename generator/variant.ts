@@ -25,7 +25,8 @@ export function makeVariant(spec: KernelSpec, params: CudaParams, fault?: Fault)
   const canonical = JSON.stringify({
     spec: specKey(spec),
     params: [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.cluster, params.stages, params.stagedWeights,
-      ...(params.fixedHidden ? [params.fixedHidden] : []), ...(params.earlyAffine ? ['early'] : []), ...(params.deferOutput ? ['defer'] : [])],
+      ...(params.fixedHidden ? [params.fixedHidden] : []), ...(params.earlyAffine ? ['early'] : []), ...(params.deferOutput ? ['defer'] : []),
+      ...(params.registerCap ? ['cap'] : [])],
     ...(fault ? { fault } : {}),
   });
   const id = createHash('sha256').update(templateHash('cuda')).update(canonical).digest('hex').slice(0, 12);

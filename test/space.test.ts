@@ -96,6 +96,23 @@ test('deferred output: ring variants with clusters and a slot to spare, each its
   assert.ok(shorter.some((p) => p.storage === 'ring' && p.cluster > 1) && shorter.every((p) => !p.deferOutput), 'rows shorter than 65536: never ahead');
 });
 
+test('register caps: LayerNorm reload variants without a residual, under 1024 threads, each its own kernel', () => {
+  const lnSpec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
+  const ln = makeProblem(lnSpec, 16384, 32768);
+  const space = enumerateSpace(ln, sm90);
+  const capped = space.filter((p) => p.registerCap);
+  assert.ok(capped.length > 0);
+  for (const p of capped) {
+    assert.ok(p.storage === 'reload' && p.threads < 1024, JSON.stringify(p));
+    const uncapped = { ...p, registerCap: undefined };
+    assert.ok(space.some((q) => describeParams(q) === describeParams(uncapped)), 'the uncapped twin too');
+    assert.is.not(makeVariant(ln, p).id, makeVariant(ln, uncapped).id);
+    assert.match(describeParams(p), /\.cap/);
+  }
+  for (const other of [makeProblem(spec, 16384, 32768), makeProblem({ ...lnSpec, op: 'rmsnorm', features: { ...lnSpec.features, bias: false } }, 16384, 32768)])
+    assert.ok(enumerateSpace(other, sm90).every((p) => !p.registerCap), 'a residual, or RMSNorm: none');
+});
+
 test('vector width follows the strides: odd strides get scalar access', () => {
   assert.is(maxVec(makeProblem(spec, 7, 4)), 1);
   assert.is(maxVec(makeProblem(spec, 7, 4, { x: 8, y: 8, residual: 8, residualOut: 8 })), 8);

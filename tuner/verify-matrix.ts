@@ -16,7 +16,7 @@ export interface VerifyCase {
   variants: Variant[];
 }
 
-const axisKeys = (p: CudaParams) => [`storage=${p.storage}`, `threads=${p.threads}`, `vec=${p.vec}`, `threadsPerRow=${p.threadsPerRow}`, `cluster=${p.cluster}`, `stages=${p.stages}`, `stagedWeights=${p.stagedWeights}`, `fixedHidden=${p.fixedHidden !== undefined}`, `earlyAffine=${p.earlyAffine === true}`, `deferOutput=${p.deferOutput === true}`];
+const axisKeys = (p: CudaParams) => [`storage=${p.storage}`, `threads=${p.threads}`, `vec=${p.vec}`, `threadsPerRow=${p.threadsPerRow}`, `cluster=${p.cluster}`, `stages=${p.stages}`, `stagedWeights=${p.stagedWeights}`, `fixedHidden=${p.fixedHidden !== undefined}`, `earlyAffine=${p.earlyAffine === true}`, `deferOutput=${p.deferOutput === true}`, `registerCap=${p.registerCap === true}`];
 
 /** Greedy set cover of the axis values present in `space`. */
 export function coveringSet(space: CudaParams[]): CudaParams[] {
