@@ -62,9 +62,10 @@ export interface CudaParams {
   deferOutput?: boolean;
   /**
    * reload only, LayerNorm without a residual: the launch bounds ask for 1024 resident
-   * threads per SM, which caps registers at 64 a thread, so more rows stream per SM. Capped
-   * for all, these kernels gained up to 2 points of copy bandwidth on long grids and lost
-   * 2.5-3 where the grid is short (H200, 2026-11-26): the tuner decides. Absent: no cap.
+   * threads per SM, which caps registers at 64 a thread (ptxas takes 79 otherwise: three
+   * CTAs of 256 per SM, not four). Capped, these kernels gained 5-16 points of copy
+   * bandwidth on long grids (test/gpu/occupancy-reload.md) and lost 2.5-3 on short ones
+   * (131072 x 128): the tuner decides. Absent: no cap.
    */
   registerCap?: boolean;
 }

@@ -20,396 +20,396 @@ struct Config {
 
 // regs.t64.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_21350e4a4ba6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_341dd1aff313(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
 }
 
 // regs.t128.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e7a16248931e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_274e50f5646a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
 }
 
-// regs.t128.v8.tpr32.i2.h512
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a2fa665da4af(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
+// regs.t256.v8.tpr32.i2.h512
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_b60761c88109(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 2, 1, 512>(p);
 }
 
-// regs.t64.v8.tpr16.i4.h512
+// regs.t256.v8.tpr16.i4.h512
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_2ffe66b2eeda(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
+}
+
+// regs.t64.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_3f9ef9143cef(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512>(p);
+normgen_rmsnorm_fwd_1f940933bd8d(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_307c5ac4df3c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d37ee69edbd2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
 }
 
 // regs.t128.v8.tpr64.i2.early.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_dac543ad4760(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fd54a66bedb9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768, true>(p);
 }
 
-// regs.t256.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_20d801f510d8(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
+// regs.t64.v8.tpr32.i3.h768
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_984e83a66915(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768>(p);
+}
+
+// ring.t512.v8.tpr32.i3.s3.sw.h768
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_58af04c72114(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 512, 8, 32, 3, 1, 3, true, false, 768>(p);
 }
 
 // regs.t64.v8.tpr64.i2.h768
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_c4d4921e8510(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2eab0ce7b902(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_2962a7861e9e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b0c9d2927673(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
 }
 
 // regs.t256.v8.tpr128.i1.early.h1024
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_05cf725cb14d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2df1f813c530(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024, true>(p);
 }
 
 // regs.t64.v8.tpr64.i2.h1024
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_902ad343c565(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_312575f26d72(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024>(p);
 }
 
 // regs.t128.v8.tpr64.i2.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d5e6d2dd7996(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9f4df0ef7954(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 1024>(p);
 }
 
 // regs.t128.v8.tpr128.i2.early.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_23d9ee696b44(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e04816f900a1(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+
+// regs.t64.v8.tpr32.i6.h1536
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_c9ef28a8e8b9(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 6, 1, 1536>(p);
 }
 
 // regs.t64.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_27e74a317005(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_189dafd99999(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536>(p);
 }
 
 // regs.t128.v8.tpr128.i2.early.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a54bd6dc5b86(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_698f72b22e75(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
 }
 
 // regs.t64.v8.tpr64.i4.h2048
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_ffb1854bf20d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8bd1abb403c6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
 }
 
 // regs.t256.v8.tpr256.i2.early.h2560
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f8b8e598aeb7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4797c6f8a032(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
 }
 
 // regs.t64.v8.tpr64.i5.h2560
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_0e2ab1dcce3c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_efea035e35ad(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ea93dbf28a08(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_73290cd1429d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
 // regs.t256.v8.tpr256.i2.early.h3072
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f50c3f9146e4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_32b2b42797cb(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ca21ffbc0939(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_efa47a425e2c(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i2.early.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d91fc0f6adc7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_84ad23beb37a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_1e029219af2e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d31fc6549c98(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
-// smem.t128.v8.tpr128.h4096
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_bbe913f4d496(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
+// smem.t64.v8.tpr64.h4096
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_e41ef41bfd4a(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 64, 8, 64, 0, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8c5b914dd7f5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a75cc7728bd9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_72d21c282d9f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_382af742a20f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
-}
-
-// smem.t256.v8.tpr256.h5120
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c073ac95a040(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 5120>(p);
 }
 
 // reload.t256.v8.tpr128.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_382d8c1f2038(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_51886f4c3f88(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 5120>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h6144
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3894ff57c5d9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_640bf972b694(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3.h6144
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2e4ddcd64b63(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0daf8f46109e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
 }
 
 // smem.t256.v8.tpr256.h6144
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a60ac0359abc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fb166008f936(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 6144>(p);
 }
 
 // reload.t256.v8.tpr128.h6144
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d6431c8916c2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2dfd0368e3e2(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_cd03afef604f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b7c92d477fe6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
 }
 
 // regs.t512.v8.tpr512.i2.early.h7168
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0095e86255fe(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_323649aaacc7(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4.h7168
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_1315904decb5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_14ecdeebe268(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
 }
 
-// reload.t256.v8.tpr128.h7168
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_30e44a23535b(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 7168>(p);
+// reload.t512.v8.tpr128.h7168
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_f93ae46abfb7(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 128, 0, 1, 7168>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c4.early.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b4a8057ea8cc(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+// regs.t256.v8.tpr256.i1.c4.early.h8192
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a1dd1769326d(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
 }
 
 // regs.t512.v8.tpr512.i2.early.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_873cb329a9af(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b8d067cdf5be(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
 }
 
 // smem.t512.v8.tpr512.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7c99a4df4a20(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7d7897284c23(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 8192>(p);
-}
-
-// smem.t256.v8.tpr256.h8192
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ec00a8510ec3(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
 // reload.t256.v8.tpr256.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7ee3789d9536(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7a5f5320673c(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c4.early.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_08aca657ad33(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_38d21714dc3a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
 }
 
-// regs.t512.v8.tpr512.i3.early.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_bce38ac588ab(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288, true>(p);
-}
-
-// smem.t256.v8.tpr256.h12288
+// reload.t256.v8.tpr256.h12288
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_312c308f65c5(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 12288>(p);
+normgen_rmsnorm_fwd_498825b5940d(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 12288>(p);
 }
 
 // smem.t512.v8.tpr512.h12288
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_75d07495222e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e58bc12c44e4(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
 }
 
 // reload.t512.v8.tpr256.h12288
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_b5a20ce6590d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0ee9bd6f72c8(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 12288>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.early.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_4dfa795080d6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_33bb47ccfcc2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c4.early.h16384
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d5d4e606b8ef(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5665f39f3b7e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
 }
 
 // smem.t256.v8.tpr256.h16384
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4c749298e248(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b5b95fc61054(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
 }
 
 // smem.t512.v8.tpr512.h16384
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_fcf44f996cd2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_33e0e8c6f444(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
 }
 
 // reload.t512.v8.tpr256.h16384
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_cf3a939b2899(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7fe41da5a7f1(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c8.early.h32768
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4d5edf63d5d0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_aef1474c6eeb(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f826daf217d7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1c665ed36fd5(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
 }
 
 // ring.t512.v8.tpr512.i8.s3.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0521324a9ff5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cadffc4e419f(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 8, 1, 3, false, false, 32768>(p);
 }
 
 // smem.t512.v8.tpr512.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_204d63e21a1a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_51a573a6e22e(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
 }
 
 // reload.t512.v8.tpr512.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7afd2e36aa48(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c676c78eb225(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c8.early.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_34ac9097dd41(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6091b9ea73dd(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 65536, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c8.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_69cd091193ef(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_de0349bf3026(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 65536>(p);
 }
 
 // smem.t512.v8.tpr512.h65536
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_3373aa42af9e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_bfd756f84a44(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 65536>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_bca8538c081a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7a0b2dd2c309(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 4, 4, 3, true, true, 65536>(p);
 }
 
 // smem.t1024.v8.tpr1024
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_99d49e913292(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5231e0b3b1f3(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c8.early.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_4cd3b67a2788(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_da5d9c0e5c9d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072, true>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c8.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_cca712183a1c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a4b1052103e0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_03ffc40994ae(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ad87b90e3993(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 4, 8, 4, true, true, 131072>(p);
 }
 
-// ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_b9080f74bd29(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 8, 3, true, true, 131072>(p);
+// ring.t1024.v8.tpr1024.i2.c8.s3.sw.h131072
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_2a02bc6f741d(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 1024, 8, 1024, 2, 8, 3, true, false, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_963d45590cbd(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f87edac3aac7(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

@@ -20,33 +20,33 @@ struct Config {
 
 // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.recompute
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_bwd_68ff5650c855(const NormgenBwdParams p) {
+normgen_layernorm_bwd_cd143455af56(const NormgenBwdParams p) {
   normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false, 3, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_68ff5650c855_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_cd143455af56_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // regs.t128.v4.tpr128.i4.s4.c8.recompute
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
-normgen_layernorm_bwd_ef0de30466da(const NormgenBwdParams p) {
+normgen_layernorm_bwd_2e859d67e79a(const NormgenBwdParams p) {
   normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 4, false, 8, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_ef0de30466da_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_2e859d67e79a_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_5e1b9be750e5(const NormgenBwdParams p) {
+normgen_layernorm_bwd_da00e6400eb1(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_5e1b9be750e5_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_da00e6400eb1_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -8,499 +8,500 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_69229e1e3170(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d171aedef42b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88440757c6d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3324ac034fc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40742cca6dfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2472420fdaa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0996fbfb1a36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_817c9d1b0dea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d7c848edb97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3418c9ce5ee2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7ae0eef338e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa626667606f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9dbfff00052(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53164f64be78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6bc66b0aa18f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a35546c0048(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a02c72e9a186(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad7ed97c43aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e6dcb0e5a7d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2b1765dd701(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71c187b13aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae97b7900972(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3805fd404156(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4889da3aab03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89a568751da4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_293e0c84aee0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7618073cef75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_510003dfcdc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb2a6fcda9a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6604ff65b5b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9c67ee23080(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_031e4907260e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_782f4c0521a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f9082e64b6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bbe8e8accc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a39620b0a9ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bca59b2c69f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ade4590b9f1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6001996fadc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85485aba4408(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a3bdfec115f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63c2ebdf42f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35c827dbf61e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8331f533c8e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_22740327435b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c463d98850f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0f687bb140a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd00d27a231a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec70330f8548(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2c850bd0a06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c333fe6e0f32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05e37b8a3d20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_39dd9674a01e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2772811c1aa6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dbe70cf90c22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_22c10baee871(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e26ea78e1c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f86e2d2b8877(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbb7d4074321(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fcb051649c1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d054635c7ea2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0e052353e45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af5253432bb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f146cdbc8c10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_223f42f7b442(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bcf7bf3cf1ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f601d24a1b46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca0d96de2503(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f242ef847068(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4aabf572de0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b2918e19b24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_498611963aee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b4ae9b3cbaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_142d1842009a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c07acf6914e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c942b302a456(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da568c556f68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_422cb7b73c2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dccb6b0dbd56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a344eeaa7d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a97d1ebba863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54dae55b4132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b5502845dae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdeb26a2596c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a9fc9bf2d19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e32dfb6e39e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9d0b7b2b687(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e87edfb813d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e15f13e29d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f3e5c486358(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5cde759fbcb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bfdeabe8ad61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56c2f7803e6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6d69bf9a308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a992897c880c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8043bcaedc5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd2544e0633b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b9f35f2e120(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8be19e4b48b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11c4a77b7ccb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81318f4ff51c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31f51c119935(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8bdc7365c63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_463cd80831a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8c5db315b8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bee4acf6773a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46847c0382ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_698bdc31c8a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c38e766f3d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa8e4a3ec427(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6d7ebdf291c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_44922ac1d00f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ade978447441(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21a87da7c0d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a26f3c9b4124(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5786db6116ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8fc21edeb723(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81dbd4f45fe1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65c7ce6427ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f253e03d9b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4eea0184e733(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d3cc39136717(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_29ae820556b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_504d4168335f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2eab2f63c87d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b840f293fe94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4de28a15b406(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_adfc69150ee2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecf805626303(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2d4d33d243eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d35bfe68ffa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e419e5bbe4f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_44bd05fc04ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27ad20029354(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb78aa76ec6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a66c76b787aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_440fcc10058b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d45b2ff25b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f536eff0316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8cb6b49d8d44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_288b05c7ccfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ea3034aa1f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9abb6008a3ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f327c3a8e87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4149c612ffa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1e6bd535f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c30b476b2c5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ec254f666a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da5d7bdd4d3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38b7c5d64a73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d47e2126a53e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c1583de3e5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_839591b1fa8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce84dc39aa90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a4d60ce727f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16efee19cdba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c296870a39c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09474746fd63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a64b330b664c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e50894b2791(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4e758678885(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d99ad1e21ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ef90a6a0889(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfc15cc9ba65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18389970dbf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1856455e69c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9d5fb363793(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdbcb9755f36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3812b53d6a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13350389e52d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ac06b4bf11f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c739ac5f295(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e870a23eb6c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2d03b7be7a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b30026a61250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_597f87bf728a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f45e3a29b802(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b2b528c4c2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5298797622c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4c4629a61e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb66ddc0d26b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97370bc616ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_009a4d70af8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b732558ceda8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd05837270b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7e6d459642c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_400453ac63d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cc1203bcea8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_739f64c2004e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec10fffc42ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3815deecd449(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe97bab1890d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1a8e74b593f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_898699292104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_134194941cc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f6d5636eb01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e589cb8a348(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95d4f1821f0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_127b089d9f1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c4293865fe0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39311981f55b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3798066c2a78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5435e936cb5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e24a27aa5713(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0303b58476f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc236ab754b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a65b231a125a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac772ca9ef90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8cc9891f67b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_deb8aaf0bcae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48d73a3d58bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf872e21e18c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7e16b453992(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df0312922ca1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f7a62ddad31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98c22f1a871d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a69b460a9acb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f506532e316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df2be537658b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1632c06583b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e866be1abb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91d540386d85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_593e64b0a398(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06e6e1872a31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d5e45e5646d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a08fb5b7f14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d06ac7da12af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92c038d2e8a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cda0b6996497(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c04983aa3ca9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41750871b1f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_995857d0ce61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8057fed0e745(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a04e455faf23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7627bac42d5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d25c2bf202b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09221099b819(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40d31ba748c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c733f3c5a420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6af9f91a55d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_523f20eb13e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60edaa73c1d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_136e33bbc00c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3663f93b2de7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a007ce00c607(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05b44afb47d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c5e93b85884(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa53e9c253ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_494e9b2dd965(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2d13eb46786(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a49ad9fc34f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8af4f7970c01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ab0eb67c97c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ae0ad6eb516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d660f4453b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1345a5d799a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5f2fba60d3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3e1b72664bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48b0c7ee31d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_753b56bfb096(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1160de5e437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6dae1ec3a5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b448d655418(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cb5c9cd9334(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_faf04210c0e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_888781a5e28e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7a3b1f300ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a20daef0e99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21350e4a4ba6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7a16248931e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2fa665da4af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f9ef9143cef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_307c5ac4df3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dac543ad4760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20d801f510d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4d4921e8510(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2962a7861e9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05cf725cb14d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_902ad343c565(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5e6d2dd7996(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23d9ee696b44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27e74a317005(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a54bd6dc5b86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffb1854bf20d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8b8e598aeb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e2ab1dcce3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea93dbf28a08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f50c3f9146e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca21ffbc0939(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d91fc0f6adc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e029219af2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbe913f4d496(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c5b914dd7f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72d21c282d9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c073ac95a040(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_382d8c1f2038(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3894ff57c5d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e4ddcd64b63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a60ac0359abc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6431c8916c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd03afef604f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0095e86255fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1315904decb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30e44a23535b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4a8057ea8cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_873cb329a9af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c99a4df4a20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec00a8510ec3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ee3789d9536(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08aca657ad33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bce38ac588ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_312c308f65c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75d07495222e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5a20ce6590d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4dfa795080d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5d4e606b8ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c749298e248(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcf44f996cd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf3a939b2899(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d5edf63d5d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f826daf217d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0521324a9ff5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_204d63e21a1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7afd2e36aa48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34ac9097dd41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69cd091193ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3373aa42af9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bca8538c081a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99d49e913292(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4cd3b67a2788(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cca712183a1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03ffc40994ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9080f74bd29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_963d45590cbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a47df694442b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08240cb9f7b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17bb1a77bcbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_caadadfd2932(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18350f239806(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a6df2505fb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6a525d7ef0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48ade08a1072(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7254b9540fc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_895d3b0c1904(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6dbd266bed5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_360b64e51cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d720461bfd8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bf69e7a3b92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9e3b839ae04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd192d85f5ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3779b8ffe7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46e58854e8e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09aebfeb07bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9394d884ebf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a73659fec132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4c8a6c890ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0ecfdb50171(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90babd67f825(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3453a67b31f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c2b3a03b324(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78482f22274a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82b2418b058b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3793ddea564a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82a7738402d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e21acd11bab1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90b622fa5460(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a8b4f239339(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_494ec67eab53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f034818570da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa3b49564c3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49c5f0624ae8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1a6dd5f6846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b9419d79452(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6579cd193ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdc4a9768b7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_720b49dc986c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1084a8e87703(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27c98f177af8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf82af5f749e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00508b94d63e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5675fb21dc02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_308c7e653399(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7760fdfc191c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4efc9b9e6540(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d728ee99966f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90e9d316367d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7588bec48625(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2982bdcd0896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fc3657b720c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb62bc73ceaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df6fe80a8a0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68c4c2674940(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0927716b1545(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_807152b943e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d654d83e385(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce5de0f0ff85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e8cefc0fda1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac31e7b3de38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17a7f1b9e9a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57af1d41ec4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39370570c50c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_920c65325711(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0153a55817c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f277ea462a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f435ee3571a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_104848549837(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70ee48698e49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16b1da97a5fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8bf845fc953(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a48a5c00ee3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b5d6aed3d17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbb19eecfe7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d43956ef45d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a439454634df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_925bb149efef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c73874cf03d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73bbbbb6accc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_780bbe748ea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17bfdbed0e6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d6c1f713b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5465bcba8c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_116964c642b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9cf7facffc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_951e3044f01a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c30a08f51f24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d50062718fd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17f3992fe48b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_160d8d55d663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66d516ec1185(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a50551ff0d9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_230eaada5903(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7538a2b743cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_839cc7b151c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6a2e881d0d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07ed2995b94b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7af90e4782c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82a10ab73a31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1197b730a101(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f669ff4eb99a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1642f0d85b4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdd0172517c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca1bee47463b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4c1c0f9d22c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9627d1b31bc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8be4b71d448f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d77de3c5d5b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acb6c7814b24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbc79b2ecdda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_923312dee8af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdb9e0bd10f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb338bdaafc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d9f6bd12234(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_118fabf62dcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5161e7a8eba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be73ee751c03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c08ac42203c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2db8e1a84afc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b57a096aa464(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d829524da100(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6dd67d6690c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42f313f5ed08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f94b1b01424(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a81e23469724(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa22e4dc0f64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6dc2b883cd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58093cc84525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_364ca4564491(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c46c200e1a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab70cd216f7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69bc728ac6b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddb77c69dc8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1fb2088f08e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_152234df1ff6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8c8ff0608f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acd0f8c3ccad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1054164d083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4c46852d6b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_244311303740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3b4427a2578(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ca383264ace(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a23456400ee4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f32a4e9bf70f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfc57d6f2f72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d99a92975bc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_351abc463d1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5500076cccbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abc71d6526da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2976304b806(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcb00a6c72f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1153d6e66a49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_820b83cc0226(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db56464619d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55e621e6d406(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4de89758cdfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b850233d729(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6338aaa13ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93045e29504f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50ef8b02fce0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f52415c42f31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a831b02b4017(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5242fa00d274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5bb065b9c68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dca6999eb36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bef040fb47a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac1db08fe8f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7ceccaabb09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d46ecb1de624(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8478778801b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d4dd092abb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc76f898ac95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d8b3c403d02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d382e5fbee6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8af779dd18a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a38437494869(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc9553ecd1e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_06eb4549eedf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4b05a6e23829(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0184caa5df81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b345fcb55ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a787e6e61b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_33c8d90f7dce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11ca84b48888(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5c5ad641494e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01039a7c17da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8151ff4f68e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4abc8d817c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c848232d7066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9684549d1629(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28c1163e62f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70108c3c89ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_152cd0d2677e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa5e679d7560(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f8d991de349(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa31fca45eb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ebd8ac6b4294(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53c83a7a32e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9eadc5e8b594(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9052fdb78c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7df2d9951846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fceeb6e0875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c883512279d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fcd030141693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e7435956691(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a71924af1afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_914453669aaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_472d72d8a4ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46cf5915a925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4cfb205e7c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68d9d7b23364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d772d015e1db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4e6a65e1862(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc782d6f80c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64cae70c3b0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a255905c45a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_207aed53befc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b7d83fbc082(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7aa826775183(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de7f000ebbbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25a4e8cee9b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1e977620e8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f9a656a5133(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b74e67aae70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e22678923a3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd2b192207e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_253765e255d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_289a0a294887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_648b729fcf30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e77a2cb7e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf4eed57d68a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1419a363b12f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34ca6b297811(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60f4e922bb53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1175a2968e86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbb72eeeaf5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13d82f318403(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_583d47a07ca5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7defb8a4b80c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea7c7c4f4a53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fcabe828c50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf5300452d05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31d7263b852d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f83af4f24a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ce85ddc8969(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f3538afe554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23ad66e2357b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8dc6befe7646(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0007c026202f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_77adbfeb1bce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f6b8958ab9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13c95cf7bd61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ede3a6766816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e00c859544f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7aa93ecf9e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_758b0a3cb323(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_140b69b34536(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cadb5b41e1f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23c7b28e0940(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b930eed0aab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_144f51bb648e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f825cfe9036(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a423c3df69ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64d0c0f36776(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_732e6b1dde56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a29a56cc9a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b1a828ace93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5c33587bc06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0928677d4b13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55ae2c6052fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_75c827998341(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_093fed884758(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9667a430a440(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1565b2328244(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5864ddc2c012(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e51094d9232(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03799f0f716b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d44e171ba3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7bda20011087(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_246cc3f48aa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c211e434657(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec3f9c178006(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34391bafd75e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78763fe522a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_785dfe7ad4f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7327a42cc74d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_588810e42bbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe4cfd56e07d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea6baf694213(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56d028140a2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_574ae6576ebf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b15df026f4bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2045962504da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74e0df2ffbaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_816c9eab0621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_06dc5b45714e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92ed5100f601(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa0025191780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ee640d8f6ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c193b375abee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_daabed542b3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5bdf1af103e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8b177fe3473(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b192f1560ca7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0e211a5b6545(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d32999670b8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc8167c71af6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66228cc07c4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67f5f3c8dd95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a95c729a878(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_520051bbdc15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b529b22fd6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdec52d24b89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_737ac470917c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc9d4d12b466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_055fdcfd269d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78619d95c9f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae7a888e4e8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae9f86f89423(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5eb89114d8ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48ec3eb938d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0df6c4b10c43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be21c56b89ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70108d2152e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21d9860d8691(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e1a1b277279(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e9c7da8087e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88d4435f864d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1541b688aaeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8479f0ed25b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43288006c3b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b198e5bc6f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43bef5bce72d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_153404757d66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a7ae218ccc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d28b0edde0de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e111a2e14cb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3db7d9dea8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5935cb18141f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2914f51830d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf4e11a5d192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f5c2ccee85c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6161d8bea574(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8b7d6f1e126(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cee9654ff6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c86af4c3915c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_966db6b56b53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3eafd686ea0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a25772d35c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a94c78f50181(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d57c680c424d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7731742ff869(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac1fd4a245a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d41251bc45af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64f7d8a8d199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_979917e9b0b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95f2f538b6df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c619de264fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70c23948dacc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f028c1721554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01724bb782b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d97bad5ebf98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e72e01749f82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_037804f023af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0603e1e87b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2769f090580(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_011d4e24fc54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdf0750628c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eff3e52265fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f41d41839ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cbefe5ddf81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0658aeef5a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfa191b65594(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_689d4172b714(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08a2440b23e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9a94e6ae13a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1ddfa8b8dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67aaeb1a3236(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51fce7bfc2dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a7a1d457833(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8050d2685a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef60fab59e7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66271ad4cc4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a621ec7adbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf60042a0c53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0133c77b26a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ef21711e7d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33f635cefea3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea62e525e48a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85e583308579(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_665192ea086e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dae78fac01a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_859f0b8c6b0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60c960831cb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_913c1ec7f6a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fddc476731d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_526ef723a83c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec225567631c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72d4cd781b11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8885ae5dfa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4f287ed0491(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1abd12feb768(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_502cb4de938d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9434cf1a4a9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1180fe2a8769(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cd13a19422e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2be7d86f0e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16026abca811(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_158a9b1e6703(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d69faddb1b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90b39241bf58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2f33362b36f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2655ad06fb61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44d405ea5917(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1739c4789f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83c756fb6931(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb6c8f163306(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_784ea9735c10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbb7b4660f2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_475d495d3716(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63301c5d1680(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9111489c0871(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_466a28b68106(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c3405711cf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_550cdeb75c49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afb349b59afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d560820a327d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e10ee80a732b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21bfd7c2c268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_341dd1aff313(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_274e50f5646a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b60761c88109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ffe66b2eeda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f940933bd8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d37ee69edbd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd54a66bedb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_984e83a66915(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58af04c72114(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2eab0ce7b902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0c9d2927673(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2df1f813c530(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_312575f26d72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f4df0ef7954(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e04816f900a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9ef28a8e8b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_189dafd99999(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_698f72b22e75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bd1abb403c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4797c6f8a032(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efea035e35ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73290cd1429d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32b2b42797cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efa47a425e2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84ad23beb37a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d31fc6549c98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e41ef41bfd4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a75cc7728bd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_382af742a20f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51886f4c3f88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_640bf972b694(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0daf8f46109e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb166008f936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dfd0368e3e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7c92d477fe6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_323649aaacc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14ecdeebe268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f93ae46abfb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1dd1769326d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8d067cdf5be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d7897284c23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a5f5320673c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38d21714dc3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_498825b5940d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e58bc12c44e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ee9bd6f72c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33bb47ccfcc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5665f39f3b7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5b95fc61054(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33e0e8c6f444(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fe41da5a7f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aef1474c6eeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c665ed36fd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cadffc4e419f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51a573a6e22e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c676c78eb225(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6091b9ea73dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de0349bf3026(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfd756f84a44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a0b2dd2c309(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5231e0b3b1f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da5d9c0e5c9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4b1052103e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad87b90e3993(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a02bc6f741d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f87edac3aac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54890aeaa80f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a295ef1dae27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8dbf71eebfa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbca7b352271(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c026b703bd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79bf9ce56b75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0aa704643e86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48c85616d423(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_393801638d59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28a1b5e9d3b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08635da14c48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc20a2443a1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0765aa26067a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63476c766cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efc9f562a402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dd62af9bfae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4411e0e8d968(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4227717cd75b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_343005c85e36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28cb0352b407(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43f0fdcd8b77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31ce65b694e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95b0584398b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d69972f07460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33fc7e86802c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47ecdeab7a7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2877054c9cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a263443d555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abd51cbe52da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d13318ee355(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4fd6c8b9a2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f8f9a9a5d9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8b4a4f31873(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_857f465be234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_044b16e586a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cbbe30950db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58a32d9e1f19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e3c531ea452(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9a2b0c6a4f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc169ef8d067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c6cbb8c6cc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bfcee0a0ea3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3342981ecd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68dc0f912a19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a85a9eb78fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3576857e09e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc2308aa6227(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee53db09a83d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa982e082d22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6dd5bf7264a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acbd74362a09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aeadc5fb9df7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b469cde2b779(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_778aa3bd3a1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b43ee29113e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e80e3a0c2e71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e953d6a30a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7359c2fc7083(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10f8bdde0e6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_572d57594ebc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7a8f73bc083(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01e73c10b61f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb1cc9c584ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1249ba17187f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a78131c38d49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6ebcdad1b2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e237203edd84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c200a7558eb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a963a9dc4531(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d031ed27249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_575f6c5624bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1017808b87a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d462dff0599(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d59a1b45102(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df9033d21472(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56b47b4ddade(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a481016fb118(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b5cf38d6eba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc46fafcf32e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30bd7173db06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b98caf70f91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80cfd2f9fa40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d97aaf662b8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de32504aaca1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c394b3c53b9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19e84d295ef1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28bd80b4a0cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e133d1ce32af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2531bf8404e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21a06f2e27ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c8665616370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07ee5ccddb5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf93bc832f7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b4f6fe00491(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10cb78792474(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d326b3e5a3d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f1cacd10543(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e480c8845461(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7bcfa874048(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_233e70974dfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40fd03637d88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ba3884b2309(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47b0caf1e879(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f24e9f6d16f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9ba28dbc045(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7964332fb146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b8cbdd5b5f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09b0d439681f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b7b1fa06cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5132a3f901db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3eff91d2f83f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98aefd9289ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_753da41bbeed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e835ad1e7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5676aacfacab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5473321495f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc648eb77e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8f8bcff8c94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81b31b79bd00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49a2b1ba330a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69296d3a3fad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01e9e16227e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8008cebda3b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d236aaf9e66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a159b7d4d6c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_800458846b80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d258f9f6ec84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b886114b6f54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99a04d2825f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2588150c1414(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_220cdf429869(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a310f67ceef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2d14d8fbdc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e792af526bc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d36f68e5695c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_caad81c3546f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b232c96222a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_349cf7af0dbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c64fec1d289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29ac4640d928(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19044c734229(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58b3638efcbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bbc1087bcaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50af62c32714(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c72459abd95b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f15b6ca8607(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6858bfd7413(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e72481863ce0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83ce5e1623e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a026fed9a157(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_016e965fbd59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8480e0e66a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10fdadcb32f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba7f1a88bb2d(const NormgenFwdParams p);
 
 namespace {
 
@@ -516,499 +517,500 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_69229e1e3170, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_d171aedef42b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_88440757c6d6, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_3324ac034fc6, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_layernorm_fwd_40742cca6dfc, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_2472420fdaa3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_0996fbfb1a36, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_817c9d1b0dea, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_0d7c848edb97, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_3418c9ce5ee2, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_f7ae0eef338e, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_fa626667606f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_b9dbfff00052, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_53164f64be78, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_6bc66b0aa18f, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_4a35546c0048, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_a02c72e9a186, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_ad7ed97c43aa, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_e6dcb0e5a7d7, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_d2b1765dd701, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_71c187b13aa5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_ae97b7900972, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_3805fd404156, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_4889da3aab03, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_89a568751da4, 2, 64, 8, 64, 0, 1, 2, 0, 6144 },  // smem.t64.v8.tpr64.h6144
-  {(const void*)&normgen_layernorm_fwd_293e0c84aee0, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_7618073cef75, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_510003dfcdc6, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_bb2a6fcda9a2, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_6604ff65b5b0, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_e9c67ee23080, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_031e4907260e, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_782f4c0521a6, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_2f9082e64b6e, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_8bbe8e8accc3, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_a39620b0a9ad, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_bca59b2c69f4, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_ade4590b9f1b, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_6001996fadc3, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_85485aba4408, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_a3bdfec115f1, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_layernorm_fwd_63c2ebdf42f2, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_35c827dbf61e, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_8331f533c8e7, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_22740327435b, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_c463d98850f7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_e0f687bb140a, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_cd00d27a231a, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_ec70330f8548, 4, 256, 8, 256, 8, 8, 2, 196608, 131072 },  // ring.t256.v8.tpr256.i8.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_d2c850bd0a06, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_c333fe6e0f32, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_05e37b8a3d20, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_39dd9674a01e, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_2772811c1aa6, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_dbe70cf90c22, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_22c10baee871, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_9e26ea78e1c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_f86e2d2b8877, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_cbb7d4074321, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_fcb051649c1e, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_d054635c7ea2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_a0e052353e45, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_af5253432bb3, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_f146cdbc8c10, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_223f42f7b442, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_bcf7bf3cf1ed, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_f601d24a1b46, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_ca0d96de2503, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_f242ef847068, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_f4aabf572de0, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_9b2918e19b24, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
-  {(const void*)&normgen_layernorm_fwd_498611963aee, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_9b4ae9b3cbaf, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_142d1842009a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_c07acf6914e1, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_c942b302a456, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_da568c556f68, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_422cb7b73c2c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_dccb6b0dbd56, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_a344eeaa7d45, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_a97d1ebba863, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_54dae55b4132, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_9b5502845dae, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_bdeb26a2596c, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_0a9fc9bf2d19, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_e32dfb6e39e0, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_b9d0b7b2b687, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_7e87edfb813d, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_7e15f13e29d7, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_3f3e5c486358, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_5cde759fbcb3, 4, 1024, 8, 1024, 2, 1, 2, 163840, 16384 },  // ring.t1024.v8.tpr1024.i2.s3.sw.h16384
-  {(const void*)&normgen_layernorm_fwd_bfdeabe8ad61, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_56c2f7803e6a, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_c6d69bf9a308, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_a992897c880c, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_layernorm_fwd_8043bcaedc5a, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_fd2544e0633b, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_9b9f35f2e120, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_8be19e4b48b6, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_11c4a77b7ccb, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_81318f4ff51c, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_31f51c119935, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_a8bdc7365c63, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_463cd80831a4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_f8c5db315b8e, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_bee4acf6773a, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_46847c0382ec, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_698bdc31c8a7, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_8c38e766f3d2, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_aa8e4a3ec427, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_b6d7ebdf291c, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_44922ac1d00f, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_ade978447441, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_21a87da7c0d9, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
-  {(const void*)&normgen_layernorm_fwd_a26f3c9b4124, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_5786db6116ca, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_8fc21edeb723, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_81dbd4f45fe1, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_65c7ce6427ad, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_2f253e03d9b6, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_4eea0184e733, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_d3cc39136717, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
-  {(const void*)&normgen_layernorm_fwd_29ae820556b3, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_504d4168335f, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_2eab2f63c87d, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_b840f293fe94, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_4de28a15b406, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_adfc69150ee2, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_ecf805626303, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_2d4d33d243eb, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
-  {(const void*)&normgen_layernorm_fwd_0d35bfe68ffa, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_e419e5bbe4f4, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_44bd05fc04ac, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_27ad20029354, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_cb78aa76ec6b, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_a66c76b787aa, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_440fcc10058b, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_5d45b2ff25b4, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_1f536eff0316, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_layernorm_fwd_8cb6b49d8d44, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_288b05c7ccfe, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_6ea3034aa1f9, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_9abb6008a3ae, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
-  {(const void*)&normgen_layernorm_fwd_7f327c3a8e87, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_d4149c612ffa, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_f1e6bd535f13, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_c30b476b2c5a, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_6ec254f666a3, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_da5d7bdd4d3e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_38b7c5d64a73, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d47e2126a53e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4c1583de3e5d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_839591b1fa8f, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_ce84dc39aa90, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_5a4d60ce727f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_16efee19cdba, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c296870a39c7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_09474746fd63, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_a64b330b664c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9e50894b2791, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e4e758678885, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3d99ad1e21ca, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9ef90a6a0889, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_dfc15cc9ba65, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_18389970dbf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1856455e69c5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a9d5fb363793, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_fdbcb9755f36, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a3812b53d6a2, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_13350389e52d, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2ac06b4bf11f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4c739ac5f295, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e870a23eb6c5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c2d03b7be7a0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b30026a61250, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_597f87bf728a, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f45e3a29b802, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4b2b528c4c2c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5298797622c8, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e4c4629a61e2, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_cb66ddc0d26b, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_97370bc616ad, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_009a4d70af8b, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b732558ceda8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fd05837270b5, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f7e6d459642c, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_400453ac63d2, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2cc1203bcea8, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_739f64c2004e, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ec10fffc42ef, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3815deecd449, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fe97bab1890d, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d1a8e74b593f, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_898699292104, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_134194941cc0, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9f6d5636eb01, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3e589cb8a348, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_95d4f1821f0d, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_127b089d9f1d, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_2c4293865fe0, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_39311981f55b, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3798066c2a78, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5435e936cb5e, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e24a27aa5713, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0303b58476f6, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_fc236ab754b5, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a65b231a125a, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_ac772ca9ef90, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e8cc9891f67b, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_deb8aaf0bcae, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_48d73a3d58bd, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_cf872e21e18c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d7e16b453992, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_df0312922ca1, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4f7a62ddad31, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_98c22f1a871d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_a69b460a9acb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_1f506532e316, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_df2be537658b, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_b1632c06583b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7e866be1abb0, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_91d540386d85, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_593e64b0a398, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_06e6e1872a31, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4d5e45e5646d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0a08fb5b7f14, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d06ac7da12af, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_92c038d2e8a7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_cda0b6996497, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c04983aa3ca9, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_41750871b1f3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_995857d0ce61, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8057fed0e745, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a04e455faf23, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7627bac42d5b, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d25c2bf202b9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_09221099b819, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_40d31ba748c8, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c733f3c5a420, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6af9f91a55d0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_523f20eb13e9, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_60edaa73c1d5, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_136e33bbc00c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3663f93b2de7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a007ce00c607, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_05b44afb47d9, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4c5e93b85884, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fa53e9c253ad, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_494e9b2dd965, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b2d13eb46786, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a49ad9fc34f3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8af4f7970c01, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8ab0eb67c97c, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7ae0ad6eb516, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6d660f4453b6, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f1345a5d799a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b5f2fba60d3a, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b3e1b72664bd, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_48b0c7ee31d7, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_753b56bfb096, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d1160de5e437, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c6dae1ec3a5e, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7b448d655418, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9cb5c9cd9334, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_faf04210c0e3, 4, 512, 8, 512, 4, 8, 2, 229376, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_888781a5e28e, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a7a3b1f300ba, 4, 512, 8, 512, 4, 8, 2, 229376, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_0a20daef0e99, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_21350e4a4ba6, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_e7a16248931e, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_a2fa665da4af, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_3f9ef9143cef, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_307c5ac4df3c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_dac543ad4760, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_20d801f510d8, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c4d4921e8510, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_2962a7861e9e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_05cf725cb14d, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_902ad343c565, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d5e6d2dd7996, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_23d9ee696b44, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_27e74a317005, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a54bd6dc5b86, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ffb1854bf20d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f8b8e598aeb7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0e2ab1dcce3c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ea93dbf28a08, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f50c3f9146e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ca21ffbc0939, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d91fc0f6adc7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1e029219af2e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_bbe913f4d496, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8c5b914dd7f5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_72d21c282d9f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c073ac95a040, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_382d8c1f2038, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
-  {(const void*)&normgen_rmsnorm_fwd_3894ff57c5d9, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2e4ddcd64b63, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a60ac0359abc, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d6431c8916c2, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_cd03afef604f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0095e86255fe, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1315904decb5, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_30e44a23535b, 3, 256, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t256.v8.tpr128.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b4a8057ea8cc, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_873cb329a9af, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7c99a4df4a20, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ec00a8510ec3, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7ee3789d9536, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_08aca657ad33, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bce38ac588ab, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_312c308f65c5, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_75d07495222e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b5a20ce6590d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_4dfa795080d6, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d5d4e606b8ef, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4c749298e248, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fcf44f996cd2, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cf3a939b2899, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4d5edf63d5d0, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f826daf217d7, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0521324a9ff5, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_204d63e21a1a, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7afd2e36aa48, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_34ac9097dd41, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_69cd091193ef, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_3373aa42af9e, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bca8538c081a, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_99d49e913292, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_4cd3b67a2788, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_cca712183a1c, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_03ffc40994ae, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b9080f74bd29, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_963d45590cbd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a47df694442b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_08240cb9f7b8, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_17bb1a77bcbc, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_caadadfd2932, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_18350f239806, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_2a6df2505fb3, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_e6a525d7ef0f, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_48ade08a1072, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7254b9540fc2, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_895d3b0c1904, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e6dbd266bed5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_360b64e51cf8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d720461bfd8d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1bf69e7a3b92, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e9e3b839ae04, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_cd192d85f5ae, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f3779b8ffe7f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_46e58854e8e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_09aebfeb07bb, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f9394d884ebf, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a73659fec132, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e4c8a6c890ae, 2, 1024, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t1024.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c0ecfdb50171, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_90babd67f825, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a3453a67b31f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4c2b3a03b324, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_78482f22274a, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_82b2418b058b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3793ddea564a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_82a7738402d2, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e21acd11bab1, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_90b622fa5460, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4a8b4f239339, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_494ec67eab53, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f034818570da, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fa3b49564c3c, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_49c5f0624ae8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c1a6dd5f6846, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0b9419d79452, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a6579cd193ab, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fdc4a9768b7e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_720b49dc986c, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_1084a8e87703, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_27c98f177af8, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cf82af5f749e, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_00508b94d63e, 2, 1024, 8, 1024, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr1024.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5675fb21dc02, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_308c7e653399, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7760fdfc191c, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4efc9b9e6540, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d728ee99966f, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_90e9d316367d, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7588bec48625, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2982bdcd0896, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3fc3657b720c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_fb62bc73ceaf, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_df6fe80a8a0f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_68c4c2674940, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_0927716b1545, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_807152b943e6, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_6d654d83e385, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_ce5de0f0ff85, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
-  {(const void*)&normgen_rmsnorm_fwd_4e8cefc0fda1, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_ac31e7b3de38, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_17a7f1b9e9a4, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_57af1d41ec4e, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_39370570c50c, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_920c65325711, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0153a55817c1, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9f277ea462a3, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0f435ee3571a, 2, 256, 4, 256, 0, 1, 4, 0, 2048 },  // smem.t256.v4.tpr256.h2048
-  {(const void*)&normgen_rmsnorm_fwd_104848549837, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
-  {(const void*)&normgen_rmsnorm_fwd_70ee48698e49, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_16b1da97a5fa, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b8bf845fc953, 3, 512, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr128.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1a48a5c00ee3, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7b5d6aed3d17, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fbb19eecfe7a, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d43956ef45d8, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a439454634df, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_925bb149efef, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4c73874cf03d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_73bbbbb6accc, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_780bbe748ea9, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_17bfdbed0e6d, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4d6c1f713b1a, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e5465bcba8c7, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_116964c642b2, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_c9cf7facffc9, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_951e3044f01a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c30a08f51f24, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d50062718fd3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_17f3992fe48b, 1, 256, 4, 256, 2, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_160d8d55d663, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_66d516ec1185, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a50551ff0d9f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_230eaada5903, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_7538a2b743cb, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_839cc7b151c3, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d6a2e881d0d0, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_07ed2995b94b, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7af90e4782c4, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_82a10ab73a31, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1197b730a101, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_f669ff4eb99a, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1642f0d85b4d, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_cdd0172517c8, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ca1bee47463b, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_b4c1c0f9d22c, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_9627d1b31bc0, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_8be4b71d448f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_d77de3c5d5b7, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_acb6c7814b24, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_dbc79b2ecdda, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.h768
-  {(const void*)&normgen_rmsnorm_fwd_923312dee8af, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_bdb9e0bd10f9, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_bb338bdaafc5, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3d9f6bd12234, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_118fabf62dcd, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c5161e7a8eba, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_be73ee751c03, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0c08ac42203c, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2db8e1a84afc, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_b57a096aa464, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d829524da100, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b6dd67d6690c, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_42f313f5ed08, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9f94b1b01424, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a81e23469724, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_aa22e4dc0f64, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e6dc2b883cd8, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_58093cc84525, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_364ca4564491, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7c46c200e1a4, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ab70cd216f7e, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_69bc728ac6b7, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ddb77c69dc8d, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f1fb2088f08e, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_152234df1ff6, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e8c8ff0608f4, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_acd0f8c3ccad, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f1054164d083, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c4c46852d6b0, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_244311303740, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d3b4427a2578, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3ca383264ace, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a23456400ee4, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f32a4e9bf70f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_cfc57d6f2f72, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d99a92975bc6, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_351abc463d1a, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5500076cccbf, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_abc71d6526da, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a2976304b806, 2, 512, 4, 512, 0, 1, 4, 0, 32768 },  // smem.t512.v4.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dcb00a6c72f8, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1153d6e66a49, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_820b83cc0226, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_db56464619d2, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_55e621e6d406, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_4de89758cdfa, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_7b850233d729, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_b6338aaa13ad, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_93045e29504f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_50ef8b02fce0, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_f52415c42f31, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_a831b02b4017, 4, 512, 8, 32, 3, 1, 2, 52224, 768 },  // ring.t512.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_5242fa00d274, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_a5bb065b9c68, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_6dca6999eb36, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_bef040fb47a6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_ac1db08fe8f5, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_d7ceccaabb09, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_d46ecb1de624, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_b8478778801b, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_5d4dd092abb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_cc76f898ac95, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_1d8b3c403d02, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_d382e5fbee6f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_8af779dd18a0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_a38437494869, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_bc9553ecd1e8, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_06eb4549eedf, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_4b05a6e23829, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_0184caa5df81, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_7b345fcb55ca, 2, 64, 8, 64, 0, 1, 2, 0, 6144 },  // smem.t64.v8.tpr64.h6144
+  {(const void*)&normgen_layernorm_fwd_a787e6e61b99, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_33c8d90f7dce, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_11ca84b48888, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_5c5ad641494e, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_01039a7c17da, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_8151ff4f68e1, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_f4abc8d817c7, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_c848232d7066, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_9684549d1629, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_28c1163e62f3, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_70108c3c89ab, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_152cd0d2677e, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_aa5e679d7560, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_9f8d991de349, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_fa31fca45eb2, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_ebd8ac6b4294, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.cap.h32768
+  {(const void*)&normgen_layernorm_fwd_53c83a7a32e8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_9eadc5e8b594, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_layernorm_fwd_a9052fdb78c0, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
+  {(const void*)&normgen_layernorm_fwd_7df2d9951846, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_9fceeb6e0875, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_c883512279d5, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_fcd030141693, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_7e7435956691, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_a71924af1afe, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_layernorm_fwd_914453669aaa, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_472d72d8a4ba, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_46cf5915a925, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_f4cfb205e7c1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_68d9d7b23364, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_d772d015e1db, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_f4e6a65e1862, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_fc782d6f80c1, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_64cae70c3b0c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_5a255905c45a, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_207aed53befc, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_7b7d83fbc082, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_7aa826775183, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_de7f000ebbbb, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_25a4e8cee9b9, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_e1e977620e8e, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_6f9a656a5133, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_2b74e67aae70, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_e22678923a3b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_cd2b192207e3, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_253765e255d2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_289a0a294887, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_648b729fcf30, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_8e77a2cb7e2e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_cf4eed57d68a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_1419a363b12f, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_34ca6b297811, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_60f4e922bb53, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_1175a2968e86, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_dbb72eeeaf5e, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_13d82f318403, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_583d47a07ca5, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_7defb8a4b80c, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_ea7c7c4f4a53, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_1fcabe828c50, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_bf5300452d05, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_31d7263b852d, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_2f83af4f24a3, 4, 512, 8, 512, 3, 1, 2, 122880, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_2ce85ddc8969, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_5f3538afe554, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_23ad66e2357b, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_8dc6befe7646, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_0007c026202f, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_77adbfeb1bce, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_5f6b8958ab9f, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_13c95cf7bd61, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_ede3a6766816, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_e00c859544f7, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_layernorm_fwd_c7aa93ecf9e5, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_758b0a3cb323, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_140b69b34536, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_cadb5b41e1f7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_23c7b28e0940, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_b930eed0aab9, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_144f51bb648e, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_3f825cfe9036, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a423c3df69ec, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_64d0c0f36776, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_732e6b1dde56, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_1a29a56cc9a8, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_9b1a828ace93, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_b5c33587bc06, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_0928677d4b13, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_55ae2c6052fe, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_75c827998341, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_093fed884758, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
+  {(const void*)&normgen_layernorm_fwd_9667a430a440, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_1565b2328244, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_5864ddc2c012, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_5e51094d9232, 2, 256, 4, 128, 0, 1, 4, 0, 2048 },  // smem.t256.v4.tpr128.h2048
+  {(const void*)&normgen_layernorm_fwd_03799f0f716b, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_3d44e171ba3c, 0, 64, 4, 64, 10, 1, 4, 0, 2560 },  // regs.t64.v4.tpr64.i10.h2560
+  {(const void*)&normgen_layernorm_fwd_7bda20011087, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_246cc3f48aa7, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_0c211e434657, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_ec3f9c178006, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_34391bafd75e, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_78763fe522a7, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_785dfe7ad4f4, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_7327a42cc74d, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_588810e42bbe, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_fe4cfd56e07d, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_ea6baf694213, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_56d028140a2c, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_574ae6576ebf, 3, 256, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t256.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_b15df026f4bc, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_2045962504da, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_74e0df2ffbaf, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_816c9eab0621, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_06dc5b45714e, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_92ed5100f601, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_aa0025191780, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_1ee640d8f6ec, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_c193b375abee, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_daabed542b3b, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_b5bdf1af103e, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_f8b177fe3473, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_layernorm_fwd_b192f1560ca7, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_0e211a5b6545, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_d32999670b8b, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_cc8167c71af6, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_66228cc07c4b, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_67f5f3c8dd95, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_8a95c729a878, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_520051bbdc15, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_4b529b22fd6c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_cdec52d24b89, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_737ac470917c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_bc9d4d12b466, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_055fdcfd269d, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_78619d95c9f9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_ae7a888e4e8b, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_ae9f86f89423, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_5eb89114d8ba, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_48ec3eb938d1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_0df6c4b10c43, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_be21c56b89ae, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_70108d2152e1, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_21d9860d8691, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6e1a1b277279, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_1e9c7da8087e, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_88d4435f864d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1541b688aaeb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8479f0ed25b3, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_43288006c3b4, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4b198e5bc6f6, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_43bef5bce72d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_153404757d66, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8a7ae218ccc0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d28b0edde0de, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e111a2e14cb2, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d3db7d9dea8c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5935cb18141f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2914f51830d6, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_bf4e11a5d192, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1f5c2ccee85c, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6161d8bea574, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f8b7d6f1e126, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1cee9654ff6c, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c86af4c3915c, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_966db6b56b53, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c3eafd686ea0, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0a25772d35c9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a94c78f50181, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d57c680c424d, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
+  {(const void*)&normgen_rmsnorm_fwd_7731742ff869, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ac1fd4a245a2, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d41251bc45af, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_64f7d8a8d199, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_979917e9b0b0, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_95f2f538b6df, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c619de264fc8, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_70c23948dacc, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f028c1721554, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_01724bb782b3, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d97bad5ebf98, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e72e01749f82, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_037804f023af, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c0603e1e87b5, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f2769f090580, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_011d4e24fc54, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bdf0750628c9, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_eff3e52265fa, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0f41d41839ae, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_8cbefe5ddf81, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_f0658aeef5a6, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_dfa191b65594, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_689d4172b714, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_08a2440b23e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e9a94e6ae13a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_5c1ddfa8b8dd, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_67aaeb1a3236, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_51fce7bfc2dd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_2a7a1d457833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_f8050d2685a1, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_ef60fab59e7a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_66271ad4cc4d, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6a621ec7adbc, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bf60042a0c53, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e0133c77b26a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5ef21711e7d1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_33f635cefea3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ea62e525e48a, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_85e583308579, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_665192ea086e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_dae78fac01a7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_859f0b8c6b0e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_60c960831cb6, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_913c1ec7f6a8, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fddc476731d0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_526ef723a83c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ec225567631c, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_72d4cd781b11, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a8885ae5dfa2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a4f287ed0491, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1abd12feb768, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_502cb4de938d, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9434cf1a4a9a, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1180fe2a8769, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5cd13a19422e, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c2be7d86f0e5, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_16026abca811, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_158a9b1e6703, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1d69faddb1b1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_90b39241bf58, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c2f33362b36f, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2655ad06fb61, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_44d405ea5917, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d1739c4789f5, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_83c756fb6931, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fb6c8f163306, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_784ea9735c10, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_dbb7b4660f2e, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_475d495d3716, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_63301c5d1680, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9111489c0871, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_466a28b68106, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7c3405711cf4, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_550cdeb75c49, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_afb349b59afe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d560820a327d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e10ee80a732b, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_21bfd7c2c268, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_341dd1aff313, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_274e50f5646a, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_b60761c88109, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_2ffe66b2eeda, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_1f940933bd8d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_d37ee69edbd2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_fd54a66bedb9, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_984e83a66915, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_58af04c72114, 4, 512, 8, 32, 3, 1, 2, 75264, 768 },  // ring.t512.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_2eab0ce7b902, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_b0c9d2927673, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2df1f813c530, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_312575f26d72, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9f4df0ef7954, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e04816f900a1, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c9ef28a8e8b9, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_189dafd99999, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_698f72b22e75, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8bd1abb403c6, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4797c6f8a032, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_efea035e35ad, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_73290cd1429d, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_32b2b42797cb, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_efa47a425e2c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_84ad23beb37a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d31fc6549c98, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e41ef41bfd4a, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a75cc7728bd9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_382af742a20f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_51886f4c3f88, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_640bf972b694, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0daf8f46109e, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_fb166008f936, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2dfd0368e3e2, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b7c92d477fe6, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_323649aaacc7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_14ecdeebe268, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f93ae46abfb7, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a1dd1769326d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b8d067cdf5be, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7d7897284c23, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7a5f5320673c, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_38d21714dc3a, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_498825b5940d, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e58bc12c44e4, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0ee9bd6f72c8, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_33bb47ccfcc2, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5665f39f3b7e, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b5b95fc61054, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_33e0e8c6f444, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7fe41da5a7f1, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_aef1474c6eeb, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1c665ed36fd5, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_cadffc4e419f, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_51a573a6e22e, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c676c78eb225, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6091b9ea73dd, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_de0349bf3026, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bfd756f84a44, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7a0b2dd2c309, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5231e0b3b1f3, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_da5d9c0e5c9d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a4b1052103e0, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ad87b90e3993, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2a02bc6f741d, 4, 1024, 8, 1024, 2, 8, 2, 131072, 131072 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f87edac3aac7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_54890aeaa80f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_a295ef1dae27, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8dbf71eebfa5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_fbca7b352271, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_9c026b703bd8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_79bf9ce56b75, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_0aa704643e86, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_48c85616d423, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_393801638d59, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_28a1b5e9d3b8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_08635da14c48, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_dc20a2443a1b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0765aa26067a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_63476c766cf8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_efc9f562a402, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6dd62af9bfae, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4411e0e8d968, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4227717cd75b, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_343005c85e36, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_28cb0352b407, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_43f0fdcd8b77, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_31ce65b694e5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_95b0584398b1, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d69972f07460, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_33fc7e86802c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_47ecdeab7a7a, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a2877054c9cc, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5a263443d555, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_abd51cbe52da, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_8d13318ee355, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f4fd6c8b9a2d, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9f8f9a9a5d9b, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e8b4a4f31873, 0, 256, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t256.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_857f465be234, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_044b16e586a7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9cbbe30950db, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_58a32d9e1f19, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5e3c531ea452, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c9a2b0c6a4f4, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bc169ef8d067, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0c6cbb8c6cc5, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6bfcee0a0ea3, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3342981ecd4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_68dc0f912a19, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2a85a9eb78fb, 2, 1024, 8, 1024, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr1024.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3576857e09e6, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bc2308aa6227, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ee53db09a83d, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fa982e082d22, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e6dd5bf7264a, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_acbd74362a09, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_aeadc5fb9df7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b469cde2b779, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_778aa3bd3a1e, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_8b43ee29113e, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_e80e3a0c2e71, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_1e953d6a30a5, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_7359c2fc7083, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_10f8bdde0e6e, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_572d57594ebc, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_c7a8f73bc083, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_01e73c10b61f, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_bb1cc9c584ca, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1249ba17187f, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a78131c38d49, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f6ebcdad1b2b, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e237203edd84, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c200a7558eb7, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a963a9dc4531, 2, 512, 4, 256, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr256.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1d031ed27249, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_575f6c5624bf, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1017808b87a9, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2d462dff0599, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8d59a1b45102, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_df9033d21472, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_56b47b4ddade, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a481016fb118, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5b5cf38d6eba, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_bc46fafcf32e, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_30bd7173db06, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9b98caf70f91, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_80cfd2f9fa40, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d97aaf662b8b, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_de32504aaca1, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c394b3c53b9e, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_19e84d295ef1, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_28bd80b4a0cf, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e133d1ce32af, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2531bf8404e3, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_21a06f2e27ea, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8c8665616370, 1, 256, 4, 256, 2, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_07ee5ccddb5a, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bf93bc832f7b, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_5b4f6fe00491, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_10cb78792474, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d326b3e5a3d4, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3f1cacd10543, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e480c8845461, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c7bcfa874048, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_233e70974dfc, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_40fd03637d88, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8ba3884b2309, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_47b0caf1e879, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4f24e9f6d16f, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c9ba28dbc045, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_7964332fb146, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_2b8cbdd5b5f9, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_09b0d439681f, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_3b7b1fa06cf8, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_5132a3f901db, 0, 128, 4, 64, 3, 1, 4, 0, 768 },  // regs.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_3eff91d2f83f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_98aefd9289ae, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_753da41bbeed, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2e835ad1e7bd, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5676aacfacab, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d5473321495f, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6dc648eb77e2, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e8f8bcff8c94, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_81b31b79bd00, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_49a2b1ba330a, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_69296d3a3fad, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_01e9e16227e5, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8008cebda3b4, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_5d236aaf9e66, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a159b7d4d6c0, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_800458846b80, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d258f9f6ec84, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b886114b6f54, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_99a04d2825f8, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_2588150c1414, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_220cdf429869, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8a310f67ceef, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e2d14d8fbdc2, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e792af526bc8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d36f68e5695c, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_caad81c3546f, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b232c96222a5, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_349cf7af0dbb, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3c64fec1d289, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_29ac4640d928, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_19044c734229, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_58b3638efcbc, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9bbc1087bcaf, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_50af62c32714, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c72459abd95b, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1f15b6ca8607, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e6858bfd7413, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e72481863ce0, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_83ce5e1623e1, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a026fed9a157, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_016e965fbd59, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a8480e0e66a3, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_10fdadcb32f0, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ba7f1a88bb2d, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1017,15 +1019,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 49 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 103 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 149 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 211 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 267 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 333 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 388 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 441 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 492 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 53 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 106 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 155 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 219 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 273 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 339 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 393 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 443 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 493 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -1033,1122 +1035,1122 @@ struct Entry { int spec; int64_t hidden, rows; int variant; };
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0 },
-  { 0, 512, 8, 0 },
-  { 0, 512, 32, 0 },
+  { 0, 512, 8, 1 },
+  { 0, 512, 32, 1 },
   { 0, 512, 128, 1 },
   { 0, 512, 512, 2 },
   { 0, 512, 2048, 2 },
   { 0, 512, 8192, 2 },
   { 0, 512, 32768, 2 },
   { 0, 768, 1, 3 },
-  { 0, 768, 8, 4 },
-  { 0, 768, 32, 4 },
+  { 0, 768, 8, 3 },
+  { 0, 768, 32, 3 },
   { 0, 768, 128, 4 },
-  { 0, 768, 512, 4 },
-  { 0, 768, 2048, 4 },
-  { 0, 768, 8192, 4 },
-  { 0, 768, 32768, 4 },
-  { 0, 1024, 1, 5 },
-  { 0, 1024, 8, 5 },
-  { 0, 1024, 32, 5 },
-  { 0, 1024, 128, 6 },
-  { 0, 1024, 512, 7 },
-  { 0, 1024, 2048, 7 },
-  { 0, 1024, 8192, 7 },
-  { 0, 1024, 32768, 8 },
-  { 0, 1536, 1, 9 },
-  { 0, 1536, 8, 9 },
-  { 0, 1536, 32, 9 },
-  { 0, 1536, 128, 9 },
-  { 0, 1536, 512, 10 },
-  { 0, 1536, 2048, 10 },
-  { 0, 1536, 8192, 10 },
-  { 0, 1536, 32768, 10 },
-  { 0, 2048, 1, 11 },
-  { 0, 2048, 8, 11 },
-  { 0, 2048, 32, 11 },
-  { 0, 2048, 128, 11 },
-  { 0, 2048, 512, 12 },
-  { 0, 2048, 2048, 12 },
-  { 0, 2048, 8192, 12 },
-  { 0, 2048, 32768, 13 },
-  { 0, 2560, 1, 14 },
-  { 0, 2560, 8, 14 },
-  { 0, 2560, 32, 14 },
-  { 0, 2560, 128, 14 },
-  { 0, 2560, 512, 15 },
-  { 0, 2560, 2048, 15 },
-  { 0, 2560, 8192, 15 },
-  { 0, 2560, 32768, 15 },
-  { 0, 3072, 1, 16 },
-  { 0, 3072, 8, 16 },
-  { 0, 3072, 32, 16 },
-  { 0, 3072, 128, 16 },
-  { 0, 3072, 512, 16 },
-  { 0, 3072, 2048, 16 },
-  { 0, 3072, 8192, 16 },
-  { 0, 3072, 32768, 16 },
-  { 0, 4096, 1, 17 },
-  { 0, 4096, 8, 17 },
-  { 0, 4096, 32, 17 },
-  { 0, 4096, 128, 17 },
-  { 0, 4096, 512, 17 },
-  { 0, 4096, 2048, 18 },
-  { 0, 4096, 8192, 18 },
-  { 0, 4096, 32768, 18 },
-  { 0, 5120, 1, 19 },
-  { 0, 5120, 8, 19 },
-  { 0, 5120, 32, 20 },
-  { 0, 5120, 128, 20 },
-  { 0, 5120, 512, 21 },
-  { 0, 5120, 2048, 19 },
-  { 0, 5120, 8192, 19 },
-  { 0, 5120, 32768, 19 },
-  { 0, 6144, 1, 22 },
-  { 0, 6144, 8, 22 },
-  { 0, 6144, 32, 22 },
-  { 0, 6144, 128, 23 },
-  { 0, 6144, 512, 23 },
-  { 0, 6144, 2048, 23 },
-  { 0, 6144, 8192, 23 },
-  { 0, 6144, 32768, 24 },
-  { 0, 7168, 1, 25 },
-  { 0, 7168, 8, 25 },
-  { 0, 7168, 32, 25 },
-  { 0, 7168, 128, 25 },
-  { 0, 7168, 512, 25 },
-  { 0, 7168, 2048, 25 },
-  { 0, 7168, 8192, 25 },
-  { 0, 7168, 32768, 25 },
-  { 0, 8192, 1, 26 },
-  { 0, 8192, 8, 26 },
-  { 0, 8192, 32, 26 },
-  { 0, 8192, 128, 26 },
-  { 0, 8192, 512, 27 },
-  { 0, 8192, 2048, 28 },
-  { 0, 8192, 8192, 29 },
-  { 0, 8192, 32768, 29 },
-  { 0, 12288, 1, 30 },
-  { 0, 12288, 8, 30 },
-  { 0, 12288, 32, 30 },
-  { 0, 12288, 128, 30 },
-  { 0, 12288, 512, 31 },
-  { 0, 12288, 2048, 32 },
-  { 0, 12288, 8192, 32 },
-  { 0, 12288, 32768, 31 },
-  { 0, 16384, 1, 33 },
-  { 0, 16384, 8, 33 },
-  { 0, 16384, 32, 33 },
-  { 0, 16384, 128, 34 },
-  { 0, 16384, 512, 35 },
-  { 0, 16384, 2048, 36 },
-  { 0, 16384, 8192, 36 },
-  { 0, 16384, 32768, 36 },
-  { 0, 32768, 1, 37 },
-  { 0, 32768, 8, 37 },
-  { 0, 32768, 32, 37 },
-  { 0, 32768, 128, 38 },
-  { 0, 32768, 512, 39 },
-  { 0, 32768, 2048, 39 },
-  { 0, 32768, 8192, 39 },
-  { 0, 32768, 32768, 39 },
-  { 0, 65536, 1, 40 },
-  { 0, 65536, 8, 40 },
-  { 0, 65536, 32, 41 },
-  { 0, 65536, 128, 42 },
-  { 0, 65536, 512, 43 },
-  { 0, 65536, 2048, 44 },
-  { 0, 65536, 8192, 44 },
-  { 0, 65536, 32768, 43 },
-  { 0, 131072, 1, 45 },
-  { 0, 131072, 8, 45 },
-  { 0, 131072, 32, 46 },
-  { 0, 131072, 128, 47 },
-  { 0, 131072, 512, 48 },
-  { 0, 131072, 2048, 48 },
-  { 0, 131072, 8192, 48 },
-  { 0, 131072, 32768, 48 },
-  { 1, 512, 1, 50 },
-  { 1, 512, 8, 51 },
-  { 1, 512, 32, 51 },
-  { 1, 512, 128, 51 },
-  { 1, 512, 512, 52 },
-  { 1, 512, 2048, 52 },
-  { 1, 512, 8192, 52 },
-  { 1, 512, 32768, 52 },
-  { 1, 768, 1, 53 },
-  { 1, 768, 8, 53 },
-  { 1, 768, 32, 53 },
-  { 1, 768, 128, 54 },
-  { 1, 768, 512, 55 },
-  { 1, 768, 2048, 55 },
-  { 1, 768, 8192, 55 },
-  { 1, 768, 32768, 55 },
-  { 1, 1024, 1, 56 },
-  { 1, 1024, 8, 56 },
-  { 1, 1024, 32, 56 },
-  { 1, 1024, 128, 56 },
-  { 1, 1024, 512, 57 },
-  { 1, 1024, 2048, 57 },
-  { 1, 1024, 8192, 57 },
-  { 1, 1024, 32768, 57 },
-  { 1, 1536, 1, 58 },
-  { 1, 1536, 8, 58 },
-  { 1, 1536, 32, 58 },
-  { 1, 1536, 128, 58 },
-  { 1, 1536, 512, 59 },
-  { 1, 1536, 2048, 59 },
-  { 1, 1536, 8192, 59 },
-  { 1, 1536, 32768, 59 },
-  { 1, 2048, 1, 60 },
-  { 1, 2048, 8, 60 },
-  { 1, 2048, 32, 60 },
-  { 1, 2048, 128, 60 },
-  { 1, 2048, 512, 61 },
-  { 1, 2048, 2048, 61 },
-  { 1, 2048, 8192, 61 },
-  { 1, 2048, 32768, 62 },
-  { 1, 2560, 1, 63 },
-  { 1, 2560, 8, 63 },
-  { 1, 2560, 32, 63 },
-  { 1, 2560, 128, 63 },
-  { 1, 2560, 512, 64 },
-  { 1, 2560, 2048, 65 },
-  { 1, 2560, 8192, 64 },
-  { 1, 2560, 32768, 64 },
-  { 1, 3072, 1, 66 },
-  { 1, 3072, 8, 66 },
-  { 1, 3072, 32, 66 },
-  { 1, 3072, 128, 66 },
-  { 1, 3072, 512, 66 },
-  { 1, 3072, 2048, 66 },
-  { 1, 3072, 8192, 66 },
-  { 1, 3072, 32768, 66 },
-  { 1, 4096, 1, 67 },
-  { 1, 4096, 8, 67 },
-  { 1, 4096, 32, 68 },
-  { 1, 4096, 128, 67 },
-  { 1, 4096, 512, 67 },
-  { 1, 4096, 2048, 69 },
-  { 1, 4096, 8192, 69 },
-  { 1, 4096, 32768, 70 },
-  { 1, 5120, 1, 71 },
-  { 1, 5120, 8, 72 },
-  { 1, 5120, 32, 72 },
-  { 1, 5120, 128, 72 },
-  { 1, 5120, 512, 73 },
-  { 1, 5120, 2048, 71 },
-  { 1, 5120, 8192, 71 },
-  { 1, 5120, 32768, 74 },
-  { 1, 6144, 1, 75 },
-  { 1, 6144, 8, 75 },
-  { 1, 6144, 32, 75 },
-  { 1, 6144, 128, 75 },
-  { 1, 6144, 512, 75 },
-  { 1, 6144, 2048, 75 },
-  { 1, 6144, 8192, 75 },
-  { 1, 6144, 32768, 76 },
-  { 1, 7168, 1, 77 },
-  { 1, 7168, 8, 77 },
-  { 1, 7168, 32, 77 },
-  { 1, 7168, 128, 78 },
-  { 1, 7168, 512, 78 },
-  { 1, 7168, 2048, 78 },
-  { 1, 7168, 8192, 78 },
-  { 1, 7168, 32768, 78 },
-  { 1, 8192, 1, 79 },
-  { 1, 8192, 8, 79 },
-  { 1, 8192, 32, 79 },
-  { 1, 8192, 128, 79 },
-  { 1, 8192, 512, 80 },
-  { 1, 8192, 2048, 81 },
-  { 1, 8192, 8192, 82 },
-  { 1, 8192, 32768, 82 },
-  { 1, 12288, 1, 83 },
-  { 1, 12288, 8, 83 },
-  { 1, 12288, 32, 83 },
-  { 1, 12288, 128, 84 },
-  { 1, 12288, 512, 84 },
-  { 1, 12288, 2048, 84 },
-  { 1, 12288, 8192, 85 },
-  { 1, 12288, 32768, 85 },
-  { 1, 16384, 1, 86 },
-  { 1, 16384, 8, 86 },
-  { 1, 16384, 32, 86 },
-  { 1, 16384, 128, 87 },
-  { 1, 16384, 512, 88 },
-  { 1, 16384, 2048, 89 },
-  { 1, 16384, 8192, 89 },
-  { 1, 16384, 32768, 90 },
-  { 1, 32768, 1, 91 },
-  { 1, 32768, 8, 91 },
-  { 1, 32768, 32, 91 },
-  { 1, 32768, 128, 92 },
-  { 1, 32768, 512, 93 },
-  { 1, 32768, 2048, 93 },
-  { 1, 32768, 8192, 93 },
-  { 1, 32768, 32768, 93 },
-  { 1, 65536, 1, 94 },
-  { 1, 65536, 8, 94 },
-  { 1, 65536, 32, 95 },
-  { 1, 65536, 128, 96 },
-  { 1, 65536, 512, 97 },
-  { 1, 65536, 2048, 98 },
-  { 1, 65536, 8192, 98 },
-  { 1, 65536, 32768, 98 },
-  { 1, 131072, 1, 99 },
-  { 1, 131072, 8, 99 },
-  { 1, 131072, 32, 100 },
-  { 1, 131072, 128, 101 },
-  { 1, 131072, 512, 102 },
-  { 1, 131072, 2048, 102 },
-  { 1, 131072, 8192, 102 },
-  { 1, 131072, 32768, 102 },
-  { 2, 512, 1, 104 },
-  { 2, 512, 8, 105 },
-  { 2, 512, 32, 105 },
-  { 2, 512, 128, 105 },
-  { 2, 512, 512, 106 },
-  { 2, 512, 2048, 106 },
-  { 2, 512, 8192, 105 },
-  { 2, 512, 32768, 106 },
-  { 2, 768, 1, 107 },
-  { 2, 768, 8, 107 },
-  { 2, 768, 32, 107 },
-  { 2, 768, 128, 107 },
-  { 2, 768, 512, 107 },
-  { 2, 768, 2048, 108 },
-  { 2, 768, 8192, 107 },
-  { 2, 768, 32768, 108 },
-  { 2, 1024, 1, 109 },
-  { 2, 1024, 8, 110 },
-  { 2, 1024, 32, 109 },
-  { 2, 1024, 128, 109 },
-  { 2, 1024, 512, 109 },
-  { 2, 1024, 2048, 109 },
-  { 2, 1024, 8192, 109 },
-  { 2, 1024, 32768, 111 },
-  { 2, 1536, 1, 112 },
-  { 2, 1536, 8, 112 },
-  { 2, 1536, 32, 112 },
-  { 2, 1536, 128, 112 },
-  { 2, 1536, 512, 112 },
-  { 2, 1536, 2048, 113 },
-  { 2, 1536, 8192, 114 },
-  { 2, 1536, 32768, 114 },
-  { 2, 2048, 1, 115 },
-  { 2, 2048, 8, 115 },
-  { 2, 2048, 32, 115 },
-  { 2, 2048, 128, 115 },
-  { 2, 2048, 512, 115 },
-  { 2, 2048, 2048, 115 },
-  { 2, 2048, 8192, 116 },
-  { 2, 2048, 32768, 116 },
-  { 2, 2560, 1, 117 },
-  { 2, 2560, 8, 117 },
-  { 2, 2560, 32, 117 },
-  { 2, 2560, 128, 117 },
-  { 2, 2560, 512, 117 },
-  { 2, 2560, 2048, 117 },
-  { 2, 2560, 8192, 118 },
-  { 2, 2560, 32768, 118 },
-  { 2, 3072, 1, 119 },
-  { 2, 3072, 8, 119 },
-  { 2, 3072, 32, 119 },
-  { 2, 3072, 128, 119 },
-  { 2, 3072, 512, 120 },
-  { 2, 3072, 2048, 119 },
-  { 2, 3072, 8192, 120 },
-  { 2, 3072, 32768, 121 },
-  { 2, 4096, 1, 122 },
-  { 2, 4096, 8, 122 },
-  { 2, 4096, 32, 122 },
-  { 2, 4096, 128, 122 },
-  { 2, 4096, 512, 123 },
-  { 2, 4096, 2048, 122 },
-  { 2, 4096, 8192, 123 },
-  { 2, 4096, 32768, 124 },
-  { 2, 5120, 1, 125 },
-  { 2, 5120, 8, 125 },
-  { 2, 5120, 32, 125 },
-  { 2, 5120, 128, 125 },
-  { 2, 5120, 512, 125 },
-  { 2, 5120, 2048, 125 },
-  { 2, 5120, 8192, 126 },
-  { 2, 5120, 32768, 127 },
-  { 2, 6144, 1, 128 },
-  { 2, 6144, 8, 128 },
-  { 2, 6144, 32, 128 },
-  { 2, 6144, 128, 128 },
-  { 2, 6144, 512, 128 },
-  { 2, 6144, 2048, 128 },
-  { 2, 6144, 8192, 129 },
-  { 2, 6144, 32768, 130 },
-  { 2, 7168, 1, 131 },
-  { 2, 7168, 8, 131 },
-  { 2, 7168, 32, 131 },
-  { 2, 7168, 128, 131 },
-  { 2, 7168, 512, 131 },
-  { 2, 7168, 2048, 132 },
-  { 2, 7168, 8192, 133 },
-  { 2, 7168, 32768, 133 },
-  { 2, 8192, 1, 134 },
-  { 2, 8192, 8, 134 },
-  { 2, 8192, 32, 134 },
-  { 2, 8192, 128, 134 },
-  { 2, 8192, 512, 135 },
-  { 2, 8192, 2048, 135 },
-  { 2, 8192, 8192, 136 },
-  { 2, 8192, 32768, 124 },
-  { 2, 12288, 1, 137 },
-  { 2, 12288, 8, 137 },
-  { 2, 12288, 32, 137 },
-  { 2, 12288, 128, 137 },
-  { 2, 12288, 512, 137 },
-  { 2, 12288, 2048, 138 },
-  { 2, 12288, 8192, 139 },
-  { 2, 12288, 32768, 139 },
-  { 2, 16384, 1, 140 },
-  { 2, 16384, 8, 140 },
-  { 2, 16384, 32, 140 },
-  { 2, 16384, 128, 140 },
-  { 2, 16384, 512, 140 },
-  { 2, 16384, 2048, 141 },
-  { 2, 16384, 8192, 142 },
-  { 2, 16384, 32768, 142 },
-  { 2, 32768, 1, 143 },
-  { 2, 32768, 8, 143 },
-  { 2, 32768, 32, 143 },
-  { 2, 32768, 128, 143 },
-  { 2, 32768, 512, 143 },
-  { 2, 32768, 2048, 143 },
-  { 2, 32768, 8192, 144 },
-  { 2, 32768, 32768, 144 },
-  { 2, 65536, 1, 145 },
-  { 2, 65536, 8, 146 },
-  { 2, 65536, 32, 145 },
-  { 2, 65536, 128, 145 },
-  { 2, 65536, 512, 146 },
-  { 2, 65536, 2048, 146 },
-  { 2, 65536, 8192, 146 },
-  { 2, 65536, 32768, 146 },
-  { 2, 131072, 1, 147 },
-  { 2, 131072, 8, 147 },
-  { 2, 131072, 32, 148 },
-  { 2, 131072, 128, 148 },
-  { 2, 131072, 512, 148 },
-  { 2, 131072, 2048, 148 },
-  { 2, 131072, 8192, 148 },
-  { 2, 131072, 32768, 148 },
-  { 3, 512, 1, 150 },
-  { 3, 512, 8, 151 },
-  { 3, 512, 32, 151 },
-  { 3, 512, 128, 151 },
-  { 3, 512, 512, 152 },
-  { 3, 512, 2048, 152 },
-  { 3, 512, 8192, 153 },
-  { 3, 512, 32768, 152 },
-  { 3, 768, 1, 154 },
-  { 3, 768, 8, 154 },
-  { 3, 768, 32, 154 },
-  { 3, 768, 128, 155 },
-  { 3, 768, 512, 155 },
-  { 3, 768, 2048, 156 },
-  { 3, 768, 8192, 156 },
-  { 3, 768, 32768, 157 },
-  { 3, 1024, 1, 158 },
-  { 3, 1024, 8, 158 },
-  { 3, 1024, 32, 158 },
-  { 3, 1024, 128, 159 },
-  { 3, 1024, 512, 160 },
-  { 3, 1024, 2048, 160 },
-  { 3, 1024, 8192, 161 },
-  { 3, 1024, 32768, 161 },
-  { 3, 1536, 1, 162 },
-  { 3, 1536, 8, 162 },
-  { 3, 1536, 32, 162 },
-  { 3, 1536, 128, 163 },
-  { 3, 1536, 512, 164 },
-  { 3, 1536, 2048, 163 },
-  { 3, 1536, 8192, 164 },
-  { 3, 1536, 32768, 164 },
-  { 3, 2048, 1, 165 },
-  { 3, 2048, 8, 165 },
-  { 3, 2048, 32, 165 },
-  { 3, 2048, 128, 165 },
-  { 3, 2048, 512, 166 },
-  { 3, 2048, 2048, 166 },
-  { 3, 2048, 8192, 166 },
-  { 3, 2048, 32768, 166 },
-  { 3, 2560, 1, 167 },
-  { 3, 2560, 8, 167 },
-  { 3, 2560, 32, 167 },
-  { 3, 2560, 128, 167 },
-  { 3, 2560, 512, 168 },
-  { 3, 2560, 2048, 169 },
-  { 3, 2560, 8192, 169 },
-  { 3, 2560, 32768, 169 },
-  { 3, 3072, 1, 170 },
-  { 3, 3072, 8, 170 },
-  { 3, 3072, 32, 170 },
-  { 3, 3072, 128, 170 },
-  { 3, 3072, 512, 171 },
-  { 3, 3072, 2048, 171 },
-  { 3, 3072, 8192, 171 },
-  { 3, 3072, 32768, 171 },
-  { 3, 4096, 1, 172 },
-  { 3, 4096, 8, 172 },
-  { 3, 4096, 32, 172 },
-  { 3, 4096, 128, 172 },
-  { 3, 4096, 512, 173 },
-  { 3, 4096, 2048, 173 },
-  { 3, 4096, 8192, 173 },
-  { 3, 4096, 32768, 174 },
-  { 3, 5120, 1, 175 },
-  { 3, 5120, 8, 175 },
-  { 3, 5120, 32, 176 },
-  { 3, 5120, 128, 176 },
-  { 3, 5120, 512, 177 },
-  { 3, 5120, 2048, 178 },
-  { 3, 5120, 8192, 177 },
-  { 3, 5120, 32768, 177 },
-  { 3, 6144, 1, 179 },
-  { 3, 6144, 8, 179 },
-  { 3, 6144, 32, 179 },
-  { 3, 6144, 128, 179 },
-  { 3, 6144, 512, 180 },
-  { 3, 6144, 2048, 181 },
-  { 3, 6144, 8192, 181 },
-  { 3, 6144, 32768, 182 },
-  { 3, 7168, 1, 183 },
-  { 3, 7168, 8, 183 },
-  { 3, 7168, 32, 183 },
-  { 3, 7168, 128, 183 },
-  { 3, 7168, 512, 184 },
-  { 3, 7168, 2048, 185 },
-  { 3, 7168, 8192, 185 },
-  { 3, 7168, 32768, 184 },
-  { 3, 8192, 1, 186 },
-  { 3, 8192, 8, 186 },
-  { 3, 8192, 32, 186 },
-  { 3, 8192, 128, 186 },
-  { 3, 8192, 512, 187 },
-  { 3, 8192, 2048, 187 },
-  { 3, 8192, 8192, 188 },
-  { 3, 8192, 32768, 189 },
-  { 3, 12288, 1, 190 },
-  { 3, 12288, 8, 190 },
-  { 3, 12288, 32, 190 },
-  { 3, 12288, 128, 191 },
-  { 3, 12288, 512, 192 },
-  { 3, 12288, 2048, 193 },
-  { 3, 12288, 8192, 193 },
-  { 3, 12288, 32768, 194 },
-  { 3, 16384, 1, 195 },
-  { 3, 16384, 8, 195 },
-  { 3, 16384, 32, 195 },
-  { 3, 16384, 128, 196 },
-  { 3, 16384, 512, 197 },
-  { 3, 16384, 2048, 198 },
-  { 3, 16384, 8192, 199 },
-  { 3, 16384, 32768, 199 },
-  { 3, 32768, 1, 200 },
-  { 3, 32768, 8, 200 },
-  { 3, 32768, 32, 200 },
-  { 3, 32768, 128, 201 },
-  { 3, 32768, 512, 202 },
-  { 3, 32768, 2048, 202 },
-  { 3, 32768, 8192, 203 },
-  { 3, 32768, 32768, 203 },
-  { 3, 65536, 1, 204 },
-  { 3, 65536, 8, 204 },
-  { 3, 65536, 32, 205 },
-  { 3, 65536, 128, 205 },
-  { 3, 65536, 512, 205 },
-  { 3, 65536, 2048, 205 },
-  { 3, 65536, 8192, 206 },
-  { 3, 65536, 32768, 206 },
-  { 3, 131072, 1, 207 },
-  { 3, 131072, 8, 207 },
-  { 3, 131072, 32, 208 },
-  { 3, 131072, 128, 209 },
-  { 3, 131072, 512, 209 },
-  { 3, 131072, 2048, 210 },
-  { 3, 131072, 8192, 210 },
-  { 3, 131072, 32768, 210 },
-  { 4, 512, 1, 212 },
-  { 4, 512, 8, 213 },
-  { 4, 512, 32, 213 },
-  { 4, 512, 128, 213 },
-  { 4, 512, 512, 214 },
-  { 4, 512, 2048, 214 },
-  { 4, 512, 8192, 215 },
-  { 4, 512, 32768, 214 },
-  { 4, 768, 1, 216 },
-  { 4, 768, 8, 216 },
-  { 4, 768, 32, 216 },
-  { 4, 768, 128, 217 },
-  { 4, 768, 512, 218 },
-  { 4, 768, 2048, 218 },
-  { 4, 768, 8192, 218 },
-  { 4, 768, 32768, 218 },
-  { 4, 1024, 1, 219 },
-  { 4, 1024, 8, 219 },
-  { 4, 1024, 32, 219 },
-  { 4, 1024, 128, 220 },
-  { 4, 1024, 512, 221 },
-  { 4, 1024, 2048, 221 },
-  { 4, 1024, 8192, 221 },
-  { 4, 1024, 32768, 221 },
-  { 4, 1536, 1, 222 },
-  { 4, 1536, 8, 222 },
-  { 4, 1536, 32, 222 },
-  { 4, 1536, 128, 222 },
-  { 4, 1536, 512, 223 },
-  { 4, 1536, 2048, 223 },
-  { 4, 1536, 8192, 223 },
-  { 4, 1536, 32768, 223 },
-  { 4, 2048, 1, 224 },
-  { 4, 2048, 8, 224 },
-  { 4, 2048, 32, 224 },
-  { 4, 2048, 128, 224 },
-  { 4, 2048, 512, 225 },
-  { 4, 2048, 2048, 225 },
-  { 4, 2048, 8192, 225 },
-  { 4, 2048, 32768, 225 },
-  { 4, 2560, 1, 226 },
-  { 4, 2560, 8, 226 },
-  { 4, 2560, 32, 227 },
-  { 4, 2560, 128, 226 },
-  { 4, 2560, 512, 228 },
-  { 4, 2560, 2048, 229 },
-  { 4, 2560, 8192, 229 },
-  { 4, 2560, 32768, 228 },
-  { 4, 3072, 1, 230 },
-  { 4, 3072, 8, 230 },
-  { 4, 3072, 32, 230 },
-  { 4, 3072, 128, 230 },
-  { 4, 3072, 512, 231 },
-  { 4, 3072, 2048, 231 },
-  { 4, 3072, 8192, 231 },
-  { 4, 3072, 32768, 231 },
-  { 4, 4096, 1, 232 },
-  { 4, 4096, 8, 232 },
-  { 4, 4096, 32, 232 },
-  { 4, 4096, 128, 232 },
-  { 4, 4096, 512, 233 },
-  { 4, 4096, 2048, 233 },
-  { 4, 4096, 8192, 234 },
-  { 4, 4096, 32768, 234 },
-  { 4, 5120, 1, 235 },
-  { 4, 5120, 8, 235 },
-  { 4, 5120, 32, 235 },
-  { 4, 5120, 128, 235 },
-  { 4, 5120, 512, 236 },
-  { 4, 5120, 2048, 236 },
-  { 4, 5120, 8192, 236 },
-  { 4, 5120, 32768, 237 },
-  { 4, 6144, 1, 238 },
-  { 4, 6144, 8, 238 },
-  { 4, 6144, 32, 238 },
-  { 4, 6144, 128, 239 },
-  { 4, 6144, 512, 240 },
-  { 4, 6144, 2048, 240 },
-  { 4, 6144, 8192, 241 },
-  { 4, 6144, 32768, 241 },
-  { 4, 7168, 1, 242 },
-  { 4, 7168, 8, 242 },
-  { 4, 7168, 32, 242 },
-  { 4, 7168, 128, 243 },
-  { 4, 7168, 512, 244 },
-  { 4, 7168, 2048, 245 },
-  { 4, 7168, 8192, 244 },
-  { 4, 7168, 32768, 245 },
-  { 4, 8192, 1, 246 },
-  { 4, 8192, 8, 246 },
-  { 4, 8192, 32, 246 },
-  { 4, 8192, 128, 247 },
-  { 4, 8192, 512, 248 },
-  { 4, 8192, 2048, 247 },
-  { 4, 8192, 8192, 249 },
-  { 4, 8192, 32768, 249 },
-  { 4, 12288, 1, 250 },
-  { 4, 12288, 8, 250 },
-  { 4, 12288, 32, 250 },
-  { 4, 12288, 128, 250 },
-  { 4, 12288, 512, 251 },
-  { 4, 12288, 2048, 251 },
-  { 4, 12288, 8192, 252 },
-  { 4, 12288, 32768, 252 },
-  { 4, 16384, 1, 253 },
-  { 4, 16384, 8, 253 },
-  { 4, 16384, 32, 253 },
-  { 4, 16384, 128, 254 },
-  { 4, 16384, 512, 255 },
-  { 4, 16384, 2048, 255 },
-  { 4, 16384, 8192, 256 },
-  { 4, 16384, 32768, 256 },
-  { 4, 32768, 1, 257 },
-  { 4, 32768, 8, 257 },
-  { 4, 32768, 32, 257 },
-  { 4, 32768, 128, 257 },
-  { 4, 32768, 512, 258 },
-  { 4, 32768, 2048, 259 },
-  { 4, 32768, 8192, 259 },
-  { 4, 32768, 32768, 259 },
-  { 4, 65536, 1, 260 },
-  { 4, 65536, 8, 260 },
-  { 4, 65536, 32, 261 },
-  { 4, 65536, 128, 262 },
-  { 4, 65536, 512, 262 },
-  { 4, 65536, 2048, 262 },
-  { 4, 65536, 8192, 262 },
-  { 4, 65536, 32768, 262 },
-  { 4, 131072, 1, 263 },
-  { 4, 131072, 8, 263 },
-  { 4, 131072, 32, 263 },
-  { 4, 131072, 128, 264 },
-  { 4, 131072, 512, 265 },
-  { 4, 131072, 2048, 266 },
-  { 4, 131072, 8192, 266 },
-  { 4, 131072, 32768, 266 },
-  { 5, 512, 1, 268 },
-  { 5, 512, 8, 269 },
-  { 5, 512, 32, 269 },
-  { 5, 512, 128, 269 },
-  { 5, 512, 512, 270 },
-  { 5, 512, 2048, 270 },
-  { 5, 512, 8192, 271 },
-  { 5, 512, 32768, 271 },
-  { 5, 768, 1, 272 },
-  { 5, 768, 8, 273 },
-  { 5, 768, 32, 272 },
-  { 5, 768, 128, 273 },
-  { 5, 768, 512, 274 },
-  { 5, 768, 2048, 274 },
-  { 5, 768, 8192, 274 },
-  { 5, 768, 32768, 275 },
-  { 5, 1024, 1, 276 },
-  { 5, 1024, 8, 276 },
-  { 5, 1024, 32, 276 },
-  { 5, 1024, 128, 277 },
-  { 5, 1024, 512, 278 },
-  { 5, 1024, 2048, 279 },
-  { 5, 1024, 8192, 278 },
-  { 5, 1024, 32768, 278 },
-  { 5, 1536, 1, 280 },
-  { 5, 1536, 8, 280 },
-  { 5, 1536, 32, 280 },
-  { 5, 1536, 128, 280 },
-  { 5, 1536, 512, 281 },
-  { 5, 1536, 2048, 281 },
-  { 5, 1536, 8192, 281 },
-  { 5, 1536, 32768, 281 },
-  { 5, 2048, 1, 282 },
-  { 5, 2048, 8, 282 },
-  { 5, 2048, 32, 282 },
-  { 5, 2048, 128, 282 },
-  { 5, 2048, 512, 283 },
-  { 5, 2048, 2048, 283 },
-  { 5, 2048, 8192, 283 },
-  { 5, 2048, 32768, 283 },
-  { 5, 2560, 1, 284 },
-  { 5, 2560, 8, 284 },
-  { 5, 2560, 32, 284 },
-  { 5, 2560, 128, 284 },
-  { 5, 2560, 512, 285 },
-  { 5, 2560, 2048, 286 },
-  { 5, 2560, 8192, 286 },
-  { 5, 2560, 32768, 286 },
-  { 5, 3072, 1, 287 },
-  { 5, 3072, 8, 287 },
-  { 5, 3072, 32, 287 },
-  { 5, 3072, 128, 287 },
-  { 5, 3072, 512, 288 },
-  { 5, 3072, 2048, 288 },
-  { 5, 3072, 8192, 288 },
-  { 5, 3072, 32768, 288 },
-  { 5, 4096, 1, 289 },
-  { 5, 4096, 8, 289 },
-  { 5, 4096, 32, 289 },
-  { 5, 4096, 128, 289 },
-  { 5, 4096, 512, 290 },
-  { 5, 4096, 2048, 291 },
-  { 5, 4096, 8192, 290 },
-  { 5, 4096, 32768, 290 },
-  { 5, 5120, 1, 292 },
-  { 5, 5120, 8, 292 },
-  { 5, 5120, 32, 292 },
-  { 5, 5120, 128, 292 },
-  { 5, 5120, 512, 293 },
-  { 5, 5120, 2048, 294 },
-  { 5, 5120, 8192, 293 },
-  { 5, 5120, 32768, 295 },
-  { 5, 6144, 1, 296 },
-  { 5, 6144, 8, 296 },
-  { 5, 6144, 32, 296 },
-  { 5, 6144, 128, 296 },
-  { 5, 6144, 512, 297 },
-  { 5, 6144, 2048, 298 },
-  { 5, 6144, 8192, 297 },
-  { 5, 6144, 32768, 299 },
-  { 5, 7168, 1, 300 },
-  { 5, 7168, 8, 300 },
-  { 5, 7168, 32, 301 },
-  { 5, 7168, 128, 301 },
-  { 5, 7168, 512, 302 },
-  { 5, 7168, 2048, 302 },
-  { 5, 7168, 8192, 302 },
-  { 5, 7168, 32768, 303 },
-  { 5, 8192, 1, 304 },
-  { 5, 8192, 8, 304 },
-  { 5, 8192, 32, 304 },
-  { 5, 8192, 128, 305 },
-  { 5, 8192, 512, 306 },
-  { 5, 8192, 2048, 307 },
-  { 5, 8192, 8192, 306 },
-  { 5, 8192, 32768, 308 },
-  { 5, 12288, 1, 309 },
-  { 5, 12288, 8, 309 },
-  { 5, 12288, 32, 309 },
-  { 5, 12288, 128, 310 },
-  { 5, 12288, 512, 311 },
-  { 5, 12288, 2048, 312 },
-  { 5, 12288, 8192, 312 },
-  { 5, 12288, 32768, 313 },
-  { 5, 16384, 1, 314 },
-  { 5, 16384, 8, 314 },
-  { 5, 16384, 32, 314 },
-  { 5, 16384, 128, 315 },
-  { 5, 16384, 512, 316 },
-  { 5, 16384, 2048, 317 },
-  { 5, 16384, 8192, 318 },
-  { 5, 16384, 32768, 318 },
-  { 5, 32768, 1, 319 },
-  { 5, 32768, 8, 319 },
-  { 5, 32768, 32, 319 },
-  { 5, 32768, 128, 320 },
-  { 5, 32768, 512, 321 },
-  { 5, 32768, 2048, 322 },
-  { 5, 32768, 8192, 323 },
-  { 5, 32768, 32768, 323 },
-  { 5, 65536, 1, 324 },
-  { 5, 65536, 8, 324 },
-  { 5, 65536, 32, 325 },
-  { 5, 65536, 128, 326 },
-  { 5, 65536, 512, 325 },
-  { 5, 65536, 2048, 327 },
-  { 5, 65536, 8192, 328 },
-  { 5, 65536, 32768, 328 },
-  { 5, 131072, 1, 329 },
-  { 5, 131072, 8, 329 },
-  { 5, 131072, 32, 330 },
-  { 5, 131072, 128, 331 },
-  { 5, 131072, 512, 332 },
-  { 5, 131072, 2048, 332 },
-  { 5, 131072, 8192, 331 },
-  { 5, 131072, 32768, 331 },
-  { 6, 512, 1, 334 },
-  { 6, 512, 8, 335 },
-  { 6, 512, 32, 335 },
-  { 6, 512, 128, 335 },
-  { 6, 512, 512, 336 },
-  { 6, 512, 2048, 337 },
-  { 6, 512, 8192, 337 },
-  { 6, 512, 32768, 336 },
-  { 6, 768, 1, 338 },
-  { 6, 768, 8, 338 },
-  { 6, 768, 32, 338 },
-  { 6, 768, 128, 339 },
-  { 6, 768, 512, 340 },
-  { 6, 768, 2048, 340 },
-  { 6, 768, 8192, 340 },
-  { 6, 768, 32768, 340 },
-  { 6, 1024, 1, 341 },
-  { 6, 1024, 8, 341 },
-  { 6, 1024, 32, 341 },
-  { 6, 1024, 128, 342 },
-  { 6, 1024, 512, 343 },
-  { 6, 1024, 2048, 342 },
-  { 6, 1024, 8192, 342 },
-  { 6, 1024, 32768, 343 },
-  { 6, 1536, 1, 344 },
-  { 6, 1536, 8, 344 },
-  { 6, 1536, 32, 344 },
-  { 6, 1536, 128, 344 },
-  { 6, 1536, 512, 345 },
-  { 6, 1536, 2048, 345 },
-  { 6, 1536, 8192, 345 },
-  { 6, 1536, 32768, 345 },
-  { 6, 2048, 1, 346 },
-  { 6, 2048, 8, 346 },
-  { 6, 2048, 32, 346 },
-  { 6, 2048, 128, 346 },
-  { 6, 2048, 512, 347 },
-  { 6, 2048, 2048, 348 },
-  { 6, 2048, 8192, 347 },
-  { 6, 2048, 32768, 347 },
-  { 6, 2560, 1, 349 },
-  { 6, 2560, 8, 349 },
-  { 6, 2560, 32, 349 },
-  { 6, 2560, 128, 349 },
-  { 6, 2560, 512, 350 },
-  { 6, 2560, 2048, 350 },
-  { 6, 2560, 8192, 350 },
-  { 6, 2560, 32768, 350 },
-  { 6, 3072, 1, 351 },
-  { 6, 3072, 8, 351 },
-  { 6, 3072, 32, 351 },
-  { 6, 3072, 128, 351 },
-  { 6, 3072, 512, 352 },
-  { 6, 3072, 2048, 352 },
-  { 6, 3072, 8192, 352 },
-  { 6, 3072, 32768, 352 },
-  { 6, 4096, 1, 353 },
-  { 6, 4096, 8, 353 },
-  { 6, 4096, 32, 353 },
-  { 6, 4096, 128, 353 },
-  { 6, 4096, 512, 354 },
-  { 6, 4096, 2048, 354 },
-  { 6, 4096, 8192, 355 },
-  { 6, 4096, 32768, 355 },
-  { 6, 5120, 1, 356 },
-  { 6, 5120, 8, 356 },
-  { 6, 5120, 32, 357 },
-  { 6, 5120, 128, 357 },
-  { 6, 5120, 512, 358 },
-  { 6, 5120, 2048, 358 },
-  { 6, 5120, 8192, 359 },
-  { 6, 5120, 32768, 359 },
-  { 6, 6144, 1, 360 },
-  { 6, 6144, 8, 360 },
-  { 6, 6144, 32, 361 },
-  { 6, 6144, 128, 361 },
-  { 6, 6144, 512, 362 },
-  { 6, 6144, 2048, 362 },
-  { 6, 6144, 8192, 363 },
-  { 6, 6144, 32768, 363 },
-  { 6, 7168, 1, 364 },
-  { 6, 7168, 8, 364 },
-  { 6, 7168, 32, 364 },
-  { 6, 7168, 128, 365 },
-  { 6, 7168, 512, 366 },
-  { 6, 7168, 2048, 366 },
-  { 6, 7168, 8192, 366 },
-  { 6, 7168, 32768, 367 },
-  { 6, 8192, 1, 368 },
-  { 6, 8192, 8, 368 },
-  { 6, 8192, 32, 368 },
-  { 6, 8192, 128, 368 },
-  { 6, 8192, 512, 369 },
-  { 6, 8192, 2048, 370 },
-  { 6, 8192, 8192, 371 },
-  { 6, 8192, 32768, 371 },
-  { 6, 12288, 1, 372 },
-  { 6, 12288, 8, 372 },
-  { 6, 12288, 32, 372 },
-  { 6, 12288, 128, 372 },
-  { 6, 12288, 512, 373 },
-  { 6, 12288, 2048, 374 },
-  { 6, 12288, 8192, 375 },
-  { 6, 12288, 32768, 375 },
-  { 6, 16384, 1, 376 },
-  { 6, 16384, 8, 376 },
-  { 6, 16384, 32, 376 },
-  { 6, 16384, 128, 377 },
-  { 6, 16384, 512, 378 },
-  { 6, 16384, 2048, 378 },
-  { 6, 16384, 8192, 379 },
-  { 6, 16384, 32768, 379 },
-  { 6, 32768, 1, 380 },
-  { 6, 32768, 8, 380 },
-  { 6, 32768, 32, 380 },
-  { 6, 32768, 128, 380 },
-  { 6, 32768, 512, 381 },
-  { 6, 32768, 2048, 382 },
-  { 6, 32768, 8192, 382 },
-  { 6, 32768, 32768, 382 },
-  { 6, 65536, 1, 383 },
-  { 6, 65536, 8, 383 },
-  { 6, 65536, 32, 384 },
-  { 6, 65536, 128, 385 },
-  { 6, 65536, 512, 384 },
-  { 6, 65536, 2048, 385 },
-  { 6, 65536, 8192, 385 },
-  { 6, 65536, 32768, 385 },
-  { 6, 131072, 1, 386 },
-  { 6, 131072, 8, 386 },
-  { 6, 131072, 32, 387 },
-  { 6, 131072, 128, 387 },
-  { 6, 131072, 512, 387 },
-  { 6, 131072, 2048, 387 },
-  { 6, 131072, 8192, 387 },
-  { 6, 131072, 32768, 387 },
-  { 7, 512, 1, 389 },
-  { 7, 512, 8, 389 },
-  { 7, 512, 32, 389 },
-  { 7, 512, 128, 390 },
-  { 7, 512, 512, 391 },
-  { 7, 512, 2048, 391 },
-  { 7, 512, 8192, 392 },
-  { 7, 512, 32768, 393 },
-  { 7, 768, 1, 394 },
-  { 7, 768, 8, 395 },
-  { 7, 768, 32, 394 },
-  { 7, 768, 128, 395 },
-  { 7, 768, 512, 395 },
-  { 7, 768, 2048, 396 },
-  { 7, 768, 8192, 395 },
-  { 7, 768, 32768, 396 },
-  { 7, 1024, 1, 397 },
-  { 7, 1024, 8, 397 },
-  { 7, 1024, 32, 397 },
-  { 7, 1024, 128, 397 },
-  { 7, 1024, 512, 397 },
-  { 7, 1024, 2048, 398 },
-  { 7, 1024, 8192, 397 },
-  { 7, 1024, 32768, 398 },
-  { 7, 1536, 1, 399 },
-  { 7, 1536, 8, 399 },
-  { 7, 1536, 32, 399 },
-  { 7, 1536, 128, 400 },
-  { 7, 1536, 512, 399 },
-  { 7, 1536, 2048, 401 },
-  { 7, 1536, 8192, 401 },
-  { 7, 1536, 32768, 401 },
-  { 7, 2048, 1, 402 },
-  { 7, 2048, 8, 402 },
-  { 7, 2048, 32, 402 },
-  { 7, 2048, 128, 402 },
-  { 7, 2048, 512, 402 },
-  { 7, 2048, 2048, 403 },
-  { 7, 2048, 8192, 404 },
-  { 7, 2048, 32768, 405 },
-  { 7, 2560, 1, 406 },
-  { 7, 2560, 8, 406 },
-  { 7, 2560, 32, 406 },
-  { 7, 2560, 128, 406 },
-  { 7, 2560, 512, 406 },
-  { 7, 2560, 2048, 406 },
-  { 7, 2560, 8192, 407 },
-  { 7, 2560, 32768, 408 },
-  { 7, 3072, 1, 409 },
-  { 7, 3072, 8, 409 },
-  { 7, 3072, 32, 409 },
-  { 7, 3072, 128, 409 },
-  { 7, 3072, 512, 410 },
-  { 7, 3072, 2048, 409 },
-  { 7, 3072, 8192, 411 },
-  { 7, 3072, 32768, 412 },
-  { 7, 4096, 1, 413 },
-  { 7, 4096, 8, 413 },
-  { 7, 4096, 32, 413 },
-  { 7, 4096, 128, 413 },
-  { 7, 4096, 512, 414 },
-  { 7, 4096, 2048, 413 },
-  { 7, 4096, 8192, 414 },
-  { 7, 4096, 32768, 412 },
-  { 7, 5120, 1, 415 },
-  { 7, 5120, 8, 415 },
-  { 7, 5120, 32, 415 },
-  { 7, 5120, 128, 416 },
-  { 7, 5120, 512, 415 },
-  { 7, 5120, 2048, 415 },
-  { 7, 5120, 8192, 417 },
-  { 7, 5120, 32768, 412 },
-  { 7, 6144, 1, 418 },
-  { 7, 6144, 8, 418 },
-  { 7, 6144, 32, 418 },
-  { 7, 6144, 128, 419 },
-  { 7, 6144, 512, 419 },
-  { 7, 6144, 2048, 418 },
-  { 7, 6144, 8192, 420 },
-  { 7, 6144, 32768, 421 },
-  { 7, 7168, 1, 422 },
-  { 7, 7168, 8, 422 },
-  { 7, 7168, 32, 422 },
-  { 7, 7168, 128, 423 },
-  { 7, 7168, 512, 423 },
-  { 7, 7168, 2048, 420 },
-  { 7, 7168, 8192, 420 },
-  { 7, 7168, 32768, 421 },
-  { 7, 8192, 1, 424 },
-  { 7, 8192, 8, 424 },
-  { 7, 8192, 32, 424 },
-  { 7, 8192, 128, 424 },
-  { 7, 8192, 512, 425 },
-  { 7, 8192, 2048, 426 },
-  { 7, 8192, 8192, 427 },
-  { 7, 8192, 32768, 427 },
-  { 7, 12288, 1, 428 },
-  { 7, 12288, 8, 428 },
-  { 7, 12288, 32, 428 },
-  { 7, 12288, 128, 428 },
-  { 7, 12288, 512, 428 },
-  { 7, 12288, 2048, 429 },
-  { 7, 12288, 8192, 430 },
-  { 7, 12288, 32768, 430 },
-  { 7, 16384, 1, 431 },
-  { 7, 16384, 8, 431 },
-  { 7, 16384, 32, 431 },
-  { 7, 16384, 128, 432 },
-  { 7, 16384, 512, 432 },
-  { 7, 16384, 2048, 433 },
-  { 7, 16384, 8192, 430 },
-  { 7, 16384, 32768, 430 },
-  { 7, 32768, 1, 434 },
-  { 7, 32768, 8, 434 },
-  { 7, 32768, 32, 434 },
-  { 7, 32768, 128, 434 },
-  { 7, 32768, 512, 434 },
-  { 7, 32768, 2048, 435 },
-  { 7, 32768, 8192, 435 },
-  { 7, 32768, 32768, 435 },
-  { 7, 65536, 1, 436 },
-  { 7, 65536, 8, 436 },
-  { 7, 65536, 32, 437 },
-  { 7, 65536, 128, 436 },
-  { 7, 65536, 512, 436 },
-  { 7, 65536, 2048, 438 },
-  { 7, 65536, 8192, 438 },
-  { 7, 65536, 32768, 438 },
-  { 7, 131072, 1, 439 },
-  { 7, 131072, 8, 439 },
-  { 7, 131072, 32, 439 },
-  { 7, 131072, 128, 440 },
-  { 7, 131072, 512, 439 },
-  { 7, 131072, 2048, 439 },
-  { 7, 131072, 8192, 439 },
-  { 7, 131072, 32768, 439 },
-  { 8, 512, 1, 442 },
-  { 8, 512, 8, 442 },
-  { 8, 512, 32, 442 },
-  { 8, 512, 128, 443 },
-  { 8, 512, 512, 442 },
-  { 8, 512, 2048, 444 },
-  { 8, 512, 8192, 443 },
-  { 8, 512, 32768, 445 },
-  { 8, 768, 1, 446 },
-  { 8, 768, 8, 446 },
-  { 8, 768, 32, 446 },
-  { 8, 768, 128, 446 },
-  { 8, 768, 512, 447 },
-  { 8, 768, 2048, 448 },
-  { 8, 768, 8192, 448 },
-  { 8, 768, 32768, 449 },
-  { 8, 1024, 1, 450 },
-  { 8, 1024, 8, 450 },
-  { 8, 1024, 32, 450 },
-  { 8, 1024, 128, 450 },
-  { 8, 1024, 512, 451 },
-  { 8, 1024, 2048, 450 },
-  { 8, 1024, 8192, 451 },
-  { 8, 1024, 32768, 451 },
-  { 8, 1536, 1, 452 },
-  { 8, 1536, 8, 452 },
-  { 8, 1536, 32, 453 },
-  { 8, 1536, 128, 452 },
-  { 8, 1536, 512, 454 },
+  { 0, 768, 512, 5 },
+  { 0, 768, 2048, 5 },
+  { 0, 768, 8192, 6 },
+  { 0, 768, 32768, 5 },
+  { 0, 1024, 1, 7 },
+  { 0, 1024, 8, 7 },
+  { 0, 1024, 32, 7 },
+  { 0, 1024, 128, 8 },
+  { 0, 1024, 512, 9 },
+  { 0, 1024, 2048, 9 },
+  { 0, 1024, 8192, 9 },
+  { 0, 1024, 32768, 9 },
+  { 0, 1536, 1, 10 },
+  { 0, 1536, 8, 10 },
+  { 0, 1536, 32, 10 },
+  { 0, 1536, 128, 10 },
+  { 0, 1536, 512, 11 },
+  { 0, 1536, 2048, 11 },
+  { 0, 1536, 8192, 11 },
+  { 0, 1536, 32768, 11 },
+  { 0, 2048, 1, 12 },
+  { 0, 2048, 8, 12 },
+  { 0, 2048, 32, 12 },
+  { 0, 2048, 128, 12 },
+  { 0, 2048, 512, 13 },
+  { 0, 2048, 2048, 13 },
+  { 0, 2048, 8192, 13 },
+  { 0, 2048, 32768, 14 },
+  { 0, 2560, 1, 15 },
+  { 0, 2560, 8, 15 },
+  { 0, 2560, 32, 15 },
+  { 0, 2560, 128, 15 },
+  { 0, 2560, 512, 16 },
+  { 0, 2560, 2048, 17 },
+  { 0, 2560, 8192, 16 },
+  { 0, 2560, 32768, 16 },
+  { 0, 3072, 1, 18 },
+  { 0, 3072, 8, 18 },
+  { 0, 3072, 32, 18 },
+  { 0, 3072, 128, 18 },
+  { 0, 3072, 512, 18 },
+  { 0, 3072, 2048, 18 },
+  { 0, 3072, 8192, 18 },
+  { 0, 3072, 32768, 18 },
+  { 0, 4096, 1, 19 },
+  { 0, 4096, 8, 19 },
+  { 0, 4096, 32, 19 },
+  { 0, 4096, 128, 19 },
+  { 0, 4096, 512, 19 },
+  { 0, 4096, 2048, 20 },
+  { 0, 4096, 8192, 20 },
+  { 0, 4096, 32768, 20 },
+  { 0, 5120, 1, 21 },
+  { 0, 5120, 8, 21 },
+  { 0, 5120, 32, 21 },
+  { 0, 5120, 128, 21 },
+  { 0, 5120, 512, 22 },
+  { 0, 5120, 2048, 21 },
+  { 0, 5120, 8192, 21 },
+  { 0, 5120, 32768, 23 },
+  { 0, 6144, 1, 24 },
+  { 0, 6144, 8, 24 },
+  { 0, 6144, 32, 24 },
+  { 0, 6144, 128, 24 },
+  { 0, 6144, 512, 24 },
+  { 0, 6144, 2048, 24 },
+  { 0, 6144, 8192, 24 },
+  { 0, 6144, 32768, 25 },
+  { 0, 7168, 1, 26 },
+  { 0, 7168, 8, 26 },
+  { 0, 7168, 32, 26 },
+  { 0, 7168, 128, 27 },
+  { 0, 7168, 512, 27 },
+  { 0, 7168, 2048, 27 },
+  { 0, 7168, 8192, 27 },
+  { 0, 7168, 32768, 27 },
+  { 0, 8192, 1, 28 },
+  { 0, 8192, 8, 28 },
+  { 0, 8192, 32, 28 },
+  { 0, 8192, 128, 28 },
+  { 0, 8192, 512, 29 },
+  { 0, 8192, 2048, 30 },
+  { 0, 8192, 8192, 31 },
+  { 0, 8192, 32768, 31 },
+  { 0, 12288, 1, 32 },
+  { 0, 12288, 8, 32 },
+  { 0, 12288, 32, 32 },
+  { 0, 12288, 128, 32 },
+  { 0, 12288, 512, 33 },
+  { 0, 12288, 2048, 34 },
+  { 0, 12288, 8192, 34 },
+  { 0, 12288, 32768, 34 },
+  { 0, 16384, 1, 35 },
+  { 0, 16384, 8, 35 },
+  { 0, 16384, 32, 35 },
+  { 0, 16384, 128, 36 },
+  { 0, 16384, 512, 37 },
+  { 0, 16384, 2048, 37 },
+  { 0, 16384, 8192, 37 },
+  { 0, 16384, 32768, 38 },
+  { 0, 32768, 1, 39 },
+  { 0, 32768, 8, 39 },
+  { 0, 32768, 32, 39 },
+  { 0, 32768, 128, 40 },
+  { 0, 32768, 512, 41 },
+  { 0, 32768, 2048, 42 },
+  { 0, 32768, 8192, 42 },
+  { 0, 32768, 32768, 42 },
+  { 0, 65536, 1, 43 },
+  { 0, 65536, 8, 43 },
+  { 0, 65536, 32, 44 },
+  { 0, 65536, 128, 45 },
+  { 0, 65536, 512, 46 },
+  { 0, 65536, 2048, 47 },
+  { 0, 65536, 8192, 48 },
+  { 0, 65536, 32768, 48 },
+  { 0, 131072, 1, 49 },
+  { 0, 131072, 8, 49 },
+  { 0, 131072, 32, 50 },
+  { 0, 131072, 128, 51 },
+  { 0, 131072, 512, 52 },
+  { 0, 131072, 2048, 52 },
+  { 0, 131072, 8192, 52 },
+  { 0, 131072, 32768, 52 },
+  { 1, 512, 1, 54 },
+  { 1, 512, 8, 55 },
+  { 1, 512, 32, 55 },
+  { 1, 512, 128, 55 },
+  { 1, 512, 512, 56 },
+  { 1, 512, 2048, 56 },
+  { 1, 512, 8192, 56 },
+  { 1, 512, 32768, 56 },
+  { 1, 768, 1, 57 },
+  { 1, 768, 8, 57 },
+  { 1, 768, 32, 57 },
+  { 1, 768, 128, 57 },
+  { 1, 768, 512, 58 },
+  { 1, 768, 2048, 58 },
+  { 1, 768, 8192, 58 },
+  { 1, 768, 32768, 58 },
+  { 1, 1024, 1, 59 },
+  { 1, 1024, 8, 59 },
+  { 1, 1024, 32, 59 },
+  { 1, 1024, 128, 60 },
+  { 1, 1024, 512, 61 },
+  { 1, 1024, 2048, 61 },
+  { 1, 1024, 8192, 61 },
+  { 1, 1024, 32768, 61 },
+  { 1, 1536, 1, 62 },
+  { 1, 1536, 8, 62 },
+  { 1, 1536, 32, 62 },
+  { 1, 1536, 128, 63 },
+  { 1, 1536, 512, 63 },
+  { 1, 1536, 2048, 63 },
+  { 1, 1536, 8192, 63 },
+  { 1, 1536, 32768, 63 },
+  { 1, 2048, 1, 64 },
+  { 1, 2048, 8, 64 },
+  { 1, 2048, 32, 64 },
+  { 1, 2048, 128, 64 },
+  { 1, 2048, 512, 65 },
+  { 1, 2048, 2048, 65 },
+  { 1, 2048, 8192, 65 },
+  { 1, 2048, 32768, 66 },
+  { 1, 2560, 1, 67 },
+  { 1, 2560, 8, 67 },
+  { 1, 2560, 32, 67 },
+  { 1, 2560, 128, 67 },
+  { 1, 2560, 512, 68 },
+  { 1, 2560, 2048, 69 },
+  { 1, 2560, 8192, 68 },
+  { 1, 2560, 32768, 68 },
+  { 1, 3072, 1, 70 },
+  { 1, 3072, 8, 70 },
+  { 1, 3072, 32, 70 },
+  { 1, 3072, 128, 70 },
+  { 1, 3072, 512, 70 },
+  { 1, 3072, 2048, 70 },
+  { 1, 3072, 8192, 70 },
+  { 1, 3072, 32768, 70 },
+  { 1, 4096, 1, 71 },
+  { 1, 4096, 8, 71 },
+  { 1, 4096, 32, 71 },
+  { 1, 4096, 128, 71 },
+  { 1, 4096, 512, 71 },
+  { 1, 4096, 2048, 72 },
+  { 1, 4096, 8192, 72 },
+  { 1, 4096, 32768, 72 },
+  { 1, 5120, 1, 73 },
+  { 1, 5120, 8, 73 },
+  { 1, 5120, 32, 74 },
+  { 1, 5120, 128, 74 },
+  { 1, 5120, 512, 75 },
+  { 1, 5120, 2048, 73 },
+  { 1, 5120, 8192, 73 },
+  { 1, 5120, 32768, 76 },
+  { 1, 6144, 1, 77 },
+  { 1, 6144, 8, 77 },
+  { 1, 6144, 32, 77 },
+  { 1, 6144, 128, 77 },
+  { 1, 6144, 512, 77 },
+  { 1, 6144, 2048, 77 },
+  { 1, 6144, 8192, 77 },
+  { 1, 6144, 32768, 78 },
+  { 1, 7168, 1, 79 },
+  { 1, 7168, 8, 79 },
+  { 1, 7168, 32, 79 },
+  { 1, 7168, 128, 80 },
+  { 1, 7168, 512, 80 },
+  { 1, 7168, 2048, 80 },
+  { 1, 7168, 8192, 80 },
+  { 1, 7168, 32768, 80 },
+  { 1, 8192, 1, 81 },
+  { 1, 8192, 8, 81 },
+  { 1, 8192, 32, 81 },
+  { 1, 8192, 128, 81 },
+  { 1, 8192, 512, 82 },
+  { 1, 8192, 2048, 83 },
+  { 1, 8192, 8192, 84 },
+  { 1, 8192, 32768, 84 },
+  { 1, 12288, 1, 85 },
+  { 1, 12288, 8, 85 },
+  { 1, 12288, 32, 85 },
+  { 1, 12288, 128, 86 },
+  { 1, 12288, 512, 87 },
+  { 1, 12288, 2048, 88 },
+  { 1, 12288, 8192, 89 },
+  { 1, 12288, 32768, 87 },
+  { 1, 16384, 1, 90 },
+  { 1, 16384, 8, 90 },
+  { 1, 16384, 32, 90 },
+  { 1, 16384, 128, 91 },
+  { 1, 16384, 512, 92 },
+  { 1, 16384, 2048, 92 },
+  { 1, 16384, 8192, 93 },
+  { 1, 16384, 32768, 94 },
+  { 1, 32768, 1, 95 },
+  { 1, 32768, 8, 95 },
+  { 1, 32768, 32, 95 },
+  { 1, 32768, 128, 96 },
+  { 1, 32768, 512, 97 },
+  { 1, 32768, 2048, 97 },
+  { 1, 32768, 8192, 97 },
+  { 1, 32768, 32768, 97 },
+  { 1, 65536, 1, 98 },
+  { 1, 65536, 8, 98 },
+  { 1, 65536, 32, 99 },
+  { 1, 65536, 128, 100 },
+  { 1, 65536, 512, 101 },
+  { 1, 65536, 2048, 101 },
+  { 1, 65536, 8192, 101 },
+  { 1, 65536, 32768, 101 },
+  { 1, 131072, 1, 102 },
+  { 1, 131072, 8, 102 },
+  { 1, 131072, 32, 103 },
+  { 1, 131072, 128, 104 },
+  { 1, 131072, 512, 105 },
+  { 1, 131072, 2048, 105 },
+  { 1, 131072, 8192, 105 },
+  { 1, 131072, 32768, 105 },
+  { 2, 512, 1, 107 },
+  { 2, 512, 8, 108 },
+  { 2, 512, 32, 108 },
+  { 2, 512, 128, 108 },
+  { 2, 512, 512, 109 },
+  { 2, 512, 2048, 109 },
+  { 2, 512, 8192, 108 },
+  { 2, 512, 32768, 109 },
+  { 2, 768, 1, 110 },
+  { 2, 768, 8, 110 },
+  { 2, 768, 32, 110 },
+  { 2, 768, 128, 111 },
+  { 2, 768, 512, 110 },
+  { 2, 768, 2048, 112 },
+  { 2, 768, 8192, 111 },
+  { 2, 768, 32768, 112 },
+  { 2, 1024, 1, 113 },
+  { 2, 1024, 8, 113 },
+  { 2, 1024, 32, 113 },
+  { 2, 1024, 128, 113 },
+  { 2, 1024, 512, 113 },
+  { 2, 1024, 2048, 114 },
+  { 2, 1024, 8192, 113 },
+  { 2, 1024, 32768, 114 },
+  { 2, 1536, 1, 115 },
+  { 2, 1536, 8, 115 },
+  { 2, 1536, 32, 115 },
+  { 2, 1536, 128, 115 },
+  { 2, 1536, 512, 115 },
+  { 2, 1536, 2048, 116 },
+  { 2, 1536, 8192, 117 },
+  { 2, 1536, 32768, 117 },
+  { 2, 2048, 1, 118 },
+  { 2, 2048, 8, 118 },
+  { 2, 2048, 32, 118 },
+  { 2, 2048, 128, 118 },
+  { 2, 2048, 512, 118 },
+  { 2, 2048, 2048, 118 },
+  { 2, 2048, 8192, 119 },
+  { 2, 2048, 32768, 120 },
+  { 2, 2560, 1, 121 },
+  { 2, 2560, 8, 121 },
+  { 2, 2560, 32, 121 },
+  { 2, 2560, 128, 121 },
+  { 2, 2560, 512, 121 },
+  { 2, 2560, 2048, 121 },
+  { 2, 2560, 8192, 122 },
+  { 2, 2560, 32768, 123 },
+  { 2, 3072, 1, 124 },
+  { 2, 3072, 8, 124 },
+  { 2, 3072, 32, 124 },
+  { 2, 3072, 128, 124 },
+  { 2, 3072, 512, 124 },
+  { 2, 3072, 2048, 124 },
+  { 2, 3072, 8192, 125 },
+  { 2, 3072, 32768, 126 },
+  { 2, 4096, 1, 127 },
+  { 2, 4096, 8, 127 },
+  { 2, 4096, 32, 127 },
+  { 2, 4096, 128, 128 },
+  { 2, 4096, 512, 128 },
+  { 2, 4096, 2048, 127 },
+  { 2, 4096, 8192, 128 },
+  { 2, 4096, 32768, 128 },
+  { 2, 5120, 1, 129 },
+  { 2, 5120, 8, 129 },
+  { 2, 5120, 32, 129 },
+  { 2, 5120, 128, 130 },
+  { 2, 5120, 512, 129 },
+  { 2, 5120, 2048, 129 },
+  { 2, 5120, 8192, 131 },
+  { 2, 5120, 32768, 132 },
+  { 2, 6144, 1, 133 },
+  { 2, 6144, 8, 133 },
+  { 2, 6144, 32, 133 },
+  { 2, 6144, 128, 134 },
+  { 2, 6144, 512, 134 },
+  { 2, 6144, 2048, 134 },
+  { 2, 6144, 8192, 135 },
+  { 2, 6144, 32768, 136 },
+  { 2, 7168, 1, 137 },
+  { 2, 7168, 8, 137 },
+  { 2, 7168, 32, 137 },
+  { 2, 7168, 128, 137 },
+  { 2, 7168, 512, 138 },
+  { 2, 7168, 2048, 139 },
+  { 2, 7168, 8192, 138 },
+  { 2, 7168, 32768, 140 },
+  { 2, 8192, 1, 141 },
+  { 2, 8192, 8, 141 },
+  { 2, 8192, 32, 141 },
+  { 2, 8192, 128, 141 },
+  { 2, 8192, 512, 142 },
+  { 2, 8192, 2048, 142 },
+  { 2, 8192, 8192, 143 },
+  { 2, 8192, 32768, 143 },
+  { 2, 12288, 1, 144 },
+  { 2, 12288, 8, 144 },
+  { 2, 12288, 32, 144 },
+  { 2, 12288, 128, 144 },
+  { 2, 12288, 512, 144 },
+  { 2, 12288, 2048, 144 },
+  { 2, 12288, 8192, 145 },
+  { 2, 12288, 32768, 145 },
+  { 2, 16384, 1, 146 },
+  { 2, 16384, 8, 146 },
+  { 2, 16384, 32, 146 },
+  { 2, 16384, 128, 146 },
+  { 2, 16384, 512, 146 },
+  { 2, 16384, 2048, 146 },
+  { 2, 16384, 8192, 147 },
+  { 2, 16384, 32768, 147 },
+  { 2, 32768, 1, 148 },
+  { 2, 32768, 8, 148 },
+  { 2, 32768, 32, 148 },
+  { 2, 32768, 128, 148 },
+  { 2, 32768, 512, 148 },
+  { 2, 32768, 2048, 148 },
+  { 2, 32768, 8192, 149 },
+  { 2, 32768, 32768, 149 },
+  { 2, 65536, 1, 150 },
+  { 2, 65536, 8, 151 },
+  { 2, 65536, 32, 151 },
+  { 2, 65536, 128, 151 },
+  { 2, 65536, 512, 150 },
+  { 2, 65536, 2048, 150 },
+  { 2, 65536, 8192, 152 },
+  { 2, 65536, 32768, 150 },
+  { 2, 131072, 1, 153 },
+  { 2, 131072, 8, 153 },
+  { 2, 131072, 32, 154 },
+  { 2, 131072, 128, 154 },
+  { 2, 131072, 512, 154 },
+  { 2, 131072, 2048, 154 },
+  { 2, 131072, 8192, 154 },
+  { 2, 131072, 32768, 154 },
+  { 3, 512, 1, 156 },
+  { 3, 512, 8, 157 },
+  { 3, 512, 32, 157 },
+  { 3, 512, 128, 157 },
+  { 3, 512, 512, 158 },
+  { 3, 512, 2048, 159 },
+  { 3, 512, 8192, 160 },
+  { 3, 512, 32768, 159 },
+  { 3, 768, 1, 161 },
+  { 3, 768, 8, 161 },
+  { 3, 768, 32, 162 },
+  { 3, 768, 128, 162 },
+  { 3, 768, 512, 163 },
+  { 3, 768, 2048, 163 },
+  { 3, 768, 8192, 163 },
+  { 3, 768, 32768, 164 },
+  { 3, 1024, 1, 165 },
+  { 3, 1024, 8, 165 },
+  { 3, 1024, 32, 165 },
+  { 3, 1024, 128, 166 },
+  { 3, 1024, 512, 167 },
+  { 3, 1024, 2048, 167 },
+  { 3, 1024, 8192, 167 },
+  { 3, 1024, 32768, 167 },
+  { 3, 1536, 1, 168 },
+  { 3, 1536, 8, 168 },
+  { 3, 1536, 32, 168 },
+  { 3, 1536, 128, 168 },
+  { 3, 1536, 512, 169 },
+  { 3, 1536, 2048, 170 },
+  { 3, 1536, 8192, 169 },
+  { 3, 1536, 32768, 169 },
+  { 3, 2048, 1, 171 },
+  { 3, 2048, 8, 171 },
+  { 3, 2048, 32, 171 },
+  { 3, 2048, 128, 171 },
+  { 3, 2048, 512, 172 },
+  { 3, 2048, 2048, 172 },
+  { 3, 2048, 8192, 172 },
+  { 3, 2048, 32768, 172 },
+  { 3, 2560, 1, 173 },
+  { 3, 2560, 8, 173 },
+  { 3, 2560, 32, 173 },
+  { 3, 2560, 128, 173 },
+  { 3, 2560, 512, 174 },
+  { 3, 2560, 2048, 175 },
+  { 3, 2560, 8192, 175 },
+  { 3, 2560, 32768, 175 },
+  { 3, 3072, 1, 176 },
+  { 3, 3072, 8, 176 },
+  { 3, 3072, 32, 176 },
+  { 3, 3072, 128, 176 },
+  { 3, 3072, 512, 177 },
+  { 3, 3072, 2048, 177 },
+  { 3, 3072, 8192, 177 },
+  { 3, 3072, 32768, 177 },
+  { 3, 4096, 1, 178 },
+  { 3, 4096, 8, 179 },
+  { 3, 4096, 32, 179 },
+  { 3, 4096, 128, 179 },
+  { 3, 4096, 512, 178 },
+  { 3, 4096, 2048, 180 },
+  { 3, 4096, 8192, 178 },
+  { 3, 4096, 32768, 181 },
+  { 3, 5120, 1, 182 },
+  { 3, 5120, 8, 182 },
+  { 3, 5120, 32, 182 },
+  { 3, 5120, 128, 182 },
+  { 3, 5120, 512, 183 },
+  { 3, 5120, 2048, 184 },
+  { 3, 5120, 8192, 184 },
+  { 3, 5120, 32768, 185 },
+  { 3, 6144, 1, 186 },
+  { 3, 6144, 8, 186 },
+  { 3, 6144, 32, 187 },
+  { 3, 6144, 128, 187 },
+  { 3, 6144, 512, 188 },
+  { 3, 6144, 2048, 189 },
+  { 3, 6144, 8192, 189 },
+  { 3, 6144, 32768, 190 },
+  { 3, 7168, 1, 191 },
+  { 3, 7168, 8, 191 },
+  { 3, 7168, 32, 192 },
+  { 3, 7168, 128, 192 },
+  { 3, 7168, 512, 193 },
+  { 3, 7168, 2048, 194 },
+  { 3, 7168, 8192, 193 },
+  { 3, 7168, 32768, 195 },
+  { 3, 8192, 1, 196 },
+  { 3, 8192, 8, 196 },
+  { 3, 8192, 32, 196 },
+  { 3, 8192, 128, 196 },
+  { 3, 8192, 512, 197 },
+  { 3, 8192, 2048, 197 },
+  { 3, 8192, 8192, 197 },
+  { 3, 8192, 32768, 198 },
+  { 3, 12288, 1, 199 },
+  { 3, 12288, 8, 199 },
+  { 3, 12288, 32, 199 },
+  { 3, 12288, 128, 199 },
+  { 3, 12288, 512, 200 },
+  { 3, 12288, 2048, 201 },
+  { 3, 12288, 8192, 201 },
+  { 3, 12288, 32768, 202 },
+  { 3, 16384, 1, 203 },
+  { 3, 16384, 8, 203 },
+  { 3, 16384, 32, 203 },
+  { 3, 16384, 128, 204 },
+  { 3, 16384, 512, 205 },
+  { 3, 16384, 2048, 206 },
+  { 3, 16384, 8192, 207 },
+  { 3, 16384, 32768, 207 },
+  { 3, 32768, 1, 208 },
+  { 3, 32768, 8, 208 },
+  { 3, 32768, 32, 208 },
+  { 3, 32768, 128, 209 },
+  { 3, 32768, 512, 210 },
+  { 3, 32768, 2048, 211 },
+  { 3, 32768, 8192, 212 },
+  { 3, 32768, 32768, 212 },
+  { 3, 65536, 1, 213 },
+  { 3, 65536, 8, 213 },
+  { 3, 65536, 32, 213 },
+  { 3, 65536, 128, 213 },
+  { 3, 65536, 512, 214 },
+  { 3, 65536, 2048, 215 },
+  { 3, 65536, 8192, 216 },
+  { 3, 65536, 32768, 216 },
+  { 3, 131072, 1, 217 },
+  { 3, 131072, 8, 217 },
+  { 3, 131072, 32, 217 },
+  { 3, 131072, 128, 218 },
+  { 3, 131072, 512, 218 },
+  { 3, 131072, 2048, 218 },
+  { 3, 131072, 8192, 218 },
+  { 3, 131072, 32768, 218 },
+  { 4, 512, 1, 220 },
+  { 4, 512, 8, 221 },
+  { 4, 512, 32, 221 },
+  { 4, 512, 128, 221 },
+  { 4, 512, 512, 222 },
+  { 4, 512, 2048, 222 },
+  { 4, 512, 8192, 223 },
+  { 4, 512, 32768, 222 },
+  { 4, 768, 1, 224 },
+  { 4, 768, 8, 224 },
+  { 4, 768, 32, 224 },
+  { 4, 768, 128, 224 },
+  { 4, 768, 512, 225 },
+  { 4, 768, 2048, 225 },
+  { 4, 768, 8192, 225 },
+  { 4, 768, 32768, 225 },
+  { 4, 1024, 1, 226 },
+  { 4, 1024, 8, 226 },
+  { 4, 1024, 32, 226 },
+  { 4, 1024, 128, 226 },
+  { 4, 1024, 512, 227 },
+  { 4, 1024, 2048, 227 },
+  { 4, 1024, 8192, 227 },
+  { 4, 1024, 32768, 227 },
+  { 4, 1536, 1, 228 },
+  { 4, 1536, 8, 228 },
+  { 4, 1536, 32, 228 },
+  { 4, 1536, 128, 228 },
+  { 4, 1536, 512, 229 },
+  { 4, 1536, 2048, 230 },
+  { 4, 1536, 8192, 230 },
+  { 4, 1536, 32768, 230 },
+  { 4, 2048, 1, 231 },
+  { 4, 2048, 8, 231 },
+  { 4, 2048, 32, 231 },
+  { 4, 2048, 128, 231 },
+  { 4, 2048, 512, 232 },
+  { 4, 2048, 2048, 233 },
+  { 4, 2048, 8192, 233 },
+  { 4, 2048, 32768, 232 },
+  { 4, 2560, 1, 234 },
+  { 4, 2560, 8, 234 },
+  { 4, 2560, 32, 234 },
+  { 4, 2560, 128, 234 },
+  { 4, 2560, 512, 235 },
+  { 4, 2560, 2048, 235 },
+  { 4, 2560, 8192, 236 },
+  { 4, 2560, 32768, 236 },
+  { 4, 3072, 1, 237 },
+  { 4, 3072, 8, 237 },
+  { 4, 3072, 32, 237 },
+  { 4, 3072, 128, 237 },
+  { 4, 3072, 512, 238 },
+  { 4, 3072, 2048, 238 },
+  { 4, 3072, 8192, 238 },
+  { 4, 3072, 32768, 238 },
+  { 4, 4096, 1, 239 },
+  { 4, 4096, 8, 239 },
+  { 4, 4096, 32, 240 },
+  { 4, 4096, 128, 240 },
+  { 4, 4096, 512, 241 },
+  { 4, 4096, 2048, 241 },
+  { 4, 4096, 8192, 242 },
+  { 4, 4096, 32768, 242 },
+  { 4, 5120, 1, 243 },
+  { 4, 5120, 8, 243 },
+  { 4, 5120, 32, 244 },
+  { 4, 5120, 128, 244 },
+  { 4, 5120, 512, 245 },
+  { 4, 5120, 2048, 246 },
+  { 4, 5120, 8192, 246 },
+  { 4, 5120, 32768, 246 },
+  { 4, 6144, 1, 247 },
+  { 4, 6144, 8, 247 },
+  { 4, 6144, 32, 248 },
+  { 4, 6144, 128, 248 },
+  { 4, 6144, 512, 249 },
+  { 4, 6144, 2048, 249 },
+  { 4, 6144, 8192, 250 },
+  { 4, 6144, 32768, 250 },
+  { 4, 7168, 1, 251 },
+  { 4, 7168, 8, 251 },
+  { 4, 7168, 32, 251 },
+  { 4, 7168, 128, 251 },
+  { 4, 7168, 512, 252 },
+  { 4, 7168, 2048, 252 },
+  { 4, 7168, 8192, 253 },
+  { 4, 7168, 32768, 253 },
+  { 4, 8192, 1, 254 },
+  { 4, 8192, 8, 254 },
+  { 4, 8192, 32, 254 },
+  { 4, 8192, 128, 254 },
+  { 4, 8192, 512, 255 },
+  { 4, 8192, 2048, 256 },
+  { 4, 8192, 8192, 257 },
+  { 4, 8192, 32768, 257 },
+  { 4, 12288, 1, 258 },
+  { 4, 12288, 8, 259 },
+  { 4, 12288, 32, 258 },
+  { 4, 12288, 128, 258 },
+  { 4, 12288, 512, 260 },
+  { 4, 12288, 2048, 261 },
+  { 4, 12288, 8192, 261 },
+  { 4, 12288, 32768, 261 },
+  { 4, 16384, 1, 262 },
+  { 4, 16384, 8, 262 },
+  { 4, 16384, 32, 262 },
+  { 4, 16384, 128, 263 },
+  { 4, 16384, 512, 264 },
+  { 4, 16384, 2048, 264 },
+  { 4, 16384, 8192, 265 },
+  { 4, 16384, 32768, 265 },
+  { 4, 32768, 1, 266 },
+  { 4, 32768, 8, 266 },
+  { 4, 32768, 32, 266 },
+  { 4, 32768, 128, 266 },
+  { 4, 32768, 512, 267 },
+  { 4, 32768, 2048, 267 },
+  { 4, 32768, 8192, 267 },
+  { 4, 32768, 32768, 267 },
+  { 4, 65536, 1, 268 },
+  { 4, 65536, 8, 268 },
+  { 4, 65536, 32, 269 },
+  { 4, 65536, 128, 270 },
+  { 4, 65536, 512, 269 },
+  { 4, 65536, 2048, 270 },
+  { 4, 65536, 8192, 270 },
+  { 4, 65536, 32768, 270 },
+  { 4, 131072, 1, 271 },
+  { 4, 131072, 8, 271 },
+  { 4, 131072, 32, 272 },
+  { 4, 131072, 128, 272 },
+  { 4, 131072, 512, 272 },
+  { 4, 131072, 2048, 272 },
+  { 4, 131072, 8192, 272 },
+  { 4, 131072, 32768, 272 },
+  { 5, 512, 1, 274 },
+  { 5, 512, 8, 275 },
+  { 5, 512, 32, 275 },
+  { 5, 512, 128, 275 },
+  { 5, 512, 512, 276 },
+  { 5, 512, 2048, 276 },
+  { 5, 512, 8192, 277 },
+  { 5, 512, 32768, 278 },
+  { 5, 768, 1, 279 },
+  { 5, 768, 8, 279 },
+  { 5, 768, 32, 280 },
+  { 5, 768, 128, 280 },
+  { 5, 768, 512, 281 },
+  { 5, 768, 2048, 281 },
+  { 5, 768, 8192, 282 },
+  { 5, 768, 32768, 283 },
+  { 5, 1024, 1, 284 },
+  { 5, 1024, 8, 284 },
+  { 5, 1024, 32, 284 },
+  { 5, 1024, 128, 285 },
+  { 5, 1024, 512, 286 },
+  { 5, 1024, 2048, 287 },
+  { 5, 1024, 8192, 286 },
+  { 5, 1024, 32768, 286 },
+  { 5, 1536, 1, 288 },
+  { 5, 1536, 8, 288 },
+  { 5, 1536, 32, 288 },
+  { 5, 1536, 128, 288 },
+  { 5, 1536, 512, 289 },
+  { 5, 1536, 2048, 289 },
+  { 5, 1536, 8192, 290 },
+  { 5, 1536, 32768, 290 },
+  { 5, 2048, 1, 291 },
+  { 5, 2048, 8, 291 },
+  { 5, 2048, 32, 291 },
+  { 5, 2048, 128, 291 },
+  { 5, 2048, 512, 292 },
+  { 5, 2048, 2048, 292 },
+  { 5, 2048, 8192, 292 },
+  { 5, 2048, 32768, 292 },
+  { 5, 2560, 1, 293 },
+  { 5, 2560, 8, 293 },
+  { 5, 2560, 32, 293 },
+  { 5, 2560, 128, 293 },
+  { 5, 2560, 512, 294 },
+  { 5, 2560, 2048, 295 },
+  { 5, 2560, 8192, 295 },
+  { 5, 2560, 32768, 295 },
+  { 5, 3072, 1, 296 },
+  { 5, 3072, 8, 296 },
+  { 5, 3072, 32, 296 },
+  { 5, 3072, 128, 296 },
+  { 5, 3072, 512, 297 },
+  { 5, 3072, 2048, 297 },
+  { 5, 3072, 8192, 297 },
+  { 5, 3072, 32768, 297 },
+  { 5, 4096, 1, 298 },
+  { 5, 4096, 8, 298 },
+  { 5, 4096, 32, 298 },
+  { 5, 4096, 128, 298 },
+  { 5, 4096, 512, 299 },
+  { 5, 4096, 2048, 300 },
+  { 5, 4096, 8192, 299 },
+  { 5, 4096, 32768, 300 },
+  { 5, 5120, 1, 301 },
+  { 5, 5120, 8, 301 },
+  { 5, 5120, 32, 301 },
+  { 5, 5120, 128, 301 },
+  { 5, 5120, 512, 302 },
+  { 5, 5120, 2048, 302 },
+  { 5, 5120, 8192, 302 },
+  { 5, 5120, 32768, 303 },
+  { 5, 6144, 1, 304 },
+  { 5, 6144, 8, 304 },
+  { 5, 6144, 32, 304 },
+  { 5, 6144, 128, 304 },
+  { 5, 6144, 512, 305 },
+  { 5, 6144, 2048, 306 },
+  { 5, 6144, 8192, 306 },
+  { 5, 6144, 32768, 307 },
+  { 5, 7168, 1, 308 },
+  { 5, 7168, 8, 308 },
+  { 5, 7168, 32, 309 },
+  { 5, 7168, 128, 309 },
+  { 5, 7168, 512, 310 },
+  { 5, 7168, 2048, 310 },
+  { 5, 7168, 8192, 310 },
+  { 5, 7168, 32768, 311 },
+  { 5, 8192, 1, 312 },
+  { 5, 8192, 8, 312 },
+  { 5, 8192, 32, 312 },
+  { 5, 8192, 128, 313 },
+  { 5, 8192, 512, 314 },
+  { 5, 8192, 2048, 314 },
+  { 5, 8192, 8192, 314 },
+  { 5, 8192, 32768, 315 },
+  { 5, 12288, 1, 316 },
+  { 5, 12288, 8, 316 },
+  { 5, 12288, 32, 316 },
+  { 5, 12288, 128, 316 },
+  { 5, 12288, 512, 317 },
+  { 5, 12288, 2048, 318 },
+  { 5, 12288, 8192, 318 },
+  { 5, 12288, 32768, 319 },
+  { 5, 16384, 1, 320 },
+  { 5, 16384, 8, 320 },
+  { 5, 16384, 32, 320 },
+  { 5, 16384, 128, 321 },
+  { 5, 16384, 512, 322 },
+  { 5, 16384, 2048, 323 },
+  { 5, 16384, 8192, 324 },
+  { 5, 16384, 32768, 324 },
+  { 5, 32768, 1, 325 },
+  { 5, 32768, 8, 325 },
+  { 5, 32768, 32, 325 },
+  { 5, 32768, 128, 326 },
+  { 5, 32768, 512, 327 },
+  { 5, 32768, 2048, 328 },
+  { 5, 32768, 8192, 329 },
+  { 5, 32768, 32768, 329 },
+  { 5, 65536, 1, 330 },
+  { 5, 65536, 8, 330 },
+  { 5, 65536, 32, 331 },
+  { 5, 65536, 128, 332 },
+  { 5, 65536, 512, 331 },
+  { 5, 65536, 2048, 333 },
+  { 5, 65536, 8192, 334 },
+  { 5, 65536, 32768, 334 },
+  { 5, 131072, 1, 335 },
+  { 5, 131072, 8, 335 },
+  { 5, 131072, 32, 336 },
+  { 5, 131072, 128, 337 },
+  { 5, 131072, 512, 337 },
+  { 5, 131072, 2048, 337 },
+  { 5, 131072, 8192, 337 },
+  { 5, 131072, 32768, 338 },
+  { 6, 512, 1, 340 },
+  { 6, 512, 8, 341 },
+  { 6, 512, 32, 341 },
+  { 6, 512, 128, 341 },
+  { 6, 512, 512, 342 },
+  { 6, 512, 2048, 342 },
+  { 6, 512, 8192, 343 },
+  { 6, 512, 32768, 342 },
+  { 6, 768, 1, 344 },
+  { 6, 768, 8, 344 },
+  { 6, 768, 32, 344 },
+  { 6, 768, 128, 344 },
+  { 6, 768, 512, 345 },
+  { 6, 768, 2048, 345 },
+  { 6, 768, 8192, 345 },
+  { 6, 768, 32768, 346 },
+  { 6, 1024, 1, 347 },
+  { 6, 1024, 8, 347 },
+  { 6, 1024, 32, 347 },
+  { 6, 1024, 128, 348 },
+  { 6, 1024, 512, 349 },
+  { 6, 1024, 2048, 349 },
+  { 6, 1024, 8192, 349 },
+  { 6, 1024, 32768, 349 },
+  { 6, 1536, 1, 350 },
+  { 6, 1536, 8, 350 },
+  { 6, 1536, 32, 350 },
+  { 6, 1536, 128, 350 },
+  { 6, 1536, 512, 351 },
+  { 6, 1536, 2048, 351 },
+  { 6, 1536, 8192, 351 },
+  { 6, 1536, 32768, 351 },
+  { 6, 2048, 1, 352 },
+  { 6, 2048, 8, 352 },
+  { 6, 2048, 32, 352 },
+  { 6, 2048, 128, 352 },
+  { 6, 2048, 512, 353 },
+  { 6, 2048, 2048, 354 },
+  { 6, 2048, 8192, 354 },
+  { 6, 2048, 32768, 353 },
+  { 6, 2560, 1, 355 },
+  { 6, 2560, 8, 355 },
+  { 6, 2560, 32, 355 },
+  { 6, 2560, 128, 355 },
+  { 6, 2560, 512, 356 },
+  { 6, 2560, 2048, 356 },
+  { 6, 2560, 8192, 356 },
+  { 6, 2560, 32768, 356 },
+  { 6, 3072, 1, 357 },
+  { 6, 3072, 8, 357 },
+  { 6, 3072, 32, 357 },
+  { 6, 3072, 128, 357 },
+  { 6, 3072, 512, 358 },
+  { 6, 3072, 2048, 358 },
+  { 6, 3072, 8192, 358 },
+  { 6, 3072, 32768, 358 },
+  { 6, 4096, 1, 359 },
+  { 6, 4096, 8, 359 },
+  { 6, 4096, 32, 359 },
+  { 6, 4096, 128, 359 },
+  { 6, 4096, 512, 360 },
+  { 6, 4096, 2048, 360 },
+  { 6, 4096, 8192, 361 },
+  { 6, 4096, 32768, 361 },
+  { 6, 5120, 1, 362 },
+  { 6, 5120, 8, 363 },
+  { 6, 5120, 32, 363 },
+  { 6, 5120, 128, 363 },
+  { 6, 5120, 512, 364 },
+  { 6, 5120, 2048, 364 },
+  { 6, 5120, 8192, 365 },
+  { 6, 5120, 32768, 365 },
+  { 6, 6144, 1, 366 },
+  { 6, 6144, 8, 366 },
+  { 6, 6144, 32, 367 },
+  { 6, 6144, 128, 367 },
+  { 6, 6144, 512, 368 },
+  { 6, 6144, 2048, 368 },
+  { 6, 6144, 8192, 369 },
+  { 6, 6144, 32768, 369 },
+  { 6, 7168, 1, 370 },
+  { 6, 7168, 8, 370 },
+  { 6, 7168, 32, 371 },
+  { 6, 7168, 128, 371 },
+  { 6, 7168, 512, 372 },
+  { 6, 7168, 2048, 373 },
+  { 6, 7168, 8192, 373 },
+  { 6, 7168, 32768, 373 },
+  { 6, 8192, 1, 374 },
+  { 6, 8192, 8, 374 },
+  { 6, 8192, 32, 374 },
+  { 6, 8192, 128, 374 },
+  { 6, 8192, 512, 375 },
+  { 6, 8192, 2048, 375 },
+  { 6, 8192, 8192, 376 },
+  { 6, 8192, 32768, 376 },
+  { 6, 12288, 1, 377 },
+  { 6, 12288, 8, 377 },
+  { 6, 12288, 32, 377 },
+  { 6, 12288, 128, 377 },
+  { 6, 12288, 512, 378 },
+  { 6, 12288, 2048, 379 },
+  { 6, 12288, 8192, 380 },
+  { 6, 12288, 32768, 380 },
+  { 6, 16384, 1, 381 },
+  { 6, 16384, 8, 381 },
+  { 6, 16384, 32, 381 },
+  { 6, 16384, 128, 382 },
+  { 6, 16384, 512, 383 },
+  { 6, 16384, 2048, 383 },
+  { 6, 16384, 8192, 384 },
+  { 6, 16384, 32768, 384 },
+  { 6, 32768, 1, 385 },
+  { 6, 32768, 8, 385 },
+  { 6, 32768, 32, 385 },
+  { 6, 32768, 128, 385 },
+  { 6, 32768, 512, 386 },
+  { 6, 32768, 2048, 387 },
+  { 6, 32768, 8192, 387 },
+  { 6, 32768, 32768, 387 },
+  { 6, 65536, 1, 388 },
+  { 6, 65536, 8, 388 },
+  { 6, 65536, 32, 389 },
+  { 6, 65536, 128, 390 },
+  { 6, 65536, 512, 389 },
+  { 6, 65536, 2048, 389 },
+  { 6, 65536, 8192, 390 },
+  { 6, 65536, 32768, 390 },
+  { 6, 131072, 1, 391 },
+  { 6, 131072, 8, 391 },
+  { 6, 131072, 32, 392 },
+  { 6, 131072, 128, 392 },
+  { 6, 131072, 512, 392 },
+  { 6, 131072, 2048, 392 },
+  { 6, 131072, 8192, 392 },
+  { 6, 131072, 32768, 392 },
+  { 7, 512, 1, 394 },
+  { 7, 512, 8, 395 },
+  { 7, 512, 32, 394 },
+  { 7, 512, 128, 395 },
+  { 7, 512, 512, 396 },
+  { 7, 512, 2048, 395 },
+  { 7, 512, 8192, 397 },
+  { 7, 512, 32768, 396 },
+  { 7, 768, 1, 398 },
+  { 7, 768, 8, 398 },
+  { 7, 768, 32, 399 },
+  { 7, 768, 128, 398 },
+  { 7, 768, 512, 399 },
+  { 7, 768, 2048, 400 },
+  { 7, 768, 8192, 399 },
+  { 7, 768, 32768, 400 },
+  { 7, 1024, 1, 401 },
+  { 7, 1024, 8, 401 },
+  { 7, 1024, 32, 401 },
+  { 7, 1024, 128, 401 },
+  { 7, 1024, 512, 402 },
+  { 7, 1024, 2048, 402 },
+  { 7, 1024, 8192, 401 },
+  { 7, 1024, 32768, 402 },
+  { 7, 1536, 1, 403 },
+  { 7, 1536, 8, 403 },
+  { 7, 1536, 32, 403 },
+  { 7, 1536, 128, 403 },
+  { 7, 1536, 512, 404 },
+  { 7, 1536, 2048, 404 },
+  { 7, 1536, 8192, 404 },
+  { 7, 1536, 32768, 404 },
+  { 7, 2048, 1, 405 },
+  { 7, 2048, 8, 405 },
+  { 7, 2048, 32, 406 },
+  { 7, 2048, 128, 405 },
+  { 7, 2048, 512, 407 },
+  { 7, 2048, 2048, 406 },
+  { 7, 2048, 8192, 408 },
+  { 7, 2048, 32768, 409 },
+  { 7, 2560, 1, 410 },
+  { 7, 2560, 8, 410 },
+  { 7, 2560, 32, 411 },
+  { 7, 2560, 128, 410 },
+  { 7, 2560, 512, 410 },
+  { 7, 2560, 2048, 410 },
+  { 7, 2560, 8192, 412 },
+  { 7, 2560, 32768, 409 },
+  { 7, 3072, 1, 413 },
+  { 7, 3072, 8, 413 },
+  { 7, 3072, 32, 413 },
+  { 7, 3072, 128, 413 },
+  { 7, 3072, 512, 414 },
+  { 7, 3072, 2048, 413 },
+  { 7, 3072, 8192, 414 },
+  { 7, 3072, 32768, 415 },
+  { 7, 4096, 1, 416 },
+  { 7, 4096, 8, 416 },
+  { 7, 4096, 32, 417 },
+  { 7, 4096, 128, 416 },
+  { 7, 4096, 512, 418 },
+  { 7, 4096, 2048, 416 },
+  { 7, 4096, 8192, 418 },
+  { 7, 4096, 32768, 415 },
+  { 7, 5120, 1, 419 },
+  { 7, 5120, 8, 419 },
+  { 7, 5120, 32, 420 },
+  { 7, 5120, 128, 420 },
+  { 7, 5120, 512, 419 },
+  { 7, 5120, 2048, 419 },
+  { 7, 5120, 8192, 421 },
+  { 7, 5120, 32768, 422 },
+  { 7, 6144, 1, 423 },
+  { 7, 6144, 8, 423 },
+  { 7, 6144, 32, 423 },
+  { 7, 6144, 128, 424 },
+  { 7, 6144, 512, 424 },
+  { 7, 6144, 2048, 425 },
+  { 7, 6144, 8192, 425 },
+  { 7, 6144, 32768, 422 },
+  { 7, 7168, 1, 426 },
+  { 7, 7168, 8, 426 },
+  { 7, 7168, 32, 427 },
+  { 7, 7168, 128, 427 },
+  { 7, 7168, 512, 427 },
+  { 7, 7168, 2048, 427 },
+  { 7, 7168, 8192, 422 },
+  { 7, 7168, 32768, 422 },
+  { 7, 8192, 1, 428 },
+  { 7, 8192, 8, 428 },
+  { 7, 8192, 32, 428 },
+  { 7, 8192, 128, 428 },
+  { 7, 8192, 512, 429 },
+  { 7, 8192, 2048, 430 },
+  { 7, 8192, 8192, 431 },
+  { 7, 8192, 32768, 422 },
+  { 7, 12288, 1, 432 },
+  { 7, 12288, 8, 432 },
+  { 7, 12288, 32, 432 },
+  { 7, 12288, 128, 432 },
+  { 7, 12288, 512, 432 },
+  { 7, 12288, 2048, 432 },
+  { 7, 12288, 8192, 433 },
+  { 7, 12288, 32768, 433 },
+  { 7, 16384, 1, 434 },
+  { 7, 16384, 8, 434 },
+  { 7, 16384, 32, 434 },
+  { 7, 16384, 128, 434 },
+  { 7, 16384, 512, 434 },
+  { 7, 16384, 2048, 435 },
+  { 7, 16384, 8192, 433 },
+  { 7, 16384, 32768, 433 },
+  { 7, 32768, 1, 436 },
+  { 7, 32768, 8, 436 },
+  { 7, 32768, 32, 436 },
+  { 7, 32768, 128, 436 },
+  { 7, 32768, 512, 436 },
+  { 7, 32768, 2048, 437 },
+  { 7, 32768, 8192, 437 },
+  { 7, 32768, 32768, 437 },
+  { 7, 65536, 1, 438 },
+  { 7, 65536, 8, 438 },
+  { 7, 65536, 32, 439 },
+  { 7, 65536, 128, 438 },
+  { 7, 65536, 512, 438 },
+  { 7, 65536, 2048, 440 },
+  { 7, 65536, 8192, 440 },
+  { 7, 65536, 32768, 440 },
+  { 7, 131072, 1, 441 },
+  { 7, 131072, 8, 441 },
+  { 7, 131072, 32, 441 },
+  { 7, 131072, 128, 442 },
+  { 7, 131072, 512, 442 },
+  { 7, 131072, 2048, 441 },
+  { 7, 131072, 8192, 441 },
+  { 7, 131072, 32768, 441 },
+  { 8, 512, 1, 444 },
+  { 8, 512, 8, 444 },
+  { 8, 512, 32, 444 },
+  { 8, 512, 128, 445 },
+  { 8, 512, 512, 444 },
+  { 8, 512, 2048, 446 },
+  { 8, 512, 8192, 444 },
+  { 8, 512, 32768, 447 },
+  { 8, 768, 1, 448 },
+  { 8, 768, 8, 448 },
+  { 8, 768, 32, 448 },
+  { 8, 768, 128, 448 },
+  { 8, 768, 512, 448 },
+  { 8, 768, 2048, 449 },
+  { 8, 768, 8192, 450 },
+  { 8, 768, 32768, 450 },
+  { 8, 1024, 1, 451 },
+  { 8, 1024, 8, 451 },
+  { 8, 1024, 32, 451 },
+  { 8, 1024, 128, 451 },
+  { 8, 1024, 512, 452 },
+  { 8, 1024, 2048, 452 },
+  { 8, 1024, 8192, 450 },
+  { 8, 1024, 32768, 450 },
+  { 8, 1536, 1, 453 },
+  { 8, 1536, 8, 453 },
+  { 8, 1536, 32, 454 },
+  { 8, 1536, 128, 453 },
+  { 8, 1536, 512, 455 },
   { 8, 1536, 2048, 455 },
   { 8, 1536, 8192, 456 },
   { 8, 1536, 32768, 456 },
@@ -2158,7 +2160,7 @@ const Entry kEntries[] = {
   { 8, 2048, 128, 457 },
   { 8, 2048, 512, 458 },
   { 8, 2048, 2048, 458 },
-  { 8, 2048, 8192, 456 },
+  { 8, 2048, 8192, 459 },
   { 8, 2048, 32768, 459 },
   { 8, 2560, 1, 460 },
   { 8, 2560, 8, 460 },
@@ -2167,7 +2169,7 @@ const Entry kEntries[] = {
   { 8, 2560, 512, 461 },
   { 8, 2560, 2048, 461 },
   { 8, 2560, 8192, 462 },
-  { 8, 2560, 32768, 462 },
+  { 8, 2560, 32768, 461 },
   { 8, 3072, 1, 463 },
   { 8, 3072, 8, 463 },
   { 8, 3072, 32, 463 },
@@ -2180,82 +2182,82 @@ const Entry kEntries[] = {
   { 8, 4096, 8, 465 },
   { 8, 4096, 32, 466 },
   { 8, 4096, 128, 466 },
-  { 8, 4096, 512, 465 },
+  { 8, 4096, 512, 467 },
   { 8, 4096, 2048, 462 },
-  { 8, 4096, 8192, 467 },
+  { 8, 4096, 8192, 468 },
   { 8, 4096, 32768, 468 },
   { 8, 5120, 1, 469 },
-  { 8, 5120, 8, 469 },
-  { 8, 5120, 32, 470 },
-  { 8, 5120, 128, 470 },
+  { 8, 5120, 8, 470 },
+  { 8, 5120, 32, 471 },
+  { 8, 5120, 128, 471 },
   { 8, 5120, 512, 469 },
   { 8, 5120, 2048, 468 },
-  { 8, 5120, 8192, 468 },
-  { 8, 5120, 32768, 468 },
-  { 8, 6144, 1, 471 },
-  { 8, 6144, 8, 471 },
-  { 8, 6144, 32, 472 },
-  { 8, 6144, 128, 472 },
-  { 8, 6144, 512, 472 },
+  { 8, 5120, 8192, 472 },
+  { 8, 5120, 32768, 472 },
+  { 8, 6144, 1, 473 },
+  { 8, 6144, 8, 474 },
+  { 8, 6144, 32, 473 },
+  { 8, 6144, 128, 474 },
+  { 8, 6144, 512, 473 },
   { 8, 6144, 2048, 468 },
-  { 8, 6144, 8192, 473 },
-  { 8, 6144, 32768, 473 },
-  { 8, 7168, 1, 474 },
-  { 8, 7168, 8, 474 },
-  { 8, 7168, 32, 474 },
-  { 8, 7168, 128, 475 },
+  { 8, 6144, 8192, 475 },
+  { 8, 6144, 32768, 475 },
+  { 8, 7168, 1, 476 },
+  { 8, 7168, 8, 476 },
+  { 8, 7168, 32, 476 },
+  { 8, 7168, 128, 477 },
   { 8, 7168, 512, 476 },
   { 8, 7168, 2048, 468 },
   { 8, 7168, 8192, 468 },
-  { 8, 7168, 32768, 477 },
-  { 8, 8192, 1, 478 },
-  { 8, 8192, 8, 478 },
-  { 8, 8192, 32, 478 },
-  { 8, 8192, 128, 478 },
-  { 8, 8192, 512, 478 },
-  { 8, 8192, 2048, 479 },
-  { 8, 8192, 8192, 479 },
-  { 8, 8192, 32768, 479 },
-  { 8, 12288, 1, 480 },
-  { 8, 12288, 8, 480 },
-  { 8, 12288, 32, 480 },
-  { 8, 12288, 128, 480 },
-  { 8, 12288, 512, 480 },
-  { 8, 12288, 2048, 481 },
-  { 8, 12288, 8192, 481 },
-  { 8, 12288, 32768, 481 },
-  { 8, 16384, 1, 482 },
-  { 8, 16384, 8, 482 },
-  { 8, 16384, 32, 482 },
-  { 8, 16384, 128, 483 },
-  { 8, 16384, 512, 484 },
-  { 8, 16384, 2048, 484 },
-  { 8, 16384, 8192, 484 },
-  { 8, 16384, 32768, 484 },
-  { 8, 32768, 1, 485 },
-  { 8, 32768, 8, 485 },
-  { 8, 32768, 32, 485 },
-  { 8, 32768, 128, 485 },
-  { 8, 32768, 512, 486 },
-  { 8, 32768, 2048, 486 },
-  { 8, 32768, 8192, 486 },
+  { 8, 7168, 32768, 478 },
+  { 8, 8192, 1, 479 },
+  { 8, 8192, 8, 479 },
+  { 8, 8192, 32, 479 },
+  { 8, 8192, 128, 479 },
+  { 8, 8192, 512, 479 },
+  { 8, 8192, 2048, 480 },
+  { 8, 8192, 8192, 480 },
+  { 8, 8192, 32768, 480 },
+  { 8, 12288, 1, 481 },
+  { 8, 12288, 8, 481 },
+  { 8, 12288, 32, 481 },
+  { 8, 12288, 128, 481 },
+  { 8, 12288, 512, 481 },
+  { 8, 12288, 2048, 482 },
+  { 8, 12288, 8192, 483 },
+  { 8, 12288, 32768, 483 },
+  { 8, 16384, 1, 484 },
+  { 8, 16384, 8, 484 },
+  { 8, 16384, 32, 484 },
+  { 8, 16384, 128, 484 },
+  { 8, 16384, 512, 485 },
+  { 8, 16384, 2048, 485 },
+  { 8, 16384, 8192, 485 },
+  { 8, 16384, 32768, 485 },
+  { 8, 32768, 1, 486 },
+  { 8, 32768, 8, 486 },
+  { 8, 32768, 32, 486 },
+  { 8, 32768, 128, 486 },
+  { 8, 32768, 512, 487 },
+  { 8, 32768, 2048, 487 },
+  { 8, 32768, 8192, 487 },
   { 8, 32768, 32768, 487 },
   { 8, 65536, 1, 488 },
-  { 8, 65536, 8, 488 },
-  { 8, 65536, 32, 488 },
-  { 8, 65536, 128, 488 },
-  { 8, 65536, 512, 489 },
-  { 8, 65536, 2048, 489 },
-  { 8, 65536, 8192, 489 },
-  { 8, 65536, 32768, 489 },
-  { 8, 131072, 1, 490 },
-  { 8, 131072, 8, 490 },
-  { 8, 131072, 32, 491 },
-  { 8, 131072, 128, 491 },
-  { 8, 131072, 512, 490 },
-  { 8, 131072, 2048, 490 },
-  { 8, 131072, 8192, 490 },
-  { 8, 131072, 32768, 490 },
+  { 8, 65536, 8, 489 },
+  { 8, 65536, 32, 490 },
+  { 8, 65536, 128, 489 },
+  { 8, 65536, 512, 488 },
+  { 8, 65536, 2048, 488 },
+  { 8, 65536, 8192, 488 },
+  { 8, 65536, 32768, 488 },
+  { 8, 131072, 1, 491 },
+  { 8, 131072, 8, 491 },
+  { 8, 131072, 32, 492 },
+  { 8, 131072, 128, 492 },
+  { 8, 131072, 512, 491 },
+  { 8, 131072, 2048, 491 },
+  { 8, 131072, 8192, 491 },
+  { 8, 131072, 32768, 491 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2482,30 +2484,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_9cbce209c1bc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_9cbce209c1bc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_71cf84bffe9d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_71cf84bffe9d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_df694058f53d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_df694058f53d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_68ff5650c855(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_68ff5650c855_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ef0de30466da(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ef0de30466da_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_5e1b9be750e5(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_5e1b9be750e5_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ec8c365144ec(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ec8c365144ec_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_48a8df0beff4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_48a8df0beff4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ea4d4488f416(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ea4d4488f416_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_211b72d4a24e(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_211b72d4a24e_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3f98348ee6c8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3f98348ee6c8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6d0b3833fd64(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6d0b3833fd64_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_198ae5358ce3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_198ae5358ce3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f8defa0a05c9(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f8defa0a05c9_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_46b9920efd24(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_46b9920efd24_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_cd143455af56(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_cd143455af56_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_2e859d67e79a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_2e859d67e79a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_da00e6400eb1(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_da00e6400eb1_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8e711d24e266(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8e711d24e266_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_851891615fef(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_851891615fef_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f3adb72094f2(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f3adb72094f2_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8491efc82059(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8491efc82059_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_fa0ff3fd2f8d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_fa0ff3fd2f8d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3563bf70ba9c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3563bf70ba9c_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2519,18 +2521,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_9cbce209c1bc, (const void*)&normgen_layernorm_bwd_9cbce209c1bc_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_71cf84bffe9d, (const void*)&normgen_layernorm_bwd_71cf84bffe9d_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 65536, 4 },  // regs.t128.v8.tpr128.i4.s4.c4.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_df694058f53d, (const void*)&normgen_layernorm_bwd_df694058f53d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_68ff5650c855, (const void*)&normgen_layernorm_bwd_68ff5650c855_reduce, 0, 512, 4, 512, 2, 1, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_ef0de30466da, (const void*)&normgen_layernorm_bwd_ef0de30466da_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_5e1b9be750e5, (const void*)&normgen_layernorm_bwd_5e1b9be750e5_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_ec8c365144ec, (const void*)&normgen_rmsnorm_bwd_ec8c365144ec_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_48a8df0beff4, (const void*)&normgen_rmsnorm_bwd_48a8df0beff4_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 131072, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_ea4d4488f416, (const void*)&normgen_rmsnorm_bwd_ea4d4488f416_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_211b72d4a24e, (const void*)&normgen_rmsnorm_bwd_211b72d4a24e_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_3f98348ee6c8, (const void*)&normgen_rmsnorm_bwd_3f98348ee6c8_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_6d0b3833fd64, (const void*)&normgen_rmsnorm_bwd_6d0b3833fd64_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_198ae5358ce3, (const void*)&normgen_layernorm_bwd_198ae5358ce3_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 57344, 1 },  // regs.t128.v8.tpr128.i4.s3.lean.sw.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_f8defa0a05c9, (const void*)&normgen_layernorm_bwd_f8defa0a05c9_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 4 },  // regs.t128.v8.tpr128.i4.s2.c4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_46b9920efd24, (const void*)&normgen_layernorm_bwd_46b9920efd24_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_cd143455af56, (const void*)&normgen_layernorm_bwd_cd143455af56_reduce, 0, 512, 4, 512, 2, 1, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_2e859d67e79a, (const void*)&normgen_layernorm_bwd_2e859d67e79a_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_da00e6400eb1, (const void*)&normgen_layernorm_bwd_da00e6400eb1_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_8e711d24e266, (const void*)&normgen_rmsnorm_bwd_8e711d24e266_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_851891615fef, (const void*)&normgen_rmsnorm_bwd_851891615fef_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f3adb72094f2, (const void*)&normgen_rmsnorm_bwd_f3adb72094f2_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_8491efc82059, (const void*)&normgen_rmsnorm_bwd_8491efc82059_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_fa0ff3fd2f8d, (const void*)&normgen_rmsnorm_bwd_fa0ff3fd2f8d_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3563bf70ba9c, (const void*)&normgen_rmsnorm_bwd_3563bf70ba9c_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

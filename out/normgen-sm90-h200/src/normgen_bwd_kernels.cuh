@@ -369,7 +369,7 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
       for (int i = 0; i < ITEMS; ++i) {
         const auto xs = x_of(i);
 #pragma unroll
-        for (int k = 0; k < VEC; ++k) acc += to_float(xs.v[k]);
+        for (int k = 0; k < VEC; ++k) acc += to_float_at(xs, k);
         next_chunk();
       }
       mean = reduce.sum(acc) * inv_h;
@@ -383,7 +383,7 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
         add_squared_deviations<VEC>(row_sums[0], v, mean, column(i), hidden);  // padding holds 0, not the mean: left out
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-          const float g = to_float(ds.v[k]) * w[k];
+          const float g = to_float_at(ds, k) * w[k];
           row_sums[1] = fmaf(g, v[k] - mean, row_sums[1]);
           row_sums[2] += g;
         }
@@ -401,7 +401,7 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
         for (int i = 0; i < ITEMS; ++i) {
           const auto xs = x_of(i);
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) acc = fmaf(to_float(xs.v[k]), to_float(xs.v[k]), acc);
+          for (int k = 0; k < VEC; ++k) acc = fmaf(to_float_at(xs, k), to_float_at(xs, k), acc);
           next_chunk();
         }
         rstd = rsqrtf(reduce.sum(acc) * inv_h + p.eps);
@@ -418,9 +418,9 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
         gamma_chunk(i, w);
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
-          const float xh = (to_float(xs.v[k]) - mean) * rstd;
+          const float xh = (to_float_at(xs, k) - mean) * rstd;
           if constexpr (kHoldXhat) xhat[i][k] = xh;
-          const float g = to_float(ds.v[k]) * w[k];
+          const float g = to_float_at(ds, k) * w[k];
           sgx = fmaf(g, xh, sgx);
           sg += g;
         }
@@ -444,8 +444,8 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
       float xh[VEC], dy[VEC];
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        xh[k] = xhat_at(i, k, to_float(xs.v[k]));
-        dy[k] = to_float(ds.v[k]);
+        xh[k] = xhat_at(i, k, to_float_at(xs, k));
+        dy[k] = to_float_at(ds, k);
       }
       if (active && column(i) < hidden) {
         float out[VEC], w[VEC];

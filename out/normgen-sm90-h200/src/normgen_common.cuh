@@ -106,10 +106,29 @@ __device__ __forceinline__ void load_chunks(const E* __restrict__ row, ColumnFn 
   }
 }
 
+/** Element k of a pack as a float. */
+template <typename E, int N>
+__device__ __forceinline__ float to_float_at(const Pack<E, N>& pk, int k) { return to_float(pk.v[k]); }
+
+/**
+ * A bf16 is the upper half of a float: element k is widened from the 32-bit word holding
+ * its pair, by a shift (even k) or a mask (odd k). Converting each element on its own
+ * took 8% more instructions for a bf16 LayerNorm row than for fp16 (SASS, sm90).
+ */
+template <int N>
+__device__ __forceinline__ float to_float_at(const Pack<__nv_bfloat16, N>& pk, int k) {
+  if constexpr (N % 2 != 0) {
+    return to_float(pk.v[k]);
+  } else {
+    const unsigned pair = reinterpret_cast<const unsigned*>(pk.v)[k / 2];
+    return __uint_as_float(k % 2 == 0 ? pair << 16 : pair & 0xffff0000u);
+  }
+}
+
 template <typename E, int N>
 __device__ __forceinline__ void to_floats(const Pack<E, N>& pk, float (&out)[N]) {
 #pragma unroll
-  for (int k = 0; k < N; ++k) out[k] = to_float(pk.v[k]);
+  for (int k = 0; k < N; ++k) out[k] = to_float_at(pk, k);
 }
 
 /** Load N elements at row[col..col+N) as floats; past `hidden`, zeros. */
@@ -467,7 +486,7 @@ __device__ __forceinline__ void load_inputs(const NormgenFwdParams& p, int64_t r
 #pragma unroll
     for (int u = 0; u < UNITS; ++u) {
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) v[u][k] = round_to<R>(to_float(xs[u].v[k]) + to_float(rs[u].v[k]));
+      for (int k = 0; k < VEC; ++k) v[u][k] = round_to<R>(to_float_at(xs[u], k) + to_float_at(rs[u], k));
       if (col(u) < limit) store_chunk<R, VEC>(static_cast<R*>(p.residual_out) + row * p.residual_out_stride, col(u), limit, v[u]);
     }
   } else {

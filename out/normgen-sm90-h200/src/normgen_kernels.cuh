@@ -389,25 +389,21 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
       for (int k = 0; k < VEC; ++k) v[k] = held[i][k];
     } else if constexpr (C::kResidual) {
       const Pack<R, VEC> pk = *reinterpret_cast<const Pack<R, VEC>*>(r_slot(slot) + offset(i));
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = to_float(pk.v[k]);
+      to_floats(pk, v);
     } else {
       const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(x_slot(slot) + offset(i));
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) v[k] = to_float(pk.v[k]);
+      to_floats(pk, v);
     }
   };
   auto affine_at = [&](int i, float (&w)[VEC], float (&b)[VEC]) {
     if constexpr (STAGED_WEIGHTS) {
       if constexpr (C::kWeight) {
         const Pack<W, VEC> pk = *reinterpret_cast<const Pack<W, VEC>*>(w_staged + offset(i));
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) w[k] = to_float(pk.v[k]);
+        to_floats(pk, w);
       }
       if constexpr (C::kBias) {
         const Pack<B, VEC> pk = *reinterpret_cast<const Pack<B, VEC>*>(b_staged + offset(i));
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) b[k] = to_float(pk.v[k]);
+        to_floats(pk, b);
       }
     } else {
       load_affine<C, VEC>(p, column(i), hidden, w, b);
@@ -453,17 +449,19 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
         if constexpr (C::kResidual) {
           const Pack<T, VEC> xp = *reinterpret_cast<const Pack<T, VEC>*>(x_slot(slot) + offset(i));
           Pack<R, VEC> sum = *reinterpret_cast<const Pack<R, VEC>*>(r_slot(slot) + offset(i));
+          float xv[VEC], rv[VEC];
+          to_floats(xp, xv);
+          to_floats(sum, rv);
 #pragma unroll
           for (int k = 0; k < VEC; ++k) {
-            sum.v[k] = from_float<R>(to_float(xp.v[k]) + to_float(sum.v[k]));
+            sum.v[k] = from_float<R>(xv[k] + rv[k]);
             v[k] = to_float(sum.v[k]);
           }
           if constexpr (!kHold) *reinterpret_cast<Pack<R, VEC>*>(r_slot(slot) + offset(i)) = sum;
           store_chunk<R, VEC>(static_cast<R*>(p.residual_out) + row * p.residual_out_stride, column(i), hidden, v);
         } else {
           const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(x_slot(slot) + offset(i));
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) v[k] = to_float(pk.v[k]);
+          to_floats(pk, v);
         }
         if constexpr (kHold) {
 #pragma unroll
@@ -539,8 +537,7 @@ __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
   float mean = 0.f;
   auto staged_chunk = [&](int col, float (&v)[VEC]) {
     const Pack<S, VEC> pk = *reinterpret_cast<const Pack<S, VEC>*>(staged + col);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) v[k] = to_float(pk.v[k]);
+    to_floats(pk, v);
   };
   if constexpr (C::kLayerNorm) {
     mean = reduce.sum(acc) / float(hidden);
