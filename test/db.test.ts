@@ -9,6 +9,7 @@ import { makeVariant } from '../generator/variant.js';
 import { DbError, TuningDb } from '../tuner/db.js';
 import type { DeviceId } from '../tuner/device.js';
 import { winners } from '../tuner/select.js';
+import { sessionsSeconds, tuneReport } from '../tuner/tune-report.js';
 
 const device: DeviceId = { name: 'NVIDIA H200', arch: 'sm90', computeCapability: '9.0', sms: 132, memoryBytes: 150e9, l2Bytes: 62914560, driver: '580.1', driverCuda: 13000, cudaRuntime: 13000, uuid: 'x' };
 const spec: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
@@ -79,3 +80,33 @@ test('a corrupt file or another device is refused, never overwritten', () => {
 });
 
 test.run();
+
+test('results carry their time; a tune resumed over several runs reports their time in all', () => {
+  const db = TuningDb.open(tmp(), { backend: 'cuda', arch: 'sm90', device });
+  const v = makeVariant(problem, GENERIC_PARAMS);
+  const result = (session: number, at?: string) => ({
+    session, problemKey: problemKey(problem), problem, stage: 'final' as const, variantId: v.id, params: v.params, status: 'OK' as const, medianUs: 8, fractionOfCopy: 0.6, ...(at ? { at } : {}),
+  });
+  const before = Date.now();
+  const stamped = db.record(result(1));
+  assert.ok(Date.parse(stamped.at!) >= before - 1000 && Date.parse(stamped.at!) <= Date.now(), 'stamped when recorded');
+  assert.is(sessionsSeconds(db)!.seconds >= 0, true);
+
+  const other = TuningDb.open(tmp(), { backend: 'cuda', arch: 'sm90', device });
+  const session = (started: string, templateHash: string) => other.startSession({ started, command: 'test', normgen: '0', templateHash, nvcc: '13', copyGbps: 4000 });
+  session('2026-11-27T00:00:00.000Z', 'old');  // earlier templates: not part of this tune
+  other.record(result(1, '2026-11-27T00:30:00.000Z'));
+  session('2026-11-27T01:00:00.000Z', 'new');  // stopped by a time limit after 560 s
+  other.record(result(2, '2026-11-27T01:05:00.000Z'));
+  other.record(result(2, '2026-11-27T01:09:20.000Z'));
+  session('2026-11-27T01:10:00.000Z', 'new');  // resumed: 45 s to finish
+  other.record(result(3, '2026-11-27T01:10:45.000Z'));
+  assert.equal(sessionsSeconds(other), { sessions: 2, seconds: 605 });
+  assert.match(tuneReport(other, 45, 0), /- all 2 runs of these templates in this database \(a tune resumed\): 605 s/);
+  session('2026-11-27T02:00:00.000Z', 'new');  // nothing left to do
+  assert.equal(sessionsSeconds(other), { sessions: 3, seconds: 605 });
+
+  other.record({ ...result(4), at: undefined });  // as an older database's results are
+  assert.is(sessionsSeconds(other), undefined, 'no total without every result\'s time');
+  assert.not.match(tuneReport(other, 45, 0), /a tune resumed/);
+});

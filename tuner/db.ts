@@ -73,6 +73,8 @@ export interface DbResult<P extends object = AnyParams> extends Measurement {
   timer?: string;
   dispatchesPerSample?: number;
   copies?: number;
+  /** When it was recorded (ISO 8601; absent in older databases): with the sessions' starts, how long a tune took. */
+  at?: string;
 }
 
 export type DbLine = DbHeader | DbSession | DbResult;
@@ -272,7 +274,7 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
   }
 
   record(r: Omit<DbResult<P>, 'kind'>): DbResult<P> {
-    const full = { kind: 'result', ...r } as DbResult<P>;
+    const full = { kind: 'result', at: new Date().toISOString(), ...r } as DbResult<P>;
     this.results.push(full);
     this.index?.set(`${full.problemKey}|${full.variantId}|${full.stage}`, full);
     this.append(full);

@@ -19,6 +19,25 @@ export function largeProblemSummary(ws: Winner[]): { count: number; atTarget: nu
   return { count: large.length, atTarget, minFraction: worst?.best.fractionOfCopy ?? NaN, worst };
 }
 
+/**
+ * Seconds the database's sessions with the latest session's templates took, each from its
+ * start to its last recorded result: a tune resumed over several runs (each stopped by a
+ * time limit, say) in all. Undefined when a result lacks its time (older databases).
+ */
+export function sessionsSeconds(db: TuningDb): { sessions: number; seconds: number } | undefined {
+  const latest = db.sessions[db.sessions.length - 1];
+  if (!latest) return undefined;
+  const sessions = db.sessions.filter((s) => s.templateHash === latest.templateHash);
+  const last = new Map<number, number>();
+  for (const r of db.results) {
+    if (r.at === undefined) return undefined;
+    last.set(r.session, Math.max(last.get(r.session) ?? 0, Date.parse(r.at)));
+  }
+  let seconds = 0;
+  for (const s of sessions) seconds += Math.max(0, ((last.get(s.session) ?? Date.parse(s.started)) - Date.parse(s.started)) / 1000);
+  return { sessions: sessions.length, seconds };
+}
+
 export function tuneReport(db: TuningDb, seconds: number, restarts: number): string {
   const ws = winners(db);
   const session = db.sessions[db.sessions.length - 1];
@@ -35,6 +54,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `- normgen ${session?.normgen}, templates ${session?.templateHash.slice(0, 12)}, nvcc ${session?.nvcc}`,
     `- device-to-device copy bandwidth (same process, cudaMemcpy of 1 GiB, read + write): ${session?.copyGbps.toFixed(0)} GB/s`,
     `- this run: ${seconds.toFixed(0)} s; runner restarts after faults or hangs: ${restarts}`,
+    ...resumedLine(db),
     `- measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
     `- problems with rows x hidden >= 16M elements: ${large.count}, of which at >= ${100 * TARGET_FRACTION}% of copy bandwidth: ${large.atTarget}; lowest: ${(100 * large.minFraction).toFixed(1)}%${large.worst ? ` (${winnerRow(large.worst)[0]})` : ''}`,
     '',
@@ -47,4 +67,11 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     '',
   ];
   return out.join('\n');
+}
+
+/** With more than one session of these templates: their time in all (a resumed tune). */
+function resumedLine(db: TuningDb): string[] {
+  const t = sessionsSeconds(db);
+  if (!t || t.sessions < 2) return [];
+  return [`- all ${t.sessions} runs of these templates in this database (a tune resumed): ${t.seconds.toFixed(0)} s, each from its start to its last result`];
 }
