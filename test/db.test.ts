@@ -107,6 +107,11 @@ test('results carry their time; a tune resumed over several runs reports their t
   session('2026-11-27T02:00:00.000Z', 'new');  // nothing left to do
   assert.equal(sessionsSeconds(other), { sessions: 3, seconds: 605 });
 
+  const damaged = TuningDb.open(tmp(), { backend: 'cuda', arch: 'sm90', device });
+  damaged.startSession({ started: '2026-11-27T00:00:00.000Z', command: 'test', normgen: '0', templateHash: 'new', nvcc: '13', copyGbps: 4000 });
+  damaged.record(result(1, 'yesterday'));
+  assert.is(sessionsSeconds(damaged), undefined, 'an unreadable time gives no total, not NaN');
+
   other.record({ ...result(4), at: undefined });  // as an older database's results are
   assert.is(sessionsSeconds(other), undefined, 'no total without every result\'s time');
   assert.not.match(tuneReport(other, 45, 0), /a tune resumed/);

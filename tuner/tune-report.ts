@@ -22,7 +22,7 @@ export function largeProblemSummary(ws: Winner[]): { count: number; atTarget: nu
 /**
  * Seconds the database's sessions with the latest session's templates took, each from its
  * start to its last recorded result: a tune resumed over several runs (each stopped by a
- * time limit, say) in all. Undefined when a result lacks its time (older databases).
+ * time limit, say) in all. Undefined when a result lacks a readable time (older databases).
  */
 export function sessionsSeconds(db: TuningDb): { sessions: number; seconds: number } | undefined {
   const latest = db.sessions[db.sessions.length - 1];
@@ -30,8 +30,9 @@ export function sessionsSeconds(db: TuningDb): { sessions: number; seconds: numb
   const sessions = db.sessions.filter((s) => s.templateHash === latest.templateHash);
   const last = new Map<number, number>();
   for (const r of db.results) {
-    if (r.at === undefined) return undefined;
-    last.set(r.session, Math.max(last.get(r.session) ?? 0, Date.parse(r.at)));
+    const at = r.at === undefined ? NaN : Date.parse(r.at);
+    if (Number.isNaN(at)) return undefined;  // an older database, or a damaged time
+    last.set(r.session, Math.max(last.get(r.session) ?? 0, at));
   }
   let seconds = 0;
   for (const s of sessions) seconds += Math.max(0, ((last.get(s.session) ?? Date.parse(s.started)) - Date.parse(s.started)) / 1000);
