@@ -18,35 +18,35 @@ struct Config {
 };
 }  // namespace
 
-// regs.t128.v8.tpr128.i4.s2.recompute
-extern "C" __global__ void __launch_bounds__(128, 2)
-normgen_rmsnorm_bwd_8e711d24e266(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, false, 1, false, false>(p);
+// regs.t128.v8.tpr128.i4.s2.lean.sw.recompute
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_bwd_30fddedb14f3(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_8e711d24e266_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_30fddedb14f3_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t512.v8.tpr512.i4.s2.lean.reread.sw.recompute
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_bwd_851891615fef(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 512, 8, 512, 4, false, true, false, 2, true, 1, true, true>(p);
+// regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.recompute
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_bwd_15c9d7fb618a(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 1024, 8, 1024, 2, false, true, false, 2, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_851891615fef_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_15c9d7fb618a_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_f3adb72094f2(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_b352130bc9cc(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_f3adb72094f2_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_b352130bc9cc_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

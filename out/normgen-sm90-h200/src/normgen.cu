@@ -2484,30 +2484,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_198ae5358ce3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_198ae5358ce3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f8defa0a05c9(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f8defa0a05c9_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_46b9920efd24(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_46b9920efd24_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_cd143455af56(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_cd143455af56_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2e859d67e79a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2e859d67e79a_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_da00e6400eb1(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_da00e6400eb1_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8e711d24e266(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8e711d24e266_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_851891615fef(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_851891615fef_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f3adb72094f2(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f3adb72094f2_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8491efc82059(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8491efc82059_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_fa0ff3fd2f8d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_fa0ff3fd2f8d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3563bf70ba9c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3563bf70ba9c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0017cad40f00(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0017cad40f00_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_819bf170c510(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_819bf170c510_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_497c8b624c42(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_497c8b624c42_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_43e9b4ad06a9(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_43e9b4ad06a9_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_94ec00bae8eb(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_94ec00bae8eb_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_820f6cdd72db(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_820f6cdd72db_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_30fddedb14f3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_30fddedb14f3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_15c9d7fb618a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_15c9d7fb618a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b352130bc9cc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b352130bc9cc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_fb1d17ebd6c4(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_fb1d17ebd6c4_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_909a8caf1f2b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_909a8caf1f2b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4d69c8621a0e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4d69c8621a0e_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2521,18 +2521,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_198ae5358ce3, (const void*)&normgen_layernorm_bwd_198ae5358ce3_reduce, 0, 128, 8, 128, 4, 4, 1, 2, 57344, 1 },  // regs.t128.v8.tpr128.i4.s3.lean.sw.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_f8defa0a05c9, (const void*)&normgen_layernorm_bwd_f8defa0a05c9_reduce, 0, 128, 8, 128, 4, 2, 1, 2, 32768, 4 },  // regs.t128.v8.tpr128.i4.s2.c4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_46b9920efd24, (const void*)&normgen_layernorm_bwd_46b9920efd24_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_cd143455af56, (const void*)&normgen_layernorm_bwd_cd143455af56_reduce, 0, 512, 4, 512, 2, 1, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_2e859d67e79a, (const void*)&normgen_layernorm_bwd_2e859d67e79a_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_da00e6400eb1, (const void*)&normgen_layernorm_bwd_da00e6400eb1_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_8e711d24e266, (const void*)&normgen_rmsnorm_bwd_8e711d24e266_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_851891615fef, (const void*)&normgen_rmsnorm_bwd_851891615fef_reduce, 0, 512, 8, 512, 4, 1, 1, 1, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f3adb72094f2, (const void*)&normgen_rmsnorm_bwd_f3adb72094f2_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_8491efc82059, (const void*)&normgen_rmsnorm_bwd_8491efc82059_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 98304, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_fa0ff3fd2f8d, (const void*)&normgen_rmsnorm_bwd_fa0ff3fd2f8d_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_3563bf70ba9c, (const void*)&normgen_rmsnorm_bwd_3563bf70ba9c_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_0017cad40f00, (const void*)&normgen_layernorm_bwd_0017cad40f00_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_819bf170c510, (const void*)&normgen_layernorm_bwd_819bf170c510_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_497c8b624c42, (const void*)&normgen_layernorm_bwd_497c8b624c42_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_43e9b4ad06a9, (const void*)&normgen_layernorm_bwd_43e9b4ad06a9_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_94ec00bae8eb, (const void*)&normgen_layernorm_bwd_94ec00bae8eb_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_820f6cdd72db, (const void*)&normgen_layernorm_bwd_820f6cdd72db_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_30fddedb14f3, (const void*)&normgen_rmsnorm_bwd_30fddedb14f3_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 40960, 1 },  // regs.t128.v8.tpr128.i4.s2.lean.sw.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_15c9d7fb618a, (const void*)&normgen_rmsnorm_bwd_15c9d7fb618a_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_b352130bc9cc, (const void*)&normgen_rmsnorm_bwd_b352130bc9cc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_fb1d17ebd6c4, (const void*)&normgen_rmsnorm_bwd_fb1d17ebd6c4_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_909a8caf1f2b, (const void*)&normgen_rmsnorm_bwd_909a8caf1f2b_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_4d69c8621a0e, (const void*)&normgen_rmsnorm_bwd_4d69c8621a0e_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

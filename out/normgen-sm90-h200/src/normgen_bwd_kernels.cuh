@@ -23,6 +23,20 @@ struct BwdSums {
   static constexpr int kBias = C::kWeight ? 1 : 0;                // index of the dbias sum
 };
 
+/** A pack of zeros made of zero bits (+0 in every dtype), not of from_float(0.f) per element. */
+template <typename E, int N>
+__device__ __forceinline__ Pack<E, N> zero_pack() {
+  Pack<E, N> pk;
+  if constexpr (sizeof(pk) % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < int(sizeof(pk)) / 4; ++i) reinterpret_cast<unsigned*>(pk.v)[i] = 0u;
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(0.f);
+  }
+  return pk;
+}
+
 /** v, with the compiler blind to its value: expressions of it are computed again, not reused. */
 __device__ __forceinline__ float opaque(float v) {
   asm volatile("" : "+f"(v));
@@ -148,7 +162,11 @@ __device__ __forceinline__ void load_bwd_row(const NormgenBwdParams& p, int64_t 
  * The ring of bwd_regs_kernel (STAGES > 0): slot s holds x, then dy, of one row per row
  * group of the CTA, each group's row at its columns; a thread copies and reads its own
  * chunks only. One commit group per row (empty past the last row), so waits count
- * uniformly. Shared bytes: bwd_ring_bytes in space-bwd.ts.
+ * uniformly. Chunks past the row, and every chunk of a row past the last, are written
+ * as zeros when the row is issued, so reads need no bound check. (Checked at each read,
+ * the zeros were rebuilt from 16-bit moves and conversions in every chunk of every pass:
+ * PTX of a bf16 RMSNorm kernel, 8 cvt.rn.bf16.f32 and 12 mov.b32 a chunk; in ncu, moves
+ * and widenings were half its instructions.) Shared bytes: bwd_ring_bytes in space-bwd.ts.
  */
 template <typename C, int VEC, int ITEMS, int TPR, int ROWS, int STAGES>
 struct BwdRing {
@@ -170,24 +188,31 @@ struct BwdRing {
   __device__ __forceinline__ X* x_slot(int slot) const { return x_base + (slot * ROWS + group) * kSlice; }
   __device__ __forceinline__ T* dy_slot(int slot) const { return dy_base + (slot * ROWS + group) * kSlice; }
 
-  /** Start copying row `row` into `slot` (nothing past the last row; a ragged end element by element). */
+  /**
+   * Start copying row `row` into `slot`: whole chunks asynchronously, a ragged end element
+   * by element, zeros past the row and for a row past the last. (A slot is issued again
+   * only after this thread read its row, so no copy into it is still in flight.)
+   */
   __device__ __forceinline__ void issue(const NormgenBwdParams& p, int64_t row, int hidden, int slot) {
-    if (row < p.rows) {
-      const X* x = static_cast<const X*>(p.x) + row * p.x_stride;
-      const T* dy = static_cast<const T*>(p.dy) + row * p.dy_stride;
+    const bool active = row < p.rows;
+    const X* x = static_cast<const X*>(p.x) + (active ? row : 0) * p.x_stride;
+    const T* dy = static_cast<const T*>(p.dy) + (active ? row : 0) * p.dy_stride;
+    const int limit = active ? hidden : 0;
 #pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int at = offset(i), col = col0 + at;
-        if (col + VEC <= hidden) {
-          copy_async<VEC * int(sizeof(X))>(x_slot(slot) + at, x + col);
-          copy_async<VEC * int(sizeof(T))>(dy_slot(slot) + at, dy + col);
-        } else if (col < hidden) {  // element by element: no vector of registers for a rare path
+    for (int i = 0; i < ITEMS; ++i) {
+      const int at = offset(i), col = col0 + at;
+      if (col + VEC <= limit) {
+        copy_async<VEC * int(sizeof(X))>(x_slot(slot) + at, x + col);
+        copy_async<VEC * int(sizeof(T))>(dy_slot(slot) + at, dy + col);
+      } else if (col < limit) {  // element by element: no vector of registers for a rare path
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) {
-            x_slot(slot)[at + k] = col + k < hidden ? x[col + k] : from_float<X>(0.f);
-            dy_slot(slot)[at + k] = col + k < hidden ? dy[col + k] : from_float<T>(0.f);
-          }
+        for (int k = 0; k < VEC; ++k) {
+          x_slot(slot)[at + k] = col + k < limit ? x[col + k] : from_float<X>(0.f);
+          dy_slot(slot)[at + k] = col + k < limit ? dy[col + k] : from_float<T>(0.f);
         }
+      } else {
+        *reinterpret_cast<Pack<X, VEC>*>(x_slot(slot) + at) = zero_pack<X, VEC>();
+        *reinterpret_cast<Pack<T, VEC>*>(dy_slot(slot) + at) = zero_pack<T, VEC>();
       }
     }
     copy_async_commit();
@@ -196,29 +221,20 @@ struct BwdRing {
   /** Wait until `slot`'s row has landed (this thread's copies: its own chunks). */
   __device__ __forceinline__ void wait() const { copy_async_wait<STAGES - 1>(); }
 
-  /** This thread's chunk i of x, then of dy, in `slot` (zeros past `limit`: 0 for no row). */
-  __device__ __forceinline__ Pack<X, VEC> x_chunk(int slot, int i, int limit) const { return chunk_or_zeros(x_slot(slot), i, limit); }
-  __device__ __forceinline__ Pack<T, VEC> dy_chunk(int slot, int i, int limit) const { return chunk_or_zeros(dy_slot(slot), i, limit); }
+  /** This thread's chunk i of x, then of dy, in `slot` (zeros past the row, or for no row). */
+  __device__ __forceinline__ Pack<X, VEC> x_chunk(int slot, int i) const { return *reinterpret_cast<const Pack<X, VEC>*>(x_slot(slot) + offset(i)); }
+  __device__ __forceinline__ Pack<T, VEC> dy_chunk(int slot, int i) const { return *reinterpret_cast<const Pack<T, VEC>*>(dy_slot(slot) + offset(i)); }
 
   /** Wait for `slot`'s row and take this thread's chunks of it into registers. */
-  __device__ __forceinline__ void read(int slot, int limit, BwdRow<C, VEC, ITEMS>& r) const {
+  __device__ __forceinline__ void read(int slot, BwdRow<C, VEC, ITEMS>& r) const {
     wait();
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
-      r.x[i] = x_chunk(slot, i, limit);
-      r.dy[i] = dy_chunk(slot, i, limit);
+      r.x[i] = x_chunk(slot, i);
+      r.dy[i] = dy_chunk(slot, i);
     }
   }
 
- private:
-  template <typename E>
-  __device__ __forceinline__ Pack<E, VEC> chunk_or_zeros(const E* slot_row, int i, int limit) const {
-    Pack<E, VEC> pk;
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) pk.v[k] = from_float<E>(0.f);
-    if (col0 + offset(i) < limit) pk = *reinterpret_cast<const Pack<E, VEC>*>(slot_row + offset(i));
-    return pk;
-  }
 };
 
 /**
@@ -326,13 +342,12 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
   for (; base < p.rows; base += step) {  // uniform over the CTA
     const int64_t row = base + group;
     const bool active = row < p.rows;
-    const int limit = active ? hidden : 0;
     if constexpr (PREFETCH) {
       if (base + step < p.rows) load_bwd_row<C, VEC, ITEMS, TPR>(p, row + step, lane, hidden, next);  // in flight during this row
     } else if constexpr (STAGES > 0) {
       ring.issue(p, row + (STAGES - 1) * step, hidden, slot == 0 ? STAGES - 1 : slot - 1);  // the slot freed last row
       if constexpr (REREAD) ring.wait();
-      else ring.read(slot, limit, cur);
+      else ring.read(slot, cur);
       row_slot = slot;
       slot = slot + 1 == STAGES ? 0 : slot + 1;
     } else {
@@ -340,11 +355,11 @@ __device__ __forceinline__ void bwd_regs_kernel(const NormgenBwdParams& p) {
     }
     // This thread's chunk i of the row: held, or read again from the ring.
     auto x_of = [&](int i) -> Pack<typename C::X, VEC> {
-      if constexpr (REREAD) return ring.x_chunk(row_slot, i, limit);
+      if constexpr (REREAD) return ring.x_chunk(row_slot, i);
       else return cur.x[i];
     };
     auto dy_of = [&](int i) -> Pack<typename C::T, VEC> {
-      if constexpr (REREAD) return ring.dy_chunk(row_slot, i, limit);
+      if constexpr (REREAD) return ring.dy_chunk(row_slot, i);
       else return cur.dy[i];
     };
     // Re-reading: one chunk's values live at a time (else every chunk's loads are hoisted
