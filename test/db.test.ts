@@ -79,7 +79,6 @@ test('a corrupt file or another device is refused, never overwritten', () => {
   assert.throws(() => TuningDb.open(notDb, { backend: 'cuda', arch: 'sm90', device }), /not a normgen tuning database/);
 });
 
-
 test('results carry their time; a tune resumed over several runs reports their time in all', () => {
   const db = TuningDb.open(tmp(), { backend: 'cuda', arch: 'sm90', device });
   const v = makeVariant(problem, GENERIC_PARAMS);
