@@ -17,7 +17,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   if (req.cmd === 'info') {
     say({ status: 'OK', name: 'Fake GPU', major: 9, minor: 0, sms: 132, memoryBytes: 80e9, l2Bytes: 50e6, driver: 13000, runtime: 13000, driverVersion: 'fake 1.0', uuid: 'fake' });
   } else if (req.cmd === 'copy') {
-    say({ status: 'OK', gbps: 4000 });
+    say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {
     if (hang.has(req.symbol)) return; // never answers
     if (crash.has(req.symbol)) {

@@ -50,6 +50,22 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.is(TuningDb.read(dbPath).sessions.length, 2);
 });
 
+test('--gpus: each GPU measures whole compile units, its results fractions of its own copy bandwidth', async () => {
+  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+  const twoUnits: GridSpec = { ...grid, hiddens: [768, 1024], rows: [8] };
+  const outcome = await tune(options(dbPath, { grid: twoUnits, gpus: [0, 1] }));
+  outcome.db.close();
+  const db = TuningDb.read(dbPath);
+  assert.equal(db.sessions[0].copyGbpsByGpu, { 0: 4000, 1: 4100 });
+  const byHidden = new Map<number, Set<number>>();
+  for (const r of db.results) {
+    byHidden.set(r.problem.hidden, (byHidden.get(r.problem.hidden) ?? new Set()).add(r.gpu!));
+    assert.ok(Math.abs(r.fractionOfCopy! - r.gbps! / (4000 + 100 * r.gpu!)) < 1e-12, `${r.problemKey} on GPU ${r.gpu}`);
+  }
+  assert.equal([...byHidden.values()].map((gpus) => gpus.size), [1, 1], 'a unit stays on one GPU');
+  assert.equal(new Set([...byHidden.values()].flatMap((gpus) => [...gpus])), new Set([0, 1]), 'both GPUs measured');
+});
+
 test('a crash or a hang costs one variant and a runner restart; a wrong result never wins', async () => {
   const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
   const probe = await tune(options(join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'probe.jsonl')));

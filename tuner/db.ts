@@ -50,7 +50,9 @@ export interface DbSession {
   /** The compiler (CUDA) or the Dawn package version (WGSL: `webgpu x.y.z`). */
   nvcc?: string;
   dawn?: string;
+  /** The copy bandwidth of the first GPU (with --gpus: each GPU's in copyGbpsByGpu, by device index). */
   copyGbps: number;
+  copyGbpsByGpu?: Record<string, number>;
 }
 
 /** screen: a short timing used by --budget to pick candidates; final: the full one. */

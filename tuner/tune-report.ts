@@ -2,7 +2,7 @@
 // the winner's time, GB/s, fraction of copy bandwidth and speedup over the baseline.
 
 import { formatTable } from '../cli/table.js';
-import type { TuningDb } from './db.js';
+import type { DbSession, TuningDb } from './db.js';
 import { WINNER_HEADER, winnerRow, winners, type Winner } from './select.js';
 
 /** Problems this large must reach the roofline target. */
@@ -10,6 +10,13 @@ export const LARGE_PROBLEM_ELEMENTS = 16 * 2 ** 20;
 
 /** The roofline target for large problems: this fraction of copy bandwidth. */
 export const TARGET_FRACTION = 0.92;
+
+/** The copy bandwidth each result is a fraction of: one GPU's, or each GPU's with --gpus. */
+function copyLine(session: DbSession | undefined): string {
+  const byGpu = Object.entries(session?.copyGbpsByGpu ?? {});
+  if (byGpu.length < 2) return `${session?.copyGbps.toFixed(0)} GB/s`;
+  return `${byGpu.map(([gpu, gbps]) => `GPU ${gpu} ${gbps.toFixed(0)} GB/s`).join(', ')} (each GPU's results are fractions of its own)`;
+}
 
 export function largeProblemSummary(ws: Winner[]): { count: number; atTarget: number; minFraction: number; worst?: Winner } {
   const large = ws.filter((w) => w.problem.rows * w.problem.hidden >= LARGE_PROBLEM_ELEMENTS);
@@ -53,7 +60,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `- card: ${d.name}, compute capability ${d.computeCapability}, ${d.sms} SMs, ${(d.memoryBytes / 2 ** 30).toFixed(0)} GiB, L2 ${(d.l2Bytes / 2 ** 20).toFixed(0)} MiB, driver ${d.driver}, CUDA runtime ${d.cudaRuntime}`,
     `- command: \`${session?.command ?? ''}\``,
     `- normgen ${session?.normgen}, templates ${session?.templateHash.slice(0, 12)}, nvcc ${session?.nvcc}`,
-    `- device-to-device copy bandwidth (same process, cudaMemcpy of 1 GiB, read + write): ${session?.copyGbps.toFixed(0)} GB/s`,
+    `- device-to-device copy bandwidth (same process, cudaMemcpy of 1 GiB, read + write): ${copyLine(session)}`,
     `- this run: ${seconds.toFixed(0)} s; runner restarts after faults or hangs: ${restarts}`,
     ...resumedLine(db),
     `- measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,

@@ -103,7 +103,10 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device });
   const other = db.results.find((r) => isBackward(r.problem) !== (o.direction === 'bwd'));
   if (other) throw new InputError(`${o.dbPath} holds ${isBackward(other.problem) ? 'backward' : 'forward'} results: tune each direction into its own --db`);
-  const copyGbps = await copyBandwidth(runners[0]);
+  // Each GPU's results are fractions of its own copy bandwidth: cards of one model differ by a few percent.
+  const copyByGpu = new Map<number, number>();
+  for (const r of runners) copyByGpu.set(r.gpu, await copyBandwidth(r));
+  const copyGbps = copyByGpu.get(runners[0].gpu)!;
   const session = db.startSession({
     started: new Date().toISOString(),
     command: o.command,
@@ -111,8 +114,10 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     templateHash: ops(o).templateHash(),
     nvcc: await nvccVersion(),
     copyGbps,
+    ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
   });
-  o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copyGbps.toFixed(0)} GB/s; database ${o.dbPath} (${db.results.length} results already)`);
+  const copies = [...copyByGpu].map(([gpu, gbps]) => (runners.length > 1 ? `GPU ${gpu} ` : '') + `${gbps.toFixed(0)} GB/s`).join(', ');
+  o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copies}; database ${o.dbPath} (${db.results.length} results already)`);
 
   const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes, o.direction ?? 'fwd');
   if (tooLarge.length) o.log?.(`skipping ${tooLarge.length} problems that do not fit in ${(device.memoryBytes / 2 ** 30).toFixed(0)} GiB`);
@@ -143,7 +148,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
     const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
-    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs, cutoffUs }, device, copyGbps);
+    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs, cutoffUs }, device, copyByGpu.get(runner.gpu));
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };
 
