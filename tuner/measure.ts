@@ -18,6 +18,8 @@ export interface RunOptions {
   dump?: string;
   samples?: number;
   sampleMs?: number;
+  /** The fewest samples when one sample (every input copy once) already outlasts sampleMs. */
+  minSamples?: number;
   timeoutMs?: number;
   /** Stop after one sample when it is slower than this (long kernels only; screening). */
   cutoffUs?: number;
@@ -63,6 +65,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     dump: o.dump ?? '',
     samples: o.samples ?? 15,
     sampleMs: o.sampleMs ?? 1,
+    ...(o.minSamples ? { minSamples: o.minSamples } : {}),
     ...(o.cutoffUs ? { cutoffUs: o.cutoffUs } : {}),
   };
 }

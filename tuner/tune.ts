@@ -46,8 +46,8 @@ export interface Progress {
 }
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
-export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1 };
-const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3 };
+export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5 };
+const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1 };
 
 /** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved (backward: about twice the forward's bytes). */
 export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + (2 * bytesMoved(p)) / 5e6;

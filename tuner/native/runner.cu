@@ -627,9 +627,10 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   if (per < 0.5) per = timed_launches(8);
   per = std::max(1e-4, per);
   const double target_ms = req.num("sampleMs", 1.0);
-  int per_graph = (int)std::ceil(target_ms / per);
-  per_graph = std::max<int>(per_graph, (int)std::min<size_t>(K, 64));
-  per_graph = std::min(per_graph, 2000);
+  const int per_target = (int)std::ceil(target_ms / per);  // launches that make one sample
+  int per_graph = per_target;
+  // Every copy once per replay: fewer would leave the replayed ones in L2.
+  per_graph = std::min(std::max<int>(per_graph, (int)K), std::max<int>(2000, (int)K));
 
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -638,7 +639,12 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   CUDA_OK(cudaStreamEndCapture(s, &graph));
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
   CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
-  const int samples = (int)req.integer("samples", 15);
+  int samples = (int)req.integer("samples", 15);
+  // A replay visits every copy. Where that takes more launches than a sample needs (tiny
+  // problems rotate over thousands of copies), fewer replays time as many launches, but
+  // never fewer than minSamples.
+  if (per_graph > per_target)
+    samples = std::max((int)req.integer("minSamples", samples), (int)std::ceil((double)samples * per_target / per_graph));
   // Screening passes a cutoff: a long kernel whose first sample is already slower is not
   // a contender, and its remaining samples are skipped.
   const double cutoff_us = req.num("cutoffUs", 0.0);
@@ -697,13 +703,17 @@ static CUfunction load_request_kernel(const Json& req, unsigned smem) {
 }
 
 // Input copies to rotate over when timing, so every timed launch starts with a cold L2: enough
-// to span three L2s (at most 64), as many as fit in 60% of the free memory (plus what the
-// workspace already holds, `have` bytes).
+// that one pass over them moves 1.5 L2s (at most kMaxCopies: the tiniest problems stay partly
+// warm), as many as fit in 60% of the free memory (plus what the workspace already holds,
+// `have` bytes). Before 2026-11-27 at most 64 copies: problems under ~1.4 MB rotated over
+// less than 1.5 L2s, their inputs partly warm.
+static const size_t kMaxCopies = 4096;
 static size_t copies_spanning_l2(size_t per_copy, size_t free_b, size_t have) {
-  size_t copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes + per_copy - 1) / per_copy, 64));
+  size_t copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes / 2 + per_copy - 1) / per_copy, kMaxCopies));
   while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
   return copies;
 }
+
 static size_t rotation_copies(const Json& req, size_t per_copy, size_t free_b, size_t have) {
   return req.flag("time") ? copies_spanning_l2(per_copy, free_b, have) : 1;
 }
