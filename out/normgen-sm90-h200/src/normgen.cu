@@ -8,500 +8,469 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_4de89758cdfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b850233d729(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6338aaa13ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93045e29504f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50ef8b02fce0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f52415c42f31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a831b02b4017(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5242fa00d274(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a5bb065b9c68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dca6999eb36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bef040fb47a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac1db08fe8f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7ceccaabb09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d46ecb1de624(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b8478778801b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d4dd092abb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc76f898ac95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d8b3c403d02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d382e5fbee6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8af779dd18a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a38437494869(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc9553ecd1e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_06eb4549eedf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b05a6e23829(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0184caa5df81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b345fcb55ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a787e6e61b99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_33c8d90f7dce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11ca84b48888(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c5ad641494e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01039a7c17da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8151ff4f68e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4abc8d817c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c848232d7066(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9684549d1629(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28c1163e62f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70108c3c89ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_152cd0d2677e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa5e679d7560(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9f8d991de349(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa31fca45eb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebd8ac6b4294(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53c83a7a32e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9eadc5e8b594(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9052fdb78c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7df2d9951846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fceeb6e0875(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c883512279d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fcd030141693(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e7435956691(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a71924af1afe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_914453669aaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_472d72d8a4ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46cf5915a925(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4cfb205e7c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_68d9d7b23364(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d772d015e1db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4e6a65e1862(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc782d6f80c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64cae70c3b0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a255905c45a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_207aed53befc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b7d83fbc082(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7aa826775183(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de7f000ebbbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25a4e8cee9b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1e977620e8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f9a656a5133(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b74e67aae70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e22678923a3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd2b192207e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_253765e255d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_289a0a294887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_648b729fcf30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e77a2cb7e2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf4eed57d68a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1419a363b12f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34ca6b297811(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60f4e922bb53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1175a2968e86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dbb72eeeaf5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13d82f318403(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_583d47a07ca5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7defb8a4b80c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea7c7c4f4a53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fcabe828c50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf5300452d05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31d7263b852d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f83af4f24a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ce85ddc8969(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f3538afe554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23ad66e2357b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8dc6befe7646(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0007c026202f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_77adbfeb1bce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f6b8958ab9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13c95cf7bd61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ede3a6766816(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e00c859544f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7aa93ecf9e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_758b0a3cb323(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_140b69b34536(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cadb5b41e1f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23c7b28e0940(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b930eed0aab9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_144f51bb648e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f825cfe9036(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a423c3df69ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64d0c0f36776(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_732e6b1dde56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a29a56cc9a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b1a828ace93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b5c33587bc06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0928677d4b13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55ae2c6052fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_75c827998341(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_093fed884758(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9667a430a440(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1565b2328244(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5864ddc2c012(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e51094d9232(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_03799f0f716b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d44e171ba3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7bda20011087(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_246cc3f48aa7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c211e434657(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec3f9c178006(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34391bafd75e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78763fe522a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_785dfe7ad4f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7327a42cc74d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_588810e42bbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe4cfd56e07d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea6baf694213(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56d028140a2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_574ae6576ebf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b15df026f4bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2045962504da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74e0df2ffbaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_816c9eab0621(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_06dc5b45714e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_92ed5100f601(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa0025191780(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ee640d8f6ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c193b375abee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_daabed542b3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b5bdf1af103e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8b177fe3473(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b192f1560ca7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e211a5b6545(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d32999670b8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc8167c71af6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66228cc07c4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67f5f3c8dd95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a95c729a878(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_520051bbdc15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b529b22fd6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdec52d24b89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_737ac470917c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc9d4d12b466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_055fdcfd269d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78619d95c9f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae7a888e4e8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae9f86f89423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5eb89114d8ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48ec3eb938d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0df6c4b10c43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be21c56b89ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70108d2152e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21d9860d8691(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e1a1b277279(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e9c7da8087e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88d4435f864d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1541b688aaeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8479f0ed25b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43288006c3b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b198e5bc6f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43bef5bce72d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_153404757d66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a7ae218ccc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d28b0edde0de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e111a2e14cb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3db7d9dea8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5935cb18141f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2914f51830d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf4e11a5d192(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f5c2ccee85c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6161d8bea574(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8b7d6f1e126(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cee9654ff6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c86af4c3915c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_966db6b56b53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3eafd686ea0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a25772d35c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a94c78f50181(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d57c680c424d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7731742ff869(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac1fd4a245a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d41251bc45af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64f7d8a8d199(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_979917e9b0b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95f2f538b6df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c619de264fc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70c23948dacc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f028c1721554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01724bb782b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d97bad5ebf98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e72e01749f82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_037804f023af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0603e1e87b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2769f090580(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_011d4e24fc54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdf0750628c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eff3e52265fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f41d41839ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cbefe5ddf81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0658aeef5a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfa191b65594(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_689d4172b714(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08a2440b23e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9a94e6ae13a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c1ddfa8b8dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67aaeb1a3236(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51fce7bfc2dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a7a1d457833(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8050d2685a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef60fab59e7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66271ad4cc4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a621ec7adbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf60042a0c53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0133c77b26a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ef21711e7d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33f635cefea3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea62e525e48a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85e583308579(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_665192ea086e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dae78fac01a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_859f0b8c6b0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60c960831cb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_913c1ec7f6a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fddc476731d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_526ef723a83c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec225567631c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72d4cd781b11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8885ae5dfa2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4f287ed0491(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1abd12feb768(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_502cb4de938d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9434cf1a4a9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1180fe2a8769(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cd13a19422e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2be7d86f0e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16026abca811(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_158a9b1e6703(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d69faddb1b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90b39241bf58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2f33362b36f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2655ad06fb61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44d405ea5917(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1739c4789f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83c756fb6931(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb6c8f163306(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_784ea9735c10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbb7b4660f2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_475d495d3716(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63301c5d1680(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9111489c0871(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_466a28b68106(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c3405711cf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_550cdeb75c49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afb349b59afe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d560820a327d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e10ee80a732b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21bfd7c2c268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_341dd1aff313(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_274e50f5646a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b60761c88109(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ffe66b2eeda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f940933bd8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d37ee69edbd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd54a66bedb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_984e83a66915(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58af04c72114(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2eab0ce7b902(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0c9d2927673(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2df1f813c530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_312575f26d72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f4df0ef7954(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e04816f900a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9ef28a8e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_189dafd99999(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_698f72b22e75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bd1abb403c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4797c6f8a032(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efea035e35ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73290cd1429d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32b2b42797cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efa47a425e2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84ad23beb37a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d31fc6549c98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e41ef41bfd4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a75cc7728bd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_382af742a20f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51886f4c3f88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_640bf972b694(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0daf8f46109e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb166008f936(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dfd0368e3e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7c92d477fe6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_323649aaacc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14ecdeebe268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f93ae46abfb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1dd1769326d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8d067cdf5be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d7897284c23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a5f5320673c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38d21714dc3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_498825b5940d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e58bc12c44e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ee9bd6f72c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33bb47ccfcc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5665f39f3b7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5b95fc61054(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33e0e8c6f444(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fe41da5a7f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aef1474c6eeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c665ed36fd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cadffc4e419f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51a573a6e22e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c676c78eb225(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6091b9ea73dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de0349bf3026(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfd756f84a44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a0b2dd2c309(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5231e0b3b1f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da5d9c0e5c9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4b1052103e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad87b90e3993(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a02bc6f741d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f87edac3aac7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54890aeaa80f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a295ef1dae27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8dbf71eebfa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbca7b352271(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c026b703bd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79bf9ce56b75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0aa704643e86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48c85616d423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_393801638d59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28a1b5e9d3b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08635da14c48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc20a2443a1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0765aa26067a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63476c766cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efc9f562a402(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dd62af9bfae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4411e0e8d968(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4227717cd75b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_343005c85e36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28cb0352b407(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43f0fdcd8b77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31ce65b694e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95b0584398b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d69972f07460(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33fc7e86802c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47ecdeab7a7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2877054c9cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a263443d555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abd51cbe52da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d13318ee355(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4fd6c8b9a2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f8f9a9a5d9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8b4a4f31873(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_857f465be234(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_044b16e586a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cbbe30950db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58a32d9e1f19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e3c531ea452(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9a2b0c6a4f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc169ef8d067(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c6cbb8c6cc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bfcee0a0ea3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3342981ecd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68dc0f912a19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a85a9eb78fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3576857e09e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc2308aa6227(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee53db09a83d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa982e082d22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6dd5bf7264a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acbd74362a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aeadc5fb9df7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b469cde2b779(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_778aa3bd3a1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b43ee29113e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e80e3a0c2e71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e953d6a30a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7359c2fc7083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10f8bdde0e6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_572d57594ebc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7a8f73bc083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01e73c10b61f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb1cc9c584ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1249ba17187f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a78131c38d49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6ebcdad1b2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e237203edd84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c200a7558eb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a963a9dc4531(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d031ed27249(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_575f6c5624bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1017808b87a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d462dff0599(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d59a1b45102(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df9033d21472(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56b47b4ddade(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a481016fb118(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b5cf38d6eba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc46fafcf32e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30bd7173db06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b98caf70f91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80cfd2f9fa40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d97aaf662b8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de32504aaca1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c394b3c53b9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19e84d295ef1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28bd80b4a0cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e133d1ce32af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2531bf8404e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21a06f2e27ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c8665616370(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07ee5ccddb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf93bc832f7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b4f6fe00491(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10cb78792474(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d326b3e5a3d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f1cacd10543(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e480c8845461(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7bcfa874048(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_233e70974dfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40fd03637d88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ba3884b2309(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47b0caf1e879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f24e9f6d16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9ba28dbc045(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7964332fb146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b8cbdd5b5f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09b0d439681f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b7b1fa06cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5132a3f901db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3eff91d2f83f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98aefd9289ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_753da41bbeed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e835ad1e7bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5676aacfacab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5473321495f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dc648eb77e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8f8bcff8c94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81b31b79bd00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49a2b1ba330a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69296d3a3fad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01e9e16227e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8008cebda3b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d236aaf9e66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a159b7d4d6c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_800458846b80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d258f9f6ec84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b886114b6f54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99a04d2825f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2588150c1414(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_220cdf429869(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a310f67ceef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2d14d8fbdc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e792af526bc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d36f68e5695c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_caad81c3546f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b232c96222a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_349cf7af0dbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c64fec1d289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29ac4640d928(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19044c734229(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58b3638efcbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bbc1087bcaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50af62c32714(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c72459abd95b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f15b6ca8607(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6858bfd7413(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e72481863ce0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83ce5e1623e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a026fed9a157(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_016e965fbd59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8480e0e66a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10fdadcb32f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba7f1a88bb2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab4fcdbaeff1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94df9a784fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63a76671d067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a30516c2097(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cabf7c3870d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7642fd8a256(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1115d2b074c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24869564d3a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a089131412e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66731f8d2cbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ebac7ee697b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_380ca16d99e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_26b9c26cde58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ba2ef688747(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cd556763d6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e358d8ddde53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2755b04c8a8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62d27a24ea6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7021219a31b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d987dd67055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf41901cf2c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc2b0f6bcc28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_643295ef3616(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b802936af56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de2e0f7f8cab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d43259e46a7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_570d92bb7e55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a62cccd3de27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5226d69ed358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13469b82f64a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d95498f1eb5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8df359621832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_205967ba4e98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8284094eaf24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c08f4b0478a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0514bf06dcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cff8642e9432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d84aef1bdfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2de2d6fc7ace(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eeb946fa499a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3adeb291a61b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_694f9f3157bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5342143d4bae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df8d247a3ab0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_270e56d96e3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ccf6dedb617(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_679e0b5389e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6de03faf0683(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cfd97e3cdfff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51a85856c568(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f99f7df7423(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ad60dd334d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c235e9a51d0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb25043098f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de071b1e0dd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e647ada6a282(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_32b06cceb39f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1ee759b5298(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c68d198738ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03a58c6aa716(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd24d5b279c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4fd26e492f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_756aafcb805f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c770746f78d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c27d5564f5e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed9fc54e4e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de995acb9d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67cdc985279a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a3e2480f790(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85403b345d24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d90e63da596d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e07ea60d804c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b071e34c4106(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18ed42dba4d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7bf295c63aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f461f1123265(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5c8082183a8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f18d39ccb68b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36172b600130(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4ebc95741c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7731e73b80d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_006299341a10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc188675c218(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6270db1ad665(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47c4f26c2c2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edde05939909(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_86a925053669(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_960d4120e3ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c4b3220d3ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02cac216527c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_39de0aa1395a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_522d99f0e67b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9b65ebfe80d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f29558190ee1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_705bf4b7c653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68980109eef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd79a06455ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d0effd88d2c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9607ba9946f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19dcf35cfbac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6de2cab7fa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_079ce224bc0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da50efdd8305(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_010b41a6b6cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b77650806d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_82a1aee4e64e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d9b319af771(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00485468c8a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dabe94f7f750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e01e7e8d8e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a576f61fd24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c8da357ddf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c3bb0785313(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_79291a937c2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7c2b7bf4771(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_550ab17e25cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3824a3ffed7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0685389c97e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa6fa48d8dbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da4562c3a70a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ee0c478216f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52fab84c8ff1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cee0dcef3b1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1e348c20bb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98ca9a04f358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c5a0c0f56e38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc224a4756d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50f4a234465b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b10c1301b16f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb7e06baba18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b1e9e95a5b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99678e29a7d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4504e2cb6ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b0525b03e9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f27b5dffad4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_316bd7c97b71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5cfb60e1ea7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ebd5970a9dd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cbb92e528fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_421d5f757dce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2229fedd164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73536faaf93a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8228bd7fc10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cda5c0ade4be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9ba98911579(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b9bf970f9f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9559290bb58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8641f3407383(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb8859a88422(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73e7ceb46d62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ebe50e15d67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b70e246e211(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e19a6163ddb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_082d921e6d72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_559342be48c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3cb22849184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66daac508e0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5787721efa47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80c65585d2b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_907e26319ff6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69adaada7bc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8f5e9dcaa0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02c7cacb6b01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e751533855d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ceca3d2db82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f0a3d18e304(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8af0fec129a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6af8a1d24ccf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a0640cd9cc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0bb10bc62e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41c7010bf862(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc039a083e34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4dfc0747e98a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad0941bdbb3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e81a227eb544(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12a36eaa41be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93c21788e15e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8324d7c8c00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06a3c9a5a0e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebc403b66611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe62c100d409(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7185a6febff8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_862dc5667898(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb18d2ae6830(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc5c9e0ef3c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d1d8895879c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9f0eed53809(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2120f788f927(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c5eecbce1d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abbb5f40e300(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_238296e937c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13994fa65b28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0187b499f27d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46f06a33dcff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcc00c07f9c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e4018956aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1687ddb0c693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f4233d46c86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fae4ca4308d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d6ce149c722(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63d45c0a6dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64825cb4fced(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8d37e662a35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e6477378bad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b13abc32b820(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab18e084b259(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9049761cfd65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd9b0275bf0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94e61cacf2e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_188c71435676(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9a35e3c469b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc3d94f19f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f51d6aa347b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b7f49bbcbb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f0ae2964132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74c95611dcae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef1d64d01c66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f6a5fd34e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bda42e27bb69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45c3914fd6ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0939b98e19f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_109ad3613b1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09731d277da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28da5e73be8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_619d36f293ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1da0800822ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5cdcad6138a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a211b02da61e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aca691255c89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dedee98a314(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f42ce514438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b594997083ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2601c21d1267(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5076fdb5320b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3d756042300(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4c9f8c0db29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce5a40ab35fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1215d3edb138(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_439d38e0fa78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_624ead36538b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e06c4e32df7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_304870a905b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bafb2284a635(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c2f6194e87c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae00b879166b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14867288709a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dec3c1ade2aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33be56341894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5820c855c6ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6e68afa342e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36039e38f70c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b6cec778126(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbcf04cbb50a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee13226b19a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce9dea1fefb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d70a7830ab4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d55a591bab8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83ff70c5340d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d846f9e79ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b67911a5c379(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da40de19ba18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5698a8ffe803(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aae5c24d070f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9491b7de03a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a040333fe982(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0aed141b197d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41653c88ab34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab3ae7bbaf9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16442e7b2908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7269b4f21094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb3877c7cee1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e961523358f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25bf8641aff4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41139b01fe91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d20a939d10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73a6f388748a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0cd3d5198b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c69f26dd278(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ec2beb1b846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a78bbc51a80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b918cecc2457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae6ac1159874(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d61d58a6496(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c54079ebb3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8e0e4648d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47e881a7d540(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_450c4741b819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a2d19585e9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_763fd3a095e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf920416d270(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0e64e9ab1d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1abdf9f627f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7d218ee1e9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bf70f1ce062(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3daf660609c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33588157b4d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e842baa896d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afb07eb0c2a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae000f86a537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c81d2b08f028(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_105cf86c6686(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb3b510a5da0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b34006e999e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e9f33c452ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_963f496bc6f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b8f75f7c624(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbbc22121398(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de6cee37055b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95ae3f8b4048(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34153e18ddfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2b97cde8ee0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0a94bb5a76d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f22d2e201f45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbac184b8f42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbed5bb74e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_604f86e59d05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9252243284db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8d1b6ff2adf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f6c0807d7ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f72008ed85d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f16f19e04f42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f68e2f9bf09c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c0c22f175c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9728e6283f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e5c43f4e335(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_147f9a76a031(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f012cf9d493(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d16464f10ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7585c6f80aad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c6e8f8183cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6252ee5bbcfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_291d896b26cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f1177f14f37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc182ef30436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7c01921f3c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ee17fed1647(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f715f99aea6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b49a1407ac3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfea3e8d27ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb676f876215(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e15a5ab43669(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_573c0fe83f93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06421707862f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6119eea6e37b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e25a75b730fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4faf040d3209(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d074a65f6885(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d4cf5e8bfe0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5b245dca0a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b274dfc5c06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8291b8270089(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcb91e5c7a4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54d96c955c13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_312fc03f929d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c2490da5721(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3bcb5051a530(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75c6d1281a56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a882e416ac4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31f02b99d95f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be5fe88bb0e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b1369e1b83f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f3ed94bd484(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e010034de5a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c966a536e37c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07346158e0c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb42d0d0ea4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c91c5df8f7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c50b9e43e5fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7113c6da3119(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2394b99c9d64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e77c1155f364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58d54c4aad21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35c1c6249579(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_baf32f6a322c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98d13f00be0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff813341c984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1883526c1ecb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1268bc59ccf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8d2ab2b7ac2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d17892b177c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_046a6a464ce8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_863b3fcbb827(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ec26437924e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fe1d27bd06e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd7b394b77de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b807a56b0b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_324312c63bcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0fa4eb44750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49996f542d9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cc61ed15229(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1314dae9b1f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e5f4b87d19d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90969d759cba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37f5082ee0a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0333155e2bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b3a43d2f261(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3e06a3a6760(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b689af3d5d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34ec24e23291(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c63fb001ae01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6581525aa021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1280c8e4a4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5732edd61af2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1a5c12138ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4423dec4ad94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1bb5b65ef34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57945630ce83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00076939de76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82fe5d550964(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0e04f83ef77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0311aa846cfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed43044f9f10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06fd84507ccc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc39058d8c5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_991fa8734a8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe8e96c6c4ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f359012511(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d265128d293f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe0af6c62a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98b9095afb68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2617b7c60d54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76cba7feb292(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_709428727b9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7a076ec67d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03f6a7356b03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2282a7858207(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2851d3e0f01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6882295fe533(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0cba84c13559(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec9d472a68e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62e55534e2b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96b97c2f3301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aeb9134c0b91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_240758b11adf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f114778b232(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01d51cc8b0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c66f156f0f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ffae30a8816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0af2a5c72214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_504b18b4c04c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aee7325879a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9414f1cb6ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fdaa8b257c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7eb6c04e2d2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bdc7301afd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_222db6f99252(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e26e72d56b8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d330f3208a89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84a31eac5f25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_265bdc359634(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55b26dd3d800(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbcdf6b381ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29773093536b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64dc60bc4211(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca53ed5717de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f701616ab556(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cb8263c52b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c97913090ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a0f8c114bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6603d5278fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_392d67604f5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbdafada8aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c01021c16e3(const NormgenFwdParams p);
 
 namespace {
 
@@ -517,500 +486,469 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_4de89758cdfa, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_7b850233d729, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_b6338aaa13ad, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_93045e29504f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_50ef8b02fce0, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_f52415c42f31, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_a831b02b4017, 4, 512, 8, 32, 3, 1, 2, 52224, 768 },  // ring.t512.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_5242fa00d274, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_a5bb065b9c68, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_6dca6999eb36, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_bef040fb47a6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_ac1db08fe8f5, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_d7ceccaabb09, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_d46ecb1de624, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_b8478778801b, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_5d4dd092abb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_cc76f898ac95, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_1d8b3c403d02, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_d382e5fbee6f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_8af779dd18a0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_a38437494869, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_bc9553ecd1e8, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_06eb4549eedf, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_4b05a6e23829, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_0184caa5df81, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_7b345fcb55ca, 2, 64, 8, 64, 0, 1, 2, 0, 6144 },  // smem.t64.v8.tpr64.h6144
-  {(const void*)&normgen_layernorm_fwd_a787e6e61b99, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_33c8d90f7dce, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_11ca84b48888, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_5c5ad641494e, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_01039a7c17da, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_8151ff4f68e1, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_f4abc8d817c7, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_c848232d7066, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_9684549d1629, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_28c1163e62f3, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_70108c3c89ab, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_152cd0d2677e, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_aa5e679d7560, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_9f8d991de349, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_fa31fca45eb2, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_ebd8ac6b4294, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.cap.h32768
-  {(const void*)&normgen_layernorm_fwd_53c83a7a32e8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_9eadc5e8b594, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_layernorm_fwd_a9052fdb78c0, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
-  {(const void*)&normgen_layernorm_fwd_7df2d9951846, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_9fceeb6e0875, 4, 128, 8, 128, 8, 8, 2, 98304, 65536 },  // ring.t128.v8.tpr128.i8.c8.s4.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_c883512279d5, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_fcd030141693, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_7e7435956691, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_a71924af1afe, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_914453669aaa, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_472d72d8a4ba, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_46cf5915a925, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_f4cfb205e7c1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_68d9d7b23364, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_d772d015e1db, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_f4e6a65e1862, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_fc782d6f80c1, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_64cae70c3b0c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_5a255905c45a, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_207aed53befc, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_7b7d83fbc082, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_7aa826775183, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_de7f000ebbbb, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_25a4e8cee9b9, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_e1e977620e8e, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_6f9a656a5133, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_2b74e67aae70, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_e22678923a3b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_cd2b192207e3, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_253765e255d2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_289a0a294887, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_648b729fcf30, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_8e77a2cb7e2e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_cf4eed57d68a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_1419a363b12f, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_34ca6b297811, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_60f4e922bb53, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_1175a2968e86, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_dbb72eeeaf5e, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_13d82f318403, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_583d47a07ca5, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_7defb8a4b80c, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_ea7c7c4f4a53, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_1fcabe828c50, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_bf5300452d05, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_31d7263b852d, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_2f83af4f24a3, 4, 512, 8, 512, 3, 1, 2, 122880, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
-  {(const void*)&normgen_layernorm_fwd_2ce85ddc8969, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_5f3538afe554, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_23ad66e2357b, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_8dc6befe7646, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_0007c026202f, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_77adbfeb1bce, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_5f6b8958ab9f, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_13c95cf7bd61, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_ede3a6766816, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_e00c859544f7, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_layernorm_fwd_c7aa93ecf9e5, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_758b0a3cb323, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_140b69b34536, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_cadb5b41e1f7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_23c7b28e0940, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_b930eed0aab9, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_144f51bb648e, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_3f825cfe9036, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_a423c3df69ec, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_64d0c0f36776, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_732e6b1dde56, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_1a29a56cc9a8, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_9b1a828ace93, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_b5c33587bc06, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_0928677d4b13, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_55ae2c6052fe, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_75c827998341, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_093fed884758, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
-  {(const void*)&normgen_layernorm_fwd_9667a430a440, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_1565b2328244, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_5864ddc2c012, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_5e51094d9232, 2, 256, 4, 128, 0, 1, 4, 0, 2048 },  // smem.t256.v4.tpr128.h2048
-  {(const void*)&normgen_layernorm_fwd_03799f0f716b, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_3d44e171ba3c, 0, 64, 4, 64, 10, 1, 4, 0, 2560 },  // regs.t64.v4.tpr64.i10.h2560
-  {(const void*)&normgen_layernorm_fwd_7bda20011087, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_246cc3f48aa7, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_0c211e434657, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_ec3f9c178006, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_34391bafd75e, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_78763fe522a7, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_785dfe7ad4f4, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_7327a42cc74d, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_588810e42bbe, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_fe4cfd56e07d, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_ea6baf694213, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_56d028140a2c, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_574ae6576ebf, 3, 256, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t256.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_b15df026f4bc, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_2045962504da, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_74e0df2ffbaf, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_816c9eab0621, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_06dc5b45714e, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_92ed5100f601, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_aa0025191780, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_1ee640d8f6ec, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_c193b375abee, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_daabed542b3b, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_b5bdf1af103e, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_f8b177fe3473, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
-  {(const void*)&normgen_layernorm_fwd_b192f1560ca7, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_0e211a5b6545, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_d32999670b8b, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_cc8167c71af6, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_66228cc07c4b, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_67f5f3c8dd95, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_8a95c729a878, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_520051bbdc15, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_4b529b22fd6c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_cdec52d24b89, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_737ac470917c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_bc9d4d12b466, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_055fdcfd269d, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_78619d95c9f9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_ae7a888e4e8b, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_ae9f86f89423, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_5eb89114d8ba, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_48ec3eb938d1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_0df6c4b10c43, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_be21c56b89ae, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_70108d2152e1, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_21d9860d8691, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6e1a1b277279, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1e9c7da8087e, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_88d4435f864d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1541b688aaeb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8479f0ed25b3, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_43288006c3b4, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4b198e5bc6f6, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_43bef5bce72d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_153404757d66, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8a7ae218ccc0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d28b0edde0de, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e111a2e14cb2, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d3db7d9dea8c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5935cb18141f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2914f51830d6, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_bf4e11a5d192, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1f5c2ccee85c, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6161d8bea574, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f8b7d6f1e126, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1cee9654ff6c, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c86af4c3915c, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_966db6b56b53, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c3eafd686ea0, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0a25772d35c9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a94c78f50181, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d57c680c424d, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
-  {(const void*)&normgen_rmsnorm_fwd_7731742ff869, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ac1fd4a245a2, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d41251bc45af, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_64f7d8a8d199, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_979917e9b0b0, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_95f2f538b6df, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c619de264fc8, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_70c23948dacc, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f028c1721554, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_01724bb782b3, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d97bad5ebf98, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e72e01749f82, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_037804f023af, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c0603e1e87b5, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_f2769f090580, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_011d4e24fc54, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bdf0750628c9, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_eff3e52265fa, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_0f41d41839ae, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_8cbefe5ddf81, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_f0658aeef5a6, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_dfa191b65594, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_689d4172b714, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_08a2440b23e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e9a94e6ae13a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_5c1ddfa8b8dd, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_67aaeb1a3236, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_51fce7bfc2dd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_2a7a1d457833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_f8050d2685a1, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_ef60fab59e7a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_66271ad4cc4d, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6a621ec7adbc, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bf60042a0c53, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e0133c77b26a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5ef21711e7d1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_33f635cefea3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ea62e525e48a, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_85e583308579, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_665192ea086e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_dae78fac01a7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_859f0b8c6b0e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_60c960831cb6, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_913c1ec7f6a8, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fddc476731d0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_526ef723a83c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ec225567631c, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_72d4cd781b11, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a8885ae5dfa2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a4f287ed0491, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1abd12feb768, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_502cb4de938d, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9434cf1a4a9a, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1180fe2a8769, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5cd13a19422e, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c2be7d86f0e5, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_16026abca811, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_158a9b1e6703, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1d69faddb1b1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_90b39241bf58, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c2f33362b36f, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2655ad06fb61, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_44d405ea5917, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d1739c4789f5, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_83c756fb6931, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fb6c8f163306, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_784ea9735c10, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_dbb7b4660f2e, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_475d495d3716, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_63301c5d1680, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9111489c0871, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_466a28b68106, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7c3405711cf4, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_550cdeb75c49, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_afb349b59afe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d560820a327d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e10ee80a732b, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_21bfd7c2c268, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_341dd1aff313, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_274e50f5646a, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_b60761c88109, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_2ffe66b2eeda, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_1f940933bd8d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_d37ee69edbd2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_fd54a66bedb9, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_984e83a66915, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_58af04c72114, 4, 512, 8, 32, 3, 1, 2, 75264, 768 },  // ring.t512.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_2eab0ce7b902, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_b0c9d2927673, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2df1f813c530, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_312575f26d72, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9f4df0ef7954, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e04816f900a1, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c9ef28a8e8b9, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_189dafd99999, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_698f72b22e75, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8bd1abb403c6, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4797c6f8a032, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_efea035e35ad, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_73290cd1429d, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_32b2b42797cb, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_efa47a425e2c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_84ad23beb37a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d31fc6549c98, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e41ef41bfd4a, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a75cc7728bd9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_382af742a20f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_51886f4c3f88, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
-  {(const void*)&normgen_rmsnorm_fwd_640bf972b694, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0daf8f46109e, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_fb166008f936, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2dfd0368e3e2, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b7c92d477fe6, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_323649aaacc7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_14ecdeebe268, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f93ae46abfb7, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a1dd1769326d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b8d067cdf5be, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7d7897284c23, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7a5f5320673c, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_38d21714dc3a, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_498825b5940d, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e58bc12c44e4, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0ee9bd6f72c8, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_33bb47ccfcc2, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5665f39f3b7e, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b5b95fc61054, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_33e0e8c6f444, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7fe41da5a7f1, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_aef1474c6eeb, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1c665ed36fd5, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_cadffc4e419f, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_51a573a6e22e, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c676c78eb225, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6091b9ea73dd, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_de0349bf3026, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bfd756f84a44, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7a0b2dd2c309, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5231e0b3b1f3, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_da5d9c0e5c9d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a4b1052103e0, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ad87b90e3993, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2a02bc6f741d, 4, 1024, 8, 1024, 2, 8, 2, 131072, 131072 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f87edac3aac7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_54890aeaa80f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_a295ef1dae27, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_8dbf71eebfa5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_fbca7b352271, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_9c026b703bd8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_79bf9ce56b75, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_0aa704643e86, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_48c85616d423, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_393801638d59, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_28a1b5e9d3b8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_08635da14c48, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_dc20a2443a1b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0765aa26067a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_63476c766cf8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_efc9f562a402, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6dd62af9bfae, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4411e0e8d968, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4227717cd75b, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_343005c85e36, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_28cb0352b407, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_43f0fdcd8b77, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_31ce65b694e5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_95b0584398b1, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d69972f07460, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_33fc7e86802c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_47ecdeab7a7a, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a2877054c9cc, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5a263443d555, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_abd51cbe52da, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_8d13318ee355, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f4fd6c8b9a2d, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9f8f9a9a5d9b, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e8b4a4f31873, 0, 256, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t256.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_857f465be234, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_044b16e586a7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9cbbe30950db, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_58a32d9e1f19, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5e3c531ea452, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c9a2b0c6a4f4, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bc169ef8d067, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0c6cbb8c6cc5, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6bfcee0a0ea3, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3342981ecd4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_68dc0f912a19, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2a85a9eb78fb, 2, 1024, 8, 1024, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr1024.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3576857e09e6, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bc2308aa6227, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ee53db09a83d, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fa982e082d22, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e6dd5bf7264a, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_acbd74362a09, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_aeadc5fb9df7, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b469cde2b779, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_778aa3bd3a1e, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_8b43ee29113e, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_e80e3a0c2e71, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_1e953d6a30a5, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_7359c2fc7083, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_10f8bdde0e6e, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_572d57594ebc, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
-  {(const void*)&normgen_rmsnorm_fwd_c7a8f73bc083, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_01e73c10b61f, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_bb1cc9c584ca, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_1249ba17187f, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a78131c38d49, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f6ebcdad1b2b, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e237203edd84, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c200a7558eb7, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a963a9dc4531, 2, 512, 4, 256, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr256.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1d031ed27249, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_575f6c5624bf, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1017808b87a9, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2d462dff0599, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8d59a1b45102, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_df9033d21472, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_56b47b4ddade, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a481016fb118, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
-  {(const void*)&normgen_rmsnorm_fwd_5b5cf38d6eba, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_bc46fafcf32e, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_30bd7173db06, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9b98caf70f91, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_80cfd2f9fa40, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d97aaf662b8b, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_de32504aaca1, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c394b3c53b9e, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_19e84d295ef1, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_28bd80b4a0cf, 0, 256, 4, 256, 4, 2, 4, 0, 7168 },  // regs.t256.v4.tpr256.i4.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e133d1ce32af, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2531bf8404e3, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_21a06f2e27ea, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8c8665616370, 1, 256, 4, 256, 2, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_07ee5ccddb5a, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bf93bc832f7b, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5b4f6fe00491, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_10cb78792474, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d326b3e5a3d4, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3f1cacd10543, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e480c8845461, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c7bcfa874048, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_233e70974dfc, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_40fd03637d88, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8ba3884b2309, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_47b0caf1e879, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4f24e9f6d16f, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c9ba28dbc045, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_7964332fb146, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_2b8cbdd5b5f9, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_09b0d439681f, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_3b7b1fa06cf8, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_5132a3f901db, 0, 128, 4, 64, 3, 1, 4, 0, 768 },  // regs.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_3eff91d2f83f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_98aefd9289ae, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_753da41bbeed, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2e835ad1e7bd, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5676aacfacab, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d5473321495f, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6dc648eb77e2, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e8f8bcff8c94, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_81b31b79bd00, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_49a2b1ba330a, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_69296d3a3fad, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_01e9e16227e5, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8008cebda3b4, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_5d236aaf9e66, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a159b7d4d6c0, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_800458846b80, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d258f9f6ec84, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b886114b6f54, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_99a04d2825f8, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_2588150c1414, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_220cdf429869, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8a310f67ceef, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e2d14d8fbdc2, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e792af526bc8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d36f68e5695c, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_caad81c3546f, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b232c96222a5, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_349cf7af0dbb, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3c64fec1d289, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_29ac4640d928, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_19044c734229, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_58b3638efcbc, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9bbc1087bcaf, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_50af62c32714, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c72459abd95b, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1f15b6ca8607, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e6858bfd7413, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e72481863ce0, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_83ce5e1623e1, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a026fed9a157, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_016e965fbd59, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a8480e0e66a3, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_10fdadcb32f0, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ba7f1a88bb2d, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_ab4fcdbaeff1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_94df9a784fd6, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_63a76671d067, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_3a30516c2097, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_cabf7c3870d8, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_b7642fd8a256, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_1115d2b074c1, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_24869564d3a1, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_a089131412e9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_66731f8d2cbb, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_ebac7ee697b9, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_380ca16d99e0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_26b9c26cde58, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_7ba2ef688747, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_9cd556763d6e, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_e358d8ddde53, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_2755b04c8a8c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_62d27a24ea6e, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_d7021219a31b, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_3d987dd67055, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_cf41901cf2c2, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_fc2b0f6bcc28, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_643295ef3616, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_2b802936af56, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_de2e0f7f8cab, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_d43259e46a7a, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_570d92bb7e55, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_a62cccd3de27, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_5226d69ed358, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_13469b82f64a, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_d95498f1eb5d, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_8df359621832, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_205967ba4e98, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_8284094eaf24, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_1c08f4b0478a, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_f0514bf06dcf, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_cff8642e9432, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_4d84aef1bdfa, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_2de2d6fc7ace, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_eeb946fa499a, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.cap.h32768
+  {(const void*)&normgen_layernorm_fwd_3adeb291a61b, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_694f9f3157bb, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.early.h65536
+  {(const void*)&normgen_layernorm_fwd_5342143d4bae, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
+  {(const void*)&normgen_layernorm_fwd_df8d247a3ab0, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_270e56d96e3b, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_8ccf6dedb617, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_679e0b5389e2, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_6de03faf0683, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_cfd97e3cdfff, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_51a85856c568, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_4f99f7df7423, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_4ad60dd334d0, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_c235e9a51d0d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_fb25043098f2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_de071b1e0dd5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_e647ada6a282, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_32b06cceb39f, 0, 128, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t128.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_a1ee759b5298, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_c68d198738ad, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_03a58c6aa716, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_cd24d5b279c2, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_b4fd26e492f9, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_756aafcb805f, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_c770746f78d3, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_c27d5564f5e5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_ed9fc54e4e52, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_de995acb9d3f, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
+  {(const void*)&normgen_layernorm_fwd_67cdc985279a, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_5a3e2480f790, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_85403b345d24, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_d90e63da596d, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_e07ea60d804c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_b071e34c4106, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_18ed42dba4d5, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_7bf295c63aaf, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_f461f1123265, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_5c8082183a8c, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_f18d39ccb68b, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_36172b600130, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_b4ebc95741c4, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_b7731e73b80d, 4, 512, 8, 512, 3, 1, 2, 122880, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_006299341a10, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_dc188675c218, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_6270db1ad665, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_47c4f26c2c2e, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_edde05939909, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_86a925053669, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_960d4120e3ae, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_1c4b3220d3ba, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_02cac216527c, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_39de0aa1395a, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.cap.h32768
+  {(const void*)&normgen_layernorm_fwd_522d99f0e67b, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_c9b65ebfe80d, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_f29558190ee1, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_705bf4b7c653, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_68980109eef3, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_bd79a06455ab, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_d0effd88d2c4, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_9607ba9946f1, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_19dcf35cfbac, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_c6de2cab7fa5, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_079ce224bc0d, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_da50efdd8305, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_010b41a6b6cd, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_1b77650806d6, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_82a1aee4e64e, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_3d9b319af771, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_00485468c8a2, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_dabe94f7f750, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_8e01e7e8d8e4, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_3a576f61fd24, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_3c8da357ddf8, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_0c3bb0785313, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_79291a937c2d, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_b7c2b7bf4771, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_550ab17e25cf, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_c3824a3ffed7, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
+  {(const void*)&normgen_layernorm_fwd_0685389c97e4, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_aa6fa48d8dbf, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_da4562c3a70a, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
+  {(const void*)&normgen_layernorm_fwd_9ee0c478216f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_52fab84c8ff1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_cee0dcef3b1e, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_d1e348c20bb4, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
+  {(const void*)&normgen_layernorm_fwd_98ca9a04f358, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_c5a0c0f56e38, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_fc224a4756d0, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
+  {(const void*)&normgen_layernorm_fwd_50f4a234465b, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_b10c1301b16f, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_eb7e06baba18, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_2b1e9e95a5b3, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_99678e29a7d7, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_f4504e2cb6ba, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_6b0525b03e9c, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_f27b5dffad4c, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_316bd7c97b71, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_5cfb60e1ea7f, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_ebd5970a9dd9, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_3cbb92e528fa, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_layernorm_fwd_421d5f757dce, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_a2229fedd164, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_73536faaf93a, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_a8228bd7fc10, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_cda5c0ade4be, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_e9ba98911579, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_1b9bf970f9f6, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_b9559290bb58, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_8641f3407383, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_eb8859a88422, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_73e7ceb46d62, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_7ebe50e15d67, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_9b70e246e211, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_e19a6163ddb2, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_082d921e6d72, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_559342be48c5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c3cb22849184, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_66daac508e0b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5787721efa47, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_80c65585d2b6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_907e26319ff6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_69adaada7bc4, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e8f5e9dcaa0a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_02c7cacb6b01, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6e751533855d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8ceca3d2db82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0f0a3d18e304, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8af0fec129a5, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6af8a1d24ccf, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5a0640cd9cc0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a0bb10bc62e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_41c7010bf862, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dc039a083e34, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4dfc0747e98a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ad0941bdbb3c, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e81a227eb544, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_12a36eaa41be, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_93c21788e15e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d8324d7c8c00, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_06a3c9a5a0e1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ebc403b66611, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_fe62c100d409, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7185a6febff8, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_862dc5667898, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb18d2ae6830, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_cc5c9e0ef3c9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9d1d8895879c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a9f0eed53809, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2120f788f927, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0c5eecbce1d8, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_abbb5f40e300, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_238296e937c3, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_13994fa65b28, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0187b499f27d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_46f06a33dcff, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_bcc00c07f9c4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3e4018956aea, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1687ddb0c693, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_5f4233d46c86, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6fae4ca4308d, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7d6ce149c722, 0, 128, 8, 128, 4, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_63d45c0a6dec, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_64825cb4fced, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e8d37e662a35, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_8e6477378bad, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_b13abc32b820, 4, 1024, 8, 1024, 2, 4, 2, 131072, 65536 },  // ring.t1024.v8.tpr1024.i2.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ab18e084b259, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_9049761cfd65, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_bd9b0275bf0c, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_94e61cacf2e9, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_188c71435676, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_d9a35e3c469b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_cc3d94f19f8c, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_f51d6aa347b2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_0b7f49bbcbb6, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_7f0ae2964132, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_74c95611dcae, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ef1d64d01c66, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9f6a5fd34e30, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bda42e27bb69, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_45c3914fd6ee, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a0939b98e19f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_109ad3613b1b, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_09731d277da3, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_28da5e73be8f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_619d36f293ec, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1da0800822ff, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e5cdcad6138a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a211b02da61e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_aca691255c89, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7dedee98a314, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2f42ce514438, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b594997083ea, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2601c21d1267, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5076fdb5320b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d3d756042300, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d4c9f8c0db29, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ce5a40ab35fe, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1215d3edb138, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_439d38e0fa78, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_624ead36538b, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e06c4e32df7f, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_304870a905b8, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bafb2284a635, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2c2f6194e87c, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ae00b879166b, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_14867288709a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_dec3c1ade2aa, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_33be56341894, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5820c855c6ab, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c6e68afa342e, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_36039e38f70c, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7b6cec778126, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dbcf04cbb50a, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ee13226b19a2, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ce9dea1fefb6, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1d70a7830ab4, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d55a591bab8e, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_83ff70c5340d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6d846f9e79ee, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b67911a5c379, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_da40de19ba18, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_5698a8ffe803, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_aae5c24d070f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_9491b7de03a3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_a040333fe982, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_0aed141b197d, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_41653c88ab34, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ab3ae7bbaf9c, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_16442e7b2908, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7269b4f21094, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_eb3877c7cee1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4e961523358f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_25bf8641aff4, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_41139b01fe91, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0d20a939d10f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_73a6f388748a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f0cd3d5198b4, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3c69f26dd278, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8ec2beb1b846, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4a78bbc51a80, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b918cecc2457, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ae6ac1159874, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6d61d58a6496, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8c54079ebb3f, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c8e0e4648d77, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_47e881a7d540, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_450c4741b819, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7a2d19585e9a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_763fd3a095e9, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bf920416d270, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f0e64e9ab1d4, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_1abdf9f627f2, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f7d218ee1e9d, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2bf70f1ce062, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3daf660609c5, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_33588157b4d8, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4e842baa896d, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_afb07eb0c2a4, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ae000f86a537, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c81d2b08f028, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_105cf86c6686, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bb3b510a5da0, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b34006e999e7, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8e9f33c452ad, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_963f496bc6f5, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0b8f75f7c624, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_fbbc22121398, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_de6cee37055b, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_95ae3f8b4048, 4, 1024, 8, 1024, 2, 8, 2, 131072, 131072 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_34153e18ddfc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b2b97cde8ee0, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_e0a94bb5a76d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_f22d2e201f45, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_fbac184b8f42, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_fbed5bb74e4d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_604f86e59d05, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_9252243284db, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a8d1b6ff2adf, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3f6c0807d7ce, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f72008ed85d4, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f16f19e04f42, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f68e2f9bf09c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2c0c22f175c9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a9728e6283f4, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5e5c43f4e335, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_147f9a76a031, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4f012cf9d493, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5d16464f10ea, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7585c6f80aad, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_3c6e8f8183cc, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6252ee5bbcfa, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_291d896b26cd, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0f1177f14f37, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bc182ef30436, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d7c01921f3c8, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2ee17fed1647, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4f715f99aea6, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b49a1407ac3a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bfea3e8d27ab, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_cb676f876215, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e15a5ab43669, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_573c0fe83f93, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_06421707862f, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6119eea6e37b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e25a75b730fd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4faf040d3209, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d074a65f6885, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9d4cf5e8bfe0, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e5b245dca0a8, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2b274dfc5c06, 1, 512, 8, 512, 2, 8, 2, 0, 65536 },  // pipelined.t512.v8.tpr512.i2.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8291b8270089, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bcb91e5c7a4d, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_54d96c955c13, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_312fc03f929d, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_7c2490da5721, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3bcb5051a530, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_75c6d1281a56, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_9a882e416ac4, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_31f02b99d95f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_be5fe88bb0e7, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_6b1369e1b83f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3f3ed94bd484, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e010034de5a4, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c966a536e37c, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_07346158e0c8, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_eb42d0d0ea4f, 0, 512, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t512.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8c91c5df8f7a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c50b9e43e5fa, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_7113c6da3119, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2394b99c9d64, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e77c1155f364, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.h2048
+  {(const void*)&normgen_rmsnorm_fwd_58d54c4aad21, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_35c1c6249579, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_baf32f6a322c, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_98d13f00be0b, 3, 256, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr128.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ff813341c984, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1883526c1ecb, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1268bc59ccf5, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f8d2ab2b7ac2, 3, 1024, 4, 256, 0, 1, 4, 0, 3072 },  // reload.t1024.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2d17892b177c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_046a6a464ce8, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_863b3fcbb827, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4ec26437924e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_0fe1d27bd06e, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_bd7b394b77de, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4b807a56b0b1, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_324312c63bcd, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c0fa4eb44750, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_49996f542d9d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3cc61ed15229, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_1314dae9b1f9, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_6e5f4b87d19d, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_90969d759cba, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_37f5082ee0a7, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0333155e2bd2, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_5b3a43d2f261, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d3e06a3a6760, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_b689af3d5d12, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_34ec24e23291, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_c63fb001ae01, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6581525aa021, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_1280c8e4a4b7, 1, 128, 4, 128, 8, 8, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i8.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5732edd61af2, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f1a5c12138ec, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_4423dec4ad94, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_f1bb5b65ef34, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_57945630ce83, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_00076939de76, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_82fe5d550964, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_c0e04f83ef77, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0311aa846cfa, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ed43044f9f10, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_06fd84507ccc, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_bc39058d8c5d, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_991fa8734a8c, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_fe8e96c6c4ae, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_d1f359012511, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d265128d293f, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fe0af6c62a6f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_98b9095afb68, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2617b7c60d54, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_76cba7feb292, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_709428727b9d, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a7a076ec67d7, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_03f6a7356b03, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2282a7858207, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a2851d3e0f01, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6882295fe533, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0cba84c13559, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ec9d472a68e2, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_62e55534e2b0, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_96b97c2f3301, 3, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr1024.h4096
+  {(const void*)&normgen_rmsnorm_fwd_aeb9134c0b91, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_240758b11adf, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_7f114778b232, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_01d51cc8b0a5, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9c66f156f0f7, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1ffae30a8816, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0af2a5c72214, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_504b18b4c04c, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_aee7325879a7, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c9414f1cb6ff, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0fdaa8b257c1, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7eb6c04e2d2a, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9bdc7301afd8, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_222db6f99252, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e26e72d56b8c, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d330f3208a89, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_84a31eac5f25, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_265bdc359634, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_55b26dd3d800, 1, 256, 4, 256, 2, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_cbcdf6b381ba, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_29773093536b, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_64dc60bc4211, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_ca53ed5717de, 0, 512, 4, 512, 4, 4, 4, 0, 32768 },  // regs.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f701616ab556, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2cb8263c52b5, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_3c97913090ac, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0a0f8c114bd2, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_6603d5278fb5, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_392d67604f5b, 0, 1024, 4, 1024, 4, 8, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_bbdafada8aea, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_5c01021c16e3, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1019,15 +957,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 53 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 106 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 155 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 219 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 273 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 339 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 393 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 443 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 493 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 50 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 99 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 146 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 208 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 258 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 309 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 353 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 411 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 462 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -1038,1226 +976,1226 @@ const Entry kEntries[] = {
   { 0, 512, 8, 1 },
   { 0, 512, 32, 1 },
   { 0, 512, 128, 1 },
-  { 0, 512, 512, 2 },
-  { 0, 512, 2048, 2 },
-  { 0, 512, 8192, 2 },
-  { 0, 512, 32768, 2 },
-  { 0, 768, 1, 3 },
-  { 0, 768, 8, 3 },
-  { 0, 768, 32, 3 },
-  { 0, 768, 128, 4 },
-  { 0, 768, 512, 5 },
-  { 0, 768, 2048, 5 },
-  { 0, 768, 8192, 6 },
-  { 0, 768, 32768, 5 },
-  { 0, 1024, 1, 7 },
-  { 0, 1024, 8, 7 },
-  { 0, 1024, 32, 7 },
-  { 0, 1024, 128, 8 },
-  { 0, 1024, 512, 9 },
-  { 0, 1024, 2048, 9 },
-  { 0, 1024, 8192, 9 },
-  { 0, 1024, 32768, 9 },
-  { 0, 1536, 1, 10 },
-  { 0, 1536, 8, 10 },
-  { 0, 1536, 32, 10 },
-  { 0, 1536, 128, 10 },
-  { 0, 1536, 512, 11 },
-  { 0, 1536, 2048, 11 },
-  { 0, 1536, 8192, 11 },
-  { 0, 1536, 32768, 11 },
-  { 0, 2048, 1, 12 },
-  { 0, 2048, 8, 12 },
-  { 0, 2048, 32, 12 },
-  { 0, 2048, 128, 12 },
-  { 0, 2048, 512, 13 },
-  { 0, 2048, 2048, 13 },
-  { 0, 2048, 8192, 13 },
-  { 0, 2048, 32768, 14 },
-  { 0, 2560, 1, 15 },
-  { 0, 2560, 8, 15 },
-  { 0, 2560, 32, 15 },
-  { 0, 2560, 128, 15 },
-  { 0, 2560, 512, 16 },
-  { 0, 2560, 2048, 17 },
-  { 0, 2560, 8192, 16 },
-  { 0, 2560, 32768, 16 },
-  { 0, 3072, 1, 18 },
-  { 0, 3072, 8, 18 },
-  { 0, 3072, 32, 18 },
-  { 0, 3072, 128, 18 },
-  { 0, 3072, 512, 18 },
-  { 0, 3072, 2048, 18 },
-  { 0, 3072, 8192, 18 },
-  { 0, 3072, 32768, 18 },
-  { 0, 4096, 1, 19 },
-  { 0, 4096, 8, 19 },
-  { 0, 4096, 32, 19 },
-  { 0, 4096, 128, 19 },
-  { 0, 4096, 512, 19 },
-  { 0, 4096, 2048, 20 },
-  { 0, 4096, 8192, 20 },
-  { 0, 4096, 32768, 20 },
-  { 0, 5120, 1, 21 },
-  { 0, 5120, 8, 21 },
-  { 0, 5120, 32, 21 },
-  { 0, 5120, 128, 21 },
-  { 0, 5120, 512, 22 },
-  { 0, 5120, 2048, 21 },
-  { 0, 5120, 8192, 21 },
-  { 0, 5120, 32768, 23 },
-  { 0, 6144, 1, 24 },
-  { 0, 6144, 8, 24 },
-  { 0, 6144, 32, 24 },
-  { 0, 6144, 128, 24 },
-  { 0, 6144, 512, 24 },
-  { 0, 6144, 2048, 24 },
-  { 0, 6144, 8192, 24 },
-  { 0, 6144, 32768, 25 },
-  { 0, 7168, 1, 26 },
-  { 0, 7168, 8, 26 },
-  { 0, 7168, 32, 26 },
-  { 0, 7168, 128, 27 },
-  { 0, 7168, 512, 27 },
-  { 0, 7168, 2048, 27 },
-  { 0, 7168, 8192, 27 },
-  { 0, 7168, 32768, 27 },
-  { 0, 8192, 1, 28 },
-  { 0, 8192, 8, 28 },
-  { 0, 8192, 32, 28 },
-  { 0, 8192, 128, 28 },
-  { 0, 8192, 512, 29 },
-  { 0, 8192, 2048, 30 },
-  { 0, 8192, 8192, 31 },
-  { 0, 8192, 32768, 31 },
-  { 0, 12288, 1, 32 },
-  { 0, 12288, 8, 32 },
-  { 0, 12288, 32, 32 },
-  { 0, 12288, 128, 32 },
-  { 0, 12288, 512, 33 },
-  { 0, 12288, 2048, 34 },
-  { 0, 12288, 8192, 34 },
-  { 0, 12288, 32768, 34 },
-  { 0, 16384, 1, 35 },
-  { 0, 16384, 8, 35 },
-  { 0, 16384, 32, 35 },
-  { 0, 16384, 128, 36 },
-  { 0, 16384, 512, 37 },
-  { 0, 16384, 2048, 37 },
-  { 0, 16384, 8192, 37 },
-  { 0, 16384, 32768, 38 },
-  { 0, 32768, 1, 39 },
-  { 0, 32768, 8, 39 },
-  { 0, 32768, 32, 39 },
-  { 0, 32768, 128, 40 },
-  { 0, 32768, 512, 41 },
-  { 0, 32768, 2048, 42 },
-  { 0, 32768, 8192, 42 },
-  { 0, 32768, 32768, 42 },
-  { 0, 65536, 1, 43 },
-  { 0, 65536, 8, 43 },
-  { 0, 65536, 32, 44 },
-  { 0, 65536, 128, 45 },
-  { 0, 65536, 512, 46 },
-  { 0, 65536, 2048, 47 },
-  { 0, 65536, 8192, 48 },
-  { 0, 65536, 32768, 48 },
-  { 0, 131072, 1, 49 },
-  { 0, 131072, 8, 49 },
-  { 0, 131072, 32, 50 },
-  { 0, 131072, 128, 51 },
-  { 0, 131072, 512, 52 },
-  { 0, 131072, 2048, 52 },
-  { 0, 131072, 8192, 52 },
-  { 0, 131072, 32768, 52 },
-  { 1, 512, 1, 54 },
-  { 1, 512, 8, 55 },
-  { 1, 512, 32, 55 },
-  { 1, 512, 128, 55 },
-  { 1, 512, 512, 56 },
-  { 1, 512, 2048, 56 },
-  { 1, 512, 8192, 56 },
-  { 1, 512, 32768, 56 },
-  { 1, 768, 1, 57 },
-  { 1, 768, 8, 57 },
-  { 1, 768, 32, 57 },
-  { 1, 768, 128, 57 },
-  { 1, 768, 512, 58 },
-  { 1, 768, 2048, 58 },
-  { 1, 768, 8192, 58 },
-  { 1, 768, 32768, 58 },
-  { 1, 1024, 1, 59 },
-  { 1, 1024, 8, 59 },
-  { 1, 1024, 32, 59 },
-  { 1, 1024, 128, 60 },
-  { 1, 1024, 512, 61 },
-  { 1, 1024, 2048, 61 },
-  { 1, 1024, 8192, 61 },
-  { 1, 1024, 32768, 61 },
-  { 1, 1536, 1, 62 },
-  { 1, 1536, 8, 62 },
-  { 1, 1536, 32, 62 },
-  { 1, 1536, 128, 63 },
-  { 1, 1536, 512, 63 },
-  { 1, 1536, 2048, 63 },
-  { 1, 1536, 8192, 63 },
-  { 1, 1536, 32768, 63 },
-  { 1, 2048, 1, 64 },
-  { 1, 2048, 8, 64 },
-  { 1, 2048, 32, 64 },
-  { 1, 2048, 128, 64 },
-  { 1, 2048, 512, 65 },
-  { 1, 2048, 2048, 65 },
-  { 1, 2048, 8192, 65 },
-  { 1, 2048, 32768, 66 },
-  { 1, 2560, 1, 67 },
-  { 1, 2560, 8, 67 },
-  { 1, 2560, 32, 67 },
-  { 1, 2560, 128, 67 },
-  { 1, 2560, 512, 68 },
-  { 1, 2560, 2048, 69 },
-  { 1, 2560, 8192, 68 },
-  { 1, 2560, 32768, 68 },
-  { 1, 3072, 1, 70 },
-  { 1, 3072, 8, 70 },
-  { 1, 3072, 32, 70 },
-  { 1, 3072, 128, 70 },
-  { 1, 3072, 512, 70 },
-  { 1, 3072, 2048, 70 },
-  { 1, 3072, 8192, 70 },
-  { 1, 3072, 32768, 70 },
-  { 1, 4096, 1, 71 },
-  { 1, 4096, 8, 71 },
-  { 1, 4096, 32, 71 },
-  { 1, 4096, 128, 71 },
-  { 1, 4096, 512, 71 },
-  { 1, 4096, 2048, 72 },
-  { 1, 4096, 8192, 72 },
-  { 1, 4096, 32768, 72 },
-  { 1, 5120, 1, 73 },
-  { 1, 5120, 8, 73 },
-  { 1, 5120, 32, 74 },
-  { 1, 5120, 128, 74 },
-  { 1, 5120, 512, 75 },
-  { 1, 5120, 2048, 73 },
-  { 1, 5120, 8192, 73 },
-  { 1, 5120, 32768, 76 },
-  { 1, 6144, 1, 77 },
-  { 1, 6144, 8, 77 },
-  { 1, 6144, 32, 77 },
-  { 1, 6144, 128, 77 },
-  { 1, 6144, 512, 77 },
-  { 1, 6144, 2048, 77 },
-  { 1, 6144, 8192, 77 },
-  { 1, 6144, 32768, 78 },
-  { 1, 7168, 1, 79 },
-  { 1, 7168, 8, 79 },
-  { 1, 7168, 32, 79 },
-  { 1, 7168, 128, 80 },
-  { 1, 7168, 512, 80 },
-  { 1, 7168, 2048, 80 },
-  { 1, 7168, 8192, 80 },
-  { 1, 7168, 32768, 80 },
-  { 1, 8192, 1, 81 },
-  { 1, 8192, 8, 81 },
-  { 1, 8192, 32, 81 },
-  { 1, 8192, 128, 81 },
-  { 1, 8192, 512, 82 },
-  { 1, 8192, 2048, 83 },
-  { 1, 8192, 8192, 84 },
-  { 1, 8192, 32768, 84 },
-  { 1, 12288, 1, 85 },
-  { 1, 12288, 8, 85 },
-  { 1, 12288, 32, 85 },
-  { 1, 12288, 128, 86 },
-  { 1, 12288, 512, 87 },
-  { 1, 12288, 2048, 88 },
-  { 1, 12288, 8192, 89 },
-  { 1, 12288, 32768, 87 },
-  { 1, 16384, 1, 90 },
-  { 1, 16384, 8, 90 },
-  { 1, 16384, 32, 90 },
-  { 1, 16384, 128, 91 },
-  { 1, 16384, 512, 92 },
-  { 1, 16384, 2048, 92 },
-  { 1, 16384, 8192, 93 },
-  { 1, 16384, 32768, 94 },
-  { 1, 32768, 1, 95 },
-  { 1, 32768, 8, 95 },
-  { 1, 32768, 32, 95 },
-  { 1, 32768, 128, 96 },
-  { 1, 32768, 512, 97 },
-  { 1, 32768, 2048, 97 },
-  { 1, 32768, 8192, 97 },
-  { 1, 32768, 32768, 97 },
-  { 1, 65536, 1, 98 },
-  { 1, 65536, 8, 98 },
-  { 1, 65536, 32, 99 },
-  { 1, 65536, 128, 100 },
-  { 1, 65536, 512, 101 },
-  { 1, 65536, 2048, 101 },
-  { 1, 65536, 8192, 101 },
-  { 1, 65536, 32768, 101 },
-  { 1, 131072, 1, 102 },
-  { 1, 131072, 8, 102 },
-  { 1, 131072, 32, 103 },
-  { 1, 131072, 128, 104 },
-  { 1, 131072, 512, 105 },
-  { 1, 131072, 2048, 105 },
-  { 1, 131072, 8192, 105 },
-  { 1, 131072, 32768, 105 },
-  { 2, 512, 1, 107 },
-  { 2, 512, 8, 108 },
-  { 2, 512, 32, 108 },
-  { 2, 512, 128, 108 },
-  { 2, 512, 512, 109 },
-  { 2, 512, 2048, 109 },
-  { 2, 512, 8192, 108 },
-  { 2, 512, 32768, 109 },
-  { 2, 768, 1, 110 },
-  { 2, 768, 8, 110 },
-  { 2, 768, 32, 110 },
-  { 2, 768, 128, 111 },
-  { 2, 768, 512, 110 },
-  { 2, 768, 2048, 112 },
-  { 2, 768, 8192, 111 },
-  { 2, 768, 32768, 112 },
-  { 2, 1024, 1, 113 },
-  { 2, 1024, 8, 113 },
-  { 2, 1024, 32, 113 },
-  { 2, 1024, 128, 113 },
-  { 2, 1024, 512, 113 },
-  { 2, 1024, 2048, 114 },
-  { 2, 1024, 8192, 113 },
-  { 2, 1024, 32768, 114 },
-  { 2, 1536, 1, 115 },
-  { 2, 1536, 8, 115 },
-  { 2, 1536, 32, 115 },
-  { 2, 1536, 128, 115 },
-  { 2, 1536, 512, 115 },
-  { 2, 1536, 2048, 116 },
-  { 2, 1536, 8192, 117 },
-  { 2, 1536, 32768, 117 },
-  { 2, 2048, 1, 118 },
-  { 2, 2048, 8, 118 },
-  { 2, 2048, 32, 118 },
-  { 2, 2048, 128, 118 },
-  { 2, 2048, 512, 118 },
-  { 2, 2048, 2048, 118 },
-  { 2, 2048, 8192, 119 },
-  { 2, 2048, 32768, 120 },
-  { 2, 2560, 1, 121 },
-  { 2, 2560, 8, 121 },
-  { 2, 2560, 32, 121 },
-  { 2, 2560, 128, 121 },
-  { 2, 2560, 512, 121 },
-  { 2, 2560, 2048, 121 },
-  { 2, 2560, 8192, 122 },
-  { 2, 2560, 32768, 123 },
-  { 2, 3072, 1, 124 },
-  { 2, 3072, 8, 124 },
-  { 2, 3072, 32, 124 },
-  { 2, 3072, 128, 124 },
-  { 2, 3072, 512, 124 },
-  { 2, 3072, 2048, 124 },
-  { 2, 3072, 8192, 125 },
-  { 2, 3072, 32768, 126 },
-  { 2, 4096, 1, 127 },
-  { 2, 4096, 8, 127 },
-  { 2, 4096, 32, 127 },
-  { 2, 4096, 128, 128 },
-  { 2, 4096, 512, 128 },
-  { 2, 4096, 2048, 127 },
-  { 2, 4096, 8192, 128 },
-  { 2, 4096, 32768, 128 },
-  { 2, 5120, 1, 129 },
-  { 2, 5120, 8, 129 },
-  { 2, 5120, 32, 129 },
-  { 2, 5120, 128, 130 },
-  { 2, 5120, 512, 129 },
-  { 2, 5120, 2048, 129 },
-  { 2, 5120, 8192, 131 },
-  { 2, 5120, 32768, 132 },
-  { 2, 6144, 1, 133 },
-  { 2, 6144, 8, 133 },
-  { 2, 6144, 32, 133 },
-  { 2, 6144, 128, 134 },
-  { 2, 6144, 512, 134 },
-  { 2, 6144, 2048, 134 },
-  { 2, 6144, 8192, 135 },
-  { 2, 6144, 32768, 136 },
-  { 2, 7168, 1, 137 },
-  { 2, 7168, 8, 137 },
-  { 2, 7168, 32, 137 },
-  { 2, 7168, 128, 137 },
-  { 2, 7168, 512, 138 },
-  { 2, 7168, 2048, 139 },
-  { 2, 7168, 8192, 138 },
-  { 2, 7168, 32768, 140 },
-  { 2, 8192, 1, 141 },
-  { 2, 8192, 8, 141 },
-  { 2, 8192, 32, 141 },
-  { 2, 8192, 128, 141 },
-  { 2, 8192, 512, 142 },
-  { 2, 8192, 2048, 142 },
-  { 2, 8192, 8192, 143 },
-  { 2, 8192, 32768, 143 },
-  { 2, 12288, 1, 144 },
-  { 2, 12288, 8, 144 },
-  { 2, 12288, 32, 144 },
-  { 2, 12288, 128, 144 },
-  { 2, 12288, 512, 144 },
-  { 2, 12288, 2048, 144 },
-  { 2, 12288, 8192, 145 },
-  { 2, 12288, 32768, 145 },
-  { 2, 16384, 1, 146 },
-  { 2, 16384, 8, 146 },
-  { 2, 16384, 32, 146 },
-  { 2, 16384, 128, 146 },
-  { 2, 16384, 512, 146 },
-  { 2, 16384, 2048, 146 },
-  { 2, 16384, 8192, 147 },
-  { 2, 16384, 32768, 147 },
-  { 2, 32768, 1, 148 },
-  { 2, 32768, 8, 148 },
-  { 2, 32768, 32, 148 },
-  { 2, 32768, 128, 148 },
-  { 2, 32768, 512, 148 },
-  { 2, 32768, 2048, 148 },
-  { 2, 32768, 8192, 149 },
-  { 2, 32768, 32768, 149 },
-  { 2, 65536, 1, 150 },
-  { 2, 65536, 8, 151 },
-  { 2, 65536, 32, 151 },
-  { 2, 65536, 128, 151 },
-  { 2, 65536, 512, 150 },
-  { 2, 65536, 2048, 150 },
-  { 2, 65536, 8192, 152 },
-  { 2, 65536, 32768, 150 },
-  { 2, 131072, 1, 153 },
-  { 2, 131072, 8, 153 },
-  { 2, 131072, 32, 154 },
-  { 2, 131072, 128, 154 },
-  { 2, 131072, 512, 154 },
-  { 2, 131072, 2048, 154 },
-  { 2, 131072, 8192, 154 },
-  { 2, 131072, 32768, 154 },
-  { 3, 512, 1, 156 },
-  { 3, 512, 8, 157 },
-  { 3, 512, 32, 157 },
-  { 3, 512, 128, 157 },
-  { 3, 512, 512, 158 },
-  { 3, 512, 2048, 159 },
-  { 3, 512, 8192, 160 },
-  { 3, 512, 32768, 159 },
-  { 3, 768, 1, 161 },
-  { 3, 768, 8, 161 },
-  { 3, 768, 32, 162 },
-  { 3, 768, 128, 162 },
-  { 3, 768, 512, 163 },
-  { 3, 768, 2048, 163 },
-  { 3, 768, 8192, 163 },
-  { 3, 768, 32768, 164 },
-  { 3, 1024, 1, 165 },
-  { 3, 1024, 8, 165 },
-  { 3, 1024, 32, 165 },
-  { 3, 1024, 128, 166 },
-  { 3, 1024, 512, 167 },
-  { 3, 1024, 2048, 167 },
-  { 3, 1024, 8192, 167 },
-  { 3, 1024, 32768, 167 },
-  { 3, 1536, 1, 168 },
-  { 3, 1536, 8, 168 },
-  { 3, 1536, 32, 168 },
-  { 3, 1536, 128, 168 },
-  { 3, 1536, 512, 169 },
-  { 3, 1536, 2048, 170 },
-  { 3, 1536, 8192, 169 },
-  { 3, 1536, 32768, 169 },
-  { 3, 2048, 1, 171 },
-  { 3, 2048, 8, 171 },
-  { 3, 2048, 32, 171 },
-  { 3, 2048, 128, 171 },
-  { 3, 2048, 512, 172 },
-  { 3, 2048, 2048, 172 },
-  { 3, 2048, 8192, 172 },
-  { 3, 2048, 32768, 172 },
-  { 3, 2560, 1, 173 },
-  { 3, 2560, 8, 173 },
-  { 3, 2560, 32, 173 },
-  { 3, 2560, 128, 173 },
-  { 3, 2560, 512, 174 },
-  { 3, 2560, 2048, 175 },
-  { 3, 2560, 8192, 175 },
-  { 3, 2560, 32768, 175 },
-  { 3, 3072, 1, 176 },
-  { 3, 3072, 8, 176 },
-  { 3, 3072, 32, 176 },
-  { 3, 3072, 128, 176 },
-  { 3, 3072, 512, 177 },
-  { 3, 3072, 2048, 177 },
-  { 3, 3072, 8192, 177 },
-  { 3, 3072, 32768, 177 },
-  { 3, 4096, 1, 178 },
-  { 3, 4096, 8, 179 },
-  { 3, 4096, 32, 179 },
-  { 3, 4096, 128, 179 },
-  { 3, 4096, 512, 178 },
-  { 3, 4096, 2048, 180 },
-  { 3, 4096, 8192, 178 },
-  { 3, 4096, 32768, 181 },
-  { 3, 5120, 1, 182 },
-  { 3, 5120, 8, 182 },
-  { 3, 5120, 32, 182 },
-  { 3, 5120, 128, 182 },
-  { 3, 5120, 512, 183 },
-  { 3, 5120, 2048, 184 },
-  { 3, 5120, 8192, 184 },
-  { 3, 5120, 32768, 185 },
-  { 3, 6144, 1, 186 },
-  { 3, 6144, 8, 186 },
-  { 3, 6144, 32, 187 },
-  { 3, 6144, 128, 187 },
-  { 3, 6144, 512, 188 },
-  { 3, 6144, 2048, 189 },
-  { 3, 6144, 8192, 189 },
-  { 3, 6144, 32768, 190 },
-  { 3, 7168, 1, 191 },
-  { 3, 7168, 8, 191 },
-  { 3, 7168, 32, 192 },
-  { 3, 7168, 128, 192 },
-  { 3, 7168, 512, 193 },
-  { 3, 7168, 2048, 194 },
-  { 3, 7168, 8192, 193 },
-  { 3, 7168, 32768, 195 },
-  { 3, 8192, 1, 196 },
-  { 3, 8192, 8, 196 },
-  { 3, 8192, 32, 196 },
-  { 3, 8192, 128, 196 },
-  { 3, 8192, 512, 197 },
-  { 3, 8192, 2048, 197 },
-  { 3, 8192, 8192, 197 },
-  { 3, 8192, 32768, 198 },
-  { 3, 12288, 1, 199 },
-  { 3, 12288, 8, 199 },
-  { 3, 12288, 32, 199 },
-  { 3, 12288, 128, 199 },
-  { 3, 12288, 512, 200 },
-  { 3, 12288, 2048, 201 },
-  { 3, 12288, 8192, 201 },
-  { 3, 12288, 32768, 202 },
-  { 3, 16384, 1, 203 },
-  { 3, 16384, 8, 203 },
-  { 3, 16384, 32, 203 },
-  { 3, 16384, 128, 204 },
-  { 3, 16384, 512, 205 },
-  { 3, 16384, 2048, 206 },
-  { 3, 16384, 8192, 207 },
-  { 3, 16384, 32768, 207 },
-  { 3, 32768, 1, 208 },
-  { 3, 32768, 8, 208 },
-  { 3, 32768, 32, 208 },
-  { 3, 32768, 128, 209 },
-  { 3, 32768, 512, 210 },
-  { 3, 32768, 2048, 211 },
-  { 3, 32768, 8192, 212 },
-  { 3, 32768, 32768, 212 },
-  { 3, 65536, 1, 213 },
-  { 3, 65536, 8, 213 },
-  { 3, 65536, 32, 213 },
-  { 3, 65536, 128, 213 },
-  { 3, 65536, 512, 214 },
-  { 3, 65536, 2048, 215 },
-  { 3, 65536, 8192, 216 },
-  { 3, 65536, 32768, 216 },
-  { 3, 131072, 1, 217 },
-  { 3, 131072, 8, 217 },
-  { 3, 131072, 32, 217 },
-  { 3, 131072, 128, 218 },
-  { 3, 131072, 512, 218 },
-  { 3, 131072, 2048, 218 },
-  { 3, 131072, 8192, 218 },
-  { 3, 131072, 32768, 218 },
-  { 4, 512, 1, 220 },
-  { 4, 512, 8, 221 },
-  { 4, 512, 32, 221 },
-  { 4, 512, 128, 221 },
-  { 4, 512, 512, 222 },
-  { 4, 512, 2048, 222 },
-  { 4, 512, 8192, 223 },
-  { 4, 512, 32768, 222 },
-  { 4, 768, 1, 224 },
-  { 4, 768, 8, 224 },
-  { 4, 768, 32, 224 },
-  { 4, 768, 128, 224 },
-  { 4, 768, 512, 225 },
-  { 4, 768, 2048, 225 },
-  { 4, 768, 8192, 225 },
-  { 4, 768, 32768, 225 },
-  { 4, 1024, 1, 226 },
-  { 4, 1024, 8, 226 },
-  { 4, 1024, 32, 226 },
-  { 4, 1024, 128, 226 },
-  { 4, 1024, 512, 227 },
-  { 4, 1024, 2048, 227 },
-  { 4, 1024, 8192, 227 },
-  { 4, 1024, 32768, 227 },
-  { 4, 1536, 1, 228 },
-  { 4, 1536, 8, 228 },
-  { 4, 1536, 32, 228 },
-  { 4, 1536, 128, 228 },
-  { 4, 1536, 512, 229 },
-  { 4, 1536, 2048, 230 },
-  { 4, 1536, 8192, 230 },
-  { 4, 1536, 32768, 230 },
-  { 4, 2048, 1, 231 },
-  { 4, 2048, 8, 231 },
-  { 4, 2048, 32, 231 },
-  { 4, 2048, 128, 231 },
-  { 4, 2048, 512, 232 },
-  { 4, 2048, 2048, 233 },
-  { 4, 2048, 8192, 233 },
-  { 4, 2048, 32768, 232 },
-  { 4, 2560, 1, 234 },
-  { 4, 2560, 8, 234 },
-  { 4, 2560, 32, 234 },
-  { 4, 2560, 128, 234 },
-  { 4, 2560, 512, 235 },
-  { 4, 2560, 2048, 235 },
-  { 4, 2560, 8192, 236 },
-  { 4, 2560, 32768, 236 },
-  { 4, 3072, 1, 237 },
-  { 4, 3072, 8, 237 },
-  { 4, 3072, 32, 237 },
-  { 4, 3072, 128, 237 },
-  { 4, 3072, 512, 238 },
-  { 4, 3072, 2048, 238 },
-  { 4, 3072, 8192, 238 },
-  { 4, 3072, 32768, 238 },
-  { 4, 4096, 1, 239 },
-  { 4, 4096, 8, 239 },
-  { 4, 4096, 32, 240 },
-  { 4, 4096, 128, 240 },
-  { 4, 4096, 512, 241 },
-  { 4, 4096, 2048, 241 },
-  { 4, 4096, 8192, 242 },
-  { 4, 4096, 32768, 242 },
-  { 4, 5120, 1, 243 },
-  { 4, 5120, 8, 243 },
-  { 4, 5120, 32, 244 },
-  { 4, 5120, 128, 244 },
-  { 4, 5120, 512, 245 },
-  { 4, 5120, 2048, 246 },
-  { 4, 5120, 8192, 246 },
-  { 4, 5120, 32768, 246 },
-  { 4, 6144, 1, 247 },
-  { 4, 6144, 8, 247 },
-  { 4, 6144, 32, 248 },
-  { 4, 6144, 128, 248 },
-  { 4, 6144, 512, 249 },
-  { 4, 6144, 2048, 249 },
-  { 4, 6144, 8192, 250 },
-  { 4, 6144, 32768, 250 },
-  { 4, 7168, 1, 251 },
-  { 4, 7168, 8, 251 },
-  { 4, 7168, 32, 251 },
-  { 4, 7168, 128, 251 },
-  { 4, 7168, 512, 252 },
-  { 4, 7168, 2048, 252 },
-  { 4, 7168, 8192, 253 },
-  { 4, 7168, 32768, 253 },
-  { 4, 8192, 1, 254 },
-  { 4, 8192, 8, 254 },
-  { 4, 8192, 32, 254 },
-  { 4, 8192, 128, 254 },
-  { 4, 8192, 512, 255 },
-  { 4, 8192, 2048, 256 },
-  { 4, 8192, 8192, 257 },
-  { 4, 8192, 32768, 257 },
-  { 4, 12288, 1, 258 },
-  { 4, 12288, 8, 259 },
-  { 4, 12288, 32, 258 },
-  { 4, 12288, 128, 258 },
-  { 4, 12288, 512, 260 },
-  { 4, 12288, 2048, 261 },
-  { 4, 12288, 8192, 261 },
-  { 4, 12288, 32768, 261 },
-  { 4, 16384, 1, 262 },
-  { 4, 16384, 8, 262 },
-  { 4, 16384, 32, 262 },
-  { 4, 16384, 128, 263 },
-  { 4, 16384, 512, 264 },
-  { 4, 16384, 2048, 264 },
-  { 4, 16384, 8192, 265 },
-  { 4, 16384, 32768, 265 },
-  { 4, 32768, 1, 266 },
-  { 4, 32768, 8, 266 },
-  { 4, 32768, 32, 266 },
-  { 4, 32768, 128, 266 },
-  { 4, 32768, 512, 267 },
-  { 4, 32768, 2048, 267 },
-  { 4, 32768, 8192, 267 },
-  { 4, 32768, 32768, 267 },
-  { 4, 65536, 1, 268 },
-  { 4, 65536, 8, 268 },
-  { 4, 65536, 32, 269 },
-  { 4, 65536, 128, 270 },
-  { 4, 65536, 512, 269 },
-  { 4, 65536, 2048, 270 },
-  { 4, 65536, 8192, 270 },
-  { 4, 65536, 32768, 270 },
-  { 4, 131072, 1, 271 },
-  { 4, 131072, 8, 271 },
-  { 4, 131072, 32, 272 },
-  { 4, 131072, 128, 272 },
-  { 4, 131072, 512, 272 },
-  { 4, 131072, 2048, 272 },
-  { 4, 131072, 8192, 272 },
-  { 4, 131072, 32768, 272 },
-  { 5, 512, 1, 274 },
-  { 5, 512, 8, 275 },
-  { 5, 512, 32, 275 },
-  { 5, 512, 128, 275 },
-  { 5, 512, 512, 276 },
-  { 5, 512, 2048, 276 },
-  { 5, 512, 8192, 277 },
-  { 5, 512, 32768, 278 },
-  { 5, 768, 1, 279 },
-  { 5, 768, 8, 279 },
-  { 5, 768, 32, 280 },
-  { 5, 768, 128, 280 },
-  { 5, 768, 512, 281 },
-  { 5, 768, 2048, 281 },
-  { 5, 768, 8192, 282 },
-  { 5, 768, 32768, 283 },
-  { 5, 1024, 1, 284 },
-  { 5, 1024, 8, 284 },
-  { 5, 1024, 32, 284 },
-  { 5, 1024, 128, 285 },
-  { 5, 1024, 512, 286 },
-  { 5, 1024, 2048, 287 },
-  { 5, 1024, 8192, 286 },
-  { 5, 1024, 32768, 286 },
-  { 5, 1536, 1, 288 },
-  { 5, 1536, 8, 288 },
-  { 5, 1536, 32, 288 },
-  { 5, 1536, 128, 288 },
-  { 5, 1536, 512, 289 },
-  { 5, 1536, 2048, 289 },
-  { 5, 1536, 8192, 290 },
-  { 5, 1536, 32768, 290 },
-  { 5, 2048, 1, 291 },
-  { 5, 2048, 8, 291 },
-  { 5, 2048, 32, 291 },
-  { 5, 2048, 128, 291 },
-  { 5, 2048, 512, 292 },
-  { 5, 2048, 2048, 292 },
-  { 5, 2048, 8192, 292 },
-  { 5, 2048, 32768, 292 },
-  { 5, 2560, 1, 293 },
-  { 5, 2560, 8, 293 },
-  { 5, 2560, 32, 293 },
-  { 5, 2560, 128, 293 },
-  { 5, 2560, 512, 294 },
-  { 5, 2560, 2048, 295 },
-  { 5, 2560, 8192, 295 },
-  { 5, 2560, 32768, 295 },
-  { 5, 3072, 1, 296 },
-  { 5, 3072, 8, 296 },
-  { 5, 3072, 32, 296 },
-  { 5, 3072, 128, 296 },
-  { 5, 3072, 512, 297 },
-  { 5, 3072, 2048, 297 },
-  { 5, 3072, 8192, 297 },
-  { 5, 3072, 32768, 297 },
-  { 5, 4096, 1, 298 },
-  { 5, 4096, 8, 298 },
-  { 5, 4096, 32, 298 },
-  { 5, 4096, 128, 298 },
-  { 5, 4096, 512, 299 },
-  { 5, 4096, 2048, 300 },
-  { 5, 4096, 8192, 299 },
-  { 5, 4096, 32768, 300 },
-  { 5, 5120, 1, 301 },
-  { 5, 5120, 8, 301 },
-  { 5, 5120, 32, 301 },
-  { 5, 5120, 128, 301 },
-  { 5, 5120, 512, 302 },
-  { 5, 5120, 2048, 302 },
-  { 5, 5120, 8192, 302 },
-  { 5, 5120, 32768, 303 },
-  { 5, 6144, 1, 304 },
-  { 5, 6144, 8, 304 },
-  { 5, 6144, 32, 304 },
-  { 5, 6144, 128, 304 },
-  { 5, 6144, 512, 305 },
-  { 5, 6144, 2048, 306 },
-  { 5, 6144, 8192, 306 },
-  { 5, 6144, 32768, 307 },
-  { 5, 7168, 1, 308 },
-  { 5, 7168, 8, 308 },
-  { 5, 7168, 32, 309 },
-  { 5, 7168, 128, 309 },
-  { 5, 7168, 512, 310 },
-  { 5, 7168, 2048, 310 },
-  { 5, 7168, 8192, 310 },
-  { 5, 7168, 32768, 311 },
-  { 5, 8192, 1, 312 },
-  { 5, 8192, 8, 312 },
-  { 5, 8192, 32, 312 },
-  { 5, 8192, 128, 313 },
-  { 5, 8192, 512, 314 },
-  { 5, 8192, 2048, 314 },
-  { 5, 8192, 8192, 314 },
-  { 5, 8192, 32768, 315 },
-  { 5, 12288, 1, 316 },
-  { 5, 12288, 8, 316 },
-  { 5, 12288, 32, 316 },
-  { 5, 12288, 128, 316 },
-  { 5, 12288, 512, 317 },
-  { 5, 12288, 2048, 318 },
-  { 5, 12288, 8192, 318 },
-  { 5, 12288, 32768, 319 },
-  { 5, 16384, 1, 320 },
-  { 5, 16384, 8, 320 },
-  { 5, 16384, 32, 320 },
-  { 5, 16384, 128, 321 },
-  { 5, 16384, 512, 322 },
-  { 5, 16384, 2048, 323 },
-  { 5, 16384, 8192, 324 },
-  { 5, 16384, 32768, 324 },
-  { 5, 32768, 1, 325 },
-  { 5, 32768, 8, 325 },
-  { 5, 32768, 32, 325 },
-  { 5, 32768, 128, 326 },
-  { 5, 32768, 512, 327 },
-  { 5, 32768, 2048, 328 },
-  { 5, 32768, 8192, 329 },
-  { 5, 32768, 32768, 329 },
-  { 5, 65536, 1, 330 },
-  { 5, 65536, 8, 330 },
-  { 5, 65536, 32, 331 },
-  { 5, 65536, 128, 332 },
-  { 5, 65536, 512, 331 },
-  { 5, 65536, 2048, 333 },
-  { 5, 65536, 8192, 334 },
-  { 5, 65536, 32768, 334 },
-  { 5, 131072, 1, 335 },
-  { 5, 131072, 8, 335 },
-  { 5, 131072, 32, 336 },
-  { 5, 131072, 128, 337 },
-  { 5, 131072, 512, 337 },
-  { 5, 131072, 2048, 337 },
-  { 5, 131072, 8192, 337 },
-  { 5, 131072, 32768, 338 },
-  { 6, 512, 1, 340 },
-  { 6, 512, 8, 341 },
-  { 6, 512, 32, 341 },
-  { 6, 512, 128, 341 },
-  { 6, 512, 512, 342 },
-  { 6, 512, 2048, 342 },
-  { 6, 512, 8192, 343 },
-  { 6, 512, 32768, 342 },
-  { 6, 768, 1, 344 },
-  { 6, 768, 8, 344 },
-  { 6, 768, 32, 344 },
-  { 6, 768, 128, 344 },
-  { 6, 768, 512, 345 },
-  { 6, 768, 2048, 345 },
-  { 6, 768, 8192, 345 },
-  { 6, 768, 32768, 346 },
-  { 6, 1024, 1, 347 },
-  { 6, 1024, 8, 347 },
-  { 6, 1024, 32, 347 },
-  { 6, 1024, 128, 348 },
-  { 6, 1024, 512, 349 },
-  { 6, 1024, 2048, 349 },
-  { 6, 1024, 8192, 349 },
-  { 6, 1024, 32768, 349 },
-  { 6, 1536, 1, 350 },
-  { 6, 1536, 8, 350 },
-  { 6, 1536, 32, 350 },
-  { 6, 1536, 128, 350 },
-  { 6, 1536, 512, 351 },
-  { 6, 1536, 2048, 351 },
-  { 6, 1536, 8192, 351 },
-  { 6, 1536, 32768, 351 },
-  { 6, 2048, 1, 352 },
-  { 6, 2048, 8, 352 },
-  { 6, 2048, 32, 352 },
-  { 6, 2048, 128, 352 },
-  { 6, 2048, 512, 353 },
-  { 6, 2048, 2048, 354 },
-  { 6, 2048, 8192, 354 },
-  { 6, 2048, 32768, 353 },
-  { 6, 2560, 1, 355 },
-  { 6, 2560, 8, 355 },
-  { 6, 2560, 32, 355 },
-  { 6, 2560, 128, 355 },
-  { 6, 2560, 512, 356 },
-  { 6, 2560, 2048, 356 },
-  { 6, 2560, 8192, 356 },
-  { 6, 2560, 32768, 356 },
-  { 6, 3072, 1, 357 },
-  { 6, 3072, 8, 357 },
-  { 6, 3072, 32, 357 },
-  { 6, 3072, 128, 357 },
-  { 6, 3072, 512, 358 },
-  { 6, 3072, 2048, 358 },
-  { 6, 3072, 8192, 358 },
-  { 6, 3072, 32768, 358 },
-  { 6, 4096, 1, 359 },
-  { 6, 4096, 8, 359 },
-  { 6, 4096, 32, 359 },
-  { 6, 4096, 128, 359 },
-  { 6, 4096, 512, 360 },
-  { 6, 4096, 2048, 360 },
-  { 6, 4096, 8192, 361 },
-  { 6, 4096, 32768, 361 },
-  { 6, 5120, 1, 362 },
-  { 6, 5120, 8, 363 },
-  { 6, 5120, 32, 363 },
-  { 6, 5120, 128, 363 },
-  { 6, 5120, 512, 364 },
-  { 6, 5120, 2048, 364 },
-  { 6, 5120, 8192, 365 },
-  { 6, 5120, 32768, 365 },
-  { 6, 6144, 1, 366 },
-  { 6, 6144, 8, 366 },
-  { 6, 6144, 32, 367 },
-  { 6, 6144, 128, 367 },
-  { 6, 6144, 512, 368 },
-  { 6, 6144, 2048, 368 },
-  { 6, 6144, 8192, 369 },
-  { 6, 6144, 32768, 369 },
-  { 6, 7168, 1, 370 },
-  { 6, 7168, 8, 370 },
-  { 6, 7168, 32, 371 },
-  { 6, 7168, 128, 371 },
-  { 6, 7168, 512, 372 },
-  { 6, 7168, 2048, 373 },
-  { 6, 7168, 8192, 373 },
-  { 6, 7168, 32768, 373 },
-  { 6, 8192, 1, 374 },
-  { 6, 8192, 8, 374 },
-  { 6, 8192, 32, 374 },
-  { 6, 8192, 128, 374 },
-  { 6, 8192, 512, 375 },
-  { 6, 8192, 2048, 375 },
-  { 6, 8192, 8192, 376 },
-  { 6, 8192, 32768, 376 },
-  { 6, 12288, 1, 377 },
-  { 6, 12288, 8, 377 },
-  { 6, 12288, 32, 377 },
-  { 6, 12288, 128, 377 },
-  { 6, 12288, 512, 378 },
-  { 6, 12288, 2048, 379 },
-  { 6, 12288, 8192, 380 },
-  { 6, 12288, 32768, 380 },
-  { 6, 16384, 1, 381 },
-  { 6, 16384, 8, 381 },
-  { 6, 16384, 32, 381 },
-  { 6, 16384, 128, 382 },
-  { 6, 16384, 512, 383 },
-  { 6, 16384, 2048, 383 },
-  { 6, 16384, 8192, 384 },
-  { 6, 16384, 32768, 384 },
-  { 6, 32768, 1, 385 },
-  { 6, 32768, 8, 385 },
-  { 6, 32768, 32, 385 },
-  { 6, 32768, 128, 385 },
-  { 6, 32768, 512, 386 },
-  { 6, 32768, 2048, 387 },
-  { 6, 32768, 8192, 387 },
-  { 6, 32768, 32768, 387 },
-  { 6, 65536, 1, 388 },
-  { 6, 65536, 8, 388 },
-  { 6, 65536, 32, 389 },
-  { 6, 65536, 128, 390 },
-  { 6, 65536, 512, 389 },
-  { 6, 65536, 2048, 389 },
-  { 6, 65536, 8192, 390 },
-  { 6, 65536, 32768, 390 },
-  { 6, 131072, 1, 391 },
-  { 6, 131072, 8, 391 },
-  { 6, 131072, 32, 392 },
-  { 6, 131072, 128, 392 },
-  { 6, 131072, 512, 392 },
-  { 6, 131072, 2048, 392 },
-  { 6, 131072, 8192, 392 },
-  { 6, 131072, 32768, 392 },
-  { 7, 512, 1, 394 },
-  { 7, 512, 8, 395 },
-  { 7, 512, 32, 394 },
-  { 7, 512, 128, 395 },
-  { 7, 512, 512, 396 },
-  { 7, 512, 2048, 395 },
-  { 7, 512, 8192, 397 },
-  { 7, 512, 32768, 396 },
-  { 7, 768, 1, 398 },
-  { 7, 768, 8, 398 },
-  { 7, 768, 32, 399 },
-  { 7, 768, 128, 398 },
-  { 7, 768, 512, 399 },
-  { 7, 768, 2048, 400 },
-  { 7, 768, 8192, 399 },
-  { 7, 768, 32768, 400 },
-  { 7, 1024, 1, 401 },
-  { 7, 1024, 8, 401 },
-  { 7, 1024, 32, 401 },
-  { 7, 1024, 128, 401 },
-  { 7, 1024, 512, 402 },
-  { 7, 1024, 2048, 402 },
-  { 7, 1024, 8192, 401 },
-  { 7, 1024, 32768, 402 },
-  { 7, 1536, 1, 403 },
-  { 7, 1536, 8, 403 },
-  { 7, 1536, 32, 403 },
-  { 7, 1536, 128, 403 },
-  { 7, 1536, 512, 404 },
-  { 7, 1536, 2048, 404 },
-  { 7, 1536, 8192, 404 },
-  { 7, 1536, 32768, 404 },
-  { 7, 2048, 1, 405 },
-  { 7, 2048, 8, 405 },
-  { 7, 2048, 32, 406 },
-  { 7, 2048, 128, 405 },
-  { 7, 2048, 512, 407 },
-  { 7, 2048, 2048, 406 },
-  { 7, 2048, 8192, 408 },
-  { 7, 2048, 32768, 409 },
-  { 7, 2560, 1, 410 },
-  { 7, 2560, 8, 410 },
-  { 7, 2560, 32, 411 },
-  { 7, 2560, 128, 410 },
-  { 7, 2560, 512, 410 },
-  { 7, 2560, 2048, 410 },
-  { 7, 2560, 8192, 412 },
-  { 7, 2560, 32768, 409 },
-  { 7, 3072, 1, 413 },
-  { 7, 3072, 8, 413 },
-  { 7, 3072, 32, 413 },
-  { 7, 3072, 128, 413 },
-  { 7, 3072, 512, 414 },
-  { 7, 3072, 2048, 413 },
-  { 7, 3072, 8192, 414 },
-  { 7, 3072, 32768, 415 },
-  { 7, 4096, 1, 416 },
-  { 7, 4096, 8, 416 },
-  { 7, 4096, 32, 417 },
-  { 7, 4096, 128, 416 },
-  { 7, 4096, 512, 418 },
-  { 7, 4096, 2048, 416 },
-  { 7, 4096, 8192, 418 },
-  { 7, 4096, 32768, 415 },
-  { 7, 5120, 1, 419 },
-  { 7, 5120, 8, 419 },
-  { 7, 5120, 32, 420 },
-  { 7, 5120, 128, 420 },
-  { 7, 5120, 512, 419 },
-  { 7, 5120, 2048, 419 },
-  { 7, 5120, 8192, 421 },
-  { 7, 5120, 32768, 422 },
-  { 7, 6144, 1, 423 },
-  { 7, 6144, 8, 423 },
-  { 7, 6144, 32, 423 },
-  { 7, 6144, 128, 424 },
-  { 7, 6144, 512, 424 },
-  { 7, 6144, 2048, 425 },
-  { 7, 6144, 8192, 425 },
-  { 7, 6144, 32768, 422 },
-  { 7, 7168, 1, 426 },
-  { 7, 7168, 8, 426 },
-  { 7, 7168, 32, 427 },
-  { 7, 7168, 128, 427 },
-  { 7, 7168, 512, 427 },
-  { 7, 7168, 2048, 427 },
-  { 7, 7168, 8192, 422 },
-  { 7, 7168, 32768, 422 },
-  { 7, 8192, 1, 428 },
-  { 7, 8192, 8, 428 },
-  { 7, 8192, 32, 428 },
-  { 7, 8192, 128, 428 },
-  { 7, 8192, 512, 429 },
-  { 7, 8192, 2048, 430 },
-  { 7, 8192, 8192, 431 },
-  { 7, 8192, 32768, 422 },
-  { 7, 12288, 1, 432 },
-  { 7, 12288, 8, 432 },
-  { 7, 12288, 32, 432 },
-  { 7, 12288, 128, 432 },
-  { 7, 12288, 512, 432 },
-  { 7, 12288, 2048, 432 },
-  { 7, 12288, 8192, 433 },
-  { 7, 12288, 32768, 433 },
-  { 7, 16384, 1, 434 },
-  { 7, 16384, 8, 434 },
-  { 7, 16384, 32, 434 },
-  { 7, 16384, 128, 434 },
-  { 7, 16384, 512, 434 },
-  { 7, 16384, 2048, 435 },
-  { 7, 16384, 8192, 433 },
-  { 7, 16384, 32768, 433 },
-  { 7, 32768, 1, 436 },
-  { 7, 32768, 8, 436 },
-  { 7, 32768, 32, 436 },
-  { 7, 32768, 128, 436 },
-  { 7, 32768, 512, 436 },
-  { 7, 32768, 2048, 437 },
-  { 7, 32768, 8192, 437 },
-  { 7, 32768, 32768, 437 },
-  { 7, 65536, 1, 438 },
-  { 7, 65536, 8, 438 },
-  { 7, 65536, 32, 439 },
-  { 7, 65536, 128, 438 },
-  { 7, 65536, 512, 438 },
-  { 7, 65536, 2048, 440 },
-  { 7, 65536, 8192, 440 },
-  { 7, 65536, 32768, 440 },
-  { 7, 131072, 1, 441 },
-  { 7, 131072, 8, 441 },
-  { 7, 131072, 32, 441 },
-  { 7, 131072, 128, 442 },
-  { 7, 131072, 512, 442 },
-  { 7, 131072, 2048, 441 },
-  { 7, 131072, 8192, 441 },
-  { 7, 131072, 32768, 441 },
-  { 8, 512, 1, 444 },
-  { 8, 512, 8, 444 },
-  { 8, 512, 32, 444 },
-  { 8, 512, 128, 445 },
-  { 8, 512, 512, 444 },
-  { 8, 512, 2048, 446 },
-  { 8, 512, 8192, 444 },
-  { 8, 512, 32768, 447 },
-  { 8, 768, 1, 448 },
-  { 8, 768, 8, 448 },
-  { 8, 768, 32, 448 },
-  { 8, 768, 128, 448 },
-  { 8, 768, 512, 448 },
-  { 8, 768, 2048, 449 },
-  { 8, 768, 8192, 450 },
-  { 8, 768, 32768, 450 },
-  { 8, 1024, 1, 451 },
-  { 8, 1024, 8, 451 },
-  { 8, 1024, 32, 451 },
-  { 8, 1024, 128, 451 },
-  { 8, 1024, 512, 452 },
-  { 8, 1024, 2048, 452 },
-  { 8, 1024, 8192, 450 },
-  { 8, 1024, 32768, 450 },
-  { 8, 1536, 1, 453 },
-  { 8, 1536, 8, 453 },
-  { 8, 1536, 32, 454 },
-  { 8, 1536, 128, 453 },
-  { 8, 1536, 512, 455 },
-  { 8, 1536, 2048, 455 },
-  { 8, 1536, 8192, 456 },
-  { 8, 1536, 32768, 456 },
-  { 8, 2048, 1, 457 },
-  { 8, 2048, 8, 457 },
-  { 8, 2048, 32, 457 },
-  { 8, 2048, 128, 457 },
-  { 8, 2048, 512, 458 },
-  { 8, 2048, 2048, 458 },
-  { 8, 2048, 8192, 459 },
-  { 8, 2048, 32768, 459 },
-  { 8, 2560, 1, 460 },
-  { 8, 2560, 8, 460 },
-  { 8, 2560, 32, 460 },
-  { 8, 2560, 128, 460 },
-  { 8, 2560, 512, 461 },
-  { 8, 2560, 2048, 461 },
-  { 8, 2560, 8192, 462 },
-  { 8, 2560, 32768, 461 },
-  { 8, 3072, 1, 463 },
-  { 8, 3072, 8, 463 },
-  { 8, 3072, 32, 463 },
-  { 8, 3072, 128, 463 },
-  { 8, 3072, 512, 464 },
-  { 8, 3072, 2048, 462 },
-  { 8, 3072, 8192, 462 },
-  { 8, 3072, 32768, 464 },
-  { 8, 4096, 1, 465 },
-  { 8, 4096, 8, 465 },
-  { 8, 4096, 32, 466 },
-  { 8, 4096, 128, 466 },
-  { 8, 4096, 512, 467 },
-  { 8, 4096, 2048, 462 },
-  { 8, 4096, 8192, 468 },
-  { 8, 4096, 32768, 468 },
-  { 8, 5120, 1, 469 },
-  { 8, 5120, 8, 470 },
-  { 8, 5120, 32, 471 },
-  { 8, 5120, 128, 471 },
-  { 8, 5120, 512, 469 },
-  { 8, 5120, 2048, 468 },
-  { 8, 5120, 8192, 472 },
-  { 8, 5120, 32768, 472 },
-  { 8, 6144, 1, 473 },
-  { 8, 6144, 8, 474 },
-  { 8, 6144, 32, 473 },
-  { 8, 6144, 128, 474 },
-  { 8, 6144, 512, 473 },
-  { 8, 6144, 2048, 468 },
-  { 8, 6144, 8192, 475 },
-  { 8, 6144, 32768, 475 },
-  { 8, 7168, 1, 476 },
-  { 8, 7168, 8, 476 },
-  { 8, 7168, 32, 476 },
-  { 8, 7168, 128, 477 },
-  { 8, 7168, 512, 476 },
-  { 8, 7168, 2048, 468 },
-  { 8, 7168, 8192, 468 },
-  { 8, 7168, 32768, 478 },
-  { 8, 8192, 1, 479 },
-  { 8, 8192, 8, 479 },
-  { 8, 8192, 32, 479 },
-  { 8, 8192, 128, 479 },
-  { 8, 8192, 512, 479 },
-  { 8, 8192, 2048, 480 },
-  { 8, 8192, 8192, 480 },
-  { 8, 8192, 32768, 480 },
-  { 8, 12288, 1, 481 },
-  { 8, 12288, 8, 481 },
-  { 8, 12288, 32, 481 },
-  { 8, 12288, 128, 481 },
-  { 8, 12288, 512, 481 },
-  { 8, 12288, 2048, 482 },
-  { 8, 12288, 8192, 483 },
-  { 8, 12288, 32768, 483 },
-  { 8, 16384, 1, 484 },
-  { 8, 16384, 8, 484 },
-  { 8, 16384, 32, 484 },
-  { 8, 16384, 128, 484 },
-  { 8, 16384, 512, 485 },
-  { 8, 16384, 2048, 485 },
-  { 8, 16384, 8192, 485 },
-  { 8, 16384, 32768, 485 },
-  { 8, 32768, 1, 486 },
-  { 8, 32768, 8, 486 },
-  { 8, 32768, 32, 486 },
-  { 8, 32768, 128, 486 },
-  { 8, 32768, 512, 487 },
-  { 8, 32768, 2048, 487 },
-  { 8, 32768, 8192, 487 },
-  { 8, 32768, 32768, 487 },
-  { 8, 65536, 1, 488 },
-  { 8, 65536, 8, 489 },
-  { 8, 65536, 32, 490 },
-  { 8, 65536, 128, 489 },
-  { 8, 65536, 512, 488 },
-  { 8, 65536, 2048, 488 },
-  { 8, 65536, 8192, 488 },
-  { 8, 65536, 32768, 488 },
-  { 8, 131072, 1, 491 },
-  { 8, 131072, 8, 491 },
-  { 8, 131072, 32, 492 },
-  { 8, 131072, 128, 492 },
-  { 8, 131072, 512, 491 },
-  { 8, 131072, 2048, 491 },
-  { 8, 131072, 8192, 491 },
-  { 8, 131072, 32768, 491 },
+  { 0, 512, 512, 1 },
+  { 0, 512, 2048, 1 },
+  { 0, 512, 8192, 1 },
+  { 0, 512, 32768, 1 },
+  { 0, 768, 1, 2 },
+  { 0, 768, 8, 2 },
+  { 0, 768, 32, 2 },
+  { 0, 768, 128, 3 },
+  { 0, 768, 512, 4 },
+  { 0, 768, 2048, 3 },
+  { 0, 768, 8192, 4 },
+  { 0, 768, 32768, 4 },
+  { 0, 1024, 1, 5 },
+  { 0, 1024, 8, 5 },
+  { 0, 1024, 32, 5 },
+  { 0, 1024, 128, 6 },
+  { 0, 1024, 512, 7 },
+  { 0, 1024, 2048, 7 },
+  { 0, 1024, 8192, 7 },
+  { 0, 1024, 32768, 7 },
+  { 0, 1536, 1, 8 },
+  { 0, 1536, 8, 8 },
+  { 0, 1536, 32, 8 },
+  { 0, 1536, 128, 8 },
+  { 0, 1536, 512, 9 },
+  { 0, 1536, 2048, 9 },
+  { 0, 1536, 8192, 9 },
+  { 0, 1536, 32768, 9 },
+  { 0, 2048, 1, 10 },
+  { 0, 2048, 8, 10 },
+  { 0, 2048, 32, 10 },
+  { 0, 2048, 128, 10 },
+  { 0, 2048, 512, 11 },
+  { 0, 2048, 2048, 11 },
+  { 0, 2048, 8192, 11 },
+  { 0, 2048, 32768, 12 },
+  { 0, 2560, 1, 13 },
+  { 0, 2560, 8, 13 },
+  { 0, 2560, 32, 13 },
+  { 0, 2560, 128, 13 },
+  { 0, 2560, 512, 14 },
+  { 0, 2560, 2048, 14 },
+  { 0, 2560, 8192, 14 },
+  { 0, 2560, 32768, 14 },
+  { 0, 3072, 1, 15 },
+  { 0, 3072, 8, 15 },
+  { 0, 3072, 32, 15 },
+  { 0, 3072, 128, 15 },
+  { 0, 3072, 512, 15 },
+  { 0, 3072, 2048, 15 },
+  { 0, 3072, 8192, 15 },
+  { 0, 3072, 32768, 15 },
+  { 0, 4096, 1, 16 },
+  { 0, 4096, 8, 16 },
+  { 0, 4096, 32, 16 },
+  { 0, 4096, 128, 16 },
+  { 0, 4096, 512, 16 },
+  { 0, 4096, 2048, 17 },
+  { 0, 4096, 8192, 17 },
+  { 0, 4096, 32768, 17 },
+  { 0, 5120, 1, 18 },
+  { 0, 5120, 8, 18 },
+  { 0, 5120, 32, 18 },
+  { 0, 5120, 128, 18 },
+  { 0, 5120, 512, 19 },
+  { 0, 5120, 2048, 18 },
+  { 0, 5120, 8192, 18 },
+  { 0, 5120, 32768, 20 },
+  { 0, 6144, 1, 21 },
+  { 0, 6144, 8, 21 },
+  { 0, 6144, 32, 21 },
+  { 0, 6144, 128, 22 },
+  { 0, 6144, 512, 22 },
+  { 0, 6144, 2048, 22 },
+  { 0, 6144, 8192, 22 },
+  { 0, 6144, 32768, 23 },
+  { 0, 7168, 1, 24 },
+  { 0, 7168, 8, 24 },
+  { 0, 7168, 32, 24 },
+  { 0, 7168, 128, 25 },
+  { 0, 7168, 512, 25 },
+  { 0, 7168, 2048, 25 },
+  { 0, 7168, 8192, 25 },
+  { 0, 7168, 32768, 25 },
+  { 0, 8192, 1, 26 },
+  { 0, 8192, 8, 26 },
+  { 0, 8192, 32, 26 },
+  { 0, 8192, 128, 26 },
+  { 0, 8192, 512, 27 },
+  { 0, 8192, 2048, 28 },
+  { 0, 8192, 8192, 29 },
+  { 0, 8192, 32768, 29 },
+  { 0, 12288, 1, 30 },
+  { 0, 12288, 8, 30 },
+  { 0, 12288, 32, 30 },
+  { 0, 12288, 128, 30 },
+  { 0, 12288, 512, 31 },
+  { 0, 12288, 2048, 31 },
+  { 0, 12288, 8192, 32 },
+  { 0, 12288, 32768, 32 },
+  { 0, 16384, 1, 33 },
+  { 0, 16384, 8, 33 },
+  { 0, 16384, 32, 33 },
+  { 0, 16384, 128, 34 },
+  { 0, 16384, 512, 35 },
+  { 0, 16384, 2048, 35 },
+  { 0, 16384, 8192, 35 },
+  { 0, 16384, 32768, 36 },
+  { 0, 32768, 1, 37 },
+  { 0, 32768, 8, 37 },
+  { 0, 32768, 32, 37 },
+  { 0, 32768, 128, 38 },
+  { 0, 32768, 512, 39 },
+  { 0, 32768, 2048, 40 },
+  { 0, 32768, 8192, 40 },
+  { 0, 32768, 32768, 39 },
+  { 0, 65536, 1, 41 },
+  { 0, 65536, 8, 41 },
+  { 0, 65536, 32, 42 },
+  { 0, 65536, 128, 43 },
+  { 0, 65536, 512, 44 },
+  { 0, 65536, 2048, 44 },
+  { 0, 65536, 8192, 44 },
+  { 0, 65536, 32768, 45 },
+  { 0, 131072, 1, 46 },
+  { 0, 131072, 8, 46 },
+  { 0, 131072, 32, 47 },
+  { 0, 131072, 128, 48 },
+  { 0, 131072, 512, 49 },
+  { 0, 131072, 2048, 49 },
+  { 0, 131072, 8192, 49 },
+  { 0, 131072, 32768, 49 },
+  { 1, 512, 1, 51 },
+  { 1, 512, 8, 52 },
+  { 1, 512, 32, 52 },
+  { 1, 512, 128, 52 },
+  { 1, 512, 512, 52 },
+  { 1, 512, 2048, 52 },
+  { 1, 512, 8192, 52 },
+  { 1, 512, 32768, 52 },
+  { 1, 768, 1, 53 },
+  { 1, 768, 8, 54 },
+  { 1, 768, 32, 54 },
+  { 1, 768, 128, 54 },
+  { 1, 768, 512, 54 },
+  { 1, 768, 2048, 54 },
+  { 1, 768, 8192, 54 },
+  { 1, 768, 32768, 54 },
+  { 1, 1024, 1, 55 },
+  { 1, 1024, 8, 55 },
+  { 1, 1024, 32, 55 },
+  { 1, 1024, 128, 56 },
+  { 1, 1024, 512, 57 },
+  { 1, 1024, 2048, 57 },
+  { 1, 1024, 8192, 57 },
+  { 1, 1024, 32768, 57 },
+  { 1, 1536, 1, 58 },
+  { 1, 1536, 8, 58 },
+  { 1, 1536, 32, 58 },
+  { 1, 1536, 128, 58 },
+  { 1, 1536, 512, 58 },
+  { 1, 1536, 2048, 58 },
+  { 1, 1536, 8192, 58 },
+  { 1, 1536, 32768, 58 },
+  { 1, 2048, 1, 59 },
+  { 1, 2048, 8, 59 },
+  { 1, 2048, 32, 59 },
+  { 1, 2048, 128, 59 },
+  { 1, 2048, 512, 59 },
+  { 1, 2048, 2048, 59 },
+  { 1, 2048, 8192, 59 },
+  { 1, 2048, 32768, 60 },
+  { 1, 2560, 1, 61 },
+  { 1, 2560, 8, 61 },
+  { 1, 2560, 32, 61 },
+  { 1, 2560, 128, 61 },
+  { 1, 2560, 512, 61 },
+  { 1, 2560, 2048, 62 },
+  { 1, 2560, 8192, 61 },
+  { 1, 2560, 32768, 61 },
+  { 1, 3072, 1, 63 },
+  { 1, 3072, 8, 63 },
+  { 1, 3072, 32, 63 },
+  { 1, 3072, 128, 63 },
+  { 1, 3072, 512, 63 },
+  { 1, 3072, 2048, 63 },
+  { 1, 3072, 8192, 63 },
+  { 1, 3072, 32768, 63 },
+  { 1, 4096, 1, 64 },
+  { 1, 4096, 8, 64 },
+  { 1, 4096, 32, 64 },
+  { 1, 4096, 128, 64 },
+  { 1, 4096, 512, 64 },
+  { 1, 4096, 2048, 65 },
+  { 1, 4096, 8192, 65 },
+  { 1, 4096, 32768, 66 },
+  { 1, 5120, 1, 67 },
+  { 1, 5120, 8, 67 },
+  { 1, 5120, 32, 67 },
+  { 1, 5120, 128, 67 },
+  { 1, 5120, 512, 68 },
+  { 1, 5120, 2048, 67 },
+  { 1, 5120, 8192, 67 },
+  { 1, 5120, 32768, 67 },
+  { 1, 6144, 1, 69 },
+  { 1, 6144, 8, 69 },
+  { 1, 6144, 32, 69 },
+  { 1, 6144, 128, 69 },
+  { 1, 6144, 512, 69 },
+  { 1, 6144, 2048, 69 },
+  { 1, 6144, 8192, 69 },
+  { 1, 6144, 32768, 70 },
+  { 1, 7168, 1, 71 },
+  { 1, 7168, 8, 71 },
+  { 1, 7168, 32, 71 },
+  { 1, 7168, 128, 72 },
+  { 1, 7168, 512, 72 },
+  { 1, 7168, 2048, 72 },
+  { 1, 7168, 8192, 72 },
+  { 1, 7168, 32768, 72 },
+  { 1, 8192, 1, 73 },
+  { 1, 8192, 8, 73 },
+  { 1, 8192, 32, 73 },
+  { 1, 8192, 128, 74 },
+  { 1, 8192, 512, 75 },
+  { 1, 8192, 2048, 76 },
+  { 1, 8192, 8192, 77 },
+  { 1, 8192, 32768, 77 },
+  { 1, 12288, 1, 78 },
+  { 1, 12288, 8, 78 },
+  { 1, 12288, 32, 78 },
+  { 1, 12288, 128, 79 },
+  { 1, 12288, 512, 79 },
+  { 1, 12288, 2048, 80 },
+  { 1, 12288, 8192, 81 },
+  { 1, 12288, 32768, 81 },
+  { 1, 16384, 1, 82 },
+  { 1, 16384, 8, 82 },
+  { 1, 16384, 32, 82 },
+  { 1, 16384, 128, 83 },
+  { 1, 16384, 512, 84 },
+  { 1, 16384, 2048, 84 },
+  { 1, 16384, 8192, 85 },
+  { 1, 16384, 32768, 86 },
+  { 1, 32768, 1, 87 },
+  { 1, 32768, 8, 87 },
+  { 1, 32768, 32, 87 },
+  { 1, 32768, 128, 88 },
+  { 1, 32768, 512, 89 },
+  { 1, 32768, 2048, 89 },
+  { 1, 32768, 8192, 89 },
+  { 1, 32768, 32768, 90 },
+  { 1, 65536, 1, 91 },
+  { 1, 65536, 8, 91 },
+  { 1, 65536, 32, 92 },
+  { 1, 65536, 128, 93 },
+  { 1, 65536, 512, 94 },
+  { 1, 65536, 2048, 94 },
+  { 1, 65536, 8192, 94 },
+  { 1, 65536, 32768, 94 },
+  { 1, 131072, 1, 95 },
+  { 1, 131072, 8, 95 },
+  { 1, 131072, 32, 96 },
+  { 1, 131072, 128, 97 },
+  { 1, 131072, 512, 98 },
+  { 1, 131072, 2048, 98 },
+  { 1, 131072, 8192, 98 },
+  { 1, 131072, 32768, 98 },
+  { 2, 512, 1, 100 },
+  { 2, 512, 8, 100 },
+  { 2, 512, 32, 101 },
+  { 2, 512, 128, 101 },
+  { 2, 512, 512, 101 },
+  { 2, 512, 2048, 102 },
+  { 2, 512, 8192, 102 },
+  { 2, 512, 32768, 102 },
+  { 2, 768, 1, 103 },
+  { 2, 768, 8, 103 },
+  { 2, 768, 32, 103 },
+  { 2, 768, 128, 103 },
+  { 2, 768, 512, 103 },
+  { 2, 768, 2048, 104 },
+  { 2, 768, 8192, 103 },
+  { 2, 768, 32768, 104 },
+  { 2, 1024, 1, 105 },
+  { 2, 1024, 8, 105 },
+  { 2, 1024, 32, 105 },
+  { 2, 1024, 128, 105 },
+  { 2, 1024, 512, 105 },
+  { 2, 1024, 2048, 105 },
+  { 2, 1024, 8192, 105 },
+  { 2, 1024, 32768, 106 },
+  { 2, 1536, 1, 107 },
+  { 2, 1536, 8, 107 },
+  { 2, 1536, 32, 107 },
+  { 2, 1536, 128, 107 },
+  { 2, 1536, 512, 107 },
+  { 2, 1536, 2048, 107 },
+  { 2, 1536, 8192, 108 },
+  { 2, 1536, 32768, 108 },
+  { 2, 2048, 1, 109 },
+  { 2, 2048, 8, 109 },
+  { 2, 2048, 32, 109 },
+  { 2, 2048, 128, 109 },
+  { 2, 2048, 512, 109 },
+  { 2, 2048, 2048, 109 },
+  { 2, 2048, 8192, 110 },
+  { 2, 2048, 32768, 111 },
+  { 2, 2560, 1, 112 },
+  { 2, 2560, 8, 112 },
+  { 2, 2560, 32, 112 },
+  { 2, 2560, 128, 112 },
+  { 2, 2560, 512, 112 },
+  { 2, 2560, 2048, 112 },
+  { 2, 2560, 8192, 113 },
+  { 2, 2560, 32768, 113 },
+  { 2, 3072, 1, 114 },
+  { 2, 3072, 8, 114 },
+  { 2, 3072, 32, 114 },
+  { 2, 3072, 128, 114 },
+  { 2, 3072, 512, 115 },
+  { 2, 3072, 2048, 114 },
+  { 2, 3072, 8192, 115 },
+  { 2, 3072, 32768, 116 },
+  { 2, 4096, 1, 117 },
+  { 2, 4096, 8, 117 },
+  { 2, 4096, 32, 117 },
+  { 2, 4096, 128, 117 },
+  { 2, 4096, 512, 118 },
+  { 2, 4096, 2048, 117 },
+  { 2, 4096, 8192, 119 },
+  { 2, 4096, 32768, 118 },
+  { 2, 5120, 1, 120 },
+  { 2, 5120, 8, 120 },
+  { 2, 5120, 32, 121 },
+  { 2, 5120, 128, 120 },
+  { 2, 5120, 512, 120 },
+  { 2, 5120, 2048, 120 },
+  { 2, 5120, 8192, 122 },
+  { 2, 5120, 32768, 123 },
+  { 2, 6144, 1, 124 },
+  { 2, 6144, 8, 124 },
+  { 2, 6144, 32, 124 },
+  { 2, 6144, 128, 124 },
+  { 2, 6144, 512, 125 },
+  { 2, 6144, 2048, 124 },
+  { 2, 6144, 8192, 126 },
+  { 2, 6144, 32768, 127 },
+  { 2, 7168, 1, 128 },
+  { 2, 7168, 8, 128 },
+  { 2, 7168, 32, 128 },
+  { 2, 7168, 128, 128 },
+  { 2, 7168, 512, 129 },
+  { 2, 7168, 2048, 130 },
+  { 2, 7168, 8192, 131 },
+  { 2, 7168, 32768, 131 },
+  { 2, 8192, 1, 132 },
+  { 2, 8192, 8, 132 },
+  { 2, 8192, 32, 132 },
+  { 2, 8192, 128, 132 },
+  { 2, 8192, 512, 133 },
+  { 2, 8192, 2048, 133 },
+  { 2, 8192, 8192, 134 },
+  { 2, 8192, 32768, 134 },
+  { 2, 12288, 1, 135 },
+  { 2, 12288, 8, 135 },
+  { 2, 12288, 32, 135 },
+  { 2, 12288, 128, 135 },
+  { 2, 12288, 512, 135 },
+  { 2, 12288, 2048, 135 },
+  { 2, 12288, 8192, 136 },
+  { 2, 12288, 32768, 136 },
+  { 2, 16384, 1, 137 },
+  { 2, 16384, 8, 137 },
+  { 2, 16384, 32, 137 },
+  { 2, 16384, 128, 137 },
+  { 2, 16384, 512, 137 },
+  { 2, 16384, 2048, 137 },
+  { 2, 16384, 8192, 138 },
+  { 2, 16384, 32768, 138 },
+  { 2, 32768, 1, 139 },
+  { 2, 32768, 8, 139 },
+  { 2, 32768, 32, 139 },
+  { 2, 32768, 128, 139 },
+  { 2, 32768, 512, 139 },
+  { 2, 32768, 2048, 139 },
+  { 2, 32768, 8192, 140 },
+  { 2, 32768, 32768, 140 },
+  { 2, 65536, 1, 141 },
+  { 2, 65536, 8, 142 },
+  { 2, 65536, 32, 141 },
+  { 2, 65536, 128, 141 },
+  { 2, 65536, 512, 142 },
+  { 2, 65536, 2048, 143 },
+  { 2, 65536, 8192, 143 },
+  { 2, 65536, 32768, 143 },
+  { 2, 131072, 1, 144 },
+  { 2, 131072, 8, 144 },
+  { 2, 131072, 32, 145 },
+  { 2, 131072, 128, 145 },
+  { 2, 131072, 512, 145 },
+  { 2, 131072, 2048, 145 },
+  { 2, 131072, 8192, 145 },
+  { 2, 131072, 32768, 145 },
+  { 3, 512, 1, 147 },
+  { 3, 512, 8, 148 },
+  { 3, 512, 32, 148 },
+  { 3, 512, 128, 148 },
+  { 3, 512, 512, 148 },
+  { 3, 512, 2048, 148 },
+  { 3, 512, 8192, 149 },
+  { 3, 512, 32768, 150 },
+  { 3, 768, 1, 151 },
+  { 3, 768, 8, 152 },
+  { 3, 768, 32, 152 },
+  { 3, 768, 128, 152 },
+  { 3, 768, 512, 153 },
+  { 3, 768, 2048, 154 },
+  { 3, 768, 8192, 153 },
+  { 3, 768, 32768, 155 },
+  { 3, 1024, 1, 156 },
+  { 3, 1024, 8, 156 },
+  { 3, 1024, 32, 156 },
+  { 3, 1024, 128, 157 },
+  { 3, 1024, 512, 157 },
+  { 3, 1024, 2048, 157 },
+  { 3, 1024, 8192, 158 },
+  { 3, 1024, 32768, 158 },
+  { 3, 1536, 1, 159 },
+  { 3, 1536, 8, 159 },
+  { 3, 1536, 32, 159 },
+  { 3, 1536, 128, 160 },
+  { 3, 1536, 512, 161 },
+  { 3, 1536, 2048, 162 },
+  { 3, 1536, 8192, 161 },
+  { 3, 1536, 32768, 161 },
+  { 3, 2048, 1, 163 },
+  { 3, 2048, 8, 163 },
+  { 3, 2048, 32, 163 },
+  { 3, 2048, 128, 163 },
+  { 3, 2048, 512, 164 },
+  { 3, 2048, 2048, 165 },
+  { 3, 2048, 8192, 164 },
+  { 3, 2048, 32768, 164 },
+  { 3, 2560, 1, 166 },
+  { 3, 2560, 8, 166 },
+  { 3, 2560, 32, 166 },
+  { 3, 2560, 128, 166 },
+  { 3, 2560, 512, 167 },
+  { 3, 2560, 2048, 168 },
+  { 3, 2560, 8192, 168 },
+  { 3, 2560, 32768, 168 },
+  { 3, 3072, 1, 169 },
+  { 3, 3072, 8, 169 },
+  { 3, 3072, 32, 169 },
+  { 3, 3072, 128, 169 },
+  { 3, 3072, 512, 170 },
+  { 3, 3072, 2048, 170 },
+  { 3, 3072, 8192, 170 },
+  { 3, 3072, 32768, 170 },
+  { 3, 4096, 1, 171 },
+  { 3, 4096, 8, 171 },
+  { 3, 4096, 32, 172 },
+  { 3, 4096, 128, 171 },
+  { 3, 4096, 512, 172 },
+  { 3, 4096, 2048, 172 },
+  { 3, 4096, 8192, 172 },
+  { 3, 4096, 32768, 173 },
+  { 3, 5120, 1, 174 },
+  { 3, 5120, 8, 174 },
+  { 3, 5120, 32, 174 },
+  { 3, 5120, 128, 174 },
+  { 3, 5120, 512, 175 },
+  { 3, 5120, 2048, 176 },
+  { 3, 5120, 8192, 176 },
+  { 3, 5120, 32768, 177 },
+  { 3, 6144, 1, 178 },
+  { 3, 6144, 8, 178 },
+  { 3, 6144, 32, 178 },
+  { 3, 6144, 128, 178 },
+  { 3, 6144, 512, 179 },
+  { 3, 6144, 2048, 180 },
+  { 3, 6144, 8192, 180 },
+  { 3, 6144, 32768, 181 },
+  { 3, 7168, 1, 182 },
+  { 3, 7168, 8, 182 },
+  { 3, 7168, 32, 183 },
+  { 3, 7168, 128, 182 },
+  { 3, 7168, 512, 184 },
+  { 3, 7168, 2048, 184 },
+  { 3, 7168, 8192, 184 },
+  { 3, 7168, 32768, 185 },
+  { 3, 8192, 1, 186 },
+  { 3, 8192, 8, 186 },
+  { 3, 8192, 32, 186 },
+  { 3, 8192, 128, 186 },
+  { 3, 8192, 512, 187 },
+  { 3, 8192, 2048, 187 },
+  { 3, 8192, 8192, 188 },
+  { 3, 8192, 32768, 185 },
+  { 3, 12288, 1, 189 },
+  { 3, 12288, 8, 189 },
+  { 3, 12288, 32, 189 },
+  { 3, 12288, 128, 189 },
+  { 3, 12288, 512, 190 },
+  { 3, 12288, 2048, 191 },
+  { 3, 12288, 8192, 191 },
+  { 3, 12288, 32768, 192 },
+  { 3, 16384, 1, 193 },
+  { 3, 16384, 8, 193 },
+  { 3, 16384, 32, 193 },
+  { 3, 16384, 128, 194 },
+  { 3, 16384, 512, 195 },
+  { 3, 16384, 2048, 196 },
+  { 3, 16384, 8192, 197 },
+  { 3, 16384, 32768, 197 },
+  { 3, 32768, 1, 198 },
+  { 3, 32768, 8, 198 },
+  { 3, 32768, 32, 198 },
+  { 3, 32768, 128, 199 },
+  { 3, 32768, 512, 200 },
+  { 3, 32768, 2048, 200 },
+  { 3, 32768, 8192, 201 },
+  { 3, 32768, 32768, 201 },
+  { 3, 65536, 1, 202 },
+  { 3, 65536, 8, 202 },
+  { 3, 65536, 32, 202 },
+  { 3, 65536, 128, 202 },
+  { 3, 65536, 512, 203 },
+  { 3, 65536, 2048, 203 },
+  { 3, 65536, 8192, 204 },
+  { 3, 65536, 32768, 205 },
+  { 3, 131072, 1, 206 },
+  { 3, 131072, 8, 206 },
+  { 3, 131072, 32, 206 },
+  { 3, 131072, 128, 207 },
+  { 3, 131072, 512, 207 },
+  { 3, 131072, 2048, 207 },
+  { 3, 131072, 8192, 207 },
+  { 3, 131072, 32768, 207 },
+  { 4, 512, 1, 209 },
+  { 4, 512, 8, 209 },
+  { 4, 512, 32, 210 },
+  { 4, 512, 128, 210 },
+  { 4, 512, 512, 210 },
+  { 4, 512, 2048, 210 },
+  { 4, 512, 8192, 211 },
+  { 4, 512, 32768, 210 },
+  { 4, 768, 1, 212 },
+  { 4, 768, 8, 212 },
+  { 4, 768, 32, 212 },
+  { 4, 768, 128, 212 },
+  { 4, 768, 512, 213 },
+  { 4, 768, 2048, 214 },
+  { 4, 768, 8192, 214 },
+  { 4, 768, 32768, 213 },
+  { 4, 1024, 1, 215 },
+  { 4, 1024, 8, 215 },
+  { 4, 1024, 32, 215 },
+  { 4, 1024, 128, 215 },
+  { 4, 1024, 512, 216 },
+  { 4, 1024, 2048, 216 },
+  { 4, 1024, 8192, 216 },
+  { 4, 1024, 32768, 216 },
+  { 4, 1536, 1, 217 },
+  { 4, 1536, 8, 217 },
+  { 4, 1536, 32, 217 },
+  { 4, 1536, 128, 217 },
+  { 4, 1536, 512, 218 },
+  { 4, 1536, 2048, 219 },
+  { 4, 1536, 8192, 219 },
+  { 4, 1536, 32768, 218 },
+  { 4, 2048, 1, 220 },
+  { 4, 2048, 8, 220 },
+  { 4, 2048, 32, 220 },
+  { 4, 2048, 128, 220 },
+  { 4, 2048, 512, 221 },
+  { 4, 2048, 2048, 222 },
+  { 4, 2048, 8192, 221 },
+  { 4, 2048, 32768, 221 },
+  { 4, 2560, 1, 223 },
+  { 4, 2560, 8, 223 },
+  { 4, 2560, 32, 223 },
+  { 4, 2560, 128, 223 },
+  { 4, 2560, 512, 224 },
+  { 4, 2560, 2048, 224 },
+  { 4, 2560, 8192, 225 },
+  { 4, 2560, 32768, 225 },
+  { 4, 3072, 1, 226 },
+  { 4, 3072, 8, 226 },
+  { 4, 3072, 32, 226 },
+  { 4, 3072, 128, 226 },
+  { 4, 3072, 512, 227 },
+  { 4, 3072, 2048, 227 },
+  { 4, 3072, 8192, 227 },
+  { 4, 3072, 32768, 227 },
+  { 4, 4096, 1, 228 },
+  { 4, 4096, 8, 228 },
+  { 4, 4096, 32, 228 },
+  { 4, 4096, 128, 228 },
+  { 4, 4096, 512, 229 },
+  { 4, 4096, 2048, 229 },
+  { 4, 4096, 8192, 230 },
+  { 4, 4096, 32768, 230 },
+  { 4, 5120, 1, 231 },
+  { 4, 5120, 8, 231 },
+  { 4, 5120, 32, 231 },
+  { 4, 5120, 128, 231 },
+  { 4, 5120, 512, 232 },
+  { 4, 5120, 2048, 232 },
+  { 4, 5120, 8192, 233 },
+  { 4, 5120, 32768, 233 },
+  { 4, 6144, 1, 234 },
+  { 4, 6144, 8, 234 },
+  { 4, 6144, 32, 234 },
+  { 4, 6144, 128, 235 },
+  { 4, 6144, 512, 236 },
+  { 4, 6144, 2048, 236 },
+  { 4, 6144, 8192, 237 },
+  { 4, 6144, 32768, 237 },
+  { 4, 7168, 1, 238 },
+  { 4, 7168, 8, 238 },
+  { 4, 7168, 32, 238 },
+  { 4, 7168, 128, 238 },
+  { 4, 7168, 512, 239 },
+  { 4, 7168, 2048, 240 },
+  { 4, 7168, 8192, 240 },
+  { 4, 7168, 32768, 240 },
+  { 4, 8192, 1, 241 },
+  { 4, 8192, 8, 241 },
+  { 4, 8192, 32, 241 },
+  { 4, 8192, 128, 241 },
+  { 4, 8192, 512, 242 },
+  { 4, 8192, 2048, 243 },
+  { 4, 8192, 8192, 243 },
+  { 4, 8192, 32768, 243 },
+  { 4, 12288, 1, 244 },
+  { 4, 12288, 8, 244 },
+  { 4, 12288, 32, 244 },
+  { 4, 12288, 128, 244 },
+  { 4, 12288, 512, 245 },
+  { 4, 12288, 2048, 245 },
+  { 4, 12288, 8192, 245 },
+  { 4, 12288, 32768, 245 },
+  { 4, 16384, 1, 246 },
+  { 4, 16384, 8, 246 },
+  { 4, 16384, 32, 246 },
+  { 4, 16384, 128, 247 },
+  { 4, 16384, 512, 248 },
+  { 4, 16384, 2048, 248 },
+  { 4, 16384, 8192, 249 },
+  { 4, 16384, 32768, 249 },
+  { 4, 32768, 1, 250 },
+  { 4, 32768, 8, 250 },
+  { 4, 32768, 32, 250 },
+  { 4, 32768, 128, 250 },
+  { 4, 32768, 512, 251 },
+  { 4, 32768, 2048, 252 },
+  { 4, 32768, 8192, 252 },
+  { 4, 32768, 32768, 252 },
+  { 4, 65536, 1, 253 },
+  { 4, 65536, 8, 253 },
+  { 4, 65536, 32, 254 },
+  { 4, 65536, 128, 255 },
+  { 4, 65536, 512, 254 },
+  { 4, 65536, 2048, 255 },
+  { 4, 65536, 8192, 255 },
+  { 4, 65536, 32768, 255 },
+  { 4, 131072, 1, 256 },
+  { 4, 131072, 8, 256 },
+  { 4, 131072, 32, 257 },
+  { 4, 131072, 128, 257 },
+  { 4, 131072, 512, 257 },
+  { 4, 131072, 2048, 257 },
+  { 4, 131072, 8192, 257 },
+  { 4, 131072, 32768, 257 },
+  { 5, 512, 1, 259 },
+  { 5, 512, 8, 260 },
+  { 5, 512, 32, 260 },
+  { 5, 512, 128, 260 },
+  { 5, 512, 512, 260 },
+  { 5, 512, 2048, 260 },
+  { 5, 512, 8192, 261 },
+  { 5, 512, 32768, 262 },
+  { 5, 768, 1, 263 },
+  { 5, 768, 8, 264 },
+  { 5, 768, 32, 264 },
+  { 5, 768, 128, 264 },
+  { 5, 768, 512, 264 },
+  { 5, 768, 2048, 264 },
+  { 5, 768, 8192, 264 },
+  { 5, 768, 32768, 265 },
+  { 5, 1024, 1, 266 },
+  { 5, 1024, 8, 267 },
+  { 5, 1024, 32, 267 },
+  { 5, 1024, 128, 267 },
+  { 5, 1024, 512, 267 },
+  { 5, 1024, 2048, 267 },
+  { 5, 1024, 8192, 266 },
+  { 5, 1024, 32768, 266 },
+  { 5, 1536, 1, 268 },
+  { 5, 1536, 8, 268 },
+  { 5, 1536, 32, 269 },
+  { 5, 1536, 128, 269 },
+  { 5, 1536, 512, 268 },
+  { 5, 1536, 2048, 269 },
+  { 5, 1536, 8192, 268 },
+  { 5, 1536, 32768, 268 },
+  { 5, 2048, 1, 270 },
+  { 5, 2048, 8, 270 },
+  { 5, 2048, 32, 270 },
+  { 5, 2048, 128, 271 },
+  { 5, 2048, 512, 270 },
+  { 5, 2048, 2048, 271 },
+  { 5, 2048, 8192, 271 },
+  { 5, 2048, 32768, 270 },
+  { 5, 2560, 1, 272 },
+  { 5, 2560, 8, 272 },
+  { 5, 2560, 32, 272 },
+  { 5, 2560, 128, 272 },
+  { 5, 2560, 512, 272 },
+  { 5, 2560, 2048, 273 },
+  { 5, 2560, 8192, 273 },
+  { 5, 2560, 32768, 273 },
+  { 5, 3072, 1, 274 },
+  { 5, 3072, 8, 274 },
+  { 5, 3072, 32, 274 },
+  { 5, 3072, 128, 274 },
+  { 5, 3072, 512, 274 },
+  { 5, 3072, 2048, 274 },
+  { 5, 3072, 8192, 274 },
+  { 5, 3072, 32768, 274 },
+  { 5, 4096, 1, 275 },
+  { 5, 4096, 8, 275 },
+  { 5, 4096, 32, 275 },
+  { 5, 4096, 128, 275 },
+  { 5, 4096, 512, 275 },
+  { 5, 4096, 2048, 275 },
+  { 5, 4096, 8192, 275 },
+  { 5, 4096, 32768, 276 },
+  { 5, 5120, 1, 277 },
+  { 5, 5120, 8, 277 },
+  { 5, 5120, 32, 277 },
+  { 5, 5120, 128, 277 },
+  { 5, 5120, 512, 278 },
+  { 5, 5120, 2048, 278 },
+  { 5, 5120, 8192, 278 },
+  { 5, 5120, 32768, 278 },
+  { 5, 6144, 1, 279 },
+  { 5, 6144, 8, 279 },
+  { 5, 6144, 32, 279 },
+  { 5, 6144, 128, 279 },
+  { 5, 6144, 512, 279 },
+  { 5, 6144, 2048, 279 },
+  { 5, 6144, 8192, 279 },
+  { 5, 6144, 32768, 280 },
+  { 5, 7168, 1, 281 },
+  { 5, 7168, 8, 281 },
+  { 5, 7168, 32, 281 },
+  { 5, 7168, 128, 281 },
+  { 5, 7168, 512, 282 },
+  { 5, 7168, 2048, 282 },
+  { 5, 7168, 8192, 282 },
+  { 5, 7168, 32768, 282 },
+  { 5, 8192, 1, 283 },
+  { 5, 8192, 8, 283 },
+  { 5, 8192, 32, 283 },
+  { 5, 8192, 128, 284 },
+  { 5, 8192, 512, 285 },
+  { 5, 8192, 2048, 284 },
+  { 5, 8192, 8192, 285 },
+  { 5, 8192, 32768, 286 },
+  { 5, 12288, 1, 287 },
+  { 5, 12288, 8, 287 },
+  { 5, 12288, 32, 287 },
+  { 5, 12288, 128, 287 },
+  { 5, 12288, 512, 288 },
+  { 5, 12288, 2048, 289 },
+  { 5, 12288, 8192, 289 },
+  { 5, 12288, 32768, 290 },
+  { 5, 16384, 1, 291 },
+  { 5, 16384, 8, 291 },
+  { 5, 16384, 32, 291 },
+  { 5, 16384, 128, 292 },
+  { 5, 16384, 512, 293 },
+  { 5, 16384, 2048, 294 },
+  { 5, 16384, 8192, 295 },
+  { 5, 16384, 32768, 295 },
+  { 5, 32768, 1, 296 },
+  { 5, 32768, 8, 296 },
+  { 5, 32768, 32, 297 },
+  { 5, 32768, 128, 298 },
+  { 5, 32768, 512, 299 },
+  { 5, 32768, 2048, 300 },
+  { 5, 32768, 8192, 301 },
+  { 5, 32768, 32768, 301 },
+  { 5, 65536, 1, 302 },
+  { 5, 65536, 8, 302 },
+  { 5, 65536, 32, 302 },
+  { 5, 65536, 128, 303 },
+  { 5, 65536, 512, 304 },
+  { 5, 65536, 2048, 304 },
+  { 5, 65536, 8192, 305 },
+  { 5, 65536, 32768, 305 },
+  { 5, 131072, 1, 306 },
+  { 5, 131072, 8, 306 },
+  { 5, 131072, 32, 306 },
+  { 5, 131072, 128, 307 },
+  { 5, 131072, 512, 307 },
+  { 5, 131072, 2048, 307 },
+  { 5, 131072, 8192, 308 },
+  { 5, 131072, 32768, 308 },
+  { 6, 512, 1, 310 },
+  { 6, 512, 8, 311 },
+  { 6, 512, 32, 311 },
+  { 6, 512, 128, 311 },
+  { 6, 512, 512, 311 },
+  { 6, 512, 2048, 311 },
+  { 6, 512, 8192, 312 },
+  { 6, 512, 32768, 311 },
+  { 6, 768, 1, 313 },
+  { 6, 768, 8, 313 },
+  { 6, 768, 32, 313 },
+  { 6, 768, 128, 314 },
+  { 6, 768, 512, 313 },
+  { 6, 768, 2048, 315 },
+  { 6, 768, 8192, 315 },
+  { 6, 768, 32768, 314 },
+  { 6, 1024, 1, 316 },
+  { 6, 1024, 8, 316 },
+  { 6, 1024, 32, 316 },
+  { 6, 1024, 128, 317 },
+  { 6, 1024, 512, 316 },
+  { 6, 1024, 2048, 316 },
+  { 6, 1024, 8192, 316 },
+  { 6, 1024, 32768, 316 },
+  { 6, 1536, 1, 318 },
+  { 6, 1536, 8, 318 },
+  { 6, 1536, 32, 318 },
+  { 6, 1536, 128, 318 },
+  { 6, 1536, 512, 318 },
+  { 6, 1536, 2048, 319 },
+  { 6, 1536, 8192, 319 },
+  { 6, 1536, 32768, 319 },
+  { 6, 2048, 1, 320 },
+  { 6, 2048, 8, 320 },
+  { 6, 2048, 32, 320 },
+  { 6, 2048, 128, 320 },
+  { 6, 2048, 512, 320 },
+  { 6, 2048, 2048, 321 },
+  { 6, 2048, 8192, 320 },
+  { 6, 2048, 32768, 320 },
+  { 6, 2560, 1, 322 },
+  { 6, 2560, 8, 322 },
+  { 6, 2560, 32, 322 },
+  { 6, 2560, 128, 322 },
+  { 6, 2560, 512, 323 },
+  { 6, 2560, 2048, 323 },
+  { 6, 2560, 8192, 323 },
+  { 6, 2560, 32768, 323 },
+  { 6, 3072, 1, 324 },
+  { 6, 3072, 8, 324 },
+  { 6, 3072, 32, 324 },
+  { 6, 3072, 128, 324 },
+  { 6, 3072, 512, 325 },
+  { 6, 3072, 2048, 325 },
+  { 6, 3072, 8192, 325 },
+  { 6, 3072, 32768, 324 },
+  { 6, 4096, 1, 326 },
+  { 6, 4096, 8, 326 },
+  { 6, 4096, 32, 326 },
+  { 6, 4096, 128, 326 },
+  { 6, 4096, 512, 326 },
+  { 6, 4096, 2048, 326 },
+  { 6, 4096, 8192, 327 },
+  { 6, 4096, 32768, 327 },
+  { 6, 5120, 1, 328 },
+  { 6, 5120, 8, 328 },
+  { 6, 5120, 32, 328 },
+  { 6, 5120, 128, 328 },
+  { 6, 5120, 512, 329 },
+  { 6, 5120, 2048, 330 },
+  { 6, 5120, 8192, 330 },
+  { 6, 5120, 32768, 330 },
+  { 6, 6144, 1, 331 },
+  { 6, 6144, 8, 331 },
+  { 6, 6144, 32, 331 },
+  { 6, 6144, 128, 331 },
+  { 6, 6144, 512, 331 },
+  { 6, 6144, 2048, 331 },
+  { 6, 6144, 8192, 332 },
+  { 6, 6144, 32768, 332 },
+  { 6, 7168, 1, 333 },
+  { 6, 7168, 8, 333 },
+  { 6, 7168, 32, 333 },
+  { 6, 7168, 128, 333 },
+  { 6, 7168, 512, 334 },
+  { 6, 7168, 2048, 334 },
+  { 6, 7168, 8192, 335 },
+  { 6, 7168, 32768, 335 },
+  { 6, 8192, 1, 336 },
+  { 6, 8192, 8, 337 },
+  { 6, 8192, 32, 336 },
+  { 6, 8192, 128, 337 },
+  { 6, 8192, 512, 338 },
+  { 6, 8192, 2048, 336 },
+  { 6, 8192, 8192, 339 },
+  { 6, 8192, 32768, 339 },
+  { 6, 12288, 1, 340 },
+  { 6, 12288, 8, 340 },
+  { 6, 12288, 32, 340 },
+  { 6, 12288, 128, 340 },
+  { 6, 12288, 512, 341 },
+  { 6, 12288, 2048, 341 },
+  { 6, 12288, 8192, 342 },
+  { 6, 12288, 32768, 342 },
+  { 6, 16384, 1, 343 },
+  { 6, 16384, 8, 343 },
+  { 6, 16384, 32, 343 },
+  { 6, 16384, 128, 344 },
+  { 6, 16384, 512, 344 },
+  { 6, 16384, 2048, 344 },
+  { 6, 16384, 8192, 345 },
+  { 6, 16384, 32768, 345 },
+  { 6, 32768, 1, 346 },
+  { 6, 32768, 8, 346 },
+  { 6, 32768, 32, 346 },
+  { 6, 32768, 128, 347 },
+  { 6, 32768, 512, 348 },
+  { 6, 32768, 2048, 347 },
+  { 6, 32768, 8192, 347 },
+  { 6, 32768, 32768, 347 },
+  { 6, 65536, 1, 349 },
+  { 6, 65536, 8, 349 },
+  { 6, 65536, 32, 350 },
+  { 6, 65536, 128, 351 },
+  { 6, 65536, 512, 350 },
+  { 6, 65536, 2048, 350 },
+  { 6, 65536, 8192, 351 },
+  { 6, 65536, 32768, 351 },
+  { 6, 131072, 1, 352 },
+  { 6, 131072, 8, 352 },
+  { 6, 131072, 32, 352 },
+  { 6, 131072, 128, 352 },
+  { 6, 131072, 512, 352 },
+  { 6, 131072, 2048, 352 },
+  { 6, 131072, 8192, 352 },
+  { 6, 131072, 32768, 352 },
+  { 7, 512, 1, 354 },
+  { 7, 512, 8, 354 },
+  { 7, 512, 32, 355 },
+  { 7, 512, 128, 355 },
+  { 7, 512, 512, 355 },
+  { 7, 512, 2048, 355 },
+  { 7, 512, 8192, 356 },
+  { 7, 512, 32768, 357 },
+  { 7, 768, 1, 358 },
+  { 7, 768, 8, 358 },
+  { 7, 768, 32, 358 },
+  { 7, 768, 128, 358 },
+  { 7, 768, 512, 358 },
+  { 7, 768, 2048, 359 },
+  { 7, 768, 8192, 358 },
+  { 7, 768, 32768, 359 },
+  { 7, 1024, 1, 360 },
+  { 7, 1024, 8, 360 },
+  { 7, 1024, 32, 360 },
+  { 7, 1024, 128, 361 },
+  { 7, 1024, 512, 362 },
+  { 7, 1024, 2048, 363 },
+  { 7, 1024, 8192, 362 },
+  { 7, 1024, 32768, 363 },
+  { 7, 1536, 1, 364 },
+  { 7, 1536, 8, 364 },
+  { 7, 1536, 32, 364 },
+  { 7, 1536, 128, 364 },
+  { 7, 1536, 512, 364 },
+  { 7, 1536, 2048, 364 },
+  { 7, 1536, 8192, 365 },
+  { 7, 1536, 32768, 365 },
+  { 7, 2048, 1, 366 },
+  { 7, 2048, 8, 366 },
+  { 7, 2048, 32, 367 },
+  { 7, 2048, 128, 366 },
+  { 7, 2048, 512, 368 },
+  { 7, 2048, 2048, 369 },
+  { 7, 2048, 8192, 368 },
+  { 7, 2048, 32768, 370 },
+  { 7, 2560, 1, 371 },
+  { 7, 2560, 8, 371 },
+  { 7, 2560, 32, 371 },
+  { 7, 2560, 128, 371 },
+  { 7, 2560, 512, 372 },
+  { 7, 2560, 2048, 373 },
+  { 7, 2560, 8192, 373 },
+  { 7, 2560, 32768, 374 },
+  { 7, 3072, 1, 375 },
+  { 7, 3072, 8, 371 },
+  { 7, 3072, 32, 375 },
+  { 7, 3072, 128, 375 },
+  { 7, 3072, 512, 376 },
+  { 7, 3072, 2048, 375 },
+  { 7, 3072, 8192, 377 },
+  { 7, 3072, 32768, 378 },
+  { 7, 4096, 1, 379 },
+  { 7, 4096, 8, 379 },
+  { 7, 4096, 32, 379 },
+  { 7, 4096, 128, 379 },
+  { 7, 4096, 512, 380 },
+  { 7, 4096, 2048, 379 },
+  { 7, 4096, 8192, 380 },
+  { 7, 4096, 32768, 381 },
+  { 7, 5120, 1, 382 },
+  { 7, 5120, 8, 382 },
+  { 7, 5120, 32, 382 },
+  { 7, 5120, 128, 383 },
+  { 7, 5120, 512, 383 },
+  { 7, 5120, 2048, 383 },
+  { 7, 5120, 8192, 384 },
+  { 7, 5120, 32768, 385 },
+  { 7, 6144, 1, 382 },
+  { 7, 6144, 8, 382 },
+  { 7, 6144, 32, 382 },
+  { 7, 6144, 128, 382 },
+  { 7, 6144, 512, 386 },
+  { 7, 6144, 2048, 386 },
+  { 7, 6144, 8192, 387 },
+  { 7, 6144, 32768, 385 },
+  { 7, 7168, 1, 388 },
+  { 7, 7168, 8, 388 },
+  { 7, 7168, 32, 388 },
+  { 7, 7168, 128, 388 },
+  { 7, 7168, 512, 389 },
+  { 7, 7168, 2048, 389 },
+  { 7, 7168, 8192, 387 },
+  { 7, 7168, 32768, 385 },
+  { 7, 8192, 1, 390 },
+  { 7, 8192, 8, 390 },
+  { 7, 8192, 32, 390 },
+  { 7, 8192, 128, 390 },
+  { 7, 8192, 512, 391 },
+  { 7, 8192, 2048, 391 },
+  { 7, 8192, 8192, 392 },
+  { 7, 8192, 32768, 385 },
+  { 7, 12288, 1, 393 },
+  { 7, 12288, 8, 393 },
+  { 7, 12288, 32, 393 },
+  { 7, 12288, 128, 393 },
+  { 7, 12288, 512, 394 },
+  { 7, 12288, 2048, 395 },
+  { 7, 12288, 8192, 396 },
+  { 7, 12288, 32768, 396 },
+  { 7, 16384, 1, 397 },
+  { 7, 16384, 8, 397 },
+  { 7, 16384, 32, 397 },
+  { 7, 16384, 128, 398 },
+  { 7, 16384, 512, 398 },
+  { 7, 16384, 2048, 399 },
+  { 7, 16384, 8192, 396 },
+  { 7, 16384, 32768, 396 },
+  { 7, 32768, 1, 400 },
+  { 7, 32768, 8, 400 },
+  { 7, 32768, 32, 400 },
+  { 7, 32768, 128, 401 },
+  { 7, 32768, 512, 401 },
+  { 7, 32768, 2048, 402 },
+  { 7, 32768, 8192, 402 },
+  { 7, 32768, 32768, 402 },
+  { 7, 65536, 1, 403 },
+  { 7, 65536, 8, 403 },
+  { 7, 65536, 32, 404 },
+  { 7, 65536, 128, 405 },
+  { 7, 65536, 512, 404 },
+  { 7, 65536, 2048, 406 },
+  { 7, 65536, 8192, 406 },
+  { 7, 65536, 32768, 406 },
+  { 7, 131072, 1, 407 },
+  { 7, 131072, 8, 408 },
+  { 7, 131072, 32, 407 },
+  { 7, 131072, 128, 409 },
+  { 7, 131072, 512, 410 },
+  { 7, 131072, 2048, 407 },
+  { 7, 131072, 8192, 407 },
+  { 7, 131072, 32768, 407 },
+  { 8, 512, 1, 412 },
+  { 8, 512, 8, 412 },
+  { 8, 512, 32, 412 },
+  { 8, 512, 128, 413 },
+  { 8, 512, 512, 413 },
+  { 8, 512, 2048, 414 },
+  { 8, 512, 8192, 413 },
+  { 8, 512, 32768, 414 },
+  { 8, 768, 1, 415 },
+  { 8, 768, 8, 415 },
+  { 8, 768, 32, 415 },
+  { 8, 768, 128, 415 },
+  { 8, 768, 512, 415 },
+  { 8, 768, 2048, 415 },
+  { 8, 768, 8192, 416 },
+  { 8, 768, 32768, 416 },
+  { 8, 1024, 1, 417 },
+  { 8, 1024, 8, 417 },
+  { 8, 1024, 32, 417 },
+  { 8, 1024, 128, 417 },
+  { 8, 1024, 512, 418 },
+  { 8, 1024, 2048, 417 },
+  { 8, 1024, 8192, 418 },
+  { 8, 1024, 32768, 416 },
+  { 8, 1536, 1, 419 },
+  { 8, 1536, 8, 419 },
+  { 8, 1536, 32, 419 },
+  { 8, 1536, 128, 419 },
+  { 8, 1536, 512, 419 },
+  { 8, 1536, 2048, 419 },
+  { 8, 1536, 8192, 420 },
+  { 8, 1536, 32768, 420 },
+  { 8, 2048, 1, 421 },
+  { 8, 2048, 8, 422 },
+  { 8, 2048, 32, 421 },
+  { 8, 2048, 128, 422 },
+  { 8, 2048, 512, 422 },
+  { 8, 2048, 2048, 422 },
+  { 8, 2048, 8192, 423 },
+  { 8, 2048, 32768, 423 },
+  { 8, 2560, 1, 424 },
+  { 8, 2560, 8, 424 },
+  { 8, 2560, 32, 424 },
+  { 8, 2560, 128, 424 },
+  { 8, 2560, 512, 425 },
+  { 8, 2560, 2048, 426 },
+  { 8, 2560, 8192, 426 },
+  { 8, 2560, 32768, 426 },
+  { 8, 3072, 1, 427 },
+  { 8, 3072, 8, 427 },
+  { 8, 3072, 32, 427 },
+  { 8, 3072, 128, 427 },
+  { 8, 3072, 512, 425 },
+  { 8, 3072, 2048, 428 },
+  { 8, 3072, 8192, 428 },
+  { 8, 3072, 32768, 428 },
+  { 8, 4096, 1, 429 },
+  { 8, 4096, 8, 429 },
+  { 8, 4096, 32, 429 },
+  { 8, 4096, 128, 429 },
+  { 8, 4096, 512, 430 },
+  { 8, 4096, 2048, 430 },
+  { 8, 4096, 8192, 431 },
+  { 8, 4096, 32768, 431 },
+  { 8, 5120, 1, 432 },
+  { 8, 5120, 8, 432 },
+  { 8, 5120, 32, 432 },
+  { 8, 5120, 128, 432 },
+  { 8, 5120, 512, 432 },
+  { 8, 5120, 2048, 433 },
+  { 8, 5120, 8192, 434 },
+  { 8, 5120, 32768, 434 },
+  { 8, 6144, 1, 435 },
+  { 8, 6144, 8, 435 },
+  { 8, 6144, 32, 436 },
+  { 8, 6144, 128, 436 },
+  { 8, 6144, 512, 436 },
+  { 8, 6144, 2048, 433 },
+  { 8, 6144, 8192, 437 },
+  { 8, 6144, 32768, 437 },
+  { 8, 7168, 1, 438 },
+  { 8, 7168, 8, 438 },
+  { 8, 7168, 32, 438 },
+  { 8, 7168, 128, 439 },
+  { 8, 7168, 512, 439 },
+  { 8, 7168, 2048, 433 },
+  { 8, 7168, 8192, 433 },
+  { 8, 7168, 32768, 440 },
+  { 8, 8192, 1, 441 },
+  { 8, 8192, 8, 441 },
+  { 8, 8192, 32, 441 },
+  { 8, 8192, 128, 441 },
+  { 8, 8192, 512, 442 },
+  { 8, 8192, 2048, 443 },
+  { 8, 8192, 8192, 443 },
+  { 8, 8192, 32768, 444 },
+  { 8, 12288, 1, 445 },
+  { 8, 12288, 8, 445 },
+  { 8, 12288, 32, 445 },
+  { 8, 12288, 128, 446 },
+  { 8, 12288, 512, 446 },
+  { 8, 12288, 2048, 447 },
+  { 8, 12288, 8192, 447 },
+  { 8, 12288, 32768, 448 },
+  { 8, 16384, 1, 449 },
+  { 8, 16384, 8, 449 },
+  { 8, 16384, 32, 449 },
+  { 8, 16384, 128, 450 },
+  { 8, 16384, 512, 451 },
+  { 8, 16384, 2048, 451 },
+  { 8, 16384, 8192, 451 },
+  { 8, 16384, 32768, 451 },
+  { 8, 32768, 1, 452 },
+  { 8, 32768, 8, 452 },
+  { 8, 32768, 32, 453 },
+  { 8, 32768, 128, 453 },
+  { 8, 32768, 512, 454 },
+  { 8, 32768, 2048, 455 },
+  { 8, 32768, 8192, 455 },
+  { 8, 32768, 32768, 455 },
+  { 8, 65536, 1, 456 },
+  { 8, 65536, 8, 456 },
+  { 8, 65536, 32, 457 },
+  { 8, 65536, 128, 458 },
+  { 8, 65536, 512, 459 },
+  { 8, 65536, 2048, 459 },
+  { 8, 65536, 8192, 459 },
+  { 8, 65536, 32768, 459 },
+  { 8, 131072, 1, 460 },
+  { 8, 131072, 8, 461 },
+  { 8, 131072, 32, 461 },
+  { 8, 131072, 128, 461 },
+  { 8, 131072, 512, 460 },
+  { 8, 131072, 2048, 460 },
+  { 8, 131072, 8192, 460 },
+  { 8, 131072, 32768, 460 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2484,30 +2422,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_0017cad40f00(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_0017cad40f00_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_819bf170c510(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_819bf170c510_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_497c8b624c42(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_497c8b624c42_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_43e9b4ad06a9(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_43e9b4ad06a9_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_94ec00bae8eb(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_94ec00bae8eb_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_820f6cdd72db(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_820f6cdd72db_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_30fddedb14f3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_30fddedb14f3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_15c9d7fb618a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_15c9d7fb618a_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b352130bc9cc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b352130bc9cc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_fb1d17ebd6c4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_fb1d17ebd6c4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_909a8caf1f2b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_909a8caf1f2b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_4d69c8621a0e(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_4d69c8621a0e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_077739c3bfac(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_077739c3bfac_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f5c375914cd3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f5c375914cd3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_bacc7773ff95(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_bacc7773ff95_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d20fdd440e4d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d20fdd440e4d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c6707b68ff89(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c6707b68ff89_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_548bfaf3764d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_548bfaf3764d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_190ccab34e4b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_190ccab34e4b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8c3291dc844f(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8c3291dc844f_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_19b1d4c7640c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_19b1d4c7640c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6a30be6b4f88(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6a30be6b4f88_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_1de2151b390a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_1de2151b390a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_c196bca67ec8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_c196bca67ec8_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2521,18 +2459,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_0017cad40f00, (const void*)&normgen_layernorm_bwd_0017cad40f00_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_819bf170c510, (const void*)&normgen_layernorm_bwd_819bf170c510_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_497c8b624c42, (const void*)&normgen_layernorm_bwd_497c8b624c42_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_43e9b4ad06a9, (const void*)&normgen_layernorm_bwd_43e9b4ad06a9_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_94ec00bae8eb, (const void*)&normgen_layernorm_bwd_94ec00bae8eb_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_820f6cdd72db, (const void*)&normgen_layernorm_bwd_820f6cdd72db_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_30fddedb14f3, (const void*)&normgen_rmsnorm_bwd_30fddedb14f3_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 40960, 1 },  // regs.t128.v8.tpr128.i4.s2.lean.sw.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_15c9d7fb618a, (const void*)&normgen_rmsnorm_bwd_15c9d7fb618a_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_b352130bc9cc, (const void*)&normgen_rmsnorm_bwd_b352130bc9cc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_fb1d17ebd6c4, (const void*)&normgen_rmsnorm_bwd_fb1d17ebd6c4_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_909a8caf1f2b, (const void*)&normgen_rmsnorm_bwd_909a8caf1f2b_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_4d69c8621a0e, (const void*)&normgen_rmsnorm_bwd_4d69c8621a0e_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_077739c3bfac, (const void*)&normgen_layernorm_bwd_077739c3bfac_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_f5c375914cd3, (const void*)&normgen_layernorm_bwd_f5c375914cd3_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_bacc7773ff95, (const void*)&normgen_layernorm_bwd_bacc7773ff95_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_d20fdd440e4d, (const void*)&normgen_layernorm_bwd_d20fdd440e4d_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_c6707b68ff89, (const void*)&normgen_layernorm_bwd_c6707b68ff89_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_548bfaf3764d, (const void*)&normgen_layernorm_bwd_548bfaf3764d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_190ccab34e4b, (const void*)&normgen_rmsnorm_bwd_190ccab34e4b_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 40960, 1 },  // regs.t128.v8.tpr128.i4.s2.lean.sw.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_8c3291dc844f, (const void*)&normgen_rmsnorm_bwd_8c3291dc844f_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_19b1d4c7640c, (const void*)&normgen_rmsnorm_bwd_19b1d4c7640c_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_6a30be6b4f88, (const void*)&normgen_rmsnorm_bwd_6a30be6b4f88_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_1de2151b390a, (const void*)&normgen_rmsnorm_bwd_1de2151b390a_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_c196bca67ec8, (const void*)&normgen_rmsnorm_bwd_c196bca67ec8_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

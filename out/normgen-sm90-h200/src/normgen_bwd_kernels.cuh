@@ -23,20 +23,6 @@ struct BwdSums {
   static constexpr int kBias = C::kWeight ? 1 : 0;                // index of the dbias sum
 };
 
-/** A pack of zeros made of zero bits (+0 in every dtype), not of from_float(0.f) per element. */
-template <typename E, int N>
-__device__ __forceinline__ Pack<E, N> zero_pack() {
-  Pack<E, N> pk;
-  if constexpr (sizeof(pk) % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < int(sizeof(pk)) / 4; ++i) reinterpret_cast<unsigned*>(pk.v)[i] = 0u;
-  } else {
-#pragma unroll
-    for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(0.f);
-  }
-  return pk;
-}
-
 /** v, with the compiler blind to its value: expressions of it are computed again, not reused. */
 __device__ __forceinline__ float opaque(float v) {
   asm volatile("" : "+f"(v));
@@ -234,7 +220,6 @@ struct BwdRing {
       r.dy[i] = dy_chunk(slot, i);
     }
   }
-
 };
 
 /**

@@ -65,13 +65,25 @@ __device__ __forceinline__ void load_hinted(const void* p, void* out) {
   }
 }
 
+/** A pack of zeros made of zero bits (+0 in every dtype), not of from_float(0.f) per element. */
+template <typename E, int N>
+__device__ __forceinline__ Pack<E, N> zero_pack() {
+  Pack<E, N> pk;
+  if constexpr (sizeof(pk) % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < int(sizeof(pk)) / 4; ++i) reinterpret_cast<unsigned*>(pk.v)[i] = 0u;
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(0.f);
+  }
+  return pk;
+}
+
 /** The chunk of N elements at row[col..) as stored if it is whole (col + N <= hidden), else zeros. */
 template <typename E, int N, Reuse R = Reuse::NONE>
 __device__ __forceinline__ Pack<E, N> load_whole(const E* __restrict__ row, int col, int hidden) {
   constexpr int kBytes = int(sizeof(E)) * N;
-  Pack<E, N> pk;
-#pragma unroll
-  for (int k = 0; k < N; ++k) pk.v[k] = from_float<E>(0.f);
+  Pack<E, N> pk = zero_pack<E, N>();
   if (col + N <= hidden) {
     if constexpr (R != Reuse::NONE && (kBytes == 4 || kBytes == 8 || kBytes == 16)) load_hinted<kBytes, R>(row + col, &pk);
     else pk = *reinterpret_cast<const Pack<E, N>*>(row + col);
@@ -419,7 +431,12 @@ struct RowReducer {
 #endif
   }
 
-  /** Every CTA's message of the last cluster_send, by rank, once all have arrived. */
+  /**
+   * Every CTA's message of the last cluster_send, by rank, once all have arrived.
+   * The wait is CTA-scoped: the messages landed in this CTA's shared memory and the
+   * barrier's transaction count completed with them. A cluster-scoped acquire made every
+   * wait invalidate L1 (CCTL.IVALL), which the rows' data then missed.
+   */
   __device__ __forceinline__ void cluster_receive(float4 (&all)[CLUSTER]) {
 #ifdef NORMGEN_HAS_CLUSTERS
     Mailbox& box = mailbox();
@@ -428,7 +445,7 @@ struct RowReducer {
     const unsigned parity = (phases >> k) & 1u;
     asm volatile(
         "{\n.reg .pred done;\nwait_%=:\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
         "@!done bra wait_%=;\n}\n" ::"r"(full), "r"(parity) : "memory");
     phases ^= 1u << k;
 #pragma unroll
