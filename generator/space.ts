@@ -122,6 +122,13 @@ const PIPELINED_16BIT_MAX_ROWS = 32;
  * within 0.5% of the best (14754-19410 measurements); at 65536 and 131072 they win.
  */
 const FP32_RING_MIN_HIDDEN = 65536;
+/**
+ * Most rows of a problem whose looping variants (smem, reload, ring) come only compiled for
+ * its hidden size. In the H200 default-grid tune of 2026-11-27 (templates 7c711851f0c6, small
+ * problems timed cold) none of the 19014 measurements of such variants for any hidden size
+ * came within 3.9% of the best at 1-128 rows (at 512 rows, 10 came within 2%).
+ */
+const LOOPING_FIXED_ONLY_MAX_ROWS = 128;
 /** Rows shorter than this many bytes never benefit from staging or reloading. */
 const LONG_ROW_BYTES = 8 * 1024;
 /** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
@@ -248,8 +255,9 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   // Tiny problems (one row of one element) prune everything: the generic variant runs anything.
   if (out.length === 0) out.push(GENERIC_PARAMS);
   // Each variant also compiled for this hidden size: the tuner decides (it costs some
-  // variants registers, and with them occupancy).
-  return [...out, ...out.map((p) => ({ ...p, fixedHidden: problem.hidden }))];
+  // variants registers, and with them occupancy). Few rows: looping ones only that way.
+  const anyHidden = problem.rows <= LOOPING_FIXED_ONLY_MAX_ROWS && out.length > 1 ? out.filter((p) => p.storage === 'regs' || p.storage === 'pipelined') : out;
+  return [...anyHidden, ...out.map((p) => ({ ...p, fixedHidden: problem.hidden }))];
 }
 
 /** Resident threads per SM a register-capped reload CTA asks for in its launch bounds. */

@@ -3,15 +3,28 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fileURLToPath } from 'node:url';
 import type { KernelSpec } from '../generator/problem.js';
+import { parseArch } from '../generator/arch.js';
 import { capacity } from '../generator/space.js';
+import { FORWARD } from '../tuner/direction.js';
 import { TuningDb } from '../tuner/db.js';
 import { buildDispatchTable, lookup, rowBucket } from '../tuner/dispatch.js';
 import { DEFAULT_ROWS } from '../tuner/grid.js';
+import { winners } from '../tuner/select.js';
 import { LARGE_PROBLEM_ELEMENTS } from '../tuner/tune-report.js';
 
 const db = TuningDb.read(fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url)));
 const table = buildDispatchTable(db);
 const rms: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
+
+test('the space still holds every winner of the committed tune: pruning never drops a measured winner', () => {
+  const sm90 = parseArch('sm90');
+  const all = winners(db);
+  assert.is(all.length, 1224);
+  for (const w of all) {
+    const ids = new Set(FORWARD.variants(w.problem, sm90).map((v) => v.id));
+    assert.ok(ids.has(w.best.variantId), `${w.problem.hidden} x ${w.problem.rows}: winner ${w.best.variantId} left the space`);
+  }
+});
 
 test('fewer variants than per-problem winners, each problem within 2% of its best, 0.5% at 16M elements and more', () => {
   const problems = new Set(db.results.filter((r) => r.status === 'OK').map((r) => r.problemKey));

@@ -59,6 +59,21 @@ test('every variant also comes compiled for the problem\'s hidden size, which ru
   assert.match(unsupportedReason(makeProblem({ ...spec, dtype: 'bf16' }, 8192, 2048), fixed[0], sm90) ?? '', /compiled for hidden 4096/);
 });
 
+test('at 128 rows or fewer the looping storages come only compiled for the hidden size', () => {
+  const looping = (q: { storage: string }) => q.storage === 'smem' || q.storage === 'reload' || q.storage === 'ring';
+  for (const hidden of [4096, 131072]) {
+    const few = enumerateSpace(makeProblem(spec, hidden, 128), sm90);
+    assert.ok(few.some((q) => looping(q) && q.fixedHidden === hidden), `hidden ${hidden}: compiled for it`);
+    assert.not.ok(few.some((q) => looping(q) && q.fixedHidden === undefined), `hidden ${hidden}: none for any size`);
+    assert.ok(few.some((q) => !looping(q) && q.fixedHidden === undefined), `hidden ${hidden}: registers for any size`);
+    const many = enumerateSpace(makeProblem(spec, hidden, 512), sm90);
+    assert.ok(many.some((q) => looping(q) && q.fixedHidden === undefined), `hidden ${hidden}, 512 rows: for any size too`);
+  }
+  // Where registers cannot hold the row (no clusters on sm80), the hidden size's own kernels remain.
+  const long = enumerateSpace(makeProblem(spec, 131072, 8), sm80);
+  assert.ok(long.length > 0 && long.every((q) => looping(q) && q.fixedHidden === 131072));
+});
+
 test('ring variants stage weight and bias in shared memory exactly when they fit beside the ring', () => {
   const ln = makeProblem({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } }, 131072, 4096);
   const rings = enumerateSpace(ln, sm90).filter((p) => p.storage === 'ring');
