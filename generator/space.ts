@@ -256,7 +256,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   if (out.length === 0) out.push(GENERIC_PARAMS);
   // Each variant also compiled for this hidden size: the tuner decides (it costs some
   // variants registers, and with them occupancy). Few rows: looping ones only that way.
-  const anyHidden = problem.rows <= LOOPING_FIXED_ONLY_MAX_ROWS && out.length > 1 ? out.filter((p) => p.storage === 'regs' || p.storage === 'pipelined') : out;
+  const anyHidden = problem.rows <= LOOPING_FIXED_ONLY_MAX_ROWS && out.length > 1 ? out.filter(inRegisters) : out;
   return [...anyHidden, ...out.map((p) => ({ ...p, fixedHidden: problem.hidden }))];
 }
 

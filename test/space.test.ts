@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, describeParams, enumerateSpace, GENERIC_PARAMS, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason } from '../generator/space.js';
+import { baselineParams, capacity, describeParams, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -60,7 +60,7 @@ test('every variant also comes compiled for the problem\'s hidden size, which ru
 });
 
 test('at 128 rows or fewer the looping storages come only compiled for the hidden size', () => {
-  const looping = (q: { storage: string }) => q.storage === 'smem' || q.storage === 'reload' || q.storage === 'ring';
+  const looping = (q: CudaParams) => !inRegisters(q);
   for (const hidden of [4096, 131072]) {
     const few = enumerateSpace(makeProblem(spec, hidden, 128), sm90);
     assert.ok(few.some((q) => looping(q) && q.fixedHidden === hidden), `hidden ${hidden}: compiled for it`);
