@@ -57,6 +57,22 @@ test('a variant re-timed in the final stage is judged by that time, not its scre
   assert.ok(checked > 1000, `${checked} entries had a final-stage time`);
 });
 
+test('a screening over fewer input copies than the finals (warmer) never beats them', () => {
+  const tiny = TuningDb.read(fileURLToPath(new URL('../../out/tuning/sm90-h200.jsonl.gz', import.meta.url)));
+  const key = 'rmsnorm.bf16.w-same.h1024.r1';
+  const mine = tiny.results.filter((r) => r.problemKey === key && r.status === 'OK');
+  const finals = new Set(mine.filter((r) => r.stage === 'final').map((r) => r.variantId));
+  const warm = mine.find((r) => r.stage === 'screen' && !finals.has(r.variantId))!;
+  // The screening ran at half the best final's time over 256 copies; the finals over 4096.
+  for (const r of mine) if (r.stage === 'final') r.copies = 4096;
+  warm.medianUs = Math.min(...mine.filter((r) => r.stage === 'final').map((r) => r.medianUs!)) / 2;
+  warm.copies = 256;
+  const entry = (t: ReturnType<typeof buildDispatchTable>) => t.entries.find((e) => `${e.spec}.h${e.hidden}.r${e.rows}` === key)!;
+  assert.ok(finals.has(entry(buildDispatchTable(tiny)).variantId));
+  warm.copies = 4096; // as many copies as the finals: comparable, and it wins
+  assert.is(entry(buildDispatchTable(tiny)).variantId, warm.variantId);
+});
+
 test('rows fall into the nearest tuned bucket on a log scale', () => {
   assert.equal(table.rowBuckets, DEFAULT_ROWS, 'the committed database covers the default grid');
   assert.is(rowBucket(table.rowBuckets, 2), 1);

@@ -2,7 +2,9 @@
 // tuner's loop, database, resume and fault handling are tested without a GPU.
 // Times are a deterministic function of the launch; FAKE_CRASH / FAKE_HANG /
 // FAKE_WRONG name kernel symbols (comma-separated) that fault, hang or compute wrong;
-// FAKE_SCALE=symbol:factor,... makes those kernels slower (> 1) or faster (< 1).
+// FAKE_SCALE=symbol:factor,... makes those kernels slower (> 1) or faster (< 1);
+// FAKE_LOG=file appends every run request's timing fields to that file.
+import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const list = (name: string) => new Set((process.env[name] ?? '').split(',').filter(Boolean));
@@ -19,6 +21,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   } else if (req.cmd === 'copy') {
     say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {
+    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies }) + '\n');
     if (hang.has(req.symbol)) return; // never answers
     if (crash.has(req.symbol)) {
       say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });

@@ -1,7 +1,7 @@
 // The tune loop end to end with real compiles (nvcc) and a stand-in runner.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,7 @@ import { makeVariant } from '../generator/variant.js';
 import { TuningDb } from '../tuner/db.js';
 import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
-import { tune, type TuneOptions, type Progress } from '../tuner/tune.js';
+import { SCREEN_MAX_COPIES, tune, type TuneOptions, type Progress } from '../tuner/tune.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
 const grid: GridSpec = { ops: ['rmsnorm'], dtypes: ['bf16'], hiddens: [1024], rows: [8, 512], residual: 'same' };
@@ -96,9 +96,18 @@ test('a crash or a hang costs one variant and a runner restart; a wrong result n
 });
 
 test('--budget screen times all briefly, then the best N and the baseline in full', async () => {
-  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
-  const out = await tune(options(dbPath, { search: { kind: 'screen', keep: 3 } }));
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
+  const dbPath = join(dir, 'db.jsonl');
+  process.env.FAKE_LOG = join(dir, 'requests.jsonl');
+  const out = await tune(options(dbPath, { search: { kind: 'screen', keep: 3 } })).finally(() => delete process.env.FAKE_LOG);
   out.db.close();
+  // Screens rotate over a short run of input copies; finals over the whole (cold) rotation.
+  const requests = readFileSync(join(dir, 'requests.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const screens = requests.filter((r) => r.samples === 3);
+  const finals = requests.filter((r) => r.samples === 15);
+  assert.ok(screens.length > finals.length && finals.length > 0);
+  assert.ok(screens.every((r) => r.maxCopies === SCREEN_MAX_COPIES));
+  assert.ok(finals.every((r) => r.maxCopies === undefined));
   const results = TuningDb.read(dbPath).results;
   for (const p of out.problems) {
     const mine = results.filter((r) => r.problemKey === problemKey(p));

@@ -71,10 +71,9 @@ export interface DbResult<P extends object = AnyParams> extends Measurement {
   registers?: number;
   /** The CUDA device index that measured it (with --gpus). */
   gpu?: number;
-  /** WGSL: how it was timed, dispatches per timed batch, tensor copies rotated over. */
+  /** WGSL: how it was timed and dispatches per timed batch. */
   timer?: string;
   dispatchesPerSample?: number;
-  copies?: number;
   /** When it was recorded (ISO 8601; absent in older databases): with the sessions' starts, how long a tune took. */
   at?: string;
 }

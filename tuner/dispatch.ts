@@ -38,15 +38,26 @@ export interface DispatchTable<P extends object = CudaParams> {
 }
 
 /**
+ * The verified, timed results whose times can be compared within their problem: all but
+ * those rotating over fewer input copies than the problem's most (screenings of tiny
+ * problems, which ran warmer in L2 than their finals).
+ */
+export function comparableTimes<R extends DbResult<object>>(results: R[]): (R & { medianUs: number })[] {
+  const timed = results.filter((r): r is R & { medianUs: number } => r.status === 'OK' && typeof r.medianUs === 'number');
+  const mostCopies = new Map<string, number>();
+  for (const r of timed) if (r.copies !== undefined) mostCopies.set(r.problemKey, Math.max(r.copies, mostCopies.get(r.problemKey) ?? 0));
+  return timed.filter((r) => r.copies === undefined || r.copies >= mostCopies.get(r.problemKey)!);
+}
+
+/**
  * Per problem, one measurement per verified variant: its final-stage re-timing where it
  * has one (more samples), else its screening. Screening ran a little slower than the
  * re-timing on the H200 (median 0.6%), so a variant timed only in screening is never
- * favoured by the mix.
+ * favoured by the mix. Only comparable times count (comparableTimes).
  */
 function bestMeasurements<P extends object>(db: TuningDb<P, AnyDbHeader>, backward: boolean): DbResult<P>[][] {
   const by = new Map<string, Map<string, DbResult<P>>>();
-  for (const r of db.results) {
-    if (r.status !== 'OK' || typeof r.medianUs !== 'number' || isBackward(r.problem) !== backward) continue;
+  for (const r of comparableTimes(db.results.filter((r) => isBackward(r.problem) === backward))) {
     const variants = by.get(r.problemKey) ?? new Map<string, DbResult<P>>();
     by.set(r.problemKey, variants);
     const seen = variants.get(r.variantId);

@@ -6,7 +6,7 @@ import { biasDType, residualDType, weightDType, type Problem } from '../generato
 import { bytesMovedBwd, bwdRowsPerCta, xDType } from '../generator/space-bwd.js';
 import { BWD_ACC_RTOL, OUTPUT_TOLERANCE } from '../generator/tolerance.js';
 import { bwdLaunch, type BwdVariant } from '../generator/variant-bwd.js';
-import { EPS, SEED, toMeasurement, type Measurement, type RunOptions } from './measure.js';
+import { EPS, SEED, timingFields, toMeasurement, type Measurement, type RunOptions } from './measure.js';
 import type { Runner } from './runner.js';
 
 export interface BwdRunOptions extends RunOptions {
@@ -53,11 +53,8 @@ export function bwdRunRequest(problem: Problem, v: BwdVariant, cubin: string, sm
     dbAtol: db.atol,
     dbRtol: db.rtol,
     accRtol: BWD_ACC_RTOL,
-    verify: o.verify,
-    time: o.time,
     repeat: o.repeat ?? 0,
-    samples: o.samples ?? 15,
-    sampleMs: o.sampleMs ?? 1,
+    ...timingFields(o),
   };
 }
 

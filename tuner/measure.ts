@@ -23,6 +23,22 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Stop after one sample when it is slower than this (long kernels only; screening). */
   cutoffUs?: number;
+  /** Rotate over at most this many input copies (screening; fewer than a cold L2 may need). */
+  maxCopies?: number;
+}
+
+/** The request fields that say whether and how to verify and time (forward and backward alike). */
+export function timingFields(o: RunOptions): Record<string, unknown> {
+  return {
+    verify: o.verify,
+    time: o.time,
+    dump: o.dump ?? '',
+    samples: o.samples ?? 15,
+    sampleMs: o.sampleMs ?? 1,
+    ...(o.minSamples ? { minSamples: o.minSamples } : {}),
+    ...(o.cutoffUs ? { cutoffUs: o.cutoffUs } : {}),
+    ...(o.maxCopies ? { maxCopies: o.maxCopies } : {}),
+  };
 }
 
 export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOptions): Record<string, unknown> {
@@ -60,13 +76,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     resRtol: resTol.rtol,
     statsAtol: STATS_TOLERANCE.atol,
     statsRtol: STATS_TOLERANCE.rtol,
-    verify: o.verify,
-    time: o.time,
-    dump: o.dump ?? '',
-    samples: o.samples ?? 15,
-    sampleMs: o.sampleMs ?? 1,
-    ...(o.minSamples ? { minSamples: o.minSamples } : {}),
-    ...(o.cutoffUs ? { cutoffUs: o.cutoffUs } : {}),
+    ...timingFields(o),
   };
 }
 
@@ -83,6 +93,8 @@ export interface Measurement {
   errors?: Record<string, number>;
   /** Where the check failed: output name -> count of bad elements. */
   bad?: Record<string, number>;
+  /** Input copies the timing rotated over (fewer than its finals': a screening that ran warmer). */
+  copies?: number;
 }
 
 /** `bytes`: the roofline numerator (default: the forward's). */
@@ -102,6 +114,7 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     m.minUs = reply.minUs as number;
     m.maxUs = reply.maxUs as number;
     m.samples = (reply.samplesUs as number[] | undefined)?.length;
+    if (typeof reply.copies === 'number') m.copies = reply.copies;
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }

@@ -47,7 +47,13 @@ export interface Progress {
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5 };
-const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1 };
+/**
+ * Screening rotates over at most SCREEN_MAX_COPIES input copies: a tiny problem's cold
+ * rotation (4096 copies, each replay a graph of as many launches) took ~25 ms a variant,
+ * half of a one-GPU tune's time. Its finalists are timed over the whole rotation.
+ */
+export const SCREEN_MAX_COPIES = 256;
+const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1, maxCopies: SCREEN_MAX_COPIES };
 
 /** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved (backward: about twice the forward's bytes). */
 export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + (2 * bytesMoved(p)) / 5e6;

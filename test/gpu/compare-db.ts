@@ -7,6 +7,7 @@ import { formatTable } from '../../cli/table.js';
 import { problemKey } from '../../generator/problem.js';
 import { describeParams, STORAGES } from '../../generator/space.js';
 import { fwdParams, TuningDb, type DbResult } from '../../tuner/db.js';
+import { comparableTimes } from '../../tuner/dispatch.js';
 
 const [basePath, newPath] = process.argv.slice(2);
 if (!basePath || !newPath) {
@@ -18,8 +19,7 @@ const logAt = process.argv.indexOf('--log');
 /** Per problem, per storage: the fastest OK result (a problem's winner is the fastest of them). */
 function bestByStorage(db: TuningDb): Map<string, Map<string, DbResult>> {
   const out = new Map<string, Map<string, DbResult>>();
-  for (const r of db.results) {
-    if (r.status !== 'OK' || r.medianUs === undefined) continue;
+  for (const r of comparableTimes(db.results)) {
     const key = problemKey(r.problem);
     const byStorage = out.get(key) ?? new Map<string, DbResult>();
     const storage = fwdParams(r).storage;

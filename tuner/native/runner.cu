@@ -598,8 +598,6 @@ static double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// Time launches cycling over the copies (cold L2), captured in a CUDA graph so small
-// problems measure the kernel and not the launch path. Returns the body of the reply.
 // Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
 // captured in a CUDA graph so small problems measure the kernels and not the launch
 // path. Returns the body of the reply. Shared by forward and backward runs.
@@ -624,43 +622,49 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
     return (double)elapsed / n;
   };
   double per = timed_launches(1);
-  if (per < 0.5) per = timed_launches(8);
+  const bool single_launch_estimate = per >= 0.5;
+  if (!single_launch_estimate) per = timed_launches(8);
   per = std::max(1e-4, per);
   const double target_ms = req.num("sampleMs", 1.0);
   const int per_target = (int)std::ceil(target_ms / per);  // launches that make one sample
-  int per_graph = per_target;
-  // Every copy once per replay: fewer would leave the replayed ones in L2.
-  per_graph = std::min(std::max<int>(per_graph, (int)K), std::max<int>(2000, (int)K));
-
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < per_graph; ++i) launch_copy(i % K, s);
-  CUDA_OK(cudaStreamEndCapture(s, &graph));
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
+  // Every copy once per replay (fewer would leave the replayed ones in L2), at most 2000
+  // launches unless the copies need more.
+  const int per_graph = std::min(std::max<int>(per_target, (int)K), std::max<int>(2000, (int)K));
   int samples = (int)req.integer("samples", 15);
   // A replay visits every copy. Where that takes more launches than a sample needs (tiny
   // problems rotate over thousands of copies), fewer replays time as many launches, but
   // never fewer than minSamples.
   if (per_graph > per_target)
     samples = std::max((int)req.integer("minSamples", samples), (int)std::ceil((double)samples * per_target / per_graph));
+  std::vector<double> us;
+  // A sample of one launch over one copy (inputs beyond the L2) is what the estimate was:
+  // it counts, one launch fewer for each of the long kernels that take most of a tune's time.
+  if (per_graph == 1 && single_launch_estimate) us.push_back(1000.0 * per);
   // Screening passes a cutoff: a long kernel whose first sample is already slower is not
   // a contender, and its remaining samples are skipped.
   const double cutoff_us = req.num("cutoffUs", 0.0);
-  std::vector<double> us;
-  float ms;
-  for (int i = 0; i < samples; ++i) {
-    CUDA_OK(cudaEventRecord(e0, s));
-    CUDA_OK(cudaGraphLaunch(exec, s));
-    CUDA_OK(cudaEventRecord(e1, s));
-    CUDA_OK(cudaEventSynchronize(e1));
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-    us.push_back(1000.0 * ms / per_graph);
-    if (i == 0 && cutoff_us > 0 && per >= 0.2 && us[0] > cutoff_us) break;
+  const auto over_cutoff = [&] { return us.size() == 1 && cutoff_us > 0 && per >= 0.2 && us[0] > cutoff_us; };
+  if ((int)us.size() < samples && !over_cutoff()) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < per_graph; ++i) launch_copy(i % K, s);
+    CUDA_OK(cudaStreamEndCapture(s, &graph));
+    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
+    float ms;
+    while ((int)us.size() < samples) {
+      CUDA_OK(cudaEventRecord(e0, s));
+      CUDA_OK(cudaGraphLaunch(exec, s));
+      CUDA_OK(cudaEventRecord(e1, s));
+      CUDA_OK(cudaEventSynchronize(e1));
+      CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+      us.push_back(1000.0 * ms / per_graph);
+      if (over_cutoff()) break;
+    }
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(graph));
   }
-  CUDA_OK(cudaGraphExecDestroy(exec));
-  CUDA_OK(cudaGraphDestroy(graph));
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
   CUDA_OK(cudaStreamDestroy(s));
@@ -671,9 +675,10 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
          ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
 }
 
-static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
+// The workspace may hold more copies than this request rotates over (a finalist's came first).
+static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
   std::vector<NormgenFwdParams> ps;
-  for (auto& c : g_ws.copies) ps.push_back(params_for(c, d, eps));
+  for (size_t i = 0; i < copies; ++i) ps.push_back(params_for(g_ws.copies[i], d, eps));
   return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s); }, req);
 }
 
@@ -714,8 +719,14 @@ static size_t copies_spanning_l2(size_t per_copy, size_t free_b, size_t have) {
   return copies;
 }
 
+// A request may ask for fewer (maxCopies): screening ranks variants over a shorter rotation,
+// as a graph of 4096 launches took ~25 ms to capture and instantiate for each variant of a
+// tiny problem; finalists are then timed over the whole rotation.
 static size_t rotation_copies(const Json& req, size_t per_copy, size_t free_b, size_t have) {
-  return req.flag("time") ? copies_spanning_l2(per_copy, free_b, have) : 1;
+  if (!req.flag("time")) return 1;
+  const size_t copies = copies_spanning_l2(per_copy, free_b, have);
+  const long long cap = req.integer("maxCopies", 0);
+  return cap > 0 ? std::min<size_t>(copies, (size_t)cap) : copies;
 }
 
 static void cmd_run(const Json& req) {
@@ -769,7 +780,7 @@ static void cmd_run(const Json& req) {
     if (status != "OK") { reply("\"status\":" + quote(status) + "," + body + "\"verified\":true"); return; }
     setup_workspace(d, copies);
   }
-  if (req.flag("time")) body += time_kernel(l, d, eps, req) + ",";
+  if (req.flag("time")) body += time_kernel(l, d, eps, copies, req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
   reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":" + (req.flag("verify") ? "true" : "false"));
@@ -1165,9 +1176,9 @@ static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, c
   return "OK|" + out;
 }
 
-static std::string bwd_time(const BwdLaunch& l, const BwdDesc& d, float eps, const Json& req) {
+static std::string bwd_time(const BwdLaunch& l, const BwdDesc& d, float eps, size_t copies, const Json& req) {
   std::vector<NormgenBwdParams> ps;
-  for (auto& c : g_bws.copies) ps.push_back(bwd_params(c, d, eps, l.grid));
+  for (size_t i = 0; i < copies; ++i) ps.push_back(bwd_params(g_bws.copies[i], d, eps, l.grid));
   return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return bwd_launch(l, ps[i], s); }, req);
 }
 
@@ -1228,7 +1239,7 @@ static void cmd_bwd(const Json& req) {
     if (status != "OK") { reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":true"); return; }
     bwd_setup(d, copies, partial_bytes);
   }
-  if (req.flag("time")) body += bwd_time(l, d, eps, req) + ",";
+  if (req.flag("time")) body += bwd_time(l, d, eps, copies, req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
   reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"perSm\":" + num(per_sm) + ",\"verified\":" + (req.flag("verify") ? "true" : "false"));
