@@ -228,11 +228,35 @@ __device__ __forceinline__ void store_as(void* p, DType d, long long i, float v)
     default: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
   }
 }
-__device__ __forceinline__ bool same_bits(const void* p, DType d, long long i, float v) {
+
+// The checks read U elements a thread, `step` apart, as raw bits, every load issued before
+// any value is used (the dtype's size is branched on once, outside): converting each value
+// as it was loaded kept one load in flight per thread, and checking a long-row problem took
+// several times as long as timing its kernel.
+constexpr int kCheckUnroll = 8;
+using CheckBits = unsigned[kCheckUnroll];
+__device__ __forceinline__ void load_bits(const void* p, DType d, long long offset, long long first, long long step, long long end, CheckBits& bits) {
+  if (dtype_bytes(d) == 4) {
+#pragma unroll
+    for (int u = 0; u < kCheckUnroll; ++u) { const long long c = first + u * step; bits[u] = c < end ? static_cast<const unsigned*>(p)[offset + c] : 0u; }
+  } else {
+#pragma unroll
+    for (int u = 0; u < kCheckUnroll; ++u) { const long long c = first + u * step; bits[u] = c < end ? static_cast<const unsigned short*>(p)[offset + c] : 0u; }
+  }
+}
+__device__ __forceinline__ double bits_as_double(unsigned b, DType d) {
   switch (d) {
-    case F32: { float a = static_cast<const float*>(p)[i]; return __float_as_uint(a) == __float_as_uint(v); }
-    case F16: { __half a = static_cast<const __half*>(p)[i], b = __float2half_rn(v); return __half_as_ushort(a) == __half_as_ushort(b); }
-    default: { __nv_bfloat16 a = static_cast<const __nv_bfloat16*>(p)[i], b = __float2bfloat16_rn(v); return __bfloat16_as_ushort(a) == __bfloat16_as_ushort(b); }
+    case F32: return (double)__uint_as_float(b);
+    case F16: return (double)__half2float(__ushort_as_half((unsigned short)b));
+    default: return (double)__bfloat162float(__ushort_as_bfloat16((unsigned short)b));
+  }
+}
+// The bits a generated value is stored as (fill_input's rounding).
+__device__ __forceinline__ unsigned stored_bits(float v, DType d) {
+  switch (d) {
+    case F32: return __float_as_uint(v);
+    case F16: return __half_as_ushort(__float2half_rn(v));
+    default: return __bfloat16_as_ushort(__float2bfloat16_rn(v));
   }
 }
 
@@ -301,33 +325,68 @@ __device__ double block_sum(double v, double* scratch) {
 // The float64 reference, row by row, compared with what the kernel wrote.
 __global__ void check_outputs(RefArgs a, Check* c) {
   __shared__ double scratch[32];
+  constexpr int U = kCheckUnroll;
   Tally t;
   const NormgenFwdParams& p = a.p;
-  const long long H = p.hidden;
+  const long long H = p.hidden, step = blockDim.x;
   for (long long row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    auto sum_input = [&](long long col) {
-      double v = load_as_double(p.x, a.x, row * p.x_stride + col);
-      if (a.res != NONE) v = round_double(v + load_as_double(p.residual, a.res, row * p.residual_stride + col), a.res);
-      return v;
+    // The normalized input at columns first + u * step: x, or x plus the residual rounded
+    // as the kernel stores the sum (loaded, then converted: other loads may go between).
+    auto load_input_bits = [&](long long first, CheckBits& xb, CheckBits& rb) {
+      load_bits(p.x, a.x, row * p.x_stride, first, step, H, xb);
+      if (a.res != NONE) load_bits(p.residual, a.res, row * p.residual_stride, first, step, H, rb);
+    };
+    auto inputs = [&](const CheckBits& xb, const CheckBits& rb, double (&s)[U]) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        s[u] = bits_as_double(xb[u], a.x);
+        if (a.res != NONE) s[u] = round_double(s[u] + bits_as_double(rb[u], a.res), a.res);
+      }
+    };
+    auto load_inputs = [&](long long first, double (&s)[U]) {
+      CheckBits xb, rb;
+      load_input_bits(first, xb, rb);
+      inputs(xb, rb, s);
     };
     double mean = 0;
     if (a.layernorm) {
-      double s = 0;
-      for (long long col = threadIdx.x; col < H; col += blockDim.x) s += sum_input(col);
-      mean = block_sum(s, scratch) / H;
+      double sum = 0;
+      for (long long first = threadIdx.x; first < H; first += U * step) {
+        double s[U];
+        load_inputs(first, s);
+#pragma unroll
+        for (int u = 0; u < U; ++u) if (first + u * step < H) sum += s[u];
+      }
+      mean = block_sum(sum, scratch) / H;
     }
     double sq = 0;
-    for (long long col = threadIdx.x; col < H; col += blockDim.x) { double d = sum_input(col) - mean; sq += d * d; }
+    for (long long first = threadIdx.x; first < H; first += U * step) {
+      double s[U];
+      load_inputs(first, s);
+#pragma unroll
+      for (int u = 0; u < U; ++u) if (first + u * step < H) sq += (s[u] - mean) * (s[u] - mean);
+    }
     const double rstd = 1.0 / sqrt(block_sum(sq, scratch) / H + (double)p.eps);
-    for (long long col = threadIdx.x; col < H; col += blockDim.x) {
-      const double s = sum_input(col);
-      double ref = (s - mean) * rstd;
-      if (a.w != NONE) { double w = load_as_double(p.weight, a.w, col); ref *= a.offset ? 1.0 + w : w; }
-      if (a.b != NONE) ref += load_as_double(p.bias, a.b, col);
-      const long long idx = row * H + col;
-      t.add(C_Y, scaled_error(load_as_double(p.y, a.x, row * p.y_stride + col), ref, a.y_tol), idx);
-      if (a.res != NONE)
-        t.add(C_RESOUT, scaled_error(load_as_double(p.residual_out, a.res, row * p.residual_out_stride + col), s, a.res_tol), idx);
+    for (long long first = threadIdx.x; first < H; first += U * step) {
+      double s[U];
+      CheckBits xb, rb, yb, rob, wb, bb;
+      load_input_bits(first, xb, rb);
+      load_bits(p.y, a.x, row * p.y_stride, first, step, H, yb);
+      if (a.res != NONE) load_bits(p.residual_out, a.res, row * p.residual_out_stride, first, step, H, rob);
+      if (a.w != NONE) load_bits(p.weight, a.w, 0, first, step, H, wb);
+      if (a.b != NONE) load_bits(p.bias, a.b, 0, first, step, H, bb);
+      inputs(xb, rb, s);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const long long col = first + u * step;
+        if (col >= H) continue;
+        double ref = (s[u] - mean) * rstd;
+        if (a.w != NONE) { const double w = bits_as_double(wb[u], a.w); ref *= a.offset ? 1.0 + w : w; }
+        if (a.b != NONE) ref += bits_as_double(bb[u], a.b);
+        const long long idx = row * H + col;
+        t.add(C_Y, scaled_error(bits_as_double(yb[u], a.x), ref, a.y_tol), idx);
+        if (a.res != NONE) t.add(C_RESOUT, scaled_error(bits_as_double(rob[u], a.res), s[u], a.res_tol), idx);
+      }
     }
     // Padding between rows must keep its poison (0xFF bytes).
     const size_t xb = dtype_bytes(a.x), rb = dtype_bytes(a.res);
@@ -350,21 +409,24 @@ __global__ void check_outputs(RefArgs a, Check* c) {
   t.flush(c);
 }
 
-// Inputs must be bit-identical to what was generated (and their padding untouched).
+// Inputs must be bit-identical to what was generated (and their padding untouched). A block
+// takes a tile of U * blockDim.x elements of one row at a time.
 __global__ void check_input(const void* p, DType d, long long rows, long long cols, long long stride, unsigned seed, int stream, bool offset, Check* c) {
-  const long long n = rows * stride;
+  constexpr int U = kCheckUnroll;
+  const long long tile = (long long)blockDim.x * U, tiles = (stride + tile - 1) / tile;
+  const unsigned poison = dtype_bytes(d) == 4 ? 0xFFFFFFFFu : 0xFFFFu;
   Tally t;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const long long r = i / stride, col = i % stride;
-    bool ok;
-    if (col < cols) {
-      ok = same_bits(p, d, i, raw_input(seed, stream, r * cols + col, offset));
-    } else {
-      const unsigned char* b = static_cast<const unsigned char*>(p) + i * dtype_bytes(d);
-      ok = true;
-      for (size_t k = 0; k < dtype_bytes(d); ++k) ok = ok && b[k] == 0xFF;
+  for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {
+    const long long r = job / tiles, first = job % tiles * tile + threadIdx.x;
+    CheckBits bits;
+    load_bits(p, d, r * stride, first, blockDim.x, stride, bits);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long col = first + u * (long long)blockDim.x;
+      if (col >= stride) continue;
+      const unsigned want = col < cols ? stored_bits(raw_input(seed, stream, r * cols + col, offset), d) : poison;
+      if (bits[u] != want) t.add(C_INPUT, 2.0, r * stride + col);
     }
-    if (!ok) t.add(C_INPUT, 2.0, i);
   }
   t.flush(c);
 }
