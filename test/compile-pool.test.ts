@@ -1,7 +1,7 @@
 // The compile pool's scheduling, with a stand-in worker instead of nvcc.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArch } from '../generator/arch.js';
@@ -13,6 +13,9 @@ import type { Variant } from '../generator/variant.js';
 const FAKE_WORKER = new URL('./fake-compile-worker.js', import.meta.url).href;
 
 test('units finish in the order they were asked for, though each is several nvcc calls on a busy pool', async () => {
+  // The stand-in's empty cubins go to a cache of their own, never seen by later tests
+  // (uvu runs every test file in one process).
+  const cache = process.env.NORMGEN_CACHE;
   process.env.NORMGEN_CACHE = mkdtempSync(join(tmpdir(), 'normgen-pool-'));
   const sm90 = parseArch('sm90');
   const pool = new CompilePool(sm90, 2, FAKE_WORKER);
@@ -22,8 +25,14 @@ test('units finish in the order they were asked for, though each is several nvcc
     return FORWARD.variants(p, sm90) as Variant[];
   });
   assert.ok(units.every((vs) => vs.length > 3 * 24), 'each unit takes several nvcc calls');
-  await Promise.all(units.map((variants, i) => pool.build({ spec: variants[0].spec, variants }).then(() => finished.push(i))));
-  await pool.close();
+  try {
+    await Promise.all(units.map((variants, i) => pool.build({ spec: variants[0].spec, variants }).then(() => finished.push(i))));
+  } finally {
+    await pool.close();
+    rmSync(process.env.NORMGEN_CACHE, { recursive: true, force: true });
+    if (cache === undefined) delete process.env.NORMGEN_CACHE;
+    else process.env.NORMGEN_CACHE = cache;
+  }
   assert.equal(finished, [0, 1, 2, 3, 4, 5]);
 });
 
