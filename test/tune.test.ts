@@ -12,6 +12,7 @@ import { makeVariant } from '../generator/variant.js';
 import { TuningDb } from '../tuner/db.js';
 import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
+import { tuneReport } from '../tuner/tune-report.js';
 import { SCREEN_MAX_COPIES, tune, type TuneOptions, type Progress } from '../tuner/tune.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
@@ -39,7 +40,7 @@ test('every variant of every problem is measured once; a re-run resumes with not
   const cache = process.env.NORMGEN_CACHE;
   process.env.NORMGEN_CACHE = mkdtempSync(join(tmpdir(), 'normgen-cache-'));
   const started = performance.now();
-  const second = await tune(options(dbPath, { onProgress: (p) => (last = p), jobs: 1 }));
+  const second = await tune(options(dbPath, { onProgress: (p) => (last = p), jobs: 1, gpus: [1] }));
   assert.ok(performance.now() - started < 3000, 'a finished database needs no compiling');
   if (cache === undefined) delete process.env.NORMGEN_CACHE;
   else process.env.NORMGEN_CACHE = cache;
@@ -48,6 +49,8 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.is(last!.skipped, results.length);
   assert.is(TuningDb.read(dbPath).results.length, results.length);
   assert.is(TuningDb.read(dbPath).sessions.length, 2);
+  // The report gives this run's copy bandwidth (GPU 1 of the stand-in) and the earlier run's.
+  assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), "write): 4100 GB/s; earlier runs of this database: 4000 GB/s (each result is a fraction of its own GPU's, in its own run)");
 });
 
 test('--gpus: each GPU measures whole compile units, its results fractions of its own copy bandwidth', async () => {

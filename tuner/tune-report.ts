@@ -12,10 +12,17 @@ export const LARGE_PROBLEM_ELEMENTS = 16 * 2 ** 20;
 export const TARGET_FRACTION = 0.92;
 
 /** The copy bandwidth each result is a fraction of: one GPU's, or each GPU's with --gpus. */
-function copyLine(session: DbSession | undefined): string {
-  const byGpu = Object.entries(session?.copyGbpsByGpu ?? {});
-  if (byGpu.length < 2) return `${session?.copyGbps.toFixed(0)} GB/s`;
-  return `${byGpu.map(([gpu, gbps]) => `GPU ${gpu} ${gbps.toFixed(0)} GB/s`).join(', ')} (each GPU's results are fractions of its own)`;
+/** The copy bandwidth of this run, and of the earlier runs of a resumed database (their results are fractions of theirs). */
+function copyLine(sessions: DbSession[]): string {
+  const gbps = (s: DbSession) => {
+    const byGpu = Object.entries(s.copyGbpsByGpu ?? {});
+    return byGpu.length < 2 ? `${s.copyGbps.toFixed(0)} GB/s` : byGpu.map(([gpu, g]) => `GPU ${gpu} ${g.toFixed(0)} GB/s`).join(', ');
+  };
+  const latest = sessions[sessions.length - 1];
+  if (!latest) return '-';
+  const earlier = sessions.slice(0, -1).map(gbps);
+  const several = earlier.length > 0 || Object.keys(latest.copyGbpsByGpu ?? {}).length > 1;
+  return gbps(latest) + (earlier.length ? `; earlier runs of this database: ${earlier.join('; ')}` : '') + (several ? " (each result is a fraction of its own GPU's, in its own run)" : '');
 }
 
 export function largeProblemSummary(ws: Winner[]): { count: number; atTarget: number; minFraction: number; worst?: Winner } {
@@ -60,7 +67,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `- card: ${d.name}, compute capability ${d.computeCapability}, ${d.sms} SMs, ${(d.memoryBytes / 2 ** 30).toFixed(0)} GiB, L2 ${(d.l2Bytes / 2 ** 20).toFixed(0)} MiB, driver ${d.driver}, CUDA runtime ${d.cudaRuntime}`,
     `- command: \`${session?.command ?? ''}\``,
     `- normgen ${session?.normgen}, templates ${session?.templateHash.slice(0, 12)}, nvcc ${session?.nvcc}`,
-    `- device-to-device copy bandwidth (same process, cudaMemcpy of 1 GiB, read + write): ${copyLine(session)}`,
+    `- device-to-device copy bandwidth (same process, cudaMemcpy of 1 GiB, read + write): ${copyLine(db.sessions)}`,
     `- this run: ${seconds.toFixed(0)} s; runner restarts after faults or hangs: ${restarts}`,
     ...resumedLine(db),
     `- measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
