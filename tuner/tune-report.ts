@@ -11,8 +11,7 @@ export const LARGE_PROBLEM_ELEMENTS = 16 * 2 ** 20;
 /** The roofline target for large problems: this fraction of copy bandwidth. */
 export const TARGET_FRACTION = 0.92;
 
-/** The copy bandwidth each result is a fraction of: one GPU's, or each GPU's with --gpus. */
-/** The copy bandwidth of this run, and of the earlier runs of a resumed database (their results are fractions of theirs). */
+/** The copy bandwidth each result is a fraction of: this run's (each GPU's with --gpus), and that of a resumed database's earlier runs. */
 function copyLine(sessions: DbSession[]): string {
   const gbps = (s: DbSession) => {
     const byGpu = Object.entries(s.copyGbpsByGpu ?? {});

@@ -48,9 +48,10 @@ export interface Progress {
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5 };
 /**
- * Screening rotates over at most SCREEN_MAX_COPIES input copies: a tiny problem's cold
- * rotation (4096 copies, each replay a graph of as many launches) took ~25 ms a variant,
- * half of a one-GPU tune's time. Its finalists are timed over the whole rotation.
+ * Screening rotates over at most SCREEN_MAX_COPIES input copies: with a tiny problem's cold
+ * rotation (4096 copies, each replay a graph of as many launches) a 1-row problem took 29 ms
+ * a variant on an H200, and problems of 1-32 rows half of the default grid's GPU time
+ * (test/gpu/tune-time.md). Its finalists are timed over the whole rotation.
  */
 export const SCREEN_MAX_COPIES = 256;
 const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1, maxCopies: SCREEN_MAX_COPIES };
