@@ -7,15 +7,17 @@ is importable, on the tuned grid, all in one process.
 
 Each implementation is timed as a CUDA graph of back-to-back calls (GPU time, no Python
 or launch overhead) over input copies rotated through more than 3x the L2 size (cold
-cache), the median of several replays; falls back to CUDA events around eager calls when
-a capture fails (marked *). Bytes moved are what a forward pass must move (x, residual,
-y, x + r once; weight and bias once; stats), the same for every implementation; % copy is
-against `dst.copy_(src)` of 1 GiB measured in the same run. torch.compile compiles every
-shape (dynamic=False): that dominates the run time, so compiles stop after --budget-s.
-Writes a markdown log (date, card, command) to OUT_MD."""
+cache), the median of several replays; every implementation is timed once a round, in
+turn, over several rounds (median), so that none always runs first. Falls back to CUDA
+events around eager calls when a capture fails (marked *). Bytes moved are what a forward
+pass must move (x, residual, y, x + r once; weight and bias once; stats), the same for
+every implementation; % copy is against `dst.copy_(src)` of 1 GiB measured in the same
+run. torch.compile compiles every shape (dynamic=False): that dominates the run time, so
+compiles stop after --budget-s. Writes a markdown log (date, card, command) to OUT_MD."""
 
 import argparse
 import math
+import statistics
 import sys
 import time
 
@@ -120,18 +122,8 @@ def bench_problem(ng, spec, hidden, rows, args, liger, compile_ok, l2_bytes, gen
     inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()} for _ in range(copies - 1)]
     guess_us = bytes_moved / 3e6  # at ~3 TB/s, only to size the graph
     calls = min(MAX_COPIES, max(copies, 3, math.ceil(GRAPH_US / guess_us)))
-    results = {}
     impls = implementations(ng, spec, args, liger, compile_ok)
-    for name, fn in impls.items():
-        try:
-            results[name] = measure(fn, inputs, calls, args.repeats, keep_outputs=copies > 1)
-        except torch.cuda.OutOfMemoryError:
-            results[name] = "out of memory"
-        except Exception as e:
-            results[name] = f"failed: {type(e).__name__}"
-            print(f"  {name} failed: {e}", file=sys.stderr)
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+    results = time_in_rounds(impls, inputs, calls, args.repeats, args.rounds, keep_outputs=copies > 1)
     try:
         results["check"] = agreement(impls, first, spec)
     except Exception as e:
@@ -139,6 +131,29 @@ def bench_problem(ng, spec, hidden, rows, args, liger, compile_ok, l2_bytes, gen
     del inputs, first
     torch.cuda.empty_cache()
     return results
+
+
+def time_in_rounds(impls, inputs, calls, repeats, rounds, keep_outputs):
+    """{name: (us, via graph) or why not}: every implementation timed once a round, in turn, each
+    round starting one implementation later (none always runs first, right after the inputs are
+    made); the median of its rounds."""
+    names, times, failed = list(impls), {n: [] for n in impls}, {}
+    graphs = {}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            if name in failed:
+                continue
+            try:
+                us, graphs[name] = measure(impls[name], inputs, calls, repeats, keep_outputs)
+                times[name].append(us)
+            except torch.cuda.OutOfMemoryError:
+                failed[name] = "out of memory"
+            except Exception as e:
+                failed[name] = f"failed: {type(e).__name__}"
+                print(f"  {name} failed: {e}", file=sys.stderr)
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    return {n: failed[n] if n in failed else (statistics.median(times[n]), graphs[n]) for n in names}
 
 
 def agreement(impls, inp, spec):
@@ -190,9 +205,10 @@ def main():
     parser.add_argument("--rows", type=parse_ints, help="comma-separated row counts (default: the package's tuned ones)")
     parser.add_argument("--specs", help="comma-separated spec keys (default: all in the package)")
     parser.add_argument("--repeats", type=int, default=7, help="graph replays per measurement (median)")
+    parser.add_argument("--rounds", type=int, default=3, help="times every implementation is measured, in turn (median)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune-no-cudagraphs') (slow)")
-    parser.add_argument("--budget-s", type=float, default=150, help="stop compiling new shapes after this many seconds")
+    parser.add_argument("--budget-s", type=float, default=300, help="stop compiling new shapes after this many seconds")
     args = parser.parse_args()
 
     started = time.time()
@@ -235,7 +251,8 @@ def main():
     geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
     lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
         f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
-        f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays;"
+        f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays,"
+        f" {args.rounds} rounds (every implementation once a round, in turn; each round starts with the next one), the median of the rounds;"
         " GPU time only (no Python or launch overhead)."
         " `*` marks a measurement with CUDA events around eager calls (its capture failed).",
         f"- copy bandwidth: {copy_gbs:.0f} GB/s (`dst.copy_(src)`, 1 GiB of fp32, read + write), measured in this run",
