@@ -24,6 +24,12 @@ normgen_layernorm_fwd_ab4fcdbaeff1(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
 }
 
+// regs.t128.v8.tpr32.i2.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_148e30ef5984(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
+}
+
 // regs.t64.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
 normgen_layernorm_fwd_94df9a784fd6(const NormgenFwdParams p) {
@@ -40,12 +46,6 @@ normgen_layernorm_fwd_63a76671d067(const NormgenFwdParams p) {
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_layernorm_fwd_3a30516c2097(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
-}
-
-// regs.t64.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_cabf7c3870d8(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h1024
@@ -78,10 +78,10 @@ normgen_layernorm_fwd_66731f8d2cbb(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536>(p);
 }
 
-// regs.t256.v8.tpr256.i1.early.h2048
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ebac7ee697b9(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
+// regs.t128.v8.tpr128.i2.early.h2048
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_e4517656551f(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
 }
 
 // regs.t128.v8.tpr128.i2.h2048
@@ -106,6 +106,12 @@ normgen_layernorm_fwd_7ba2ef688747(const NormgenFwdParams p) {
 extern "C" __global__ void __launch_bounds__(64, 1)
 normgen_layernorm_fwd_9cd556763d6e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
+}
+
+// regs.t256.v8.tpr256.i2.early.h3072
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_a3b703eef9b8(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
@@ -162,10 +168,10 @@ normgen_layernorm_fwd_2b802936af56(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 6144>(p);
 }
 
-// regs.t128.v8.tpr128.i4.c2.early.h7168
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_de2e0f7f8cab(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 7168, true>(p);
+// regs.t256.v8.tpr256.i2.c2.early.h7168
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_95f9ba2101c8(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
 }
 
 // regs.t128.v8.tpr128.i7.h7168
@@ -204,9 +210,9 @@ normgen_layernorm_fwd_d95498f1eb5d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
 }
 
-// reload.t128.v8.tpr128.cap.h12288
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_8df359621832(const NormgenFwdParams p) {
+// reload.t128.v8.tpr128.h12288
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_c30d089f126d(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
 }
 
@@ -222,10 +228,10 @@ normgen_layernorm_fwd_8284094eaf24(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
 }
 
-// regs.t256.v8.tpr256.i4.c2.early.h16384
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_1c08f4b0478a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 4, 2, 16384, true>(p);
+// regs.t512.v8.tpr512.i2.c2.early.h16384
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_73c42e14ac66(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 16384, true>(p);
 }
 
 // reload.t256.v8.tpr256.cap.h16384
@@ -288,22 +294,16 @@ normgen_layernorm_fwd_270e56d96e3b(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, true, 65536>(p);
 }
 
-// ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_8ccf6dedb617(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 4, 3, true, true, 65536>(p);
-}
-
 // regs.t512.v8.tpr512.i4.c8.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
 normgen_layernorm_fwd_679e0b5389e2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072>(p);
 }
 
-// ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_6de03faf0683(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, false, 131072>(p);
+// ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_10b7ddc01f01(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 1024, 8, 1024, 4, 4, 3, false, true, 131072>(p);
 }
 
 // reload.t512.v8.tpr512.h131072

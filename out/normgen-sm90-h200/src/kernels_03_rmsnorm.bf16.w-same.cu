@@ -24,28 +24,28 @@ normgen_rmsnorm_fwd_8641f3407383(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
 }
 
-// regs.t128.v8.tpr32.i2.h512
+// regs.t128.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_eb8859a88422(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
+normgen_rmsnorm_fwd_864391ac8461(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
 }
 
-// regs.t256.v8.tpr16.i4.h512
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_73e7ceb46d62(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
-}
-
-// regs.t128.v8.tpr64.i1.h512
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_7ebe50e15d67(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
-}
-
-// regs.t64.v8.tpr64.i2.early.h768
+// regs.t64.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_9b70e246e211(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 768, true>(p);
+normgen_rmsnorm_fwd_4ad812a7441e(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
+}
+
+// regs.t128.v8.tpr16.i4.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_a1687a5a5344(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 16, 4, 1, 512>(p);
+}
+
+// regs.t128.v8.tpr128.i1.early.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_66345d35e213(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
 }
 
 // regs.t128.v8.tpr64.i2.early.h768
@@ -54,16 +54,10 @@ normgen_rmsnorm_fwd_e19a6163ddb2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768, true>(p);
 }
 
-// regs.t64.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_082d921e6d72(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768>(p);
-}
-
-// regs.t128.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_559342be48c5(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
+// regs.t256.v8.tpr32.i3.h768
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_e107221195af(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
 }
 
 // regs.t64.v8.tpr64.i2.h768
@@ -78,10 +72,10 @@ normgen_rmsnorm_fwd_66daac508e0b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
 }
 
-// regs.t64.v8.tpr32.i4.h1024
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_5787721efa47(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
+// regs.t256.v8.tpr128.i1.early.h1024
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_061d085a6d83(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024, true>(p);
 }
 
 // regs.t64.v8.tpr64.i2.h1024
@@ -90,16 +84,16 @@ normgen_rmsnorm_fwd_80c65585d2b6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024>(p);
 }
 
+// regs.t64.v8.tpr32.i4.h1024
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_5787721efa47(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
+}
+
 // regs.t128.v8.tpr128.i2.early.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_907e26319ff6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
-}
-
-// regs.t256.v8.tpr128.i2.early.h1536
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_69adaada7bc4(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 1536, true>(p);
 }
 
 // regs.t64.v8.tpr64.i3.h1536
@@ -108,10 +102,10 @@ normgen_rmsnorm_fwd_e8f5e9dcaa0a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536>(p);
 }
 
-// regs.t64.v8.tpr32.i6.h1536
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_02c7cacb6b01(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 6, 1, 1536>(p);
+// regs.t256.v8.tpr32.i6.h1536
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_4e56c12c9134(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 6, 1, 1536>(p);
 }
 
 // regs.t128.v8.tpr128.i2.early.h2048
@@ -150,10 +144,10 @@ normgen_rmsnorm_fwd_5a0640cd9cc0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
-// regs.t256.v8.tpr256.i2.early.h3072
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a0bb10bc62e5(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
+// regs.t128.v8.tpr128.i3.early.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_bee24f19b0dc(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
@@ -162,22 +156,16 @@ normgen_rmsnorm_fwd_41c7010bf862(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
-// regs.t256.v8.tpr256.i2.early.h4096
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_dc039a083e34(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
-}
-
 // regs.t256.v8.tpr256.i2.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_4dfc0747e98a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
-// reload.t256.v8.tpr128.h4096
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ad0941bdbb3c(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 4096>(p);
+// reload.t128.v8.tpr128.h4096
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_023a5bb54c41(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h5120
@@ -198,10 +186,10 @@ normgen_rmsnorm_fwd_93c21788e15e(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 5120>(p);
 }
 
-// reload.t256.v8.tpr128.h5120
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d8324d7c8c00(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 5120>(p);
+// smem.t512.v8.tpr256.h5120
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_9592a90680f8(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 256, 0, 1, 5120>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h6144
@@ -234,12 +222,6 @@ normgen_rmsnorm_fwd_862dc5667898(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_eb18d2ae6830(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
-}
-
 // regs.t256.v8.tpr256.i4.h7168
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_cc5c9e0ef3c9(const NormgenFwdParams p) {
@@ -252,10 +234,16 @@ normgen_rmsnorm_fwd_9d1d8895879c(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c4.early.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a9f0eed53809(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+// regs.t256.v8.tpr256.i1.c4.early.h8192
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_adf987e1a98d(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
+}
+
+// regs.t512.v8.tpr512.i2.early.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_88b2430c88aa(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4.h8192
@@ -276,10 +264,10 @@ normgen_rmsnorm_fwd_abbb5f40e300(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
 }
 
-// smem.t512.v8.tpr256.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_238296e937c3(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 512, 8, 256, 0, 1, 12288>(p);
+// smem.t256.v8.tpr256.h12288
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_3d300d547c89(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 12288>(p);
 }
 
 // smem.t512.v8.tpr512.h12288
@@ -312,10 +300,16 @@ normgen_rmsnorm_fwd_3e4018956aea(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
 }
 
-// regs.t512.v8.tpr512.i4
+// smem.t512.v8.tpr512.h16384
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1687ddb0c693(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 0>(p);
+normgen_rmsnorm_fwd_5fc3cff19027(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
+}
+
+// reload.t256.v8.tpr256.h16384
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_279a6f3a794f(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
 }
 
 // reload.t512.v8.tpr256.h16384
@@ -354,16 +348,16 @@ normgen_rmsnorm_fwd_e8d37e662a35(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i4.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8e6477378bad(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 0>(p);
+// ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_b8d5c022b614(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 4, 4, true, true, 65536>(p);
 }
 
-// ring.t1024.v8.tpr1024.i2.c4.s3.sw.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_b13abc32b820(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 1024, 8, 1024, 2, 4, 3, true, false, 65536>(p);
+// ring.t512.v8.tpr512.i4.c4.s2.sw.h65536
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_0cec0c585883(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 4, 2, true, false, 65536>(p);
 }
 
 // smem.t1024.v8.tpr1024
@@ -382,6 +376,12 @@ normgen_rmsnorm_fwd_9049761cfd65(const NormgenFwdParams p) {
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_bd9b0275bf0c(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 4, 8, 4, true, true, 131072>(p);
+}
+
+// ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_96c11aebca7a(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 8, 3, true, true, 131072>(p);
 }
 
 // reload.t256.v1.tpr256

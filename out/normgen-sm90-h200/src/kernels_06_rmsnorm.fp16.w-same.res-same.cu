@@ -24,16 +24,16 @@ normgen_rmsnorm_fwd_b2b97cde8ee0(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
-// regs.t128.v8.tpr32.i2.h512
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e0a94bb5a76d(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
+// regs.t64.v8.tpr32.i2.h512
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_de09c7960bc1(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
 }
 
-// regs.t256.v8.tpr16.i4.h512
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f22d2e201f45(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
+// regs.t64.v8.tpr16.i4.h512
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_6250febb7e67(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h768
@@ -42,16 +42,10 @@ normgen_rmsnorm_fwd_fbac184b8f42(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
 }
 
-// regs.t256.v8.tpr128.i1.h768
+// regs.t256.v8.tpr128.i1.early.h768
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fbed5bb74e4d(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768>(p);
-}
-
-// regs.t512.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_604f86e59d05(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 32, 3, 1, 768>(p);
+normgen_rmsnorm_fwd_6742c82f5c28(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768, true>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h1024
@@ -60,10 +54,10 @@ normgen_rmsnorm_fwd_9252243284db(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// regs.t256.v8.tpr128.i1.early.h1024
+// regs.t256.v8.tpr128.i1.h1024
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a8d1b6ff2adf(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024, true>(p);
+normgen_rmsnorm_fwd_b7a9a0a1971a(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
 }
 
 // regs.t256.v8.tpr256.i1.h1536
@@ -72,16 +66,22 @@ normgen_rmsnorm_fwd_3f6c0807d7ce(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
 }
 
-// regs.t64.v8.tpr64.i3.h1536
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_f72008ed85d4(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536>(p);
+// regs.t128.v8.tpr64.i3.h1536
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_242d0c54bda8(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
 }
 
 // regs.t256.v8.tpr256.i1.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_f16f19e04f42(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+
+// regs.t128.v8.tpr128.i2.h2048
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_1f733f8e7582(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
 }
 
 // regs.t64.v8.tpr64.i4.h2048
@@ -96,10 +96,10 @@ normgen_rmsnorm_fwd_2c0c22f175c9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
 }
 
-// regs.t256.v8.tpr256.i2.h2560
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a9728e6283f4(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
+// regs.t128.v8.tpr128.i3.h2560
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_a81d84b26492(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
 // regs.t512.v8.tpr512.i1.h3072
@@ -132,10 +132,10 @@ normgen_rmsnorm_fwd_7585c6f80aad(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
 }
 
-// regs.t512.v8.tpr256.i3.h5120
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_3c6e8f8183cc(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 256, 3, 1, 5120>(p);
+// regs.t256.v8.tpr256.i3.h5120
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_187f371770f2(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
 }
 
 // regs.t512.v8.tpr512.i2.h5120
@@ -180,22 +180,16 @@ normgen_rmsnorm_fwd_4f715f99aea6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c4.early.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b49a1407ac3a(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
+// smem.t256.v8.tpr256.h8192
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_3663a69fd728(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
-// regs.t128.v8.tpr128.i8.h8192
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_bfea3e8d27ab(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 8, 128, 8, 1, 8192>(p);
-}
-
-// regs.t1024.v8.tpr512.i2.h8192
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_cb676f876215(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 8, 512, 2, 1, 8192>(p);
+// regs.t256.v8.tpr256.i2.c2.h8192
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_82a17937f048(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c4.early.h12288
@@ -210,10 +204,10 @@ normgen_rmsnorm_fwd_573c0fe83f93(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
 }
 
-// regs.t256.v8.tpr256.i3.c2.h12288
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_06421707862f(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288>(p);
+// smem.t512.v8.tpr512.h12288
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_4d4e4efa279c(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c8.h16384
@@ -222,16 +216,16 @@ normgen_rmsnorm_fwd_6119eea6e37b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
+// regs.t1024.v8.tpr1024.i2.h16384
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_604559b3133f(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 2, 1, 16384>(p);
+}
+
 // regs.t256.v8.tpr256.i2.c4.h16384
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_e25a75b730fd(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384>(p);
-}
-
-// regs.t512.v8.tpr512.i4.h16384
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_4faf040d3209(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c8.h32768
@@ -250,6 +244,12 @@ normgen_rmsnorm_fwd_9d4cf5e8bfe0(const NormgenFwdParams p) {
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_e5b245dca0a8(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
+}
+
+// regs.t256.v8.tpr256.i4.c4.h32768
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8596934e579b(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 4, 32768>(p);
 }
 
 // pipelined.t512.v8.tpr512.i2.c8.h65536

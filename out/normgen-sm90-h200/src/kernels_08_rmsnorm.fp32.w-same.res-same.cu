@@ -30,10 +30,16 @@ normgen_rmsnorm_fwd_bc39058d8c5d(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 64, 4, 32, 4, 1, 512>(p);
 }
 
-// regs.t128.v4.tpr64.i2
+// pipelined.t128.v4.tpr64.i2.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_991fa8734a8c(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 0>(p);
+normgen_rmsnorm_fwd_4eaf5e09b2db(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 64, 2, 1, 512>(p);
+}
+
+// regs.t128.v4.tpr128.i1.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_28afecb32bac(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512>(p);
 }
 
 // pipelined.t64.v4.tpr64.i3.h768
@@ -42,10 +48,16 @@ normgen_rmsnorm_fwd_fe8e96c6c4ae(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 64, 4, 64, 3, 1, 768>(p);
 }
 
-// regs.t256.v4.tpr256.i1
+// regs.t256.v4.tpr256.i1.early.h768
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d1f359012511(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0>(p);
+normgen_rmsnorm_fwd_d5bbbff337f7(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 768, true>(p);
+}
+
+// regs.t128.v4.tpr128.i2
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b44ca2cca5a8(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 0>(p);
 }
 
 // pipelined.t128.v4.tpr128.i2.h1024
@@ -54,10 +66,10 @@ normgen_rmsnorm_fwd_d265128d293f(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
 }
 
-// regs.t128.v4.tpr128.i2.h1024
+// regs.t128.v4.tpr128.i2.early.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_fe0af6c62a6f(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
+normgen_rmsnorm_fwd_8c58c9015b5a(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024, true>(p);
 }
 
 // pipelined.t128.v4.tpr128.i3.h1536
@@ -66,10 +78,16 @@ normgen_rmsnorm_fwd_98b9095afb68(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
 }
 
-// regs.t512.v4.tpr512.i1.h1536
+// regs.t128.v4.tpr128.i3.h1536
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_eab2d69a34bf(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+}
+
+// regs.t512.v4.tpr512.i1
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_2617b7c60d54(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 1, 1, 1536>(p);
+normgen_rmsnorm_fwd_d9e30b8f1565(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 1, 1, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i2.early.h2048
@@ -78,10 +96,10 @@ normgen_rmsnorm_fwd_76cba7feb292(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048, true>(p);
 }
 
-// pipelined.t128.v4.tpr128.i4.h2048
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_709428727b9d(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 1, 2048>(p);
+// regs.t256.v4.tpr256.i2.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_12c368fc1945(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
 }
 
 // smem.t1024.v4.tpr512.h2048
@@ -96,10 +114,10 @@ normgen_rmsnorm_fwd_03f6a7356b03(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 5, 1, 2560>(p);
 }
 
-// regs.t256.v4.tpr256.i3
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2282a7858207(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+// regs.t512.v4.tpr512.i2.h2560
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_97f24057c044(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 2560>(p);
 }
 
 // reload.t512.v4.tpr512.h2560
@@ -120,28 +138,16 @@ normgen_rmsnorm_fwd_0cba84c13559(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 3072>(p);
 }
 
-// regs.t512.v4.tpr512.i2.early.h4096
+// pipelined.t512.v4.tpr512.i2.h4096
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_ec9d472a68e2(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096, true>(p);
+normgen_rmsnorm_fwd_685d11070e5c(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 4096>(p);
 }
 
-// smem.t512.v4.tpr512.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_62e55534e2b0(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 4096>(p);
-}
-
-// reload.t1024.v4.tpr1024.h4096
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_96b97c2f3301(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 1024, 4, 1024, 0, 1, 4096>(p);
-}
-
-// pipelined.t256.v4.tpr256.i5.h5120
+// pipelined.t256.v4.tpr256.i4.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_aeb9134c0b91(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1, 5120>(p);
+normgen_rmsnorm_fwd_3243878c0114(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
 }
 
 // smem.t512.v4.tpr512
@@ -150,16 +156,22 @@ normgen_rmsnorm_fwd_240758b11adf(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 0>(p);
 }
 
-// regs.t1024.v4.tpr512.i3.h5120
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_7f114778b232(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 4, 512, 3, 1, 5120>(p);
+// regs.t256.v4.tpr256.i3.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_4c4062511030(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 0, true>(p);
 }
 
-// regs.t256.v4.tpr256.i3.c2.early.h6144
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_01d51cc8b0a5(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 6144, true>(p);
+// pipelined.t256.v4.tpr256.i5.h5120
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_aeb9134c0b91(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1, 5120>(p);
+}
+
+// regs.t512.v4.tpr512.i3.h5120
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_101e4161edcd(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
 }
 
 // pipelined.t512.v4.tpr512.i3.h6144
@@ -186,10 +198,10 @@ normgen_rmsnorm_fwd_504b18b4c04c(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1, 7168>(p);
 }
 
-// smem.t1024.v4.tpr512.h7168
+// regs.t1024.v4.tpr512.i4.h7168
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_aee7325879a7(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 1024, 4, 512, 0, 1, 7168>(p);
+normgen_rmsnorm_fwd_f73449b15877(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 4, 512, 4, 1, 7168>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c4.early
@@ -198,22 +210,16 @@ normgen_rmsnorm_fwd_c9414f1cb6ff(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 0, true>(p);
 }
 
-// pipelined.t128.v4.tpr128.i4.c4.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_0fdaa8b257c1(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 4, 8192>(p);
+// pipelined.t512.v4.tpr512.i2.c2.h8192
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_86d6c359525a(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
 }
 
 // regs.t512.v4.tpr512.i2.c2.h8192
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_7eb6c04e2d2a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
-}
-
-// regs.t1024.v4.tpr1024.i2.h8192
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_9bdc7301afd8(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 1024, 4, 1024, 2, 1, 8192>(p);
 }
 
 // regs.t256.v4.tpr256.i3.c4.early
@@ -234,22 +240,16 @@ normgen_rmsnorm_fwd_d330f3208a89(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 12288>(p);
 }
 
-// reload.t1024.v4.tpr1024.h12288
+// smem.t1024.v4.tpr1024.h12288
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_84a31eac5f25(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 1024, 4, 1024, 0, 1, 12288>(p);
+normgen_rmsnorm_fwd_0dd30a48bc28(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 4, 1024, 0, 1, 12288>(p);
 }
 
-// regs.t256.v4.tpr256.i2.c8.early
+// pipelined.t256.v4.tpr256.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_265bdc359634(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 2, 8, 0, true>(p);
-}
-
-// pipelined.t256.v4.tpr256.i2.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_55b26dd3d800(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 8, 0>(p);
+normgen_rmsnorm_fwd_d85f22585a66(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 8, 16384>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c8.h16384
@@ -258,10 +258,10 @@ normgen_rmsnorm_fwd_cbcdf6b381ba(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 2, 8, 16384>(p);
 }
 
-// regs.t512.v4.tpr512.i2.c8.early
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_29773093536b(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 2, 8, 0, true>(p);
+// regs.t512.v4.tpr512.i4.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_d90b3f8d2a3e(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 2, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i4.c8.early
@@ -270,16 +270,16 @@ normgen_rmsnorm_fwd_64dc60bc4211(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 4, 8, 0, true>(p);
 }
 
-// regs.t512.v4.tpr512.i4.c4.h32768
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_ca53ed5717de(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 4, 512, 4, 4, 32768>(p);
+// regs.t256.v4.tpr256.i4.c8
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_97f705edca48(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 8, 0>(p);
 }
 
-// regs.t256.v4.tpr256.i4.c8.h32768
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f701616ab556(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 8, 32768>(p);
+// regs.t512.v4.tpr512.i4.c4
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_dd609a73026e(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 4, 0>(p);
 }
 
 // regs.t512.v4.tpr512.i4.c8.early

@@ -9,20 +9,21 @@
 #include "normgen_params.h"
 
 extern "C" __global__ void normgen_layernorm_fwd_ab4fcdbaeff1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_148e30ef5984(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_94df9a784fd6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63a76671d067(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3a30516c2097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cabf7c3870d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b7642fd8a256(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1115d2b074c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_24869564d3a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a089131412e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_66731f8d2cbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebac7ee697b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e4517656551f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_380ca16d99e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_26b9c26cde58(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ba2ef688747(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9cd556763d6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3b703eef9b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e358d8ddde53(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2755b04c8a8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62d27a24ea6e(const NormgenFwdParams p);
@@ -32,17 +33,17 @@ extern "C" __global__ void normgen_layernorm_fwd_cf41901cf2c2(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_fc2b0f6bcc28(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_643295ef3616(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2b802936af56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de2e0f7f8cab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95f9ba2101c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d43259e46a7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_570d92bb7e55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a62cccd3de27(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5226d69ed358(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_13469b82f64a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d95498f1eb5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8df359621832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c30d089f126d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_205967ba4e98(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8284094eaf24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c08f4b0478a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73c42e14ac66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0514bf06dcf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cff8642e9432(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4d84aef1bdfa(const NormgenFwdParams p);
@@ -53,18 +54,17 @@ extern "C" __global__ void normgen_layernorm_fwd_694f9f3157bb(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_5342143d4bae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_df8d247a3ab0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_270e56d96e3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ccf6dedb617(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_679e0b5389e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6de03faf0683(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10b7ddc01f01(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cfd97e3cdfff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_51a85856c568(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4f99f7df7423(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4ad60dd334d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c235e9a51d0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fb25043098f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de071b1e0dd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_341a76dafabd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e647ada6a282(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_32b06cceb39f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9a3ee48c5b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a1ee759b5298(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c68d198738ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_03a58c6aa716(const NormgenFwdParams p);
@@ -88,10 +88,9 @@ extern "C" __global__ void normgen_layernorm_fwd_5c8082183a8c(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_f18d39ccb68b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36172b600130(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b4ebc95741c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7731e73b80d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_006299341a10(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dc188675c218(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6270db1ad665(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e8151ae0780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_47c4f26c2c2e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_edde05939909(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_86a925053669(const NormgenFwdParams p);
@@ -108,124 +107,124 @@ extern "C" __global__ void normgen_layernorm_fwd_bd79a06455ab(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_d0effd88d2c4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9607ba9946f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19dcf35cfbac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6de2cab7fa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51b7fb7a4d5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_079ce224bc0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da50efdd8305(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_010b41a6b6cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b77650806d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_76e3612ac1f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_82a1aee4e64e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d9b319af771(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_00485468c8a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8d206b149a7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dabe94f7f750(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e01e7e8d8e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edac6febc2d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3a576f61fd24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c8da357ddf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0c3bb0785313(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_79291a937c2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ed1d813dc9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b7c2b7bf4771(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_550ab17e25cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3824a3ffed7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91980e7bc993(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0685389c97e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_638d37c1d7b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa6fa48d8dbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da4562c3a70a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9ee0c478216f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52fab84c8ff1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cee0dcef3b1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e728cdb5b4b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d1e348c20bb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98ca9a04f358(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c5a0c0f56e38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc224a4756d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50f4a234465b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a11e082120f8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b10c1301b16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb7e06baba18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b1e9e95a5b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_99678e29a7d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4504e2cb6ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6b0525b03e9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f27b5dffad4c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_316bd7c97b71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5cfb60e1ea7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f259ccaebe6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ebd5970a9dd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cbb92e528fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4caf14b1eaf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_421d5f757dce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a2229fedd164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73536faaf93a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a8228bd7fc10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73536faaf93a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cda5c0ade4be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e9ba98911579(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1b9bf970f9f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b9559290bb58(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8641f3407383(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb8859a88422(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73e7ceb46d62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ebe50e15d67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b70e246e211(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_864391ac8461(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ad812a7441e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1687a5a5344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66345d35e213(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e19a6163ddb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_082d921e6d72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_559342be48c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e107221195af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c3cb22849184(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66daac508e0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5787721efa47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_061d085a6d83(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80c65585d2b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5787721efa47(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_907e26319ff6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69adaada7bc4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8f5e9dcaa0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02c7cacb6b01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e56c12c9134(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e751533855d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ceca3d2db82(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0f0a3d18e304(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8af0fec129a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6af8a1d24ccf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a0640cd9cc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0bb10bc62e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bee24f19b0dc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_41c7010bf862(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc039a083e34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4dfc0747e98a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad0941bdbb3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_023a5bb54c41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e81a227eb544(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_12a36eaa41be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_93c21788e15e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8324d7c8c00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9592a90680f8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06a3c9a5a0e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ebc403b66611(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe62c100d409(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7185a6febff8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_862dc5667898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb18d2ae6830(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cc5c9e0ef3c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d1d8895879c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9f0eed53809(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_adf987e1a98d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88b2430c88aa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2120f788f927(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0c5eecbce1d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_abbb5f40e300(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_238296e937c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d300d547c89(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13994fa65b28(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0187b499f27d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_46f06a33dcff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcc00c07f9c4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e4018956aea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1687ddb0c693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fc3cff19027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_279a6f3a794f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f4233d46c86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6fae4ca4308d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d6ce149c722(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63d45c0a6dec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_64825cb4fced(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8d37e662a35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e6477378bad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b13abc32b820(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8d5c022b614(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0cec0c585883(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab18e084b259(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9049761cfd65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd9b0275bf0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96c11aebca7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94e61cacf2e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_188c71435676(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9a35e3c469b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc3d94f19f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78a414f6f946(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f51d6aa347b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3759cd548250(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b7f49bbcbb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f0ae2964132(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74c95611dcae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_271ac2df01b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef1d64d01c66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f6a5fd34e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5734a79a7e8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bda42e27bb69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_45c3914fd6ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0939b98e19f(const NormgenFwdParams p);
@@ -237,30 +236,32 @@ extern "C" __global__ void normgen_rmsnorm_fwd_1da0800822ff(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e5cdcad6138a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a211b02da61e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aca691255c89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dedee98a314(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea8950fb76e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f42ce514438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b594997083ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2601c21d1267(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90ef5d00e8fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f810b39d922a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5076fdb5320b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3d756042300(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4c9f8c0db29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce5a40ab35fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ae88bf123c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1215d3edb138(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_439d38e0fa78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_624ead36538b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc4e2a5371e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e06c4e32df7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_304870a905b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bafb2284a635(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2c2f6194e87c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4457db876a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6145d3b95f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae00b879166b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c8928dcb27e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14867288709a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_885c05da915e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dec3c1ade2aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33be56341894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f41de0d8cc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5820c855c6ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c6e68afa342e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_36039e38f70c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b6cec778126(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbcf04cbb50a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63d91253e66d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_198001fa14ff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee13226b19a2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce9dea1fefb6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1d70a7830ab4(const NormgenFwdParams p);
@@ -268,27 +269,26 @@ extern "C" __global__ void normgen_rmsnorm_fwd_d55a591bab8e(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_83ff70c5340d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d846f9e79ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b67911a5c379(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da40de19ba18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5698a8ffe803(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aae5c24d070f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa8e0a3969d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c991a6d01bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9491b7de03a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a040333fe982(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f3ed15ea9bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0aed141b197d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_41653c88ab34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab3ae7bbaf9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16442e7b2908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7269b4f21094(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb3877c7cee1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e961523358f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25bf8641aff4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_41139b01fe91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d20a939d10f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73a6f388748a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0cd3d5198b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c69f26dd278(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05713500639b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_295e4be218bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ec2beb1b846(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a78bbc51a80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b918cecc2457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b67141472cda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae6ac1159874(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d61d58a6496(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c54079ebb3f(const NormgenFwdParams p);
@@ -305,39 +305,38 @@ extern "C" __global__ void normgen_rmsnorm_fwd_2bf70f1ce062(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_3daf660609c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33588157b4d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e842baa896d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afb07eb0c2a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae000f86a537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c81d2b08f028(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_105cf86c6686(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb3b510a5da0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b34006e999e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e9f33c452ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_963f496bc6f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ec884c8001e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_833a65800939(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b8f75f7c624(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbbc22121398(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de6cee37055b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13484cfc77af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95ae3f8b4048(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34153e18ddfc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2b97cde8ee0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0a94bb5a76d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f22d2e201f45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de09c7960bc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6250febb7e67(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbac184b8f42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbed5bb74e4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_604f86e59d05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6742c82f5c28(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9252243284db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8d1b6ff2adf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7a9a0a1971a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f6c0807d7ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f72008ed85d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_242d0c54bda8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f16f19e04f42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f733f8e7582(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f68e2f9bf09c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2c0c22f175c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9728e6283f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a81d84b26492(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e5c43f4e335(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_147f9a76a031(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f012cf9d493(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d16464f10ea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7585c6f80aad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c6e8f8183cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_187f371770f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6252ee5bbcfa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_291d896b26cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0f1177f14f37(const NormgenFwdParams p);
@@ -345,18 +344,18 @@ extern "C" __global__ void normgen_rmsnorm_fwd_bc182ef30436(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d7c01921f3c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2ee17fed1647(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f715f99aea6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b49a1407ac3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfea3e8d27ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb676f876215(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3663a69fd728(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82a17937f048(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e15a5ab43669(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_573c0fe83f93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06421707862f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d4e4efa279c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6119eea6e37b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_604559b3133f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e25a75b730fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4faf040d3209(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d074a65f6885(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d4cf5e8bfe0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e5b245dca0a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8596934e579b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b274dfc5c06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8291b8270089(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcb91e5c7a4d(const NormgenFwdParams p);
@@ -367,49 +366,45 @@ extern "C" __global__ void normgen_rmsnorm_fwd_3bcb5051a530(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_75c6d1281a56(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a882e416ac4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31f02b99d95f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e1032b2eba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be5fe88bb0e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b1369e1b83f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be2496d91519(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f3ed94bd484(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e010034de5a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c966a536e37c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07346158e0c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb42d0d0ea4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44fbb1937007(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_680c8e1dc5d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61c3789dcf54(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c91c5df8f7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c50b9e43e5fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19cca8caed25(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7113c6da3119(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2394b99c9d64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e77c1155f364(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58d54c4aad21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35c1c6249579(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1c3f1f444eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84aae2fff256(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_baf32f6a322c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98d13f00be0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc936eac4073(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ff813341c984(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1883526c1ecb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1268bc59ccf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8d2ab2b7ac2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe1dd452ac15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d17892b177c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_046a6a464ce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_863b3fcbb827(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ec26437924e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fe1d27bd06e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd7b394b77de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_097e2aaafd39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b807a56b0b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_324312c63bcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0fa4eb44750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa941ec9aaff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25045126ca59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_49996f542d9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cc61ed15229(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab466b7c9f7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1314dae9b1f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e5f4b87d19d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8876ec6930c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90969d759cba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37f5082ee0a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0333155e2bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b3a43d2f261(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3e06a3a6760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b689af3d5d12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34ec24e23291(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c63fb001ae01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f82c8a2c1d3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957e0f71b6f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4056d346983a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6581525aa021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1280c8e4a4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_477c8630b5ce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5732edd61af2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1a5c12138ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4423dec4ad94(const NormgenFwdParams p);
@@ -418,52 +413,51 @@ extern "C" __global__ void normgen_rmsnorm_fwd_57945630ce83(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_00076939de76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_82fe5d550964(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c0e04f83ef77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0311aa846cfa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed43044f9f10(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06fd84507ccc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc39058d8c5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_991fa8734a8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4eaf5e09b2db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28afecb32bac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe8e96c6c4ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1f359012511(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5bbbff337f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b44ca2cca5a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d265128d293f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe0af6c62a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c58c9015b5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_98b9095afb68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2617b7c60d54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eab2d69a34bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9e30b8f1565(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_76cba7feb292(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_709428727b9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12c368fc1945(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7a076ec67d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03f6a7356b03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2282a7858207(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97f24057c044(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2851d3e0f01(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6882295fe533(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0cba84c13559(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec9d472a68e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62e55534e2b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96b97c2f3301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aeb9134c0b91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_685d11070e5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3243878c0114(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_240758b11adf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f114778b232(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01d51cc8b0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c4062511030(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aeb9134c0b91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_101e4161edcd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9c66f156f0f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1ffae30a8816(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0af2a5c72214(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_504b18b4c04c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aee7325879a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f73449b15877(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c9414f1cb6ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fdaa8b257c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86d6c359525a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7eb6c04e2d2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bdc7301afd8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_222db6f99252(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e26e72d56b8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d330f3208a89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84a31eac5f25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_265bdc359634(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55b26dd3d800(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0dd30a48bc28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d85f22585a66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbcdf6b381ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29773093536b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d90b3f8d2a3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_64dc60bc4211(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca53ed5717de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f701616ab556(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97f705edca48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd609a73026e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2cb8263c52b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c97913090ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a0f8c114bd2(const NormgenFwdParams p);
@@ -487,20 +481,21 @@ struct Variant {
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_ab4fcdbaeff1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_148e30ef5984, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_94df9a784fd6, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_63a76671d067, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_3a30516c2097, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_cabf7c3870d8, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_b7642fd8a256, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_layernorm_fwd_1115d2b074c1, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_layernorm_fwd_24869564d3a1, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_a089131412e9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_66731f8d2cbb, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_ebac7ee697b9, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_e4517656551f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_layernorm_fwd_380ca16d99e0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_layernorm_fwd_26b9c26cde58, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_7ba2ef688747, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_layernorm_fwd_9cd556763d6e, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_a3b703eef9b8, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_e358d8ddde53, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_layernorm_fwd_2755b04c8a8c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_62d27a24ea6e, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
@@ -510,17 +505,17 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_fc2b0f6bcc28, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_643295ef3616, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_2b802936af56, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_de2e0f7f8cab, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_95f9ba2101c8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_d43259e46a7a, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_layernorm_fwd_570d92bb7e55, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
   {(const void*)&normgen_layernorm_fwd_a62cccd3de27, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
   {(const void*)&normgen_layernorm_fwd_5226d69ed358, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
   {(const void*)&normgen_layernorm_fwd_13469b82f64a, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
   {(const void*)&normgen_layernorm_fwd_d95498f1eb5d, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_8df359621832, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_c30d089f126d, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
   {(const void*)&normgen_layernorm_fwd_205967ba4e98, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
   {(const void*)&normgen_layernorm_fwd_8284094eaf24, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_1c08f4b0478a, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_73c42e14ac66, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
   {(const void*)&normgen_layernorm_fwd_f0514bf06dcf, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_cff8642e9432, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_4d84aef1bdfa, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
@@ -531,18 +526,17 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_5342143d4bae, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
   {(const void*)&normgen_layernorm_fwd_df8d247a3ab0, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
   {(const void*)&normgen_layernorm_fwd_270e56d96e3b, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_8ccf6dedb617, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
   {(const void*)&normgen_layernorm_fwd_679e0b5389e2, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_6de03faf0683, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_10b7ddc01f01, 4, 1024, 8, 1024, 4, 4, 2, 196608, 131072 },  // ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_cfd97e3cdfff, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
   {(const void*)&normgen_layernorm_fwd_51a85856c568, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
   {(const void*)&normgen_layernorm_fwd_4f99f7df7423, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_4ad60dd334d0, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_layernorm_fwd_c235e9a51d0d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_fb25043098f2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_de071b1e0dd5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_341a76dafabd, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_e647ada6a282, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_32b06cceb39f, 0, 128, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t128.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_a9a3ee48c5b9, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_layernorm_fwd_a1ee759b5298, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_c68d198738ad, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_layernorm_fwd_03a58c6aa716, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
@@ -566,10 +560,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_f18d39ccb68b, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
   {(const void*)&normgen_layernorm_fwd_36172b600130, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_b4ebc95741c4, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_b7731e73b80d, 4, 512, 8, 512, 3, 1, 2, 122880, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
   {(const void*)&normgen_layernorm_fwd_006299341a10, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
   {(const void*)&normgen_layernorm_fwd_dc188675c218, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_6270db1ad665, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_7e8151ae0780, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
   {(const void*)&normgen_layernorm_fwd_47c4f26c2c2e, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_edde05939909, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
   {(const void*)&normgen_layernorm_fwd_86a925053669, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
@@ -586,124 +579,124 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_d0effd88d2c4, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
   {(const void*)&normgen_layernorm_fwd_9607ba9946f1, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
   {(const void*)&normgen_layernorm_fwd_19dcf35cfbac, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_c6de2cab7fa5, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_51b7fb7a4d5c, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_079ce224bc0d, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
   {(const void*)&normgen_layernorm_fwd_da50efdd8305, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_010b41a6b6cd, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_1b77650806d6, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_76e3612ac1f4, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_layernorm_fwd_82a1aee4e64e, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_3d9b319af771, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
   {(const void*)&normgen_layernorm_fwd_00485468c8a2, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_8d206b149a7f, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
   {(const void*)&normgen_layernorm_fwd_dabe94f7f750, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_layernorm_fwd_8e01e7e8d8e4, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_edac6febc2d2, 2, 128, 4, 128, 0, 1, 4, 0, 2048 },  // smem.t128.v4.tpr128.h2048
   {(const void*)&normgen_layernorm_fwd_3a576f61fd24, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_3c8da357ddf8, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
   {(const void*)&normgen_layernorm_fwd_0c3bb0785313, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_79291a937c2d, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_4ed1d813dc9f, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_b7c2b7bf4771, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_550ab17e25cf, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_c3824a3ffed7, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
+  {(const void*)&normgen_layernorm_fwd_91980e7bc993, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
   {(const void*)&normgen_layernorm_fwd_0685389c97e4, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_638d37c1d7b5, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_layernorm_fwd_aa6fa48d8dbf, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_da4562c3a70a, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
   {(const void*)&normgen_layernorm_fwd_9ee0c478216f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_52fab84c8ff1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_cee0dcef3b1e, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_4e728cdb5b4b, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
   {(const void*)&normgen_layernorm_fwd_d1e348c20bb4, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_98ca9a04f358, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
   {(const void*)&normgen_layernorm_fwd_c5a0c0f56e38, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_fc224a4756d0, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
-  {(const void*)&normgen_layernorm_fwd_50f4a234465b, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_a11e082120f8, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
   {(const void*)&normgen_layernorm_fwd_b10c1301b16f, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_eb7e06baba18, 3, 256, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t256.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_2b1e9e95a5b3, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_layernorm_fwd_99678e29a7d7, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_f4504e2cb6ba, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
   {(const void*)&normgen_layernorm_fwd_6b0525b03e9c, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
   {(const void*)&normgen_layernorm_fwd_f27b5dffad4c, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
   {(const void*)&normgen_layernorm_fwd_316bd7c97b71, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_5cfb60e1ea7f, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_f259ccaebe6d, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
   {(const void*)&normgen_layernorm_fwd_ebd5970a9dd9, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_3cbb92e528fa, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_layernorm_fwd_d4caf14b1eaf, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
   {(const void*)&normgen_layernorm_fwd_421d5f757dce, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_layernorm_fwd_a2229fedd164, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_73536faaf93a, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_layernorm_fwd_a8228bd7fc10, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_73536faaf93a, 1, 256, 4, 256, 8, 8, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_layernorm_fwd_cda5c0ade4be, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_e9ba98911579, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
   {(const void*)&normgen_layernorm_fwd_1b9bf970f9f6, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_b9559290bb58, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_8641f3407383, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_eb8859a88422, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_73e7ceb46d62, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_7ebe50e15d67, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_9b70e246e211, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_864391ac8461, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4ad812a7441e, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_a1687a5a5344, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_66345d35e213, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_e19a6163ddb2, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_082d921e6d72, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_559342be48c5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_e107221195af, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_c3cb22849184, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_66daac508e0b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5787721efa47, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_061d085a6d83, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_80c65585d2b6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5787721efa47, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_907e26319ff6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_69adaada7bc4, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_e8f5e9dcaa0a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_02c7cacb6b01, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4e56c12c9134, 0, 256, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t256.v8.tpr32.i6.h1536
   {(const void*)&normgen_rmsnorm_fwd_6e751533855d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_8ceca3d2db82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_0f0a3d18e304, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_8af0fec129a5, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_6af8a1d24ccf, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_5a0640cd9cc0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a0bb10bc62e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_bee24f19b0dc, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_41c7010bf862, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dc039a083e34, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_4dfc0747e98a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ad0941bdbb3c, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_023a5bb54c41, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_e81a227eb544, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_12a36eaa41be, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_93c21788e15e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d8324d7c8c00, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9592a90680f8, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_06a3c9a5a0e1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_ebc403b66611, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_fe62c100d409, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
   {(const void*)&normgen_rmsnorm_fwd_7185a6febff8, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_862dc5667898, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eb18d2ae6830, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_cc5c9e0ef3c9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_9d1d8895879c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a9f0eed53809, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_adf987e1a98d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_88b2430c88aa, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_2120f788f927, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_rmsnorm_fwd_0c5eecbce1d8, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_abbb5f40e300, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_238296e937c3, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3d300d547c89, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_13994fa65b28, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_0187b499f27d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_46f06a33dcff, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_bcc00c07f9c4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_3e4018956aea, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1687ddb0c693, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_5fc3cff19027, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_279a6f3a794f, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_5f4233d46c86, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_6fae4ca4308d, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_7d6ce149c722, 0, 128, 8, 128, 4, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_63d45c0a6dec, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_64825cb4fced, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_e8d37e662a35, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_8e6477378bad, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_b13abc32b820, 4, 1024, 8, 1024, 2, 4, 2, 131072, 65536 },  // ring.t1024.v8.tpr1024.i2.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b8d5c022b614, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0cec0c585883, 4, 512, 8, 512, 4, 4, 2, 98304, 65536 },  // ring.t512.v8.tpr512.i4.c4.s2.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_ab18e084b259, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_9049761cfd65, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_bd9b0275bf0c, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_96c11aebca7a, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_94e61cacf2e9, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_188c71435676, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_d9a35e3c469b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_cc3d94f19f8c, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_78a414f6f946, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_f51d6aa347b2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_3759cd548250, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_0b7f49bbcbb6, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_7f0ae2964132, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_74c95611dcae, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_271ac2df01b6, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_ef1d64d01c66, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9f6a5fd34e30, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5734a79a7e8b, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_bda42e27bb69, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_45c3914fd6ee, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_a0939b98e19f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
@@ -715,30 +708,32 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e5cdcad6138a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_a211b02da61e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_aca691255c89, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7dedee98a314, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ea8950fb76e5, 0, 512, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t512.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_2f42ce514438, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b594997083ea, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2601c21d1267, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_90ef5d00e8fa, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f810b39d922a, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_5076fdb5320b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_d3d756042300, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d4c9f8c0db29, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ce5a40ab35fe, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3ae88bf123c6, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_rmsnorm_fwd_1215d3edb138, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_439d38e0fa78, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_624ead36538b, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fc4e2a5371e9, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_e06c4e32df7f, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_304870a905b8, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bafb2284a635, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
   {(const void*)&normgen_rmsnorm_fwd_2c2f6194e87c, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b4457db876a7, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c6145d3b95f6, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
   {(const void*)&normgen_rmsnorm_fwd_ae00b879166b, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2c8928dcb27e, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_14867288709a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_885c05da915e, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_dec3c1ade2aa, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_33be56341894, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5f41de0d8cc8, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_5820c855c6ab, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_c6e68afa342e, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
   {(const void*)&normgen_rmsnorm_fwd_36039e38f70c, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7b6cec778126, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dbcf04cbb50a, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_63d91253e66d, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_198001fa14ff, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_ee13226b19a2, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_ce9dea1fefb6, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_1d70a7830ab4, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
@@ -746,27 +741,26 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_83ff70c5340d, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
   {(const void*)&normgen_rmsnorm_fwd_6d846f9e79ee, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_b67911a5c379, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_da40de19ba18, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_5698a8ffe803, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_aae5c24d070f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_fa8e0a3969d3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_6c991a6d01bc, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_9491b7de03a3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_a040333fe982, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_2f3ed15ea9bc, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_0aed141b197d, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_41653c88ab34, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_ab3ae7bbaf9c, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_16442e7b2908, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7269b4f21094, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
   {(const void*)&normgen_rmsnorm_fwd_eb3877c7cee1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_4e961523358f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_25bf8641aff4, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_41139b01fe91, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_0d20a939d10f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_73a6f388748a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f0cd3d5198b4, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3c69f26dd278, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_05713500639b, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_295e4be218bc, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_8ec2beb1b846, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_4a78bbc51a80, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b918cecc2457, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b67141472cda, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_ae6ac1159874, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_6d61d58a6496, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_8c54079ebb3f, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
@@ -783,39 +777,38 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_3daf660609c5, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_33588157b4d8, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_4e842baa896d, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_afb07eb0c2a4, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_ae000f86a537, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c81d2b08f028, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
   {(const void*)&normgen_rmsnorm_fwd_105cf86c6686, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_bb3b510a5da0, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_b34006e999e7, 0, 512, 8, 512, 2, 8, 2, 0, 65536 },  // regs.t512.v8.tpr512.i2.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_8e9f33c452ad, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_963f496bc6f5, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4ec884c8001e, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_833a65800939, 4, 512, 8, 512, 4, 4, 2, 98304, 65536 },  // ring.t512.v8.tpr512.i4.c4.s2.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_0b8f75f7c624, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_fbbc22121398, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_de6cee37055b, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_13484cfc77af, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_95ae3f8b4048, 4, 1024, 8, 1024, 2, 8, 2, 131072, 131072 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_34153e18ddfc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_b2b97cde8ee0, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_e0a94bb5a76d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_f22d2e201f45, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_de09c7960bc1, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_6250febb7e67, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_fbac184b8f42, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_fbed5bb74e4d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_604f86e59d05, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_6742c82f5c28, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_9252243284db, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a8d1b6ff2adf, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b7a9a0a1971a, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_3f6c0807d7ce, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f72008ed85d4, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_242d0c54bda8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_f16f19e04f42, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1f733f8e7582, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_f68e2f9bf09c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_2c0c22f175c9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a9728e6283f4, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a81d84b26492, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_5e5c43f4e335, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_147f9a76a031, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_4f012cf9d493, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_5d16464f10ea, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_7585c6f80aad, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_3c6e8f8183cc, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_187f371770f2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_6252ee5bbcfa, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_291d896b26cd, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_0f1177f14f37, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
@@ -823,18 +816,18 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d7c01921f3c8, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_2ee17fed1647, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_4f715f99aea6, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b49a1407ac3a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bfea3e8d27ab, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_cb676f876215, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3663a69fd728, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_82a17937f048, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_e15a5ab43669, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_573c0fe83f93, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_06421707862f, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_4d4e4efa279c, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_6119eea6e37b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_604559b3133f, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
   {(const void*)&normgen_rmsnorm_fwd_e25a75b730fd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4faf040d3209, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_d074a65f6885, 0, 512, 8, 512, 1, 8, 2, 0, 32768 },  // regs.t512.v8.tpr512.i1.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_9d4cf5e8bfe0, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_e5b245dca0a8, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8596934e579b, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
   {(const void*)&normgen_rmsnorm_fwd_2b274dfc5c06, 1, 512, 8, 512, 2, 8, 2, 0, 65536 },  // pipelined.t512.v8.tpr512.i2.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_8291b8270089, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_bcb91e5c7a4d, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
@@ -845,49 +838,45 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_75c6d1281a56, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
   {(const void*)&normgen_rmsnorm_fwd_9a882e416ac4, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_31f02b99d95f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_e3e1032b2eba, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_be5fe88bb0e7, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_6b1369e1b83f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_be2496d91519, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_3f3ed94bd484, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e010034de5a4, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_c966a536e37c, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_07346158e0c8, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_eb42d0d0ea4f, 0, 512, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t512.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_44fbb1937007, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_680c8e1dc5d5, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_61c3789dcf54, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_8c91c5df8f7a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c50b9e43e5fa, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_19cca8caed25, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_7113c6da3119, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2394b99c9d64, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e77c1155f364, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.h2048
-  {(const void*)&normgen_rmsnorm_fwd_58d54c4aad21, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_35c1c6249579, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d1c3f1f444eb, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
+  {(const void*)&normgen_rmsnorm_fwd_84aae2fff256, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_baf32f6a322c, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_98d13f00be0b, 3, 256, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr128.h2560
+  {(const void*)&normgen_rmsnorm_fwd_dc936eac4073, 3, 512, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr128.h2560
   {(const void*)&normgen_rmsnorm_fwd_ff813341c984, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_1883526c1ecb, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1268bc59ccf5, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f8d2ab2b7ac2, 3, 1024, 4, 256, 0, 1, 4, 0, 3072 },  // reload.t1024.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fe1dd452ac15, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_2d17892b177c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_046a6a464ce8, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_863b3fcbb827, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_4ec26437924e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_0fe1d27bd06e, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_bd7b394b77de, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_097e2aaafd39, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
   {(const void*)&normgen_rmsnorm_fwd_4b807a56b0b1, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_324312c63bcd, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c0fa4eb44750, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_fa941ec9aaff, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_25045126ca59, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_49996f542d9d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3cc61ed15229, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_ab466b7c9f7f, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_1314dae9b1f9, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_6e5f4b87d19d, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e8876ec6930c, 1, 64, 4, 64, 8, 4, 4, 0, 8192 },  // pipelined.t64.v4.tpr64.i8.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_90969d759cba, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_37f5082ee0a7, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0333155e2bd2, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_5b3a43d2f261, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
   {(const void*)&normgen_rmsnorm_fwd_d3e06a3a6760, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_b689af3d5d12, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_34ec24e23291, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_c63fb001ae01, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f82c8a2c1d3d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_957e0f71b6f9, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4056d346983a, 1, 256, 4, 256, 2, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_6581525aa021, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_1280c8e4a4b7, 1, 128, 4, 128, 8, 8, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i8.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_477c8630b5ce, 1, 256, 4, 256, 4, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c8
   {(const void*)&normgen_rmsnorm_fwd_5732edd61af2, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
   {(const void*)&normgen_rmsnorm_fwd_f1a5c12138ec, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
   {(const void*)&normgen_rmsnorm_fwd_4423dec4ad94, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
@@ -896,52 +885,51 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_00076939de76, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
   {(const void*)&normgen_rmsnorm_fwd_82fe5d550964, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
   {(const void*)&normgen_rmsnorm_fwd_c0e04f83ef77, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0311aa846cfa, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s2.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_ed43044f9f10, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_06fd84507ccc, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_bc39058d8c5d, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_991fa8734a8c, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_4eaf5e09b2db, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_28afecb32bac, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_fe8e96c6c4ae, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_d1f359012511, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d5bbbff337f7, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_b44ca2cca5a8, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_d265128d293f, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fe0af6c62a6f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8c58c9015b5a, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_98b9095afb68, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2617b7c60d54, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_eab2d69a34bf, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d9e30b8f1565, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_76cba7feb292, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_709428727b9d, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_12c368fc1945, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_a7a076ec67d7, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
   {(const void*)&normgen_rmsnorm_fwd_03f6a7356b03, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2282a7858207, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_97f24057c044, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_a2851d3e0f01, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_6882295fe533, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_0cba84c13559, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ec9d472a68e2, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_62e55534e2b0, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_96b97c2f3301, 3, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr1024.h4096
-  {(const void*)&normgen_rmsnorm_fwd_aeb9134c0b91, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_685d11070e5c, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3243878c0114, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_240758b11adf, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_7f114778b232, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_01d51cc8b0a5, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4c4062511030, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_aeb9134c0b91, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_101e4161edcd, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_9c66f156f0f7, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_1ffae30a8816, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_0af2a5c72214, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_504b18b4c04c, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_aee7325879a7, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f73449b15877, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_c9414f1cb6ff, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0fdaa8b257c1, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_86d6c359525a, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_7eb6c04e2d2a, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9bdc7301afd8, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_222db6f99252, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_e26e72d56b8c, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
   {(const void*)&normgen_rmsnorm_fwd_d330f3208a89, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_84a31eac5f25, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_265bdc359634, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_55b26dd3d800, 1, 256, 4, 256, 2, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_0dd30a48bc28, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d85f22585a66, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_cbcdf6b381ba, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_29773093536b, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_d90b3f8d2a3e, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
   {(const void*)&normgen_rmsnorm_fwd_64dc60bc4211, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_ca53ed5717de, 0, 512, 4, 512, 4, 4, 4, 0, 32768 },  // regs.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f701616ab556, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_97f705edca48, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_dd609a73026e, 0, 512, 4, 512, 4, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c4
   {(const void*)&normgen_rmsnorm_fwd_2cb8263c52b5, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_3c97913090ac, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_0a0f8c114bd2, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
@@ -958,14 +946,14 @@ struct Spec {
 };
 const Spec kSpecs[] = {
   { 1, 2, 2, 1, 0, -1, 0, 50 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 99 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 146 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 208 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 258 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 309 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 353 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 411 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 462 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 1, 1, 1, 0, -1, 0, 98 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 144 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 206 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 259 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 308 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 352 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 405 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 456 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -973,19 +961,19 @@ struct Entry { int spec; int64_t hidden, rows; int variant; };
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0 },
-  { 0, 512, 8, 1 },
-  { 0, 512, 32, 1 },
+  { 0, 512, 8, 0 },
+  { 0, 512, 32, 0 },
   { 0, 512, 128, 1 },
-  { 0, 512, 512, 1 },
+  { 0, 512, 512, 2 },
   { 0, 512, 2048, 1 },
-  { 0, 512, 8192, 1 },
-  { 0, 512, 32768, 1 },
-  { 0, 768, 1, 2 },
-  { 0, 768, 8, 2 },
-  { 0, 768, 32, 2 },
-  { 0, 768, 128, 3 },
+  { 0, 512, 8192, 2 },
+  { 0, 512, 32768, 2 },
+  { 0, 768, 1, 3 },
+  { 0, 768, 8, 3 },
+  { 0, 768, 32, 3 },
+  { 0, 768, 128, 4 },
   { 0, 768, 512, 4 },
-  { 0, 768, 2048, 3 },
+  { 0, 768, 2048, 4 },
   { 0, 768, 8192, 4 },
   { 0, 768, 32768, 4 },
   { 0, 1024, 1, 5 },
@@ -1024,81 +1012,81 @@ const Entry kEntries[] = {
   { 0, 3072, 8, 15 },
   { 0, 3072, 32, 15 },
   { 0, 3072, 128, 15 },
-  { 0, 3072, 512, 15 },
-  { 0, 3072, 2048, 15 },
-  { 0, 3072, 8192, 15 },
-  { 0, 3072, 32768, 15 },
-  { 0, 4096, 1, 16 },
-  { 0, 4096, 8, 16 },
-  { 0, 4096, 32, 16 },
-  { 0, 4096, 128, 16 },
-  { 0, 4096, 512, 16 },
-  { 0, 4096, 2048, 17 },
-  { 0, 4096, 8192, 17 },
-  { 0, 4096, 32768, 17 },
-  { 0, 5120, 1, 18 },
-  { 0, 5120, 8, 18 },
-  { 0, 5120, 32, 18 },
-  { 0, 5120, 128, 18 },
-  { 0, 5120, 512, 19 },
-  { 0, 5120, 2048, 18 },
-  { 0, 5120, 8192, 18 },
-  { 0, 5120, 32768, 20 },
-  { 0, 6144, 1, 21 },
-  { 0, 6144, 8, 21 },
-  { 0, 6144, 32, 21 },
-  { 0, 6144, 128, 22 },
-  { 0, 6144, 512, 22 },
-  { 0, 6144, 2048, 22 },
-  { 0, 6144, 8192, 22 },
-  { 0, 6144, 32768, 23 },
-  { 0, 7168, 1, 24 },
-  { 0, 7168, 8, 24 },
-  { 0, 7168, 32, 24 },
+  { 0, 3072, 512, 16 },
+  { 0, 3072, 2048, 16 },
+  { 0, 3072, 8192, 16 },
+  { 0, 3072, 32768, 16 },
+  { 0, 4096, 1, 17 },
+  { 0, 4096, 8, 17 },
+  { 0, 4096, 32, 17 },
+  { 0, 4096, 128, 17 },
+  { 0, 4096, 512, 17 },
+  { 0, 4096, 2048, 18 },
+  { 0, 4096, 8192, 18 },
+  { 0, 4096, 32768, 18 },
+  { 0, 5120, 1, 19 },
+  { 0, 5120, 8, 19 },
+  { 0, 5120, 32, 19 },
+  { 0, 5120, 128, 19 },
+  { 0, 5120, 512, 20 },
+  { 0, 5120, 2048, 19 },
+  { 0, 5120, 8192, 19 },
+  { 0, 5120, 32768, 21 },
+  { 0, 6144, 1, 22 },
+  { 0, 6144, 8, 22 },
+  { 0, 6144, 32, 22 },
+  { 0, 6144, 128, 23 },
+  { 0, 6144, 512, 23 },
+  { 0, 6144, 2048, 23 },
+  { 0, 6144, 8192, 23 },
+  { 0, 6144, 32768, 24 },
+  { 0, 7168, 1, 25 },
+  { 0, 7168, 8, 25 },
+  { 0, 7168, 32, 25 },
   { 0, 7168, 128, 25 },
-  { 0, 7168, 512, 25 },
-  { 0, 7168, 2048, 25 },
-  { 0, 7168, 8192, 25 },
-  { 0, 7168, 32768, 25 },
-  { 0, 8192, 1, 26 },
-  { 0, 8192, 8, 26 },
-  { 0, 8192, 32, 26 },
-  { 0, 8192, 128, 26 },
-  { 0, 8192, 512, 27 },
-  { 0, 8192, 2048, 28 },
-  { 0, 8192, 8192, 29 },
-  { 0, 8192, 32768, 29 },
-  { 0, 12288, 1, 30 },
-  { 0, 12288, 8, 30 },
-  { 0, 12288, 32, 30 },
-  { 0, 12288, 128, 30 },
-  { 0, 12288, 512, 31 },
-  { 0, 12288, 2048, 31 },
-  { 0, 12288, 8192, 32 },
-  { 0, 12288, 32768, 32 },
-  { 0, 16384, 1, 33 },
-  { 0, 16384, 8, 33 },
-  { 0, 16384, 32, 33 },
-  { 0, 16384, 128, 34 },
-  { 0, 16384, 512, 35 },
-  { 0, 16384, 2048, 35 },
-  { 0, 16384, 8192, 35 },
-  { 0, 16384, 32768, 36 },
-  { 0, 32768, 1, 37 },
-  { 0, 32768, 8, 37 },
-  { 0, 32768, 32, 37 },
-  { 0, 32768, 128, 38 },
-  { 0, 32768, 512, 39 },
-  { 0, 32768, 2048, 40 },
-  { 0, 32768, 8192, 40 },
-  { 0, 32768, 32768, 39 },
-  { 0, 65536, 1, 41 },
-  { 0, 65536, 8, 41 },
-  { 0, 65536, 32, 42 },
-  { 0, 65536, 128, 43 },
-  { 0, 65536, 512, 44 },
-  { 0, 65536, 2048, 44 },
-  { 0, 65536, 8192, 44 },
+  { 0, 7168, 512, 26 },
+  { 0, 7168, 2048, 26 },
+  { 0, 7168, 8192, 26 },
+  { 0, 7168, 32768, 26 },
+  { 0, 8192, 1, 27 },
+  { 0, 8192, 8, 27 },
+  { 0, 8192, 32, 27 },
+  { 0, 8192, 128, 27 },
+  { 0, 8192, 512, 28 },
+  { 0, 8192, 2048, 29 },
+  { 0, 8192, 8192, 30 },
+  { 0, 8192, 32768, 30 },
+  { 0, 12288, 1, 31 },
+  { 0, 12288, 8, 31 },
+  { 0, 12288, 32, 31 },
+  { 0, 12288, 128, 31 },
+  { 0, 12288, 512, 32 },
+  { 0, 12288, 2048, 33 },
+  { 0, 12288, 8192, 33 },
+  { 0, 12288, 32768, 33 },
+  { 0, 16384, 1, 34 },
+  { 0, 16384, 8, 34 },
+  { 0, 16384, 32, 34 },
+  { 0, 16384, 128, 35 },
+  { 0, 16384, 512, 36 },
+  { 0, 16384, 2048, 36 },
+  { 0, 16384, 8192, 36 },
+  { 0, 16384, 32768, 37 },
+  { 0, 32768, 1, 38 },
+  { 0, 32768, 8, 38 },
+  { 0, 32768, 32, 38 },
+  { 0, 32768, 128, 39 },
+  { 0, 32768, 512, 40 },
+  { 0, 32768, 2048, 41 },
+  { 0, 32768, 8192, 41 },
+  { 0, 32768, 32768, 40 },
+  { 0, 65536, 1, 42 },
+  { 0, 65536, 8, 42 },
+  { 0, 65536, 32, 43 },
+  { 0, 65536, 128, 44 },
+  { 0, 65536, 512, 45 },
+  { 0, 65536, 2048, 45 },
+  { 0, 65536, 8192, 45 },
   { 0, 65536, 32768, 45 },
   { 0, 131072, 1, 46 },
   { 0, 131072, 8, 46 },
@@ -1210,69 +1198,69 @@ const Entry kEntries[] = {
   { 1, 12288, 128, 79 },
   { 1, 12288, 512, 79 },
   { 1, 12288, 2048, 80 },
-  { 1, 12288, 8192, 81 },
-  { 1, 12288, 32768, 81 },
-  { 1, 16384, 1, 82 },
-  { 1, 16384, 8, 82 },
-  { 1, 16384, 32, 82 },
-  { 1, 16384, 128, 83 },
-  { 1, 16384, 512, 84 },
-  { 1, 16384, 2048, 84 },
-  { 1, 16384, 8192, 85 },
-  { 1, 16384, 32768, 86 },
-  { 1, 32768, 1, 87 },
-  { 1, 32768, 8, 87 },
-  { 1, 32768, 32, 87 },
-  { 1, 32768, 128, 88 },
-  { 1, 32768, 512, 89 },
-  { 1, 32768, 2048, 89 },
-  { 1, 32768, 8192, 89 },
-  { 1, 32768, 32768, 90 },
-  { 1, 65536, 1, 91 },
-  { 1, 65536, 8, 91 },
-  { 1, 65536, 32, 92 },
-  { 1, 65536, 128, 93 },
-  { 1, 65536, 512, 94 },
-  { 1, 65536, 2048, 94 },
-  { 1, 65536, 8192, 94 },
-  { 1, 65536, 32768, 94 },
-  { 1, 131072, 1, 95 },
-  { 1, 131072, 8, 95 },
-  { 1, 131072, 32, 96 },
-  { 1, 131072, 128, 97 },
-  { 1, 131072, 512, 98 },
-  { 1, 131072, 2048, 98 },
-  { 1, 131072, 8192, 98 },
-  { 1, 131072, 32768, 98 },
-  { 2, 512, 1, 100 },
-  { 2, 512, 8, 100 },
-  { 2, 512, 32, 101 },
-  { 2, 512, 128, 101 },
-  { 2, 512, 512, 101 },
-  { 2, 512, 2048, 102 },
-  { 2, 512, 8192, 102 },
-  { 2, 512, 32768, 102 },
-  { 2, 768, 1, 103 },
-  { 2, 768, 8, 103 },
-  { 2, 768, 32, 103 },
-  { 2, 768, 128, 103 },
-  { 2, 768, 512, 103 },
-  { 2, 768, 2048, 104 },
-  { 2, 768, 8192, 103 },
-  { 2, 768, 32768, 104 },
-  { 2, 1024, 1, 105 },
-  { 2, 1024, 8, 105 },
-  { 2, 1024, 32, 105 },
-  { 2, 1024, 128, 105 },
-  { 2, 1024, 512, 105 },
+  { 1, 12288, 8192, 80 },
+  { 1, 12288, 32768, 80 },
+  { 1, 16384, 1, 81 },
+  { 1, 16384, 8, 81 },
+  { 1, 16384, 32, 81 },
+  { 1, 16384, 128, 82 },
+  { 1, 16384, 512, 83 },
+  { 1, 16384, 2048, 83 },
+  { 1, 16384, 8192, 84 },
+  { 1, 16384, 32768, 85 },
+  { 1, 32768, 1, 86 },
+  { 1, 32768, 8, 86 },
+  { 1, 32768, 32, 86 },
+  { 1, 32768, 128, 87 },
+  { 1, 32768, 512, 88 },
+  { 1, 32768, 2048, 88 },
+  { 1, 32768, 8192, 88 },
+  { 1, 32768, 32768, 89 },
+  { 1, 65536, 1, 90 },
+  { 1, 65536, 8, 90 },
+  { 1, 65536, 32, 91 },
+  { 1, 65536, 128, 92 },
+  { 1, 65536, 512, 93 },
+  { 1, 65536, 2048, 93 },
+  { 1, 65536, 8192, 93 },
+  { 1, 65536, 32768, 93 },
+  { 1, 131072, 1, 94 },
+  { 1, 131072, 8, 94 },
+  { 1, 131072, 32, 95 },
+  { 1, 131072, 128, 96 },
+  { 1, 131072, 512, 97 },
+  { 1, 131072, 2048, 97 },
+  { 1, 131072, 8192, 97 },
+  { 1, 131072, 32768, 97 },
+  { 2, 512, 1, 99 },
+  { 2, 512, 8, 99 },
+  { 2, 512, 32, 99 },
+  { 2, 512, 128, 100 },
+  { 2, 512, 512, 100 },
+  { 2, 512, 2048, 100 },
+  { 2, 512, 8192, 99 },
+  { 2, 512, 32768, 101 },
+  { 2, 768, 1, 102 },
+  { 2, 768, 8, 102 },
+  { 2, 768, 32, 102 },
+  { 2, 768, 128, 102 },
+  { 2, 768, 512, 102 },
+  { 2, 768, 2048, 103 },
+  { 2, 768, 8192, 102 },
+  { 2, 768, 32768, 103 },
+  { 2, 1024, 1, 104 },
+  { 2, 1024, 8, 104 },
+  { 2, 1024, 32, 104 },
+  { 2, 1024, 128, 104 },
+  { 2, 1024, 512, 104 },
   { 2, 1024, 2048, 105 },
-  { 2, 1024, 8192, 105 },
-  { 2, 1024, 32768, 106 },
-  { 2, 1536, 1, 107 },
-  { 2, 1536, 8, 107 },
-  { 2, 1536, 32, 107 },
-  { 2, 1536, 128, 107 },
-  { 2, 1536, 512, 107 },
+  { 2, 1024, 8192, 104 },
+  { 2, 1024, 32768, 105 },
+  { 2, 1536, 1, 106 },
+  { 2, 1536, 8, 106 },
+  { 2, 1536, 32, 106 },
+  { 2, 1536, 128, 106 },
+  { 2, 1536, 512, 106 },
   { 2, 1536, 2048, 107 },
   { 2, 1536, 8192, 108 },
   { 2, 1536, 32768, 108 },
@@ -1291,29 +1279,29 @@ const Entry kEntries[] = {
   { 2, 2560, 512, 112 },
   { 2, 2560, 2048, 112 },
   { 2, 2560, 8192, 113 },
-  { 2, 2560, 32768, 113 },
-  { 2, 3072, 1, 114 },
-  { 2, 3072, 8, 114 },
-  { 2, 3072, 32, 114 },
-  { 2, 3072, 128, 114 },
-  { 2, 3072, 512, 115 },
-  { 2, 3072, 2048, 114 },
-  { 2, 3072, 8192, 115 },
-  { 2, 3072, 32768, 116 },
-  { 2, 4096, 1, 117 },
-  { 2, 4096, 8, 117 },
-  { 2, 4096, 32, 117 },
-  { 2, 4096, 128, 117 },
-  { 2, 4096, 512, 118 },
-  { 2, 4096, 2048, 117 },
+  { 2, 2560, 32768, 114 },
+  { 2, 3072, 1, 115 },
+  { 2, 3072, 8, 115 },
+  { 2, 3072, 32, 115 },
+  { 2, 3072, 128, 115 },
+  { 2, 3072, 512, 116 },
+  { 2, 3072, 2048, 115 },
+  { 2, 3072, 8192, 116 },
+  { 2, 3072, 32768, 117 },
+  { 2, 4096, 1, 118 },
+  { 2, 4096, 8, 118 },
+  { 2, 4096, 32, 118 },
+  { 2, 4096, 128, 118 },
+  { 2, 4096, 512, 119 },
+  { 2, 4096, 2048, 118 },
   { 2, 4096, 8192, 119 },
-  { 2, 4096, 32768, 118 },
-  { 2, 5120, 1, 120 },
-  { 2, 5120, 8, 120 },
+  { 2, 4096, 32768, 120 },
+  { 2, 5120, 1, 121 },
+  { 2, 5120, 8, 121 },
   { 2, 5120, 32, 121 },
-  { 2, 5120, 128, 120 },
-  { 2, 5120, 512, 120 },
-  { 2, 5120, 2048, 120 },
+  { 2, 5120, 128, 121 },
+  { 2, 5120, 512, 121 },
+  { 2, 5120, 2048, 121 },
   { 2, 5120, 8192, 122 },
   { 2, 5120, 32768, 123 },
   { 2, 6144, 1, 124 },
@@ -1328,337 +1316,337 @@ const Entry kEntries[] = {
   { 2, 7168, 8, 128 },
   { 2, 7168, 32, 128 },
   { 2, 7168, 128, 128 },
-  { 2, 7168, 512, 129 },
-  { 2, 7168, 2048, 130 },
-  { 2, 7168, 8192, 131 },
-  { 2, 7168, 32768, 131 },
-  { 2, 8192, 1, 132 },
-  { 2, 8192, 8, 132 },
-  { 2, 8192, 32, 132 },
-  { 2, 8192, 128, 132 },
-  { 2, 8192, 512, 133 },
-  { 2, 8192, 2048, 133 },
-  { 2, 8192, 8192, 134 },
-  { 2, 8192, 32768, 134 },
-  { 2, 12288, 1, 135 },
-  { 2, 12288, 8, 135 },
-  { 2, 12288, 32, 135 },
-  { 2, 12288, 128, 135 },
-  { 2, 12288, 512, 135 },
-  { 2, 12288, 2048, 135 },
-  { 2, 12288, 8192, 136 },
-  { 2, 12288, 32768, 136 },
-  { 2, 16384, 1, 137 },
-  { 2, 16384, 8, 137 },
-  { 2, 16384, 32, 137 },
-  { 2, 16384, 128, 137 },
-  { 2, 16384, 512, 137 },
-  { 2, 16384, 2048, 137 },
-  { 2, 16384, 8192, 138 },
-  { 2, 16384, 32768, 138 },
-  { 2, 32768, 1, 139 },
-  { 2, 32768, 8, 139 },
-  { 2, 32768, 32, 139 },
-  { 2, 32768, 128, 139 },
-  { 2, 32768, 512, 139 },
-  { 2, 32768, 2048, 139 },
-  { 2, 32768, 8192, 140 },
-  { 2, 32768, 32768, 140 },
-  { 2, 65536, 1, 141 },
-  { 2, 65536, 8, 142 },
-  { 2, 65536, 32, 141 },
-  { 2, 65536, 128, 141 },
-  { 2, 65536, 512, 142 },
-  { 2, 65536, 2048, 143 },
-  { 2, 65536, 8192, 143 },
-  { 2, 65536, 32768, 143 },
-  { 2, 131072, 1, 144 },
-  { 2, 131072, 8, 144 },
-  { 2, 131072, 32, 145 },
-  { 2, 131072, 128, 145 },
-  { 2, 131072, 512, 145 },
-  { 2, 131072, 2048, 145 },
-  { 2, 131072, 8192, 145 },
-  { 2, 131072, 32768, 145 },
-  { 3, 512, 1, 147 },
-  { 3, 512, 8, 148 },
-  { 3, 512, 32, 148 },
-  { 3, 512, 128, 148 },
-  { 3, 512, 512, 148 },
+  { 2, 7168, 512, 128 },
+  { 2, 7168, 2048, 128 },
+  { 2, 7168, 8192, 129 },
+  { 2, 7168, 32768, 129 },
+  { 2, 8192, 1, 130 },
+  { 2, 8192, 8, 130 },
+  { 2, 8192, 32, 130 },
+  { 2, 8192, 128, 130 },
+  { 2, 8192, 512, 131 },
+  { 2, 8192, 2048, 131 },
+  { 2, 8192, 8192, 132 },
+  { 2, 8192, 32768, 132 },
+  { 2, 12288, 1, 133 },
+  { 2, 12288, 8, 133 },
+  { 2, 12288, 32, 133 },
+  { 2, 12288, 128, 133 },
+  { 2, 12288, 512, 133 },
+  { 2, 12288, 2048, 133 },
+  { 2, 12288, 8192, 134 },
+  { 2, 12288, 32768, 134 },
+  { 2, 16384, 1, 135 },
+  { 2, 16384, 8, 135 },
+  { 2, 16384, 32, 135 },
+  { 2, 16384, 128, 135 },
+  { 2, 16384, 512, 135 },
+  { 2, 16384, 2048, 135 },
+  { 2, 16384, 8192, 136 },
+  { 2, 16384, 32768, 136 },
+  { 2, 32768, 1, 137 },
+  { 2, 32768, 8, 137 },
+  { 2, 32768, 32, 137 },
+  { 2, 32768, 128, 137 },
+  { 2, 32768, 512, 137 },
+  { 2, 32768, 2048, 137 },
+  { 2, 32768, 8192, 138 },
+  { 2, 32768, 32768, 138 },
+  { 2, 65536, 1, 139 },
+  { 2, 65536, 8, 139 },
+  { 2, 65536, 32, 140 },
+  { 2, 65536, 128, 140 },
+  { 2, 65536, 512, 139 },
+  { 2, 65536, 2048, 141 },
+  { 2, 65536, 8192, 141 },
+  { 2, 65536, 32768, 139 },
+  { 2, 131072, 1, 142 },
+  { 2, 131072, 8, 142 },
+  { 2, 131072, 32, 143 },
+  { 2, 131072, 128, 143 },
+  { 2, 131072, 512, 143 },
+  { 2, 131072, 2048, 143 },
+  { 2, 131072, 8192, 143 },
+  { 2, 131072, 32768, 143 },
+  { 3, 512, 1, 145 },
+  { 3, 512, 8, 146 },
+  { 3, 512, 32, 146 },
+  { 3, 512, 128, 147 },
+  { 3, 512, 512, 147 },
   { 3, 512, 2048, 148 },
-  { 3, 512, 8192, 149 },
-  { 3, 512, 32768, 150 },
-  { 3, 768, 1, 151 },
-  { 3, 768, 8, 152 },
-  { 3, 768, 32, 152 },
-  { 3, 768, 128, 152 },
-  { 3, 768, 512, 153 },
-  { 3, 768, 2048, 154 },
-  { 3, 768, 8192, 153 },
-  { 3, 768, 32768, 155 },
-  { 3, 1024, 1, 156 },
-  { 3, 1024, 8, 156 },
-  { 3, 1024, 32, 156 },
-  { 3, 1024, 128, 157 },
-  { 3, 1024, 512, 157 },
-  { 3, 1024, 2048, 157 },
-  { 3, 1024, 8192, 158 },
-  { 3, 1024, 32768, 158 },
-  { 3, 1536, 1, 159 },
-  { 3, 1536, 8, 159 },
-  { 3, 1536, 32, 159 },
-  { 3, 1536, 128, 160 },
-  { 3, 1536, 512, 161 },
-  { 3, 1536, 2048, 162 },
-  { 3, 1536, 8192, 161 },
-  { 3, 1536, 32768, 161 },
-  { 3, 2048, 1, 163 },
-  { 3, 2048, 8, 163 },
-  { 3, 2048, 32, 163 },
-  { 3, 2048, 128, 163 },
-  { 3, 2048, 512, 164 },
-  { 3, 2048, 2048, 165 },
-  { 3, 2048, 8192, 164 },
-  { 3, 2048, 32768, 164 },
-  { 3, 2560, 1, 166 },
-  { 3, 2560, 8, 166 },
-  { 3, 2560, 32, 166 },
-  { 3, 2560, 128, 166 },
-  { 3, 2560, 512, 167 },
-  { 3, 2560, 2048, 168 },
-  { 3, 2560, 8192, 168 },
-  { 3, 2560, 32768, 168 },
-  { 3, 3072, 1, 169 },
-  { 3, 3072, 8, 169 },
-  { 3, 3072, 32, 169 },
-  { 3, 3072, 128, 169 },
-  { 3, 3072, 512, 170 },
-  { 3, 3072, 2048, 170 },
-  { 3, 3072, 8192, 170 },
-  { 3, 3072, 32768, 170 },
-  { 3, 4096, 1, 171 },
-  { 3, 4096, 8, 171 },
-  { 3, 4096, 32, 172 },
-  { 3, 4096, 128, 171 },
-  { 3, 4096, 512, 172 },
-  { 3, 4096, 2048, 172 },
-  { 3, 4096, 8192, 172 },
-  { 3, 4096, 32768, 173 },
-  { 3, 5120, 1, 174 },
-  { 3, 5120, 8, 174 },
-  { 3, 5120, 32, 174 },
-  { 3, 5120, 128, 174 },
-  { 3, 5120, 512, 175 },
-  { 3, 5120, 2048, 176 },
-  { 3, 5120, 8192, 176 },
-  { 3, 5120, 32768, 177 },
-  { 3, 6144, 1, 178 },
-  { 3, 6144, 8, 178 },
-  { 3, 6144, 32, 178 },
-  { 3, 6144, 128, 178 },
-  { 3, 6144, 512, 179 },
-  { 3, 6144, 2048, 180 },
-  { 3, 6144, 8192, 180 },
-  { 3, 6144, 32768, 181 },
-  { 3, 7168, 1, 182 },
-  { 3, 7168, 8, 182 },
-  { 3, 7168, 32, 183 },
-  { 3, 7168, 128, 182 },
-  { 3, 7168, 512, 184 },
-  { 3, 7168, 2048, 184 },
-  { 3, 7168, 8192, 184 },
-  { 3, 7168, 32768, 185 },
-  { 3, 8192, 1, 186 },
-  { 3, 8192, 8, 186 },
-  { 3, 8192, 32, 186 },
-  { 3, 8192, 128, 186 },
-  { 3, 8192, 512, 187 },
-  { 3, 8192, 2048, 187 },
-  { 3, 8192, 8192, 188 },
-  { 3, 8192, 32768, 185 },
-  { 3, 12288, 1, 189 },
-  { 3, 12288, 8, 189 },
-  { 3, 12288, 32, 189 },
-  { 3, 12288, 128, 189 },
-  { 3, 12288, 512, 190 },
-  { 3, 12288, 2048, 191 },
-  { 3, 12288, 8192, 191 },
-  { 3, 12288, 32768, 192 },
-  { 3, 16384, 1, 193 },
-  { 3, 16384, 8, 193 },
-  { 3, 16384, 32, 193 },
-  { 3, 16384, 128, 194 },
-  { 3, 16384, 512, 195 },
-  { 3, 16384, 2048, 196 },
-  { 3, 16384, 8192, 197 },
-  { 3, 16384, 32768, 197 },
-  { 3, 32768, 1, 198 },
-  { 3, 32768, 8, 198 },
-  { 3, 32768, 32, 198 },
-  { 3, 32768, 128, 199 },
-  { 3, 32768, 512, 200 },
-  { 3, 32768, 2048, 200 },
-  { 3, 32768, 8192, 201 },
-  { 3, 32768, 32768, 201 },
-  { 3, 65536, 1, 202 },
-  { 3, 65536, 8, 202 },
-  { 3, 65536, 32, 202 },
-  { 3, 65536, 128, 202 },
-  { 3, 65536, 512, 203 },
-  { 3, 65536, 2048, 203 },
-  { 3, 65536, 8192, 204 },
-  { 3, 65536, 32768, 205 },
-  { 3, 131072, 1, 206 },
-  { 3, 131072, 8, 206 },
-  { 3, 131072, 32, 206 },
-  { 3, 131072, 128, 207 },
-  { 3, 131072, 512, 207 },
-  { 3, 131072, 2048, 207 },
-  { 3, 131072, 8192, 207 },
-  { 3, 131072, 32768, 207 },
-  { 4, 512, 1, 209 },
-  { 4, 512, 8, 209 },
-  { 4, 512, 32, 210 },
-  { 4, 512, 128, 210 },
-  { 4, 512, 512, 210 },
-  { 4, 512, 2048, 210 },
-  { 4, 512, 8192, 211 },
-  { 4, 512, 32768, 210 },
-  { 4, 768, 1, 212 },
-  { 4, 768, 8, 212 },
-  { 4, 768, 32, 212 },
-  { 4, 768, 128, 212 },
-  { 4, 768, 512, 213 },
-  { 4, 768, 2048, 214 },
-  { 4, 768, 8192, 214 },
-  { 4, 768, 32768, 213 },
-  { 4, 1024, 1, 215 },
-  { 4, 1024, 8, 215 },
-  { 4, 1024, 32, 215 },
-  { 4, 1024, 128, 215 },
-  { 4, 1024, 512, 216 },
-  { 4, 1024, 2048, 216 },
-  { 4, 1024, 8192, 216 },
-  { 4, 1024, 32768, 216 },
-  { 4, 1536, 1, 217 },
-  { 4, 1536, 8, 217 },
-  { 4, 1536, 32, 217 },
-  { 4, 1536, 128, 217 },
-  { 4, 1536, 512, 218 },
-  { 4, 1536, 2048, 219 },
-  { 4, 1536, 8192, 219 },
+  { 3, 512, 8192, 148 },
+  { 3, 512, 32768, 147 },
+  { 3, 768, 1, 149 },
+  { 3, 768, 8, 150 },
+  { 3, 768, 32, 150 },
+  { 3, 768, 128, 151 },
+  { 3, 768, 512, 151 },
+  { 3, 768, 2048, 151 },
+  { 3, 768, 8192, 151 },
+  { 3, 768, 32768, 152 },
+  { 3, 1024, 1, 153 },
+  { 3, 1024, 8, 153 },
+  { 3, 1024, 32, 153 },
+  { 3, 1024, 128, 154 },
+  { 3, 1024, 512, 155 },
+  { 3, 1024, 2048, 156 },
+  { 3, 1024, 8192, 155 },
+  { 3, 1024, 32768, 155 },
+  { 3, 1536, 1, 157 },
+  { 3, 1536, 8, 157 },
+  { 3, 1536, 32, 157 },
+  { 3, 1536, 128, 157 },
+  { 3, 1536, 512, 158 },
+  { 3, 1536, 2048, 159 },
+  { 3, 1536, 8192, 158 },
+  { 3, 1536, 32768, 158 },
+  { 3, 2048, 1, 160 },
+  { 3, 2048, 8, 160 },
+  { 3, 2048, 32, 160 },
+  { 3, 2048, 128, 160 },
+  { 3, 2048, 512, 161 },
+  { 3, 2048, 2048, 162 },
+  { 3, 2048, 8192, 161 },
+  { 3, 2048, 32768, 161 },
+  { 3, 2560, 1, 163 },
+  { 3, 2560, 8, 163 },
+  { 3, 2560, 32, 163 },
+  { 3, 2560, 128, 163 },
+  { 3, 2560, 512, 164 },
+  { 3, 2560, 2048, 165 },
+  { 3, 2560, 8192, 165 },
+  { 3, 2560, 32768, 165 },
+  { 3, 3072, 1, 166 },
+  { 3, 3072, 8, 166 },
+  { 3, 3072, 32, 166 },
+  { 3, 3072, 128, 166 },
+  { 3, 3072, 512, 167 },
+  { 3, 3072, 2048, 167 },
+  { 3, 3072, 8192, 167 },
+  { 3, 3072, 32768, 167 },
+  { 3, 4096, 1, 168 },
+  { 3, 4096, 8, 168 },
+  { 3, 4096, 32, 168 },
+  { 3, 4096, 128, 168 },
+  { 3, 4096, 512, 168 },
+  { 3, 4096, 2048, 168 },
+  { 3, 4096, 8192, 168 },
+  { 3, 4096, 32768, 169 },
+  { 3, 5120, 1, 170 },
+  { 3, 5120, 8, 170 },
+  { 3, 5120, 32, 170 },
+  { 3, 5120, 128, 170 },
+  { 3, 5120, 512, 171 },
+  { 3, 5120, 2048, 172 },
+  { 3, 5120, 8192, 171 },
+  { 3, 5120, 32768, 173 },
+  { 3, 6144, 1, 174 },
+  { 3, 6144, 8, 174 },
+  { 3, 6144, 32, 174 },
+  { 3, 6144, 128, 174 },
+  { 3, 6144, 512, 175 },
+  { 3, 6144, 2048, 176 },
+  { 3, 6144, 8192, 176 },
+  { 3, 6144, 32768, 177 },
+  { 3, 7168, 1, 178 },
+  { 3, 7168, 8, 178 },
+  { 3, 7168, 32, 178 },
+  { 3, 7168, 128, 178 },
+  { 3, 7168, 512, 179 },
+  { 3, 7168, 2048, 179 },
+  { 3, 7168, 8192, 179 },
+  { 3, 7168, 32768, 180 },
+  { 3, 8192, 1, 181 },
+  { 3, 8192, 8, 181 },
+  { 3, 8192, 32, 181 },
+  { 3, 8192, 128, 182 },
+  { 3, 8192, 512, 183 },
+  { 3, 8192, 2048, 183 },
+  { 3, 8192, 8192, 184 },
+  { 3, 8192, 32768, 180 },
+  { 3, 12288, 1, 185 },
+  { 3, 12288, 8, 185 },
+  { 3, 12288, 32, 185 },
+  { 3, 12288, 128, 185 },
+  { 3, 12288, 512, 186 },
+  { 3, 12288, 2048, 187 },
+  { 3, 12288, 8192, 187 },
+  { 3, 12288, 32768, 188 },
+  { 3, 16384, 1, 189 },
+  { 3, 16384, 8, 189 },
+  { 3, 16384, 32, 189 },
+  { 3, 16384, 128, 190 },
+  { 3, 16384, 512, 191 },
+  { 3, 16384, 2048, 192 },
+  { 3, 16384, 8192, 193 },
+  { 3, 16384, 32768, 194 },
+  { 3, 32768, 1, 195 },
+  { 3, 32768, 8, 195 },
+  { 3, 32768, 32, 195 },
+  { 3, 32768, 128, 196 },
+  { 3, 32768, 512, 197 },
+  { 3, 32768, 2048, 197 },
+  { 3, 32768, 8192, 198 },
+  { 3, 32768, 32768, 198 },
+  { 3, 65536, 1, 199 },
+  { 3, 65536, 8, 199 },
+  { 3, 65536, 32, 199 },
+  { 3, 65536, 128, 199 },
+  { 3, 65536, 512, 200 },
+  { 3, 65536, 2048, 201 },
+  { 3, 65536, 8192, 202 },
+  { 3, 65536, 32768, 202 },
+  { 3, 131072, 1, 203 },
+  { 3, 131072, 8, 203 },
+  { 3, 131072, 32, 203 },
+  { 3, 131072, 128, 204 },
+  { 3, 131072, 512, 204 },
+  { 3, 131072, 2048, 205 },
+  { 3, 131072, 8192, 204 },
+  { 3, 131072, 32768, 204 },
+  { 4, 512, 1, 207 },
+  { 4, 512, 8, 207 },
+  { 4, 512, 32, 208 },
+  { 4, 512, 128, 208 },
+  { 4, 512, 512, 208 },
+  { 4, 512, 2048, 208 },
+  { 4, 512, 8192, 209 },
+  { 4, 512, 32768, 208 },
+  { 4, 768, 1, 210 },
+  { 4, 768, 8, 210 },
+  { 4, 768, 32, 210 },
+  { 4, 768, 128, 211 },
+  { 4, 768, 512, 212 },
+  { 4, 768, 2048, 212 },
+  { 4, 768, 8192, 212 },
+  { 4, 768, 32768, 212 },
+  { 4, 1024, 1, 213 },
+  { 4, 1024, 8, 213 },
+  { 4, 1024, 32, 213 },
+  { 4, 1024, 128, 214 },
+  { 4, 1024, 512, 215 },
+  { 4, 1024, 2048, 215 },
+  { 4, 1024, 8192, 215 },
+  { 4, 1024, 32768, 215 },
+  { 4, 1536, 1, 216 },
+  { 4, 1536, 8, 216 },
+  { 4, 1536, 32, 216 },
+  { 4, 1536, 128, 216 },
+  { 4, 1536, 512, 217 },
+  { 4, 1536, 2048, 218 },
+  { 4, 1536, 8192, 218 },
   { 4, 1536, 32768, 218 },
-  { 4, 2048, 1, 220 },
-  { 4, 2048, 8, 220 },
-  { 4, 2048, 32, 220 },
-  { 4, 2048, 128, 220 },
-  { 4, 2048, 512, 221 },
-  { 4, 2048, 2048, 222 },
+  { 4, 2048, 1, 219 },
+  { 4, 2048, 8, 219 },
+  { 4, 2048, 32, 219 },
+  { 4, 2048, 128, 219 },
+  { 4, 2048, 512, 220 },
+  { 4, 2048, 2048, 221 },
   { 4, 2048, 8192, 221 },
-  { 4, 2048, 32768, 221 },
-  { 4, 2560, 1, 223 },
-  { 4, 2560, 8, 223 },
-  { 4, 2560, 32, 223 },
-  { 4, 2560, 128, 223 },
-  { 4, 2560, 512, 224 },
+  { 4, 2048, 32768, 220 },
+  { 4, 2560, 1, 222 },
+  { 4, 2560, 8, 222 },
+  { 4, 2560, 32, 222 },
+  { 4, 2560, 128, 222 },
+  { 4, 2560, 512, 223 },
   { 4, 2560, 2048, 224 },
-  { 4, 2560, 8192, 225 },
-  { 4, 2560, 32768, 225 },
-  { 4, 3072, 1, 226 },
-  { 4, 3072, 8, 226 },
-  { 4, 3072, 32, 226 },
-  { 4, 3072, 128, 226 },
-  { 4, 3072, 512, 227 },
-  { 4, 3072, 2048, 227 },
-  { 4, 3072, 8192, 227 },
-  { 4, 3072, 32768, 227 },
-  { 4, 4096, 1, 228 },
-  { 4, 4096, 8, 228 },
-  { 4, 4096, 32, 228 },
-  { 4, 4096, 128, 228 },
-  { 4, 4096, 512, 229 },
+  { 4, 2560, 8192, 224 },
+  { 4, 2560, 32768, 224 },
+  { 4, 3072, 1, 225 },
+  { 4, 3072, 8, 225 },
+  { 4, 3072, 32, 225 },
+  { 4, 3072, 128, 225 },
+  { 4, 3072, 512, 226 },
+  { 4, 3072, 2048, 226 },
+  { 4, 3072, 8192, 226 },
+  { 4, 3072, 32768, 226 },
+  { 4, 4096, 1, 227 },
+  { 4, 4096, 8, 227 },
+  { 4, 4096, 32, 227 },
+  { 4, 4096, 128, 227 },
+  { 4, 4096, 512, 228 },
   { 4, 4096, 2048, 229 },
-  { 4, 4096, 8192, 230 },
-  { 4, 4096, 32768, 230 },
-  { 4, 5120, 1, 231 },
-  { 4, 5120, 8, 231 },
-  { 4, 5120, 32, 231 },
-  { 4, 5120, 128, 231 },
-  { 4, 5120, 512, 232 },
+  { 4, 4096, 8192, 229 },
+  { 4, 4096, 32768, 229 },
+  { 4, 5120, 1, 230 },
+  { 4, 5120, 8, 230 },
+  { 4, 5120, 32, 230 },
+  { 4, 5120, 128, 230 },
+  { 4, 5120, 512, 231 },
   { 4, 5120, 2048, 232 },
-  { 4, 5120, 8192, 233 },
-  { 4, 5120, 32768, 233 },
-  { 4, 6144, 1, 234 },
-  { 4, 6144, 8, 234 },
-  { 4, 6144, 32, 234 },
-  { 4, 6144, 128, 235 },
-  { 4, 6144, 512, 236 },
-  { 4, 6144, 2048, 236 },
-  { 4, 6144, 8192, 237 },
-  { 4, 6144, 32768, 237 },
-  { 4, 7168, 1, 238 },
-  { 4, 7168, 8, 238 },
-  { 4, 7168, 32, 238 },
-  { 4, 7168, 128, 238 },
-  { 4, 7168, 512, 239 },
-  { 4, 7168, 2048, 240 },
-  { 4, 7168, 8192, 240 },
-  { 4, 7168, 32768, 240 },
-  { 4, 8192, 1, 241 },
-  { 4, 8192, 8, 241 },
-  { 4, 8192, 32, 241 },
-  { 4, 8192, 128, 241 },
-  { 4, 8192, 512, 242 },
-  { 4, 8192, 2048, 243 },
-  { 4, 8192, 8192, 243 },
-  { 4, 8192, 32768, 243 },
-  { 4, 12288, 1, 244 },
-  { 4, 12288, 8, 244 },
-  { 4, 12288, 32, 244 },
-  { 4, 12288, 128, 244 },
-  { 4, 12288, 512, 245 },
+  { 4, 5120, 8192, 232 },
+  { 4, 5120, 32768, 232 },
+  { 4, 6144, 1, 233 },
+  { 4, 6144, 8, 233 },
+  { 4, 6144, 32, 233 },
+  { 4, 6144, 128, 233 },
+  { 4, 6144, 512, 234 },
+  { 4, 6144, 2048, 234 },
+  { 4, 6144, 8192, 235 },
+  { 4, 6144, 32768, 235 },
+  { 4, 7168, 1, 236 },
+  { 4, 7168, 8, 236 },
+  { 4, 7168, 32, 236 },
+  { 4, 7168, 128, 236 },
+  { 4, 7168, 512, 237 },
+  { 4, 7168, 2048, 237 },
+  { 4, 7168, 8192, 238 },
+  { 4, 7168, 32768, 238 },
+  { 4, 8192, 1, 239 },
+  { 4, 8192, 8, 239 },
+  { 4, 8192, 32, 239 },
+  { 4, 8192, 128, 240 },
+  { 4, 8192, 512, 241 },
+  { 4, 8192, 2048, 240 },
+  { 4, 8192, 8192, 240 },
+  { 4, 8192, 32768, 242 },
+  { 4, 12288, 1, 243 },
+  { 4, 12288, 8, 243 },
+  { 4, 12288, 32, 243 },
+  { 4, 12288, 128, 243 },
+  { 4, 12288, 512, 244 },
   { 4, 12288, 2048, 245 },
-  { 4, 12288, 8192, 245 },
-  { 4, 12288, 32768, 245 },
-  { 4, 16384, 1, 246 },
-  { 4, 16384, 8, 246 },
-  { 4, 16384, 32, 246 },
-  { 4, 16384, 128, 247 },
-  { 4, 16384, 512, 248 },
-  { 4, 16384, 2048, 248 },
-  { 4, 16384, 8192, 249 },
-  { 4, 16384, 32768, 249 },
-  { 4, 32768, 1, 250 },
-  { 4, 32768, 8, 250 },
-  { 4, 32768, 32, 250 },
-  { 4, 32768, 128, 250 },
-  { 4, 32768, 512, 251 },
+  { 4, 12288, 8192, 246 },
+  { 4, 12288, 32768, 246 },
+  { 4, 16384, 1, 247 },
+  { 4, 16384, 8, 247 },
+  { 4, 16384, 32, 247 },
+  { 4, 16384, 128, 248 },
+  { 4, 16384, 512, 249 },
+  { 4, 16384, 2048, 249 },
+  { 4, 16384, 8192, 250 },
+  { 4, 16384, 32768, 250 },
+  { 4, 32768, 1, 251 },
+  { 4, 32768, 8, 251 },
+  { 4, 32768, 32, 251 },
+  { 4, 32768, 128, 252 },
+  { 4, 32768, 512, 253 },
   { 4, 32768, 2048, 252 },
   { 4, 32768, 8192, 252 },
   { 4, 32768, 32768, 252 },
-  { 4, 65536, 1, 253 },
-  { 4, 65536, 8, 253 },
-  { 4, 65536, 32, 254 },
-  { 4, 65536, 128, 255 },
-  { 4, 65536, 512, 254 },
+  { 4, 65536, 1, 254 },
+  { 4, 65536, 8, 254 },
+  { 4, 65536, 32, 255 },
+  { 4, 65536, 128, 256 },
+  { 4, 65536, 512, 255 },
   { 4, 65536, 2048, 255 },
-  { 4, 65536, 8192, 255 },
-  { 4, 65536, 32768, 255 },
-  { 4, 131072, 1, 256 },
-  { 4, 131072, 8, 256 },
-  { 4, 131072, 32, 257 },
-  { 4, 131072, 128, 257 },
-  { 4, 131072, 512, 257 },
-  { 4, 131072, 2048, 257 },
-  { 4, 131072, 8192, 257 },
-  { 4, 131072, 32768, 257 },
-  { 5, 512, 1, 259 },
-  { 5, 512, 8, 260 },
-  { 5, 512, 32, 260 },
-  { 5, 512, 128, 260 },
-  { 5, 512, 512, 260 },
-  { 5, 512, 2048, 260 },
-  { 5, 512, 8192, 261 },
+  { 4, 65536, 8192, 256 },
+  { 4, 65536, 32768, 256 },
+  { 4, 131072, 1, 257 },
+  { 4, 131072, 8, 257 },
+  { 4, 131072, 32, 258 },
+  { 4, 131072, 128, 258 },
+  { 4, 131072, 512, 258 },
+  { 4, 131072, 2048, 258 },
+  { 4, 131072, 8192, 258 },
+  { 4, 131072, 32768, 258 },
+  { 5, 512, 1, 260 },
+  { 5, 512, 8, 261 },
+  { 5, 512, 32, 261 },
+  { 5, 512, 128, 261 },
+  { 5, 512, 512, 261 },
+  { 5, 512, 2048, 261 },
+  { 5, 512, 8192, 262 },
   { 5, 512, 32768, 262 },
   { 5, 768, 1, 263 },
   { 5, 768, 8, 264 },
@@ -1666,32 +1654,32 @@ const Entry kEntries[] = {
   { 5, 768, 128, 264 },
   { 5, 768, 512, 264 },
   { 5, 768, 2048, 264 },
-  { 5, 768, 8192, 264 },
-  { 5, 768, 32768, 265 },
-  { 5, 1024, 1, 266 },
+  { 5, 768, 8192, 265 },
+  { 5, 768, 32768, 266 },
+  { 5, 1024, 1, 267 },
   { 5, 1024, 8, 267 },
-  { 5, 1024, 32, 267 },
-  { 5, 1024, 128, 267 },
-  { 5, 1024, 512, 267 },
-  { 5, 1024, 2048, 267 },
-  { 5, 1024, 8192, 266 },
-  { 5, 1024, 32768, 266 },
-  { 5, 1536, 1, 268 },
-  { 5, 1536, 8, 268 },
+  { 5, 1024, 32, 268 },
+  { 5, 1024, 128, 268 },
+  { 5, 1024, 512, 268 },
+  { 5, 1024, 2048, 268 },
+  { 5, 1024, 8192, 267 },
+  { 5, 1024, 32768, 267 },
+  { 5, 1536, 1, 269 },
+  { 5, 1536, 8, 269 },
   { 5, 1536, 32, 269 },
   { 5, 1536, 128, 269 },
-  { 5, 1536, 512, 268 },
+  { 5, 1536, 512, 269 },
   { 5, 1536, 2048, 269 },
-  { 5, 1536, 8192, 268 },
-  { 5, 1536, 32768, 268 },
+  { 5, 1536, 8192, 269 },
+  { 5, 1536, 32768, 269 },
   { 5, 2048, 1, 270 },
   { 5, 2048, 8, 270 },
   { 5, 2048, 32, 270 },
-  { 5, 2048, 128, 271 },
+  { 5, 2048, 128, 270 },
   { 5, 2048, 512, 270 },
   { 5, 2048, 2048, 271 },
-  { 5, 2048, 8192, 271 },
-  { 5, 2048, 32768, 270 },
+  { 5, 2048, 8192, 270 },
+  { 5, 2048, 32768, 271 },
   { 5, 2560, 1, 272 },
   { 5, 2560, 8, 272 },
   { 5, 2560, 32, 272 },
@@ -1744,7 +1732,7 @@ const Entry kEntries[] = {
   { 5, 8192, 8, 283 },
   { 5, 8192, 32, 283 },
   { 5, 8192, 128, 284 },
-  { 5, 8192, 512, 285 },
+  { 5, 8192, 512, 284 },
   { 5, 8192, 2048, 284 },
   { 5, 8192, 8192, 285 },
   { 5, 8192, 32768, 286 },
@@ -1766,194 +1754,194 @@ const Entry kEntries[] = {
   { 5, 16384, 32768, 295 },
   { 5, 32768, 1, 296 },
   { 5, 32768, 8, 296 },
-  { 5, 32768, 32, 297 },
-  { 5, 32768, 128, 298 },
-  { 5, 32768, 512, 299 },
-  { 5, 32768, 2048, 300 },
-  { 5, 32768, 8192, 301 },
-  { 5, 32768, 32768, 301 },
-  { 5, 65536, 1, 302 },
-  { 5, 65536, 8, 302 },
-  { 5, 65536, 32, 302 },
-  { 5, 65536, 128, 303 },
-  { 5, 65536, 512, 304 },
-  { 5, 65536, 2048, 304 },
-  { 5, 65536, 8192, 305 },
-  { 5, 65536, 32768, 305 },
-  { 5, 131072, 1, 306 },
-  { 5, 131072, 8, 306 },
-  { 5, 131072, 32, 306 },
-  { 5, 131072, 128, 307 },
-  { 5, 131072, 512, 307 },
-  { 5, 131072, 2048, 307 },
-  { 5, 131072, 8192, 308 },
-  { 5, 131072, 32768, 308 },
-  { 6, 512, 1, 310 },
-  { 6, 512, 8, 311 },
-  { 6, 512, 32, 311 },
-  { 6, 512, 128, 311 },
-  { 6, 512, 512, 311 },
-  { 6, 512, 2048, 311 },
-  { 6, 512, 8192, 312 },
-  { 6, 512, 32768, 311 },
-  { 6, 768, 1, 313 },
-  { 6, 768, 8, 313 },
-  { 6, 768, 32, 313 },
-  { 6, 768, 128, 314 },
-  { 6, 768, 512, 313 },
-  { 6, 768, 2048, 315 },
-  { 6, 768, 8192, 315 },
-  { 6, 768, 32768, 314 },
-  { 6, 1024, 1, 316 },
-  { 6, 1024, 8, 316 },
-  { 6, 1024, 32, 316 },
-  { 6, 1024, 128, 317 },
-  { 6, 1024, 512, 316 },
-  { 6, 1024, 2048, 316 },
-  { 6, 1024, 8192, 316 },
-  { 6, 1024, 32768, 316 },
-  { 6, 1536, 1, 318 },
-  { 6, 1536, 8, 318 },
-  { 6, 1536, 32, 318 },
-  { 6, 1536, 128, 318 },
-  { 6, 1536, 512, 318 },
-  { 6, 1536, 2048, 319 },
-  { 6, 1536, 8192, 319 },
-  { 6, 1536, 32768, 319 },
-  { 6, 2048, 1, 320 },
-  { 6, 2048, 8, 320 },
-  { 6, 2048, 32, 320 },
-  { 6, 2048, 128, 320 },
-  { 6, 2048, 512, 320 },
-  { 6, 2048, 2048, 321 },
-  { 6, 2048, 8192, 320 },
-  { 6, 2048, 32768, 320 },
-  { 6, 2560, 1, 322 },
-  { 6, 2560, 8, 322 },
-  { 6, 2560, 32, 322 },
-  { 6, 2560, 128, 322 },
-  { 6, 2560, 512, 323 },
-  { 6, 2560, 2048, 323 },
-  { 6, 2560, 8192, 323 },
-  { 6, 2560, 32768, 323 },
-  { 6, 3072, 1, 324 },
-  { 6, 3072, 8, 324 },
-  { 6, 3072, 32, 324 },
-  { 6, 3072, 128, 324 },
-  { 6, 3072, 512, 325 },
-  { 6, 3072, 2048, 325 },
-  { 6, 3072, 8192, 325 },
-  { 6, 3072, 32768, 324 },
-  { 6, 4096, 1, 326 },
-  { 6, 4096, 8, 326 },
-  { 6, 4096, 32, 326 },
-  { 6, 4096, 128, 326 },
-  { 6, 4096, 512, 326 },
-  { 6, 4096, 2048, 326 },
-  { 6, 4096, 8192, 327 },
-  { 6, 4096, 32768, 327 },
-  { 6, 5120, 1, 328 },
-  { 6, 5120, 8, 328 },
-  { 6, 5120, 32, 328 },
-  { 6, 5120, 128, 328 },
-  { 6, 5120, 512, 329 },
-  { 6, 5120, 2048, 330 },
-  { 6, 5120, 8192, 330 },
-  { 6, 5120, 32768, 330 },
-  { 6, 6144, 1, 331 },
-  { 6, 6144, 8, 331 },
-  { 6, 6144, 32, 331 },
-  { 6, 6144, 128, 331 },
-  { 6, 6144, 512, 331 },
-  { 6, 6144, 2048, 331 },
-  { 6, 6144, 8192, 332 },
-  { 6, 6144, 32768, 332 },
-  { 6, 7168, 1, 333 },
-  { 6, 7168, 8, 333 },
-  { 6, 7168, 32, 333 },
-  { 6, 7168, 128, 333 },
-  { 6, 7168, 512, 334 },
-  { 6, 7168, 2048, 334 },
-  { 6, 7168, 8192, 335 },
-  { 6, 7168, 32768, 335 },
-  { 6, 8192, 1, 336 },
-  { 6, 8192, 8, 337 },
-  { 6, 8192, 32, 336 },
-  { 6, 8192, 128, 337 },
-  { 6, 8192, 512, 338 },
-  { 6, 8192, 2048, 336 },
-  { 6, 8192, 8192, 339 },
-  { 6, 8192, 32768, 339 },
-  { 6, 12288, 1, 340 },
-  { 6, 12288, 8, 340 },
-  { 6, 12288, 32, 340 },
-  { 6, 12288, 128, 340 },
-  { 6, 12288, 512, 341 },
-  { 6, 12288, 2048, 341 },
-  { 6, 12288, 8192, 342 },
-  { 6, 12288, 32768, 342 },
-  { 6, 16384, 1, 343 },
-  { 6, 16384, 8, 343 },
-  { 6, 16384, 32, 343 },
-  { 6, 16384, 128, 344 },
-  { 6, 16384, 512, 344 },
-  { 6, 16384, 2048, 344 },
-  { 6, 16384, 8192, 345 },
-  { 6, 16384, 32768, 345 },
-  { 6, 32768, 1, 346 },
-  { 6, 32768, 8, 346 },
-  { 6, 32768, 32, 346 },
-  { 6, 32768, 128, 347 },
-  { 6, 32768, 512, 348 },
+  { 5, 32768, 32, 296 },
+  { 5, 32768, 128, 297 },
+  { 5, 32768, 512, 298 },
+  { 5, 32768, 2048, 298 },
+  { 5, 32768, 8192, 299 },
+  { 5, 32768, 32768, 299 },
+  { 5, 65536, 1, 300 },
+  { 5, 65536, 8, 300 },
+  { 5, 65536, 32, 300 },
+  { 5, 65536, 128, 301 },
+  { 5, 65536, 512, 302 },
+  { 5, 65536, 2048, 303 },
+  { 5, 65536, 8192, 304 },
+  { 5, 65536, 32768, 304 },
+  { 5, 131072, 1, 305 },
+  { 5, 131072, 8, 305 },
+  { 5, 131072, 32, 305 },
+  { 5, 131072, 128, 306 },
+  { 5, 131072, 512, 306 },
+  { 5, 131072, 2048, 306 },
+  { 5, 131072, 8192, 307 },
+  { 5, 131072, 32768, 307 },
+  { 6, 512, 1, 309 },
+  { 6, 512, 8, 310 },
+  { 6, 512, 32, 310 },
+  { 6, 512, 128, 310 },
+  { 6, 512, 512, 310 },
+  { 6, 512, 2048, 310 },
+  { 6, 512, 8192, 311 },
+  { 6, 512, 32768, 310 },
+  { 6, 768, 1, 312 },
+  { 6, 768, 8, 312 },
+  { 6, 768, 32, 312 },
+  { 6, 768, 128, 313 },
+  { 6, 768, 512, 312 },
+  { 6, 768, 2048, 312 },
+  { 6, 768, 8192, 312 },
+  { 6, 768, 32768, 312 },
+  { 6, 1024, 1, 314 },
+  { 6, 1024, 8, 314 },
+  { 6, 1024, 32, 315 },
+  { 6, 1024, 128, 315 },
+  { 6, 1024, 512, 314 },
+  { 6, 1024, 2048, 315 },
+  { 6, 1024, 8192, 314 },
+  { 6, 1024, 32768, 315 },
+  { 6, 1536, 1, 316 },
+  { 6, 1536, 8, 316 },
+  { 6, 1536, 32, 316 },
+  { 6, 1536, 128, 316 },
+  { 6, 1536, 512, 316 },
+  { 6, 1536, 2048, 317 },
+  { 6, 1536, 8192, 316 },
+  { 6, 1536, 32768, 316 },
+  { 6, 2048, 1, 318 },
+  { 6, 2048, 8, 318 },
+  { 6, 2048, 32, 318 },
+  { 6, 2048, 128, 318 },
+  { 6, 2048, 512, 319 },
+  { 6, 2048, 2048, 320 },
+  { 6, 2048, 8192, 319 },
+  { 6, 2048, 32768, 318 },
+  { 6, 2560, 1, 321 },
+  { 6, 2560, 8, 321 },
+  { 6, 2560, 32, 321 },
+  { 6, 2560, 128, 321 },
+  { 6, 2560, 512, 321 },
+  { 6, 2560, 2048, 322 },
+  { 6, 2560, 8192, 322 },
+  { 6, 2560, 32768, 322 },
+  { 6, 3072, 1, 323 },
+  { 6, 3072, 8, 323 },
+  { 6, 3072, 32, 323 },
+  { 6, 3072, 128, 323 },
+  { 6, 3072, 512, 324 },
+  { 6, 3072, 2048, 324 },
+  { 6, 3072, 8192, 324 },
+  { 6, 3072, 32768, 323 },
+  { 6, 4096, 1, 325 },
+  { 6, 4096, 8, 325 },
+  { 6, 4096, 32, 325 },
+  { 6, 4096, 128, 325 },
+  { 6, 4096, 512, 325 },
+  { 6, 4096, 2048, 325 },
+  { 6, 4096, 8192, 326 },
+  { 6, 4096, 32768, 326 },
+  { 6, 5120, 1, 327 },
+  { 6, 5120, 8, 327 },
+  { 6, 5120, 32, 327 },
+  { 6, 5120, 128, 327 },
+  { 6, 5120, 512, 328 },
+  { 6, 5120, 2048, 329 },
+  { 6, 5120, 8192, 329 },
+  { 6, 5120, 32768, 329 },
+  { 6, 6144, 1, 330 },
+  { 6, 6144, 8, 330 },
+  { 6, 6144, 32, 330 },
+  { 6, 6144, 128, 330 },
+  { 6, 6144, 512, 330 },
+  { 6, 6144, 2048, 330 },
+  { 6, 6144, 8192, 331 },
+  { 6, 6144, 32768, 331 },
+  { 6, 7168, 1, 332 },
+  { 6, 7168, 8, 332 },
+  { 6, 7168, 32, 332 },
+  { 6, 7168, 128, 332 },
+  { 6, 7168, 512, 333 },
+  { 6, 7168, 2048, 333 },
+  { 6, 7168, 8192, 334 },
+  { 6, 7168, 32768, 334 },
+  { 6, 8192, 1, 335 },
+  { 6, 8192, 8, 335 },
+  { 6, 8192, 32, 335 },
+  { 6, 8192, 128, 336 },
+  { 6, 8192, 512, 336 },
+  { 6, 8192, 2048, 337 },
+  { 6, 8192, 8192, 337 },
+  { 6, 8192, 32768, 337 },
+  { 6, 12288, 1, 338 },
+  { 6, 12288, 8, 338 },
+  { 6, 12288, 32, 338 },
+  { 6, 12288, 128, 338 },
+  { 6, 12288, 512, 339 },
+  { 6, 12288, 2048, 339 },
+  { 6, 12288, 8192, 340 },
+  { 6, 12288, 32768, 340 },
+  { 6, 16384, 1, 341 },
+  { 6, 16384, 8, 341 },
+  { 6, 16384, 32, 341 },
+  { 6, 16384, 128, 342 },
+  { 6, 16384, 512, 343 },
+  { 6, 16384, 2048, 343 },
+  { 6, 16384, 8192, 342 },
+  { 6, 16384, 32768, 342 },
+  { 6, 32768, 1, 344 },
+  { 6, 32768, 8, 344 },
+  { 6, 32768, 32, 344 },
+  { 6, 32768, 128, 345 },
+  { 6, 32768, 512, 346 },
   { 6, 32768, 2048, 347 },
   { 6, 32768, 8192, 347 },
-  { 6, 32768, 32768, 347 },
-  { 6, 65536, 1, 349 },
-  { 6, 65536, 8, 349 },
-  { 6, 65536, 32, 350 },
-  { 6, 65536, 128, 351 },
-  { 6, 65536, 512, 350 },
+  { 6, 32768, 32768, 345 },
+  { 6, 65536, 1, 348 },
+  { 6, 65536, 8, 348 },
+  { 6, 65536, 32, 349 },
+  { 6, 65536, 128, 350 },
+  { 6, 65536, 512, 349 },
   { 6, 65536, 2048, 350 },
-  { 6, 65536, 8192, 351 },
-  { 6, 65536, 32768, 351 },
-  { 6, 131072, 1, 352 },
-  { 6, 131072, 8, 352 },
-  { 6, 131072, 32, 352 },
-  { 6, 131072, 128, 352 },
-  { 6, 131072, 512, 352 },
-  { 6, 131072, 2048, 352 },
-  { 6, 131072, 8192, 352 },
-  { 6, 131072, 32768, 352 },
-  { 7, 512, 1, 354 },
-  { 7, 512, 8, 354 },
-  { 7, 512, 32, 355 },
-  { 7, 512, 128, 355 },
-  { 7, 512, 512, 355 },
-  { 7, 512, 2048, 355 },
-  { 7, 512, 8192, 356 },
-  { 7, 512, 32768, 357 },
-  { 7, 768, 1, 358 },
-  { 7, 768, 8, 358 },
+  { 6, 65536, 8192, 350 },
+  { 6, 65536, 32768, 350 },
+  { 6, 131072, 1, 351 },
+  { 6, 131072, 8, 351 },
+  { 6, 131072, 32, 351 },
+  { 6, 131072, 128, 351 },
+  { 6, 131072, 512, 351 },
+  { 6, 131072, 2048, 351 },
+  { 6, 131072, 8192, 351 },
+  { 6, 131072, 32768, 351 },
+  { 7, 512, 1, 353 },
+  { 7, 512, 8, 353 },
+  { 7, 512, 32, 353 },
+  { 7, 512, 128, 354 },
+  { 7, 512, 512, 354 },
+  { 7, 512, 2048, 354 },
+  { 7, 512, 8192, 355 },
+  { 7, 512, 32768, 356 },
+  { 7, 768, 1, 357 },
+  { 7, 768, 8, 357 },
   { 7, 768, 32, 358 },
-  { 7, 768, 128, 358 },
-  { 7, 768, 512, 358 },
+  { 7, 768, 128, 357 },
+  { 7, 768, 512, 357 },
   { 7, 768, 2048, 359 },
-  { 7, 768, 8192, 358 },
+  { 7, 768, 8192, 357 },
   { 7, 768, 32768, 359 },
   { 7, 1024, 1, 360 },
   { 7, 1024, 8, 360 },
   { 7, 1024, 32, 360 },
   { 7, 1024, 128, 361 },
-  { 7, 1024, 512, 362 },
-  { 7, 1024, 2048, 363 },
-  { 7, 1024, 8192, 362 },
-  { 7, 1024, 32768, 363 },
-  { 7, 1536, 1, 364 },
-  { 7, 1536, 8, 364 },
-  { 7, 1536, 32, 364 },
+  { 7, 1024, 512, 360 },
+  { 7, 1024, 2048, 362 },
+  { 7, 1024, 8192, 360 },
+  { 7, 1024, 32768, 362 },
+  { 7, 1536, 1, 363 },
+  { 7, 1536, 8, 363 },
+  { 7, 1536, 32, 363 },
   { 7, 1536, 128, 364 },
   { 7, 1536, 512, 364 },
-  { 7, 1536, 2048, 364 },
+  { 7, 1536, 2048, 365 },
   { 7, 1536, 8192, 365 },
   { 7, 1536, 32768, 365 },
   { 7, 2048, 1, 366 },
@@ -1961,241 +1949,241 @@ const Entry kEntries[] = {
   { 7, 2048, 32, 367 },
   { 7, 2048, 128, 366 },
   { 7, 2048, 512, 368 },
-  { 7, 2048, 2048, 369 },
+  { 7, 2048, 2048, 366 },
   { 7, 2048, 8192, 368 },
-  { 7, 2048, 32768, 370 },
-  { 7, 2560, 1, 371 },
-  { 7, 2560, 8, 371 },
-  { 7, 2560, 32, 371 },
-  { 7, 2560, 128, 371 },
-  { 7, 2560, 512, 372 },
-  { 7, 2560, 2048, 373 },
-  { 7, 2560, 8192, 373 },
-  { 7, 2560, 32768, 374 },
-  { 7, 3072, 1, 375 },
-  { 7, 3072, 8, 371 },
-  { 7, 3072, 32, 375 },
-  { 7, 3072, 128, 375 },
-  { 7, 3072, 512, 376 },
-  { 7, 3072, 2048, 375 },
-  { 7, 3072, 8192, 377 },
-  { 7, 3072, 32768, 378 },
-  { 7, 4096, 1, 379 },
-  { 7, 4096, 8, 379 },
-  { 7, 4096, 32, 379 },
-  { 7, 4096, 128, 379 },
-  { 7, 4096, 512, 380 },
-  { 7, 4096, 2048, 379 },
-  { 7, 4096, 8192, 380 },
-  { 7, 4096, 32768, 381 },
-  { 7, 5120, 1, 382 },
-  { 7, 5120, 8, 382 },
-  { 7, 5120, 32, 382 },
-  { 7, 5120, 128, 383 },
-  { 7, 5120, 512, 383 },
-  { 7, 5120, 2048, 383 },
-  { 7, 5120, 8192, 384 },
-  { 7, 5120, 32768, 385 },
-  { 7, 6144, 1, 382 },
-  { 7, 6144, 8, 382 },
-  { 7, 6144, 32, 382 },
+  { 7, 2048, 32768, 369 },
+  { 7, 2560, 1, 370 },
+  { 7, 2560, 8, 370 },
+  { 7, 2560, 32, 370 },
+  { 7, 2560, 128, 370 },
+  { 7, 2560, 512, 370 },
+  { 7, 2560, 2048, 370 },
+  { 7, 2560, 8192, 371 },
+  { 7, 2560, 32768, 372 },
+  { 7, 3072, 1, 373 },
+  { 7, 3072, 8, 373 },
+  { 7, 3072, 32, 373 },
+  { 7, 3072, 128, 373 },
+  { 7, 3072, 512, 374 },
+  { 7, 3072, 2048, 373 },
+  { 7, 3072, 8192, 374 },
+  { 7, 3072, 32768, 375 },
+  { 7, 4096, 1, 376 },
+  { 7, 4096, 8, 376 },
+  { 7, 4096, 32, 376 },
+  { 7, 4096, 128, 376 },
+  { 7, 4096, 512, 377 },
+  { 7, 4096, 2048, 376 },
+  { 7, 4096, 8192, 377 },
+  { 7, 4096, 32768, 375 },
+  { 7, 5120, 1, 378 },
+  { 7, 5120, 8, 378 },
+  { 7, 5120, 32, 378 },
+  { 7, 5120, 128, 379 },
+  { 7, 5120, 512, 379 },
+  { 7, 5120, 2048, 379 },
+  { 7, 5120, 8192, 380 },
+  { 7, 5120, 32768, 381 },
+  { 7, 6144, 1, 378 },
+  { 7, 6144, 8, 378 },
+  { 7, 6144, 32, 378 },
   { 7, 6144, 128, 382 },
-  { 7, 6144, 512, 386 },
-  { 7, 6144, 2048, 386 },
-  { 7, 6144, 8192, 387 },
-  { 7, 6144, 32768, 385 },
-  { 7, 7168, 1, 388 },
-  { 7, 7168, 8, 388 },
-  { 7, 7168, 32, 388 },
-  { 7, 7168, 128, 388 },
-  { 7, 7168, 512, 389 },
-  { 7, 7168, 2048, 389 },
-  { 7, 7168, 8192, 387 },
-  { 7, 7168, 32768, 385 },
-  { 7, 8192, 1, 390 },
-  { 7, 8192, 8, 390 },
-  { 7, 8192, 32, 390 },
-  { 7, 8192, 128, 390 },
-  { 7, 8192, 512, 391 },
-  { 7, 8192, 2048, 391 },
-  { 7, 8192, 8192, 392 },
-  { 7, 8192, 32768, 385 },
-  { 7, 12288, 1, 393 },
-  { 7, 12288, 8, 393 },
-  { 7, 12288, 32, 393 },
-  { 7, 12288, 128, 393 },
-  { 7, 12288, 512, 394 },
-  { 7, 12288, 2048, 395 },
-  { 7, 12288, 8192, 396 },
-  { 7, 12288, 32768, 396 },
-  { 7, 16384, 1, 397 },
-  { 7, 16384, 8, 397 },
-  { 7, 16384, 32, 397 },
-  { 7, 16384, 128, 398 },
-  { 7, 16384, 512, 398 },
-  { 7, 16384, 2048, 399 },
-  { 7, 16384, 8192, 396 },
-  { 7, 16384, 32768, 396 },
-  { 7, 32768, 1, 400 },
-  { 7, 32768, 8, 400 },
-  { 7, 32768, 32, 400 },
-  { 7, 32768, 128, 401 },
-  { 7, 32768, 512, 401 },
-  { 7, 32768, 2048, 402 },
-  { 7, 32768, 8192, 402 },
-  { 7, 32768, 32768, 402 },
-  { 7, 65536, 1, 403 },
-  { 7, 65536, 8, 403 },
-  { 7, 65536, 32, 404 },
-  { 7, 65536, 128, 405 },
-  { 7, 65536, 512, 404 },
-  { 7, 65536, 2048, 406 },
-  { 7, 65536, 8192, 406 },
-  { 7, 65536, 32768, 406 },
-  { 7, 131072, 1, 407 },
-  { 7, 131072, 8, 408 },
-  { 7, 131072, 32, 407 },
-  { 7, 131072, 128, 409 },
-  { 7, 131072, 512, 410 },
-  { 7, 131072, 2048, 407 },
-  { 7, 131072, 8192, 407 },
-  { 7, 131072, 32768, 407 },
-  { 8, 512, 1, 412 },
-  { 8, 512, 8, 412 },
-  { 8, 512, 32, 412 },
-  { 8, 512, 128, 413 },
-  { 8, 512, 512, 413 },
-  { 8, 512, 2048, 414 },
-  { 8, 512, 8192, 413 },
-  { 8, 512, 32768, 414 },
-  { 8, 768, 1, 415 },
-  { 8, 768, 8, 415 },
-  { 8, 768, 32, 415 },
-  { 8, 768, 128, 415 },
-  { 8, 768, 512, 415 },
-  { 8, 768, 2048, 415 },
-  { 8, 768, 8192, 416 },
-  { 8, 768, 32768, 416 },
-  { 8, 1024, 1, 417 },
-  { 8, 1024, 8, 417 },
-  { 8, 1024, 32, 417 },
-  { 8, 1024, 128, 417 },
-  { 8, 1024, 512, 418 },
-  { 8, 1024, 2048, 417 },
-  { 8, 1024, 8192, 418 },
-  { 8, 1024, 32768, 416 },
-  { 8, 1536, 1, 419 },
-  { 8, 1536, 8, 419 },
-  { 8, 1536, 32, 419 },
-  { 8, 1536, 128, 419 },
-  { 8, 1536, 512, 419 },
-  { 8, 1536, 2048, 419 },
-  { 8, 1536, 8192, 420 },
-  { 8, 1536, 32768, 420 },
-  { 8, 2048, 1, 421 },
-  { 8, 2048, 8, 422 },
-  { 8, 2048, 32, 421 },
-  { 8, 2048, 128, 422 },
-  { 8, 2048, 512, 422 },
-  { 8, 2048, 2048, 422 },
-  { 8, 2048, 8192, 423 },
-  { 8, 2048, 32768, 423 },
-  { 8, 2560, 1, 424 },
-  { 8, 2560, 8, 424 },
-  { 8, 2560, 32, 424 },
-  { 8, 2560, 128, 424 },
-  { 8, 2560, 512, 425 },
-  { 8, 2560, 2048, 426 },
-  { 8, 2560, 8192, 426 },
-  { 8, 2560, 32768, 426 },
-  { 8, 3072, 1, 427 },
-  { 8, 3072, 8, 427 },
-  { 8, 3072, 32, 427 },
-  { 8, 3072, 128, 427 },
-  { 8, 3072, 512, 425 },
-  { 8, 3072, 2048, 428 },
-  { 8, 3072, 8192, 428 },
-  { 8, 3072, 32768, 428 },
-  { 8, 4096, 1, 429 },
-  { 8, 4096, 8, 429 },
-  { 8, 4096, 32, 429 },
-  { 8, 4096, 128, 429 },
-  { 8, 4096, 512, 430 },
-  { 8, 4096, 2048, 430 },
-  { 8, 4096, 8192, 431 },
-  { 8, 4096, 32768, 431 },
-  { 8, 5120, 1, 432 },
-  { 8, 5120, 8, 432 },
-  { 8, 5120, 32, 432 },
-  { 8, 5120, 128, 432 },
-  { 8, 5120, 512, 432 },
-  { 8, 5120, 2048, 433 },
-  { 8, 5120, 8192, 434 },
-  { 8, 5120, 32768, 434 },
-  { 8, 6144, 1, 435 },
-  { 8, 6144, 8, 435 },
-  { 8, 6144, 32, 436 },
-  { 8, 6144, 128, 436 },
-  { 8, 6144, 512, 436 },
-  { 8, 6144, 2048, 433 },
-  { 8, 6144, 8192, 437 },
-  { 8, 6144, 32768, 437 },
-  { 8, 7168, 1, 438 },
-  { 8, 7168, 8, 438 },
-  { 8, 7168, 32, 438 },
-  { 8, 7168, 128, 439 },
-  { 8, 7168, 512, 439 },
-  { 8, 7168, 2048, 433 },
-  { 8, 7168, 8192, 433 },
-  { 8, 7168, 32768, 440 },
-  { 8, 8192, 1, 441 },
-  { 8, 8192, 8, 441 },
-  { 8, 8192, 32, 441 },
-  { 8, 8192, 128, 441 },
-  { 8, 8192, 512, 442 },
-  { 8, 8192, 2048, 443 },
-  { 8, 8192, 8192, 443 },
-  { 8, 8192, 32768, 444 },
-  { 8, 12288, 1, 445 },
-  { 8, 12288, 8, 445 },
-  { 8, 12288, 32, 445 },
-  { 8, 12288, 128, 446 },
-  { 8, 12288, 512, 446 },
-  { 8, 12288, 2048, 447 },
-  { 8, 12288, 8192, 447 },
-  { 8, 12288, 32768, 448 },
-  { 8, 16384, 1, 449 },
-  { 8, 16384, 8, 449 },
-  { 8, 16384, 32, 449 },
-  { 8, 16384, 128, 450 },
-  { 8, 16384, 512, 451 },
-  { 8, 16384, 2048, 451 },
-  { 8, 16384, 8192, 451 },
-  { 8, 16384, 32768, 451 },
-  { 8, 32768, 1, 452 },
-  { 8, 32768, 8, 452 },
-  { 8, 32768, 32, 453 },
-  { 8, 32768, 128, 453 },
-  { 8, 32768, 512, 454 },
-  { 8, 32768, 2048, 455 },
-  { 8, 32768, 8192, 455 },
-  { 8, 32768, 32768, 455 },
-  { 8, 65536, 1, 456 },
-  { 8, 65536, 8, 456 },
-  { 8, 65536, 32, 457 },
-  { 8, 65536, 128, 458 },
-  { 8, 65536, 512, 459 },
-  { 8, 65536, 2048, 459 },
-  { 8, 65536, 8192, 459 },
-  { 8, 65536, 32768, 459 },
-  { 8, 131072, 1, 460 },
-  { 8, 131072, 8, 461 },
-  { 8, 131072, 32, 461 },
-  { 8, 131072, 128, 461 },
-  { 8, 131072, 512, 460 },
-  { 8, 131072, 2048, 460 },
-  { 8, 131072, 8192, 460 },
-  { 8, 131072, 32768, 460 },
+  { 7, 6144, 512, 382 },
+  { 7, 6144, 2048, 383 },
+  { 7, 6144, 8192, 383 },
+  { 7, 6144, 32768, 381 },
+  { 7, 7168, 1, 384 },
+  { 7, 7168, 8, 384 },
+  { 7, 7168, 32, 384 },
+  { 7, 7168, 128, 384 },
+  { 7, 7168, 512, 385 },
+  { 7, 7168, 2048, 385 },
+  { 7, 7168, 8192, 381 },
+  { 7, 7168, 32768, 381 },
+  { 7, 8192, 1, 386 },
+  { 7, 8192, 8, 386 },
+  { 7, 8192, 32, 386 },
+  { 7, 8192, 128, 386 },
+  { 7, 8192, 512, 387 },
+  { 7, 8192, 2048, 387 },
+  { 7, 8192, 8192, 388 },
+  { 7, 8192, 32768, 381 },
+  { 7, 12288, 1, 389 },
+  { 7, 12288, 8, 389 },
+  { 7, 12288, 32, 389 },
+  { 7, 12288, 128, 389 },
+  { 7, 12288, 512, 390 },
+  { 7, 12288, 2048, 390 },
+  { 7, 12288, 8192, 391 },
+  { 7, 12288, 32768, 391 },
+  { 7, 16384, 1, 392 },
+  { 7, 16384, 8, 392 },
+  { 7, 16384, 32, 392 },
+  { 7, 16384, 128, 393 },
+  { 7, 16384, 512, 393 },
+  { 7, 16384, 2048, 394 },
+  { 7, 16384, 8192, 391 },
+  { 7, 16384, 32768, 391 },
+  { 7, 32768, 1, 395 },
+  { 7, 32768, 8, 395 },
+  { 7, 32768, 32, 395 },
+  { 7, 32768, 128, 396 },
+  { 7, 32768, 512, 396 },
+  { 7, 32768, 2048, 397 },
+  { 7, 32768, 8192, 397 },
+  { 7, 32768, 32768, 397 },
+  { 7, 65536, 1, 398 },
+  { 7, 65536, 8, 398 },
+  { 7, 65536, 32, 399 },
+  { 7, 65536, 128, 400 },
+  { 7, 65536, 512, 400 },
+  { 7, 65536, 2048, 401 },
+  { 7, 65536, 8192, 401 },
+  { 7, 65536, 32768, 401 },
+  { 7, 131072, 1, 402 },
+  { 7, 131072, 8, 403 },
+  { 7, 131072, 32, 402 },
+  { 7, 131072, 128, 404 },
+  { 7, 131072, 512, 404 },
+  { 7, 131072, 2048, 402 },
+  { 7, 131072, 8192, 402 },
+  { 7, 131072, 32768, 402 },
+  { 8, 512, 1, 406 },
+  { 8, 512, 8, 407 },
+  { 8, 512, 32, 408 },
+  { 8, 512, 128, 407 },
+  { 8, 512, 512, 408 },
+  { 8, 512, 2048, 408 },
+  { 8, 512, 8192, 407 },
+  { 8, 512, 32768, 409 },
+  { 8, 768, 1, 410 },
+  { 8, 768, 8, 410 },
+  { 8, 768, 32, 411 },
+  { 8, 768, 128, 410 },
+  { 8, 768, 512, 410 },
+  { 8, 768, 2048, 410 },
+  { 8, 768, 8192, 410 },
+  { 8, 768, 32768, 412 },
+  { 8, 1024, 1, 413 },
+  { 8, 1024, 8, 413 },
+  { 8, 1024, 32, 414 },
+  { 8, 1024, 128, 413 },
+  { 8, 1024, 512, 413 },
+  { 8, 1024, 2048, 413 },
+  { 8, 1024, 8192, 412 },
+  { 8, 1024, 32768, 412 },
+  { 8, 1536, 1, 415 },
+  { 8, 1536, 8, 415 },
+  { 8, 1536, 32, 415 },
+  { 8, 1536, 128, 415 },
+  { 8, 1536, 512, 416 },
+  { 8, 1536, 2048, 415 },
+  { 8, 1536, 8192, 417 },
+  { 8, 1536, 32768, 417 },
+  { 8, 2048, 1, 418 },
+  { 8, 2048, 8, 418 },
+  { 8, 2048, 32, 418 },
+  { 8, 2048, 128, 418 },
+  { 8, 2048, 512, 419 },
+  { 8, 2048, 2048, 417 },
+  { 8, 2048, 8192, 420 },
+  { 8, 2048, 32768, 420 },
+  { 8, 2560, 1, 421 },
+  { 8, 2560, 8, 421 },
+  { 8, 2560, 32, 421 },
+  { 8, 2560, 128, 421 },
+  { 8, 2560, 512, 422 },
+  { 8, 2560, 2048, 422 },
+  { 8, 2560, 8192, 423 },
+  { 8, 2560, 32768, 423 },
+  { 8, 3072, 1, 424 },
+  { 8, 3072, 8, 424 },
+  { 8, 3072, 32, 424 },
+  { 8, 3072, 128, 424 },
+  { 8, 3072, 512, 424 },
+  { 8, 3072, 2048, 425 },
+  { 8, 3072, 8192, 425 },
+  { 8, 3072, 32768, 425 },
+  { 8, 4096, 1, 426 },
+  { 8, 4096, 8, 427 },
+  { 8, 4096, 32, 427 },
+  { 8, 4096, 128, 427 },
+  { 8, 4096, 512, 427 },
+  { 8, 4096, 2048, 428 },
+  { 8, 4096, 8192, 428 },
+  { 8, 4096, 32768, 428 },
+  { 8, 5120, 1, 429 },
+  { 8, 5120, 8, 430 },
+  { 8, 5120, 32, 430 },
+  { 8, 5120, 128, 430 },
+  { 8, 5120, 512, 430 },
+  { 8, 5120, 2048, 431 },
+  { 8, 5120, 8192, 431 },
+  { 8, 5120, 32768, 428 },
+  { 8, 6144, 1, 429 },
+  { 8, 6144, 8, 429 },
+  { 8, 6144, 32, 432 },
+  { 8, 6144, 128, 432 },
+  { 8, 6144, 512, 432 },
+  { 8, 6144, 2048, 428 },
+  { 8, 6144, 8192, 433 },
+  { 8, 6144, 32768, 433 },
+  { 8, 7168, 1, 434 },
+  { 8, 7168, 8, 434 },
+  { 8, 7168, 32, 434 },
+  { 8, 7168, 128, 435 },
+  { 8, 7168, 512, 435 },
+  { 8, 7168, 2048, 428 },
+  { 8, 7168, 8192, 428 },
+  { 8, 7168, 32768, 436 },
+  { 8, 8192, 1, 437 },
+  { 8, 8192, 8, 437 },
+  { 8, 8192, 32, 437 },
+  { 8, 8192, 128, 437 },
+  { 8, 8192, 512, 438 },
+  { 8, 8192, 2048, 439 },
+  { 8, 8192, 8192, 439 },
+  { 8, 8192, 32768, 439 },
+  { 8, 12288, 1, 440 },
+  { 8, 12288, 8, 440 },
+  { 8, 12288, 32, 440 },
+  { 8, 12288, 128, 441 },
+  { 8, 12288, 512, 441 },
+  { 8, 12288, 2048, 442 },
+  { 8, 12288, 8192, 442 },
+  { 8, 12288, 32768, 443 },
+  { 8, 16384, 1, 444 },
+  { 8, 16384, 8, 444 },
+  { 8, 16384, 32, 444 },
+  { 8, 16384, 128, 444 },
+  { 8, 16384, 512, 445 },
+  { 8, 16384, 2048, 445 },
+  { 8, 16384, 8192, 446 },
+  { 8, 16384, 32768, 446 },
+  { 8, 32768, 1, 447 },
+  { 8, 32768, 8, 447 },
+  { 8, 32768, 32, 447 },
+  { 8, 32768, 128, 447 },
+  { 8, 32768, 512, 448 },
+  { 8, 32768, 2048, 449 },
+  { 8, 32768, 8192, 449 },
+  { 8, 32768, 32768, 449 },
+  { 8, 65536, 1, 450 },
+  { 8, 65536, 8, 450 },
+  { 8, 65536, 32, 451 },
+  { 8, 65536, 128, 452 },
+  { 8, 65536, 512, 453 },
+  { 8, 65536, 2048, 453 },
+  { 8, 65536, 8192, 453 },
+  { 8, 65536, 32768, 453 },
+  { 8, 131072, 1, 454 },
+  { 8, 131072, 8, 455 },
+  { 8, 131072, 32, 455 },
+  { 8, 131072, 128, 455 },
+  { 8, 131072, 512, 454 },
+  { 8, 131072, 2048, 454 },
+  { 8, 131072, 8192, 454 },
+  { 8, 131072, 32768, 454 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
