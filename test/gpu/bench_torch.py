@@ -137,14 +137,13 @@ def time_in_rounds(impls, inputs, calls, repeats, rounds, keep_outputs):
     """{name: (us, via graph) or why not}: every implementation timed once a round, in turn, each
     round starting one implementation later (none always runs first, right after the inputs are
     made); the median of its rounds."""
-    names, times, failed = list(impls), {n: [] for n in impls}, {}
-    graphs = {}
+    names, times, failed, via_graph = list(impls), {n: [] for n in impls}, {}, {}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             if name in failed:
                 continue
             try:
-                us, graphs[name] = measure(impls[name], inputs, calls, repeats, keep_outputs)
+                us, via_graph[name] = measure(impls[name], inputs, calls, repeats, keep_outputs)
                 times[name].append(us)
             except torch.cuda.OutOfMemoryError:
                 failed[name] = "out of memory"
@@ -153,7 +152,7 @@ def time_in_rounds(impls, inputs, calls, repeats, rounds, keep_outputs):
                 print(f"  {name} failed: {e}", file=sys.stderr)
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-    return {n: failed[n] if n in failed else (statistics.median(times[n]), graphs[n]) for n in names}
+    return {n: failed[n] if n in failed else (statistics.median(times[n]), via_graph[n]) for n in names}
 
 
 def agreement(impls, inp, spec):

@@ -27,13 +27,12 @@ for step in "$@"; do
       r=$?; echo "faults rc=$r"; tail -1 "$out/faults.log" ;;
     resume)
       # A tune killed with SIGKILL once it has saved results, then the same command again: it must
-      # skip finished work. Killed by progress, not after fixed seconds: a fresh machine spends
-      # its first ~20 s building the runner and compiling.
+      # skip finished work. Killed by progress, not after fixed seconds: on a fresh machine the
+      # runner's build and the first compiles took more than 12 s before any result.
       args="tune --arch sm90 --op rmsnorm,layernorm --dtype bf16,fp32 --hidden 1024,4096,16384 --rows 8,512,8192 --db $out/resume.jsonl"
       rm -f "$out/resume.jsonl"
       node dist/cli/main.js $args > "$out/resume.log" 2>&1 &
       tune_pid=$!
-      saved=0
       for _ in $(seq 240); do
         sleep 0.5
         saved=$(grep -c '"kind":"result"' "$out/resume.jsonl" 2>/dev/null); saved=${saved:-0}
