@@ -1,38 +1,32 @@
 // The compile pool's scheduling, with a stand-in worker instead of nvcc.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArch } from '../generator/arch.js';
 import { makeProblem } from '../generator/problem.js';
 import { CompilePool } from '../tuner/compile-pool.js';
 import { FORWARD } from '../tuner/direction.js';
 import type { Variant } from '../generator/variant.js';
+import { withFreshCache } from './fresh-cache.js';
 
 const FAKE_WORKER = new URL('./fake-compile-worker.js', import.meta.url).href;
 
 test('units finish in the order they were asked for, though each is several nvcc calls on a busy pool', async () => {
-  // The stand-in's empty cubins go to a cache of their own, never seen by later tests
-  // (uvu runs every test file in one process).
-  const cache = process.env.NORMGEN_CACHE;
-  process.env.NORMGEN_CACHE = mkdtempSync(join(tmpdir(), 'normgen-pool-'));
   const sm90 = parseArch('sm90');
-  const pool = new CompilePool(sm90, 2, FAKE_WORKER);
   const finished: number[] = [];
   const units = [1024, 2048, 4096, 8192, 12288, 16384].map((hidden) => {
     const p = makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } }, hidden, 32768);
     return FORWARD.variants(p, sm90) as Variant[];
   });
   assert.ok(units.every((vs) => vs.length > 3 * 24), 'each unit takes several nvcc calls');
-  try {
-    await Promise.all(units.map((variants, i) => pool.build({ spec: variants[0].spec, variants }).then(() => finished.push(i))));
-  } finally {
-    await pool.close();
-    rmSync(process.env.NORMGEN_CACHE, { recursive: true, force: true });
-    if (cache === undefined) delete process.env.NORMGEN_CACHE;
-    else process.env.NORMGEN_CACHE = cache;
-  }
+  // The stand-in's empty cubins go to a cache of their own, never seen by later tests.
+  await withFreshCache(async () => {
+    const pool = new CompilePool(sm90, 2, FAKE_WORKER);
+    try {
+      await Promise.all(units.map((variants, i) => pool.build({ spec: variants[0].spec, variants }).then(() => finished.push(i))));
+    } finally {
+      await pool.close();
+    }
+  });
   assert.equal(finished, [0, 1, 2, 3, 4, 5]);
 });
 

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { availableParallelism, tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { parseArch, ARCH_NAMES } from '../generator/arch.js';
@@ -14,6 +14,7 @@ import { makeVariant, type Variant } from '../generator/variant.js';
 import { CompilePool } from '../tuner/compile-pool.js';
 import { findNvcc, parsePtxasReport, spills } from '../tuner/nvcc.js';
 import { coveringSet } from '../tuner/verify-matrix.js';
+import { withFreshCache } from './fresh-cache.js';
 
 const REPORT = `ptxas info    : Compiling entry function 'k1' for 'sm_90a'
 ptxas info    : Function properties for k1
@@ -121,23 +122,20 @@ test('a variant that does not compile is COMPILE_ERROR; the rest of its unit sti
 });
 
 test('one unit asked for twice at once is compiled once; no partial cubin is left', async () => {
-  const saved = process.env.NORMGEN_CACHE;
-  process.env.NORMGEN_CACHE = mkdtempSync(join(tmpdir(), 'normgen-cache-'));
-  const pool = new CompilePool(parseArch('sm90'), 2);
-  try {
-    const req = { spec: SPECS[0], variants: [makeVariant(SPECS[0], GENERIC_PARAMS)] };
-    const [a, b] = await Promise.all([pool.compileUnit(req), pool.compileUnit(req)]);
-    assert.ok(a.ok && b.ok && a.cubin === b.cubin && existsSync(a.cubin));
-    const files = readdirSync(dirname(a.cubin));
-    assert.equal(files.filter((f) => f.endsWith('.cubin')).length, 1);
-    assert.equal(files.filter((f) => f.endsWith('.tmp')), []);
-    assert.ok((await pool.compileUnit(req)).cached, 'the next request takes it from the cache');
-  } finally {
-    await pool.close();
-    rmSync(process.env.NORMGEN_CACHE, { recursive: true, force: true });
-    if (saved === undefined) delete process.env.NORMGEN_CACHE;
-    else process.env.NORMGEN_CACHE = saved;
-  }
+  await withFreshCache(async () => {
+    const pool = new CompilePool(parseArch('sm90'), 2);
+    try {
+      const req = { spec: SPECS[0], variants: [makeVariant(SPECS[0], GENERIC_PARAMS)] };
+      const [a, b] = await Promise.all([pool.compileUnit(req), pool.compileUnit(req)]);
+      assert.ok(a.ok && b.ok && a.cubin === b.cubin && existsSync(a.cubin));
+      const files = readdirSync(dirname(a.cubin));
+      assert.equal(files.filter((f) => f.endsWith('.cubin')).length, 1);
+      assert.equal(files.filter((f) => f.endsWith('.tmp')), []);
+      assert.ok((await pool.compileUnit(req)).cached, 'the next request takes it from the cache');
+    } finally {
+      await pool.close();
+    }
+  });
 });
 
 test('the probe (test/gpu/probe.cu) builds for sm_90a, no kernel with stack or spills', async () => {

@@ -14,6 +14,7 @@ import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { tuneReport } from '../tuner/tune-report.js';
 import { SCREEN_MAX_COPIES, tune, type TuneOptions, type Progress } from '../tuner/tune.js';
+import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
 const grid: GridSpec = { ops: ['rmsnorm'], dtypes: ['bf16'], hiddens: [1024], rows: [8, 512], residual: 'same' };
@@ -37,13 +38,9 @@ test('every variant of every problem is measured once; a re-run resumes with not
   }
   let last: Progress | undefined;
   // With an empty compile cache, any compiling would take seconds.
-  const cache = process.env.NORMGEN_CACHE;
-  process.env.NORMGEN_CACHE = mkdtempSync(join(tmpdir(), 'normgen-cache-'));
   const started = performance.now();
-  const second = await tune(options(dbPath, { onProgress: (p) => (last = p), jobs: 1, gpus: [1] }));
+  const second = await withFreshCache(() => tune(options(dbPath, { onProgress: (p) => (last = p), jobs: 1, gpus: [1] })));
   assert.ok(performance.now() - started < 3000, 'a finished database needs no compiling');
-  if (cache === undefined) delete process.env.NORMGEN_CACHE;
-  else process.env.NORMGEN_CACHE = cache;
   second.db.close();
   assert.is(last!.total, 0);
   assert.is(last!.skipped, results.length);
