@@ -28,7 +28,6 @@ def case(op, dtype, rows, hidden):
     nbytes = rows * hidden * esz
     big = torch.empty(2 * nbytes + (1 << 30), dtype=torch.uint8, device=dev)
     w = torch.randn(hidden, device=dev).to(dtype); b = torch.randn(hidden, device=dev).to(dtype)
-    mean = torch.empty(rows, device=dev); rstd = torch.empty(rows, device=dev)
     def view(off):
         return big[off:off + nbytes].view(dtype).view(rows, hidden)
     view(0).copy_(torch.randn(rows, hidden, device=dev).to(dtype))
