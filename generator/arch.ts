@@ -11,6 +11,8 @@ export interface Arch {
   nvccArch: string;
   /** Thread-block clusters with distributed shared memory (Hopper and later). */
   clusters: boolean;
+  /** Most CTAs a cluster may have: past 8 non-portable, launched with an opt-in. */
+  maxCluster: number;
   /** Largest dynamic shared memory one CTA may opt into, in bytes. */
   maxSharedPerBlock: number;
   maxThreadsPerSm: number;
@@ -19,12 +21,12 @@ export interface Arch {
 const KB = 1024;
 // From the CUDA C++ Programming Guide's table of compute capabilities.
 const ARCHES: Arch[] = [
-  { name: 'sm80', cc: 80, nvccArch: 'sm_80', clusters: false, maxSharedPerBlock: 163 * KB, maxThreadsPerSm: 2048 },
-  { name: 'sm86', cc: 86, nvccArch: 'sm_86', clusters: false, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
-  { name: 'sm89', cc: 89, nvccArch: 'sm_89', clusters: false, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
-  { name: 'sm90', cc: 90, nvccArch: 'sm_90a', clusters: true, maxSharedPerBlock: 227 * KB, maxThreadsPerSm: 2048 },
-  { name: 'sm100', cc: 100, nvccArch: 'sm_100', clusters: true, maxSharedPerBlock: 227 * KB, maxThreadsPerSm: 2048 },
-  { name: 'sm120', cc: 120, nvccArch: 'sm_120', clusters: true, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
+  { name: 'sm80', cc: 80, nvccArch: 'sm_80', clusters: false, maxCluster: 1, maxSharedPerBlock: 163 * KB, maxThreadsPerSm: 2048 },
+  { name: 'sm86', cc: 86, nvccArch: 'sm_86', clusters: false, maxCluster: 1, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
+  { name: 'sm89', cc: 89, nvccArch: 'sm_89', clusters: false, maxCluster: 1, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
+  { name: 'sm90', cc: 90, nvccArch: 'sm_90a', clusters: true, maxCluster: 16, maxSharedPerBlock: 227 * KB, maxThreadsPerSm: 2048 },
+  { name: 'sm100', cc: 100, nvccArch: 'sm_100', clusters: true, maxCluster: 16, maxSharedPerBlock: 227 * KB, maxThreadsPerSm: 2048 },
+  { name: 'sm120', cc: 120, nvccArch: 'sm_120', clusters: true, maxCluster: 8, maxSharedPerBlock: 99 * KB, maxThreadsPerSm: 1536 },
 ];
 
 export const ARCH_NAMES = ARCHES.map((a) => a.name);

@@ -71,7 +71,7 @@ export interface CudaParams {
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
-export const CLUSTER_CHOICES = [1, 2, 4, 8];
+export const CLUSTER_CHOICES = [1, 2, 4, 8, 16];
 /** Ring depths; 4 was measured never ahead of 2 and 3 (H200, 2026-11-26). */
 export const STAGE_CHOICES = [2, 3];
 /** Ring depths of deferred-output variants: one slot holds the row waiting to be stored. */
@@ -269,7 +269,7 @@ const registerCapOffered = (problem: Problem, threads: number) =>
 
 /** Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns. */
 function clusterFits(problem: Problem, arch: Arch, rowsPerCta: number, cluster: number): boolean {
-  return cluster === 1 || (arch.clusters && rowsPerCta === 1 && problem.hidden / cluster >= 2048);
+  return cluster === 1 || (arch.clusters && cluster <= arch.maxCluster && rowsPerCta === 1 && problem.hidden / cluster >= 2048);
 }
 
 /**

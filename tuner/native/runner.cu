@@ -758,13 +758,18 @@ static void read_common(const Json& req, Desc& d) {
 }
 
 // The request's kernel, with its dynamic shared memory opted in (static plus dynamic may pass
-// the 48 KiB default). On failure the reply is sent and fn is null.
+// the 48 KiB default), and clusters of more than 8 CTAs (non-portable on sm90: without the
+// opt-in the occupancy query and the launch fail). On failure the reply is sent and fn is null.
 static CUfunction load_request_kernel(const Json& req, unsigned smem) {
   Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
   if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return nullptr; }
   if (smem > 0) {
     CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
     if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("shared memory: " + cu_error(r))); return nullptr; }
+  }
+  if (req.integer("cluster", 1) > 8) {
+    CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("cluster size: " + cu_error(r))); return nullptr; }
   }
   return k.fn;
 }

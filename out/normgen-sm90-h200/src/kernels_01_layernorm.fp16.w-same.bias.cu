@@ -228,6 +228,12 @@ normgen_layernorm_fwd_86a925053669(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 16384>(p);
 }
 
+// regs.t256.v8.tpr256.i1.c16.h32768
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_3a0582221497(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
+}
+
 // regs.t256.v8.tpr256.i2.c8.h32768
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
 normgen_layernorm_fwd_960d4120e3ae(const NormgenFwdParams p) {
@@ -246,16 +252,10 @@ normgen_layernorm_fwd_02cac216527c(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, 32768>(p);
 }
 
-// reload.t512.v8.tpr512.cap.h32768
-extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_39de0aa1395a(const NormgenFwdParams p) {
-  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
-}
-
-// regs.t512.v8.tpr512.i2.c8.h65536
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_522d99f0e67b(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 8, 65536>(p);
+// regs.t256.v8.tpr256.i2.c16.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_5f150756dc64(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c8
@@ -276,16 +276,16 @@ normgen_layernorm_fwd_705bf4b7c653(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, true, 65536>(p);
 }
 
-// regs.t512.v8.tpr512.i4.c8.h131072
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_68980109eef3(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072>(p);
+// regs.t256.v8.tpr256.i4.c16.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_ec3fb949e354(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072>(p);
 }
 
-// ring.t1024.v8.tpr1024.i4.c4.s3.defer.h131072
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_bd79a06455ab(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 1024, 8, 1024, 4, 4, 3, false, true, 131072>(p);
+// ring.t128.v8.tpr128.i8.c16.s2.sw.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_bfbf19ec4458(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 2, true, false, 131072>(p);
 }
 
 // reload.t512.v8.tpr512.h131072

@@ -282,10 +282,10 @@ normgen_rmsnorm_fwd_c6e68afa342e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 1024, 8, 1024, 2, 1, 16384>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c8.early.h32768
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_36039e38f70c(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
+// regs.t256.v8.tpr256.i1.c16.early.h32768
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a81c7caa913e(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768, true>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.h32768
@@ -294,16 +294,16 @@ normgen_rmsnorm_fwd_63d91253e66d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c8.h32768
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_198001fa14ff(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768>(p);
+// smem.t512.v8.tpr512.h32768
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_7b6cec778126(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
 }
 
-// regs.t512.v8.tpr512.i2.c8.early.h65536
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_ee13226b19a2(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 8, 65536, true>(p);
+// regs.t256.v8.tpr256.i2.c16.early.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_7e0593a985c9(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c8.h65536
@@ -312,22 +312,22 @@ normgen_rmsnorm_fwd_ce9dea1fefb6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 65536>(p);
 }
 
-// smem.t512.v8.tpr512.h65536
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1d70a7830ab4(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 65536>(p);
+// smem.t1024.v8.tpr1024.h65536
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_d13ed934f33c(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 65536>(p);
 }
 
-// regs.t512.v8.tpr512.i4.c8.early.h131072
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d55a591bab8e(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072, true>(p);
+// regs.t512.v8.tpr512.i2.c16.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_5f09af83ac39(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072>(p);
 }
 
-// regs.t512.v8.tpr512.i4.c8.h131072
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_83ff70c5340d(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 8, 131072>(p);
+// regs.t256.v8.tpr256.i4.c16.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8bf439c31f41(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
