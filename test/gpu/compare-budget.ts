@@ -26,13 +26,17 @@ for (const e of winners(exhaustiveDb)) {
   rows.push([problemKey(e.problem), describeParams(fwdParams(e.best)), Number(e.best.medianUs!.toFixed(2)), describeParams(fwdParams(s.best)), Number(screenUs.toFixed(2)), Number((100 * gap).toFixed(1))]);
 }
 const device = exhaustiveDb.header.device;
+const gaps = rows.map((r) => Number(r[5])).sort((a, b) => a - b);
+// A database resumed or extended over several runs: every command that wrote to it.
+const commands = (db: TuningDb) => [...new Set(db.sessions.map((s) => s.command))].map((c) => `\`${c}\``).join('; then ') || '?';
 const text = [
   `# --budget screen:4 against exhaustive: worst gap ${(100 * worst).toFixed(1)}% over ${rows.length} problems (${worst <= 0.03 ? 'within' : 'OUTSIDE'} 3%)`,
   '',
   `- measured: ${exhaustiveDb.sessions.at(-1)?.started ?? '?'} (exhaustive run); compared: ${new Date().toISOString()}`,
   `- card: ${device.name} (${device.arch}), driver ${device.driver}`,
-  `- screen: \`${screenDb.sessions.at(-1)?.command ?? '?'}\``,
-  `- exhaustive: \`${exhaustiveDb.sessions.at(-1)?.command ?? '?'}\``,
+  `- screen: ${commands(screenDb)}`,
+  `- exhaustive: ${commands(exhaustiveDb)}`,
+  `- gaps: median ${gaps[Math.floor(gaps.length / 2)] ?? 0}%, ${gaps.filter((g) => g > 1).length} of ${gaps.length} over 1%`,
   '- a screen winner is timed from the exhaustive run where it ran there (same variant, same run)',
   '',
   '```',
