@@ -121,7 +121,7 @@ function tableJson(table: DispatchTable<object>) {
   return { tolerance: table.tolerance, largeTolerance: table.largeTolerance, maxRegret: table.maxRegret, entries: table.entries.map(({ kernelSpec, ...e }) => e) };
 }
 
-export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number } {
+export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number; backward: number } {
   for (const t of src.tables)
     if (t.tunedTemplateHash !== templateHash('cuda'))
       throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
@@ -213,5 +213,5 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   const written = new Set([...files.map(([n]) => n), ...headers]);
   for (const f of readdirSync(join(out, 'src')))
     if ((/^kernels_.*\.cu$/.test(f) || f === 'normgen_bwd_params.h') && !written.has(`src/${f}`)) rmSync(join(out, 'src', f));
-  return { files: [...files.map(([n]) => n), ...headers], variants: p.variants.length + (bwd?.variants.length ?? 0), tuned };
+  return { files: [...files.map(([n]) => n), ...headers], variants: p.variants.length, tuned, backward: bwd?.variants.length ?? 0 };
 }
