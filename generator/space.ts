@@ -199,6 +199,7 @@ export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): 
   if (problem.hidden > capacity(p)) return `hidden ${problem.hidden} exceeds capacity ${capacity(p)}`;
   if (maxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
   if (p.cluster > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
+  if (p.cluster > arch.maxCluster) return `${arch.name} allows clusters of at most ${arch.maxCluster} CTAs`;
   if (dynamicSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
     return `row does not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
   return null;
