@@ -758,8 +758,8 @@ static void read_common(const Json& req, Desc& d) {
 }
 
 // The request's kernel, with its dynamic shared memory opted in (static plus dynamic may pass
-// the 48 KiB default), and clusters of more than 8 CTAs (non-portable on sm90: without the
-// opt-in the occupancy query and the launch fail). On failure the reply is sent and fn is null.
+// the 48 KiB default), and clusters of more than 8 CTAs (non-portable on sm90: CUDA requires
+// the opt-in before such a kernel is queried or launched). On failure the reply is sent and fn is null.
 static CUfunction load_request_kernel(const Json& req, unsigned smem) {
   Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
   if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return nullptr; }
