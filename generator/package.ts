@@ -163,6 +163,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     tunedOn: src.tables.map((t) => t.tunedOn).sort().pop(),
     variantCount: p.variants.length,
     tunedCount: tuned,
+    nonPortableClusters: p.variants.filter((v) => v.params.cluster > 8).length,
     problemCount: p.entries.length,
     tolerancePct: (100 * Math.max(...src.tables.map((t) => t.table.tolerance))).toFixed(1),
     largeTolerancePct: (100 * Math.max(...src.tables.map((t) => t.table.largeTolerance))).toFixed(1),
