@@ -226,7 +226,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
         if (threadsPerRow * vec >= 2 * problem.hidden && threadsPerRow > 1) continue; // idle lanes
         if (rows > nextPow2(problem.rows)) continue; // more rows per CTA than exist
         for (const cluster of CLUSTER_CHOICES) {
-          if (!clusterFits(problem, arch, rows, cluster)) continue;
+          if (!clusterFits(problem, arch, threads, rows, cluster)) continue;
           const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
           for (const storage of ['regs', 'pipelined'] as const) {
             if (storage === 'pipelined' && problem.dtype !== 'fp32' && problem.rows > PIPELINED_16BIT_MAX_ROWS) continue;
@@ -268,9 +268,16 @@ export const CAPPED_THREADS_PER_SM = 1024;
 const registerCapOffered = (problem: Problem, threads: number) =>
   problem.op === 'layernorm' && residualDType(problem) === null && threads < CAPPED_THREADS_PER_SM;
 
-/** Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns. */
-function clusterFits(problem: Problem, arch: Arch, rowsPerCta: number, cluster: number): boolean {
-  return cluster === 1 || (arch.clusters && cluster <= arch.maxCluster && rowsPerCta === 1 && problem.hidden / cluster >= 2048);
+/**
+ * Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns.
+ * A LayerNorm exchange holds every CTA's (count, mean, squared deviations) at once, 4
+ * registers a CTA: past 8 CTAs that must fit beside the kernel's overhead (1024-thread CTAs,
+ * at most 64 registers a thread, spilled: 2026-11-27, nvcc 13.0).
+ */
+function clusterFits(problem: Problem, arch: Arch, threads: number, rowsPerCta: number, cluster: number): boolean {
+  if (cluster === 1) return true;
+  if (!arch.clusters || cluster > arch.maxCluster || rowsPerCta !== 1 || problem.hidden / cluster < 2048) return false;
+  return problem.op !== 'layernorm' || cluster <= 8 || fitsRegisterFile(REGISTER_OVERHEAD + 4 * cluster, threads);
 }
 
 /**
@@ -283,7 +290,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
   const out: CudaParams[] = [];
   const rows = threads / threadsPerRow;
   for (const cluster of CLUSTER_CHOICES) {
-    if (!clusterFits(problem, arch, rows, cluster)) continue;
+    if (!clusterFits(problem, arch, threads, rows, cluster)) continue;
     const items = Math.ceil(problem.hidden / (threadsPerRow * vec * cluster));
     if (items > MAX_RING_ITEMS) continue;
     const depths = [
