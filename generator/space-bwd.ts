@@ -1,7 +1,7 @@
 // The tunable space of the CUDA backward kernels (templates/cuda-bwd/) and the
 // constraints that prune it, the launch geometry, and the bytes a backward moves.
 
-import type { Arch } from './arch.js';
+import { clusterLimit, type Arch } from './arch.js';
 import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 import { THREAD_CHOICES } from './space.js';
 
@@ -178,7 +178,7 @@ const registersFit = (regs: number, threads: number) => regs <= 255 && regs * th
 export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch): string | null {
   if (problem.hidden > bwdCapacity(p)) return `hidden ${problem.hidden} exceeds capacity ${bwdCapacity(p)}`;
   if (maxVecBwd(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
-  if ((p.cluster ?? 1) > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
+  if ((p.cluster ?? 1) > arch.maxCluster) return clusterLimit(arch);
   if (!p.recompute && !problem.features.stats) return 'no saved statistics to read: only recomputing variants run';
   if (bwdSharedBytes(problem, p, problem.hidden) + bwdStaticSharedBytes(problem, p) > arch.maxSharedPerBlock)
     return `the column sums and ring do not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
@@ -238,8 +238,9 @@ export function enumerateBwdSpace(problem: Problem, arch: Arch): BwdParams[] {
         }
       // Rows split over a cluster: regs through a ring, one row per CTA. A CTA holds only
       // its slice, so this also serves thread counts whose whole row would not fit.
-      if (threadsPerRow === threads && arch.clusters)
+      if (threadsPerRow === threads)
         for (const cluster of BWD_CLUSTER_CHOICES) {
+          if (cluster > arch.maxCluster) continue;
           const slice = Math.ceil(problem.hidden / cluster);
           if (slice < MIN_CLUSTER_SLICE || problem.rows < 256) continue;
           const sliceItems = Math.ceil(slice / (threadsPerRow * vec));

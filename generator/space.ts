@@ -1,7 +1,7 @@
 // The tunable space of the CUDA forward kernel and the constraints that prune it
 // before anything is compiled.
 
-import type { Arch } from './arch.js';
+import { clusterLimit, type Arch } from './arch.js';
 import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 
 /**
@@ -198,8 +198,7 @@ export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): 
   if (p.fixedHidden !== undefined && p.fixedHidden !== problem.hidden) return `compiled for hidden ${p.fixedHidden}`;
   if (problem.hidden > capacity(p)) return `hidden ${problem.hidden} exceeds capacity ${capacity(p)}`;
   if (maxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
-  if (p.cluster > 1 && !arch.clusters) return `${arch.name} has no thread-block clusters`;
-  if (p.cluster > arch.maxCluster) return `${arch.name} allows clusters of at most ${arch.maxCluster} CTAs`;
+  if (p.cluster > arch.maxCluster) return clusterLimit(arch);
   if (dynamicSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
     return `row does not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
   return null;
@@ -276,7 +275,7 @@ const registerCapOffered = (problem: Problem, threads: number) =>
  */
 function clusterFits(problem: Problem, arch: Arch, threads: number, rowsPerCta: number, cluster: number): boolean {
   if (cluster === 1) return true;
-  if (!arch.clusters || cluster > arch.maxCluster || rowsPerCta !== 1 || problem.hidden / cluster < 2048) return false;
+  if (cluster > arch.maxCluster || rowsPerCta !== 1 || problem.hidden / cluster < 2048) return false;
   return problem.op !== 'layernorm' || cluster <= 8 || fitsRegisterFile(REGISTER_OVERHEAD + 4 * cluster, threads);
 }
 

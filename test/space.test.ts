@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseArch } from '../generator/arch.js';
+import { hasClusters, parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
 import { baselineParams, capacity, describeParams, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
@@ -28,7 +28,7 @@ test('every variant of every matrix shape can run it, within the constraints', (
             assert.is(unsupportedReason(p, v, arch), null);
             assert.ok(v.vec * BYTES[dtype] <= 16, 'at most 16 bytes per access');
             assert.ok(rowsPerCta(v) <= 2 ** Math.ceil(Math.log2(rows)), 'no more rows per CTA than rows');
-            if (v.cluster > 1) assert.ok(arch.clusters && rowsPerCta(v) === 1);
+            if (v.cluster > 1) assert.ok(hasClusters(arch) && rowsPerCta(v) === 1);
             if (capacity(v) !== Infinity) assert.ok(capacity(v) - hidden < v.threadsPerRow * v.vec * v.cluster, 'no wholly idle chunk');
           }
         }
