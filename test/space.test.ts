@@ -149,6 +149,8 @@ test('clusters only where the arch has them; shared memory within its limit', ()
   assert.ok(enumerateSpace(p, sm90).some((v) => v.cluster > 1));
   assert.ok(!enumerateSpace(p, sm80).some((v) => v.cluster > 1));
   assert.ok(enumerateSpace(p, sm80).every((v) => unsupportedReason(p, v, sm80) === null));
+  const clustered = enumerateSpace(p, sm90).find((v) => v.cluster > 1)!;
+  assert.match(String(unsupportedReason(p, clustered, sm80)), /sm80 has no thread-block clusters/);
   assert.match(String(unsupportedReason(makeProblem(spec, 1 << 20, 1), { ...GENERIC_PARAMS, storage: 'smem' }, sm90)), /shared memory/);
 });
 
