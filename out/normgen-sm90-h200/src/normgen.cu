@@ -2317,8 +2317,11 @@ int current_table() {
   return t;
 }
 
+bool clusters_fit(int variant);
+
 // The same rule as the TypeScript select(): exact key, nearest tuned hidden that can
-// run the shape, else the spec's generic variant.
+// run the shape, else the spec's generic variant; and one it cannot check, that a
+// variant's clusters fit on this GPU.
 int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path) {
   const Table& t = kTables[table];
   const int64_t bucket = row_bucket(t, d.rows);
@@ -2326,7 +2329,7 @@ int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path) {
   double distance = 0;
   for (int i = t.first_entry; i < t.first_entry + t.entries; ++i) {
     const Entry& e = kEntries[i];
-    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d)) continue;
+    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d) || !clusters_fit(e.variant)) continue;
     if (e.hidden == d.hidden) { *path = 0; return e.variant; }
     const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
     if (nearest < 0 || dist < distance) { nearest = e.variant; distance = dist; }
@@ -2378,6 +2381,8 @@ extern "C" int normgen_select_in(const normgen_fwd_desc* d, int table, int* path
 
 extern "C" int normgen_select(const normgen_fwd_desc* d, int* path) { return normgen_select_in(d, current_table(), path); }
 
+namespace {
+
 // What a kernel must opt into before its occupancy is queried or it is launched: dynamic
 // shared memory past the default, and clusters of more than 8 CTAs (non-portable on sm90).
 cudaError_t opt_in(const void* kernel, size_t smem, int cluster) {
@@ -2407,6 +2412,38 @@ cudaError_t resident_ctas(const void* kernel, int threads, int cluster, size_t s
   *ctas = int64_t(per_sm) * sms;
   return e;
 }
+
+// Whether a variant's clusters can be resident on the current GPU at all. Up to 8 CTAs is
+// portable (always); past 8, a GPU whose GPCs have fewer SMs than the tuned one (another part
+// of the same arch) may hold none, and the kernel could not launch there. Known once per
+// device and variant; without an answer (no GPU, a failed query) assumed to fit: the launch
+// then reports its own error.
+std::atomic<unsigned char> g_clusters_fit[64][sizeof kVariants / sizeof kVariants[0]];  // 0 unknown, 1 yes, 2 no
+
+bool clusters_fit(int variant) {
+  const Variant& v = kVariants[variant];
+  if (v.cluster <= 8) return true;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) {
+    cudaGetLastError();
+    return true;
+  }
+  std::atomic<unsigned char>& known = g_clusters_fit[device][variant];
+  if (known.load(std::memory_order_relaxed) == 0) {
+    const size_t smem = v.storage == RING ? size_t(v.ring_bytes) : 0;
+    int64_t ctas = 0;
+    cudaError_t e = opt_in(v.kernel, smem, v.cluster);
+    if (e == cudaSuccess) e = resident_ctas(v.kernel, v.threads, v.cluster, smem, &ctas);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return true;
+    }
+    known.store(ctas > 0 ? 1 : 2, std::memory_order_relaxed);
+  }
+  return known.load(std::memory_order_relaxed) == 1;
+}
+
+}  // namespace
 
 extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   int spec, path;

@@ -1,0 +1,15 @@
+// Where the tests find the built CLI and the committed tuning databases and package.
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const CLI = join(ROOT, 'dist/cli/main.js');
+/** The H200's forward tune of the default grid. */
+export const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl.gz');
+/** The WGSL tune of the same H200 (Dawn's OpenGL ES backend): the package's WebGPU table. */
+export const WGSL_DB = join(ROOT, 'out/tuning/wgsl-h200-opengles.jsonl');
+/** The backward tune of the same H200: the package's backward table. */
+export const BWD_DB = join(ROOT, 'out/tuning/sm90-h200-bwd.jsonl');
+export const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');
+/** Drives a built package from C without a GPU: argument checks and selection. */
+export const HARNESS = join(ROOT, 'test/package-harness.c');
