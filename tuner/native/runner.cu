@@ -1313,6 +1313,9 @@ static void cmd_bwd(const Json& req) {
 }
 
 int main() {
+  // Without libcuda the runtime's own error reads "driver version is insufficient".
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) fatal("RUNTIME_ERROR", "no NVIDIA driver found (libcuda.so.1 could not be loaded): this machine cannot run CUDA kernels");
   CUDA_OK(cudaSetDevice(0));  // CUDA_VISIBLE_DEVICES picks the GPU
   CUDA_OK(cudaFree(0));       // create the primary context the driver API then uses
   resolve_driver();
