@@ -62,6 +62,21 @@ test('a last line cut off by a kill is dropped; the file stays usable', () => {
   assert.is(TuningDb.read(path).results.length, 6);
 });
 
+test('a database tuned with other templates is refused, untouched; the same templates resume', () => {
+  const path = tmp();
+  const db = TuningDb.open(path, { backend: 'cuda', arch: 'sm90', device }, 'h');
+  fill(db); // its session: templates 'h'
+  db.close();
+  appendFileSync(path, '{"kind":"result","problemKey":"x","var'); // and a write cut off by a kill
+  const before = readFileSync(path, 'utf8');
+  assert.throws(
+    () => TuningDb.open(path, { backend: 'cuda', arch: 'sm90', device }, 'other'),
+    (e: Error) => e instanceof DbError && /holds results of other kernel templates \(h, normgen 0; these are other\).*Pass a new --db/.test(e.message),
+  );
+  assert.is(readFileSync(path, 'utf8'), before, 'not even the cut-off line was touched');
+  assert.is(TuningDb.open(path, { backend: 'cuda', arch: 'sm90', device }, 'h').results.length, 3);
+});
+
 test('a corrupt file or another device is refused, never overwritten', () => {
   const path = tmp();
   const db = TuningDb.open(path, { backend: 'cuda', arch: 'sm90', device });

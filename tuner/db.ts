@@ -128,7 +128,13 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
    * or one damaged anywhere but its last line, is refused with a clear error; a last
    * line cut off by a crash is dropped.
    */
-  static open<P extends object = AnyParams, H extends AnyDbHeader = DbHeader>(path: string, header: Omit<H, 'kind' | 'format'>): TuningDb<P, H> {
+  /**
+   * Open a database to tune into, creating it if absent. `templates`: the hash of the
+   * kernel templates about to be tuned; a database whose last session tuned others is
+   * refused (its variants are other kernels: nothing would resume, and its old results
+   * would compete with the new ones).
+   */
+  static open<P extends object = AnyParams, H extends AnyDbHeader = DbHeader>(path: string, header: Omit<H, 'kind' | 'format'>, templates?: string): TuningDb<P, H> {
     const full = { kind: 'header', format: DB_FORMAT, ...header } as H;
     if (isCompressed(path)) throw new DbError(`${path} is compressed, so read-only: gunzip it to tune into it`);
     if (!existsSync(path)) {
@@ -143,6 +149,13 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
     if (first.backend !== header.backend || first.arch !== header.arch || !sameDevice(first.device, header.device)) {
       throw new DbError(
         `${path} was tuned on ${first.device.name} (${first.arch}, ${first.backend}), not on this ${header.device.name} (${header.arch}, ${header.backend}): pass another --db`,
+      );
+    }
+    const last = lines.filter((l): l is DbSession => l.kind === 'session').pop();
+    if (templates !== undefined && last && last.templateHash !== templates) {
+      throw new DbError(
+        `${path} holds results of other kernel templates (${last.templateHash.slice(0, 12)}, normgen ${last.normgen}; these are ${templates.slice(0, 12)}): ` +
+          'their variants are other kernels, so nothing there resumes. Pass a new --db (this one is left as it is)',
       );
     }
     if (damagedTail) truncateSync(path, validBytes); // an interrupted write; the rest is intact

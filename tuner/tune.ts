@@ -107,7 +107,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     const other = await queryDevice(r);
     if (other.name !== device.name) throw new Error(`--gpus mixes ${device.name} and ${other.name}: tune each model into its own --db`);
   }
-  const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device });
+  const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device }, ops(o).templateHash());
   const other = db.results.find((r) => isBackward(r.problem) !== (o.direction === 'bwd'));
   if (other) throw new InputError(`${o.dbPath} holds ${isBackward(other.problem) ? 'backward' : 'forward'} results: tune each direction into its own --db`);
   // Each GPU's results are fractions of its own copy bandwidth: cards of one model differ by a few percent.

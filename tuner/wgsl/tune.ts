@@ -99,7 +99,7 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
   const problems = wgslGridProblems(o.grid, dawn, o.explicitDtypes ?? true);
   const dbPath = o.dbPath ?? join('out', 'tuning', `wgsl-${dawn.id.backend}.jsonl`);
   prepareOutputDir(dirname(dbPath));
-  const db: WgslDb = TuningDb.open<WgslParams, WgslDbHeader>(dbPath, { backend: 'wgsl', arch: dawn.id.backend, device: dawn.id });
+  const db: WgslDb = TuningDb.open<WgslParams, WgslDbHeader>(dbPath, { backend: 'wgsl', arch: dawn.id.backend, device: dawn.id }, templateHash('wgsl'));
   const copyGbps = await copyBandwidthWgsl(dawn);
   const session = db.startSession({ started: new Date().toISOString(), command: o.command, normgen: VERSION, templateHash: templateHash('wgsl'), dawn: webgpuVersion(), copyGbps });
   const timer = dawn.timestamps ? 'timestamp queries' : 'the wall clock';
