@@ -5,24 +5,19 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { ts } from 'ts-morph';
 import { fakeDeviceDb } from './fake-device-db.js';
-import { CLI, DB, HARNESS } from './paths.js';
+import { DB } from './paths.js';
+import { buildTestPackage } from './test-package.js';
 import { findNvcc } from '../tuner/nvcc.js';
 
 const nvcc = await findNvcc();
 const work = mkdtempSync(join(tmpdir(), 'normgen-cluster-fit-'));
 const db = join(work, 'rmsnorm-bf16.jsonl');
 fakeDeviceDb(DB, db, { device: {}, keep: (r) => r.problemKey.startsWith('rmsnorm.bf16.w-same.h') });
-const pkg = join(work, 'pkg');
-execFileSync(process.execPath, [CLI, 'build', '--db', db, '--out', pkg], { stdio: 'pipe' });
-execFileSync('make', ['-C', pkg, `NVCC=${nvcc} -cudart shared`], { stdio: 'pipe' });
-const harness = join(pkg, 'harness');
-execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(pkg, 'include'), '-o', harness, HARNESS, `-L${pkg}`, '-lnormgen', '-Xlinker', `-rpath=${pkg}`]);
+const { mod, runWith } = await buildTestPackage(join(work, 'pkg'), [db], '-cudart shared');
 
 // A GPU on which 4 clusters of up to 8 CTAs fit and none larger.
 const stub = join(work, 'small-gpcs.so');
@@ -36,9 +31,6 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* n, const void* f, const cudaLaun
 );
 execFileSync(nvcc, ['-shared', '-cudart', 'none', '-Xcompiler', '-fPIC', '-o', stub, join(work, 'small-gpcs.c')]);
 
-const js = ts.transpileModule(readFileSync(join(pkg, 'ts/index.ts'), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
-writeFileSync(join(pkg, 'ts/index.mjs'), js);
-const mod = await import(pathToFileURL(join(pkg, 'ts/index.mjs')).href);
 const PATHS = ['exact', 'nearest', 'generic'];
 
 interface Choice {
@@ -48,8 +40,8 @@ interface Choice {
 }
 
 function selectC(hidden: number, rows: number, env: NodeJS.ProcessEnv): Choice {
-  const out = execFileSync(harness, ['select', 'rmsnorm', 'bf16', 'none', String(hidden), String(rows), String(hidden), '16', 'NVIDIA H200', '90'], { encoding: 'utf8', env });
-  const [variant, path] = out.trim().split(' ').map(Number);
+  const out = runWith(env, 'select', 'rmsnorm', 'bf16', 'none', String(hidden), String(rows), String(hidden), '16', 'NVIDIA H200', '90');
+  const [variant, path] = out.split(' ').map(Number);
   return { cluster: mod.VARIANTS[variant].cluster, symbol: mod.VARIANTS[variant].symbol, path: PATHS[path] };
 }
 

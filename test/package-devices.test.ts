@@ -6,17 +6,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { ts } from 'ts-morph';
 import { parseArch } from '../generator/arch.js';
 import { unsupportedReason } from '../generator/space.js';
 import { fwdParams, type DbResult } from '../tuner/db.js';
 import { findNvcc } from '../tuner/nvcc.js';
 import { fakeDeviceDb } from './fake-device-db.js';
-import { CLI, DB, HARNESS } from './paths.js';
+import { buildTestPackage } from './test-package.js';
+import { CLI, DB } from './paths.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
 const A100 = 'NVIDIA A100-SXM4-80GB';
@@ -33,18 +32,7 @@ const h100Db = join(work, 'sm90-h100.jsonl');
 fakeDeviceDb(DB, h200Db, { device: {}, keep: inSpecs });
 fakeDeviceDb(DB, h100Db, { device: { name: H100, memoryBytes: 85e9, uuid: 'fake-h100' }, spread: 0.4, keep: inSpecs });
 
-/** Build the package, compile it with make and the harness, and load its TypeScript. */
-async function buildPackage(dir: string, ...dbs: string[]) {
-  const log = cli('build', ...dbs.flatMap((d) => ['--db', d]), '--out', dir);
-  execFileSync('make', ['-C', dir, `NVCC=${nvcc}`], { stdio: 'pipe' });
-  const harness = join(dir, 'harness');
-  execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(dir, 'include'), '-o', harness, HARNESS, `-L${dir}`, '-lnormgen', '-Xlinker', `-rpath=${dir}`]);
-  const js = ts.transpileModule(readFileSync(join(dir, 'ts/index.ts'), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
-  writeFileSync(join(dir, 'ts/index.mjs'), js);
-  const mod = await import(pathToFileURL(join(dir, 'ts/index.mjs')).href);
-  const run = (...args: string[]) => execFileSync(harness, args, { encoding: 'utf8' }).trim();
-  return { dir, log, mod, run };
-}
+const buildPackage = (dir: string, ...dbs: string[]) => buildTestPackage(dir, dbs);
 
 const two = await buildPackage(join(tmp('normgen-pkg2-'), 'normgen-fleet'), h200Db, h100Db);
 const PATHS = ['exact', 'nearest', 'generic'];
