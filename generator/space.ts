@@ -133,6 +133,15 @@ const LOOPING_FIXED_ONLY_MAX_ROWS = 128;
 const LONG_ROW_BYTES = 8 * 1024;
 /** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
 const MAX_LOOPING_ROWS_PER_CTA = 4;
+/**
+ * Staged rows split over a cluster (each CTA stages its slice): from this hidden size, in
+ * CTAs of at least SMEM_CLUSTER_MIN_THREADS, clusters of SMEM_CLUSTER_CHOICES. One CTA of
+ * 1024 threads staging a whole 64K-element 16-bit row led every other kernel there by 4-5
+ * points (H200, 2026-11-27); a row of 128K elements does not fit one CTA.
+ */
+const SMEM_CLUSTER_MIN_HIDDEN = 32768;
+const SMEM_CLUSTER_MIN_THREADS = 256;
+const SMEM_CLUSTER_CHOICES = [2, 4];
 
 export const rowsPerCta = (p: CudaParams) => p.threads / p.threadsPerRow;
 
@@ -189,8 +198,8 @@ function stagedWeightBytes(spec: KernelSpec, p: CudaParams): number {
 export function dynamicSharedBytes(spec: KernelSpec, p: CudaParams, hidden: number): number {
   if (p.storage === 'ring') return ringSharedBytes(spec, p);
   if (p.storage !== 'smem') return 0;
-  const padded = Math.ceil(hidden / p.vec) * p.vec;
-  return rowsPerCta(p) * padded * stageBytes(spec);
+  const slice = Math.ceil(hidden / (p.cluster * p.vec)) * p.vec; // with a cluster, each CTA's share
+  return rowsPerCta(p) * slice * stageBytes(spec);
 }
 
 /** Why a variant cannot run a problem on an arch, or null when it can. */
@@ -247,6 +256,12 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             if (storage === 'reload' && registerCapOffered(problem, threads)) out.push({ ...p, registerCap: true });
           }
         }
+        if (problem.hidden >= SMEM_CLUSTER_MIN_HIDDEN && threads >= SMEM_CLUSTER_MIN_THREADS)
+          for (const cluster of SMEM_CLUSTER_CHOICES) {
+            if (!clusterFits(problem, arch, threads, rows, cluster)) continue;
+            const p: CudaParams = { storage: 'smem', threads, vec, threadsPerRow, items: 0, cluster, stages: 0, stagedWeights: false };
+            if (unsupportedReason(problem, p, arch) === null) out.push(p);
+          }
         const ringOffered = problem.dtype !== 'fp32' || problem.hidden >= FP32_RING_MIN_HIDDEN;
         if (vec === widest && ringOffered) out.push(...ringVariants(problem, arch, threads, vec, threadsPerRow));
       }

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hasClusters, parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, describeParams, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
+import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -167,6 +167,20 @@ test('clusters of up to the arch\'s size, each CTA keeping at least 2048 columns
   assert.ok(wideCtas('layernorm').includes(512) && wideCtas('rmsnorm').includes(1024));
   const wide = enumerateSpace(makeProblem(spec, 65536, 4096), sm90).find((v) => v.cluster === 16)!;
   assert.match(String(unsupportedReason(makeProblem(spec, 65536, 4096), wide, sm120)), /at most 8 CTAs/);
+});
+
+test('staged rows split over clusters of 2 and 4 from hidden 32768, each CTA staging its slice', () => {
+  const smemClusters = (hidden: number, arch = sm90, dtype: 'bf16' | 'fp32' = 'bf16') => {
+    const p = makeProblem({ ...spec, dtype }, hidden, 4096);
+    return enumerateSpace(p, arch).filter((v) => v.storage === 'smem' && v.cluster > 1).map((v) => ({ v, bytes: dynamicSharedBytes(p, v, hidden) }));
+  };
+  const wide = smemClusters(131072);
+  assert.equal(new Set(wide.map(({ v }) => v.cluster)), new Set([2, 4]));
+  assert.ok(wide.every(({ v }) => v.threads >= 256 && v.threadsPerRow === v.threads), 'one row a CTA');
+  for (const { v, bytes } of wide) assert.is(bytes, (131072 / v.cluster) * 2, 'a CTA stages its slice');
+  assert.equal(new Set(smemClusters(131072, sm90, 'fp32').map(({ v }) => v.cluster)), new Set([4]), 'an fp32 half row does not fit');
+  assert.is(smemClusters(16384).length, 0);
+  assert.is(smemClusters(131072, sm80).length, 0);
 });
 
 test('variant ids are stable and distinct', () => {
