@@ -34,8 +34,10 @@ export function progressReporter(label: string, stream: NodeJS.WriteStream = pro
   };
 }
 
-export function formatDuration(s: number): string {
-  if (s < 60) return `${s.toFixed(0)}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s`;
+export function formatDuration(seconds: number): string {
+  // Round once, before splitting into units: 1019.6 s is 17m00s, not 16m60s.
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }

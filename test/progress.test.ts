@@ -33,4 +33,11 @@ test('no ETA before a rate exists; a plain line at the end', () => {
   assert.ok(lines[1].startsWith('tune: 5/5 measured, 1 failed'), lines[1]);
 });
 
+test('durations round before they split into units', () => {
+  assert.is(formatDuration(1019.6), '17m00s');
+  assert.is(formatDuration(59.7), '1m00s');
+  assert.is(formatDuration(75), '1m15s');
+  assert.is(formatDuration(3 * 3600 + 5 * 60), '3h05m');
+});
+
 test.run();
