@@ -201,6 +201,8 @@ test('the covering set has every axis value of the space', () => {
   assert.ok(cover.some((v) => v.earlyAffine) && cover.some((v) => !v.earlyAffine), 'early and late weight loads');
   const long = coveringSet(enumerateSpace(makeProblem(spec, 65536, 64), sm90));
   assert.ok(long.some((v) => v.deferOutput) && long.some((v) => v.storage === 'ring' && !v.deferOutput), 'deferred and eager output');
+  for (const storage of ['regs', 'smem', 'ring'])
+    assert.ok(long.some((v) => v.storage === storage && v.cluster > 1), `${storage} split over a cluster`);
   assert.ok(cover.length < space.length / 2);
 });
 

@@ -8,7 +8,8 @@ import { allFeatureCombos, DTYPES, makeProblem, OPS, type KernelSpec, type Probl
 import { baselineParams, enumerateSpace, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
 import { makeVariant, type Variant } from '../generator/variant.js';
 
-export const MATRIX_HIDDEN = [1, 7, 127, 768, 1000, 4096, 5120, 8192, 12288, 32768, 65536];
+// 40008: a long row whose slices over a cluster of 2 or 4 CTAs differ in length (the last is shorter).
+export const MATRIX_HIDDEN = [1, 7, 127, 768, 1000, 4096, 5120, 8192, 12288, 32768, 40008, 65536];
 export const MATRIX_ROWS = [1, 3, 64, 4097];
 
 export interface VerifyCase {
@@ -16,7 +17,8 @@ export interface VerifyCase {
   variants: Variant[];
 }
 
-const axisKeys = (p: CudaParams) => [`storage=${p.storage}`, `threads=${p.threads}`, `vec=${p.vec}`, `threadsPerRow=${p.threadsPerRow}`, `cluster=${p.cluster}`, `stages=${p.stages}`, `stagedWeights=${p.stagedWeights}`, `fixedHidden=${p.fixedHidden !== undefined}`, `earlyAffine=${p.earlyAffine === true}`, `deferOutput=${p.deferOutput === true}`, `registerCap=${p.registerCap === true}`];
+// Clusters per storage too: each storage splits a row over a cluster its own way.
+const axisKeys = (p: CudaParams) => [`storage=${p.storage}`, `${p.storage} cluster=${p.cluster > 1}`, `threads=${p.threads}`, `vec=${p.vec}`, `threadsPerRow=${p.threadsPerRow}`, `cluster=${p.cluster}`, `stages=${p.stages}`, `stagedWeights=${p.stagedWeights}`, `fixedHidden=${p.fixedHidden !== undefined}`, `earlyAffine=${p.earlyAffine === true}`, `deferOutput=${p.deferOutput === true}`, `registerCap=${p.registerCap === true}`];
 
 /** Greedy set cover of the axis values present in `space`. */
 export function coveringSet(space: CudaParams[]): CudaParams[] {
