@@ -20,288 +20,288 @@ struct Config {
 
 // regs.t64.v8.tpr64.i1.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_4ad60dd334d0(const NormgenFwdParams p) {
+normgen_layernorm_fwd_d571f754227a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
-// regs.t64.v8.tpr32.i2.h512
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_c235e9a51d0d(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
+// regs.t128.v8.tpr32.i2.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_a6d320efe749(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_fb25043098f2(const NormgenFwdParams p) {
+normgen_layernorm_fwd_0356b93ab78d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
 }
 
-// regs.t64.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_341a76dafabd(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768>(p);
+// regs.t128.v8.tpr32.i3.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_3ae77a9459b7(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_e647ada6a282(const NormgenFwdParams p) {
+normgen_layernorm_fwd_2d43a38054c1(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// regs.t64.v8.tpr32.i4.h1024
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_a9a3ee48c5b9(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
+// regs.t128.v8.tpr32.i4.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_5de5f6a191f7(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 4, 1, 1024>(p);
 }
 
 // regs.t64.v8.tpr64.i2.h1024
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_a1ee759b5298(const NormgenFwdParams p) {
+normgen_layernorm_fwd_4d4f04e26415(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024>(p);
 }
 
 // regs.t64.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_c68d198738ad(const NormgenFwdParams p) {
+normgen_layernorm_fwd_8cc855848c51(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536>(p);
 }
 
 // regs.t128.v8.tpr128.i2.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_03a58c6aa716(const NormgenFwdParams p) {
+normgen_layernorm_fwd_c6e842b26e24(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
 }
 
 // regs.t64.v8.tpr64.i4.h2048
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_cd24d5b279c2(const NormgenFwdParams p) {
+normgen_layernorm_fwd_6c2b7ba74ae7(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
 }
 
 // regs.t64.v8.tpr64.i5.h2560
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_b4fd26e492f9(const NormgenFwdParams p) {
+normgen_layernorm_fwd_124d8b31e08f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_756aafcb805f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_f4fac28f82ad(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_c770746f78d3(const NormgenFwdParams p) {
+normgen_layernorm_fwd_12885441854e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c27d5564f5e5(const NormgenFwdParams p) {
+normgen_layernorm_fwd_25d685a14969(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
 // smem.t128.v8.tpr128.h4096
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_ed9fc54e4e52(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a4f6072eed44(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
-}
-
-// smem.t64.v8.tpr64.h4096
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_de995acb9d3f(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 64, 8, 64, 0, 1, 4096>(p);
 }
 
 // regs.t128.v8.tpr128.i5.h5120
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_67cdc985279a(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7f49045b6a70(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120>(p);
 }
 
 // regs.t256.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_5a3e2480f790(const NormgenFwdParams p) {
+normgen_layernorm_fwd_784244c5fd51(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+
+// smem.t128.v8.tpr128.h5120
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_635bd06c051a(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 5120>(p);
 }
 
 // regs.t256.v8.tpr256.i3.h6144
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_85403b345d24(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3cc7835a63ca(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
 }
 
 // smem.t128.v8.tpr128.h6144
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_d90e63da596d(const NormgenFwdParams p) {
+normgen_layernorm_fwd_5a1f590fdf6d(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_e07ea60d804c(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a3af1f26b7de(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
 }
 
 // regs.t128.v8.tpr128.i7.h7168
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_b071e34c4106(const NormgenFwdParams p) {
+normgen_layernorm_fwd_bee70d0caa2e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 7, 1, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_18ed42dba4d5(const NormgenFwdParams p) {
+normgen_layernorm_fwd_ae97927a4f87(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i4.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_7bf295c63aaf(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a66903d4da10(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
 }
 
 // regs.t128.v8.tpr128.i4.c2.h8192
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_f461f1123265(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7b9cab4a534c(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 8192>(p);
 }
 
 // smem.t256.v8.tpr256.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_5c8082183a8c(const NormgenFwdParams p) {
+normgen_layernorm_fwd_346a8a3605dc(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
 // smem.t128.v8.tpr128.h8192
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_f18d39ccb68b(const NormgenFwdParams p) {
+normgen_layernorm_fwd_646deec6ff11(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 8192>(p);
 }
 
 // pipelined.t128.v8.tpr128.i3.c4.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_36172b600130(const NormgenFwdParams p) {
+normgen_layernorm_fwd_514bb9f84687(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 8, 128, 3, 4, 12288>(p);
 }
 
 // regs.t512.v8.tpr512.i3.h12288
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_b4ebc95741c4(const NormgenFwdParams p) {
+normgen_layernorm_fwd_d062fbaeb4bb(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
 }
 
 // smem.t128.v8.tpr128.h12288
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_006299341a10(const NormgenFwdParams p) {
+normgen_layernorm_fwd_cf4acb4c56fb(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_dc188675c218(const NormgenFwdParams p) {
+normgen_layernorm_fwd_bc0324aff2bc(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
-// regs.t256.v8.tpr256.i8.h16384
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_7e8151ae0780(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 16384>(p);
+// regs.t128.v8.tpr128.i4.c4.h16384
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_2bbd7df582d2(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 4, 16384>(p);
 }
 
 // reload.t256.v8.tpr256.cap.h16384
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_47c4f26c2c2e(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a5f0d76d133c(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
-}
-
-// ring.t1024.v8.tpr512.i4.s3.h16384
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_edde05939909(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 1024, 8, 512, 4, 1, 3, false, false, 16384>(p);
 }
 
 // reload.t512.v8.tpr256.cap.h16384
 extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_86a925053669(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3afc2d36e4ae(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_3a0582221497(const NormgenFwdParams p) {
+normgen_layernorm_fwd_da51fdcd72c2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c8.h32768
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_960d4120e3ae(const NormgenFwdParams p) {
+normgen_layernorm_fwd_554bfc09340f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_1c4b3220d3ba(const NormgenFwdParams p) {
+normgen_layernorm_fwd_5c23b8caf243(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
 }
 
 // ring.t1024.v8.tpr1024.i4.s2.h32768
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_02cac216527c(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b1da73809927(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, 32768>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_5f150756dc64(const NormgenFwdParams p) {
+normgen_layernorm_fwd_cad39119134a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c9b65ebfe80d(const NormgenFwdParams p) {
+normgen_layernorm_fwd_5f7c2ffbe273(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 0>(p);
 }
 
 // reload.t512.v8.tpr512.cap.h65536
 extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_f29558190ee1(const NormgenFwdParams p) {
+normgen_layernorm_fwd_303c653f7a67(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_705bf4b7c653(const NormgenFwdParams p) {
+normgen_layernorm_fwd_819c82e1dd23(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, true, 65536>(p);
+}
+
+// ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_bbc1b5131223(const NormgenFwdParams p) {
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 4, 3, true, true, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ec3fb949e354(const NormgenFwdParams p) {
+normgen_layernorm_fwd_0a40b14eb2c4(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c16.s2.sw.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_bfbf19ec4458(const NormgenFwdParams p) {
+normgen_layernorm_fwd_479bdf713be0(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 2, true, false, 131072>(p);
 }
 
 // reload.t512.v8.tpr512.h131072
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_d0effd88d2c4(const NormgenFwdParams p) {
+normgen_layernorm_fwd_c7e195e84656(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 131072>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_9607ba9946f1(const NormgenFwdParams p) {
+normgen_layernorm_fwd_6e3a56ae8c7c(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 4, 8, 3, true, true, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_19dcf35cfbac(const NormgenFwdParams p) {
+normgen_layernorm_fwd_28942072dedf(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

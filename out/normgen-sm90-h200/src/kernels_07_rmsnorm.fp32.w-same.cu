@@ -20,336 +20,336 @@ struct Config {
 
 // regs.t128.v4.tpr128.i1.early.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_7c2490da5721(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_066c70e97897(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512, true>(p);
 }
 
 // regs.t64.v4.tpr32.i4.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_3bcb5051a530(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f33d2a42d663(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 4, 32, 4, 1, 512>(p);
 }
 
 // pipelined.t64.v4.tpr16.i8.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_75c6d1281a56(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fc2fc57a1320(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 64, 4, 16, 8, 1, 512>(p);
 }
 
 // regs.t64.v4.tpr64.i2.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_9a882e416ac4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a04035b0e1a0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 4, 64, 2, 1, 512>(p);
 }
 
-// pipelined.t64.v4.tpr64.i3.h768
+// regs.t128.v4.tpr128.i2.early.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_2268d45e40bf(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 768, true>(p);
+}
+
+// regs.t64.v4.tpr64.i3.h768
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_31f02b99d95f(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 64, 4, 64, 3, 1, 768>(p);
+normgen_rmsnorm_fwd_8e686b8b24bb(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 64, 3, 1, 768>(p);
 }
 
-// regs.t256.v4.tpr256.i1.early
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e3e1032b2eba(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0, true>(p);
-}
-
-// regs.t256.v4.tpr128.i2.h768
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_be5fe88bb0e7(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 768>(p);
+// regs.t128.v4.tpr64.i3.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_0e70422bb64a(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 64, 3, 1, 768>(p);
 }
 
 // pipelined.t128.v4.tpr128.i2.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_be2496d91519(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_979f86bc13f2(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
-}
-
-// regs.t256.v4.tpr128.i2.early.h1024
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3f3ed94bd484(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 1024, true>(p);
 }
 
 // regs.t128.v4.tpr128.i2.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c966a536e37c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c49d286cdfe9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
 }
 
-// regs.t256.v4.tpr256.i2.early.h1536
+// pipelined.t128.v4.tpr128.i3.h1536
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_2401daa02567(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+}
+
+// regs.t256.v4.tpr256.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_44fbb1937007(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 1536, true>(p);
-}
-
-// pipelined.t128.v4.tpr128.i3
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_680c8e1dc5d5(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 0>(p);
-}
-
-// regs.t128.v4.tpr128.i3.h1536
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_61c3789dcf54(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+normgen_rmsnorm_fwd_19f1f9ef04ce(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
 }
 
 // pipelined.t128.v4.tpr128.i4.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8c91c5df8f7a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_270a181de184(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 4, 1, 2048>(p);
 }
 
-// regs.t128.v4.tpr128.i4.early.h2048
+// pipelined.t128.v4.tpr64.i8.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_19cca8caed25(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 128, 4, 1, 2048, true>(p);
-}
-
-// regs.t256.v4.tpr256.i2.h2048
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7113c6da3119(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
+normgen_rmsnorm_fwd_c6468e109ec9(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 64, 8, 1, 2048>(p);
 }
 
 // reload.t128.v4.tpr128.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d1c3f1f444eb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8edf85d5cef3(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 128, 4, 128, 0, 1, 2048>(p);
 }
 
 // pipelined.t256.v4.tpr256.i3.h2560
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_84aae2fff256(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d95bea730bac(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 2560>(p);
 }
 
 // smem.t256.v4.tpr256.h2560
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_baf32f6a322c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0168fbafe2fd(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 4, 256, 0, 1, 2560>(p);
 }
 
 // reload.t512.v4.tpr128.h2560
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_dc936eac4073(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d1ee8ea32e99(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 4, 128, 0, 1, 2560>(p);
 }
 
-// pipelined.t128.v4.tpr128.i6.h3072
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ff813341c984(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 6, 1, 3072>(p);
+// pipelined.t256.v4.tpr256.i3.h3072
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_4201592dd5af(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
 }
 
 // regs.t512.v4.tpr512.i2.h3072
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1883526c1ecb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f42094f68929(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 3072>(p);
 }
 
 // reload.t256.v4.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fe1dd452ac15(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a2d0b2c9a851(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 0>(p);
 }
 
-// pipelined.t256.v4.tpr256.i4.h4096
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2d17892b177c(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
+// pipelined.t128.v4.tpr128.i8.h4096
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_32fdb7539420(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 1, 4096>(p);
 }
 
 // smem.t512.v4.tpr512.h4096
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_046a6a464ce8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_10a597d5049b(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 4096>(p);
 }
 
 // regs.t256.v4.tpr256.i3.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4ec26437924e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fec149849155(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 0, true>(p);
 }
 
 // pipelined.t512.v4.tpr512.i3.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0fe1d27bd06e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e9204f5b1aa1(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
 }
 
 // smem.t512.v4.tpr512.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_097e2aaafd39(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_83479ed741d7(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 5120>(p);
 }
 
 // reload.t1024.v4.tpr512
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_4b807a56b0b1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_06492e301af6(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 1024, 4, 512, 0, 1, 0>(p);
 }
 
-// pipelined.t256.v4.tpr256.i6.h6144
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fa941ec9aaff(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1, 6144>(p);
+// pipelined.t128.v4.tpr128.i6.c2.h6144
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_ab80b13e1c31(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 6, 2, 6144>(p);
 }
 
-// smem.t512.v4.tpr512.h6144
+// smem.t512.v4.tpr512
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_25045126ca59(const NormgenFwdParams p) {
-  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 6144>(p);
+normgen_rmsnorm_fwd_7f147e1b67ec(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 0>(p);
 }
 
-// regs.t256.v4.tpr256.i4.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_49996f542d9d(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 2, 0, true>(p);
+// regs.t512.v4.tpr512.i2.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_7ec0654d2dfa(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 0, true>(p);
+}
+
+// regs.t128.v4.tpr128.i7.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_35b912c11295(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 7, 2, 0, true>(p);
 }
 
 // regs.t256.v4.tpr256.i7.h7168
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ab466b7c9f7f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e46a43753253(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 7168>(p);
+}
+
+// reload.t512.v4.tpr256.h7168
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_67c739207340(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 256, 0, 1, 7168>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_1314dae9b1f9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_458eedaa1ece(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 0, true>(p);
+}
+
+// pipelined.t128.v4.tpr128.i4.c4.h8192
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_7c4c99e26181(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 4, 8192>(p);
 }
 
 // pipelined.t64.v4.tpr64.i8.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_e8876ec6930c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0c8fbbbeaa55(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 64, 4, 64, 8, 4, 8192>(p);
 }
 
 // reload.t256.v4.tpr256.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_90969d759cba(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_51ad909636a3(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 8192>(p);
 }
 
 // regs.t256.v4.tpr256.i3.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_37f5082ee0a7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_57eddf1b13d9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 0, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i3.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0333155e2bd2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f51f313eb08b(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 3, 4, 0>(p);
 }
 
 // reload.t1024.v4.tpr1024
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_d3e06a3a6760(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b2f0fd56e50e(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 1024, 4, 1024, 0, 1, 0>(p);
 }
 
-// regs.t128.v4.tpr128.i4.c8.early.h16384
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_f82c8a2c1d3d(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384, true>(p);
+// regs.t256.v4.tpr256.i2.c8.early.h16384
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6a2315693572(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 8, 16384, true>(p);
 }
 
 // pipelined.t128.v4.tpr128.i4.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_957e0f71b6f9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_294cd35276d6(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 4, 8, 16384>(p);
 }
 
-// pipelined.t256.v4.tpr256.i2.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4056d346983a(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 8, 0>(p);
+// regs.t512.v4.tpr512.i4.c2.h16384
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_d44b5d73cd75(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 2, 16384>(p);
+}
+
+// regs.t256.v4.tpr256.i2.c16.early
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_043122d23f02(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 16, 0, true>(p);
 }
 
 // regs.t256.v4.tpr256.i4.c8.early
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6581525aa021(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4b1920a01c08(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 4, 8, 0, true>(p);
 }
 
-// pipelined.t128.v4.tpr128.i8.c8.h32768
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_1280c8e4a4b7(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 8, 32768>(p);
+// pipelined.t256.v4.tpr256.i4.c8
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a129462c8aae(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 8, 0>(p);
 }
 
 // regs.t512.v4.tpr512.i16.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_5732edd61af2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_bd5bfa881d72(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 16, 1, 32768>(p);
 }
 
 // regs.t128.v4.tpr128.i8.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_7e3acd5c51bb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_40b3868c661b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 8, 16, 0, true>(p);
 }
 
 // regs.t256.v4.tpr256.i8.c8.early
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f1a5c12138ec(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c0ef7445014e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 8, 8, 0, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i4.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_650b33cd0f73(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ea80856e2038(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 4, 16, 0>(p);
-}
-
-// pipelined.t128.v4.tpr128.i8.c16.h65536
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b8b8d07d99c9(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 16, 65536>(p);
 }
 
 // regs.t256.v4.tpr256.i8.c8.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_57945630ce83(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6f0d738f4838(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 8, 8, 65536>(p);
 }
 
 // pipelined.t512.v4.tpr512.i4.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f164425a2884(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4d208bb9234a(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 4, 16, 131072>(p);
 }
 
 // regs.t512.v4.tpr512.i8.c8.early
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_82fe5d550964(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0069364f3077(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 8, 8, 0, true>(p);
 }
 
-// ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_77da4643d683(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 512, 4, 512, 4, 16, 4, true, true, 131072>(p);
+// pipelined.t256.v4.tpr256.i8.c16
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_e320314548a9(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 0>(p);
 }
 
-// ring.t512.v4.tpr512.i4.c16.s3.sw.defer
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_89a4be7ab9ae(const NormgenFwdParams p) {
-  normgen::ring_kernel<Config, 512, 4, 512, 4, 16, 3, true, true, 0>(p);
+// regs.t128.v4.tpr128.i16.c16.early
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_af2203c583a6(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 16, 16, 0, true>(p);
 }
 
 // regs.t512.v4.tpr512.i8.c8.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_00076939de76(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b8cc1c89d841(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 8, 8, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ed43044f9f10(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2be67f809a57(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

@@ -8,475 +8,481 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_ab4fcdbaeff1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_148e30ef5984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94df9a784fd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63a76671d067(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a30516c2097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7642fd8a256(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1115d2b074c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24869564d3a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a089131412e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66731f8d2cbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e4517656551f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_380ca16d99e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_26b9c26cde58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ba2ef688747(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9cd556763d6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a3b703eef9b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e358d8ddde53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2755b04c8a8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62d27a24ea6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7021219a31b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d987dd67055(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf41901cf2c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc2b0f6bcc28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_643295ef3616(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b802936af56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_95f9ba2101c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d43259e46a7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_570d92bb7e55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a62cccd3de27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5226d69ed358(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13469b82f64a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d95498f1eb5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c30d089f126d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_205967ba4e98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8284094eaf24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73c42e14ac66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0514bf06dcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cff8642e9432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f403025a00f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4d84aef1bdfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2de2d6fc7ace(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3adeb291a61b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eeb946fa499a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6f5733e0901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5342143d4bae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df8d247a3ab0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_270e56d96e3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ccf6dedb617(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a8ee82f043c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd9defd79ab7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_72ccc830eff7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cfd97e3cdfff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51a85856c568(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f99f7df7423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ad60dd334d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c235e9a51d0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb25043098f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_341a76dafabd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e647ada6a282(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9a3ee48c5b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1ee759b5298(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c68d198738ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_03a58c6aa716(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd24d5b279c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4fd26e492f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_756aafcb805f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c770746f78d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c27d5564f5e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed9fc54e4e52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de995acb9d3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67cdc985279a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a3e2480f790(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85403b345d24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d90e63da596d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e07ea60d804c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b071e34c4106(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18ed42dba4d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7bf295c63aaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f461f1123265(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c8082183a8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f18d39ccb68b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_36172b600130(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4ebc95741c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_006299341a10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc188675c218(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e8151ae0780(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47c4f26c2c2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edde05939909(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_86a925053669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a0582221497(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_960d4120e3ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c4b3220d3ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02cac216527c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f150756dc64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9b65ebfe80d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f29558190ee1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_705bf4b7c653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec3fb949e354(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bfbf19ec4458(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d0effd88d2c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9607ba9946f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_19dcf35cfbac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51b7fb7a4d5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_079ce224bc0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da50efdd8305(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_010b41a6b6cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_76e3612ac1f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_82a1aee4e64e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d9b319af771(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00485468c8a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8d206b149a7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dabe94f7f750(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e01e7e8d8e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edac6febc2d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a576f61fd24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c3bb0785313(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_79291a937c2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ed1d813dc9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7c2b7bf4771(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_550ab17e25cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91980e7bc993(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0685389c97e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_638d37c1d7b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa6fa48d8dbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ee0c478216f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e728cdb5b4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d1e348c20bb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98ca9a04f358(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c5a0c0f56e38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc224a4756d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a11e082120f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b10c1301b16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99678e29a7d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4504e2cb6ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b0525b03e9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f27b5dffad4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_316bd7c97b71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f259ccaebe6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebd5970a9dd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4caf14b1eaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55adef8fb763(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_421d5f757dce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2229fedd164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e087610b29fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8228bd7fc10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cda5c0ade4be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3491562fd446(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9ba98911579(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b9bf970f9f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9559290bb58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8641f3407383(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_864391ac8461(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ad812a7441e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1687a5a5344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66345d35e213(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e19a6163ddb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e107221195af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3cb22849184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66daac508e0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_061d085a6d83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80c65585d2b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5787721efa47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_907e26319ff6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8f5e9dcaa0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e56c12c9134(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e751533855d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ceca3d2db82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f0a3d18e304(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8af0fec129a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6af8a1d24ccf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a0640cd9cc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bee24f19b0dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41c7010bf862(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4dfc0747e98a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_023a5bb54c41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e81a227eb544(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12a36eaa41be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93c21788e15e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9592a90680f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06a3c9a5a0e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebc403b66611(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe62c100d409(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7185a6febff8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_862dc5667898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc5c9e0ef3c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d1d8895879c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_adf987e1a98d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88b2430c88aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2120f788f927(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c5eecbce1d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abbb5f40e300(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d300d547c89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13994fa65b28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0187b499f27d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46f06a33dcff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcc00c07f9c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e4018956aea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fc3cff19027(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_279a6f3a794f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f4233d46c86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fae4ca4308d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf505324e7d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63d45c0a6dec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64825cb4fced(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_786aa3b25917(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8d37e662a35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2de7bfb2de61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cec0c585883(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab18e084b259(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_098dee191459(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9049761cfd65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd9b0275bf0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94e61cacf2e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_188c71435676(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9a35e3c469b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78a414f6f946(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f51d6aa347b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3759cd548250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b7f49bbcbb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74c95611dcae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_271ac2df01b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef1d64d01c66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5734a79a7e8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bda42e27bb69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45c3914fd6ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0939b98e19f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_109ad3613b1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09731d277da3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28da5e73be8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_619d36f293ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1da0800822ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5cdcad6138a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a211b02da61e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aca691255c89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea8950fb76e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f42ce514438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90ef5d00e8fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f810b39d922a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5076fdb5320b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3d756042300(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ae88bf123c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1215d3edb138(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_439d38e0fa78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc4e2a5371e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e06c4e32df7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_304870a905b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c2f6194e87c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4457db876a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6145d3b95f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae00b879166b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c8928dcb27e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14867288709a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_885c05da915e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dec3c1ade2aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f41de0d8cc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5820c855c6ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6e68afa342e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a81c7caa913e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63d91253e66d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b6cec778126(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e0593a985c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce9dea1fefb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d13ed934f33c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f09af83ac39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bf439c31f41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d846f9e79ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b67911a5c379(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa8e0a3969d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c991a6d01bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9491b7de03a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a040333fe982(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f3ed15ea9bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0aed141b197d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41653c88ab34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab3ae7bbaf9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16442e7b2908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb3877c7cee1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e961523358f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25bf8641aff4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41139b01fe91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d20a939d10f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73a6f388748a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05713500639b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_295e4be218bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ec2beb1b846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a78bbc51a80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b67141472cda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae6ac1159874(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d61d58a6496(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c54079ebb3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8e0e4648d77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47e881a7d540(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_450c4741b819(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a2d19585e9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_763fd3a095e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf920416d270(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0e64e9ab1d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1abdf9f627f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7d218ee1e9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bf70f1ce062(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3daf660609c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33588157b4d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_249d6d66cebc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae000f86a537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_105cf86c6686(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb3b510a5da0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bc8a657185c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_963f496bc6f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1eeb2aaf6b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f44c6f47d2c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b8f75f7c624(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97bd683e1d6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_989ba25fe8bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13484cfc77af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95ae3f8b4048(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34153e18ddfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2b97cde8ee0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de09c7960bc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6250febb7e67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbac184b8f42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6742c82f5c28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9252243284db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7a9a0a1971a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f6c0807d7ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_242d0c54bda8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f16f19e04f42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f733f8e7582(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f68e2f9bf09c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c0c22f175c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a81d84b26492(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e5c43f4e335(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_147f9a76a031(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f012cf9d493(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d16464f10ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7585c6f80aad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_187f371770f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6252ee5bbcfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_291d896b26cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f1177f14f37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc182ef30436(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7c01921f3c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ee17fed1647(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f715f99aea6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3663a69fd728(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82a17937f048(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e15a5ab43669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_573c0fe83f93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d4e4efa279c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6119eea6e37b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_604559b3133f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e25a75b730fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bbe538ddc3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d4cf5e8bfe0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5b245dca0a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8596934e579b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_401dfaf2c8c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_972e04267c16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcb91e5c7a4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b62dde4c3326(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ce6126428e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_312fc03f929d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c2490da5721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bcb5051a530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75c6d1281a56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a882e416ac4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31f02b99d95f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3e1032b2eba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be5fe88bb0e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be2496d91519(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f3ed94bd484(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c966a536e37c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44fbb1937007(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_680c8e1dc5d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61c3789dcf54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c91c5df8f7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19cca8caed25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7113c6da3119(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1c3f1f444eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84aae2fff256(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_baf32f6a322c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc936eac4073(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff813341c984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1883526c1ecb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe1dd452ac15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d17892b177c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_046a6a464ce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ec26437924e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fe1d27bd06e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_097e2aaafd39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b807a56b0b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa941ec9aaff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25045126ca59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49996f542d9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab466b7c9f7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1314dae9b1f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8876ec6930c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90969d759cba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37f5082ee0a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0333155e2bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3e06a3a6760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f82c8a2c1d3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_957e0f71b6f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4056d346983a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6581525aa021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1280c8e4a4b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5732edd61af2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e3acd5c51bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1a5c12138ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_650b33cd0f73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8b8d07d99c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57945630ce83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f164425a2884(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82fe5d550964(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77da4643d683(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89a4be7ab9ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00076939de76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed43044f9f10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06fd84507ccc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc39058d8c5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4eaf5e09b2db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28afecb32bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe8e96c6c4ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5bbbff337f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b44ca2cca5a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d265128d293f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c58c9015b5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98b9095afb68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eab2d69a34bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9e30b8f1565(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76cba7feb292(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12c368fc1945(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7a076ec67d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03f6a7356b03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97f24057c044(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2851d3e0f01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6882295fe533(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cba84c13559(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_685d11070e5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3243878c0114(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_240758b11adf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c4062511030(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aeb9134c0b91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_101e4161edcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c66f156f0f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ffae30a8816(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0af2a5c72214(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_504b18b4c04c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f73449b15877(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9414f1cb6ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86d6c359525a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7eb6c04e2d2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_222db6f99252(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e26e72d56b8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d330f3208a89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0dd30a48bc28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d85f22585a66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbcdf6b381ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d90b3f8d2a3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c34adfe8b63d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7759a6bbe814(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97f705edca48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2455b051655(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1894caa30541(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cb8263c52b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6603d5278fb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83aea31e42ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbdafada8aea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c30fe88e466a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c01021c16e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc2da8f09310(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14173d76175c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_662c2ba52c6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0bd68039754a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f38297eb8b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15d56bedb549(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a57ac3c80b68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9029bd0ea4d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15bf860ab4d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6670347aeaa4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_465e20c6c29c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f77900f5ae1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_798e5ab57c53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37f9969fbe8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13341b33d880(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3982a7d25b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68e73da4f941(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e3d5d54e67d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a4cc232a4bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_49c05b27a8e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55b3cae5d9a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1270bdfd0639(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffc678b68aa1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5bb77cdba45c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81011e5bf822(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f32cad6628aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3833280e574b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d948a471eed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_643620264e6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_131d346b8d0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1e2be9ed7ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_302ac396ba6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_705e4209d872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bcc93436b5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41a73f8ac4ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7dfcec34e9f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6da19c98a0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99d63296545a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e19d65d703b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be58b0135a2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6fd08ba96f16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01d359a007a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a9da9614072(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_112856e601f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dfb43e19d22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9712afae3cbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18bde0d52962(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_114aca469e50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1dcb55dedc41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_430f3ee648f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7315465ea7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d571f754227a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6d320efe749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0356b93ab78d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ae77a9459b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d43a38054c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5de5f6a191f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d4f04e26415(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cc855848c51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6e842b26e24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c2b7ba74ae7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_124d8b31e08f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4fac28f82ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12885441854e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25d685a14969(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a4f6072eed44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f49045b6a70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_784244c5fd51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_635bd06c051a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cc7835a63ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a1f590fdf6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3af1f26b7de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bee70d0caa2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae97927a4f87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a66903d4da10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b9cab4a534c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_346a8a3605dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_646deec6ff11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_514bb9f84687(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d062fbaeb4bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf4acb4c56fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc0324aff2bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2bbd7df582d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5f0d76d133c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3afc2d36e4ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da51fdcd72c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_554bfc09340f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5c23b8caf243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1da73809927(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cad39119134a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f7c2ffbe273(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_303c653f7a67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_819c82e1dd23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbc1b5131223(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a40b14eb2c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_479bdf713be0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7e195e84656(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e3a56ae8c7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28942072dedf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5ff175047ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e4312d392094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae73fcd45ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62e72c23c917(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5df4aed6b556(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d42533c5372b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8dafcfe7f96e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e8a4dbd2b44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_775935b4f006(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca59f142abd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b9599a3f829(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73464379a64a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f706408f7cb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae43b25d7949(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c324aa1118c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6979b3ce2934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1a5de00d607(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_868c6f3b6172(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdc4ae84b426(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4209231b3081(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e4bfd48822c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f52102264159(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a1860007197(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_26d69d09f52f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c86889411308(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41daaf29f919(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18fdb98901c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7812d73ffc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa9a007022c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51c2c17ec965(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec5d776baaf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51bd3ba5d441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_abf156ba7375(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b46ed3764ea5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_021a3d759acf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a56501aba04d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e566b105d555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f21225b5cfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc03ae4f7a37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_32eb80348b05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a87cd05c69b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbd21eed4f5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_189339113fb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d51eb7837ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7d54bbc2f89f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b300e865ff77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ceceda2138ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6fcd62479bc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d04150c16fd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9c7fa8f0306(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e08caf1232e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45a19bd5f6d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_757f10aaed7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_883612d40f17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c157e7b32be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57ce0b7c5ffb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89782be2f36a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3563d84e4c75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a6737413304(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae8090b40dad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10fd362a2049(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_085ebe68e709(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94134b6fb685(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9a2bdfe42c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96c52866c588(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ef96573dc26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cffaeaf47692(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04f472dd281b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_986009422bd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb9ec3710fde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bb3bebf6672(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a581dbaa8be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e48f298d011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0f4bf7ac1e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00879627c3db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4487e1c7b700(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0048367d078a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2698919b584(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82e39899cfb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1374c876c68d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8c07108d5a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64f64d38249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec6274c8e0bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40df481c94ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70b9f5d6b837(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbb6ecc3ef34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f81125640c5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_894141b50bcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_663a9f9d052c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84cbf1122ac2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9342a5bb6610(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98e2d6de79d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7f3f49ae600(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_319b0b426352(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_850a45818f1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_799cf7f62197(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1c2f1359aee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3de2a46b6423(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_838466545989(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8f4fb18cadd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_384183e0276f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f684a2bc0781(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62b61f5e9f38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2e340d413e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_caaaca6183ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24858f9ec16b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd494426ece1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_200074565eba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_369843cbd76b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_881540e90a15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc20a67f0cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6644ebbf01c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96b5367a51bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e0d6a9f55e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e285a63bf739(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_326492562f6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0a359dd862c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9505840f29b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f3d9fa0ac4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_baca95a320a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4de26ba6c3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f02ba85128cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_170f3d55c7f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f3e2f4fa246(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5307336c42b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c534ad36b23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73e6fe8b7a8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05221204c56b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cc76e402611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2db22fcdd851(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bc7d4ecf812(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_472465550f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_316f8c0be192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbe8d7166652(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42663edca8a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24db42ba9611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc8313892ea5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51a21d5fab4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_419f7669901e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e21d52d786d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d2588d76c75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_165636756819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a90f328cee73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa9dd8f10ccc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f5008ac5a6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20baa00253b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e41da3c5bd3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3b148c4a035(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d3553652b77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8a77cdaf425(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a90d2d9242d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c05c6c7e5145(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6fa04460ffc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a8057746e85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b2ab60756fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec744962de14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9807ec1f5ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1e5cf2c4525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e9c85771a69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72e03c90c958(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6494af0d288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd7aed5ee02d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_167af59448ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0b7facfc89b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52b9d976df3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd9d956e3483(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b552e114147(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed560f5b372d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e70f378aca9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_335294d15d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7126d2d758b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_997fcabe7013(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d86ad24209a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e6d056dda16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd8693641648(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_071a16ee099c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abbe3f864b25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84cfde03feb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f765edd2a7a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2f526309365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ce16a101170(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5101c874da91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffb1d83814d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78dd9923bdef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_695de2f65ff4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f9402978c7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69a3a3cec40f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04de9e92b621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0fc4b398f4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af758e98ff4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fba352a1b66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20e4218ad47d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b26141e11ff8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1e1d7be312f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35416ec7c487(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56ed34c61e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9362f84a63ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3c40db13a08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a61526f392c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06c5a4dc3987(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd644ed7074d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad80a9f5df2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4bc5f303369(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04db8d1d888e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c7c56332ab3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7bb9e2d053e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df48b372abce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40e85e10bbd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8ca209f1af0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8b347d9ed31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75b424f0ccbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b95a36244cc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1601fc4b0705(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a205ffed2a2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10c57a149908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_daa323b85c1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5517269063d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d387dc68a97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c63b86820659(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82bf13611884(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_210c2471ac76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16df8cbd961f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22acf6fdde17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80a3d8876316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0263bfd6c29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bbacb89b10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73dc70d9470e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15c426d8a124(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c692a7441d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_350a7d116a6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8affa5e32b5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25173a91731c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f374b985ca52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_315c764d54b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7943037c32da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2c48746b0e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55ecad075f33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91f9eecc263f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92969f0ea454(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b26dc6e22432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e62234ffa64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_719dc874f788(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aca5b0303ec7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_595bfe74bbe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aa476496a48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5ff30240a15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4168c4e2f4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0ff8c2af7ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fae9f85c5707(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1daf0943b5fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10bc917a26e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_211e5bb8475a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f7c29d5f39d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f74b405c611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73a2318414a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6ff0d4762e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae2b595e28ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bb6ba51a0ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bafef648291c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81ad63c32cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_024d63d3ec93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ed230e3bb10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e51f38f52665(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_013739d58a34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb788d373842(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aafb52ea2f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f43ce267d3ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff62ca194da1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5bfe1414750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_066c70e97897(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f33d2a42d663(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc2fc57a1320(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a04035b0e1a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2268d45e40bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e686b8b24bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e70422bb64a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_979f86bc13f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c49d286cdfe9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2401daa02567(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19f1f9ef04ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_270a181de184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6468e109ec9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8edf85d5cef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d95bea730bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0168fbafe2fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1ee8ea32e99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4201592dd5af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f42094f68929(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2d0b2c9a851(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32fdb7539420(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10a597d5049b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fec149849155(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9204f5b1aa1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83479ed741d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06492e301af6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab80b13e1c31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f147e1b67ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ec0654d2dfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35b912c11295(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e46a43753253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67c739207340(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_458eedaa1ece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c4c99e26181(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c8fbbbeaa55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51ad909636a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57eddf1b13d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f51f313eb08b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2f0fd56e50e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a2315693572(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_294cd35276d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d44b5d73cd75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_043122d23f02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b1920a01c08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a129462c8aae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd5bfa881d72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40b3868c661b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0ef7445014e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea80856e2038(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f0d738f4838(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d208bb9234a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0069364f3077(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e320314548a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af2203c583a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8cc1c89d841(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2be67f809a57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d2bd9bd252f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c32ae0ee1174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fd092569480(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b077c59d9d45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a50ee5a27e8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0124efaba8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_583a0c6e0354(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe07d69adc0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00fc9251c668(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b540c593a81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0649cff555d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0c18af6e90d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7922692befa8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46898a2cb3d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a31e2eb8801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_598565ef052f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e8bf179e0ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2f2a10eb5a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfcc13f982fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e68b726b9f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3229398169dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f1069c26a87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25ce4d83a1a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc7672f0439d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7dfb06d8a97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3e034ff17b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc171a1f8282(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_594c3ce3e55f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6653a840f8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb896732eb33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aafac9583ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76b2a43f26a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_756de1207c86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c9c0ca60208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfb0854bf804(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7ac99a854d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_382d1b7661f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8f5516aa6e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fb7c10a58c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e3ac1f96596(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d11a5896ea1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6a604e2136b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2f1beaac4bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef2a469c3448(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b7dde1cb66d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae214f1d5982(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da75ba73c97d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f98c038c0b8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39fb177a5301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_147f04eddb9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88b6424273f4(const NormgenFwdParams p);
 
 namespace {
 
@@ -492,475 +498,481 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_ab4fcdbaeff1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_148e30ef5984, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_94df9a784fd6, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_63a76671d067, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_3a30516c2097, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_b7642fd8a256, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_1115d2b074c1, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_24869564d3a1, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_a089131412e9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_66731f8d2cbb, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_e4517656551f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_380ca16d99e0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_26b9c26cde58, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_7ba2ef688747, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_9cd556763d6e, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_a3b703eef9b8, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_e358d8ddde53, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_2755b04c8a8c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_62d27a24ea6e, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_d7021219a31b, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_3d987dd67055, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_cf41901cf2c2, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_fc2b0f6bcc28, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_643295ef3616, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_2b802936af56, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_95f9ba2101c8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_d43259e46a7a, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_570d92bb7e55, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_a62cccd3de27, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_5226d69ed358, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_13469b82f64a, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_d95498f1eb5d, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_c30d089f126d, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_205967ba4e98, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_8284094eaf24, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_73c42e14ac66, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_f0514bf06dcf, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_cff8642e9432, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_f403025a00f5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_4d84aef1bdfa, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_2de2d6fc7ace, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_3adeb291a61b, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_eeb946fa499a, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.cap.h32768
-  {(const void*)&normgen_layernorm_fwd_d6f5733e0901, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_5342143d4bae, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
-  {(const void*)&normgen_layernorm_fwd_df8d247a3ab0, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_270e56d96e3b, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_8ccf6dedb617, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_8a8ee82f043c, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_cd9defd79ab7, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_72ccc830eff7, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_cfd97e3cdfff, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_51a85856c568, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_4f99f7df7423, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_4ad60dd334d0, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_c235e9a51d0d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_fb25043098f2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_341a76dafabd, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_e647ada6a282, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_a9a3ee48c5b9, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_a1ee759b5298, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_c68d198738ad, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_03a58c6aa716, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_cd24d5b279c2, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_b4fd26e492f9, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_756aafcb805f, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_c770746f78d3, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_c27d5564f5e5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_ed9fc54e4e52, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_de995acb9d3f, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
-  {(const void*)&normgen_layernorm_fwd_67cdc985279a, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_5a3e2480f790, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_85403b345d24, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_d90e63da596d, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_e07ea60d804c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_b071e34c4106, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_18ed42dba4d5, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_7bf295c63aaf, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_f461f1123265, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_5c8082183a8c, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_f18d39ccb68b, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_36172b600130, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_b4ebc95741c4, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_006299341a10, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_dc188675c218, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_7e8151ae0780, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.h16384
-  {(const void*)&normgen_layernorm_fwd_47c4f26c2c2e, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_edde05939909, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_86a925053669, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_3a0582221497, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_960d4120e3ae, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_1c4b3220d3ba, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_02cac216527c, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_5f150756dc64, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_c9b65ebfe80d, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_f29558190ee1, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_705bf4b7c653, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_ec3fb949e354, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_bfbf19ec4458, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_d0effd88d2c4, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_9607ba9946f1, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_19dcf35cfbac, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_51b7fb7a4d5c, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_079ce224bc0d, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_da50efdd8305, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_010b41a6b6cd, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_76e3612ac1f4, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_82a1aee4e64e, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_3d9b319af771, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_00485468c8a2, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_8d206b149a7f, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
-  {(const void*)&normgen_layernorm_fwd_dabe94f7f750, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_8e01e7e8d8e4, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_edac6febc2d2, 2, 128, 4, 128, 0, 1, 4, 0, 2048 },  // smem.t128.v4.tpr128.h2048
-  {(const void*)&normgen_layernorm_fwd_3a576f61fd24, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_0c3bb0785313, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_79291a937c2d, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_4ed1d813dc9f, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_b7c2b7bf4771, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_550ab17e25cf, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_91980e7bc993, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_0685389c97e4, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_638d37c1d7b5, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_aa6fa48d8dbf, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_9ee0c478216f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_4e728cdb5b4b, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
-  {(const void*)&normgen_layernorm_fwd_d1e348c20bb4, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_98ca9a04f358, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_c5a0c0f56e38, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_fc224a4756d0, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
-  {(const void*)&normgen_layernorm_fwd_a11e082120f8, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_b10c1301b16f, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_99678e29a7d7, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_f4504e2cb6ba, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_6b0525b03e9c, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_f27b5dffad4c, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_316bd7c97b71, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_f259ccaebe6d, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_ebd5970a9dd9, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_d4caf14b1eaf, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_55adef8fb763, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_421d5f757dce, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_a2229fedd164, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_e087610b29fc, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_a8228bd7fc10, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_cda5c0ade4be, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_3491562fd446, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_e9ba98911579, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_1b9bf970f9f6, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_b9559290bb58, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_8641f3407383, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_864391ac8461, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4ad812a7441e, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_a1687a5a5344, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_66345d35e213, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_e19a6163ddb2, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_e107221195af, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c3cb22849184, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_66daac508e0b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_061d085a6d83, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_80c65585d2b6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5787721efa47, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_907e26319ff6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e8f5e9dcaa0a, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4e56c12c9134, 0, 256, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t256.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6e751533855d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8ceca3d2db82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0f0a3d18e304, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8af0fec129a5, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6af8a1d24ccf, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5a0640cd9cc0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bee24f19b0dc, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_41c7010bf862, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4dfc0747e98a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_023a5bb54c41, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e81a227eb544, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_12a36eaa41be, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_93c21788e15e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9592a90680f8, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_06a3c9a5a0e1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ebc403b66611, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_fe62c100d409, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7185a6febff8, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_862dc5667898, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_cc5c9e0ef3c9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9d1d8895879c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_adf987e1a98d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_88b2430c88aa, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2120f788f927, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0c5eecbce1d8, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_abbb5f40e300, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_3d300d547c89, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_13994fa65b28, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0187b499f27d, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_46f06a33dcff, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_bcc00c07f9c4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3e4018956aea, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5fc3cff19027, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_279a6f3a794f, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5f4233d46c86, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6fae4ca4308d, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_cf505324e7d1, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_63d45c0a6dec, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_64825cb4fced, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_786aa3b25917, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e8d37e662a35, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_2de7bfb2de61, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0cec0c585883, 4, 512, 8, 512, 4, 4, 2, 98304, 65536 },  // ring.t512.v8.tpr512.i4.c4.s2.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ab18e084b259, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_098dee191459, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_9049761cfd65, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_bd9b0275bf0c, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_94e61cacf2e9, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_188c71435676, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_d9a35e3c469b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_78a414f6f946, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_f51d6aa347b2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_3759cd548250, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_0b7f49bbcbb6, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_74c95611dcae, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_271ac2df01b6, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ef1d64d01c66, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5734a79a7e8b, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bda42e27bb69, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_45c3914fd6ee, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a0939b98e19f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_109ad3613b1b, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_09731d277da3, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_28da5e73be8f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_619d36f293ec, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1da0800822ff, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e5cdcad6138a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a211b02da61e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_aca691255c89, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ea8950fb76e5, 0, 512, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t512.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2f42ce514438, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_90ef5d00e8fa, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f810b39d922a, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5076fdb5320b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d3d756042300, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3ae88bf123c6, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1215d3edb138, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_439d38e0fa78, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fc4e2a5371e9, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e06c4e32df7f, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_304870a905b8, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2c2f6194e87c, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b4457db876a7, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c6145d3b95f6, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ae00b879166b, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2c8928dcb27e, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_14867288709a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_885c05da915e, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_dec3c1ade2aa, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5f41de0d8cc8, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5820c855c6ab, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c6e68afa342e, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a81c7caa913e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_63d91253e66d, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7b6cec778126, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7e0593a985c9, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ce9dea1fefb6, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d13ed934f33c, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5f09af83ac39, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8bf439c31f41, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6d846f9e79ee, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_b67911a5c379, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_fa8e0a3969d3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_6c991a6d01bc, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_9491b7de03a3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_a040333fe982, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_2f3ed15ea9bc, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_0aed141b197d, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_41653c88ab34, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ab3ae7bbaf9c, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_16442e7b2908, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_eb3877c7cee1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4e961523358f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_25bf8641aff4, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_41139b01fe91, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0d20a939d10f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_73a6f388748a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_05713500639b, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_295e4be218bc, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8ec2beb1b846, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4a78bbc51a80, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b67141472cda, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ae6ac1159874, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6d61d58a6496, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8c54079ebb3f, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c8e0e4648d77, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_47e881a7d540, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_450c4741b819, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7a2d19585e9a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_763fd3a095e9, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bf920416d270, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f0e64e9ab1d4, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_1abdf9f627f2, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f7d218ee1e9d, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2bf70f1ce062, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3daf660609c5, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_33588157b4d8, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_249d6d66cebc, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ae000f86a537, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_105cf86c6686, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bb3b510a5da0, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9bc8a657185c, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_963f496bc6f5, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e1eeb2aaf6b3, 4, 512, 8, 512, 2, 8, 2, 65536, 65536 },  // ring.t512.v8.tpr512.i2.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_f44c6f47d2c2, 4, 1024, 8, 1024, 2, 4, 2, 131072, 65536 },  // ring.t1024.v8.tpr1024.i2.c4.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0b8f75f7c624, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_97bd683e1d6d, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_989ba25fe8bf, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_13484cfc77af, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_95ae3f8b4048, 4, 1024, 8, 1024, 2, 8, 2, 131072, 131072 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_34153e18ddfc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_b2b97cde8ee0, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_de09c7960bc1, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_6250febb7e67, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_fbac184b8f42, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_6742c82f5c28, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_9252243284db, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b7a9a0a1971a, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3f6c0807d7ce, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_242d0c54bda8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f16f19e04f42, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1f733f8e7582, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f68e2f9bf09c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2c0c22f175c9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a81d84b26492, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5e5c43f4e335, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_147f9a76a031, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4f012cf9d493, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_5d16464f10ea, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7585c6f80aad, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_187f371770f2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6252ee5bbcfa, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_291d896b26cd, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0f1177f14f37, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bc182ef30436, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d7c01921f3c8, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2ee17fed1647, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4f715f99aea6, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3663a69fd728, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_82a17937f048, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e15a5ab43669, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_573c0fe83f93, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_4d4e4efa279c, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6119eea6e37b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_604559b3133f, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e25a75b730fd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6bbe538ddc3d, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9d4cf5e8bfe0, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e5b245dca0a8, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8596934e579b, 0, 256, 8, 256, 4, 4, 2, 0, 32768 },  // regs.t256.v8.tpr256.i4.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_401dfaf2c8c5, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_972e04267c16, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bcb91e5c7a4d, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b62dde4c3326, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7ce6126428e5, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_312fc03f929d, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_7c2490da5721, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_3bcb5051a530, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_75c6d1281a56, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_9a882e416ac4, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_31f02b99d95f, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_e3e1032b2eba, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_be5fe88bb0e7, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_be2496d91519, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3f3ed94bd484, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c966a536e37c, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_44fbb1937007, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_680c8e1dc5d5, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_61c3789dcf54, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8c91c5df8f7a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_19cca8caed25, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7113c6da3119, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d1c3f1f444eb, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
-  {(const void*)&normgen_rmsnorm_fwd_84aae2fff256, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_baf32f6a322c, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_dc936eac4073, 3, 512, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr128.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ff813341c984, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1883526c1ecb, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fe1dd452ac15, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2d17892b177c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_046a6a464ce8, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4ec26437924e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_0fe1d27bd06e, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_097e2aaafd39, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4b807a56b0b1, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_fa941ec9aaff, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_25045126ca59, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_49996f542d9d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_ab466b7c9f7f, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1314dae9b1f9, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e8876ec6930c, 1, 64, 4, 64, 8, 4, 4, 0, 8192 },  // pipelined.t64.v4.tpr64.i8.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_90969d759cba, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_37f5082ee0a7, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0333155e2bd2, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_d3e06a3a6760, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_f82c8a2c1d3d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_957e0f71b6f9, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4056d346983a, 1, 256, 4, 256, 2, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_6581525aa021, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_1280c8e4a4b7, 1, 128, 4, 128, 8, 8, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i8.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5732edd61af2, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7e3acd5c51bb, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f1a5c12138ec, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_650b33cd0f73, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_b8b8d07d99c9, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_57945630ce83, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_f164425a2884, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_82fe5d550964, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_77da4643d683, 4, 512, 4, 512, 4, 16, 4, 163840, 131072 },  // ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_89a4be7ab9ae, 4, 512, 4, 512, 4, 16, 4, 131072, 0 },  // ring.t512.v4.tpr512.i4.c16.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_00076939de76, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ed43044f9f10, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_06fd84507ccc, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_bc39058d8c5d, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_4eaf5e09b2db, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_28afecb32bac, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_fe8e96c6c4ae, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_d5bbbff337f7, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_b44ca2cca5a8, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_d265128d293f, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8c58c9015b5a, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_98b9095afb68, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_eab2d69a34bf, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d9e30b8f1565, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_76cba7feb292, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_12c368fc1945, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a7a076ec67d7, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_03f6a7356b03, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_97f24057c044, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a2851d3e0f01, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6882295fe533, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0cba84c13559, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_685d11070e5c, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3243878c0114, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_240758b11adf, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_4c4062511030, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_aeb9134c0b91, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_101e4161edcd, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9c66f156f0f7, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1ffae30a8816, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0af2a5c72214, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_504b18b4c04c, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f73449b15877, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c9414f1cb6ff, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_86d6c359525a, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7eb6c04e2d2a, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_222db6f99252, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e26e72d56b8c, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d330f3208a89, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0dd30a48bc28, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d85f22585a66, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cbcdf6b381ba, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d90b3f8d2a3e, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_c34adfe8b63d, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7759a6bbe814, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_97f705edca48, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_f2455b051655, 2, 512, 4, 512, 0, 1, 4, 0, 32768 },  // smem.t512.v4.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1894caa30541, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_2cb8263c52b5, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_6603d5278fb5, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_83aea31e42ba, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_bbdafada8aea, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_c30fe88e466a, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_5c01021c16e3, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_fc2da8f09310, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_14173d76175c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_662c2ba52c6e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_0bd68039754a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_9f38297eb8b3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_15d56bedb549, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_a57ac3c80b68, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_9029bd0ea4d4, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_15bf860ab4d4, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_6670347aeaa4, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_465e20c6c29c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_3f77900f5ae1, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_798e5ab57c53, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_37f9969fbe8c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_13341b33d880, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_3982a7d25b99, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_68e73da4f941, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_3e3d5d54e67d, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_5a4cc232a4bf, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_49c05b27a8e0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_55b3cae5d9a5, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_1270bdfd0639, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_ffc678b68aa1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_5bb77cdba45c, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_81011e5bf822, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_f32cad6628aa, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_3833280e574b, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_4d948a471eed, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_643620264e6e, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_131d346b8d0f, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_b1e2be9ed7ba, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_302ac396ba6b, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_705e4209d872, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_1bcc93436b5c, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_41a73f8ac4ed, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_7dfcec34e9f4, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_c6da19c98a0b, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_99d63296545a, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_5e19d65d703b, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_be58b0135a2e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_6fd08ba96f16, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_01d359a007a5, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_3a9da9614072, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
+  {(const void*)&normgen_layernorm_fwd_112856e601f3, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_6dfb43e19d22, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_9712afae3cbb, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_18bde0d52962, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_114aca469e50, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_1dcb55dedc41, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_430f3ee648f0, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_f7315465ea7f, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_d571f754227a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_a6d320efe749, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_0356b93ab78d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_3ae77a9459b7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_2d43a38054c1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_5de5f6a191f7, 0, 128, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t128.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_4d4f04e26415, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_8cc855848c51, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_c6e842b26e24, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_6c2b7ba74ae7, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_124d8b31e08f, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_f4fac28f82ad, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_12885441854e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_25d685a14969, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_a4f6072eed44, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_7f49045b6a70, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_784244c5fd51, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_635bd06c051a, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_3cc7835a63ca, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_5a1f590fdf6d, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_a3af1f26b7de, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_bee70d0caa2e, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_ae97927a4f87, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_a66903d4da10, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_7b9cab4a534c, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_346a8a3605dc, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_layernorm_fwd_646deec6ff11, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_514bb9f84687, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_d062fbaeb4bb, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_cf4acb4c56fb, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_bc0324aff2bc, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_2bbd7df582d2, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_a5f0d76d133c, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_3afc2d36e4ae, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_da51fdcd72c2, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_554bfc09340f, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_5c23b8caf243, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_b1da73809927, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_cad39119134a, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_5f7c2ffbe273, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_303c653f7a67, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_819c82e1dd23, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_bbc1b5131223, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_0a40b14eb2c4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_479bdf713be0, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_c7e195e84656, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_6e3a56ae8c7c, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_28942072dedf, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_e5ff175047ec, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_e4312d392094, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_ae73fcd45ae2, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_62e72c23c917, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_5df4aed6b556, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_d42533c5372b, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_8dafcfe7f96e, 0, 64, 4, 32, 8, 1, 4, 0, 1024 },  // regs.t64.v4.tpr32.i8.h1024
+  {(const void*)&normgen_layernorm_fwd_3e8a4dbd2b44, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_775935b4f006, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_ca59f142abd0, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
+  {(const void*)&normgen_layernorm_fwd_7b9599a3f829, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_73464379a64a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_f706408f7cb5, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_ae43b25d7949, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_c324aa1118c2, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_6979b3ce2934, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_b1a5de00d607, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_868c6f3b6172, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_cdc4ae84b426, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_4209231b3081, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_e4bfd48822c9, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
+  {(const void*)&normgen_layernorm_fwd_f52102264159, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_9a1860007197, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_26d69d09f52f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_c86889411308, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
+  {(const void*)&normgen_layernorm_fwd_41daaf29f919, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
+  {(const void*)&normgen_layernorm_fwd_18fdb98901c2, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_b7812d73ffc5, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_aa9a007022c6, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
+  {(const void*)&normgen_layernorm_fwd_51c2c17ec965, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_ec5d776baaf0, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_51bd3ba5d441, 1, 128, 4, 128, 7, 2, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i7.c2
+  {(const void*)&normgen_layernorm_fwd_abf156ba7375, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_b46ed3764ea5, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_021a3d759acf, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_a56501aba04d, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_e566b105d555, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_0f21225b5cfe, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_fc03ae4f7a37, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_32eb80348b05, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_a87cd05c69b8, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_bbd21eed4f5e, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_189339113fb3, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_4d51eb7837ee, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_7d54bbc2f89f, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_b300e865ff77, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_ceceda2138ac, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_6fcd62479bc3, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_d04150c16fd5, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_a9c7fa8f0306, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e08caf1232e1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_45a19bd5f6d1, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_757f10aaed7e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_883612d40f17, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_0c157e7b32be, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_57ce0b7c5ffb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_89782be2f36a, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_3563d84e4c75, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_1a6737413304, 4, 256, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_ae8090b40dad, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_10fd362a2049, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_085ebe68e709, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_94134b6fb685, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b9a2bdfe42c7, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_96c52866c588, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9ef96573dc26, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cffaeaf47692, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_04f472dd281b, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_986009422bd1, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_bb9ec3710fde, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6bb3bebf6672, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7a581dbaa8be, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0e48f298d011, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b0f4bf7ac1e5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_00879627c3db, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4487e1c7b700, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0048367d078a, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b2698919b584, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_82e39899cfb4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1374c876c68d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a8c07108d5a4, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b64f64d38249, 3, 128, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t128.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ec6274c8e0bc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_40df481c94ba, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_70b9f5d6b837, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_dbb6ecc3ef34, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f81125640c5c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_894141b50bcd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_663a9f9d052c, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_84cbf1122ac2, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9342a5bb6610, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_98e2d6de79d9, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e7f3f49ae600, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_319b0b426352, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_850a45818f1c, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_799cf7f62197, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d1c2f1359aee, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3de2a46b6423, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_838466545989, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f8f4fb18cadd, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_384183e0276f, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f684a2bc0781, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_62b61f5e9f38, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_e2e340d413e4, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_caaaca6183ab, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_24858f9ec16b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bd494426ece1, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_200074565eba, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_369843cbd76b, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_881540e90a15, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6dc20a67f0cd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6644ebbf01c3, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_96b5367a51bf, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7e0d6a9f55e8, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e285a63bf739, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_326492562f6d, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_b0a359dd862c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_9505840f29b4, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_3f3d9fa0ac4b, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_baca95a320a7, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_f4de26ba6c3d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_f02ba85128cd, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_170f3d55c7f2, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5f3e2f4fa246, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b5307336c42b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9c534ad36b23, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_73e6fe8b7a8f, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_05221204c56b, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3cc76e402611, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2db22fcdd851, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8bc7d4ecf812, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_472465550f1f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_316f8c0be192, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bbe8d7166652, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_42663edca8a7, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_24db42ba9611, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fc8313892ea5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_51a21d5fab4d, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_419f7669901e, 2, 1024, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t1024.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e21d52d786d2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9d2588d76c75, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_165636756819, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a90f328cee73, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_fa9dd8f10ccc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6f5008ac5a6c, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_20baa00253b1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e41da3c5bd3a, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c3b148c4a035, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2d3553652b77, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f8a77cdaf425, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0a90d2d9242d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c05c6c7e5145, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e6fa04460ffc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9a8057746e85, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9b2ab60756fa, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ec744962de14, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d9807ec1f5ee, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a1e5cf2c4525, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6e9c85771a69, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_72e03c90c958, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f6494af0d288, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_dd7aed5ee02d, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_167af59448ed, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e0b7facfc89b, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_52b9d976df3f, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fd9d956e3483, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9b552e114147, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ed560f5b372d, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7e70f378aca9, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_335294d15d12, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7126d2d758b4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_997fcabe7013, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7d86ad24209a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2e6d056dda16, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_dd8693641648, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_071a16ee099c, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_abbe3f864b25, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_84cfde03feb0, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_f765edd2a7a0, 4, 256, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_a2f526309365, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_8ce16a101170, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5101c874da91, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ffb1d83814d8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_78dd9923bdef, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_695de2f65ff4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5f9402978c7e, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_69a3a3cec40f, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_04de9e92b621, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f0fc4b398f4a, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_af758e98ff4d, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8fba352a1b66, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_20e4218ad47d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b26141e11ff8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d1e1d7be312f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_35416ec7c487, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_56ed34c61e30, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9362f84a63ed, 3, 256, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t256.v8.tpr128.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f3c40db13a08, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8a61526f392c, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_06c5a4dc3987, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_cd644ed7074d, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5ad80a9f5df2, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e4bc5f303369, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_04db8d1d888e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2c7c56332ab3, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c7bb9e2d053e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_df48b372abce, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_40e85e10bbd7, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c8ca209f1af0, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d8b347d9ed31, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_75b424f0ccbd, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b95a36244cc6, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1601fc4b0705, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a205ffed2a2b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_10c57a149908, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_daa323b85c1f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c5517269063d, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8d387dc68a97, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c63b86820659, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_82bf13611884, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_210c2471ac76, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_16df8cbd961f, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_22acf6fdde17, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_80a3d8876316, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_b0263bfd6c29, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_0bbacb89b10f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_73dc70d9470e, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_15c426d8a124, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8c692a7441d9, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_350a7d116a6d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8affa5e32b5b, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_25173a91731c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f374b985ca52, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_315c764d54b9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7943037c32da, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c2c48746b0e3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_55ecad075f33, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_91f9eecc263f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_92969f0ea454, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b26dc6e22432, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9e62234ffa64, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_719dc874f788, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_aca5b0303ec7, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_595bfe74bbe3, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4aa476496a48, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f5ff30240a15, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d4168c4e2f4f, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c0ff8c2af7ad, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fae9f85c5707, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1daf0943b5fd, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_10bc917a26e4, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_211e5bb8475a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_5f7c29d5f39d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_4f74b405c611, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_73a2318414a6, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d6ff0d4762e9, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_ae2b595e28ac, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2bb6ba51a0ea, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_bafef648291c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_81ad63c32cd5, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_024d63d3ec93, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7ed230e3bb10, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e51f38f52665, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_013739d58a34, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_cb788d373842, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1aafb52ea2f6, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f43ce267d3ba, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ff62ca194da1, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e5bfe1414750, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_066c70e97897, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_f33d2a42d663, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_fc2fc57a1320, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_a04035b0e1a0, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_2268d45e40bf, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_8e686b8b24bb, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_0e70422bb64a, 0, 128, 4, 64, 3, 1, 4, 0, 768 },  // regs.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_979f86bc13f2, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c49d286cdfe9, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2401daa02567, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_19f1f9ef04ce, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_270a181de184, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c6468e109ec9, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8edf85d5cef3, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d95bea730bac, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0168fbafe2fd, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d1ee8ea32e99, 3, 512, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr128.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4201592dd5af, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f42094f68929, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a2d0b2c9a851, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_32fdb7539420, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
+  {(const void*)&normgen_rmsnorm_fwd_10a597d5049b, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fec149849155, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_e9204f5b1aa1, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_83479ed741d7, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_06492e301af6, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_ab80b13e1c31, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7f147e1b67ec, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_7ec0654d2dfa, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_35b912c11295, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_e46a43753253, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_67c739207340, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_458eedaa1ece, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_7c4c99e26181, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0c8fbbbeaa55, 1, 64, 4, 64, 8, 4, 4, 0, 8192 },  // pipelined.t64.v4.tpr64.i8.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_51ad909636a3, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_57eddf1b13d9, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f51f313eb08b, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_b2f0fd56e50e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_6a2315693572, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_294cd35276d6, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d44b5d73cd75, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_043122d23f02, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_4b1920a01c08, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_a129462c8aae, 1, 256, 4, 256, 4, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_bd5bfa881d72, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_40b3868c661b, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c0ef7445014e, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_ea80856e2038, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_6f0d738f4838, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4d208bb9234a, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0069364f3077, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_e320314548a9, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_af2203c583a6, 0, 128, 4, 128, 16, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i16.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_b8cc1c89d841, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2be67f809a57, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2d2bd9bd252f, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_c32ae0ee1174, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_6fd092569480, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_b077c59d9d45, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_a50ee5a27e8b, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_b0124efaba8c, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_583a0c6e0354, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fe07d69adc0c, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_00fc9251c668, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6b540c593a81, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0649cff555d2, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f0c18af6e90d, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7922692befa8, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_46898a2cb3d0, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5a31e2eb8801, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_598565ef052f, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2e8bf179e0ac, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c2f2a10eb5a3, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_cfcc13f982fc, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4e68b726b9f1, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3229398169dc, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_8f1069c26a87, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_25ce4d83a1a7, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dc7672f0439d, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a7dfb06d8a97, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f3e034ff17b6, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_dc171a1f8282, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_594c3ce3e55f, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f6653a840f8a, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb896732eb33, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4aafac9583ca, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_76b2a43f26a3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_756de1207c86, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4c9c0ca60208, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_dfb0854bf804, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d7ac99a854d1, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_382d1b7661f0, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_e8f5516aa6e2, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3fb7c10a58c7, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6e3ac1f96596, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d11a5896ea1b, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f6a604e2136b, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_e2f1beaac4bb, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ef2a469c3448, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_7b7dde1cb66d, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_ae214f1d5982, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_da75ba73c97d, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_f98c038c0b8a, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_39fb177a5301, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_147f04eddb9a, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_88b6424273f4, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -969,15 +981,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 53 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 101 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 149 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 212 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 265 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 315 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 360 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 416 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 468 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 50 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 98 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 148 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 213 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 271 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 320 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 367 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 423 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 474 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -988,450 +1000,450 @@ const Entry kEntries[] = {
   { 0, 512, 8, 0 },
   { 0, 512, 32, 0 },
   { 0, 512, 128, 1 },
-  { 0, 512, 512, 2 },
+  { 0, 512, 512, 1 },
   { 0, 512, 2048, 1 },
-  { 0, 512, 8192, 2 },
-  { 0, 512, 32768, 2 },
-  { 0, 768, 1, 3 },
-  { 0, 768, 8, 3 },
-  { 0, 768, 32, 3 },
-  { 0, 768, 128, 4 },
-  { 0, 768, 512, 4 },
-  { 0, 768, 2048, 4 },
-  { 0, 768, 8192, 4 },
-  { 0, 768, 32768, 4 },
-  { 0, 1024, 1, 5 },
-  { 0, 1024, 8, 5 },
-  { 0, 1024, 32, 5 },
-  { 0, 1024, 128, 6 },
-  { 0, 1024, 512, 7 },
-  { 0, 1024, 2048, 7 },
-  { 0, 1024, 8192, 7 },
-  { 0, 1024, 32768, 7 },
-  { 0, 1536, 1, 8 },
-  { 0, 1536, 8, 8 },
-  { 0, 1536, 32, 8 },
-  { 0, 1536, 128, 8 },
-  { 0, 1536, 512, 9 },
-  { 0, 1536, 2048, 9 },
-  { 0, 1536, 8192, 9 },
-  { 0, 1536, 32768, 9 },
-  { 0, 2048, 1, 10 },
-  { 0, 2048, 8, 10 },
-  { 0, 2048, 32, 10 },
-  { 0, 2048, 128, 10 },
-  { 0, 2048, 512, 11 },
-  { 0, 2048, 2048, 11 },
-  { 0, 2048, 8192, 11 },
-  { 0, 2048, 32768, 12 },
-  { 0, 2560, 1, 13 },
-  { 0, 2560, 8, 13 },
-  { 0, 2560, 32, 13 },
-  { 0, 2560, 128, 13 },
-  { 0, 2560, 512, 14 },
-  { 0, 2560, 2048, 14 },
-  { 0, 2560, 8192, 14 },
-  { 0, 2560, 32768, 14 },
-  { 0, 3072, 1, 15 },
-  { 0, 3072, 8, 15 },
-  { 0, 3072, 32, 15 },
-  { 0, 3072, 128, 15 },
-  { 0, 3072, 512, 16 },
-  { 0, 3072, 2048, 16 },
-  { 0, 3072, 8192, 16 },
-  { 0, 3072, 32768, 16 },
-  { 0, 4096, 1, 17 },
-  { 0, 4096, 8, 17 },
-  { 0, 4096, 32, 17 },
-  { 0, 4096, 128, 17 },
-  { 0, 4096, 512, 17 },
-  { 0, 4096, 2048, 18 },
-  { 0, 4096, 8192, 18 },
-  { 0, 4096, 32768, 18 },
-  { 0, 5120, 1, 19 },
-  { 0, 5120, 8, 19 },
-  { 0, 5120, 32, 19 },
-  { 0, 5120, 128, 19 },
-  { 0, 5120, 512, 20 },
-  { 0, 5120, 2048, 19 },
-  { 0, 5120, 8192, 19 },
-  { 0, 5120, 32768, 21 },
-  { 0, 6144, 1, 22 },
-  { 0, 6144, 8, 22 },
-  { 0, 6144, 32, 22 },
-  { 0, 6144, 128, 23 },
-  { 0, 6144, 512, 23 },
-  { 0, 6144, 2048, 23 },
-  { 0, 6144, 8192, 23 },
-  { 0, 6144, 32768, 24 },
-  { 0, 7168, 1, 25 },
-  { 0, 7168, 8, 25 },
-  { 0, 7168, 32, 25 },
-  { 0, 7168, 128, 25 },
-  { 0, 7168, 512, 26 },
-  { 0, 7168, 2048, 26 },
-  { 0, 7168, 8192, 26 },
-  { 0, 7168, 32768, 26 },
-  { 0, 8192, 1, 27 },
-  { 0, 8192, 8, 27 },
-  { 0, 8192, 32, 27 },
-  { 0, 8192, 128, 27 },
-  { 0, 8192, 512, 28 },
-  { 0, 8192, 2048, 29 },
-  { 0, 8192, 8192, 30 },
-  { 0, 8192, 32768, 30 },
-  { 0, 12288, 1, 31 },
-  { 0, 12288, 8, 31 },
-  { 0, 12288, 32, 31 },
-  { 0, 12288, 128, 31 },
-  { 0, 12288, 512, 32 },
-  { 0, 12288, 2048, 33 },
-  { 0, 12288, 8192, 33 },
-  { 0, 12288, 32768, 33 },
-  { 0, 16384, 1, 34 },
-  { 0, 16384, 8, 34 },
-  { 0, 16384, 32, 34 },
-  { 0, 16384, 128, 35 },
-  { 0, 16384, 512, 36 },
-  { 0, 16384, 2048, 36 },
-  { 0, 16384, 8192, 36 },
-  { 0, 16384, 32768, 37 },
-  { 0, 32768, 1, 38 },
-  { 0, 32768, 8, 38 },
-  { 0, 32768, 32, 39 },
-  { 0, 32768, 128, 40 },
-  { 0, 32768, 512, 41 },
-  { 0, 32768, 2048, 41 },
-  { 0, 32768, 8192, 41 },
-  { 0, 32768, 32768, 42 },
-  { 0, 65536, 1, 43 },
-  { 0, 65536, 8, 43 },
-  { 0, 65536, 32, 44 },
-  { 0, 65536, 128, 45 },
-  { 0, 65536, 512, 46 },
-  { 0, 65536, 2048, 46 },
-  { 0, 65536, 8192, 46 },
-  { 0, 65536, 32768, 47 },
-  { 0, 131072, 1, 48 },
-  { 0, 131072, 8, 49 },
-  { 0, 131072, 32, 50 },
-  { 0, 131072, 128, 51 },
-  { 0, 131072, 512, 52 },
-  { 0, 131072, 2048, 52 },
-  { 0, 131072, 8192, 52 },
-  { 0, 131072, 32768, 52 },
-  { 1, 512, 1, 54 },
-  { 1, 512, 8, 55 },
-  { 1, 512, 32, 55 },
-  { 1, 512, 128, 55 },
-  { 1, 512, 512, 55 },
-  { 1, 512, 2048, 55 },
-  { 1, 512, 8192, 55 },
-  { 1, 512, 32768, 55 },
-  { 1, 768, 1, 56 },
-  { 1, 768, 8, 57 },
-  { 1, 768, 32, 57 },
-  { 1, 768, 128, 57 },
-  { 1, 768, 512, 57 },
-  { 1, 768, 2048, 57 },
-  { 1, 768, 8192, 57 },
-  { 1, 768, 32768, 57 },
-  { 1, 1024, 1, 58 },
-  { 1, 1024, 8, 58 },
-  { 1, 1024, 32, 58 },
-  { 1, 1024, 128, 59 },
-  { 1, 1024, 512, 60 },
-  { 1, 1024, 2048, 60 },
-  { 1, 1024, 8192, 60 },
-  { 1, 1024, 32768, 60 },
-  { 1, 1536, 1, 61 },
-  { 1, 1536, 8, 61 },
-  { 1, 1536, 32, 61 },
-  { 1, 1536, 128, 61 },
-  { 1, 1536, 512, 61 },
-  { 1, 1536, 2048, 61 },
-  { 1, 1536, 8192, 61 },
-  { 1, 1536, 32768, 61 },
-  { 1, 2048, 1, 62 },
-  { 1, 2048, 8, 62 },
-  { 1, 2048, 32, 62 },
-  { 1, 2048, 128, 62 },
-  { 1, 2048, 512, 62 },
-  { 1, 2048, 2048, 62 },
-  { 1, 2048, 8192, 62 },
-  { 1, 2048, 32768, 63 },
-  { 1, 2560, 1, 64 },
-  { 1, 2560, 8, 64 },
-  { 1, 2560, 32, 64 },
-  { 1, 2560, 128, 64 },
-  { 1, 2560, 512, 64 },
-  { 1, 2560, 2048, 65 },
-  { 1, 2560, 8192, 64 },
-  { 1, 2560, 32768, 64 },
-  { 1, 3072, 1, 66 },
-  { 1, 3072, 8, 66 },
-  { 1, 3072, 32, 66 },
-  { 1, 3072, 128, 66 },
-  { 1, 3072, 512, 66 },
-  { 1, 3072, 2048, 66 },
-  { 1, 3072, 8192, 66 },
-  { 1, 3072, 32768, 66 },
-  { 1, 4096, 1, 67 },
-  { 1, 4096, 8, 67 },
-  { 1, 4096, 32, 67 },
-  { 1, 4096, 128, 67 },
-  { 1, 4096, 512, 67 },
-  { 1, 4096, 2048, 68 },
-  { 1, 4096, 8192, 68 },
-  { 1, 4096, 32768, 69 },
-  { 1, 5120, 1, 70 },
-  { 1, 5120, 8, 70 },
-  { 1, 5120, 32, 70 },
-  { 1, 5120, 128, 70 },
-  { 1, 5120, 512, 71 },
-  { 1, 5120, 2048, 70 },
-  { 1, 5120, 8192, 70 },
-  { 1, 5120, 32768, 70 },
-  { 1, 6144, 1, 72 },
-  { 1, 6144, 8, 72 },
-  { 1, 6144, 32, 72 },
-  { 1, 6144, 128, 72 },
-  { 1, 6144, 512, 72 },
-  { 1, 6144, 2048, 72 },
-  { 1, 6144, 8192, 72 },
-  { 1, 6144, 32768, 73 },
-  { 1, 7168, 1, 74 },
-  { 1, 7168, 8, 74 },
-  { 1, 7168, 32, 74 },
-  { 1, 7168, 128, 75 },
-  { 1, 7168, 512, 75 },
-  { 1, 7168, 2048, 75 },
-  { 1, 7168, 8192, 75 },
-  { 1, 7168, 32768, 75 },
-  { 1, 8192, 1, 76 },
-  { 1, 8192, 8, 76 },
-  { 1, 8192, 32, 76 },
-  { 1, 8192, 128, 77 },
-  { 1, 8192, 512, 78 },
-  { 1, 8192, 2048, 79 },
-  { 1, 8192, 8192, 80 },
-  { 1, 8192, 32768, 80 },
-  { 1, 12288, 1, 81 },
-  { 1, 12288, 8, 81 },
-  { 1, 12288, 32, 81 },
-  { 1, 12288, 128, 82 },
-  { 1, 12288, 512, 82 },
-  { 1, 12288, 2048, 83 },
-  { 1, 12288, 8192, 83 },
-  { 1, 12288, 32768, 83 },
-  { 1, 16384, 1, 84 },
-  { 1, 16384, 8, 84 },
-  { 1, 16384, 32, 84 },
-  { 1, 16384, 128, 85 },
-  { 1, 16384, 512, 86 },
-  { 1, 16384, 2048, 86 },
-  { 1, 16384, 8192, 87 },
-  { 1, 16384, 32768, 88 },
-  { 1, 32768, 1, 89 },
-  { 1, 32768, 8, 90 },
-  { 1, 32768, 32, 90 },
-  { 1, 32768, 128, 91 },
-  { 1, 32768, 512, 92 },
-  { 1, 32768, 2048, 92 },
-  { 1, 32768, 8192, 92 },
-  { 1, 32768, 32768, 92 },
-  { 1, 65536, 1, 93 },
-  { 1, 65536, 8, 93 },
-  { 1, 65536, 32, 94 },
-  { 1, 65536, 128, 95 },
-  { 1, 65536, 512, 96 },
-  { 1, 65536, 2048, 96 },
-  { 1, 65536, 8192, 96 },
-  { 1, 65536, 32768, 96 },
-  { 1, 131072, 1, 97 },
-  { 1, 131072, 8, 97 },
-  { 1, 131072, 32, 98 },
-  { 1, 131072, 128, 99 },
-  { 1, 131072, 512, 100 },
-  { 1, 131072, 2048, 100 },
-  { 1, 131072, 8192, 100 },
-  { 1, 131072, 32768, 100 },
-  { 2, 512, 1, 102 },
-  { 2, 512, 8, 102 },
-  { 2, 512, 32, 102 },
-  { 2, 512, 128, 103 },
-  { 2, 512, 512, 103 },
-  { 2, 512, 2048, 103 },
-  { 2, 512, 8192, 102 },
-  { 2, 512, 32768, 104 },
-  { 2, 768, 1, 105 },
-  { 2, 768, 8, 105 },
-  { 2, 768, 32, 105 },
-  { 2, 768, 128, 105 },
-  { 2, 768, 512, 105 },
-  { 2, 768, 2048, 106 },
-  { 2, 768, 8192, 105 },
-  { 2, 768, 32768, 106 },
-  { 2, 1024, 1, 107 },
-  { 2, 1024, 8, 107 },
-  { 2, 1024, 32, 107 },
-  { 2, 1024, 128, 107 },
-  { 2, 1024, 512, 107 },
-  { 2, 1024, 2048, 108 },
-  { 2, 1024, 8192, 107 },
-  { 2, 1024, 32768, 108 },
-  { 2, 1536, 1, 109 },
-  { 2, 1536, 8, 109 },
-  { 2, 1536, 32, 109 },
-  { 2, 1536, 128, 109 },
-  { 2, 1536, 512, 109 },
-  { 2, 1536, 2048, 110 },
-  { 2, 1536, 8192, 111 },
-  { 2, 1536, 32768, 111 },
-  { 2, 2048, 1, 112 },
-  { 2, 2048, 8, 112 },
-  { 2, 2048, 32, 112 },
-  { 2, 2048, 128, 112 },
-  { 2, 2048, 512, 112 },
-  { 2, 2048, 2048, 112 },
-  { 2, 2048, 8192, 113 },
-  { 2, 2048, 32768, 114 },
-  { 2, 2560, 1, 115 },
-  { 2, 2560, 8, 115 },
-  { 2, 2560, 32, 115 },
-  { 2, 2560, 128, 115 },
-  { 2, 2560, 512, 115 },
-  { 2, 2560, 2048, 115 },
-  { 2, 2560, 8192, 116 },
-  { 2, 2560, 32768, 117 },
-  { 2, 3072, 1, 118 },
-  { 2, 3072, 8, 118 },
-  { 2, 3072, 32, 118 },
-  { 2, 3072, 128, 118 },
-  { 2, 3072, 512, 119 },
-  { 2, 3072, 2048, 118 },
-  { 2, 3072, 8192, 119 },
-  { 2, 3072, 32768, 120 },
-  { 2, 4096, 1, 121 },
-  { 2, 4096, 8, 121 },
-  { 2, 4096, 32, 121 },
-  { 2, 4096, 128, 121 },
-  { 2, 4096, 512, 122 },
-  { 2, 4096, 2048, 121 },
-  { 2, 4096, 8192, 122 },
-  { 2, 4096, 32768, 123 },
-  { 2, 5120, 1, 124 },
-  { 2, 5120, 8, 124 },
-  { 2, 5120, 32, 124 },
-  { 2, 5120, 128, 124 },
-  { 2, 5120, 512, 124 },
-  { 2, 5120, 2048, 124 },
-  { 2, 5120, 8192, 125 },
-  { 2, 5120, 32768, 126 },
-  { 2, 6144, 1, 127 },
-  { 2, 6144, 8, 127 },
-  { 2, 6144, 32, 127 },
-  { 2, 6144, 128, 127 },
-  { 2, 6144, 512, 128 },
-  { 2, 6144, 2048, 127 },
-  { 2, 6144, 8192, 129 },
-  { 2, 6144, 32768, 130 },
-  { 2, 7168, 1, 131 },
-  { 2, 7168, 8, 131 },
-  { 2, 7168, 32, 131 },
-  { 2, 7168, 128, 131 },
-  { 2, 7168, 512, 131 },
-  { 2, 7168, 2048, 131 },
-  { 2, 7168, 8192, 132 },
-  { 2, 7168, 32768, 132 },
-  { 2, 8192, 1, 133 },
-  { 2, 8192, 8, 133 },
-  { 2, 8192, 32, 133 },
+  { 0, 512, 8192, 1 },
+  { 0, 512, 32768, 1 },
+  { 0, 768, 1, 2 },
+  { 0, 768, 8, 2 },
+  { 0, 768, 32, 2 },
+  { 0, 768, 128, 2 },
+  { 0, 768, 512, 3 },
+  { 0, 768, 2048, 3 },
+  { 0, 768, 8192, 3 },
+  { 0, 768, 32768, 3 },
+  { 0, 1024, 1, 4 },
+  { 0, 1024, 8, 4 },
+  { 0, 1024, 32, 4 },
+  { 0, 1024, 128, 5 },
+  { 0, 1024, 512, 6 },
+  { 0, 1024, 2048, 6 },
+  { 0, 1024, 8192, 6 },
+  { 0, 1024, 32768, 6 },
+  { 0, 1536, 1, 7 },
+  { 0, 1536, 8, 7 },
+  { 0, 1536, 32, 7 },
+  { 0, 1536, 128, 7 },
+  { 0, 1536, 512, 8 },
+  { 0, 1536, 2048, 8 },
+  { 0, 1536, 8192, 8 },
+  { 0, 1536, 32768, 8 },
+  { 0, 2048, 1, 9 },
+  { 0, 2048, 8, 9 },
+  { 0, 2048, 32, 9 },
+  { 0, 2048, 128, 9 },
+  { 0, 2048, 512, 10 },
+  { 0, 2048, 2048, 10 },
+  { 0, 2048, 8192, 10 },
+  { 0, 2048, 32768, 11 },
+  { 0, 2560, 1, 12 },
+  { 0, 2560, 8, 12 },
+  { 0, 2560, 32, 12 },
+  { 0, 2560, 128, 12 },
+  { 0, 2560, 512, 13 },
+  { 0, 2560, 2048, 13 },
+  { 0, 2560, 8192, 13 },
+  { 0, 2560, 32768, 13 },
+  { 0, 3072, 1, 14 },
+  { 0, 3072, 8, 14 },
+  { 0, 3072, 32, 14 },
+  { 0, 3072, 128, 14 },
+  { 0, 3072, 512, 15 },
+  { 0, 3072, 2048, 15 },
+  { 0, 3072, 8192, 15 },
+  { 0, 3072, 32768, 15 },
+  { 0, 4096, 1, 16 },
+  { 0, 4096, 8, 16 },
+  { 0, 4096, 32, 16 },
+  { 0, 4096, 128, 16 },
+  { 0, 4096, 512, 16 },
+  { 0, 4096, 2048, 17 },
+  { 0, 4096, 8192, 17 },
+  { 0, 4096, 32768, 17 },
+  { 0, 5120, 1, 18 },
+  { 0, 5120, 8, 18 },
+  { 0, 5120, 32, 18 },
+  { 0, 5120, 128, 18 },
+  { 0, 5120, 512, 19 },
+  { 0, 5120, 2048, 18 },
+  { 0, 5120, 8192, 18 },
+  { 0, 5120, 32768, 20 },
+  { 0, 6144, 1, 21 },
+  { 0, 6144, 8, 21 },
+  { 0, 6144, 32, 21 },
+  { 0, 6144, 128, 22 },
+  { 0, 6144, 512, 22 },
+  { 0, 6144, 2048, 22 },
+  { 0, 6144, 8192, 22 },
+  { 0, 6144, 32768, 23 },
+  { 0, 7168, 1, 24 },
+  { 0, 7168, 8, 24 },
+  { 0, 7168, 32, 24 },
+  { 0, 7168, 128, 24 },
+  { 0, 7168, 512, 25 },
+  { 0, 7168, 2048, 25 },
+  { 0, 7168, 8192, 25 },
+  { 0, 7168, 32768, 25 },
+  { 0, 8192, 1, 26 },
+  { 0, 8192, 8, 26 },
+  { 0, 8192, 32, 26 },
+  { 0, 8192, 128, 26 },
+  { 0, 8192, 512, 27 },
+  { 0, 8192, 2048, 28 },
+  { 0, 8192, 8192, 29 },
+  { 0, 8192, 32768, 29 },
+  { 0, 12288, 1, 30 },
+  { 0, 12288, 8, 30 },
+  { 0, 12288, 32, 30 },
+  { 0, 12288, 128, 30 },
+  { 0, 12288, 512, 31 },
+  { 0, 12288, 2048, 32 },
+  { 0, 12288, 8192, 32 },
+  { 0, 12288, 32768, 32 },
+  { 0, 16384, 1, 33 },
+  { 0, 16384, 8, 33 },
+  { 0, 16384, 32, 33 },
+  { 0, 16384, 128, 34 },
+  { 0, 16384, 512, 35 },
+  { 0, 16384, 2048, 35 },
+  { 0, 16384, 8192, 35 },
+  { 0, 16384, 32768, 36 },
+  { 0, 32768, 1, 37 },
+  { 0, 32768, 8, 37 },
+  { 0, 32768, 32, 38 },
+  { 0, 32768, 128, 39 },
+  { 0, 32768, 512, 40 },
+  { 0, 32768, 2048, 40 },
+  { 0, 32768, 8192, 40 },
+  { 0, 32768, 32768, 40 },
+  { 0, 65536, 1, 41 },
+  { 0, 65536, 8, 41 },
+  { 0, 65536, 32, 42 },
+  { 0, 65536, 128, 43 },
+  { 0, 65536, 512, 44 },
+  { 0, 65536, 2048, 44 },
+  { 0, 65536, 8192, 45 },
+  { 0, 65536, 32768, 45 },
+  { 0, 131072, 1, 46 },
+  { 0, 131072, 8, 46 },
+  { 0, 131072, 32, 47 },
+  { 0, 131072, 128, 48 },
+  { 0, 131072, 512, 49 },
+  { 0, 131072, 2048, 49 },
+  { 0, 131072, 8192, 49 },
+  { 0, 131072, 32768, 49 },
+  { 1, 512, 1, 51 },
+  { 1, 512, 8, 52 },
+  { 1, 512, 32, 52 },
+  { 1, 512, 128, 52 },
+  { 1, 512, 512, 52 },
+  { 1, 512, 2048, 52 },
+  { 1, 512, 8192, 52 },
+  { 1, 512, 32768, 52 },
+  { 1, 768, 1, 53 },
+  { 1, 768, 8, 54 },
+  { 1, 768, 32, 54 },
+  { 1, 768, 128, 54 },
+  { 1, 768, 512, 53 },
+  { 1, 768, 2048, 54 },
+  { 1, 768, 8192, 54 },
+  { 1, 768, 32768, 54 },
+  { 1, 1024, 1, 55 },
+  { 1, 1024, 8, 55 },
+  { 1, 1024, 32, 55 },
+  { 1, 1024, 128, 56 },
+  { 1, 1024, 512, 55 },
+  { 1, 1024, 2048, 57 },
+  { 1, 1024, 8192, 57 },
+  { 1, 1024, 32768, 57 },
+  { 1, 1536, 1, 58 },
+  { 1, 1536, 8, 58 },
+  { 1, 1536, 32, 58 },
+  { 1, 1536, 128, 58 },
+  { 1, 1536, 512, 58 },
+  { 1, 1536, 2048, 58 },
+  { 1, 1536, 8192, 58 },
+  { 1, 1536, 32768, 58 },
+  { 1, 2048, 1, 59 },
+  { 1, 2048, 8, 59 },
+  { 1, 2048, 32, 59 },
+  { 1, 2048, 128, 59 },
+  { 1, 2048, 512, 59 },
+  { 1, 2048, 2048, 59 },
+  { 1, 2048, 8192, 59 },
+  { 1, 2048, 32768, 60 },
+  { 1, 2560, 1, 61 },
+  { 1, 2560, 8, 61 },
+  { 1, 2560, 32, 61 },
+  { 1, 2560, 128, 61 },
+  { 1, 2560, 512, 61 },
+  { 1, 2560, 2048, 62 },
+  { 1, 2560, 8192, 61 },
+  { 1, 2560, 32768, 61 },
+  { 1, 3072, 1, 63 },
+  { 1, 3072, 8, 63 },
+  { 1, 3072, 32, 63 },
+  { 1, 3072, 128, 63 },
+  { 1, 3072, 512, 63 },
+  { 1, 3072, 2048, 63 },
+  { 1, 3072, 8192, 63 },
+  { 1, 3072, 32768, 63 },
+  { 1, 4096, 1, 64 },
+  { 1, 4096, 8, 64 },
+  { 1, 4096, 32, 64 },
+  { 1, 4096, 128, 64 },
+  { 1, 4096, 512, 64 },
+  { 1, 4096, 2048, 65 },
+  { 1, 4096, 8192, 65 },
+  { 1, 4096, 32768, 65 },
+  { 1, 5120, 1, 66 },
+  { 1, 5120, 8, 66 },
+  { 1, 5120, 32, 66 },
+  { 1, 5120, 128, 66 },
+  { 1, 5120, 512, 67 },
+  { 1, 5120, 2048, 66 },
+  { 1, 5120, 8192, 66 },
+  { 1, 5120, 32768, 68 },
+  { 1, 6144, 1, 69 },
+  { 1, 6144, 8, 69 },
+  { 1, 6144, 32, 69 },
+  { 1, 6144, 128, 69 },
+  { 1, 6144, 512, 69 },
+  { 1, 6144, 2048, 69 },
+  { 1, 6144, 8192, 69 },
+  { 1, 6144, 32768, 70 },
+  { 1, 7168, 1, 71 },
+  { 1, 7168, 8, 71 },
+  { 1, 7168, 32, 71 },
+  { 1, 7168, 128, 72 },
+  { 1, 7168, 512, 72 },
+  { 1, 7168, 2048, 72 },
+  { 1, 7168, 8192, 72 },
+  { 1, 7168, 32768, 72 },
+  { 1, 8192, 1, 73 },
+  { 1, 8192, 8, 73 },
+  { 1, 8192, 32, 73 },
+  { 1, 8192, 128, 74 },
+  { 1, 8192, 512, 75 },
+  { 1, 8192, 2048, 76 },
+  { 1, 8192, 8192, 77 },
+  { 1, 8192, 32768, 77 },
+  { 1, 12288, 1, 78 },
+  { 1, 12288, 8, 78 },
+  { 1, 12288, 32, 78 },
+  { 1, 12288, 128, 79 },
+  { 1, 12288, 512, 79 },
+  { 1, 12288, 2048, 80 },
+  { 1, 12288, 8192, 80 },
+  { 1, 12288, 32768, 80 },
+  { 1, 16384, 1, 81 },
+  { 1, 16384, 8, 81 },
+  { 1, 16384, 32, 81 },
+  { 1, 16384, 128, 82 },
+  { 1, 16384, 512, 83 },
+  { 1, 16384, 2048, 83 },
+  { 1, 16384, 8192, 83 },
+  { 1, 16384, 32768, 84 },
+  { 1, 32768, 1, 85 },
+  { 1, 32768, 8, 86 },
+  { 1, 32768, 32, 86 },
+  { 1, 32768, 128, 87 },
+  { 1, 32768, 512, 88 },
+  { 1, 32768, 2048, 88 },
+  { 1, 32768, 8192, 88 },
+  { 1, 32768, 32768, 88 },
+  { 1, 65536, 1, 89 },
+  { 1, 65536, 8, 89 },
+  { 1, 65536, 32, 90 },
+  { 1, 65536, 128, 91 },
+  { 1, 65536, 512, 92 },
+  { 1, 65536, 2048, 92 },
+  { 1, 65536, 8192, 92 },
+  { 1, 65536, 32768, 93 },
+  { 1, 131072, 1, 94 },
+  { 1, 131072, 8, 94 },
+  { 1, 131072, 32, 95 },
+  { 1, 131072, 128, 96 },
+  { 1, 131072, 512, 97 },
+  { 1, 131072, 2048, 97 },
+  { 1, 131072, 8192, 97 },
+  { 1, 131072, 32768, 97 },
+  { 2, 512, 1, 99 },
+  { 2, 512, 8, 99 },
+  { 2, 512, 32, 99 },
+  { 2, 512, 128, 100 },
+  { 2, 512, 512, 100 },
+  { 2, 512, 2048, 100 },
+  { 2, 512, 8192, 99 },
+  { 2, 512, 32768, 101 },
+  { 2, 768, 1, 102 },
+  { 2, 768, 8, 102 },
+  { 2, 768, 32, 102 },
+  { 2, 768, 128, 102 },
+  { 2, 768, 512, 102 },
+  { 2, 768, 2048, 103 },
+  { 2, 768, 8192, 102 },
+  { 2, 768, 32768, 103 },
+  { 2, 1024, 1, 104 },
+  { 2, 1024, 8, 104 },
+  { 2, 1024, 32, 104 },
+  { 2, 1024, 128, 104 },
+  { 2, 1024, 512, 104 },
+  { 2, 1024, 2048, 105 },
+  { 2, 1024, 8192, 104 },
+  { 2, 1024, 32768, 106 },
+  { 2, 1536, 1, 107 },
+  { 2, 1536, 8, 107 },
+  { 2, 1536, 32, 107 },
+  { 2, 1536, 128, 107 },
+  { 2, 1536, 512, 107 },
+  { 2, 1536, 2048, 108 },
+  { 2, 1536, 8192, 109 },
+  { 2, 1536, 32768, 109 },
+  { 2, 2048, 1, 110 },
+  { 2, 2048, 8, 110 },
+  { 2, 2048, 32, 110 },
+  { 2, 2048, 128, 110 },
+  { 2, 2048, 512, 110 },
+  { 2, 2048, 2048, 110 },
+  { 2, 2048, 8192, 111 },
+  { 2, 2048, 32768, 112 },
+  { 2, 2560, 1, 113 },
+  { 2, 2560, 8, 113 },
+  { 2, 2560, 32, 113 },
+  { 2, 2560, 128, 113 },
+  { 2, 2560, 512, 113 },
+  { 2, 2560, 2048, 113 },
+  { 2, 2560, 8192, 114 },
+  { 2, 2560, 32768, 115 },
+  { 2, 3072, 1, 116 },
+  { 2, 3072, 8, 116 },
+  { 2, 3072, 32, 116 },
+  { 2, 3072, 128, 116 },
+  { 2, 3072, 512, 117 },
+  { 2, 3072, 2048, 116 },
+  { 2, 3072, 8192, 117 },
+  { 2, 3072, 32768, 118 },
+  { 2, 4096, 1, 119 },
+  { 2, 4096, 8, 119 },
+  { 2, 4096, 32, 119 },
+  { 2, 4096, 128, 119 },
+  { 2, 4096, 512, 120 },
+  { 2, 4096, 2048, 119 },
+  { 2, 4096, 8192, 120 },
+  { 2, 4096, 32768, 121 },
+  { 2, 5120, 1, 122 },
+  { 2, 5120, 8, 122 },
+  { 2, 5120, 32, 122 },
+  { 2, 5120, 128, 122 },
+  { 2, 5120, 512, 122 },
+  { 2, 5120, 2048, 122 },
+  { 2, 5120, 8192, 123 },
+  { 2, 5120, 32768, 124 },
+  { 2, 6144, 1, 125 },
+  { 2, 6144, 8, 125 },
+  { 2, 6144, 32, 125 },
+  { 2, 6144, 128, 125 },
+  { 2, 6144, 512, 126 },
+  { 2, 6144, 2048, 125 },
+  { 2, 6144, 8192, 127 },
+  { 2, 6144, 32768, 128 },
+  { 2, 7168, 1, 129 },
+  { 2, 7168, 8, 129 },
+  { 2, 7168, 32, 129 },
+  { 2, 7168, 128, 129 },
+  { 2, 7168, 512, 129 },
+  { 2, 7168, 2048, 130 },
+  { 2, 7168, 8192, 131 },
+  { 2, 7168, 32768, 131 },
+  { 2, 8192, 1, 132 },
+  { 2, 8192, 8, 132 },
+  { 2, 8192, 32, 132 },
   { 2, 8192, 128, 133 },
-  { 2, 8192, 512, 134 },
-  { 2, 8192, 2048, 134 },
-  { 2, 8192, 8192, 135 },
-  { 2, 8192, 32768, 135 },
-  { 2, 12288, 1, 136 },
-  { 2, 12288, 8, 136 },
-  { 2, 12288, 32, 136 },
-  { 2, 12288, 128, 136 },
-  { 2, 12288, 512, 136 },
-  { 2, 12288, 2048, 136 },
-  { 2, 12288, 8192, 137 },
-  { 2, 12288, 32768, 137 },
-  { 2, 16384, 1, 138 },
-  { 2, 16384, 8, 138 },
-  { 2, 16384, 32, 138 },
-  { 2, 16384, 128, 138 },
-  { 2, 16384, 512, 138 },
-  { 2, 16384, 2048, 138 },
-  { 2, 16384, 8192, 139 },
-  { 2, 16384, 32768, 139 },
-  { 2, 32768, 1, 140 },
-  { 2, 32768, 8, 141 },
-  { 2, 32768, 32, 140 },
-  { 2, 32768, 128, 141 },
-  { 2, 32768, 512, 141 },
-  { 2, 32768, 2048, 141 },
-  { 2, 32768, 8192, 142 },
-  { 2, 32768, 32768, 142 },
-  { 2, 65536, 1, 143 },
-  { 2, 65536, 8, 144 },
-  { 2, 65536, 32, 143 },
-  { 2, 65536, 128, 144 },
-  { 2, 65536, 512, 144 },
+  { 2, 8192, 512, 133 },
+  { 2, 8192, 2048, 132 },
+  { 2, 8192, 8192, 134 },
+  { 2, 8192, 32768, 134 },
+  { 2, 12288, 1, 135 },
+  { 2, 12288, 8, 135 },
+  { 2, 12288, 32, 135 },
+  { 2, 12288, 128, 135 },
+  { 2, 12288, 512, 135 },
+  { 2, 12288, 2048, 135 },
+  { 2, 12288, 8192, 136 },
+  { 2, 12288, 32768, 136 },
+  { 2, 16384, 1, 137 },
+  { 2, 16384, 8, 137 },
+  { 2, 16384, 32, 137 },
+  { 2, 16384, 128, 137 },
+  { 2, 16384, 512, 137 },
+  { 2, 16384, 2048, 137 },
+  { 2, 16384, 8192, 138 },
+  { 2, 16384, 32768, 138 },
+  { 2, 32768, 1, 139 },
+  { 2, 32768, 8, 140 },
+  { 2, 32768, 32, 139 },
+  { 2, 32768, 128, 140 },
+  { 2, 32768, 512, 140 },
+  { 2, 32768, 2048, 140 },
+  { 2, 32768, 8192, 141 },
+  { 2, 32768, 32768, 141 },
+  { 2, 65536, 1, 142 },
+  { 2, 65536, 8, 143 },
+  { 2, 65536, 32, 142 },
+  { 2, 65536, 128, 143 },
+  { 2, 65536, 512, 143 },
   { 2, 65536, 2048, 144 },
-  { 2, 65536, 8192, 145 },
-  { 2, 65536, 32768, 145 },
-  { 2, 131072, 1, 146 },
-  { 2, 131072, 8, 147 },
-  { 2, 131072, 32, 146 },
-  { 2, 131072, 128, 148 },
-  { 2, 131072, 512, 148 },
-  { 2, 131072, 2048, 148 },
-  { 2, 131072, 8192, 148 },
-  { 2, 131072, 32768, 148 },
-  { 3, 512, 1, 150 },
-  { 3, 512, 8, 151 },
+  { 2, 65536, 8192, 144 },
+  { 2, 65536, 32768, 143 },
+  { 2, 131072, 1, 145 },
+  { 2, 131072, 8, 146 },
+  { 2, 131072, 32, 145 },
+  { 2, 131072, 128, 147 },
+  { 2, 131072, 512, 147 },
+  { 2, 131072, 2048, 147 },
+  { 2, 131072, 8192, 147 },
+  { 2, 131072, 32768, 147 },
+  { 3, 512, 1, 149 },
+  { 3, 512, 8, 150 },
   { 3, 512, 32, 151 },
-  { 3, 512, 128, 152 },
-  { 3, 512, 512, 152 },
-  { 3, 512, 2048, 153 },
-  { 3, 512, 8192, 153 },
-  { 3, 512, 32768, 152 },
+  { 3, 512, 128, 151 },
+  { 3, 512, 512, 150 },
+  { 3, 512, 2048, 150 },
+  { 3, 512, 8192, 152 },
+  { 3, 512, 32768, 153 },
   { 3, 768, 1, 154 },
   { 3, 768, 8, 155 },
   { 3, 768, 32, 155 },
-  { 3, 768, 128, 156 },
+  { 3, 768, 128, 155 },
   { 3, 768, 512, 156 },
   { 3, 768, 2048, 156 },
-  { 3, 768, 8192, 156 },
-  { 3, 768, 32768, 157 },
-  { 3, 1024, 1, 158 },
-  { 3, 1024, 8, 158 },
-  { 3, 1024, 32, 158 },
-  { 3, 1024, 128, 159 },
-  { 3, 1024, 512, 160 },
-  { 3, 1024, 2048, 161 },
-  { 3, 1024, 8192, 160 },
-  { 3, 1024, 32768, 160 },
-  { 3, 1536, 1, 162 },
-  { 3, 1536, 8, 162 },
-  { 3, 1536, 32, 162 },
-  { 3, 1536, 128, 162 },
-  { 3, 1536, 512, 163 },
+  { 3, 768, 8192, 157 },
+  { 3, 768, 32768, 158 },
+  { 3, 1024, 1, 159 },
+  { 3, 1024, 8, 160 },
+  { 3, 1024, 32, 160 },
+  { 3, 1024, 128, 160 },
+  { 3, 1024, 512, 161 },
+  { 3, 1024, 2048, 162 },
+  { 3, 1024, 8192, 161 },
+  { 3, 1024, 32768, 161 },
+  { 3, 1536, 1, 163 },
+  { 3, 1536, 8, 163 },
+  { 3, 1536, 32, 163 },
+  { 3, 1536, 128, 163 },
+  { 3, 1536, 512, 164 },
   { 3, 1536, 2048, 164 },
-  { 3, 1536, 8192, 163 },
-  { 3, 1536, 32768, 163 },
-  { 3, 2048, 1, 165 },
-  { 3, 2048, 8, 165 },
-  { 3, 2048, 32, 165 },
-  { 3, 2048, 128, 165 },
-  { 3, 2048, 512, 166 },
+  { 3, 1536, 8192, 165 },
+  { 3, 1536, 32768, 165 },
+  { 3, 2048, 1, 166 },
+  { 3, 2048, 8, 166 },
+  { 3, 2048, 32, 166 },
+  { 3, 2048, 128, 166 },
+  { 3, 2048, 512, 167 },
   { 3, 2048, 2048, 167 },
-  { 3, 2048, 8192, 166 },
-  { 3, 2048, 32768, 166 },
+  { 3, 2048, 8192, 167 },
+  { 3, 2048, 32768, 167 },
   { 3, 2560, 1, 168 },
   { 3, 2560, 8, 168 },
   { 3, 2560, 32, 168 },
@@ -1449,75 +1461,75 @@ const Entry kEntries[] = {
   { 3, 3072, 8192, 172 },
   { 3, 3072, 32768, 172 },
   { 3, 4096, 1, 173 },
-  { 3, 4096, 8, 173 },
+  { 3, 4096, 8, 174 },
   { 3, 4096, 32, 173 },
-  { 3, 4096, 128, 173 },
+  { 3, 4096, 128, 174 },
   { 3, 4096, 512, 173 },
   { 3, 4096, 2048, 173 },
   { 3, 4096, 8192, 173 },
-  { 3, 4096, 32768, 174 },
-  { 3, 5120, 1, 175 },
-  { 3, 5120, 8, 175 },
-  { 3, 5120, 32, 175 },
-  { 3, 5120, 128, 175 },
-  { 3, 5120, 512, 176 },
-  { 3, 5120, 2048, 177 },
-  { 3, 5120, 8192, 176 },
-  { 3, 5120, 32768, 178 },
-  { 3, 6144, 1, 179 },
-  { 3, 6144, 8, 179 },
-  { 3, 6144, 32, 179 },
-  { 3, 6144, 128, 179 },
-  { 3, 6144, 512, 180 },
-  { 3, 6144, 2048, 181 },
-  { 3, 6144, 8192, 181 },
-  { 3, 6144, 32768, 182 },
-  { 3, 7168, 1, 183 },
-  { 3, 7168, 8, 183 },
-  { 3, 7168, 32, 183 },
-  { 3, 7168, 128, 183 },
-  { 3, 7168, 512, 184 },
-  { 3, 7168, 2048, 184 },
-  { 3, 7168, 8192, 184 },
-  { 3, 7168, 32768, 185 },
-  { 3, 8192, 1, 186 },
-  { 3, 8192, 8, 186 },
-  { 3, 8192, 32, 186 },
-  { 3, 8192, 128, 187 },
-  { 3, 8192, 512, 188 },
-  { 3, 8192, 2048, 188 },
-  { 3, 8192, 8192, 189 },
-  { 3, 8192, 32768, 185 },
-  { 3, 12288, 1, 190 },
-  { 3, 12288, 8, 190 },
-  { 3, 12288, 32, 190 },
-  { 3, 12288, 128, 190 },
-  { 3, 12288, 512, 191 },
-  { 3, 12288, 2048, 192 },
-  { 3, 12288, 8192, 192 },
-  { 3, 12288, 32768, 193 },
-  { 3, 16384, 1, 194 },
-  { 3, 16384, 8, 194 },
-  { 3, 16384, 32, 194 },
-  { 3, 16384, 128, 195 },
-  { 3, 16384, 512, 196 },
-  { 3, 16384, 2048, 197 },
-  { 3, 16384, 8192, 198 },
+  { 3, 4096, 32768, 175 },
+  { 3, 5120, 1, 176 },
+  { 3, 5120, 8, 176 },
+  { 3, 5120, 32, 177 },
+  { 3, 5120, 128, 176 },
+  { 3, 5120, 512, 178 },
+  { 3, 5120, 2048, 179 },
+  { 3, 5120, 8192, 179 },
+  { 3, 5120, 32768, 180 },
+  { 3, 6144, 1, 181 },
+  { 3, 6144, 8, 181 },
+  { 3, 6144, 32, 182 },
+  { 3, 6144, 128, 181 },
+  { 3, 6144, 512, 182 },
+  { 3, 6144, 2048, 183 },
+  { 3, 6144, 8192, 183 },
+  { 3, 6144, 32768, 184 },
+  { 3, 7168, 1, 185 },
+  { 3, 7168, 8, 185 },
+  { 3, 7168, 32, 185 },
+  { 3, 7168, 128, 185 },
+  { 3, 7168, 512, 186 },
+  { 3, 7168, 2048, 187 },
+  { 3, 7168, 8192, 186 },
+  { 3, 7168, 32768, 188 },
+  { 3, 8192, 1, 189 },
+  { 3, 8192, 8, 189 },
+  { 3, 8192, 32, 189 },
+  { 3, 8192, 128, 189 },
+  { 3, 8192, 512, 190 },
+  { 3, 8192, 2048, 190 },
+  { 3, 8192, 8192, 191 },
+  { 3, 8192, 32768, 188 },
+  { 3, 12288, 1, 192 },
+  { 3, 12288, 8, 192 },
+  { 3, 12288, 32, 192 },
+  { 3, 12288, 128, 192 },
+  { 3, 12288, 512, 193 },
+  { 3, 12288, 2048, 194 },
+  { 3, 12288, 8192, 194 },
+  { 3, 12288, 32768, 195 },
+  { 3, 16384, 1, 196 },
+  { 3, 16384, 8, 196 },
+  { 3, 16384, 32, 196 },
+  { 3, 16384, 128, 197 },
+  { 3, 16384, 512, 198 },
+  { 3, 16384, 2048, 198 },
+  { 3, 16384, 8192, 199 },
   { 3, 16384, 32768, 199 },
   { 3, 32768, 1, 200 },
   { 3, 32768, 8, 200 },
   { 3, 32768, 32, 200 },
   { 3, 32768, 128, 201 },
   { 3, 32768, 512, 202 },
-  { 3, 32768, 2048, 202 },
-  { 3, 32768, 8192, 203 },
-  { 3, 32768, 32768, 203 },
-  { 3, 65536, 1, 204 },
-  { 3, 65536, 8, 204 },
-  { 3, 65536, 32, 204 },
-  { 3, 65536, 128, 205 },
-  { 3, 65536, 512, 206 },
-  { 3, 65536, 2048, 207 },
+  { 3, 32768, 2048, 203 },
+  { 3, 32768, 8192, 204 },
+  { 3, 32768, 32768, 204 },
+  { 3, 65536, 1, 205 },
+  { 3, 65536, 8, 205 },
+  { 3, 65536, 32, 205 },
+  { 3, 65536, 128, 206 },
+  { 3, 65536, 512, 207 },
+  { 3, 65536, 2048, 208 },
   { 3, 65536, 8192, 208 },
   { 3, 65536, 32768, 208 },
   { 3, 131072, 1, 209 },
@@ -1525,689 +1537,689 @@ const Entry kEntries[] = {
   { 3, 131072, 32, 209 },
   { 3, 131072, 128, 209 },
   { 3, 131072, 512, 211 },
-  { 3, 131072, 2048, 211 },
-  { 3, 131072, 8192, 211 },
-  { 3, 131072, 32768, 211 },
-  { 4, 512, 1, 213 },
-  { 4, 512, 8, 213 },
-  { 4, 512, 32, 214 },
-  { 4, 512, 128, 214 },
-  { 4, 512, 512, 214 },
-  { 4, 512, 2048, 214 },
-  { 4, 512, 8192, 215 },
-  { 4, 512, 32768, 214 },
-  { 4, 768, 1, 216 },
-  { 4, 768, 8, 216 },
-  { 4, 768, 32, 216 },
-  { 4, 768, 128, 217 },
-  { 4, 768, 512, 218 },
-  { 4, 768, 2048, 218 },
-  { 4, 768, 8192, 218 },
-  { 4, 768, 32768, 218 },
-  { 4, 1024, 1, 219 },
-  { 4, 1024, 8, 219 },
-  { 4, 1024, 32, 219 },
-  { 4, 1024, 128, 220 },
-  { 4, 1024, 512, 221 },
-  { 4, 1024, 2048, 221 },
-  { 4, 1024, 8192, 221 },
-  { 4, 1024, 32768, 221 },
-  { 4, 1536, 1, 222 },
-  { 4, 1536, 8, 222 },
-  { 4, 1536, 32, 222 },
-  { 4, 1536, 128, 222 },
-  { 4, 1536, 512, 223 },
-  { 4, 1536, 2048, 224 },
-  { 4, 1536, 8192, 224 },
-  { 4, 1536, 32768, 224 },
-  { 4, 2048, 1, 225 },
-  { 4, 2048, 8, 225 },
-  { 4, 2048, 32, 225 },
-  { 4, 2048, 128, 225 },
-  { 4, 2048, 512, 226 },
-  { 4, 2048, 2048, 227 },
+  { 3, 131072, 2048, 212 },
+  { 3, 131072, 8192, 212 },
+  { 3, 131072, 32768, 212 },
+  { 4, 512, 1, 214 },
+  { 4, 512, 8, 215 },
+  { 4, 512, 32, 215 },
+  { 4, 512, 128, 216 },
+  { 4, 512, 512, 216 },
+  { 4, 512, 2048, 216 },
+  { 4, 512, 8192, 217 },
+  { 4, 512, 32768, 216 },
+  { 4, 768, 1, 218 },
+  { 4, 768, 8, 218 },
+  { 4, 768, 32, 218 },
+  { 4, 768, 128, 218 },
+  { 4, 768, 512, 219 },
+  { 4, 768, 2048, 219 },
+  { 4, 768, 8192, 219 },
+  { 4, 768, 32768, 219 },
+  { 4, 1024, 1, 220 },
+  { 4, 1024, 8, 220 },
+  { 4, 1024, 32, 220 },
+  { 4, 1024, 128, 221 },
+  { 4, 1024, 512, 222 },
+  { 4, 1024, 2048, 222 },
+  { 4, 1024, 8192, 222 },
+  { 4, 1024, 32768, 222 },
+  { 4, 1536, 1, 223 },
+  { 4, 1536, 8, 223 },
+  { 4, 1536, 32, 223 },
+  { 4, 1536, 128, 223 },
+  { 4, 1536, 512, 224 },
+  { 4, 1536, 2048, 225 },
+  { 4, 1536, 8192, 225 },
+  { 4, 1536, 32768, 225 },
+  { 4, 2048, 1, 226 },
+  { 4, 2048, 8, 226 },
+  { 4, 2048, 32, 226 },
+  { 4, 2048, 128, 226 },
+  { 4, 2048, 512, 227 },
+  { 4, 2048, 2048, 228 },
   { 4, 2048, 8192, 227 },
-  { 4, 2048, 32768, 226 },
-  { 4, 2560, 1, 228 },
-  { 4, 2560, 8, 228 },
-  { 4, 2560, 32, 228 },
-  { 4, 2560, 128, 228 },
-  { 4, 2560, 512, 229 },
-  { 4, 2560, 2048, 230 },
-  { 4, 2560, 8192, 230 },
-  { 4, 2560, 32768, 230 },
-  { 4, 3072, 1, 231 },
-  { 4, 3072, 8, 231 },
-  { 4, 3072, 32, 231 },
-  { 4, 3072, 128, 231 },
-  { 4, 3072, 512, 232 },
-  { 4, 3072, 2048, 232 },
-  { 4, 3072, 8192, 232 },
-  { 4, 3072, 32768, 232 },
-  { 4, 4096, 1, 233 },
-  { 4, 4096, 8, 233 },
-  { 4, 4096, 32, 233 },
-  { 4, 4096, 128, 233 },
-  { 4, 4096, 512, 234 },
-  { 4, 4096, 2048, 235 },
-  { 4, 4096, 8192, 235 },
-  { 4, 4096, 32768, 235 },
-  { 4, 5120, 1, 236 },
-  { 4, 5120, 8, 236 },
-  { 4, 5120, 32, 236 },
-  { 4, 5120, 128, 236 },
-  { 4, 5120, 512, 237 },
-  { 4, 5120, 2048, 238 },
-  { 4, 5120, 8192, 238 },
-  { 4, 5120, 32768, 238 },
-  { 4, 6144, 1, 239 },
-  { 4, 6144, 8, 239 },
-  { 4, 6144, 32, 239 },
-  { 4, 6144, 128, 239 },
-  { 4, 6144, 512, 240 },
-  { 4, 6144, 2048, 240 },
-  { 4, 6144, 8192, 241 },
-  { 4, 6144, 32768, 241 },
-  { 4, 7168, 1, 242 },
-  { 4, 7168, 8, 242 },
-  { 4, 7168, 32, 242 },
-  { 4, 7168, 128, 242 },
-  { 4, 7168, 512, 243 },
-  { 4, 7168, 2048, 243 },
-  { 4, 7168, 8192, 244 },
-  { 4, 7168, 32768, 244 },
-  { 4, 8192, 1, 245 },
-  { 4, 8192, 8, 245 },
-  { 4, 8192, 32, 245 },
-  { 4, 8192, 128, 246 },
-  { 4, 8192, 512, 247 },
-  { 4, 8192, 2048, 246 },
-  { 4, 8192, 8192, 246 },
-  { 4, 8192, 32768, 248 },
-  { 4, 12288, 1, 249 },
-  { 4, 12288, 8, 249 },
-  { 4, 12288, 32, 249 },
-  { 4, 12288, 128, 249 },
-  { 4, 12288, 512, 250 },
-  { 4, 12288, 2048, 251 },
-  { 4, 12288, 8192, 252 },
-  { 4, 12288, 32768, 252 },
-  { 4, 16384, 1, 253 },
-  { 4, 16384, 8, 253 },
-  { 4, 16384, 32, 253 },
-  { 4, 16384, 128, 254 },
-  { 4, 16384, 512, 255 },
-  { 4, 16384, 2048, 255 },
-  { 4, 16384, 8192, 256 },
-  { 4, 16384, 32768, 256 },
-  { 4, 32768, 1, 257 },
-  { 4, 32768, 8, 257 },
-  { 4, 32768, 32, 257 },
-  { 4, 32768, 128, 258 },
-  { 4, 32768, 512, 259 },
-  { 4, 32768, 2048, 258 },
-  { 4, 32768, 8192, 258 },
-  { 4, 32768, 32768, 258 },
-  { 4, 65536, 1, 260 },
-  { 4, 65536, 8, 260 },
-  { 4, 65536, 32, 260 },
-  { 4, 65536, 128, 260 },
-  { 4, 65536, 512, 261 },
-  { 4, 65536, 2048, 261 },
-  { 4, 65536, 8192, 262 },
-  { 4, 65536, 32768, 262 },
-  { 4, 131072, 1, 263 },
-  { 4, 131072, 8, 263 },
-  { 4, 131072, 32, 264 },
-  { 4, 131072, 128, 264 },
-  { 4, 131072, 512, 264 },
-  { 4, 131072, 2048, 264 },
-  { 4, 131072, 8192, 264 },
-  { 4, 131072, 32768, 264 },
-  { 5, 512, 1, 266 },
-  { 5, 512, 8, 267 },
-  { 5, 512, 32, 267 },
-  { 5, 512, 128, 267 },
-  { 5, 512, 512, 267 },
-  { 5, 512, 2048, 267 },
-  { 5, 512, 8192, 268 },
-  { 5, 512, 32768, 268 },
-  { 5, 768, 1, 269 },
-  { 5, 768, 8, 270 },
-  { 5, 768, 32, 270 },
-  { 5, 768, 128, 270 },
-  { 5, 768, 512, 270 },
-  { 5, 768, 2048, 270 },
-  { 5, 768, 8192, 271 },
-  { 5, 768, 32768, 272 },
-  { 5, 1024, 1, 273 },
-  { 5, 1024, 8, 273 },
-  { 5, 1024, 32, 274 },
-  { 5, 1024, 128, 274 },
-  { 5, 1024, 512, 274 },
-  { 5, 1024, 2048, 274 },
-  { 5, 1024, 8192, 273 },
-  { 5, 1024, 32768, 273 },
-  { 5, 1536, 1, 275 },
-  { 5, 1536, 8, 275 },
-  { 5, 1536, 32, 275 },
-  { 5, 1536, 128, 275 },
-  { 5, 1536, 512, 275 },
-  { 5, 1536, 2048, 275 },
-  { 5, 1536, 8192, 275 },
-  { 5, 1536, 32768, 275 },
-  { 5, 2048, 1, 276 },
-  { 5, 2048, 8, 276 },
-  { 5, 2048, 32, 276 },
-  { 5, 2048, 128, 276 },
-  { 5, 2048, 512, 276 },
-  { 5, 2048, 2048, 277 },
-  { 5, 2048, 8192, 276 },
-  { 5, 2048, 32768, 277 },
-  { 5, 2560, 1, 278 },
-  { 5, 2560, 8, 278 },
-  { 5, 2560, 32, 278 },
-  { 5, 2560, 128, 278 },
-  { 5, 2560, 512, 278 },
-  { 5, 2560, 2048, 279 },
-  { 5, 2560, 8192, 279 },
-  { 5, 2560, 32768, 279 },
-  { 5, 3072, 1, 280 },
-  { 5, 3072, 8, 280 },
-  { 5, 3072, 32, 280 },
-  { 5, 3072, 128, 280 },
-  { 5, 3072, 512, 280 },
-  { 5, 3072, 2048, 280 },
-  { 5, 3072, 8192, 280 },
-  { 5, 3072, 32768, 280 },
-  { 5, 4096, 1, 281 },
-  { 5, 4096, 8, 281 },
-  { 5, 4096, 32, 281 },
-  { 5, 4096, 128, 281 },
-  { 5, 4096, 512, 281 },
-  { 5, 4096, 2048, 281 },
-  { 5, 4096, 8192, 281 },
-  { 5, 4096, 32768, 282 },
-  { 5, 5120, 1, 283 },
-  { 5, 5120, 8, 283 },
-  { 5, 5120, 32, 283 },
-  { 5, 5120, 128, 283 },
-  { 5, 5120, 512, 284 },
-  { 5, 5120, 2048, 284 },
-  { 5, 5120, 8192, 284 },
-  { 5, 5120, 32768, 284 },
-  { 5, 6144, 1, 285 },
-  { 5, 6144, 8, 285 },
-  { 5, 6144, 32, 285 },
-  { 5, 6144, 128, 285 },
-  { 5, 6144, 512, 285 },
-  { 5, 6144, 2048, 285 },
-  { 5, 6144, 8192, 285 },
-  { 5, 6144, 32768, 286 },
-  { 5, 7168, 1, 287 },
-  { 5, 7168, 8, 287 },
-  { 5, 7168, 32, 287 },
-  { 5, 7168, 128, 287 },
-  { 5, 7168, 512, 288 },
-  { 5, 7168, 2048, 288 },
-  { 5, 7168, 8192, 288 },
-  { 5, 7168, 32768, 288 },
-  { 5, 8192, 1, 289 },
-  { 5, 8192, 8, 289 },
-  { 5, 8192, 32, 289 },
-  { 5, 8192, 128, 290 },
-  { 5, 8192, 512, 290 },
-  { 5, 8192, 2048, 290 },
-  { 5, 8192, 8192, 291 },
-  { 5, 8192, 32768, 292 },
-  { 5, 12288, 1, 293 },
-  { 5, 12288, 8, 293 },
-  { 5, 12288, 32, 293 },
-  { 5, 12288, 128, 293 },
-  { 5, 12288, 512, 294 },
-  { 5, 12288, 2048, 295 },
-  { 5, 12288, 8192, 295 },
-  { 5, 12288, 32768, 296 },
-  { 5, 16384, 1, 297 },
-  { 5, 16384, 8, 297 },
-  { 5, 16384, 32, 297 },
-  { 5, 16384, 128, 298 },
-  { 5, 16384, 512, 299 },
-  { 5, 16384, 2048, 300 },
-  { 5, 16384, 8192, 301 },
-  { 5, 16384, 32768, 301 },
-  { 5, 32768, 1, 302 },
-  { 5, 32768, 8, 302 },
-  { 5, 32768, 32, 302 },
-  { 5, 32768, 128, 303 },
-  { 5, 32768, 512, 304 },
-  { 5, 32768, 2048, 304 },
-  { 5, 32768, 8192, 305 },
-  { 5, 32768, 32768, 305 },
-  { 5, 65536, 1, 306 },
-  { 5, 65536, 8, 306 },
-  { 5, 65536, 32, 306 },
-  { 5, 65536, 128, 307 },
-  { 5, 65536, 512, 308 },
-  { 5, 65536, 2048, 309 },
-  { 5, 65536, 8192, 310 },
-  { 5, 65536, 32768, 310 },
-  { 5, 131072, 1, 311 },
-  { 5, 131072, 8, 311 },
-  { 5, 131072, 32, 312 },
-  { 5, 131072, 128, 313 },
-  { 5, 131072, 512, 313 },
-  { 5, 131072, 2048, 313 },
-  { 5, 131072, 8192, 314 },
-  { 5, 131072, 32768, 314 },
-  { 6, 512, 1, 316 },
-  { 6, 512, 8, 317 },
-  { 6, 512, 32, 317 },
-  { 6, 512, 128, 317 },
-  { 6, 512, 512, 317 },
-  { 6, 512, 2048, 317 },
-  { 6, 512, 8192, 318 },
-  { 6, 512, 32768, 317 },
-  { 6, 768, 1, 319 },
-  { 6, 768, 8, 319 },
-  { 6, 768, 32, 319 },
-  { 6, 768, 128, 320 },
-  { 6, 768, 512, 319 },
-  { 6, 768, 2048, 319 },
-  { 6, 768, 8192, 319 },
-  { 6, 768, 32768, 319 },
-  { 6, 1024, 1, 321 },
-  { 6, 1024, 8, 321 },
-  { 6, 1024, 32, 322 },
-  { 6, 1024, 128, 322 },
-  { 6, 1024, 512, 321 },
-  { 6, 1024, 2048, 322 },
-  { 6, 1024, 8192, 321 },
-  { 6, 1024, 32768, 322 },
-  { 6, 1536, 1, 323 },
-  { 6, 1536, 8, 323 },
-  { 6, 1536, 32, 323 },
-  { 6, 1536, 128, 323 },
-  { 6, 1536, 512, 323 },
-  { 6, 1536, 2048, 324 },
-  { 6, 1536, 8192, 323 },
-  { 6, 1536, 32768, 323 },
-  { 6, 2048, 1, 325 },
-  { 6, 2048, 8, 325 },
-  { 6, 2048, 32, 325 },
-  { 6, 2048, 128, 325 },
-  { 6, 2048, 512, 326 },
-  { 6, 2048, 2048, 327 },
-  { 6, 2048, 8192, 326 },
-  { 6, 2048, 32768, 325 },
-  { 6, 2560, 1, 328 },
-  { 6, 2560, 8, 328 },
-  { 6, 2560, 32, 328 },
-  { 6, 2560, 128, 328 },
-  { 6, 2560, 512, 328 },
-  { 6, 2560, 2048, 329 },
-  { 6, 2560, 8192, 329 },
-  { 6, 2560, 32768, 329 },
-  { 6, 3072, 1, 330 },
-  { 6, 3072, 8, 330 },
-  { 6, 3072, 32, 330 },
-  { 6, 3072, 128, 330 },
-  { 6, 3072, 512, 331 },
-  { 6, 3072, 2048, 331 },
-  { 6, 3072, 8192, 331 },
-  { 6, 3072, 32768, 330 },
-  { 6, 4096, 1, 332 },
-  { 6, 4096, 8, 332 },
-  { 6, 4096, 32, 332 },
-  { 6, 4096, 128, 332 },
-  { 6, 4096, 512, 332 },
-  { 6, 4096, 2048, 332 },
-  { 6, 4096, 8192, 333 },
-  { 6, 4096, 32768, 333 },
-  { 6, 5120, 1, 334 },
-  { 6, 5120, 8, 334 },
-  { 6, 5120, 32, 334 },
-  { 6, 5120, 128, 334 },
-  { 6, 5120, 512, 335 },
-  { 6, 5120, 2048, 336 },
-  { 6, 5120, 8192, 336 },
-  { 6, 5120, 32768, 336 },
-  { 6, 6144, 1, 337 },
-  { 6, 6144, 8, 337 },
-  { 6, 6144, 32, 337 },
-  { 6, 6144, 128, 337 },
-  { 6, 6144, 512, 337 },
-  { 6, 6144, 2048, 337 },
-  { 6, 6144, 8192, 338 },
-  { 6, 6144, 32768, 338 },
-  { 6, 7168, 1, 339 },
-  { 6, 7168, 8, 339 },
-  { 6, 7168, 32, 339 },
-  { 6, 7168, 128, 339 },
-  { 6, 7168, 512, 340 },
-  { 6, 7168, 2048, 340 },
-  { 6, 7168, 8192, 341 },
-  { 6, 7168, 32768, 341 },
-  { 6, 8192, 1, 342 },
-  { 6, 8192, 8, 342 },
-  { 6, 8192, 32, 342 },
-  { 6, 8192, 128, 343 },
-  { 6, 8192, 512, 343 },
-  { 6, 8192, 2048, 344 },
-  { 6, 8192, 8192, 344 },
-  { 6, 8192, 32768, 344 },
-  { 6, 12288, 1, 345 },
-  { 6, 12288, 8, 345 },
-  { 6, 12288, 32, 345 },
-  { 6, 12288, 128, 345 },
-  { 6, 12288, 512, 346 },
-  { 6, 12288, 2048, 346 },
-  { 6, 12288, 8192, 347 },
-  { 6, 12288, 32768, 347 },
-  { 6, 16384, 1, 348 },
-  { 6, 16384, 8, 348 },
-  { 6, 16384, 32, 348 },
-  { 6, 16384, 128, 349 },
-  { 6, 16384, 512, 350 },
-  { 6, 16384, 2048, 350 },
-  { 6, 16384, 8192, 349 },
-  { 6, 16384, 32768, 349 },
-  { 6, 32768, 1, 351 },
-  { 6, 32768, 8, 351 },
-  { 6, 32768, 32, 351 },
-  { 6, 32768, 128, 352 },
-  { 6, 32768, 512, 353 },
-  { 6, 32768, 2048, 354 },
-  { 6, 32768, 8192, 352 },
-  { 6, 32768, 32768, 352 },
-  { 6, 65536, 1, 355 },
-  { 6, 65536, 8, 356 },
-  { 6, 65536, 32, 356 },
-  { 6, 65536, 128, 356 },
-  { 6, 65536, 512, 356 },
-  { 6, 65536, 2048, 357 },
-  { 6, 65536, 8192, 357 },
-  { 6, 65536, 32768, 357 },
-  { 6, 131072, 1, 358 },
-  { 6, 131072, 8, 358 },
-  { 6, 131072, 32, 359 },
-  { 6, 131072, 128, 359 },
-  { 6, 131072, 512, 359 },
-  { 6, 131072, 2048, 359 },
-  { 6, 131072, 8192, 359 },
-  { 6, 131072, 32768, 359 },
-  { 7, 512, 1, 361 },
-  { 7, 512, 8, 361 },
-  { 7, 512, 32, 361 },
-  { 7, 512, 128, 362 },
-  { 7, 512, 512, 362 },
-  { 7, 512, 2048, 362 },
-  { 7, 512, 8192, 363 },
-  { 7, 512, 32768, 364 },
-  { 7, 768, 1, 365 },
-  { 7, 768, 8, 365 },
-  { 7, 768, 32, 366 },
-  { 7, 768, 128, 365 },
-  { 7, 768, 512, 365 },
-  { 7, 768, 2048, 367 },
-  { 7, 768, 8192, 365 },
-  { 7, 768, 32768, 367 },
-  { 7, 1024, 1, 368 },
-  { 7, 1024, 8, 368 },
-  { 7, 1024, 32, 368 },
-  { 7, 1024, 128, 369 },
-  { 7, 1024, 512, 368 },
-  { 7, 1024, 2048, 370 },
-  { 7, 1024, 8192, 368 },
-  { 7, 1024, 32768, 370 },
-  { 7, 1536, 1, 371 },
-  { 7, 1536, 8, 371 },
-  { 7, 1536, 32, 371 },
-  { 7, 1536, 128, 372 },
-  { 7, 1536, 512, 372 },
-  { 7, 1536, 2048, 373 },
-  { 7, 1536, 8192, 373 },
-  { 7, 1536, 32768, 373 },
-  { 7, 2048, 1, 374 },
-  { 7, 2048, 8, 374 },
-  { 7, 2048, 32, 375 },
-  { 7, 2048, 128, 374 },
-  { 7, 2048, 512, 376 },
-  { 7, 2048, 2048, 374 },
-  { 7, 2048, 8192, 376 },
-  { 7, 2048, 32768, 377 },
-  { 7, 2560, 1, 378 },
-  { 7, 2560, 8, 378 },
-  { 7, 2560, 32, 378 },
-  { 7, 2560, 128, 378 },
-  { 7, 2560, 512, 378 },
-  { 7, 2560, 2048, 378 },
-  { 7, 2560, 8192, 379 },
-  { 7, 2560, 32768, 380 },
-  { 7, 3072, 1, 381 },
-  { 7, 3072, 8, 381 },
-  { 7, 3072, 32, 381 },
-  { 7, 3072, 128, 381 },
-  { 7, 3072, 512, 382 },
-  { 7, 3072, 2048, 381 },
-  { 7, 3072, 8192, 382 },
-  { 7, 3072, 32768, 383 },
-  { 7, 4096, 1, 384 },
-  { 7, 4096, 8, 384 },
-  { 7, 4096, 32, 384 },
-  { 7, 4096, 128, 384 },
-  { 7, 4096, 512, 385 },
-  { 7, 4096, 2048, 384 },
-  { 7, 4096, 8192, 385 },
-  { 7, 4096, 32768, 383 },
-  { 7, 5120, 1, 386 },
-  { 7, 5120, 8, 386 },
-  { 7, 5120, 32, 386 },
-  { 7, 5120, 128, 387 },
-  { 7, 5120, 512, 387 },
-  { 7, 5120, 2048, 387 },
-  { 7, 5120, 8192, 388 },
-  { 7, 5120, 32768, 389 },
-  { 7, 6144, 1, 386 },
-  { 7, 6144, 8, 386 },
-  { 7, 6144, 32, 386 },
+  { 4, 2048, 32768, 227 },
+  { 4, 2560, 1, 229 },
+  { 4, 2560, 8, 229 },
+  { 4, 2560, 32, 229 },
+  { 4, 2560, 128, 229 },
+  { 4, 2560, 512, 230 },
+  { 4, 2560, 2048, 231 },
+  { 4, 2560, 8192, 231 },
+  { 4, 2560, 32768, 231 },
+  { 4, 3072, 1, 232 },
+  { 4, 3072, 8, 232 },
+  { 4, 3072, 32, 232 },
+  { 4, 3072, 128, 232 },
+  { 4, 3072, 512, 233 },
+  { 4, 3072, 2048, 233 },
+  { 4, 3072, 8192, 233 },
+  { 4, 3072, 32768, 233 },
+  { 4, 4096, 1, 234 },
+  { 4, 4096, 8, 235 },
+  { 4, 4096, 32, 235 },
+  { 4, 4096, 128, 236 },
+  { 4, 4096, 512, 236 },
+  { 4, 4096, 2048, 236 },
+  { 4, 4096, 8192, 237 },
+  { 4, 4096, 32768, 237 },
+  { 4, 5120, 1, 238 },
+  { 4, 5120, 8, 238 },
+  { 4, 5120, 32, 238 },
+  { 4, 5120, 128, 238 },
+  { 4, 5120, 512, 239 },
+  { 4, 5120, 2048, 239 },
+  { 4, 5120, 8192, 240 },
+  { 4, 5120, 32768, 240 },
+  { 4, 6144, 1, 241 },
+  { 4, 6144, 8, 242 },
+  { 4, 6144, 32, 243 },
+  { 4, 6144, 128, 243 },
+  { 4, 6144, 512, 244 },
+  { 4, 6144, 2048, 244 },
+  { 4, 6144, 8192, 245 },
+  { 4, 6144, 32768, 245 },
+  { 4, 7168, 1, 246 },
+  { 4, 7168, 8, 246 },
+  { 4, 7168, 32, 246 },
+  { 4, 7168, 128, 246 },
+  { 4, 7168, 512, 247 },
+  { 4, 7168, 2048, 247 },
+  { 4, 7168, 8192, 248 },
+  { 4, 7168, 32768, 248 },
+  { 4, 8192, 1, 249 },
+  { 4, 8192, 8, 249 },
+  { 4, 8192, 32, 249 },
+  { 4, 8192, 128, 249 },
+  { 4, 8192, 512, 250 },
+  { 4, 8192, 2048, 251 },
+  { 4, 8192, 8192, 251 },
+  { 4, 8192, 32768, 252 },
+  { 4, 12288, 1, 253 },
+  { 4, 12288, 8, 253 },
+  { 4, 12288, 32, 253 },
+  { 4, 12288, 128, 253 },
+  { 4, 12288, 512, 254 },
+  { 4, 12288, 2048, 255 },
+  { 4, 12288, 8192, 256 },
+  { 4, 12288, 32768, 256 },
+  { 4, 16384, 1, 257 },
+  { 4, 16384, 8, 257 },
+  { 4, 16384, 32, 257 },
+  { 4, 16384, 128, 258 },
+  { 4, 16384, 512, 259 },
+  { 4, 16384, 2048, 259 },
+  { 4, 16384, 8192, 260 },
+  { 4, 16384, 32768, 260 },
+  { 4, 32768, 1, 261 },
+  { 4, 32768, 8, 262 },
+  { 4, 32768, 32, 261 },
+  { 4, 32768, 128, 262 },
+  { 4, 32768, 512, 263 },
+  { 4, 32768, 2048, 264 },
+  { 4, 32768, 8192, 264 },
+  { 4, 32768, 32768, 264 },
+  { 4, 65536, 1, 265 },
+  { 4, 65536, 8, 265 },
+  { 4, 65536, 32, 265 },
+  { 4, 65536, 128, 265 },
+  { 4, 65536, 512, 266 },
+  { 4, 65536, 2048, 266 },
+  { 4, 65536, 8192, 267 },
+  { 4, 65536, 32768, 267 },
+  { 4, 131072, 1, 268 },
+  { 4, 131072, 8, 268 },
+  { 4, 131072, 32, 269 },
+  { 4, 131072, 128, 269 },
+  { 4, 131072, 512, 270 },
+  { 4, 131072, 2048, 270 },
+  { 4, 131072, 8192, 270 },
+  { 4, 131072, 32768, 270 },
+  { 5, 512, 1, 272 },
+  { 5, 512, 8, 273 },
+  { 5, 512, 32, 273 },
+  { 5, 512, 128, 273 },
+  { 5, 512, 512, 273 },
+  { 5, 512, 2048, 273 },
+  { 5, 512, 8192, 274 },
+  { 5, 512, 32768, 273 },
+  { 5, 768, 1, 275 },
+  { 5, 768, 8, 276 },
+  { 5, 768, 32, 276 },
+  { 5, 768, 128, 276 },
+  { 5, 768, 512, 276 },
+  { 5, 768, 2048, 276 },
+  { 5, 768, 8192, 277 },
+  { 5, 768, 32768, 278 },
+  { 5, 1024, 1, 279 },
+  { 5, 1024, 8, 279 },
+  { 5, 1024, 32, 280 },
+  { 5, 1024, 128, 280 },
+  { 5, 1024, 512, 280 },
+  { 5, 1024, 2048, 280 },
+  { 5, 1024, 8192, 279 },
+  { 5, 1024, 32768, 279 },
+  { 5, 1536, 1, 281 },
+  { 5, 1536, 8, 281 },
+  { 5, 1536, 32, 282 },
+  { 5, 1536, 128, 282 },
+  { 5, 1536, 512, 281 },
+  { 5, 1536, 2048, 282 },
+  { 5, 1536, 8192, 281 },
+  { 5, 1536, 32768, 281 },
+  { 5, 2048, 1, 283 },
+  { 5, 2048, 8, 283 },
+  { 5, 2048, 32, 283 },
+  { 5, 2048, 128, 283 },
+  { 5, 2048, 512, 283 },
+  { 5, 2048, 2048, 284 },
+  { 5, 2048, 8192, 283 },
+  { 5, 2048, 32768, 283 },
+  { 5, 2560, 1, 285 },
+  { 5, 2560, 8, 285 },
+  { 5, 2560, 32, 285 },
+  { 5, 2560, 128, 285 },
+  { 5, 2560, 512, 285 },
+  { 5, 2560, 2048, 286 },
+  { 5, 2560, 8192, 286 },
+  { 5, 2560, 32768, 286 },
+  { 5, 3072, 1, 287 },
+  { 5, 3072, 8, 287 },
+  { 5, 3072, 32, 287 },
+  { 5, 3072, 128, 287 },
+  { 5, 3072, 512, 287 },
+  { 5, 3072, 2048, 287 },
+  { 5, 3072, 8192, 287 },
+  { 5, 3072, 32768, 287 },
+  { 5, 4096, 1, 288 },
+  { 5, 4096, 8, 288 },
+  { 5, 4096, 32, 288 },
+  { 5, 4096, 128, 288 },
+  { 5, 4096, 512, 288 },
+  { 5, 4096, 2048, 288 },
+  { 5, 4096, 8192, 288 },
+  { 5, 4096, 32768, 288 },
+  { 5, 5120, 1, 289 },
+  { 5, 5120, 8, 289 },
+  { 5, 5120, 32, 289 },
+  { 5, 5120, 128, 289 },
+  { 5, 5120, 512, 290 },
+  { 5, 5120, 2048, 290 },
+  { 5, 5120, 8192, 290 },
+  { 5, 5120, 32768, 290 },
+  { 5, 6144, 1, 291 },
+  { 5, 6144, 8, 291 },
+  { 5, 6144, 32, 291 },
+  { 5, 6144, 128, 291 },
+  { 5, 6144, 512, 291 },
+  { 5, 6144, 2048, 291 },
+  { 5, 6144, 8192, 291 },
+  { 5, 6144, 32768, 292 },
+  { 5, 7168, 1, 293 },
+  { 5, 7168, 8, 293 },
+  { 5, 7168, 32, 293 },
+  { 5, 7168, 128, 293 },
+  { 5, 7168, 512, 294 },
+  { 5, 7168, 2048, 294 },
+  { 5, 7168, 8192, 294 },
+  { 5, 7168, 32768, 295 },
+  { 5, 8192, 1, 296 },
+  { 5, 8192, 8, 296 },
+  { 5, 8192, 32, 296 },
+  { 5, 8192, 128, 297 },
+  { 5, 8192, 512, 297 },
+  { 5, 8192, 2048, 297 },
+  { 5, 8192, 8192, 298 },
+  { 5, 8192, 32768, 299 },
+  { 5, 12288, 1, 300 },
+  { 5, 12288, 8, 300 },
+  { 5, 12288, 32, 300 },
+  { 5, 12288, 128, 300 },
+  { 5, 12288, 512, 301 },
+  { 5, 12288, 2048, 302 },
+  { 5, 12288, 8192, 302 },
+  { 5, 12288, 32768, 303 },
+  { 5, 16384, 1, 304 },
+  { 5, 16384, 8, 304 },
+  { 5, 16384, 32, 304 },
+  { 5, 16384, 128, 305 },
+  { 5, 16384, 512, 306 },
+  { 5, 16384, 2048, 306 },
+  { 5, 16384, 8192, 307 },
+  { 5, 16384, 32768, 307 },
+  { 5, 32768, 1, 308 },
+  { 5, 32768, 8, 308 },
+  { 5, 32768, 32, 308 },
+  { 5, 32768, 128, 309 },
+  { 5, 32768, 512, 310 },
+  { 5, 32768, 2048, 311 },
+  { 5, 32768, 8192, 312 },
+  { 5, 32768, 32768, 312 },
+  { 5, 65536, 1, 313 },
+  { 5, 65536, 8, 313 },
+  { 5, 65536, 32, 313 },
+  { 5, 65536, 128, 314 },
+  { 5, 65536, 512, 315 },
+  { 5, 65536, 2048, 314 },
+  { 5, 65536, 8192, 314 },
+  { 5, 65536, 32768, 314 },
+  { 5, 131072, 1, 316 },
+  { 5, 131072, 8, 316 },
+  { 5, 131072, 32, 317 },
+  { 5, 131072, 128, 318 },
+  { 5, 131072, 512, 318 },
+  { 5, 131072, 2048, 319 },
+  { 5, 131072, 8192, 319 },
+  { 5, 131072, 32768, 319 },
+  { 6, 512, 1, 321 },
+  { 6, 512, 8, 322 },
+  { 6, 512, 32, 322 },
+  { 6, 512, 128, 322 },
+  { 6, 512, 512, 322 },
+  { 6, 512, 2048, 322 },
+  { 6, 512, 8192, 323 },
+  { 6, 512, 32768, 321 },
+  { 6, 768, 1, 324 },
+  { 6, 768, 8, 324 },
+  { 6, 768, 32, 324 },
+  { 6, 768, 128, 325 },
+  { 6, 768, 512, 324 },
+  { 6, 768, 2048, 325 },
+  { 6, 768, 8192, 325 },
+  { 6, 768, 32768, 324 },
+  { 6, 1024, 1, 326 },
+  { 6, 1024, 8, 326 },
+  { 6, 1024, 32, 327 },
+  { 6, 1024, 128, 327 },
+  { 6, 1024, 512, 326 },
+  { 6, 1024, 2048, 326 },
+  { 6, 1024, 8192, 326 },
+  { 6, 1024, 32768, 326 },
+  { 6, 1536, 1, 328 },
+  { 6, 1536, 8, 328 },
+  { 6, 1536, 32, 328 },
+  { 6, 1536, 128, 328 },
+  { 6, 1536, 512, 328 },
+  { 6, 1536, 2048, 329 },
+  { 6, 1536, 8192, 329 },
+  { 6, 1536, 32768, 328 },
+  { 6, 2048, 1, 330 },
+  { 6, 2048, 8, 330 },
+  { 6, 2048, 32, 330 },
+  { 6, 2048, 128, 330 },
+  { 6, 2048, 512, 330 },
+  { 6, 2048, 2048, 331 },
+  { 6, 2048, 8192, 330 },
+  { 6, 2048, 32768, 330 },
+  { 6, 2560, 1, 332 },
+  { 6, 2560, 8, 332 },
+  { 6, 2560, 32, 332 },
+  { 6, 2560, 128, 332 },
+  { 6, 2560, 512, 333 },
+  { 6, 2560, 2048, 333 },
+  { 6, 2560, 8192, 333 },
+  { 6, 2560, 32768, 333 },
+  { 6, 3072, 1, 334 },
+  { 6, 3072, 8, 334 },
+  { 6, 3072, 32, 334 },
+  { 6, 3072, 128, 334 },
+  { 6, 3072, 512, 335 },
+  { 6, 3072, 2048, 335 },
+  { 6, 3072, 8192, 335 },
+  { 6, 3072, 32768, 335 },
+  { 6, 4096, 1, 336 },
+  { 6, 4096, 8, 336 },
+  { 6, 4096, 32, 336 },
+  { 6, 4096, 128, 336 },
+  { 6, 4096, 512, 336 },
+  { 6, 4096, 2048, 336 },
+  { 6, 4096, 8192, 337 },
+  { 6, 4096, 32768, 337 },
+  { 6, 5120, 1, 338 },
+  { 6, 5120, 8, 338 },
+  { 6, 5120, 32, 338 },
+  { 6, 5120, 128, 338 },
+  { 6, 5120, 512, 339 },
+  { 6, 5120, 2048, 340 },
+  { 6, 5120, 8192, 340 },
+  { 6, 5120, 32768, 340 },
+  { 6, 6144, 1, 341 },
+  { 6, 6144, 8, 341 },
+  { 6, 6144, 32, 341 },
+  { 6, 6144, 128, 341 },
+  { 6, 6144, 512, 341 },
+  { 6, 6144, 2048, 341 },
+  { 6, 6144, 8192, 342 },
+  { 6, 6144, 32768, 342 },
+  { 6, 7168, 1, 343 },
+  { 6, 7168, 8, 343 },
+  { 6, 7168, 32, 343 },
+  { 6, 7168, 128, 343 },
+  { 6, 7168, 512, 344 },
+  { 6, 7168, 2048, 344 },
+  { 6, 7168, 8192, 345 },
+  { 6, 7168, 32768, 345 },
+  { 6, 8192, 1, 346 },
+  { 6, 8192, 8, 346 },
+  { 6, 8192, 32, 346 },
+  { 6, 8192, 128, 347 },
+  { 6, 8192, 512, 348 },
+  { 6, 8192, 2048, 347 },
+  { 6, 8192, 8192, 349 },
+  { 6, 8192, 32768, 349 },
+  { 6, 12288, 1, 350 },
+  { 6, 12288, 8, 350 },
+  { 6, 12288, 32, 350 },
+  { 6, 12288, 128, 350 },
+  { 6, 12288, 512, 351 },
+  { 6, 12288, 2048, 352 },
+  { 6, 12288, 8192, 353 },
+  { 6, 12288, 32768, 353 },
+  { 6, 16384, 1, 354 },
+  { 6, 16384, 8, 354 },
+  { 6, 16384, 32, 354 },
+  { 6, 16384, 128, 355 },
+  { 6, 16384, 512, 356 },
+  { 6, 16384, 2048, 355 },
+  { 6, 16384, 8192, 356 },
+  { 6, 16384, 32768, 356 },
+  { 6, 32768, 1, 357 },
+  { 6, 32768, 8, 357 },
+  { 6, 32768, 32, 357 },
+  { 6, 32768, 128, 358 },
+  { 6, 32768, 512, 359 },
+  { 6, 32768, 2048, 358 },
+  { 6, 32768, 8192, 358 },
+  { 6, 32768, 32768, 358 },
+  { 6, 65536, 1, 360 },
+  { 6, 65536, 8, 361 },
+  { 6, 65536, 32, 361 },
+  { 6, 65536, 128, 361 },
+  { 6, 65536, 512, 362 },
+  { 6, 65536, 2048, 363 },
+  { 6, 65536, 8192, 363 },
+  { 6, 65536, 32768, 363 },
+  { 6, 131072, 1, 364 },
+  { 6, 131072, 8, 364 },
+  { 6, 131072, 32, 365 },
+  { 6, 131072, 128, 365 },
+  { 6, 131072, 512, 366 },
+  { 6, 131072, 2048, 366 },
+  { 6, 131072, 8192, 366 },
+  { 6, 131072, 32768, 366 },
+  { 7, 512, 1, 368 },
+  { 7, 512, 8, 368 },
+  { 7, 512, 32, 368 },
+  { 7, 512, 128, 369 },
+  { 7, 512, 512, 369 },
+  { 7, 512, 2048, 369 },
+  { 7, 512, 8192, 370 },
+  { 7, 512, 32768, 371 },
+  { 7, 768, 1, 372 },
+  { 7, 768, 8, 372 },
+  { 7, 768, 32, 372 },
+  { 7, 768, 128, 372 },
+  { 7, 768, 512, 373 },
+  { 7, 768, 2048, 374 },
+  { 7, 768, 8192, 373 },
+  { 7, 768, 32768, 373 },
+  { 7, 1024, 1, 375 },
+  { 7, 1024, 8, 375 },
+  { 7, 1024, 32, 375 },
+  { 7, 1024, 128, 375 },
+  { 7, 1024, 512, 375 },
+  { 7, 1024, 2048, 376 },
+  { 7, 1024, 8192, 375 },
+  { 7, 1024, 32768, 376 },
+  { 7, 1536, 1, 377 },
+  { 7, 1536, 8, 377 },
+  { 7, 1536, 32, 377 },
+  { 7, 1536, 128, 377 },
+  { 7, 1536, 512, 377 },
+  { 7, 1536, 2048, 377 },
+  { 7, 1536, 8192, 378 },
+  { 7, 1536, 32768, 378 },
+  { 7, 2048, 1, 379 },
+  { 7, 2048, 8, 379 },
+  { 7, 2048, 32, 379 },
+  { 7, 2048, 128, 379 },
+  { 7, 2048, 512, 379 },
+  { 7, 2048, 2048, 380 },
+  { 7, 2048, 8192, 378 },
+  { 7, 2048, 32768, 381 },
+  { 7, 2560, 1, 382 },
+  { 7, 2560, 8, 382 },
+  { 7, 2560, 32, 382 },
+  { 7, 2560, 128, 382 },
+  { 7, 2560, 512, 382 },
+  { 7, 2560, 2048, 382 },
+  { 7, 2560, 8192, 383 },
+  { 7, 2560, 32768, 384 },
+  { 7, 3072, 1, 385 },
+  { 7, 3072, 8, 385 },
+  { 7, 3072, 32, 385 },
+  { 7, 3072, 128, 385 },
+  { 7, 3072, 512, 386 },
+  { 7, 3072, 2048, 385 },
+  { 7, 3072, 8192, 386 },
+  { 7, 3072, 32768, 387 },
+  { 7, 4096, 1, 388 },
+  { 7, 4096, 8, 388 },
+  { 7, 4096, 32, 388 },
+  { 7, 4096, 128, 388 },
+  { 7, 4096, 512, 389 },
+  { 7, 4096, 2048, 388 },
+  { 7, 4096, 8192, 389 },
+  { 7, 4096, 32768, 387 },
+  { 7, 5120, 1, 390 },
+  { 7, 5120, 8, 390 },
+  { 7, 5120, 32, 391 },
+  { 7, 5120, 128, 391 },
+  { 7, 5120, 512, 391 },
+  { 7, 5120, 2048, 391 },
+  { 7, 5120, 8192, 392 },
+  { 7, 5120, 32768, 393 },
+  { 7, 6144, 1, 390 },
+  { 7, 6144, 8, 390 },
+  { 7, 6144, 32, 390 },
   { 7, 6144, 128, 390 },
-  { 7, 6144, 512, 390 },
-  { 7, 6144, 2048, 391 },
-  { 7, 6144, 8192, 391 },
-  { 7, 6144, 32768, 389 },
-  { 7, 7168, 1, 392 },
-  { 7, 7168, 8, 392 },
-  { 7, 7168, 32, 392 },
-  { 7, 7168, 128, 392 },
-  { 7, 7168, 512, 393 },
-  { 7, 7168, 2048, 393 },
-  { 7, 7168, 8192, 389 },
-  { 7, 7168, 32768, 389 },
-  { 7, 8192, 1, 394 },
-  { 7, 8192, 8, 394 },
-  { 7, 8192, 32, 394 },
-  { 7, 8192, 128, 394 },
-  { 7, 8192, 512, 395 },
-  { 7, 8192, 2048, 395 },
-  { 7, 8192, 8192, 396 },
-  { 7, 8192, 32768, 389 },
-  { 7, 12288, 1, 397 },
-  { 7, 12288, 8, 397 },
-  { 7, 12288, 32, 397 },
-  { 7, 12288, 128, 397 },
-  { 7, 12288, 512, 398 },
-  { 7, 12288, 2048, 398 },
-  { 7, 12288, 8192, 399 },
-  { 7, 12288, 32768, 399 },
-  { 7, 16384, 1, 400 },
-  { 7, 16384, 8, 400 },
-  { 7, 16384, 32, 400 },
-  { 7, 16384, 128, 401 },
-  { 7, 16384, 512, 401 },
-  { 7, 16384, 2048, 402 },
-  { 7, 16384, 8192, 399 },
-  { 7, 16384, 32768, 399 },
-  { 7, 32768, 1, 403 },
-  { 7, 32768, 8, 403 },
-  { 7, 32768, 32, 403 },
-  { 7, 32768, 128, 404 },
-  { 7, 32768, 512, 404 },
-  { 7, 32768, 2048, 405 },
-  { 7, 32768, 8192, 405 },
-  { 7, 32768, 32768, 405 },
-  { 7, 65536, 1, 406 },
-  { 7, 65536, 8, 407 },
-  { 7, 65536, 32, 408 },
-  { 7, 65536, 128, 408 },
-  { 7, 65536, 512, 409 },
-  { 7, 65536, 2048, 410 },
-  { 7, 65536, 8192, 410 },
-  { 7, 65536, 32768, 410 },
-  { 7, 131072, 1, 411 },
-  { 7, 131072, 8, 412 },
-  { 7, 131072, 32, 411 },
-  { 7, 131072, 128, 413 },
-  { 7, 131072, 512, 414 },
-  { 7, 131072, 2048, 415 },
-  { 7, 131072, 8192, 415 },
-  { 7, 131072, 32768, 415 },
-  { 8, 512, 1, 417 },
-  { 8, 512, 8, 418 },
-  { 8, 512, 32, 419 },
-  { 8, 512, 128, 418 },
-  { 8, 512, 512, 419 },
-  { 8, 512, 2048, 419 },
-  { 8, 512, 8192, 418 },
-  { 8, 512, 32768, 420 },
-  { 8, 768, 1, 421 },
-  { 8, 768, 8, 421 },
-  { 8, 768, 32, 422 },
-  { 8, 768, 128, 421 },
-  { 8, 768, 512, 421 },
-  { 8, 768, 2048, 421 },
-  { 8, 768, 8192, 421 },
-  { 8, 768, 32768, 423 },
-  { 8, 1024, 1, 424 },
-  { 8, 1024, 8, 424 },
-  { 8, 1024, 32, 425 },
-  { 8, 1024, 128, 424 },
-  { 8, 1024, 512, 424 },
-  { 8, 1024, 2048, 424 },
-  { 8, 1024, 8192, 423 },
-  { 8, 1024, 32768, 423 },
-  { 8, 1536, 1, 426 },
-  { 8, 1536, 8, 426 },
-  { 8, 1536, 32, 426 },
-  { 8, 1536, 128, 426 },
-  { 8, 1536, 512, 427 },
-  { 8, 1536, 2048, 426 },
-  { 8, 1536, 8192, 428 },
-  { 8, 1536, 32768, 428 },
-  { 8, 2048, 1, 429 },
-  { 8, 2048, 8, 429 },
-  { 8, 2048, 32, 429 },
-  { 8, 2048, 128, 429 },
-  { 8, 2048, 512, 430 },
-  { 8, 2048, 2048, 428 },
-  { 8, 2048, 8192, 431 },
-  { 8, 2048, 32768, 431 },
-  { 8, 2560, 1, 432 },
-  { 8, 2560, 8, 432 },
-  { 8, 2560, 32, 432 },
-  { 8, 2560, 128, 432 },
-  { 8, 2560, 512, 433 },
-  { 8, 2560, 2048, 433 },
-  { 8, 2560, 8192, 434 },
-  { 8, 2560, 32768, 434 },
-  { 8, 3072, 1, 435 },
-  { 8, 3072, 8, 435 },
-  { 8, 3072, 32, 435 },
-  { 8, 3072, 128, 435 },
-  { 8, 3072, 512, 435 },
-  { 8, 3072, 2048, 436 },
-  { 8, 3072, 8192, 436 },
-  { 8, 3072, 32768, 436 },
-  { 8, 4096, 1, 437 },
-  { 8, 4096, 8, 438 },
-  { 8, 4096, 32, 438 },
-  { 8, 4096, 128, 438 },
-  { 8, 4096, 512, 438 },
-  { 8, 4096, 2048, 439 },
-  { 8, 4096, 8192, 439 },
-  { 8, 4096, 32768, 439 },
-  { 8, 5120, 1, 440 },
-  { 8, 5120, 8, 441 },
-  { 8, 5120, 32, 441 },
-  { 8, 5120, 128, 441 },
-  { 8, 5120, 512, 441 },
-  { 8, 5120, 2048, 442 },
-  { 8, 5120, 8192, 442 },
-  { 8, 5120, 32768, 439 },
-  { 8, 6144, 1, 440 },
-  { 8, 6144, 8, 440 },
-  { 8, 6144, 32, 443 },
-  { 8, 6144, 128, 443 },
-  { 8, 6144, 512, 443 },
-  { 8, 6144, 2048, 439 },
-  { 8, 6144, 8192, 444 },
-  { 8, 6144, 32768, 444 },
-  { 8, 7168, 1, 445 },
-  { 8, 7168, 8, 445 },
-  { 8, 7168, 32, 445 },
-  { 8, 7168, 128, 446 },
-  { 8, 7168, 512, 446 },
-  { 8, 7168, 2048, 439 },
-  { 8, 7168, 8192, 439 },
-  { 8, 7168, 32768, 447 },
-  { 8, 8192, 1, 448 },
-  { 8, 8192, 8, 448 },
-  { 8, 8192, 32, 448 },
-  { 8, 8192, 128, 448 },
-  { 8, 8192, 512, 449 },
-  { 8, 8192, 2048, 450 },
-  { 8, 8192, 8192, 450 },
-  { 8, 8192, 32768, 450 },
-  { 8, 12288, 1, 451 },
-  { 8, 12288, 8, 451 },
-  { 8, 12288, 32, 451 },
-  { 8, 12288, 128, 452 },
-  { 8, 12288, 512, 452 },
-  { 8, 12288, 2048, 453 },
-  { 8, 12288, 8192, 453 },
-  { 8, 12288, 32768, 454 },
-  { 8, 16384, 1, 455 },
-  { 8, 16384, 8, 455 },
-  { 8, 16384, 32, 455 },
-  { 8, 16384, 128, 455 },
-  { 8, 16384, 512, 456 },
-  { 8, 16384, 2048, 456 },
-  { 8, 16384, 8192, 457 },
-  { 8, 16384, 32768, 457 },
-  { 8, 32768, 1, 458 },
-  { 8, 32768, 8, 459 },
-  { 8, 32768, 32, 458 },
-  { 8, 32768, 128, 458 },
-  { 8, 32768, 512, 460 },
-  { 8, 32768, 2048, 460 },
-  { 8, 32768, 8192, 460 },
-  { 8, 32768, 32768, 461 },
-  { 8, 65536, 1, 462 },
-  { 8, 65536, 8, 463 },
-  { 8, 65536, 32, 462 },
-  { 8, 65536, 128, 462 },
-  { 8, 65536, 512, 462 },
-  { 8, 65536, 2048, 464 },
-  { 8, 65536, 8192, 464 },
-  { 8, 65536, 32768, 464 },
-  { 8, 131072, 1, 465 },
-  { 8, 131072, 8, 466 },
-  { 8, 131072, 32, 467 },
-  { 8, 131072, 128, 465 },
-  { 8, 131072, 512, 465 },
-  { 8, 131072, 2048, 467 },
-  { 8, 131072, 8192, 467 },
-  { 8, 131072, 32768, 467 },
+  { 7, 6144, 512, 394 },
+  { 7, 6144, 2048, 394 },
+  { 7, 6144, 8192, 395 },
+  { 7, 6144, 32768, 393 },
+  { 7, 7168, 1, 396 },
+  { 7, 7168, 8, 397 },
+  { 7, 7168, 32, 397 },
+  { 7, 7168, 128, 396 },
+  { 7, 7168, 512, 398 },
+  { 7, 7168, 2048, 398 },
+  { 7, 7168, 8192, 395 },
+  { 7, 7168, 32768, 399 },
+  { 7, 8192, 1, 400 },
+  { 7, 8192, 8, 400 },
+  { 7, 8192, 32, 400 },
+  { 7, 8192, 128, 400 },
+  { 7, 8192, 512, 401 },
+  { 7, 8192, 2048, 402 },
+  { 7, 8192, 8192, 403 },
+  { 7, 8192, 32768, 393 },
+  { 7, 12288, 1, 404 },
+  { 7, 12288, 8, 404 },
+  { 7, 12288, 32, 404 },
+  { 7, 12288, 128, 404 },
+  { 7, 12288, 512, 405 },
+  { 7, 12288, 2048, 405 },
+  { 7, 12288, 8192, 406 },
+  { 7, 12288, 32768, 406 },
+  { 7, 16384, 1, 407 },
+  { 7, 16384, 8, 407 },
+  { 7, 16384, 32, 407 },
+  { 7, 16384, 128, 408 },
+  { 7, 16384, 512, 408 },
+  { 7, 16384, 2048, 409 },
+  { 7, 16384, 8192, 406 },
+  { 7, 16384, 32768, 406 },
+  { 7, 32768, 1, 410 },
+  { 7, 32768, 8, 411 },
+  { 7, 32768, 32, 410 },
+  { 7, 32768, 128, 412 },
+  { 7, 32768, 512, 412 },
+  { 7, 32768, 2048, 413 },
+  { 7, 32768, 8192, 413 },
+  { 7, 32768, 32768, 413 },
+  { 7, 65536, 1, 414 },
+  { 7, 65536, 8, 415 },
+  { 7, 65536, 32, 416 },
+  { 7, 65536, 128, 416 },
+  { 7, 65536, 512, 416 },
+  { 7, 65536, 2048, 417 },
+  { 7, 65536, 8192, 417 },
+  { 7, 65536, 32768, 417 },
+  { 7, 131072, 1, 418 },
+  { 7, 131072, 8, 419 },
+  { 7, 131072, 32, 420 },
+  { 7, 131072, 128, 421 },
+  { 7, 131072, 512, 418 },
+  { 7, 131072, 2048, 422 },
+  { 7, 131072, 8192, 422 },
+  { 7, 131072, 32768, 422 },
+  { 8, 512, 1, 424 },
+  { 8, 512, 8, 425 },
+  { 8, 512, 32, 425 },
+  { 8, 512, 128, 425 },
+  { 8, 512, 512, 425 },
+  { 8, 512, 2048, 425 },
+  { 8, 512, 8192, 425 },
+  { 8, 512, 32768, 426 },
+  { 8, 768, 1, 427 },
+  { 8, 768, 8, 427 },
+  { 8, 768, 32, 428 },
+  { 8, 768, 128, 427 },
+  { 8, 768, 512, 427 },
+  { 8, 768, 2048, 427 },
+  { 8, 768, 8192, 427 },
+  { 8, 768, 32768, 429 },
+  { 8, 1024, 1, 430 },
+  { 8, 1024, 8, 430 },
+  { 8, 1024, 32, 431 },
+  { 8, 1024, 128, 431 },
+  { 8, 1024, 512, 431 },
+  { 8, 1024, 2048, 431 },
+  { 8, 1024, 8192, 429 },
+  { 8, 1024, 32768, 429 },
+  { 8, 1536, 1, 432 },
+  { 8, 1536, 8, 432 },
+  { 8, 1536, 32, 432 },
+  { 8, 1536, 128, 432 },
+  { 8, 1536, 512, 433 },
+  { 8, 1536, 2048, 432 },
+  { 8, 1536, 8192, 433 },
+  { 8, 1536, 32768, 433 },
+  { 8, 2048, 1, 434 },
+  { 8, 2048, 8, 434 },
+  { 8, 2048, 32, 434 },
+  { 8, 2048, 128, 434 },
+  { 8, 2048, 512, 435 },
+  { 8, 2048, 2048, 434 },
+  { 8, 2048, 8192, 436 },
+  { 8, 2048, 32768, 436 },
+  { 8, 2560, 1, 437 },
+  { 8, 2560, 8, 437 },
+  { 8, 2560, 32, 437 },
+  { 8, 2560, 128, 437 },
+  { 8, 2560, 512, 437 },
+  { 8, 2560, 2048, 437 },
+  { 8, 2560, 8192, 438 },
+  { 8, 2560, 32768, 438 },
+  { 8, 3072, 1, 439 },
+  { 8, 3072, 8, 439 },
+  { 8, 3072, 32, 440 },
+  { 8, 3072, 128, 439 },
+  { 8, 3072, 512, 441 },
+  { 8, 3072, 2048, 442 },
+  { 8, 3072, 8192, 442 },
+  { 8, 3072, 32768, 442 },
+  { 8, 4096, 1, 443 },
+  { 8, 4096, 8, 443 },
+  { 8, 4096, 32, 443 },
+  { 8, 4096, 128, 443 },
+  { 8, 4096, 512, 443 },
+  { 8, 4096, 2048, 444 },
+  { 8, 4096, 8192, 444 },
+  { 8, 4096, 32768, 444 },
+  { 8, 5120, 1, 445 },
+  { 8, 5120, 8, 445 },
+  { 8, 5120, 32, 445 },
+  { 8, 5120, 128, 445 },
+  { 8, 5120, 512, 445 },
+  { 8, 5120, 2048, 444 },
+  { 8, 5120, 8192, 446 },
+  { 8, 5120, 32768, 446 },
+  { 8, 6144, 1, 447 },
+  { 8, 6144, 8, 447 },
+  { 8, 6144, 32, 447 },
+  { 8, 6144, 128, 448 },
+  { 8, 6144, 512, 448 },
+  { 8, 6144, 2048, 444 },
+  { 8, 6144, 8192, 449 },
+  { 8, 6144, 32768, 449 },
+  { 8, 7168, 1, 450 },
+  { 8, 7168, 8, 450 },
+  { 8, 7168, 32, 450 },
+  { 8, 7168, 128, 451 },
+  { 8, 7168, 512, 452 },
+  { 8, 7168, 2048, 444 },
+  { 8, 7168, 8192, 444 },
+  { 8, 7168, 32768, 453 },
+  { 8, 8192, 1, 454 },
+  { 8, 8192, 8, 454 },
+  { 8, 8192, 32, 454 },
+  { 8, 8192, 128, 454 },
+  { 8, 8192, 512, 455 },
+  { 8, 8192, 2048, 456 },
+  { 8, 8192, 8192, 456 },
+  { 8, 8192, 32768, 456 },
+  { 8, 12288, 1, 457 },
+  { 8, 12288, 8, 457 },
+  { 8, 12288, 32, 457 },
+  { 8, 12288, 128, 458 },
+  { 8, 12288, 512, 458 },
+  { 8, 12288, 2048, 459 },
+  { 8, 12288, 8192, 459 },
+  { 8, 12288, 32768, 459 },
+  { 8, 16384, 1, 460 },
+  { 8, 16384, 8, 460 },
+  { 8, 16384, 32, 460 },
+  { 8, 16384, 128, 461 },
+  { 8, 16384, 512, 462 },
+  { 8, 16384, 2048, 462 },
+  { 8, 16384, 8192, 462 },
+  { 8, 16384, 32768, 462 },
+  { 8, 32768, 1, 463 },
+  { 8, 32768, 8, 463 },
+  { 8, 32768, 32, 464 },
+  { 8, 32768, 128, 464 },
+  { 8, 32768, 512, 465 },
+  { 8, 32768, 2048, 465 },
+  { 8, 32768, 8192, 465 },
+  { 8, 32768, 32768, 465 },
+  { 8, 65536, 1, 466 },
+  { 8, 65536, 8, 467 },
+  { 8, 65536, 32, 468 },
+  { 8, 65536, 128, 468 },
+  { 8, 65536, 512, 465 },
+  { 8, 65536, 2048, 465 },
+  { 8, 65536, 8192, 465 },
+  { 8, 65536, 32768, 465 },
+  { 8, 131072, 1, 469 },
+  { 8, 131072, 8, 470 },
+  { 8, 131072, 32, 471 },
+  { 8, 131072, 128, 471 },
+  { 8, 131072, 512, 472 },
+  { 8, 131072, 2048, 473 },
+  { 8, 131072, 8192, 473 },
+  { 8, 131072, 32768, 473 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2460,7 +2472,10 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   const int rows_per_cta = v.threads / v.threads_per_row;
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = 0;
-  if (v.storage == SMEM) smem = size_t(rows_per_cta) * size_t((d->hidden + v.vec - 1) / v.vec * v.vec) * v.stage_bytes;
+  if (v.storage == SMEM) {  // the row, or with a cluster each CTA's slice of it (space.ts: dynamicSharedBytes)
+    const int64_t per_cta = v.vec * ((d->hidden + int64_t(v.cluster) * v.vec - 1) / (int64_t(v.cluster) * v.vec));
+    smem = size_t(rows_per_cta) * size_t(per_cta) * v.stage_bytes;
+  }
   if (v.storage == RING) smem = size_t(v.ring_bytes);
   cudaError_t e = opt_in(v.kernel, smem, v.cluster);
   if (e == cudaSuccess && (v.storage == PIPELINED || v.storage == RING)) {  // persistent: as many CTAs as fit at once
@@ -2479,30 +2494,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_077739c3bfac(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_077739c3bfac_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f5c375914cd3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f5c375914cd3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_bacc7773ff95(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_bacc7773ff95_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d20fdd440e4d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d20fdd440e4d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c6707b68ff89(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c6707b68ff89_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_548bfaf3764d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_548bfaf3764d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_190ccab34e4b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_190ccab34e4b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8c3291dc844f(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8c3291dc844f_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_19b1d4c7640c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_19b1d4c7640c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6a30be6b4f88(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6a30be6b4f88_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_1de2151b390a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_1de2151b390a_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_c196bca67ec8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_c196bca67ec8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f0b6237a84b8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f0b6237a84b8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e67547801e98(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e67547801e98_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4c22313e0e0d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4c22313e0e0d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0c42be528977(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0c42be528977_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_054ebc02ea38(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_054ebc02ea38_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_27262cab3250(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_27262cab3250_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3928397054ab(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3928397054ab_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_737a64cd4de6(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_737a64cd4de6_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f843a82f1f21(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f843a82f1f21_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6f978be4cc90(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6f978be4cc90_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_57a260727150(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_57a260727150_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_1bead1e800a9(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_1bead1e800a9_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2516,18 +2531,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_077739c3bfac, (const void*)&normgen_layernorm_bwd_077739c3bfac_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_f5c375914cd3, (const void*)&normgen_layernorm_bwd_f5c375914cd3_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_bacc7773ff95, (const void*)&normgen_layernorm_bwd_bacc7773ff95_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_d20fdd440e4d, (const void*)&normgen_layernorm_bwd_d20fdd440e4d_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_c6707b68ff89, (const void*)&normgen_layernorm_bwd_c6707b68ff89_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_548bfaf3764d, (const void*)&normgen_layernorm_bwd_548bfaf3764d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_190ccab34e4b, (const void*)&normgen_rmsnorm_bwd_190ccab34e4b_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 40960, 1 },  // regs.t128.v8.tpr128.i4.s2.lean.sw.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_8c3291dc844f, (const void*)&normgen_rmsnorm_bwd_8c3291dc844f_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_19b1d4c7640c, (const void*)&normgen_rmsnorm_bwd_19b1d4c7640c_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_6a30be6b4f88, (const void*)&normgen_rmsnorm_bwd_6a30be6b4f88_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_1de2151b390a, (const void*)&normgen_rmsnorm_bwd_1de2151b390a_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_c196bca67ec8, (const void*)&normgen_rmsnorm_bwd_c196bca67ec8_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_f0b6237a84b8, (const void*)&normgen_layernorm_bwd_f0b6237a84b8_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_e67547801e98, (const void*)&normgen_layernorm_bwd_e67547801e98_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_4c22313e0e0d, (const void*)&normgen_layernorm_bwd_4c22313e0e0d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_0c42be528977, (const void*)&normgen_layernorm_bwd_0c42be528977_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_054ebc02ea38, (const void*)&normgen_layernorm_bwd_054ebc02ea38_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_27262cab3250, (const void*)&normgen_layernorm_bwd_27262cab3250_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3928397054ab, (const void*)&normgen_rmsnorm_bwd_3928397054ab_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 40960, 1 },  // regs.t128.v8.tpr128.i4.s2.lean.sw.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_737a64cd4de6, (const void*)&normgen_rmsnorm_bwd_737a64cd4de6_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f843a82f1f21, (const void*)&normgen_rmsnorm_bwd_f843a82f1f21_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_6f978be4cc90, (const void*)&normgen_rmsnorm_bwd_6f978be4cc90_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_57a260727150, (const void*)&normgen_rmsnorm_bwd_57a260727150_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_1bead1e800a9, (const void*)&normgen_rmsnorm_bwd_1bead1e800a9_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

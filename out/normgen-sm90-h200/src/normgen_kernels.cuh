@@ -497,75 +497,94 @@ __host__ __device__ constexpr int unroll_for(int threads) { return threads >= 10
 
 /**
  * The row is staged in dynamic shared memory (in the residual's dtype when fused,
- * else x's): one read of global memory, any hidden size that fits.
+ * else x's): one read of global memory, any hidden size that fits. With a cluster, each
+ * CTA stages its slice of the row (VEC-aligned, the last cut at hidden) and the
+ * statistics are combined over the cluster: rows too long for one CTA's shared memory.
  */
 template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
 __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
   using S = typename C::R;  // C::R is T when there is no residual
+  static_assert(CLUSTER == 1 || TPR == THREADS, "a row split over a cluster is one row a CTA");
   constexpr int kRows = THREADS / TPR;
-  RowReducer<THREADS, TPR, 1> reduce;
+  RowReducer<THREADS, TPR, CLUSTER> reduce;
   constexpr int kStep = TPR * VEC;
   constexpr int kUnroll = unroll_for(THREADS);
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   const int lane = threadIdx.x % TPR;
   const int group = threadIdx.x / TPR;
-  const int64_t row = int64_t(blockIdx.x) * kRows + group;
+  const int64_t row = int64_t(blockIdx.x / CLUSTER) * kRows + group;
   const bool active = row < p.rows;
   const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
-  const int padded = (hidden + VEC - 1) / VEC * VEC;
+  const int slice = CLUSTER == 1 ? hidden : (hidden + CLUSTER * VEC - 1) / (CLUSTER * VEC) * VEC;
+  const int col0 = cluster_rank<CLUSTER>() * slice;
+  const int end = min(hidden, col0 + slice);  // this CTA's columns: [col0, end)
+  const int padded = (slice + VEC - 1) / VEC * VEC;
   S* staged = reinterpret_cast<S*>(dynamic_smem) + int64_t(group) * padded;
 
   float acc = 0.f;
   if (active) {
-    for (int base = lane * VEC; base < hidden; base += kUnroll * kStep) {
+    for (int base = col0 + lane * VEC; base < end; base += kUnroll * kStep) {
       float v[kUnroll][VEC];
-      load_inputs<C, VEC, kUnroll>(p, row, [&](int u) { return base + u * kStep; }, hidden, v);
+      load_inputs<C, VEC, kUnroll>(p, row, [&](int u) { return base + u * kStep; }, end, v);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int col = base + u * kStep;
-        if (col >= hidden) break;
+        if (col >= end) break;
         Pack<S, VEC> pk;
 #pragma unroll
         for (int k = 0; k < VEC; ++k) {
           pk.v[k] = from_float<S>(v[u][k]);
           acc += C::kLayerNorm ? v[u][k] : v[u][k] * v[u][k];
         }
-        *reinterpret_cast<Pack<S, VEC>*>(staged + col) = pk;
+        *reinterpret_cast<Pack<S, VEC>*>(staged + (col - col0)) = pk;
       }
     }
   }
-  float mean = 0.f;
   auto staged_chunk = [&](int col, float (&v)[VEC]) {
-    const Pack<S, VEC> pk = *reinterpret_cast<const Pack<S, VEC>*>(staged + col);
+    const Pack<S, VEC> pk = *reinterpret_cast<const Pack<S, VEC>*>(staged + (col - col0));
     to_floats(pk, v);
   };
+  float mean = 0.f, rstd;
   if constexpr (C::kLayerNorm) {
-    mean = reduce.sum(acc) / float(hidden);
-    acc = 0.f;
-    if (active) {
-      for (int col = lane * VEC; col < hidden; col += kStep) {
-        float v[VEC];
-        staged_chunk(col, v);
-        add_squared_deviations<VEC>(acc, v, mean, col, hidden);
+    auto squared_deviations = [&](float center) {
+      float sq = 0.f;
+      if (active) {
+        for (int col = col0 + lane * VEC; col < end; col += kStep) {
+          float v[VEC];
+          staged_chunk(col, v);
+          add_squared_deviations<VEC>(sq, v, center, col, end);
+        }
       }
+      return sq;
+    };
+    if constexpr (CLUSTER > 1) {  // each CTA's moments around its own mean, combined in one exchange
+      const float count = float(max(0, end - col0));
+      const float slice_mean = reduce.cta_sum(acc) / fmaxf(count, 1.f);
+      float m2;
+      reduce.cluster_moments(count, slice_mean, reduce.cta_sum(squared_deviations(slice_mean)), mean, m2);
+      rstd = rsqrtf(m2 / float(hidden) + p.eps);
+    } else {
+      mean = reduce.sum(acc) / float(hidden);
+      rstd = rsqrtf(reduce.sum(squared_deviations(mean)) / float(hidden) + p.eps);
     }
+  } else {
+    rstd = rsqrtf(reduce.sum(acc) / float(hidden) + p.eps);
   }
-  const float rstd = rsqrtf(reduce.sum(acc) / float(hidden) + p.eps);
   if (!active) return;
-  if (lane == 0) store_stats<C>(p, row, mean, rstd);
-  for (int base = lane * VEC; base < hidden; base += kUnroll * kStep) {
+  if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
+  for (int base = col0 + lane * VEC; base < end; base += kUnroll * kStep) {
     auto col = [&](int u) { return base + u * kStep; };
     // Measured on the H200 (test/gpu/affine-chunks.md): the weight of every chunk loaded
     // before the first store gains RMSNorm 1-13 points of copy bandwidth; LayerNorm,
     // loading weight and bias so, loses 3-7, and loads them chunk by chunk.
     AffineChunks<C, VEC, kUnroll> early;
-    if constexpr (!C::kBias) early.load(p, col, hidden);
+    if constexpr (!C::kBias) early.load(p, col, end);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (col(u) >= hidden) break;
+      if (col(u) >= end) break;
       float v[VEC];
       staged_chunk(col(u), v);
-      store_output(p, row, col(u), hidden, v, mean, rstd, C::kBias ? nullptr : &early, u);
+      store_output(p, row, col(u), end, v, mean, rstd, C::kBias ? nullptr : &early, u);
     }
   }
 }
