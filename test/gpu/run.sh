@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU tests and the committed tune, run on the GPU machine through the device tool:
-#   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune] [focus] [exhaustive]
+#   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune] [focus] [exhaustive] [cluster-select]
 #   bash test/gpu/run.sh [torch] [bench-torch]     (Python and PyTorch only, no Node)
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
 set -uo pipefail
@@ -78,6 +78,12 @@ for step in "$@"; do
       make -s -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
         OUT="$out" timeout -s KILL 420 python3 "test/gpu/$script.py" out/normgen-sm90-h200 "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
+    cluster-select)
+      # The package's C selection on this GPU against its tuned table (clusters of 16 kept).
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      make -s -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
+        node dist/test/gpu/cluster-select.js out/normgen-sm90-h200 --log "$out/cluster-select.md" > "$out/cluster-select.log" 2>&1
+      r=$?; echo "cluster-select rc=$r"; tail -1 "$out/cluster-select.log" ;;
     *) echo "unknown step '$step'"; r=2 ;;
   esac
   [ "$r" = 0 ] || rc=1
