@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DeviceTable, Plan } from './package-plan.js';
-import { STORAGES } from './space.js';
+import { maxDynamicSharedBytes, STORAGES } from './space.js';
 import { tsFile } from './ts-file.js';
 import { TEMPLATE_ROOT } from './templates.js';
 
@@ -62,6 +62,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'arch', type: 'string' },
       { name: 'computeCapability', type: 'number' },
       { name: 'rowBuckets', type: 'readonly number[]' },
+      { name: 'maxSharedBytes', type: 'number', docs: ['Dynamic shared memory a kernel may take on the tuned arch, in bytes: staged rows past it are not selected.'] },
       { name: 'entries', type: 'readonly { spec: string; hidden: number; rows: number; variant: number }[]' },
     ],
   });
@@ -70,7 +71,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
   constant('SPECS', 'readonly { key: string; generic: number }[]', `[\n${p.specs.map((s) => `  ${json({ key: s.key, generic: s.generic })},`).join('\n')}\n]`);
   const tableText = tables.map((t, i) => {
     const entries = p.entries.filter((e) => e.table === i).map((e) => `      ${json({ spec: p.specs[e.spec].key, hidden: e.hidden, rows: e.rows, variant: e.variant })},`);
-    const head = `    device: ${json(t.device)},\n    arch: ${json(t.arch.name)},\n    computeCapability: ${t.arch.cc},\n    rowBuckets: ${json(t.table.rowBuckets)},`;
+    const head = `    device: ${json(t.device)},\n    arch: ${json(t.arch.name)},\n    computeCapability: ${t.arch.cc},\n    rowBuckets: ${json(t.table.rowBuckets)},\n    maxSharedBytes: ${maxDynamicSharedBytes(t.arch)},`;
     return `  {\n${head}\n    entries: [\n${entries.join('\n')}\n    ],\n  },`;
   });
   constant('TABLES', 'readonly Table[]', `[\n${tableText.join('\n')}\n]`);

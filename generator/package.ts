@@ -14,7 +14,7 @@ import { adapterName } from '../tuner/wgsl/adapter.js';
 import { InputError, residualDType, weightDType, type DType } from './problem.js';
 import { renderCudaUnit } from './render-cuda.js';
 import { shareKernelHelpers } from './package-helpers.js';
-import { describeParams, ringSharedBytes, stageBytes, STORAGES } from './space.js';
+import { describeParams, maxDynamicSharedBytes, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
 import { backwardContext, planBackward } from './package-bwd.js';
 import { renderCudaBwdUnit } from './render-cuda-bwd.js';
@@ -64,7 +64,7 @@ function launcher(p: Plan, src: PackageSource, context: object): string {
   let firstBucket = 0;
   const tables = src.tables.map((t, i) => {
     const entries = p.entries.filter((e) => e.table === i);
-    const out = { device: t.device, deviceLiteral: cString(t.device), computeCapability: t.arch.cc, firstEntry, entryCount: entries.length, firstBucket, bucketCount: t.table.rowBuckets.length, entries };
+    const out = { device: t.device, deviceLiteral: cString(t.device), computeCapability: t.arch.cc, maxSharedBytes: maxDynamicSharedBytes(t.arch), firstEntry, entryCount: entries.length, firstBucket, bucketCount: t.table.rowBuckets.length, entries };
     firstEntry += entries.length;
     firstBucket += t.table.rowBuckets.length;
     return out;

@@ -171,6 +171,8 @@ export function capacity(p: CudaParams): number {
 
 /** Room left for the kernels' static shared memory (reduction partials). */
 const STATIC_SHARED_RESERVE = 1024;
+/** The dynamic shared memory a forward kernel may take on an arch (the package's selection checks it too). */
+export const maxDynamicSharedBytes = (arch: Arch) => arch.maxSharedPerBlock - STATIC_SHARED_RESERVE;
 const roundUp16 = (bytes: number) => Math.ceil(bytes / 16) * 16;
 
 /**
@@ -208,7 +210,7 @@ export function unsupportedReason(problem: Problem, p: CudaParams, arch: Arch): 
   if (problem.hidden > capacity(p)) return `hidden ${problem.hidden} exceeds capacity ${capacity(p)}`;
   if (maxVec(problem) % p.vec !== 0) return `vector width ${p.vec} does not divide the row strides`;
   if (p.cluster > arch.maxCluster) return clusterLimit(arch);
-  if (dynamicSharedBytes(problem, p, problem.hidden) + STATIC_SHARED_RESERVE > arch.maxSharedPerBlock)
+  if (dynamicSharedBytes(problem, p, problem.hidden) > maxDynamicSharedBytes(arch))
     return `row does not fit in ${arch.maxSharedPerBlock} bytes of shared memory`;
   return null;
 }

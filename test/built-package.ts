@@ -5,7 +5,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findNvcc } from '../tuner/nvcc.js';
-import { BWD_DB, CLI, DB, HARNESS, WGSL_DB } from './paths.js';
+import { BWD_DB, CLI, DB, WGSL_DB } from './paths.js';
+import { loadBuiltPackage } from './test-package.js';
 
 export { CLI, COMMITTED, DB, ROOT } from './paths.js';
 
@@ -21,5 +22,6 @@ buildPackage(pkg);
 export const nvcc = await findNvcc();
 execFileSync('make', ['-C', pkg, `NVCC=${nvcc}`], { stdio: 'pipe' });
 export const library = join(pkg, 'libnormgen.so');
+/** The package's TypeScript module, and the C harness (linked against the library) run with arguments. */
+export const { mod, run } = await loadBuiltPackage(pkg);
 export const harness = join(pkg, 'harness');
-execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(pkg, 'include'), '-o', harness, HARNESS, `-L${pkg}`, '-lnormgen', `-Xlinker`, `-rpath=${pkg}`]);

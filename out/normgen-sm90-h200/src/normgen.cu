@@ -2225,9 +2225,10 @@ const Entry kEntries[] = {
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
 
 // One dispatch table per GPU model the package was tuned on: its entries and row buckets.
-struct Table { const char* device; int compute_capability; int first_entry, entries, first_bucket, buckets; };
+// max_shared: the dynamic shared memory a kernel may take on the table's arch.
+struct Table { const char* device; int compute_capability; int first_entry, entries, first_bucket, buckets; int64_t max_shared; };
 const Table kTables[] = {
-  { "NVIDIA H200", 90, 0, 1224, 0, 8 },
+  { "NVIDIA H200", 90, 0, 1224, 0, 8, 231424 },
 };
 const int kTableCount = int(sizeof kTables / sizeof kTables[0]);
 
@@ -2257,10 +2258,19 @@ bool aligned_for(const void* p, int elem_bytes, int vec) {
   return !p || alignment_bytes(p) % need == 0;
 }
 
-// Can the variant run this call: its hidden size if compiled for one, capacity, strides divisible by
-// its vector width, every pointer aligned for it.
-bool can_run(const Variant& v, const normgen_fwd_desc& d) {
+// Dynamic shared memory of a staged-row kernel for rows of `hidden`: its rows, or with a cluster
+// each CTA's slice of them (space.ts: dynamicSharedBytes). 0 for the other storages.
+int64_t staged_bytes(const Variant& v, int64_t hidden) {
+  if (v.storage != SMEM) return 0;
+  const int64_t slice = v.vec * ((hidden + int64_t(v.cluster) * v.vec - 1) / (int64_t(v.cluster) * v.vec));
+  return int64_t(v.threads / v.threads_per_row) * slice * v.stage_bytes;
+}
+
+// Can the variant run this call: its hidden size if compiled for one, capacity, staged rows that
+// fit in shared memory (max_shared), strides divisible by its vector width, every pointer aligned for it.
+bool can_run(const Variant& v, const normgen_fwd_desc& d, int64_t max_shared) {
   if (v.fixed_hidden != 0 && d.hidden != v.fixed_hidden) return false;
+  if (staged_bytes(v, d.hidden) > max_shared) return false;
   const int64_t strides[] = {d.x_stride, d.y_stride, d.residual ? d.residual_stride : d.x_stride, d.residual_out ? d.residual_out_stride : d.x_stride};
   for (int64_t s : strides) if (s % v.vec != 0) return false;
   const int xb = int(dtype_bytes(d.dtype));
@@ -2341,7 +2351,7 @@ int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path) {
   double distance = 0;
   for (int i = t.first_entry; i < t.first_entry + t.entries; ++i) {
     const Entry& e = kEntries[i];
-    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d) || !clusters_fit(e.variant)) continue;
+    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d, t.max_shared) || !clusters_fit(e.variant)) continue;
     if (e.hidden == d.hidden) { *path = 0; return e.variant; }
     const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
     if (nearest < 0 || dist < distance) { nearest = e.variant; distance = dist; }
@@ -2471,11 +2481,7 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   p.eps = d->eps;
   const int rows_per_cta = v.threads / v.threads_per_row;
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
-  size_t smem = 0;
-  if (v.storage == SMEM) {  // the row, or with a cluster each CTA's slice of it (space.ts: dynamicSharedBytes)
-    const int64_t per_cta = v.vec * ((d->hidden + int64_t(v.cluster) * v.vec - 1) / (int64_t(v.cluster) * v.vec));
-    smem = size_t(rows_per_cta) * size_t(per_cta) * v.stage_bytes;
-  }
+  size_t smem = size_t(staged_bytes(v, d->hidden));
   if (v.storage == RING) smem = size_t(v.ring_bytes);
   cudaError_t e = opt_in(v.kernel, smem, v.cluster);
   if (e == cudaSuccess && (v.storage == PIPELINED || v.storage == RING)) {  // persistent: as many CTAs as fit at once

@@ -49,6 +49,8 @@ export interface Table {
   arch: string;
   computeCapability: number;
   rowBuckets: readonly number[];
+  /** Dynamic shared memory a kernel may take on the tuned arch, in bytes: staged rows past it are not selected. */
+  maxSharedBytes: number;
   entries: readonly { spec: string; hidden: number; rows: number; variant: number }[];
 }
 
@@ -546,6 +548,7 @@ export const TABLES: readonly Table[] = [
     arch: "sm90",
     computeCapability: 90,
     rowBuckets: [1, 8, 32, 128, 512, 2048, 8192, 32768],
+    maxSharedBytes: 231424,
     entries: [
       { "spec": "layernorm.bf16.w-same.bias", "hidden": 512, "rows": 1, "variant": 0 },
       { "spec": "layernorm.bf16.w-same.bias", "hidden": 512, "rows": 8, "variant": 0 },
@@ -1779,6 +1782,14 @@ function capacity(v: Variant): number {
   return v.storage === 'smem' || v.storage === 'reload' ? Infinity : v.items * v.threadsPerRow * v.vec * v.cluster;
 }
 
+/** Dynamic shared memory of a staged-row (smem) variant for this problem's rows: each CTA's rows, or with a cluster its slice of them. */
+function stagedBytes(v: Variant, problem: Problem): number {
+  if (v.storage !== 'smem') return 0;
+  const staged = problem.residual === 'fp32' ? 'fp32' : problem.dtype; // rows are staged in the residual's dtype when fused
+  const slice = Math.ceil(problem.hidden / (v.cluster * v.vec)) * v.vec;
+  return (v.threads / v.threadsPerRow) * slice * (staged === 'fp32' ? 4 : 2);
+}
+
 /**
  * The table for a GPU: the one tuned on the same model (name), else on the same compute
  * capability, else on the nearest older one (code for a newer arch cannot run on it),
@@ -1809,8 +1820,9 @@ export function rowBucket(rows: number, table = 0): number {
 
 /**
  * The variant for a problem on a device (see tableFor): the exact tuned key, else the
- * nearest tuned hidden size whose variant can run it (not compiled for another size, capacity, a vector width
- * dividing the stride and the alignment in elements), else the spec's generic variant.
+ * nearest tuned hidden size whose variant can run it (not compiled for another size, capacity, staged rows
+ * that fit in shared memory, a vector width dividing the stride and the alignment in elements), else the
+ * spec's generic variant.
  * Null for a spec the package does not have.
  */
 export function select(problem: Problem, device?: Device): { variant: Variant; path: 'exact' | 'nearest' | 'generic'; table: number } | null {
@@ -1820,7 +1832,11 @@ export function select(problem: Problem, device?: Device): { variant: Variant; p
   const stride = problem.stride ?? problem.hidden;
   const align = problem.alignmentElems ?? 16;
   const ok = (v: Variant) =>
-    (v.fixedHidden === undefined || v.fixedHidden === problem.hidden) && problem.hidden <= capacity(v) && stride % v.vec === 0 && align % v.vec === 0;
+    (v.fixedHidden === undefined || v.fixedHidden === problem.hidden) &&
+    problem.hidden <= capacity(v) &&
+    stagedBytes(v, problem) <= TABLES[table].maxSharedBytes &&
+    stride % v.vec === 0 &&
+    align % v.vec === 0;
   const bucket = rowBucket(problem.rows, table);
   let nearest: Variant | null = null;
   let distance = 0;
