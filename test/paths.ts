@@ -1,8 +1,14 @@
 // Where the tests find the built CLI and the committed tuning databases and package.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ABOVE_DIST = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * The repository: above dist/, or, where dist/ is linked in from elsewhere (the GPU
+ * machine's bundle holds dist/ without the sources), the working directory.
+ */
+export const ROOT = existsSync(join(ABOVE_DIST, 'test/package-harness.c')) ? ABOVE_DIST : process.cwd();
 export const CLI = join(ROOT, 'dist/cli/main.js');
 /** The H200's forward tune of the default grid. */
 export const DB = join(ROOT, 'out/tuning/sm90-h200.jsonl.gz');
