@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DeviceTable, Plan } from './package-plan.js';
-import { maxDynamicSharedBytes, STORAGES } from './space.js';
+import { maxDynamicSharedBytes, stageBytes, STORAGES } from './space.js';
 import { tsFile } from './ts-file.js';
 import { TEMPLATE_ROOT } from './templates.js';
 
@@ -38,6 +38,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'storage', type: STORAGES.map((s) => `'${s}'`).join(' | ') },
       ...['threads', 'vec', 'threadsPerRow', 'items', 'cluster', 'stages'].map((n) => ({ name: n, type: 'number' })),
       { name: 'stagedWeights', type: 'boolean' },
+      { name: 'stageBytes', type: 'number', docs: ["Bytes of a staged element: the residual's dtype when fused, else x's (smem variants stage rows)."] },
       { name: 'fixedHidden', type: 'number', hasQuestionToken: true, docs: ['The hidden size the kernel was compiled for; absent: any.'] },
       { name: 'earlyAffine', type: 'boolean', hasQuestionToken: true, docs: ['Weight and bias loaded with x, before the reductions; absent: at the stores.'] },
       { name: 'deferOutput', type: 'boolean', hasQuestionToken: true, docs: ["Each row's output written while the next row's cluster exchange is in flight."] },
@@ -67,7 +68,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
     ],
   });
   const json = (v: unknown) => JSON.stringify(v);
-  constant('VARIANTS', 'readonly Variant[]', `[\n${p.variants.map((v) => `  ${json({ symbol: v.symbol, ...v.params })},`).join('\n')}\n]`);
+  constant('VARIANTS', 'readonly Variant[]', `[\n${p.variants.map((v) => `  ${json({ symbol: v.symbol, ...v.params, stageBytes: stageBytes(v.spec) })},`).join('\n')}\n]`);
   constant('SPECS', 'readonly { key: string; generic: number }[]', `[\n${p.specs.map((s) => `  ${json({ key: s.key, generic: s.generic })},`).join('\n')}\n]`);
   const tableText = tables.map((t, i) => {
     const entries = p.entries.filter((e) => e.table === i).map((e) => `      ${json({ spec: p.specs[e.spec].key, hidden: e.hidden, rows: e.rows, variant: e.variant })},`);
