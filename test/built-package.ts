@@ -22,6 +22,6 @@ buildPackage(pkg);
 export const nvcc = await findNvcc();
 execFileSync('make', ['-C', pkg, `NVCC=${nvcc}`], { stdio: 'pipe' });
 export const library = join(pkg, 'libnormgen.so');
-/** The package's TypeScript module, and the C harness (linked against the library) run with arguments. */
-export const { mod, run } = await loadBuiltPackage(pkg);
+/** The package's TypeScript module, the C harness (linked against the library) run with arguments, and its selection. */
+export const { mod, run, selectC } = await loadBuiltPackage(pkg);
 export const harness = join(pkg, 'harness');

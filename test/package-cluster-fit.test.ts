@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fakeDeviceDb } from './fake-device-db.js';
 import { DB } from './paths.js';
-import { buildTestPackage } from './test-package.js';
+import { buildTestPackage, SELECT_PATHS } from './test-package.js';
 import { findNvcc } from '../tuner/nvcc.js';
 
 const nvcc = await findNvcc();
 const work = mkdtempSync(join(tmpdir(), 'normgen-cluster-fit-'));
 const db = join(work, 'rmsnorm-bf16.jsonl');
 fakeDeviceDb(DB, db, { device: {}, keep: (r) => r.problemKey.startsWith('rmsnorm.bf16.w-same.h') });
-const { mod, runWith } = await buildTestPackage(join(work, 'pkg'), [db], '-cudart shared');
+const { mod, selectC: select } = await buildTestPackage(join(work, 'pkg'), [db], '-cudart shared');
 
 // A GPU on which 4 clusters of up to 8 CTAs fit and none larger.
 const stub = join(work, 'small-gpcs.so');
@@ -31,8 +31,6 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* n, const void* f, const cudaLaun
 );
 execFileSync(nvcc, ['-shared', '-cudart', 'none', '-Xcompiler', '-fPIC', '-o', stub, join(work, 'small-gpcs.c')]);
 
-const PATHS = ['exact', 'nearest', 'generic'];
-
 interface Choice {
   cluster: number;
   symbol: string;
@@ -40,9 +38,8 @@ interface Choice {
 }
 
 function selectC(hidden: number, rows: number, env: NodeJS.ProcessEnv): Choice {
-  const out = runWith(env, 'select', 'rmsnorm', 'bf16', 'none', String(hidden), String(rows), String(hidden), '16', 'NVIDIA H200', '90');
-  const [variant, path] = out.split(' ').map(Number);
-  return { cluster: mod.VARIANTS[variant].cluster, symbol: mod.VARIANTS[variant].symbol, path: PATHS[path] };
+  const { variant, path } = select({ op: 'rmsnorm', dtype: 'bf16', residual: 'none', hidden, rows, device: { name: 'NVIDIA H200', cc: 90 } }, env);
+  return { cluster: mod.VARIANTS[variant].cluster, symbol: mod.VARIANTS[variant].symbol, path: SELECT_PATHS[path] };
 }
 
 const shapes = [32768, 65536, 100000, 131072].flatMap((hidden) => [1, 32, 512, 2048, 32768].map((rows) => [hidden, rows] as const));

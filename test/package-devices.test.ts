@@ -14,7 +14,7 @@ import { unsupportedReason } from '../generator/space.js';
 import { fwdParams, type DbResult } from '../tuner/db.js';
 import { findNvcc } from '../tuner/nvcc.js';
 import { fakeDeviceDb } from './fake-device-db.js';
-import { buildTestPackage } from './test-package.js';
+import { buildTestPackage, SELECT_PATHS } from './test-package.js';
 import { CLI, DB } from './paths.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
@@ -35,7 +35,6 @@ fakeDeviceDb(DB, h100Db, { device: { name: H100, memoryBytes: 85e9, uuid: 'fake-
 const buildPackage = (dir: string, ...dbs: string[]) => buildTestPackage(dir, dbs);
 
 const two = await buildPackage(join(tmp('normgen-pkg2-'), 'normgen-fleet'), h200Db, h100Db);
-const PATHS = ['exact', 'nearest', 'generic'];
 
 function cases(): [string, string, string, number, number, number, number][] {
   const out: [string, string, string, number, number, number, number][] = [];
@@ -50,7 +49,7 @@ function cases(): [string, string, string, number, number, number, number][] {
 function selectBoth(pkg: typeof two, device: string, cc: number): string[] {
   const chosen: string[] = [];
   for (const [op, dtype, residual, hidden, rows, stride, alignBytes] of cases()) {
-    const [variant, path, table] = pkg.run('select', op, dtype, residual, String(hidden), String(rows), String(stride), String(alignBytes), device, String(cc)).split(' ').map(Number);
+    const { variant, path, table } = pkg.selectC({ op, dtype, residual, hidden, rows, stride, alignBytes, device: { name: device, cc } });
     const want = pkg.mod.select({ op, dtype, bias: op === 'layernorm', residual, hidden, rows, stride, alignmentElems: Math.max(1, alignBytes / 2) }, { name: device, computeCapability: cc });
     const label = `${device} ${op} ${dtype} h${hidden} r${rows} a${alignBytes}`;
     if (want === null) {
@@ -58,7 +57,7 @@ function selectBoth(pkg: typeof two, device: string, cc: number): string[] {
       continue;
     }
     assert.is(pkg.mod.VARIANTS[variant].symbol, want.variant.symbol, label);
-    assert.is(PATHS[path], want.path, label);
+    assert.is(SELECT_PATHS[path], want.path, label);
     assert.is(table, want.table, label);
     chosen.push(want.variant.symbol);
   }
@@ -89,8 +88,8 @@ test('the table rule: same name, else same compute capability, else the first (C
   assert.is(two.mod.tableFor(), 0);
   // No GPU here: the detected table is the first, and normgen_select uses it.
   assert.is(two.run('current'), '0 2');
-  const [v] = two.run('select', 'rmsnorm', 'bf16', 'none', '4096', '32768', '4096', '16').split(' ');
-  assert.is(two.mod.VARIANTS[Number(v)].symbol, two.mod.select({ op: 'rmsnorm', dtype: 'bf16', hidden: 4096, rows: 32768 }).variant.symbol);
+  const { variant } = two.selectC({ op: 'rmsnorm', dtype: 'bf16', residual: 'none', hidden: 4096, rows: 32768 });
+  assert.is(two.mod.VARIANTS[variant].symbol, two.mod.select({ op: 'rmsnorm', dtype: 'bf16', hidden: 4096, rows: 32768 }).variant.symbol);
 });
 
 test('a merged folder builds the same tables (in file-name order)', () => {

@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, ROOT, run } from './built-package.js';
+import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, ROOT, selectC } from './built-package.js';
+import { SELECT_PATHS } from './test-package.js';
 import { parseArch } from '../generator/arch.js';
 import { maxDynamicSharedBytes } from '../generator/space.js';
 
@@ -49,11 +50,7 @@ test('bad calls get an error code and a message, and nothing is launched', () =>
 });
 
 /** The C selection through the harness: [variant index, path index]. */
-const selectC = (op: string, dtype: string, residual: string, hidden: number, rows: number, stride = hidden, alignBytes = 16) =>
-  run('select', op, dtype, residual, String(hidden), String(rows), String(stride), String(alignBytes)).split(' ').map(Number);
-
 test('C and TypeScript select the same variant on tuned, untuned, odd and misaligned shapes', async () => {
-  const paths = ['exact', 'nearest', 'generic'];
   let seen = new Set<string>();
   const cases: [string, string, string, number, number, number, number][] = [];
   for (const [op, dtype, residual] of [['rmsnorm', 'bf16', 'none'], ['rmsnorm', 'fp32', 'same'], ['layernorm', 'bf16', 'none']])
@@ -61,15 +58,15 @@ test('C and TypeScript select the same variant on tuned, untuned, odd and misali
       for (const rows of [1, 40, 3000, 1_000_000])
         for (const alignBytes of [16, 4]) cases.push([op, dtype, residual, hidden, rows, hidden, alignBytes]);
   for (const [op, dtype, residual, hidden, rows, stride, alignBytes] of cases) {
-    const [variant, path] = selectC(op, dtype, residual, hidden, rows, stride, alignBytes);
+    const { variant, path } = selectC({ op, dtype, residual, hidden, rows, stride, alignBytes });
     const elt = dtype === 'fp32' ? 4 : 2;
     const want = mod.select({ op, dtype, bias: op === 'layernorm', residual, hidden, rows, stride, alignmentElems: Math.max(1, alignBytes / elt) });
     const label = `${op} ${dtype} ${residual} h${hidden} r${rows} a${alignBytes}`;
     assert.is(mod.VARIANTS[variant].symbol, want.variant.symbol, label);
-    assert.is(paths[path], want.path, label);
+    assert.is(SELECT_PATHS[path], want.path, label);
     seen.add(want.path);
   }
-  assert.equal(seen, new Set(paths), 'every lookup path exercised');
+  assert.equal(seen, new Set(SELECT_PATHS), 'every lookup path exercised');
 });
 
 test('a kernel staging rows in shared memory is selected only where they fit there', async () => {
@@ -83,7 +80,7 @@ test('a kernel staging rows in shared memory is selected only where they fit the
       for (const rows of [32, 2048, 32768]) {
         const { variant: v } = mod.select({ op, dtype, bias: op === 'layernorm', residual, hidden, rows });
         const label = `${op} ${dtype} ${residual} h${hidden} r${rows}`;
-        assert.is(mod.VARIANTS[selectC(op, dtype, residual, hidden, rows)[0]].symbol, v.symbol, label);
+        assert.is(mod.VARIANTS[selectC({ op, dtype, residual, hidden, rows }).variant].symbol, v.symbol, label);
         if (v.storage !== 'smem') continue;
         staged++;
         const bytes = (v.threads / v.threadsPerRow) * Math.ceil(hidden / (v.cluster * v.vec)) * v.vec * (dtype === 'fp32' ? 4 : 2);

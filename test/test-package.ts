@@ -18,6 +18,21 @@ export async function buildTestPackage(dir: string, dbs: string[], nvccFlags = '
   return { log, ...(await loadBuiltPackage(dir)) };
 }
 
+/** A call the harness's `select` answers: stride defaults to hidden, alignment to 16 bytes; device: the GPU to select for. */
+export interface SelectQuery {
+  op: string;
+  dtype: string;
+  residual: string;
+  hidden: number;
+  rows: number;
+  stride?: number;
+  alignBytes?: number;
+  device?: { name: string; cc: number };
+}
+
+/** The lookup paths, as the harness numbers them. */
+export const SELECT_PATHS = ['exact', 'nearest', 'generic'] as const;
+
 /** A package whose library is built (libnormgen.so in `dir`): the C harness linked against it, its TypeScript imported. */
 export async function loadBuiltPackage(dir: string) {
   const harness = join(dir, 'harness');
@@ -28,5 +43,12 @@ export async function loadBuiltPackage(dir: string) {
   /** The harness's output for these arguments; runWith: in another environment. */
   const runWith = (env: NodeJS.ProcessEnv, ...args: string[]) => execFileSync(harness, args, { encoding: 'utf8', env }).trim();
   const run = (...args: string[]) => runWith(process.env, ...args);
-  return { dir, mod, run, runWith };
+  /** The C library's choice (normgen_select): index into VARIANTS (-1: none), lookup path (SELECT_PATHS) and table. */
+  const selectC = (q: SelectQuery, env = process.env) => {
+    const device = q.device ? [q.device.name, String(q.device.cc)] : [];
+    const args = [q.op, q.dtype, q.residual, String(q.hidden), String(q.rows), String(q.stride ?? q.hidden), String(q.alignBytes ?? 16), ...device];
+    const [variant, path, table] = runWith(env, 'select', ...args).split(' ').map(Number);
+    return { variant, path, table };
+  };
+  return { dir, mod, run, runWith, selectC };
 }

@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadBuiltPackage } from '../test-package.js';
+import { loadBuiltPackage, SELECT_PATHS } from '../test-package.js';
 
 const args = process.argv.slice(2);
 const logAt = args.indexOf('--log');
@@ -30,7 +30,6 @@ try {
 
 const pkg = await loadBuiltPackage(dir);
 const table = Number(pkg.run('current').split(' ')[0]);
-const PATHS = ['exact', 'nearest', 'generic'];
 
 /** The harness's arguments for a spec it can describe, else null. */
 function harnessSpec(spec: string): [string, string, string] | null {
@@ -45,12 +44,13 @@ const differences: string[] = [];
 for (const e of pkg.mod.TABLES[table].entries as { spec: string; hidden: number; rows: number; variant: number }[]) {
   const spec = harnessSpec(e.spec);
   if (!spec) continue;
-  const [variant, path] = pkg.run('select', ...spec, String(e.hidden), String(e.rows), String(e.hidden), '16').split(' ').map(Number);
+  const [op, dtype, residual] = spec;
+  const { variant, path } = pkg.selectC({ op, dtype, residual, hidden: e.hidden, rows: e.rows });
   checked++;
   const want = pkg.mod.VARIANTS[e.variant];
   if (want.cluster > 8) wide++;
-  if (variant !== e.variant || path !== 0)
-    differences.push(`| ${e.spec} | ${e.hidden} | ${e.rows} | ${want.symbol} (cluster ${want.cluster}) | ${pkg.mod.VARIANTS[variant]?.symbol ?? variant} (cluster ${pkg.mod.VARIANTS[variant]?.cluster}), ${PATHS[path] ?? path} |`);
+  if (variant !== e.variant || SELECT_PATHS[path] !== 'exact')
+    differences.push(`| ${e.spec} | ${e.hidden} | ${e.rows} | ${want.symbol} (cluster ${want.cluster}) | ${pkg.mod.VARIANTS[variant]?.symbol ?? variant} (cluster ${pkg.mod.VARIANTS[variant]?.cluster}), ${SELECT_PATHS[path] ?? path} |`);
 }
 
 const lines = [
