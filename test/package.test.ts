@@ -49,7 +49,6 @@ test('bad calls get an error code and a message, and nothing is launched', () =>
   assert.match(got['null-desc'], /^null-desc 1 the descriptor is null/);
 });
 
-/** The C selection through the harness: [variant index, path index]. */
 test('C and TypeScript select the same variant on tuned, untuned, odd and misaligned shapes', async () => {
   let seen = new Set<string>();
   const cases: [string, string, string, number, number, number, number][] = [];
