@@ -18,302 +18,302 @@ struct Config {
 };
 }  // namespace
 
-// pipelined.t64.v4.tpr64.i2.h512
+// regs.t128.v4.tpr128.i1.early.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_7ef734e68363(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512, true>(p);
+}
+
+// pipelined.t64.v4.tpr32.i4.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_e5ff175047ec(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 64, 4, 64, 2, 1, 512>(p);
+normgen_layernorm_fwd_09f57e1bd506(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 64, 4, 32, 4, 1, 512>(p);
 }
 
 // regs.t64.v4.tpr32.i4.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_e4312d392094(const NormgenFwdParams p) {
+normgen_layernorm_fwd_ae085f12f03d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 4, 32, 4, 1, 512>(p);
 }
 
 // regs.t64.v4.tpr64.i2.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_ae73fcd45ae2(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b073a569428d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 4, 64, 2, 1, 512>(p);
 }
 
 // pipelined.t64.v4.tpr64.i3.h768
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_62e72c23c917(const NormgenFwdParams p) {
+normgen_layernorm_fwd_71ae844e04c0(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 64, 4, 64, 3, 1, 768>(p);
 }
 
-// regs.t64.v4.tpr64.i3.h768
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_5df4aed6b556(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 4, 64, 3, 1, 768>(p);
+// regs.t128.v4.tpr128.i2.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_0e4ca8a981e4(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
 }
 
 // pipelined.t128.v4.tpr128.i2.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_d42533c5372b(const NormgenFwdParams p) {
+normgen_layernorm_fwd_ac3089b2e2e7(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
 }
 
-// regs.t64.v4.tpr32.i8.h1024
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_8dafcfe7f96e(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 4, 32, 8, 1, 1024>(p);
-}
-
-// regs.t64.v4.tpr64.i4.h1024
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_3e8a4dbd2b44(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 64, 4, 64, 4, 1, 1024>(p);
+// regs.t128.v4.tpr128.i2.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_164ba546b823(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
 }
 
 // pipelined.t128.v4.tpr128.i3.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_775935b4f006(const NormgenFwdParams p) {
+normgen_layernorm_fwd_73a331516766(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
 }
 
 // regs.t512.v4.tpr32.i12.h1536
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_ca59f142abd0(const NormgenFwdParams p) {
+normgen_layernorm_fwd_48b2001aa285(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 32, 12, 1, 1536>(p);
 }
 
 // regs.t256.v4.tpr256.i2.h1536
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_7b9599a3f829(const NormgenFwdParams p) {
+normgen_layernorm_fwd_071cef8f26e7(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 1536>(p);
 }
 
-// pipelined.t128.v4.tpr128.i4.h2048
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_73464379a64a(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 1, 2048>(p);
+// pipelined.t256.v4.tpr256.i2.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_b4450500507f(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
 }
 
 // regs.t256.v4.tpr256.i2.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_f706408f7cb5(const NormgenFwdParams p) {
+normgen_layernorm_fwd_f9112788dcfd(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
 }
 
 // reload.t256.v4.tpr128.cap.h2048
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_ae43b25d7949(const NormgenFwdParams p) {
+normgen_layernorm_fwd_d90f7192fd21(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 4, 128, 0, 1, 2048>(p);
 }
 
 // pipelined.t128.v4.tpr128.i5.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_c324aa1118c2(const NormgenFwdParams p) {
+normgen_layernorm_fwd_0a7c203f8356(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 5, 1, 2560>(p);
 }
 
 // regs.t256.v4.tpr128.i5.h2560
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_6979b3ce2934(const NormgenFwdParams p) {
+normgen_layernorm_fwd_533a69b9bd4d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 128, 5, 1, 2560>(p);
 }
 
 // regs.t256.v4.tpr256.i3.h2560
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_b1a5de00d607(const NormgenFwdParams p) {
+normgen_layernorm_fwd_8b97725ae8a8(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 2560>(p);
 }
 
 // pipelined.t256.v4.tpr256.i3.h3072
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_868c6f3b6172(const NormgenFwdParams p) {
+normgen_layernorm_fwd_8251d938df0f(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
 }
 
 // regs.t256.v4.tpr256.i3.h3072
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_cdc4ae84b426(const NormgenFwdParams p) {
+normgen_layernorm_fwd_da1090bc4d20(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
 }
 
-// reload.t256.v4.tpr128.cap.h3072
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_4209231b3081(const NormgenFwdParams p) {
+// reload.t256.v4.tpr128.h3072
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_ad712e6314f0(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 4, 128, 0, 1, 3072>(p);
 }
 
-// pipelined.t128.v4.tpr128.i8.h4096
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_e4bfd48822c9(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 1, 4096>(p);
-}
-
-// regs.t256.v4.tpr256.i4.h4096
+// pipelined.t256.v4.tpr256.i4.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_f52102264159(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
+normgen_layernorm_fwd_3a801f6a3641(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
 }
 
 // reload.t256.v4.tpr256.cap.h4096
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_9a1860007197(const NormgenFwdParams p) {
+normgen_layernorm_fwd_fb6beb37f77b(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 4096>(p);
+}
+
+// smem.t256.v4.tpr256.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_e71facf46226(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 1, 4096>(p);
 }
 
 // pipelined.t128.v4.tpr128.i5.c2.h5120
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_26d69d09f52f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b888c615d239(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 5, 2, 5120>(p);
 }
 
-// regs.t128.v4.tpr128.i10.h5120
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_c86889411308(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 128, 10, 1, 5120>(p);
+// regs.t256.v4.tpr256.i5.h5120
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_35920c7a2abe(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 5, 1, 5120>(p);
 }
 
-// reload.t256.v4.tpr256.h5120
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_41daaf29f919(const NormgenFwdParams p) {
+// reload.t256.v4.tpr256.cap.h5120
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_87094e88ce83(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 5120>(p);
 }
 
 // pipelined.t128.v4.tpr128.i6.c2.h6144
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_18fdb98901c2(const NormgenFwdParams p) {
+normgen_layernorm_fwd_592b123675ac(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 6, 2, 6144>(p);
 }
 
 // pipelined.t256.v4.tpr256.i6.h6144
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_b7812d73ffc5(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1b016c6d779f(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1, 6144>(p);
 }
 
-// regs.t128.v4.tpr128.i12.h6144
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_aa9a007022c6(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 128, 4, 128, 12, 1, 6144>(p);
+// smem.t256.v4.tpr256.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_54ccebfc7836(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 1, 6144>(p);
 }
 
-// reload.t512.v4.tpr256.cap.h6144
-extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_51c2c17ec965(const NormgenFwdParams p) {
+// reload.t512.v4.tpr256.h6144
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_ba85e9929d29(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 4, 256, 0, 1, 6144>(p);
 }
 
 // pipelined.t256.v4.tpr256.i4.c2.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ec5d776baaf0(const NormgenFwdParams p) {
+normgen_layernorm_fwd_37bd589be922(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 7168>(p);
 }
 
-// pipelined.t128.v4.tpr128.i7.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_51bd3ba5d441(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 128, 4, 128, 7, 2, 0>(p);
+// smem.t256.v4.tpr256.h7168
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_e15c0a146dd0(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 1, 7168>(p);
 }
 
-// reload.t512.v4.tpr256.cap.h7168
-extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_abf156ba7375(const NormgenFwdParams p) {
+// reload.t512.v4.tpr256.h7168
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_99825e0d3419(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 4, 256, 0, 1, 7168>(p);
+}
+
+// pipelined.t128.v4.tpr128.i4.c4.h8192
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_b2b736205583(const NormgenFwdParams p) {
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 4, 8192>(p);
 }
 
 // pipelined.t256.v4.tpr256.i2.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_b46ed3764ea5(const NormgenFwdParams p) {
+normgen_layernorm_fwd_323fe417dcab(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 2, 4, 8192>(p);
-}
-
-// pipelined.t256.v4.tpr256.i4.c2.h8192
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_021a3d759acf(const NormgenFwdParams p) {
-  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 8192>(p);
 }
 
 // regs.t256.v4.tpr256.i8.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_a56501aba04d(const NormgenFwdParams p) {
+normgen_layernorm_fwd_80cee36468a1(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 8, 1, 8192>(p);
 }
 
 // pipelined.t128.v4.tpr128.i6.c4.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_e566b105d555(const NormgenFwdParams p) {
+normgen_layernorm_fwd_849d0cd891ca(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 6, 4, 12288>(p);
 }
 
-// reload.t512.v4.tpr512.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_0f21225b5cfe(const NormgenFwdParams p) {
+// reload.t512.v4.tpr512.cap.h12288
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_fede8d044992(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 12288>(p);
 }
 
 // pipelined.t128.v4.tpr128.i4.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_fc03ae4f7a37(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7b59830337eb(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 4, 8, 16384>(p);
 }
 
 // reload.t512.v4.tpr512.cap.h16384
 extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_32eb80348b05(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a2cde669206a(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 16384>(p);
 }
 
 // pipelined.t128.v4.tpr128.i4.c16.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_a87cd05c69b8(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3fc99904ae48(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 4, 16, 32768>(p);
 }
 
 // pipelined.t256.v4.tpr256.i4.c8.h32768
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_bbd21eed4f5e(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3a00c21c40de(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 4, 8, 32768>(p);
 }
 
 // regs.t512.v4.tpr512.i16.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_189339113fb3(const NormgenFwdParams p) {
+normgen_layernorm_fwd_d04473fea135(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 16, 1, 32768>(p);
 }
 
 // pipelined.t128.v4.tpr128.i8.c16.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_4d51eb7837ee(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7fa1e28789b5(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 128, 4, 128, 8, 16, 65536>(p);
 }
 
 // pipelined.t512.v4.tpr512.i4.c8.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_7d54bbc2f89f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3266a73fabc2(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 4, 8, 65536>(p);
 }
 
 // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_b300e865ff77(const NormgenFwdParams p) {
+normgen_layernorm_fwd_637a06a5c7f4(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 4, 512, 4, 8, 3, true, false, 65536>(p);
 }
 
 // pipelined.t256.v4.tpr256.i8.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ceceda2138ac(const NormgenFwdParams p) {
+normgen_layernorm_fwd_be4117775937(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 131072>(p);
 }
 
 // regs.t512.v4.tpr512.i8.c8.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_6fcd62479bc3(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1743196d86cd(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 8, 8, 131072>(p);
 }
 
 // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_d04150c16fd5(const NormgenFwdParams p) {
+normgen_layernorm_fwd_61f98df44d21(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 4, 512, 8, 8, 3, false, true, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_a9c7fa8f0306(const NormgenFwdParams p) {
+normgen_layernorm_fwd_4cd6daeaac89(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

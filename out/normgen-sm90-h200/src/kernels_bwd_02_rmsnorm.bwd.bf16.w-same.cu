@@ -18,35 +18,35 @@ struct Config {
 };
 }  // namespace
 
-// regs.t128.v8.tpr128.i4.s2.lean.sw.recompute
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_bwd_3928397054ab(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, true, 1, false, true>(p);
+// regs.t128.v8.tpr128.i4.s2.recompute
+extern "C" __global__ void __launch_bounds__(128, 2)
+normgen_rmsnorm_bwd_5611ae9faf1f(const NormgenBwdParams p) {
+  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, false, 1, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_3928397054ab_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_5611ae9faf1f_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.recompute
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_bwd_737a64cd4de6(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_5c61627fb226(const NormgenBwdParams p) {
   normgen::bwd_regs_kernel<Config, 1024, 8, 1024, 2, false, true, false, 2, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_737a64cd4de6_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_5c61627fb226_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_f843a82f1f21(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_e6fa7daeb006(const NormgenBwdParams p) {
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_f843a82f1f21_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_e6fa7daeb006_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }

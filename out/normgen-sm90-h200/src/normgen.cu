@@ -8,481 +8,476 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_fc2da8f09310(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14173d76175c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_662c2ba52c6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0bd68039754a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9f38297eb8b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15d56bedb549(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a57ac3c80b68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9029bd0ea4d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15bf860ab4d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6670347aeaa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_465e20c6c29c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f77900f5ae1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_798e5ab57c53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37f9969fbe8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13341b33d880(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3982a7d25b99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_68e73da4f941(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e3d5d54e67d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a4cc232a4bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_49c05b27a8e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55b3cae5d9a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1270bdfd0639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffc678b68aa1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5bb77cdba45c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81011e5bf822(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f32cad6628aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3833280e574b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4d948a471eed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_643620264e6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_131d346b8d0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1e2be9ed7ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_302ac396ba6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_705e4209d872(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1bcc93436b5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41a73f8ac4ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7dfcec34e9f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6da19c98a0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99d63296545a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e19d65d703b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be58b0135a2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6fd08ba96f16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01d359a007a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a9da9614072(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_112856e601f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dfb43e19d22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9712afae3cbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18bde0d52962(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_114aca469e50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1dcb55dedc41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_430f3ee648f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7315465ea7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d571f754227a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6d320efe749(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0356b93ab78d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3ae77a9459b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2d43a38054c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5de5f6a191f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4d4f04e26415(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8cc855848c51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6e842b26e24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c2b7ba74ae7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_124d8b31e08f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4fac28f82ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12885441854e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25d685a14969(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a4f6072eed44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f49045b6a70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_784244c5fd51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_635bd06c051a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cc7835a63ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a1f590fdf6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a3af1f26b7de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bee70d0caa2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae97927a4f87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a66903d4da10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b9cab4a534c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_346a8a3605dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_646deec6ff11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_514bb9f84687(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d062fbaeb4bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf4acb4c56fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc0324aff2bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2bbd7df582d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a5f0d76d133c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3afc2d36e4ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da51fdcd72c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_554bfc09340f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c23b8caf243(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1da73809927(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cad39119134a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f7c2ffbe273(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_303c653f7a67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_819c82e1dd23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbc1b5131223(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a40b14eb2c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_479bdf713be0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7e195e84656(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e3a56ae8c7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28942072dedf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5ff175047ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e4312d392094(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae73fcd45ae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62e72c23c917(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5df4aed6b556(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d42533c5372b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8dafcfe7f96e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e8a4dbd2b44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_775935b4f006(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca59f142abd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b9599a3f829(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73464379a64a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f706408f7cb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae43b25d7949(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c324aa1118c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6979b3ce2934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1a5de00d607(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_868c6f3b6172(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cdc4ae84b426(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4209231b3081(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e4bfd48822c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f52102264159(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a1860007197(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_26d69d09f52f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c86889411308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41daaf29f919(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18fdb98901c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7812d73ffc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa9a007022c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51c2c17ec965(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec5d776baaf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51bd3ba5d441(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_abf156ba7375(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b46ed3764ea5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_021a3d759acf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a56501aba04d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e566b105d555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f21225b5cfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc03ae4f7a37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_32eb80348b05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a87cd05c69b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbd21eed4f5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_189339113fb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4d51eb7837ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7d54bbc2f89f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b300e865ff77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ceceda2138ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6fcd62479bc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d04150c16fd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9c7fa8f0306(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e08caf1232e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45a19bd5f6d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_757f10aaed7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_883612d40f17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c157e7b32be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57ce0b7c5ffb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89782be2f36a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3563d84e4c75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a6737413304(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae8090b40dad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10fd362a2049(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_085ebe68e709(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94134b6fb685(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9a2bdfe42c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96c52866c588(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ef96573dc26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cffaeaf47692(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04f472dd281b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_986009422bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb9ec3710fde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bb3bebf6672(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a581dbaa8be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e48f298d011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0f4bf7ac1e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00879627c3db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4487e1c7b700(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0048367d078a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2698919b584(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82e39899cfb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1374c876c68d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8c07108d5a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b64f64d38249(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec6274c8e0bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40df481c94ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70b9f5d6b837(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbb6ecc3ef34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f81125640c5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_894141b50bcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_663a9f9d052c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84cbf1122ac2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9342a5bb6610(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98e2d6de79d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7f3f49ae600(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_319b0b426352(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_850a45818f1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_799cf7f62197(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1c2f1359aee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3de2a46b6423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_838466545989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8f4fb18cadd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_384183e0276f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f684a2bc0781(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62b61f5e9f38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2e340d413e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_caaaca6183ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24858f9ec16b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd494426ece1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_200074565eba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_369843cbd76b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_881540e90a15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dc20a67f0cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6644ebbf01c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96b5367a51bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e0d6a9f55e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e285a63bf739(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_326492562f6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0a359dd862c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9505840f29b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f3d9fa0ac4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_baca95a320a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4de26ba6c3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f02ba85128cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_170f3d55c7f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f3e2f4fa246(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5307336c42b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c534ad36b23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73e6fe8b7a8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05221204c56b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cc76e402611(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2db22fcdd851(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bc7d4ecf812(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_472465550f1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_316f8c0be192(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbe8d7166652(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42663edca8a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24db42ba9611(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc8313892ea5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51a21d5fab4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_419f7669901e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e21d52d786d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d2588d76c75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_165636756819(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a90f328cee73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa9dd8f10ccc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f5008ac5a6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20baa00253b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e41da3c5bd3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3b148c4a035(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d3553652b77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8a77cdaf425(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a90d2d9242d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c05c6c7e5145(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6fa04460ffc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a8057746e85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b2ab60756fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec744962de14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9807ec1f5ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1e5cf2c4525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e9c85771a69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72e03c90c958(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6494af0d288(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd7aed5ee02d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_167af59448ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0b7facfc89b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52b9d976df3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd9d956e3483(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b552e114147(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed560f5b372d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e70f378aca9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_335294d15d12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7126d2d758b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_997fcabe7013(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d86ad24209a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e6d056dda16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd8693641648(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_071a16ee099c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abbe3f864b25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84cfde03feb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f765edd2a7a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2f526309365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ce16a101170(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5101c874da91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffb1d83814d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78dd9923bdef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_695de2f65ff4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f9402978c7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69a3a3cec40f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04de9e92b621(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0fc4b398f4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af758e98ff4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fba352a1b66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20e4218ad47d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b26141e11ff8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1e1d7be312f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35416ec7c487(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56ed34c61e30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9362f84a63ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3c40db13a08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a61526f392c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06c5a4dc3987(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd644ed7074d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ad80a9f5df2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4bc5f303369(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04db8d1d888e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c7c56332ab3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7bb9e2d053e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df48b372abce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40e85e10bbd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8ca209f1af0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8b347d9ed31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75b424f0ccbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b95a36244cc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1601fc4b0705(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a205ffed2a2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10c57a149908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_daa323b85c1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5517269063d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d387dc68a97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c63b86820659(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82bf13611884(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_210c2471ac76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16df8cbd961f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22acf6fdde17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80a3d8876316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0263bfd6c29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bbacb89b10f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73dc70d9470e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15c426d8a124(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c692a7441d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_350a7d116a6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8affa5e32b5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25173a91731c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f374b985ca52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_315c764d54b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7943037c32da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2c48746b0e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55ecad075f33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91f9eecc263f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92969f0ea454(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b26dc6e22432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e62234ffa64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_719dc874f788(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aca5b0303ec7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_595bfe74bbe3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4aa476496a48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5ff30240a15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4168c4e2f4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0ff8c2af7ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fae9f85c5707(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1daf0943b5fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10bc917a26e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_211e5bb8475a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f7c29d5f39d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f74b405c611(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73a2318414a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6ff0d4762e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae2b595e28ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bb6ba51a0ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bafef648291c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81ad63c32cd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_024d63d3ec93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ed230e3bb10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e51f38f52665(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_013739d58a34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb788d373842(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1aafb52ea2f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f43ce267d3ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff62ca194da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5bfe1414750(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_066c70e97897(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f33d2a42d663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc2fc57a1320(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a04035b0e1a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2268d45e40bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e686b8b24bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e70422bb64a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_979f86bc13f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c49d286cdfe9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2401daa02567(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19f1f9ef04ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_270a181de184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6468e109ec9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8edf85d5cef3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d95bea730bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0168fbafe2fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1ee8ea32e99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4201592dd5af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f42094f68929(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2d0b2c9a851(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32fdb7539420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10a597d5049b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec149849155(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9204f5b1aa1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83479ed741d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06492e301af6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab80b13e1c31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f147e1b67ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ec0654d2dfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35b912c11295(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e46a43753253(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67c739207340(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_458eedaa1ece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c4c99e26181(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c8fbbbeaa55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51ad909636a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57eddf1b13d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f51f313eb08b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2f0fd56e50e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a2315693572(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_294cd35276d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d44b5d73cd75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_043122d23f02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b1920a01c08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a129462c8aae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd5bfa881d72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40b3868c661b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0ef7445014e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea80856e2038(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f0d738f4838(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d208bb9234a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0069364f3077(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e320314548a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af2203c583a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8cc1c89d841(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2be67f809a57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d2bd9bd252f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c32ae0ee1174(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fd092569480(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b077c59d9d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a50ee5a27e8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0124efaba8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_583a0c6e0354(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe07d69adc0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00fc9251c668(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b540c593a81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0649cff555d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0c18af6e90d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7922692befa8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46898a2cb3d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a31e2eb8801(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_598565ef052f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e8bf179e0ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2f2a10eb5a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfcc13f982fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e68b726b9f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3229398169dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f1069c26a87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25ce4d83a1a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc7672f0439d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7dfb06d8a97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3e034ff17b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc171a1f8282(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_594c3ce3e55f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6653a840f8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb896732eb33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4aafac9583ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76b2a43f26a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_756de1207c86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c9c0ca60208(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfb0854bf804(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7ac99a854d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_382d1b7661f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8f5516aa6e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fb7c10a58c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e3ac1f96596(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d11a5896ea1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6a604e2136b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2f1beaac4bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef2a469c3448(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b7dde1cb66d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae214f1d5982(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da75ba73c97d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f98c038c0b8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39fb177a5301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_147f04eddb9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88b6424273f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3d8d0bd13cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9a482612327(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83c9320bbc2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bf6aa323036(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f009c61eed86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a643f321228(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a75ac31cdbf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12373c398653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_816b3dcec01e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4393cd48326f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f2c5c399cee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2e6d39f65c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c561359d5fb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c88cfea17d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b165014f51da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2858f2cb372(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d8d17aa85948(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_661c43166f9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f79ad044b346(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3012a86ab68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6134ea34c8fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbf21a0e7821(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8db3e9c45c5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c3f697dfdfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f38261b0aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58f9393574a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8a9fb396e5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_871bcc03ecdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62fb93c4073d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84809b5793e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b279effae1fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb86cd0c4b03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7559aef7717f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb4c92c8556d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8156dc673ce5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7d39a8f1a47d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8ac11e52f4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16d176d679a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15c5a039c225(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_790712309158(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25cac35df898(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94a9cdb1e20c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5a56e4bf5b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fda0cd4b609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0c1afe9d37b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05d2a41b561e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d33529466330(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ab499f8fcf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a7067a39b1c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e54f7281cfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84a81a6a422b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9b861e8d5b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c714b75ad9d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78299f94aaf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c881f3d12505(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93ab925d3f94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54d39be4896b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f03e8bc50489(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_651ed5c3588b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_289897ff083e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0dcaf2c97d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16d9d9944bea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67bb9182e8ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97d27748a84e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31fd0092e594(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e8280260991(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55fefcc50c13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ccba088d376(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fdaa36131e02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df2ab65daff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba0ded560f99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63050f5936e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6403595bbbe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52343237d800(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc484dd3e2f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6413a7076e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83bbc4ea01f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bad56b78ba98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01bf8925dc96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6aea2f2cee8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bae29d74a3ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e8561463cc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_987f3f7ee42f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bca41bd6cc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ee7af9e029e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60123e4ac3e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_608835c999dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c94f0c84c38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b934663535cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74660cc6d8cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17b34a96f8dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15b1b5f85f71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ef734e68363(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09f57e1bd506(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae085f12f03d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b073a569428d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71ae844e04c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0e4ca8a981e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac3089b2e2e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_164ba546b823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73a331516766(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_48b2001aa285(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_071cef8f26e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4450500507f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9112788dcfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d90f7192fd21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a7c203f8356(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_533a69b9bd4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b97725ae8a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8251d938df0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da1090bc4d20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad712e6314f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a801f6a3641(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb6beb37f77b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e71facf46226(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b888c615d239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_35920c7a2abe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87094e88ce83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_592b123675ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b016c6d779f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54ccebfc7836(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba85e9929d29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37bd589be922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e15c0a146dd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99825e0d3419(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2b736205583(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_323fe417dcab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80cee36468a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_849d0cd891ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fede8d044992(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b59830337eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2cde669206a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3fc99904ae48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a00c21c40de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d04473fea135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fa1e28789b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3266a73fabc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_637a06a5c7f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be4117775937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1743196d86cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61f98df44d21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cd6daeaac89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de2c1156c0e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6737197d98d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ef8f64ae6d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6540941ac0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89cec0f319db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_444579172c09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abe447c126c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2e19bddf4ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72d38522791a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_652c2f908347(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91867f22ba67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eddbd868b981(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7731000735dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80b64c78fbeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e600544bdc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14cd3d638f33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ff91db8e12c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_513a7f52b934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73f01a163afc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cba53e75b3d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61e419601840(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd1222cb2603(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87bede7f3b21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d07f77d1ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfdd5b2f7301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b80be455cac8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2fe7c858906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_943e5eabae44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df7c3ba40424(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94b976b0b73f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0ebb6f46302(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43d2bc1c6586(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc48e1c0186b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f8a77610947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66eaef3e68ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48193ef37e68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5989cbe11ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0de6c5f480c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe37e6579481(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2c36b214eb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba831145fb34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_373b21614466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3b8c4059450(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f8727f3bc7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_239c0954c94d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6925e3bfa08b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7e8843cf0a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3429cea03e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa8685b94243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da13c9d50571(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b87a4bda1429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbbd8fd157f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38c27a56bb17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af211eb91c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d05d562f71e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97c15bc09124(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_541b3bde11f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bab864c388c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_345eec34b48b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e2641aaf9ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d2eaff883a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c69e6d36847a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f1a49782b65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_894b1c50d7c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86615abfc62f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58d2e4af99f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c343d969fbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4acc6dbb676b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba5383f13094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c95ccb260178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_daf00c13d966(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85a4ce8a05ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aabc9927a6fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fb9ef618b3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd7a9a78c0e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa67b1b5e4aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d99b1b693d65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38ee90f8d937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba5389a404b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ee6b8f3326c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95b57e8f7fbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_314503430a09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e339fece8aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b4105b2448a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62ee2a9efaa9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f99babe2cae5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1133357b6aef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3622834ccc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e209ba19d2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa85cb2cb51c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21dbfcd232b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5518d67dd98a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e14d1a83ba21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cadaf874d5a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ec10b014a2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c42567394b80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03f2d4c41089(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e25f4006683e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f027c15012ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07673ab9a37b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ad02d098baf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52380febc910(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_551e60e475ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_507d3cd0e49a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_badbf116505a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b97cc0605ba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf3832f8167d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_537263b54b73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a111460cddad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f67f781815b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_039b95c96866(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c18430dbc481(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e2c21061d73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_946e5de94a92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_798bb238f514(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68d485e1289b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdf2061245ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec1b3dda42f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a75d1ce4355(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3abb1cba6dd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f914ffe9184e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a516eaf7df22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e062b4d87058(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed0f24a41a21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1645e0a3ec97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01eac8dc6d35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab258520994c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0854e0eacb88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7854f8635db6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b815004288e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8eb8ec8214b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08ad4623ca4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_935ff84825e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d34c5d6f106(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77b8469b961c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c803c617294d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cc54920d5f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1017055372b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd4aea4ad745(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e66481f416f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6fba6431234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bca8beb7879(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92c477907b3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a22f25625eb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_494f8976b635(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_496458a6992d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb4647593501(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c209855d4c27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_422fe6ffa984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abc2f8b09f40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b619f44594b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_577668b472cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef60bbf60663(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b432419325b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea4e00329130(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13850165bfaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2899bddde05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4db4c15399a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7695dc14abbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9e28258b925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a93bfc97aba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0c02bb6754b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9f1500359b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3710f01577ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_688b738d3525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecb56f8fbed1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab5ee46182cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9295df96e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14debe6a0d20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77f4beefd6c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c825383a2902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a38e0b82be9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e2a917fa5b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23c7ac4a1f88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff44cd79aa04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27080a1da766(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9151126cc81f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce48b2c37856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64a5a3ee4ede(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a83b347ed0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d750d825132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc1330c6d174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_743966bca379(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e15fd07b523(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04a67d5602f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f76bd924f2e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8148ebc5a788(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_299c650d1d2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecda504f6c23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dfb082057c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44f1a1bf21f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6a92fccfceb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e66fe398c06e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27358660cf7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d30fd5f9e457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62305389ebcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e40c90db379(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20ac9a0a0818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2834d50d5690(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_062ee28b4612(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_054b0f687e2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f41da7ec8f94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85ee622a1bc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0321a76ad69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df4dd6cbabe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf61d23deb70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6b68e16c4c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eab607c4c89a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4535bbed842(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_481a900c0458(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e19dd08ef27c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4442a0e3f1c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0feb5b3c64f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dc8deb1c9fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3283f865acf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a73bf8ee653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0a3d1776ad3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8171e4db4cd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da10fb5c20ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c5dc4457650(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78958868e9a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b48a2ae6f7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_583bfacebaa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2adfd1aae1e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55fd6f594d39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f47c8184f45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5f3a6af6131(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1987996e7d37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_659a6eafd219(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03c49a4a56bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24bc8b0a83ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd3b3950703f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18627043daca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a8bf8a0df33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa097c1d5736(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbc015579d8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b67896594c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_691632023462(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe043910b719(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46e41b76b3da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a60475340ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee23e86af3db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_086dff62fd24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1efc1b2c4c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d888146025ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc141c9b108c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21485b8dc0a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_948785237011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c72876e1d9f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4018464c5998(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d01f100f99ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3fcc0d0de9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1b270b24a46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85fa8e6e52e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b23ca8321ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b28b14f6142(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97c0379a6d14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c021ea7f3bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06aacd8eba65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ef3d367b086(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a081abb5ff0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f641d113390d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37a06fab0cd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e13a707fbeea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80936f28db38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_820cf6343e2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bad50983bcc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfa674cd659c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_596f7be1bd3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_085e910ca1df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a37e9974513(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ead9ea1b8d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e2652f1f24e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_666247893f7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b5e3b6cb455(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f85bfe426638(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bdd9ad6095f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f6c6c85fc3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f662d62d5f65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_367cf2a6af08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c241d50d258d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6d171caf751(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb7751dd908f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31a06c1e355e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_639e020f508c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed3f2ce1e59f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c28a03cb6726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc505be40726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad45e5917a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81abc9af4219(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88a3d509e727(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2473cc38e610(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28953ea34b80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3bd272216138(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b54e1ab4830(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b0d7f8a81e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f00efa6b553e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c179510c26a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93e0038b11f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_400f22dc46a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c91aa4e0aa74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3126dfa04d7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4ef0aa963ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_900803f70e8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_959750930eed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e28980a7a9be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bebb62882170(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16a74a7eed21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbcbe714331f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0e656155e40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de2012e7c10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a85f14a4ed8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_deea52838394(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd2740f91cb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2572421638b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b409590f84b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a4616636991(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3bbe31ac93fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_352c04c71e6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ec5d7090988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3176c961f5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93da21ddef4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94a99af45022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7dc51fe4ee5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d51b9dc6b5b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8be83e2272fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe0351b3aa7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da20ed628dc2(const NormgenFwdParams p);
 
 namespace {
 
@@ -498,481 +493,476 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_fc2da8f09310, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_14173d76175c, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_662c2ba52c6e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_0bd68039754a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_9f38297eb8b3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_15d56bedb549, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_a57ac3c80b68, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_9029bd0ea4d4, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_15bf860ab4d4, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_6670347aeaa4, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_465e20c6c29c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_3f77900f5ae1, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_798e5ab57c53, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_37f9969fbe8c, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_13341b33d880, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_3982a7d25b99, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_68e73da4f941, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_3e3d5d54e67d, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_5a4cc232a4bf, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_49c05b27a8e0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_55b3cae5d9a5, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_1270bdfd0639, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_ffc678b68aa1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_5bb77cdba45c, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_81011e5bf822, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_f32cad6628aa, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_3833280e574b, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_4d948a471eed, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_643620264e6e, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_131d346b8d0f, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_b1e2be9ed7ba, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_302ac396ba6b, 3, 128, 8, 128, 0, 1, 2, 0, 12288 },  // reload.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_705e4209d872, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_1bcc93436b5c, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_41a73f8ac4ed, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_7dfcec34e9f4, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_c6da19c98a0b, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_99d63296545a, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_5e19d65d703b, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_be58b0135a2e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_6fd08ba96f16, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_01d359a007a5, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_3a9da9614072, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
-  {(const void*)&normgen_layernorm_fwd_112856e601f3, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_6dfb43e19d22, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_9712afae3cbb, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_18bde0d52962, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_114aca469e50, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_1dcb55dedc41, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_430f3ee648f0, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_f7315465ea7f, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_d571f754227a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_a6d320efe749, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_0356b93ab78d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_3ae77a9459b7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_2d43a38054c1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_5de5f6a191f7, 0, 128, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t128.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_4d4f04e26415, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_8cc855848c51, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_c6e842b26e24, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_6c2b7ba74ae7, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_124d8b31e08f, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_f4fac28f82ad, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_12885441854e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_25d685a14969, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_a4f6072eed44, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_7f49045b6a70, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_784244c5fd51, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_635bd06c051a, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_3cc7835a63ca, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_5a1f590fdf6d, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_a3af1f26b7de, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_bee70d0caa2e, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_ae97927a4f87, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_a66903d4da10, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_7b9cab4a534c, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_346a8a3605dc, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_layernorm_fwd_646deec6ff11, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_514bb9f84687, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_d062fbaeb4bb, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_cf4acb4c56fb, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_bc0324aff2bc, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_2bbd7df582d2, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_a5f0d76d133c, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_3afc2d36e4ae, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_da51fdcd72c2, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_554bfc09340f, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_5c23b8caf243, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_b1da73809927, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_cad39119134a, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_5f7c2ffbe273, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_303c653f7a67, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_819c82e1dd23, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_bbc1b5131223, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_0a40b14eb2c4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_479bdf713be0, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_c7e195e84656, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_6e3a56ae8c7c, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_28942072dedf, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_e5ff175047ec, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_e4312d392094, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_ae73fcd45ae2, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_62e72c23c917, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_5df4aed6b556, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_d42533c5372b, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_8dafcfe7f96e, 0, 64, 4, 32, 8, 1, 4, 0, 1024 },  // regs.t64.v4.tpr32.i8.h1024
-  {(const void*)&normgen_layernorm_fwd_3e8a4dbd2b44, 0, 64, 4, 64, 4, 1, 4, 0, 1024 },  // regs.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_775935b4f006, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_ca59f142abd0, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
-  {(const void*)&normgen_layernorm_fwd_7b9599a3f829, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_73464379a64a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_f706408f7cb5, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_ae43b25d7949, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_c324aa1118c2, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_6979b3ce2934, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_b1a5de00d607, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_868c6f3b6172, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_cdc4ae84b426, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_4209231b3081, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_e4bfd48822c9, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
-  {(const void*)&normgen_layernorm_fwd_f52102264159, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_9a1860007197, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_26d69d09f52f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_c86889411308, 0, 128, 4, 128, 10, 1, 4, 0, 5120 },  // regs.t128.v4.tpr128.i10.h5120
-  {(const void*)&normgen_layernorm_fwd_41daaf29f919, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_18fdb98901c2, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_b7812d73ffc5, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_aa9a007022c6, 0, 128, 4, 128, 12, 1, 4, 0, 6144 },  // regs.t128.v4.tpr128.i12.h6144
-  {(const void*)&normgen_layernorm_fwd_51c2c17ec965, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_ec5d776baaf0, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_51bd3ba5d441, 1, 128, 4, 128, 7, 2, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i7.c2
-  {(const void*)&normgen_layernorm_fwd_abf156ba7375, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_b46ed3764ea5, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_021a3d759acf, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_a56501aba04d, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_e566b105d555, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_0f21225b5cfe, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_fc03ae4f7a37, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_32eb80348b05, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_a87cd05c69b8, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_bbd21eed4f5e, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_189339113fb3, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_4d51eb7837ee, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_7d54bbc2f89f, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_b300e865ff77, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_ceceda2138ac, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_6fcd62479bc3, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_d04150c16fd5, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_a9c7fa8f0306, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e08caf1232e1, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_45a19bd5f6d1, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_757f10aaed7e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_883612d40f17, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_0c157e7b32be, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_57ce0b7c5ffb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_89782be2f36a, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_3563d84e4c75, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_1a6737413304, 4, 256, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_ae8090b40dad, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_10fd362a2049, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_085ebe68e709, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_94134b6fb685, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b9a2bdfe42c7, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_96c52866c588, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9ef96573dc26, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_cffaeaf47692, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_04f472dd281b, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_986009422bd1, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_bb9ec3710fde, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6bb3bebf6672, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_7a581dbaa8be, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0e48f298d011, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b0f4bf7ac1e5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_00879627c3db, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4487e1c7b700, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_0048367d078a, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b2698919b584, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_82e39899cfb4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1374c876c68d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a8c07108d5a4, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b64f64d38249, 3, 128, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t128.v8.tpr128.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ec6274c8e0bc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_40df481c94ba, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_70b9f5d6b837, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_dbb6ecc3ef34, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f81125640c5c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_894141b50bcd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_663a9f9d052c, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_84cbf1122ac2, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9342a5bb6610, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_98e2d6de79d9, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e7f3f49ae600, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_319b0b426352, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_850a45818f1c, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_799cf7f62197, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d1c2f1359aee, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_3de2a46b6423, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_838466545989, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f8f4fb18cadd, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_384183e0276f, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f684a2bc0781, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_62b61f5e9f38, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e2e340d413e4, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_caaaca6183ab, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_24858f9ec16b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bd494426ece1, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_200074565eba, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_369843cbd76b, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_881540e90a15, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6dc20a67f0cd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_6644ebbf01c3, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_96b5367a51bf, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7e0d6a9f55e8, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e285a63bf739, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_326492562f6d, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_b0a359dd862c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_9505840f29b4, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_3f3d9fa0ac4b, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_baca95a320a7, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_f4de26ba6c3d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_f02ba85128cd, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_170f3d55c7f2, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5f3e2f4fa246, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b5307336c42b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9c534ad36b23, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_73e6fe8b7a8f, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_05221204c56b, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3cc76e402611, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2db22fcdd851, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8bc7d4ecf812, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_472465550f1f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_316f8c0be192, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bbe8d7166652, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_42663edca8a7, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_24db42ba9611, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fc8313892ea5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_51a21d5fab4d, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_419f7669901e, 2, 1024, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t1024.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e21d52d786d2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9d2588d76c75, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_165636756819, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a90f328cee73, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_fa9dd8f10ccc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6f5008ac5a6c, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_20baa00253b1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e41da3c5bd3a, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c3b148c4a035, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2d3553652b77, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f8a77cdaf425, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0a90d2d9242d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c05c6c7e5145, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e6fa04460ffc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9a8057746e85, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9b2ab60756fa, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ec744962de14, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d9807ec1f5ee, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a1e5cf2c4525, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6e9c85771a69, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_72e03c90c958, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f6494af0d288, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_dd7aed5ee02d, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_167af59448ed, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e0b7facfc89b, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_52b9d976df3f, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fd9d956e3483, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9b552e114147, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ed560f5b372d, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7e70f378aca9, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_335294d15d12, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7126d2d758b4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_997fcabe7013, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7d86ad24209a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2e6d056dda16, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_dd8693641648, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_071a16ee099c, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_abbe3f864b25, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_84cfde03feb0, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_f765edd2a7a0, 4, 256, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_a2f526309365, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_8ce16a101170, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5101c874da91, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ffb1d83814d8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_78dd9923bdef, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_695de2f65ff4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5f9402978c7e, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_69a3a3cec40f, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_04de9e92b621, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f0fc4b398f4a, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_af758e98ff4d, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8fba352a1b66, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_20e4218ad47d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b26141e11ff8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d1e1d7be312f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_35416ec7c487, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_56ed34c61e30, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9362f84a63ed, 3, 256, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t256.v8.tpr128.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f3c40db13a08, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8a61526f392c, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_06c5a4dc3987, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_cd644ed7074d, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5ad80a9f5df2, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e4bc5f303369, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_04db8d1d888e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2c7c56332ab3, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c7bb9e2d053e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_df48b372abce, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_40e85e10bbd7, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c8ca209f1af0, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d8b347d9ed31, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_75b424f0ccbd, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b95a36244cc6, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1601fc4b0705, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a205ffed2a2b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_10c57a149908, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_daa323b85c1f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c5517269063d, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8d387dc68a97, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c63b86820659, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_82bf13611884, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_210c2471ac76, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_16df8cbd961f, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_22acf6fdde17, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_80a3d8876316, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_b0263bfd6c29, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_0bbacb89b10f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_73dc70d9470e, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_15c426d8a124, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8c692a7441d9, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_350a7d116a6d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8affa5e32b5b, 0, 64, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t64.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_25173a91731c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f374b985ca52, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_315c764d54b9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_7943037c32da, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c2c48746b0e3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_55ecad075f33, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_91f9eecc263f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_92969f0ea454, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b26dc6e22432, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9e62234ffa64, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_719dc874f788, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_aca5b0303ec7, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_595bfe74bbe3, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4aa476496a48, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f5ff30240a15, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d4168c4e2f4f, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c0ff8c2af7ad, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fae9f85c5707, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1daf0943b5fd, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_10bc917a26e4, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_211e5bb8475a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5f7c29d5f39d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_4f74b405c611, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_73a2318414a6, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d6ff0d4762e9, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_ae2b595e28ac, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2bb6ba51a0ea, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_bafef648291c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_81ad63c32cd5, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_024d63d3ec93, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7ed230e3bb10, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e51f38f52665, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_013739d58a34, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_cb788d373842, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1aafb52ea2f6, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f43ce267d3ba, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ff62ca194da1, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e5bfe1414750, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_066c70e97897, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_f33d2a42d663, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_fc2fc57a1320, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_a04035b0e1a0, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_2268d45e40bf, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_8e686b8b24bb, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_0e70422bb64a, 0, 128, 4, 64, 3, 1, 4, 0, 768 },  // regs.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_979f86bc13f2, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c49d286cdfe9, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2401daa02567, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_19f1f9ef04ce, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_270a181de184, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c6468e109ec9, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8edf85d5cef3, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d95bea730bac, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0168fbafe2fd, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d1ee8ea32e99, 3, 512, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr128.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4201592dd5af, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f42094f68929, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a2d0b2c9a851, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_32fdb7539420, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
-  {(const void*)&normgen_rmsnorm_fwd_10a597d5049b, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fec149849155, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e9204f5b1aa1, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_83479ed741d7, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_06492e301af6, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_ab80b13e1c31, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7f147e1b67ec, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_7ec0654d2dfa, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_35b912c11295, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e46a43753253, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_67c739207340, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_458eedaa1ece, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_7c4c99e26181, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0c8fbbbeaa55, 1, 64, 4, 64, 8, 4, 4, 0, 8192 },  // pipelined.t64.v4.tpr64.i8.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_51ad909636a3, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_57eddf1b13d9, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f51f313eb08b, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_b2f0fd56e50e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_6a2315693572, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_294cd35276d6, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d44b5d73cd75, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_043122d23f02, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_4b1920a01c08, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_a129462c8aae, 1, 256, 4, 256, 4, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_bd5bfa881d72, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_40b3868c661b, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c0ef7445014e, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_ea80856e2038, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_6f0d738f4838, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_4d208bb9234a, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0069364f3077, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e320314548a9, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_af2203c583a6, 0, 128, 4, 128, 16, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i16.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_b8cc1c89d841, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2be67f809a57, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2d2bd9bd252f, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_c32ae0ee1174, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_6fd092569480, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_b077c59d9d45, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_a50ee5a27e8b, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_b0124efaba8c, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_583a0c6e0354, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fe07d69adc0c, 1, 64, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t64.v4.tpr64.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_00fc9251c668, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6b540c593a81, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0649cff555d2, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f0c18af6e90d, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7922692befa8, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_46898a2cb3d0, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5a31e2eb8801, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_598565ef052f, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2e8bf179e0ac, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c2f2a10eb5a3, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_cfcc13f982fc, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4e68b726b9f1, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3229398169dc, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_8f1069c26a87, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_25ce4d83a1a7, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
-  {(const void*)&normgen_rmsnorm_fwd_dc7672f0439d, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a7dfb06d8a97, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f3e034ff17b6, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_dc171a1f8282, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_594c3ce3e55f, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f6653a840f8a, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eb896732eb33, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4aafac9583ca, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_76b2a43f26a3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_756de1207c86, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4c9c0ca60208, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_dfb0854bf804, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d7ac99a854d1, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_382d1b7661f0, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e8f5516aa6e2, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3fb7c10a58c7, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6e3ac1f96596, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d11a5896ea1b, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f6a604e2136b, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_e2f1beaac4bb, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ef2a469c3448, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_7b7dde1cb66d, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_ae214f1d5982, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_da75ba73c97d, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_f98c038c0b8a, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_39fb177a5301, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_147f04eddb9a, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_88b6424273f4, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a3d8d0bd13cc, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_b9a482612327, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_83c9320bbc2e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_8bf6aa323036, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_f009c61eed86, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_4a643f321228, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_a75ac31cdbf6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_12373c398653, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_816b3dcec01e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_4393cd48326f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_1f2c5c399cee, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_d2e6d39f65c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_c561359d5fb1, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_1c88cfea17d4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_b165014f51da, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_d2858f2cb372, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_d8d17aa85948, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_661c43166f9c, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_f79ad044b346, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_c3012a86ab68, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_6134ea34c8fd, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_cbf21a0e7821, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_8db3e9c45c5a, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_9c3f697dfdfa, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_7f38261b0aaf, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_58f9393574a9, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_b8a9fb396e5e, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_871bcc03ecdf, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_62fb93c4073d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_84809b5793e1, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_b279effae1fa, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_fb86cd0c4b03, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_7559aef7717f, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_cb4c92c8556d, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_8156dc673ce5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_7d39a8f1a47d, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_f8ac11e52f4e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_16d176d679a0, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_15c5a039c225, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_790712309158, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_25cac35df898, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_94a9cdb1e20c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_b5a56e4bf5b1, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_9fda0cd4b609, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_f0c1afe9d37b, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_05d2a41b561e, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_d33529466330, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_9ab499f8fcf6, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a7067a39b1c5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_6e54f7281cfa, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_84a81a6a422b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_c9b861e8d5b0, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_c714b75ad9d9, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_78299f94aaf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_c881f3d12505, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_93ab925d3f94, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_54d39be4896b, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_f03e8bc50489, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_651ed5c3588b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_289897ff083e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_a0dcaf2c97d5, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_16d9d9944bea, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_67bb9182e8ef, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_97d27748a84e, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_31fd0092e594, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_6e8280260991, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_55fefcc50c13, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_5ccba088d376, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_fdaa36131e02, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_df2ab65daff3, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_ba0ded560f99, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_63050f5936e6, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
+  {(const void*)&normgen_layernorm_fwd_6403595bbbe8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_52343237d800, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_cc484dd3e2f4, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_a6413a7076e5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_83bbc4ea01f4, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_bad56b78ba98, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_01bf8925dc96, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_6aea2f2cee8c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_bae29d74a3ca, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_5e8561463cc5, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_987f3f7ee42f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_3bca41bd6cc4, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_1ee7af9e029e, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_60123e4ac3e0, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_608835c999dd, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_6c94f0c84c38, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_b934663535cf, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_74660cc6d8cb, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_17b34a96f8dd, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_15b1b5f85f71, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_7ef734e68363, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_09f57e1bd506, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_ae085f12f03d, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_b073a569428d, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_71ae844e04c0, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_0e4ca8a981e4, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_ac3089b2e2e7, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_164ba546b823, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_73a331516766, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_48b2001aa285, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
+  {(const void*)&normgen_layernorm_fwd_071cef8f26e7, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_b4450500507f, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_f9112788dcfd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_d90f7192fd21, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_0a7c203f8356, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_533a69b9bd4d, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_8b97725ae8a8, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_8251d938df0f, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_da1090bc4d20, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_ad712e6314f0, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
+  {(const void*)&normgen_layernorm_fwd_3a801f6a3641, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_fb6beb37f77b, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_e71facf46226, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
+  {(const void*)&normgen_layernorm_fwd_b888c615d239, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_35920c7a2abe, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_87094e88ce83, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_592b123675ac, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_1b016c6d779f, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_54ccebfc7836, 2, 256, 4, 256, 0, 1, 4, 0, 6144 },  // smem.t256.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_ba85e9929d29, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_37bd589be922, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_e15c0a146dd0, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_99825e0d3419, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_b2b736205583, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_323fe417dcab, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_80cee36468a1, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_layernorm_fwd_849d0cd891ca, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_fede8d044992, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_7b59830337eb, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_a2cde669206a, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_3fc99904ae48, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_3a00c21c40de, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_d04473fea135, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_layernorm_fwd_7fa1e28789b5, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_3266a73fabc2, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_637a06a5c7f4, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_be4117775937, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_1743196d86cd, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_layernorm_fwd_61f98df44d21, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_4cd6daeaac89, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_de2c1156c0e0, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_e6737197d98d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8ef8f64ae6d1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_d6540941ac0a, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_89cec0f319db, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_444579172c09, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_abe447c126c0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_d2e19bddf4ec, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_72d38522791a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_652c2f908347, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_91867f22ba67, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_eddbd868b981, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7731000735dd, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_80b64c78fbeb, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7e600544bdc5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_14cd3d638f33, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5ff91db8e12c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_513a7f52b934, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_73f01a163afc, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_cba53e75b3d1, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_61e419601840, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dd1222cb2603, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_87bede7f3b21, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5d07f77d1ea9, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_cfdd5b2f7301, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b80be455cac8, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d2fe7c858906, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_943e5eabae44, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_df7c3ba40424, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_94b976b0b73f, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f0ebb6f46302, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_43d2bc1c6586, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bc48e1c0186b, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5f8a77610947, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_66eaef3e68ee, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_48193ef37e68, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a5989cbe11ad, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0de6c5f480c7, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fe37e6579481, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a2c36b214eb2, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ba831145fb34, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_373b21614466, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d3b8c4059450, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_5f8727f3bc7f, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_239c0954c94d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6925e3bfa08b, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d7e8843cf0a3, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3429cea03e52, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_aa8685b94243, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_da13c9d50571, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b87a4bda1429, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_fbbd8fd157f6, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_38c27a56bb17, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_af211eb91c1b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d05d562f71e5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_97c15bc09124, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_541b3bde11f6, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bab864c388c7, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_345eec34b48b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_9e2641aaf9ab, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0d2eaff883a8, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c69e6d36847a, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3f1a49782b65, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_894b1c50d7c7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_86615abfc62f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_58d2e4af99f0, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_0c343d969fbe, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_4acc6dbb676b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_ba5383f13094, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_c95ccb260178, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_daf00c13d966, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_85a4ce8a05ee, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_aabc9927a6fc, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5fb9ef618b3e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cd7a9a78c0e1, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fa67b1b5e4aa, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d99b1b693d65, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_38ee90f8d937, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ba5389a404b1, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7ee6b8f3326c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_95b57e8f7fbb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_314503430a09, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e339fece8aea, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3b4105b2448a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_62ee2a9efaa9, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f99babe2cae5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1133357b6aef, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e3622834ccc1, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1e209ba19d2e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_aa85cb2cb51c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_21dbfcd232b4, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5518d67dd98a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e14d1a83ba21, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_cadaf874d5a1, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6ec10b014a2f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c42567394b80, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_03f2d4c41089, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e25f4006683e, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f027c15012ba, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_07673ab9a37b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7ad02d098baf, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
+  {(const void*)&normgen_rmsnorm_fwd_52380febc910, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_551e60e475ed, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_507d3cd0e49a, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_badbf116505a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b97cc0605ba3, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cf3832f8167d, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_537263b54b73, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a111460cddad, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f67f781815b3, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_039b95c96866, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c18430dbc481, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_2e2c21061d73, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_946e5de94a92, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_798bb238f514, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_68d485e1289b, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_bdf2061245ec, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ec1b3dda42f8, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3a75d1ce4355, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3abb1cba6dd3, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f914ffe9184e, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a516eaf7df22, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_e062b4d87058, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_ed0f24a41a21, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_1645e0a3ec97, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_01eac8dc6d35, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_ab258520994c, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_0854e0eacb88, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_7854f8635db6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8b815004288e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f8eb8ec8214b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_08ad4623ca4b, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_935ff84825e0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8d34c5d6f106, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_77b8469b961c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c803c617294d, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7cc54920d5f7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1017055372b5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_cd4aea4ad745, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e66481f416f8, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e6fba6431234, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9bca8beb7879, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_92c477907b3b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a22f25625eb6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_494f8976b635, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_496458a6992d, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fb4647593501, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c209855d4c27, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_422fe6ffa984, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_abc2f8b09f40, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7b619f44594b, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_577668b472cd, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ef60bbf60663, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9b432419325b, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ea4e00329130, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_13850165bfaa, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e2899bddde05, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4db4c15399a8, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7695dc14abbb, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b9e28258b925, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6a93bfc97aba, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e0c02bb6754b, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b9f1500359b8, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_3710f01577ae, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_688b738d3525, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ecb56f8fbed1, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ab5ee46182cb, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c9295df96e52, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_14debe6a0d20, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_77f4beefd6c9, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c825383a2902, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a38e0b82be9d, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7e2a917fa5b9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_23c7ac4a1f88, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ff44cd79aa04, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_27080a1da766, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_9151126cc81f, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_ce48b2c37856, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_64a5a3ee4ede, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_2a83b347ed0d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5d750d825132, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fc1330c6d174, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_743966bca379, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4e15fd07b523, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_04a67d5602f8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f76bd924f2e6, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8148ebc5a788, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_299c650d1d2a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ecda504f6c23, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2dfb082057c3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_44f1a1bf21f1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e6a92fccfceb, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e66fe398c06e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_27358660cf7c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d30fd5f9e457, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_62305389ebcf, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_7e40c90db379, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_20ac9a0a0818, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2834d50d5690, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_062ee28b4612, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_054b0f687e2a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f41da7ec8f94, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_85ee622a1bc1, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b0321a76ad69, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_df4dd6cbabe3, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bf61d23deb70, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d6b68e16c4c5, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_eab607c4c89a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f4535bbed842, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_481a900c0458, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e19dd08ef27c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4442a0e3f1c8, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a0feb5b3c64f, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2dc8deb1c9fb, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_f3283f865acf, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2a73bf8ee653, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a0a3d1776ad3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8171e4db4cd8, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_da10fb5c20ff, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8c5dc4457650, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_78958868e9a0, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3b48a2ae6f7f, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_583bfacebaa2, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_2adfd1aae1e0, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_55fd6f594d39, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_3f47c8184f45, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_d5f3a6af6131, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_1987996e7d37, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_659a6eafd219, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_03c49a4a56bc, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_24bc8b0a83ad, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fd3b3950703f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_18627043daca, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8a8bf8a0df33, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fa097c1d5736, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_dbc015579d8b, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2b67896594c7, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_691632023462, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_fe043910b719, 3, 256, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr128.h2560
+  {(const void*)&normgen_rmsnorm_fwd_46e41b76b3da, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3a60475340ce, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ee23e86af3db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_086dff62fd24, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e1efc1b2c4c8, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d888146025ee, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_dc141c9b108c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_21485b8dc0a4, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_948785237011, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_c72876e1d9f9, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4018464c5998, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d01f100f99ee, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a3fcc0d0de9c, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_b1b270b24a46, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_85fa8e6e52e9, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0b23ca8321ea, 1, 128, 4, 128, 4, 4, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_8b28b14f6142, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_97c0379a6d14, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_c021ea7f3bd2, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_06aacd8eba65, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_8ef3d367b086, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0a081abb5ff0, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_f641d113390d, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_37a06fab0cd3, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e13a707fbeea, 0, 128, 4, 128, 8, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_80936f28db38, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_820cf6343e2a, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bad50983bcc0, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_dfa674cd659c, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_596f7be1bd3b, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_085e910ca1df, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5a37e9974513, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ead9ea1b8d36, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0e2652f1f24e, 4, 512, 4, 512, 4, 16, 4, 163840, 131072 },  // ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_666247893f7a, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5b5e3b6cb455, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f85bfe426638, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_2bdd9ad6095f, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_4f6c6c85fc3c, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_f662d62d5f65, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_367cf2a6af08, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_c241d50d258d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a6d171caf751, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fb7751dd908f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_31a06c1e355e, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_639e020f508c, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ed3f2ce1e59f, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c28a03cb6726, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_bc505be40726, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5ad45e5917a5, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_81abc9af4219, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_88a3d509e727, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2473cc38e610, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_28953ea34b80, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3bd272216138, 2, 256, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr128.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0b54e1ab4830, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3b0d7f8a81e2, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_f00efa6b553e, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c179510c26a4, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_93e0038b11f2, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_400f22dc46a3, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c91aa4e0aa74, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3126dfa04d7e, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a4ef0aa963ed, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_900803f70e8d, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_959750930eed, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e28980a7a9be, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bebb62882170, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_16a74a7eed21, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_dbcbe714331f, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c0e656155e40, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_de2012e7c10f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a85f14a4ed8a, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_deea52838394, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_cd2740f91cb1, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2572421638b5, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_2b409590f84b, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9a4616636991, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3bbe31ac93fc, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_352c04c71e6a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1ec5d7090988, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_d3176c961f5d, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_93da21ddef4b, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_94a99af45022, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_a7dc51fe4ee5, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d51b9dc6b5b0, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8be83e2272fa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_fe0351b3aa7e, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_da20ed628dc2, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -981,15 +971,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 50 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 98 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 148 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 213 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 271 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 320 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 367 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 423 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 474 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 47 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 91 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 141 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 205 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 262 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 315 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 361 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 416 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 469 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
@@ -1007,7 +997,7 @@ const Entry kEntries[] = {
   { 0, 768, 1, 2 },
   { 0, 768, 8, 2 },
   { 0, 768, 32, 2 },
-  { 0, 768, 128, 2 },
+  { 0, 768, 128, 3 },
   { 0, 768, 512, 3 },
   { 0, 768, 2048, 3 },
   { 0, 768, 8192, 3 },
@@ -1015,1211 +1005,1211 @@ const Entry kEntries[] = {
   { 0, 1024, 1, 4 },
   { 0, 1024, 8, 4 },
   { 0, 1024, 32, 4 },
-  { 0, 1024, 128, 5 },
-  { 0, 1024, 512, 6 },
-  { 0, 1024, 2048, 6 },
-  { 0, 1024, 8192, 6 },
-  { 0, 1024, 32768, 6 },
-  { 0, 1536, 1, 7 },
-  { 0, 1536, 8, 7 },
-  { 0, 1536, 32, 7 },
-  { 0, 1536, 128, 7 },
-  { 0, 1536, 512, 8 },
-  { 0, 1536, 2048, 8 },
-  { 0, 1536, 8192, 8 },
-  { 0, 1536, 32768, 8 },
-  { 0, 2048, 1, 9 },
-  { 0, 2048, 8, 9 },
-  { 0, 2048, 32, 9 },
-  { 0, 2048, 128, 9 },
-  { 0, 2048, 512, 10 },
-  { 0, 2048, 2048, 10 },
-  { 0, 2048, 8192, 10 },
-  { 0, 2048, 32768, 11 },
-  { 0, 2560, 1, 12 },
-  { 0, 2560, 8, 12 },
-  { 0, 2560, 32, 12 },
-  { 0, 2560, 128, 12 },
-  { 0, 2560, 512, 13 },
-  { 0, 2560, 2048, 13 },
-  { 0, 2560, 8192, 13 },
-  { 0, 2560, 32768, 13 },
-  { 0, 3072, 1, 14 },
-  { 0, 3072, 8, 14 },
-  { 0, 3072, 32, 14 },
-  { 0, 3072, 128, 14 },
-  { 0, 3072, 512, 15 },
-  { 0, 3072, 2048, 15 },
-  { 0, 3072, 8192, 15 },
-  { 0, 3072, 32768, 15 },
-  { 0, 4096, 1, 16 },
-  { 0, 4096, 8, 16 },
-  { 0, 4096, 32, 16 },
-  { 0, 4096, 128, 16 },
-  { 0, 4096, 512, 16 },
-  { 0, 4096, 2048, 17 },
-  { 0, 4096, 8192, 17 },
-  { 0, 4096, 32768, 17 },
-  { 0, 5120, 1, 18 },
-  { 0, 5120, 8, 18 },
-  { 0, 5120, 32, 18 },
-  { 0, 5120, 128, 18 },
-  { 0, 5120, 512, 19 },
-  { 0, 5120, 2048, 18 },
-  { 0, 5120, 8192, 18 },
-  { 0, 5120, 32768, 20 },
-  { 0, 6144, 1, 21 },
-  { 0, 6144, 8, 21 },
-  { 0, 6144, 32, 21 },
-  { 0, 6144, 128, 22 },
-  { 0, 6144, 512, 22 },
-  { 0, 6144, 2048, 22 },
-  { 0, 6144, 8192, 22 },
-  { 0, 6144, 32768, 23 },
-  { 0, 7168, 1, 24 },
-  { 0, 7168, 8, 24 },
-  { 0, 7168, 32, 24 },
-  { 0, 7168, 128, 24 },
-  { 0, 7168, 512, 25 },
-  { 0, 7168, 2048, 25 },
-  { 0, 7168, 8192, 25 },
-  { 0, 7168, 32768, 25 },
-  { 0, 8192, 1, 26 },
-  { 0, 8192, 8, 26 },
-  { 0, 8192, 32, 26 },
-  { 0, 8192, 128, 26 },
-  { 0, 8192, 512, 27 },
-  { 0, 8192, 2048, 28 },
-  { 0, 8192, 8192, 29 },
-  { 0, 8192, 32768, 29 },
-  { 0, 12288, 1, 30 },
-  { 0, 12288, 8, 30 },
-  { 0, 12288, 32, 30 },
-  { 0, 12288, 128, 30 },
-  { 0, 12288, 512, 31 },
-  { 0, 12288, 2048, 32 },
-  { 0, 12288, 8192, 32 },
-  { 0, 12288, 32768, 32 },
-  { 0, 16384, 1, 33 },
-  { 0, 16384, 8, 33 },
-  { 0, 16384, 32, 33 },
-  { 0, 16384, 128, 34 },
-  { 0, 16384, 512, 35 },
-  { 0, 16384, 2048, 35 },
-  { 0, 16384, 8192, 35 },
-  { 0, 16384, 32768, 36 },
-  { 0, 32768, 1, 37 },
-  { 0, 32768, 8, 37 },
-  { 0, 32768, 32, 38 },
-  { 0, 32768, 128, 39 },
-  { 0, 32768, 512, 40 },
-  { 0, 32768, 2048, 40 },
-  { 0, 32768, 8192, 40 },
-  { 0, 32768, 32768, 40 },
-  { 0, 65536, 1, 41 },
-  { 0, 65536, 8, 41 },
-  { 0, 65536, 32, 42 },
-  { 0, 65536, 128, 43 },
-  { 0, 65536, 512, 44 },
-  { 0, 65536, 2048, 44 },
-  { 0, 65536, 8192, 45 },
-  { 0, 65536, 32768, 45 },
-  { 0, 131072, 1, 46 },
-  { 0, 131072, 8, 46 },
-  { 0, 131072, 32, 47 },
-  { 0, 131072, 128, 48 },
-  { 0, 131072, 512, 49 },
-  { 0, 131072, 2048, 49 },
-  { 0, 131072, 8192, 49 },
-  { 0, 131072, 32768, 49 },
-  { 1, 512, 1, 51 },
-  { 1, 512, 8, 52 },
-  { 1, 512, 32, 52 },
-  { 1, 512, 128, 52 },
-  { 1, 512, 512, 52 },
-  { 1, 512, 2048, 52 },
-  { 1, 512, 8192, 52 },
-  { 1, 512, 32768, 52 },
-  { 1, 768, 1, 53 },
-  { 1, 768, 8, 54 },
-  { 1, 768, 32, 54 },
-  { 1, 768, 128, 54 },
-  { 1, 768, 512, 53 },
-  { 1, 768, 2048, 54 },
-  { 1, 768, 8192, 54 },
-  { 1, 768, 32768, 54 },
-  { 1, 1024, 1, 55 },
-  { 1, 1024, 8, 55 },
-  { 1, 1024, 32, 55 },
-  { 1, 1024, 128, 56 },
-  { 1, 1024, 512, 55 },
-  { 1, 1024, 2048, 57 },
-  { 1, 1024, 8192, 57 },
-  { 1, 1024, 32768, 57 },
-  { 1, 1536, 1, 58 },
-  { 1, 1536, 8, 58 },
-  { 1, 1536, 32, 58 },
-  { 1, 1536, 128, 58 },
-  { 1, 1536, 512, 58 },
-  { 1, 1536, 2048, 58 },
-  { 1, 1536, 8192, 58 },
-  { 1, 1536, 32768, 58 },
-  { 1, 2048, 1, 59 },
-  { 1, 2048, 8, 59 },
-  { 1, 2048, 32, 59 },
-  { 1, 2048, 128, 59 },
-  { 1, 2048, 512, 59 },
-  { 1, 2048, 2048, 59 },
-  { 1, 2048, 8192, 59 },
-  { 1, 2048, 32768, 60 },
-  { 1, 2560, 1, 61 },
-  { 1, 2560, 8, 61 },
-  { 1, 2560, 32, 61 },
-  { 1, 2560, 128, 61 },
-  { 1, 2560, 512, 61 },
-  { 1, 2560, 2048, 62 },
-  { 1, 2560, 8192, 61 },
-  { 1, 2560, 32768, 61 },
-  { 1, 3072, 1, 63 },
-  { 1, 3072, 8, 63 },
-  { 1, 3072, 32, 63 },
-  { 1, 3072, 128, 63 },
-  { 1, 3072, 512, 63 },
-  { 1, 3072, 2048, 63 },
-  { 1, 3072, 8192, 63 },
-  { 1, 3072, 32768, 63 },
-  { 1, 4096, 1, 64 },
-  { 1, 4096, 8, 64 },
-  { 1, 4096, 32, 64 },
-  { 1, 4096, 128, 64 },
-  { 1, 4096, 512, 64 },
-  { 1, 4096, 2048, 65 },
-  { 1, 4096, 8192, 65 },
-  { 1, 4096, 32768, 65 },
-  { 1, 5120, 1, 66 },
-  { 1, 5120, 8, 66 },
-  { 1, 5120, 32, 66 },
-  { 1, 5120, 128, 66 },
-  { 1, 5120, 512, 67 },
-  { 1, 5120, 2048, 66 },
-  { 1, 5120, 8192, 66 },
-  { 1, 5120, 32768, 68 },
-  { 1, 6144, 1, 69 },
-  { 1, 6144, 8, 69 },
-  { 1, 6144, 32, 69 },
-  { 1, 6144, 128, 69 },
-  { 1, 6144, 512, 69 },
-  { 1, 6144, 2048, 69 },
-  { 1, 6144, 8192, 69 },
-  { 1, 6144, 32768, 70 },
-  { 1, 7168, 1, 71 },
-  { 1, 7168, 8, 71 },
-  { 1, 7168, 32, 71 },
-  { 1, 7168, 128, 72 },
-  { 1, 7168, 512, 72 },
-  { 1, 7168, 2048, 72 },
-  { 1, 7168, 8192, 72 },
-  { 1, 7168, 32768, 72 },
-  { 1, 8192, 1, 73 },
-  { 1, 8192, 8, 73 },
-  { 1, 8192, 32, 73 },
-  { 1, 8192, 128, 74 },
-  { 1, 8192, 512, 75 },
-  { 1, 8192, 2048, 76 },
-  { 1, 8192, 8192, 77 },
-  { 1, 8192, 32768, 77 },
-  { 1, 12288, 1, 78 },
-  { 1, 12288, 8, 78 },
-  { 1, 12288, 32, 78 },
-  { 1, 12288, 128, 79 },
-  { 1, 12288, 512, 79 },
-  { 1, 12288, 2048, 80 },
-  { 1, 12288, 8192, 80 },
-  { 1, 12288, 32768, 80 },
-  { 1, 16384, 1, 81 },
-  { 1, 16384, 8, 81 },
-  { 1, 16384, 32, 81 },
-  { 1, 16384, 128, 82 },
-  { 1, 16384, 512, 83 },
-  { 1, 16384, 2048, 83 },
-  { 1, 16384, 8192, 83 },
-  { 1, 16384, 32768, 84 },
-  { 1, 32768, 1, 85 },
-  { 1, 32768, 8, 86 },
-  { 1, 32768, 32, 86 },
-  { 1, 32768, 128, 87 },
-  { 1, 32768, 512, 88 },
-  { 1, 32768, 2048, 88 },
-  { 1, 32768, 8192, 88 },
-  { 1, 32768, 32768, 88 },
-  { 1, 65536, 1, 89 },
-  { 1, 65536, 8, 89 },
-  { 1, 65536, 32, 90 },
-  { 1, 65536, 128, 91 },
-  { 1, 65536, 512, 92 },
-  { 1, 65536, 2048, 92 },
-  { 1, 65536, 8192, 92 },
-  { 1, 65536, 32768, 93 },
-  { 1, 131072, 1, 94 },
-  { 1, 131072, 8, 94 },
-  { 1, 131072, 32, 95 },
-  { 1, 131072, 128, 96 },
-  { 1, 131072, 512, 97 },
-  { 1, 131072, 2048, 97 },
-  { 1, 131072, 8192, 97 },
-  { 1, 131072, 32768, 97 },
-  { 2, 512, 1, 99 },
-  { 2, 512, 8, 99 },
-  { 2, 512, 32, 99 },
-  { 2, 512, 128, 100 },
-  { 2, 512, 512, 100 },
-  { 2, 512, 2048, 100 },
-  { 2, 512, 8192, 99 },
-  { 2, 512, 32768, 101 },
-  { 2, 768, 1, 102 },
-  { 2, 768, 8, 102 },
-  { 2, 768, 32, 102 },
-  { 2, 768, 128, 102 },
-  { 2, 768, 512, 102 },
-  { 2, 768, 2048, 103 },
-  { 2, 768, 8192, 102 },
-  { 2, 768, 32768, 103 },
-  { 2, 1024, 1, 104 },
-  { 2, 1024, 8, 104 },
-  { 2, 1024, 32, 104 },
-  { 2, 1024, 128, 104 },
-  { 2, 1024, 512, 104 },
-  { 2, 1024, 2048, 105 },
-  { 2, 1024, 8192, 104 },
-  { 2, 1024, 32768, 106 },
-  { 2, 1536, 1, 107 },
-  { 2, 1536, 8, 107 },
-  { 2, 1536, 32, 107 },
-  { 2, 1536, 128, 107 },
-  { 2, 1536, 512, 107 },
-  { 2, 1536, 2048, 108 },
-  { 2, 1536, 8192, 109 },
-  { 2, 1536, 32768, 109 },
-  { 2, 2048, 1, 110 },
-  { 2, 2048, 8, 110 },
-  { 2, 2048, 32, 110 },
-  { 2, 2048, 128, 110 },
-  { 2, 2048, 512, 110 },
-  { 2, 2048, 2048, 110 },
-  { 2, 2048, 8192, 111 },
-  { 2, 2048, 32768, 112 },
-  { 2, 2560, 1, 113 },
-  { 2, 2560, 8, 113 },
-  { 2, 2560, 32, 113 },
-  { 2, 2560, 128, 113 },
-  { 2, 2560, 512, 113 },
-  { 2, 2560, 2048, 113 },
-  { 2, 2560, 8192, 114 },
-  { 2, 2560, 32768, 115 },
-  { 2, 3072, 1, 116 },
-  { 2, 3072, 8, 116 },
-  { 2, 3072, 32, 116 },
-  { 2, 3072, 128, 116 },
-  { 2, 3072, 512, 117 },
-  { 2, 3072, 2048, 116 },
-  { 2, 3072, 8192, 117 },
-  { 2, 3072, 32768, 118 },
-  { 2, 4096, 1, 119 },
-  { 2, 4096, 8, 119 },
-  { 2, 4096, 32, 119 },
-  { 2, 4096, 128, 119 },
-  { 2, 4096, 512, 120 },
-  { 2, 4096, 2048, 119 },
-  { 2, 4096, 8192, 120 },
-  { 2, 4096, 32768, 121 },
-  { 2, 5120, 1, 122 },
-  { 2, 5120, 8, 122 },
-  { 2, 5120, 32, 122 },
-  { 2, 5120, 128, 122 },
-  { 2, 5120, 512, 122 },
-  { 2, 5120, 2048, 122 },
-  { 2, 5120, 8192, 123 },
-  { 2, 5120, 32768, 124 },
-  { 2, 6144, 1, 125 },
-  { 2, 6144, 8, 125 },
-  { 2, 6144, 32, 125 },
-  { 2, 6144, 128, 125 },
-  { 2, 6144, 512, 126 },
-  { 2, 6144, 2048, 125 },
-  { 2, 6144, 8192, 127 },
-  { 2, 6144, 32768, 128 },
-  { 2, 7168, 1, 129 },
-  { 2, 7168, 8, 129 },
-  { 2, 7168, 32, 129 },
-  { 2, 7168, 128, 129 },
-  { 2, 7168, 512, 129 },
-  { 2, 7168, 2048, 130 },
-  { 2, 7168, 8192, 131 },
-  { 2, 7168, 32768, 131 },
-  { 2, 8192, 1, 132 },
-  { 2, 8192, 8, 132 },
-  { 2, 8192, 32, 132 },
-  { 2, 8192, 128, 133 },
-  { 2, 8192, 512, 133 },
-  { 2, 8192, 2048, 132 },
-  { 2, 8192, 8192, 134 },
-  { 2, 8192, 32768, 134 },
-  { 2, 12288, 1, 135 },
-  { 2, 12288, 8, 135 },
-  { 2, 12288, 32, 135 },
-  { 2, 12288, 128, 135 },
-  { 2, 12288, 512, 135 },
-  { 2, 12288, 2048, 135 },
-  { 2, 12288, 8192, 136 },
-  { 2, 12288, 32768, 136 },
-  { 2, 16384, 1, 137 },
-  { 2, 16384, 8, 137 },
-  { 2, 16384, 32, 137 },
-  { 2, 16384, 128, 137 },
-  { 2, 16384, 512, 137 },
-  { 2, 16384, 2048, 137 },
-  { 2, 16384, 8192, 138 },
-  { 2, 16384, 32768, 138 },
-  { 2, 32768, 1, 139 },
-  { 2, 32768, 8, 140 },
-  { 2, 32768, 32, 139 },
-  { 2, 32768, 128, 140 },
-  { 2, 32768, 512, 140 },
-  { 2, 32768, 2048, 140 },
-  { 2, 32768, 8192, 141 },
-  { 2, 32768, 32768, 141 },
-  { 2, 65536, 1, 142 },
-  { 2, 65536, 8, 143 },
-  { 2, 65536, 32, 142 },
-  { 2, 65536, 128, 143 },
-  { 2, 65536, 512, 143 },
-  { 2, 65536, 2048, 144 },
-  { 2, 65536, 8192, 144 },
-  { 2, 65536, 32768, 143 },
-  { 2, 131072, 1, 145 },
-  { 2, 131072, 8, 146 },
-  { 2, 131072, 32, 145 },
-  { 2, 131072, 128, 147 },
-  { 2, 131072, 512, 147 },
-  { 2, 131072, 2048, 147 },
-  { 2, 131072, 8192, 147 },
-  { 2, 131072, 32768, 147 },
-  { 3, 512, 1, 149 },
-  { 3, 512, 8, 150 },
-  { 3, 512, 32, 151 },
-  { 3, 512, 128, 151 },
-  { 3, 512, 512, 150 },
-  { 3, 512, 2048, 150 },
-  { 3, 512, 8192, 152 },
-  { 3, 512, 32768, 153 },
-  { 3, 768, 1, 154 },
-  { 3, 768, 8, 155 },
-  { 3, 768, 32, 155 },
-  { 3, 768, 128, 155 },
-  { 3, 768, 512, 156 },
-  { 3, 768, 2048, 156 },
-  { 3, 768, 8192, 157 },
-  { 3, 768, 32768, 158 },
-  { 3, 1024, 1, 159 },
-  { 3, 1024, 8, 160 },
-  { 3, 1024, 32, 160 },
-  { 3, 1024, 128, 160 },
-  { 3, 1024, 512, 161 },
-  { 3, 1024, 2048, 162 },
-  { 3, 1024, 8192, 161 },
-  { 3, 1024, 32768, 161 },
-  { 3, 1536, 1, 163 },
-  { 3, 1536, 8, 163 },
-  { 3, 1536, 32, 163 },
-  { 3, 1536, 128, 163 },
-  { 3, 1536, 512, 164 },
-  { 3, 1536, 2048, 164 },
-  { 3, 1536, 8192, 165 },
-  { 3, 1536, 32768, 165 },
-  { 3, 2048, 1, 166 },
-  { 3, 2048, 8, 166 },
-  { 3, 2048, 32, 166 },
-  { 3, 2048, 128, 166 },
-  { 3, 2048, 512, 167 },
-  { 3, 2048, 2048, 167 },
-  { 3, 2048, 8192, 167 },
-  { 3, 2048, 32768, 167 },
-  { 3, 2560, 1, 168 },
-  { 3, 2560, 8, 168 },
-  { 3, 2560, 32, 168 },
-  { 3, 2560, 128, 168 },
-  { 3, 2560, 512, 169 },
-  { 3, 2560, 2048, 170 },
-  { 3, 2560, 8192, 170 },
-  { 3, 2560, 32768, 170 },
-  { 3, 3072, 1, 171 },
-  { 3, 3072, 8, 171 },
-  { 3, 3072, 32, 171 },
-  { 3, 3072, 128, 171 },
-  { 3, 3072, 512, 172 },
-  { 3, 3072, 2048, 172 },
-  { 3, 3072, 8192, 172 },
-  { 3, 3072, 32768, 172 },
-  { 3, 4096, 1, 173 },
-  { 3, 4096, 8, 174 },
-  { 3, 4096, 32, 173 },
-  { 3, 4096, 128, 174 },
-  { 3, 4096, 512, 173 },
-  { 3, 4096, 2048, 173 },
-  { 3, 4096, 8192, 173 },
-  { 3, 4096, 32768, 175 },
-  { 3, 5120, 1, 176 },
-  { 3, 5120, 8, 176 },
-  { 3, 5120, 32, 177 },
-  { 3, 5120, 128, 176 },
-  { 3, 5120, 512, 178 },
-  { 3, 5120, 2048, 179 },
-  { 3, 5120, 8192, 179 },
-  { 3, 5120, 32768, 180 },
-  { 3, 6144, 1, 181 },
-  { 3, 6144, 8, 181 },
-  { 3, 6144, 32, 182 },
-  { 3, 6144, 128, 181 },
-  { 3, 6144, 512, 182 },
-  { 3, 6144, 2048, 183 },
-  { 3, 6144, 8192, 183 },
-  { 3, 6144, 32768, 184 },
-  { 3, 7168, 1, 185 },
-  { 3, 7168, 8, 185 },
-  { 3, 7168, 32, 185 },
-  { 3, 7168, 128, 185 },
-  { 3, 7168, 512, 186 },
-  { 3, 7168, 2048, 187 },
-  { 3, 7168, 8192, 186 },
-  { 3, 7168, 32768, 188 },
-  { 3, 8192, 1, 189 },
-  { 3, 8192, 8, 189 },
-  { 3, 8192, 32, 189 },
-  { 3, 8192, 128, 189 },
-  { 3, 8192, 512, 190 },
-  { 3, 8192, 2048, 190 },
-  { 3, 8192, 8192, 191 },
-  { 3, 8192, 32768, 188 },
-  { 3, 12288, 1, 192 },
-  { 3, 12288, 8, 192 },
-  { 3, 12288, 32, 192 },
-  { 3, 12288, 128, 192 },
-  { 3, 12288, 512, 193 },
-  { 3, 12288, 2048, 194 },
-  { 3, 12288, 8192, 194 },
-  { 3, 12288, 32768, 195 },
-  { 3, 16384, 1, 196 },
-  { 3, 16384, 8, 196 },
-  { 3, 16384, 32, 196 },
-  { 3, 16384, 128, 197 },
-  { 3, 16384, 512, 198 },
-  { 3, 16384, 2048, 198 },
-  { 3, 16384, 8192, 199 },
-  { 3, 16384, 32768, 199 },
-  { 3, 32768, 1, 200 },
-  { 3, 32768, 8, 200 },
-  { 3, 32768, 32, 200 },
-  { 3, 32768, 128, 201 },
-  { 3, 32768, 512, 202 },
-  { 3, 32768, 2048, 203 },
-  { 3, 32768, 8192, 204 },
-  { 3, 32768, 32768, 204 },
-  { 3, 65536, 1, 205 },
-  { 3, 65536, 8, 205 },
-  { 3, 65536, 32, 205 },
-  { 3, 65536, 128, 206 },
-  { 3, 65536, 512, 207 },
-  { 3, 65536, 2048, 208 },
-  { 3, 65536, 8192, 208 },
-  { 3, 65536, 32768, 208 },
-  { 3, 131072, 1, 209 },
-  { 3, 131072, 8, 210 },
-  { 3, 131072, 32, 209 },
-  { 3, 131072, 128, 209 },
-  { 3, 131072, 512, 211 },
-  { 3, 131072, 2048, 212 },
-  { 3, 131072, 8192, 212 },
-  { 3, 131072, 32768, 212 },
-  { 4, 512, 1, 214 },
-  { 4, 512, 8, 215 },
-  { 4, 512, 32, 215 },
-  { 4, 512, 128, 216 },
-  { 4, 512, 512, 216 },
-  { 4, 512, 2048, 216 },
-  { 4, 512, 8192, 217 },
-  { 4, 512, 32768, 216 },
-  { 4, 768, 1, 218 },
-  { 4, 768, 8, 218 },
-  { 4, 768, 32, 218 },
-  { 4, 768, 128, 218 },
-  { 4, 768, 512, 219 },
-  { 4, 768, 2048, 219 },
-  { 4, 768, 8192, 219 },
-  { 4, 768, 32768, 219 },
-  { 4, 1024, 1, 220 },
-  { 4, 1024, 8, 220 },
-  { 4, 1024, 32, 220 },
-  { 4, 1024, 128, 221 },
-  { 4, 1024, 512, 222 },
-  { 4, 1024, 2048, 222 },
-  { 4, 1024, 8192, 222 },
-  { 4, 1024, 32768, 222 },
-  { 4, 1536, 1, 223 },
-  { 4, 1536, 8, 223 },
-  { 4, 1536, 32, 223 },
-  { 4, 1536, 128, 223 },
-  { 4, 1536, 512, 224 },
-  { 4, 1536, 2048, 225 },
-  { 4, 1536, 8192, 225 },
-  { 4, 1536, 32768, 225 },
-  { 4, 2048, 1, 226 },
-  { 4, 2048, 8, 226 },
-  { 4, 2048, 32, 226 },
-  { 4, 2048, 128, 226 },
-  { 4, 2048, 512, 227 },
-  { 4, 2048, 2048, 228 },
-  { 4, 2048, 8192, 227 },
-  { 4, 2048, 32768, 227 },
-  { 4, 2560, 1, 229 },
-  { 4, 2560, 8, 229 },
-  { 4, 2560, 32, 229 },
-  { 4, 2560, 128, 229 },
-  { 4, 2560, 512, 230 },
-  { 4, 2560, 2048, 231 },
-  { 4, 2560, 8192, 231 },
-  { 4, 2560, 32768, 231 },
-  { 4, 3072, 1, 232 },
-  { 4, 3072, 8, 232 },
-  { 4, 3072, 32, 232 },
-  { 4, 3072, 128, 232 },
-  { 4, 3072, 512, 233 },
-  { 4, 3072, 2048, 233 },
-  { 4, 3072, 8192, 233 },
-  { 4, 3072, 32768, 233 },
-  { 4, 4096, 1, 234 },
-  { 4, 4096, 8, 235 },
-  { 4, 4096, 32, 235 },
-  { 4, 4096, 128, 236 },
-  { 4, 4096, 512, 236 },
-  { 4, 4096, 2048, 236 },
-  { 4, 4096, 8192, 237 },
-  { 4, 4096, 32768, 237 },
-  { 4, 5120, 1, 238 },
-  { 4, 5120, 8, 238 },
-  { 4, 5120, 32, 238 },
-  { 4, 5120, 128, 238 },
-  { 4, 5120, 512, 239 },
-  { 4, 5120, 2048, 239 },
-  { 4, 5120, 8192, 240 },
-  { 4, 5120, 32768, 240 },
-  { 4, 6144, 1, 241 },
-  { 4, 6144, 8, 242 },
-  { 4, 6144, 32, 243 },
-  { 4, 6144, 128, 243 },
-  { 4, 6144, 512, 244 },
-  { 4, 6144, 2048, 244 },
-  { 4, 6144, 8192, 245 },
-  { 4, 6144, 32768, 245 },
-  { 4, 7168, 1, 246 },
-  { 4, 7168, 8, 246 },
-  { 4, 7168, 32, 246 },
-  { 4, 7168, 128, 246 },
-  { 4, 7168, 512, 247 },
-  { 4, 7168, 2048, 247 },
-  { 4, 7168, 8192, 248 },
-  { 4, 7168, 32768, 248 },
-  { 4, 8192, 1, 249 },
-  { 4, 8192, 8, 249 },
-  { 4, 8192, 32, 249 },
-  { 4, 8192, 128, 249 },
-  { 4, 8192, 512, 250 },
-  { 4, 8192, 2048, 251 },
-  { 4, 8192, 8192, 251 },
-  { 4, 8192, 32768, 252 },
-  { 4, 12288, 1, 253 },
-  { 4, 12288, 8, 253 },
-  { 4, 12288, 32, 253 },
-  { 4, 12288, 128, 253 },
-  { 4, 12288, 512, 254 },
-  { 4, 12288, 2048, 255 },
-  { 4, 12288, 8192, 256 },
-  { 4, 12288, 32768, 256 },
-  { 4, 16384, 1, 257 },
-  { 4, 16384, 8, 257 },
-  { 4, 16384, 32, 257 },
-  { 4, 16384, 128, 258 },
-  { 4, 16384, 512, 259 },
-  { 4, 16384, 2048, 259 },
-  { 4, 16384, 8192, 260 },
-  { 4, 16384, 32768, 260 },
-  { 4, 32768, 1, 261 },
-  { 4, 32768, 8, 262 },
-  { 4, 32768, 32, 261 },
-  { 4, 32768, 128, 262 },
-  { 4, 32768, 512, 263 },
-  { 4, 32768, 2048, 264 },
-  { 4, 32768, 8192, 264 },
-  { 4, 32768, 32768, 264 },
-  { 4, 65536, 1, 265 },
-  { 4, 65536, 8, 265 },
-  { 4, 65536, 32, 265 },
-  { 4, 65536, 128, 265 },
-  { 4, 65536, 512, 266 },
-  { 4, 65536, 2048, 266 },
-  { 4, 65536, 8192, 267 },
-  { 4, 65536, 32768, 267 },
-  { 4, 131072, 1, 268 },
-  { 4, 131072, 8, 268 },
-  { 4, 131072, 32, 269 },
-  { 4, 131072, 128, 269 },
-  { 4, 131072, 512, 270 },
-  { 4, 131072, 2048, 270 },
-  { 4, 131072, 8192, 270 },
-  { 4, 131072, 32768, 270 },
-  { 5, 512, 1, 272 },
-  { 5, 512, 8, 273 },
-  { 5, 512, 32, 273 },
-  { 5, 512, 128, 273 },
-  { 5, 512, 512, 273 },
-  { 5, 512, 2048, 273 },
-  { 5, 512, 8192, 274 },
-  { 5, 512, 32768, 273 },
-  { 5, 768, 1, 275 },
-  { 5, 768, 8, 276 },
-  { 5, 768, 32, 276 },
-  { 5, 768, 128, 276 },
-  { 5, 768, 512, 276 },
-  { 5, 768, 2048, 276 },
-  { 5, 768, 8192, 277 },
-  { 5, 768, 32768, 278 },
-  { 5, 1024, 1, 279 },
-  { 5, 1024, 8, 279 },
-  { 5, 1024, 32, 280 },
-  { 5, 1024, 128, 280 },
-  { 5, 1024, 512, 280 },
-  { 5, 1024, 2048, 280 },
-  { 5, 1024, 8192, 279 },
-  { 5, 1024, 32768, 279 },
-  { 5, 1536, 1, 281 },
-  { 5, 1536, 8, 281 },
-  { 5, 1536, 32, 282 },
-  { 5, 1536, 128, 282 },
-  { 5, 1536, 512, 281 },
-  { 5, 1536, 2048, 282 },
-  { 5, 1536, 8192, 281 },
-  { 5, 1536, 32768, 281 },
-  { 5, 2048, 1, 283 },
-  { 5, 2048, 8, 283 },
-  { 5, 2048, 32, 283 },
-  { 5, 2048, 128, 283 },
-  { 5, 2048, 512, 283 },
-  { 5, 2048, 2048, 284 },
-  { 5, 2048, 8192, 283 },
-  { 5, 2048, 32768, 283 },
-  { 5, 2560, 1, 285 },
-  { 5, 2560, 8, 285 },
-  { 5, 2560, 32, 285 },
-  { 5, 2560, 128, 285 },
-  { 5, 2560, 512, 285 },
-  { 5, 2560, 2048, 286 },
-  { 5, 2560, 8192, 286 },
-  { 5, 2560, 32768, 286 },
-  { 5, 3072, 1, 287 },
-  { 5, 3072, 8, 287 },
-  { 5, 3072, 32, 287 },
-  { 5, 3072, 128, 287 },
-  { 5, 3072, 512, 287 },
-  { 5, 3072, 2048, 287 },
-  { 5, 3072, 8192, 287 },
-  { 5, 3072, 32768, 287 },
-  { 5, 4096, 1, 288 },
-  { 5, 4096, 8, 288 },
-  { 5, 4096, 32, 288 },
-  { 5, 4096, 128, 288 },
-  { 5, 4096, 512, 288 },
-  { 5, 4096, 2048, 288 },
-  { 5, 4096, 8192, 288 },
-  { 5, 4096, 32768, 288 },
-  { 5, 5120, 1, 289 },
-  { 5, 5120, 8, 289 },
-  { 5, 5120, 32, 289 },
-  { 5, 5120, 128, 289 },
-  { 5, 5120, 512, 290 },
-  { 5, 5120, 2048, 290 },
-  { 5, 5120, 8192, 290 },
-  { 5, 5120, 32768, 290 },
-  { 5, 6144, 1, 291 },
-  { 5, 6144, 8, 291 },
-  { 5, 6144, 32, 291 },
-  { 5, 6144, 128, 291 },
-  { 5, 6144, 512, 291 },
-  { 5, 6144, 2048, 291 },
-  { 5, 6144, 8192, 291 },
-  { 5, 6144, 32768, 292 },
-  { 5, 7168, 1, 293 },
-  { 5, 7168, 8, 293 },
-  { 5, 7168, 32, 293 },
-  { 5, 7168, 128, 293 },
-  { 5, 7168, 512, 294 },
-  { 5, 7168, 2048, 294 },
-  { 5, 7168, 8192, 294 },
-  { 5, 7168, 32768, 295 },
-  { 5, 8192, 1, 296 },
-  { 5, 8192, 8, 296 },
-  { 5, 8192, 32, 296 },
-  { 5, 8192, 128, 297 },
-  { 5, 8192, 512, 297 },
-  { 5, 8192, 2048, 297 },
-  { 5, 8192, 8192, 298 },
-  { 5, 8192, 32768, 299 },
-  { 5, 12288, 1, 300 },
-  { 5, 12288, 8, 300 },
-  { 5, 12288, 32, 300 },
-  { 5, 12288, 128, 300 },
-  { 5, 12288, 512, 301 },
-  { 5, 12288, 2048, 302 },
-  { 5, 12288, 8192, 302 },
-  { 5, 12288, 32768, 303 },
-  { 5, 16384, 1, 304 },
-  { 5, 16384, 8, 304 },
-  { 5, 16384, 32, 304 },
-  { 5, 16384, 128, 305 },
-  { 5, 16384, 512, 306 },
-  { 5, 16384, 2048, 306 },
-  { 5, 16384, 8192, 307 },
-  { 5, 16384, 32768, 307 },
-  { 5, 32768, 1, 308 },
-  { 5, 32768, 8, 308 },
-  { 5, 32768, 32, 308 },
-  { 5, 32768, 128, 309 },
-  { 5, 32768, 512, 310 },
-  { 5, 32768, 2048, 311 },
-  { 5, 32768, 8192, 312 },
-  { 5, 32768, 32768, 312 },
-  { 5, 65536, 1, 313 },
-  { 5, 65536, 8, 313 },
-  { 5, 65536, 32, 313 },
-  { 5, 65536, 128, 314 },
-  { 5, 65536, 512, 315 },
-  { 5, 65536, 2048, 314 },
-  { 5, 65536, 8192, 314 },
-  { 5, 65536, 32768, 314 },
-  { 5, 131072, 1, 316 },
-  { 5, 131072, 8, 316 },
-  { 5, 131072, 32, 317 },
-  { 5, 131072, 128, 318 },
-  { 5, 131072, 512, 318 },
-  { 5, 131072, 2048, 319 },
-  { 5, 131072, 8192, 319 },
-  { 5, 131072, 32768, 319 },
-  { 6, 512, 1, 321 },
-  { 6, 512, 8, 322 },
-  { 6, 512, 32, 322 },
-  { 6, 512, 128, 322 },
-  { 6, 512, 512, 322 },
-  { 6, 512, 2048, 322 },
-  { 6, 512, 8192, 323 },
-  { 6, 512, 32768, 321 },
-  { 6, 768, 1, 324 },
-  { 6, 768, 8, 324 },
-  { 6, 768, 32, 324 },
-  { 6, 768, 128, 325 },
-  { 6, 768, 512, 324 },
-  { 6, 768, 2048, 325 },
-  { 6, 768, 8192, 325 },
-  { 6, 768, 32768, 324 },
-  { 6, 1024, 1, 326 },
-  { 6, 1024, 8, 326 },
-  { 6, 1024, 32, 327 },
-  { 6, 1024, 128, 327 },
-  { 6, 1024, 512, 326 },
-  { 6, 1024, 2048, 326 },
-  { 6, 1024, 8192, 326 },
-  { 6, 1024, 32768, 326 },
-  { 6, 1536, 1, 328 },
-  { 6, 1536, 8, 328 },
-  { 6, 1536, 32, 328 },
-  { 6, 1536, 128, 328 },
-  { 6, 1536, 512, 328 },
-  { 6, 1536, 2048, 329 },
-  { 6, 1536, 8192, 329 },
-  { 6, 1536, 32768, 328 },
-  { 6, 2048, 1, 330 },
-  { 6, 2048, 8, 330 },
-  { 6, 2048, 32, 330 },
-  { 6, 2048, 128, 330 },
-  { 6, 2048, 512, 330 },
-  { 6, 2048, 2048, 331 },
-  { 6, 2048, 8192, 330 },
-  { 6, 2048, 32768, 330 },
-  { 6, 2560, 1, 332 },
-  { 6, 2560, 8, 332 },
-  { 6, 2560, 32, 332 },
-  { 6, 2560, 128, 332 },
-  { 6, 2560, 512, 333 },
-  { 6, 2560, 2048, 333 },
-  { 6, 2560, 8192, 333 },
-  { 6, 2560, 32768, 333 },
-  { 6, 3072, 1, 334 },
-  { 6, 3072, 8, 334 },
-  { 6, 3072, 32, 334 },
-  { 6, 3072, 128, 334 },
-  { 6, 3072, 512, 335 },
-  { 6, 3072, 2048, 335 },
-  { 6, 3072, 8192, 335 },
-  { 6, 3072, 32768, 335 },
-  { 6, 4096, 1, 336 },
-  { 6, 4096, 8, 336 },
-  { 6, 4096, 32, 336 },
-  { 6, 4096, 128, 336 },
-  { 6, 4096, 512, 336 },
-  { 6, 4096, 2048, 336 },
-  { 6, 4096, 8192, 337 },
-  { 6, 4096, 32768, 337 },
-  { 6, 5120, 1, 338 },
-  { 6, 5120, 8, 338 },
-  { 6, 5120, 32, 338 },
-  { 6, 5120, 128, 338 },
-  { 6, 5120, 512, 339 },
-  { 6, 5120, 2048, 340 },
-  { 6, 5120, 8192, 340 },
-  { 6, 5120, 32768, 340 },
-  { 6, 6144, 1, 341 },
-  { 6, 6144, 8, 341 },
-  { 6, 6144, 32, 341 },
-  { 6, 6144, 128, 341 },
-  { 6, 6144, 512, 341 },
-  { 6, 6144, 2048, 341 },
-  { 6, 6144, 8192, 342 },
-  { 6, 6144, 32768, 342 },
-  { 6, 7168, 1, 343 },
-  { 6, 7168, 8, 343 },
-  { 6, 7168, 32, 343 },
-  { 6, 7168, 128, 343 },
-  { 6, 7168, 512, 344 },
-  { 6, 7168, 2048, 344 },
-  { 6, 7168, 8192, 345 },
-  { 6, 7168, 32768, 345 },
-  { 6, 8192, 1, 346 },
-  { 6, 8192, 8, 346 },
-  { 6, 8192, 32, 346 },
-  { 6, 8192, 128, 347 },
-  { 6, 8192, 512, 348 },
-  { 6, 8192, 2048, 347 },
-  { 6, 8192, 8192, 349 },
-  { 6, 8192, 32768, 349 },
-  { 6, 12288, 1, 350 },
-  { 6, 12288, 8, 350 },
-  { 6, 12288, 32, 350 },
-  { 6, 12288, 128, 350 },
-  { 6, 12288, 512, 351 },
-  { 6, 12288, 2048, 352 },
-  { 6, 12288, 8192, 353 },
-  { 6, 12288, 32768, 353 },
-  { 6, 16384, 1, 354 },
-  { 6, 16384, 8, 354 },
-  { 6, 16384, 32, 354 },
-  { 6, 16384, 128, 355 },
-  { 6, 16384, 512, 356 },
-  { 6, 16384, 2048, 355 },
-  { 6, 16384, 8192, 356 },
-  { 6, 16384, 32768, 356 },
-  { 6, 32768, 1, 357 },
-  { 6, 32768, 8, 357 },
-  { 6, 32768, 32, 357 },
-  { 6, 32768, 128, 358 },
-  { 6, 32768, 512, 359 },
-  { 6, 32768, 2048, 358 },
-  { 6, 32768, 8192, 358 },
-  { 6, 32768, 32768, 358 },
-  { 6, 65536, 1, 360 },
-  { 6, 65536, 8, 361 },
-  { 6, 65536, 32, 361 },
-  { 6, 65536, 128, 361 },
-  { 6, 65536, 512, 362 },
-  { 6, 65536, 2048, 363 },
-  { 6, 65536, 8192, 363 },
-  { 6, 65536, 32768, 363 },
-  { 6, 131072, 1, 364 },
-  { 6, 131072, 8, 364 },
-  { 6, 131072, 32, 365 },
-  { 6, 131072, 128, 365 },
-  { 6, 131072, 512, 366 },
-  { 6, 131072, 2048, 366 },
-  { 6, 131072, 8192, 366 },
-  { 6, 131072, 32768, 366 },
-  { 7, 512, 1, 368 },
-  { 7, 512, 8, 368 },
-  { 7, 512, 32, 368 },
-  { 7, 512, 128, 369 },
-  { 7, 512, 512, 369 },
-  { 7, 512, 2048, 369 },
-  { 7, 512, 8192, 370 },
-  { 7, 512, 32768, 371 },
-  { 7, 768, 1, 372 },
-  { 7, 768, 8, 372 },
-  { 7, 768, 32, 372 },
-  { 7, 768, 128, 372 },
-  { 7, 768, 512, 373 },
-  { 7, 768, 2048, 374 },
-  { 7, 768, 8192, 373 },
-  { 7, 768, 32768, 373 },
-  { 7, 1024, 1, 375 },
-  { 7, 1024, 8, 375 },
-  { 7, 1024, 32, 375 },
-  { 7, 1024, 128, 375 },
-  { 7, 1024, 512, 375 },
-  { 7, 1024, 2048, 376 },
-  { 7, 1024, 8192, 375 },
-  { 7, 1024, 32768, 376 },
-  { 7, 1536, 1, 377 },
-  { 7, 1536, 8, 377 },
-  { 7, 1536, 32, 377 },
-  { 7, 1536, 128, 377 },
-  { 7, 1536, 512, 377 },
-  { 7, 1536, 2048, 377 },
-  { 7, 1536, 8192, 378 },
-  { 7, 1536, 32768, 378 },
-  { 7, 2048, 1, 379 },
-  { 7, 2048, 8, 379 },
-  { 7, 2048, 32, 379 },
-  { 7, 2048, 128, 379 },
-  { 7, 2048, 512, 379 },
-  { 7, 2048, 2048, 380 },
-  { 7, 2048, 8192, 378 },
-  { 7, 2048, 32768, 381 },
-  { 7, 2560, 1, 382 },
-  { 7, 2560, 8, 382 },
-  { 7, 2560, 32, 382 },
-  { 7, 2560, 128, 382 },
-  { 7, 2560, 512, 382 },
-  { 7, 2560, 2048, 382 },
-  { 7, 2560, 8192, 383 },
-  { 7, 2560, 32768, 384 },
-  { 7, 3072, 1, 385 },
-  { 7, 3072, 8, 385 },
-  { 7, 3072, 32, 385 },
-  { 7, 3072, 128, 385 },
-  { 7, 3072, 512, 386 },
-  { 7, 3072, 2048, 385 },
-  { 7, 3072, 8192, 386 },
-  { 7, 3072, 32768, 387 },
-  { 7, 4096, 1, 388 },
-  { 7, 4096, 8, 388 },
-  { 7, 4096, 32, 388 },
-  { 7, 4096, 128, 388 },
-  { 7, 4096, 512, 389 },
-  { 7, 4096, 2048, 388 },
-  { 7, 4096, 8192, 389 },
-  { 7, 4096, 32768, 387 },
-  { 7, 5120, 1, 390 },
-  { 7, 5120, 8, 390 },
-  { 7, 5120, 32, 391 },
-  { 7, 5120, 128, 391 },
-  { 7, 5120, 512, 391 },
-  { 7, 5120, 2048, 391 },
-  { 7, 5120, 8192, 392 },
-  { 7, 5120, 32768, 393 },
-  { 7, 6144, 1, 390 },
-  { 7, 6144, 8, 390 },
-  { 7, 6144, 32, 390 },
+  { 0, 1024, 128, 4 },
+  { 0, 1024, 512, 5 },
+  { 0, 1024, 2048, 5 },
+  { 0, 1024, 8192, 5 },
+  { 0, 1024, 32768, 5 },
+  { 0, 1536, 1, 6 },
+  { 0, 1536, 8, 6 },
+  { 0, 1536, 32, 6 },
+  { 0, 1536, 128, 6 },
+  { 0, 1536, 512, 7 },
+  { 0, 1536, 2048, 7 },
+  { 0, 1536, 8192, 7 },
+  { 0, 1536, 32768, 7 },
+  { 0, 2048, 1, 8 },
+  { 0, 2048, 8, 8 },
+  { 0, 2048, 32, 8 },
+  { 0, 2048, 128, 8 },
+  { 0, 2048, 512, 9 },
+  { 0, 2048, 2048, 9 },
+  { 0, 2048, 8192, 9 },
+  { 0, 2048, 32768, 10 },
+  { 0, 2560, 1, 11 },
+  { 0, 2560, 8, 11 },
+  { 0, 2560, 32, 11 },
+  { 0, 2560, 128, 11 },
+  { 0, 2560, 512, 12 },
+  { 0, 2560, 2048, 12 },
+  { 0, 2560, 8192, 12 },
+  { 0, 2560, 32768, 12 },
+  { 0, 3072, 1, 13 },
+  { 0, 3072, 8, 13 },
+  { 0, 3072, 32, 13 },
+  { 0, 3072, 128, 13 },
+  { 0, 3072, 512, 14 },
+  { 0, 3072, 2048, 14 },
+  { 0, 3072, 8192, 14 },
+  { 0, 3072, 32768, 14 },
+  { 0, 4096, 1, 15 },
+  { 0, 4096, 8, 15 },
+  { 0, 4096, 32, 15 },
+  { 0, 4096, 128, 15 },
+  { 0, 4096, 512, 15 },
+  { 0, 4096, 2048, 15 },
+  { 0, 4096, 8192, 16 },
+  { 0, 4096, 32768, 16 },
+  { 0, 5120, 1, 17 },
+  { 0, 5120, 8, 17 },
+  { 0, 5120, 32, 17 },
+  { 0, 5120, 128, 17 },
+  { 0, 5120, 512, 17 },
+  { 0, 5120, 2048, 17 },
+  { 0, 5120, 8192, 17 },
+  { 0, 5120, 32768, 18 },
+  { 0, 6144, 1, 19 },
+  { 0, 6144, 8, 19 },
+  { 0, 6144, 32, 19 },
+  { 0, 6144, 128, 20 },
+  { 0, 6144, 512, 20 },
+  { 0, 6144, 2048, 20 },
+  { 0, 6144, 8192, 21 },
+  { 0, 6144, 32768, 21 },
+  { 0, 7168, 1, 22 },
+  { 0, 7168, 8, 22 },
+  { 0, 7168, 32, 22 },
+  { 0, 7168, 128, 23 },
+  { 0, 7168, 512, 23 },
+  { 0, 7168, 2048, 23 },
+  { 0, 7168, 8192, 23 },
+  { 0, 7168, 32768, 23 },
+  { 0, 8192, 1, 24 },
+  { 0, 8192, 8, 24 },
+  { 0, 8192, 32, 24 },
+  { 0, 8192, 128, 24 },
+  { 0, 8192, 512, 25 },
+  { 0, 8192, 2048, 26 },
+  { 0, 8192, 8192, 26 },
+  { 0, 8192, 32768, 26 },
+  { 0, 12288, 1, 27 },
+  { 0, 12288, 8, 27 },
+  { 0, 12288, 32, 27 },
+  { 0, 12288, 128, 27 },
+  { 0, 12288, 512, 28 },
+  { 0, 12288, 2048, 28 },
+  { 0, 12288, 8192, 28 },
+  { 0, 12288, 32768, 28 },
+  { 0, 16384, 1, 29 },
+  { 0, 16384, 8, 29 },
+  { 0, 16384, 32, 30 },
+  { 0, 16384, 128, 31 },
+  { 0, 16384, 512, 32 },
+  { 0, 16384, 2048, 32 },
+  { 0, 16384, 8192, 32 },
+  { 0, 16384, 32768, 33 },
+  { 0, 32768, 1, 34 },
+  { 0, 32768, 8, 34 },
+  { 0, 32768, 32, 35 },
+  { 0, 32768, 128, 36 },
+  { 0, 32768, 512, 37 },
+  { 0, 32768, 2048, 37 },
+  { 0, 32768, 8192, 37 },
+  { 0, 32768, 32768, 37 },
+  { 0, 65536, 1, 38 },
+  { 0, 65536, 8, 38 },
+  { 0, 65536, 32, 39 },
+  { 0, 65536, 128, 40 },
+  { 0, 65536, 512, 41 },
+  { 0, 65536, 2048, 41 },
+  { 0, 65536, 8192, 41 },
+  { 0, 65536, 32768, 42 },
+  { 0, 131072, 1, 43 },
+  { 0, 131072, 8, 43 },
+  { 0, 131072, 32, 44 },
+  { 0, 131072, 128, 45 },
+  { 0, 131072, 512, 46 },
+  { 0, 131072, 2048, 46 },
+  { 0, 131072, 8192, 46 },
+  { 0, 131072, 32768, 46 },
+  { 1, 512, 1, 48 },
+  { 1, 512, 8, 49 },
+  { 1, 512, 32, 49 },
+  { 1, 512, 128, 49 },
+  { 1, 512, 512, 49 },
+  { 1, 512, 2048, 49 },
+  { 1, 512, 8192, 49 },
+  { 1, 512, 32768, 49 },
+  { 1, 768, 1, 50 },
+  { 1, 768, 8, 51 },
+  { 1, 768, 32, 51 },
+  { 1, 768, 128, 51 },
+  { 1, 768, 512, 51 },
+  { 1, 768, 2048, 51 },
+  { 1, 768, 8192, 51 },
+  { 1, 768, 32768, 51 },
+  { 1, 1024, 1, 52 },
+  { 1, 1024, 8, 52 },
+  { 1, 1024, 32, 52 },
+  { 1, 1024, 128, 52 },
+  { 1, 1024, 512, 52 },
+  { 1, 1024, 2048, 52 },
+  { 1, 1024, 8192, 52 },
+  { 1, 1024, 32768, 52 },
+  { 1, 1536, 1, 53 },
+  { 1, 1536, 8, 53 },
+  { 1, 1536, 32, 53 },
+  { 1, 1536, 128, 53 },
+  { 1, 1536, 512, 53 },
+  { 1, 1536, 2048, 53 },
+  { 1, 1536, 8192, 53 },
+  { 1, 1536, 32768, 53 },
+  { 1, 2048, 1, 54 },
+  { 1, 2048, 8, 54 },
+  { 1, 2048, 32, 54 },
+  { 1, 2048, 128, 54 },
+  { 1, 2048, 512, 54 },
+  { 1, 2048, 2048, 54 },
+  { 1, 2048, 8192, 55 },
+  { 1, 2048, 32768, 55 },
+  { 1, 2560, 1, 56 },
+  { 1, 2560, 8, 56 },
+  { 1, 2560, 32, 56 },
+  { 1, 2560, 128, 56 },
+  { 1, 2560, 512, 56 },
+  { 1, 2560, 2048, 57 },
+  { 1, 2560, 8192, 56 },
+  { 1, 2560, 32768, 56 },
+  { 1, 3072, 1, 58 },
+  { 1, 3072, 8, 58 },
+  { 1, 3072, 32, 58 },
+  { 1, 3072, 128, 58 },
+  { 1, 3072, 512, 58 },
+  { 1, 3072, 2048, 58 },
+  { 1, 3072, 8192, 58 },
+  { 1, 3072, 32768, 58 },
+  { 1, 4096, 1, 59 },
+  { 1, 4096, 8, 59 },
+  { 1, 4096, 32, 59 },
+  { 1, 4096, 128, 59 },
+  { 1, 4096, 512, 59 },
+  { 1, 4096, 2048, 59 },
+  { 1, 4096, 8192, 60 },
+  { 1, 4096, 32768, 60 },
+  { 1, 5120, 1, 61 },
+  { 1, 5120, 8, 61 },
+  { 1, 5120, 32, 61 },
+  { 1, 5120, 128, 61 },
+  { 1, 5120, 512, 62 },
+  { 1, 5120, 2048, 61 },
+  { 1, 5120, 8192, 61 },
+  { 1, 5120, 32768, 63 },
+  { 1, 6144, 1, 64 },
+  { 1, 6144, 8, 64 },
+  { 1, 6144, 32, 64 },
+  { 1, 6144, 128, 64 },
+  { 1, 6144, 512, 64 },
+  { 1, 6144, 2048, 64 },
+  { 1, 6144, 8192, 65 },
+  { 1, 6144, 32768, 65 },
+  { 1, 7168, 1, 66 },
+  { 1, 7168, 8, 66 },
+  { 1, 7168, 32, 66 },
+  { 1, 7168, 128, 66 },
+  { 1, 7168, 512, 67 },
+  { 1, 7168, 2048, 67 },
+  { 1, 7168, 8192, 67 },
+  { 1, 7168, 32768, 67 },
+  { 1, 8192, 1, 68 },
+  { 1, 8192, 8, 68 },
+  { 1, 8192, 32, 68 },
+  { 1, 8192, 128, 69 },
+  { 1, 8192, 512, 70 },
+  { 1, 8192, 2048, 69 },
+  { 1, 8192, 8192, 71 },
+  { 1, 8192, 32768, 71 },
+  { 1, 12288, 1, 72 },
+  { 1, 12288, 8, 72 },
+  { 1, 12288, 32, 72 },
+  { 1, 12288, 128, 73 },
+  { 1, 12288, 512, 74 },
+  { 1, 12288, 2048, 74 },
+  { 1, 12288, 8192, 74 },
+  { 1, 12288, 32768, 74 },
+  { 1, 16384, 1, 75 },
+  { 1, 16384, 8, 75 },
+  { 1, 16384, 32, 75 },
+  { 1, 16384, 128, 76 },
+  { 1, 16384, 512, 77 },
+  { 1, 16384, 2048, 77 },
+  { 1, 16384, 8192, 77 },
+  { 1, 16384, 32768, 78 },
+  { 1, 32768, 1, 79 },
+  { 1, 32768, 8, 80 },
+  { 1, 32768, 32, 80 },
+  { 1, 32768, 128, 81 },
+  { 1, 32768, 512, 82 },
+  { 1, 32768, 2048, 82 },
+  { 1, 32768, 8192, 82 },
+  { 1, 32768, 32768, 82 },
+  { 1, 65536, 1, 83 },
+  { 1, 65536, 8, 83 },
+  { 1, 65536, 32, 84 },
+  { 1, 65536, 128, 85 },
+  { 1, 65536, 512, 86 },
+  { 1, 65536, 2048, 86 },
+  { 1, 65536, 8192, 86 },
+  { 1, 65536, 32768, 86 },
+  { 1, 131072, 1, 87 },
+  { 1, 131072, 8, 87 },
+  { 1, 131072, 32, 88 },
+  { 1, 131072, 128, 89 },
+  { 1, 131072, 512, 90 },
+  { 1, 131072, 2048, 90 },
+  { 1, 131072, 8192, 90 },
+  { 1, 131072, 32768, 90 },
+  { 2, 512, 1, 92 },
+  { 2, 512, 8, 93 },
+  { 2, 512, 32, 93 },
+  { 2, 512, 128, 93 },
+  { 2, 512, 512, 94 },
+  { 2, 512, 2048, 94 },
+  { 2, 512, 8192, 95 },
+  { 2, 512, 32768, 95 },
+  { 2, 768, 1, 96 },
+  { 2, 768, 8, 96 },
+  { 2, 768, 32, 96 },
+  { 2, 768, 128, 96 },
+  { 2, 768, 512, 96 },
+  { 2, 768, 2048, 97 },
+  { 2, 768, 8192, 96 },
+  { 2, 768, 32768, 97 },
+  { 2, 1024, 1, 98 },
+  { 2, 1024, 8, 98 },
+  { 2, 1024, 32, 98 },
+  { 2, 1024, 128, 98 },
+  { 2, 1024, 512, 98 },
+  { 2, 1024, 2048, 98 },
+  { 2, 1024, 8192, 98 },
+  { 2, 1024, 32768, 99 },
+  { 2, 1536, 1, 100 },
+  { 2, 1536, 8, 100 },
+  { 2, 1536, 32, 100 },
+  { 2, 1536, 128, 100 },
+  { 2, 1536, 512, 100 },
+  { 2, 1536, 2048, 101 },
+  { 2, 1536, 8192, 102 },
+  { 2, 1536, 32768, 102 },
+  { 2, 2048, 1, 103 },
+  { 2, 2048, 8, 103 },
+  { 2, 2048, 32, 103 },
+  { 2, 2048, 128, 103 },
+  { 2, 2048, 512, 103 },
+  { 2, 2048, 2048, 103 },
+  { 2, 2048, 8192, 104 },
+  { 2, 2048, 32768, 105 },
+  { 2, 2560, 1, 106 },
+  { 2, 2560, 8, 106 },
+  { 2, 2560, 32, 106 },
+  { 2, 2560, 128, 106 },
+  { 2, 2560, 512, 106 },
+  { 2, 2560, 2048, 106 },
+  { 2, 2560, 8192, 107 },
+  { 2, 2560, 32768, 108 },
+  { 2, 3072, 1, 109 },
+  { 2, 3072, 8, 109 },
+  { 2, 3072, 32, 109 },
+  { 2, 3072, 128, 109 },
+  { 2, 3072, 512, 110 },
+  { 2, 3072, 2048, 109 },
+  { 2, 3072, 8192, 110 },
+  { 2, 3072, 32768, 111 },
+  { 2, 4096, 1, 112 },
+  { 2, 4096, 8, 112 },
+  { 2, 4096, 32, 112 },
+  { 2, 4096, 128, 112 },
+  { 2, 4096, 512, 113 },
+  { 2, 4096, 2048, 112 },
+  { 2, 4096, 8192, 114 },
+  { 2, 4096, 32768, 113 },
+  { 2, 5120, 1, 115 },
+  { 2, 5120, 8, 115 },
+  { 2, 5120, 32, 115 },
+  { 2, 5120, 128, 115 },
+  { 2, 5120, 512, 115 },
+  { 2, 5120, 2048, 115 },
+  { 2, 5120, 8192, 116 },
+  { 2, 5120, 32768, 117 },
+  { 2, 6144, 1, 118 },
+  { 2, 6144, 8, 118 },
+  { 2, 6144, 32, 118 },
+  { 2, 6144, 128, 118 },
+  { 2, 6144, 512, 119 },
+  { 2, 6144, 2048, 118 },
+  { 2, 6144, 8192, 120 },
+  { 2, 6144, 32768, 121 },
+  { 2, 7168, 1, 122 },
+  { 2, 7168, 8, 122 },
+  { 2, 7168, 32, 122 },
+  { 2, 7168, 128, 122 },
+  { 2, 7168, 512, 123 },
+  { 2, 7168, 2048, 123 },
+  { 2, 7168, 8192, 123 },
+  { 2, 7168, 32768, 124 },
+  { 2, 8192, 1, 125 },
+  { 2, 8192, 8, 125 },
+  { 2, 8192, 32, 125 },
+  { 2, 8192, 128, 125 },
+  { 2, 8192, 512, 126 },
+  { 2, 8192, 2048, 126 },
+  { 2, 8192, 8192, 127 },
+  { 2, 8192, 32768, 127 },
+  { 2, 12288, 1, 128 },
+  { 2, 12288, 8, 128 },
+  { 2, 12288, 32, 128 },
+  { 2, 12288, 128, 128 },
+  { 2, 12288, 512, 128 },
+  { 2, 12288, 2048, 128 },
+  { 2, 12288, 8192, 129 },
+  { 2, 12288, 32768, 129 },
+  { 2, 16384, 1, 130 },
+  { 2, 16384, 8, 130 },
+  { 2, 16384, 32, 130 },
+  { 2, 16384, 128, 130 },
+  { 2, 16384, 512, 130 },
+  { 2, 16384, 2048, 130 },
+  { 2, 16384, 8192, 131 },
+  { 2, 16384, 32768, 131 },
+  { 2, 32768, 1, 132 },
+  { 2, 32768, 8, 133 },
+  { 2, 32768, 32, 132 },
+  { 2, 32768, 128, 133 },
+  { 2, 32768, 512, 133 },
+  { 2, 32768, 2048, 133 },
+  { 2, 32768, 8192, 134 },
+  { 2, 32768, 32768, 134 },
+  { 2, 65536, 1, 135 },
+  { 2, 65536, 8, 136 },
+  { 2, 65536, 32, 135 },
+  { 2, 65536, 128, 136 },
+  { 2, 65536, 512, 136 },
+  { 2, 65536, 2048, 137 },
+  { 2, 65536, 8192, 137 },
+  { 2, 65536, 32768, 137 },
+  { 2, 131072, 1, 138 },
+  { 2, 131072, 8, 139 },
+  { 2, 131072, 32, 138 },
+  { 2, 131072, 128, 140 },
+  { 2, 131072, 512, 140 },
+  { 2, 131072, 2048, 140 },
+  { 2, 131072, 8192, 140 },
+  { 2, 131072, 32768, 140 },
+  { 3, 512, 1, 142 },
+  { 3, 512, 8, 143 },
+  { 3, 512, 32, 143 },
+  { 3, 512, 128, 144 },
+  { 3, 512, 512, 144 },
+  { 3, 512, 2048, 144 },
+  { 3, 512, 8192, 145 },
+  { 3, 512, 32768, 144 },
+  { 3, 768, 1, 146 },
+  { 3, 768, 8, 146 },
+  { 3, 768, 32, 146 },
+  { 3, 768, 128, 147 },
+  { 3, 768, 512, 147 },
+  { 3, 768, 2048, 147 },
+  { 3, 768, 8192, 148 },
+  { 3, 768, 32768, 149 },
+  { 3, 1024, 1, 150 },
+  { 3, 1024, 8, 151 },
+  { 3, 1024, 32, 151 },
+  { 3, 1024, 128, 151 },
+  { 3, 1024, 512, 152 },
+  { 3, 1024, 2048, 152 },
+  { 3, 1024, 8192, 152 },
+  { 3, 1024, 32768, 152 },
+  { 3, 1536, 1, 153 },
+  { 3, 1536, 8, 153 },
+  { 3, 1536, 32, 153 },
+  { 3, 1536, 128, 153 },
+  { 3, 1536, 512, 154 },
+  { 3, 1536, 2048, 155 },
+  { 3, 1536, 8192, 154 },
+  { 3, 1536, 32768, 154 },
+  { 3, 2048, 1, 156 },
+  { 3, 2048, 8, 156 },
+  { 3, 2048, 32, 156 },
+  { 3, 2048, 128, 156 },
+  { 3, 2048, 512, 157 },
+  { 3, 2048, 2048, 158 },
+  { 3, 2048, 8192, 157 },
+  { 3, 2048, 32768, 157 },
+  { 3, 2560, 1, 159 },
+  { 3, 2560, 8, 159 },
+  { 3, 2560, 32, 159 },
+  { 3, 2560, 128, 159 },
+  { 3, 2560, 512, 160 },
+  { 3, 2560, 2048, 161 },
+  { 3, 2560, 8192, 161 },
+  { 3, 2560, 32768, 161 },
+  { 3, 3072, 1, 162 },
+  { 3, 3072, 8, 162 },
+  { 3, 3072, 32, 162 },
+  { 3, 3072, 128, 162 },
+  { 3, 3072, 512, 163 },
+  { 3, 3072, 2048, 163 },
+  { 3, 3072, 8192, 163 },
+  { 3, 3072, 32768, 163 },
+  { 3, 4096, 1, 164 },
+  { 3, 4096, 8, 164 },
+  { 3, 4096, 32, 164 },
+  { 3, 4096, 128, 164 },
+  { 3, 4096, 512, 164 },
+  { 3, 4096, 2048, 164 },
+  { 3, 4096, 8192, 165 },
+  { 3, 4096, 32768, 166 },
+  { 3, 5120, 1, 167 },
+  { 3, 5120, 8, 167 },
+  { 3, 5120, 32, 167 },
+  { 3, 5120, 128, 167 },
+  { 3, 5120, 512, 168 },
+  { 3, 5120, 2048, 169 },
+  { 3, 5120, 8192, 168 },
+  { 3, 5120, 32768, 168 },
+  { 3, 6144, 1, 170 },
+  { 3, 6144, 8, 171 },
+  { 3, 6144, 32, 171 },
+  { 3, 6144, 128, 171 },
+  { 3, 6144, 512, 170 },
+  { 3, 6144, 2048, 170 },
+  { 3, 6144, 8192, 172 },
+  { 3, 6144, 32768, 173 },
+  { 3, 7168, 1, 174 },
+  { 3, 7168, 8, 174 },
+  { 3, 7168, 32, 174 },
+  { 3, 7168, 128, 174 },
+  { 3, 7168, 512, 175 },
+  { 3, 7168, 2048, 176 },
+  { 3, 7168, 8192, 175 },
+  { 3, 7168, 32768, 177 },
+  { 3, 8192, 1, 178 },
+  { 3, 8192, 8, 178 },
+  { 3, 8192, 32, 178 },
+  { 3, 8192, 128, 179 },
+  { 3, 8192, 512, 179 },
+  { 3, 8192, 2048, 179 },
+  { 3, 8192, 8192, 180 },
+  { 3, 8192, 32768, 181 },
+  { 3, 12288, 1, 182 },
+  { 3, 12288, 8, 182 },
+  { 3, 12288, 32, 182 },
+  { 3, 12288, 128, 182 },
+  { 3, 12288, 512, 183 },
+  { 3, 12288, 2048, 184 },
+  { 3, 12288, 8192, 184 },
+  { 3, 12288, 32768, 185 },
+  { 3, 16384, 1, 186 },
+  { 3, 16384, 8, 186 },
+  { 3, 16384, 32, 186 },
+  { 3, 16384, 128, 187 },
+  { 3, 16384, 512, 188 },
+  { 3, 16384, 2048, 189 },
+  { 3, 16384, 8192, 190 },
+  { 3, 16384, 32768, 190 },
+  { 3, 32768, 1, 191 },
+  { 3, 32768, 8, 191 },
+  { 3, 32768, 32, 191 },
+  { 3, 32768, 128, 192 },
+  { 3, 32768, 512, 193 },
+  { 3, 32768, 2048, 194 },
+  { 3, 32768, 8192, 195 },
+  { 3, 32768, 32768, 195 },
+  { 3, 65536, 1, 196 },
+  { 3, 65536, 8, 196 },
+  { 3, 65536, 32, 196 },
+  { 3, 65536, 128, 197 },
+  { 3, 65536, 512, 198 },
+  { 3, 65536, 2048, 199 },
+  { 3, 65536, 8192, 199 },
+  { 3, 65536, 32768, 199 },
+  { 3, 131072, 1, 200 },
+  { 3, 131072, 8, 201 },
+  { 3, 131072, 32, 202 },
+  { 3, 131072, 128, 202 },
+  { 3, 131072, 512, 203 },
+  { 3, 131072, 2048, 204 },
+  { 3, 131072, 8192, 204 },
+  { 3, 131072, 32768, 204 },
+  { 4, 512, 1, 206 },
+  { 4, 512, 8, 206 },
+  { 4, 512, 32, 207 },
+  { 4, 512, 128, 207 },
+  { 4, 512, 512, 207 },
+  { 4, 512, 2048, 207 },
+  { 4, 512, 8192, 208 },
+  { 4, 512, 32768, 207 },
+  { 4, 768, 1, 209 },
+  { 4, 768, 8, 209 },
+  { 4, 768, 32, 209 },
+  { 4, 768, 128, 210 },
+  { 4, 768, 512, 211 },
+  { 4, 768, 2048, 212 },
+  { 4, 768, 8192, 211 },
+  { 4, 768, 32768, 211 },
+  { 4, 1024, 1, 213 },
+  { 4, 1024, 8, 213 },
+  { 4, 1024, 32, 213 },
+  { 4, 1024, 128, 213 },
+  { 4, 1024, 512, 214 },
+  { 4, 1024, 2048, 214 },
+  { 4, 1024, 8192, 214 },
+  { 4, 1024, 32768, 214 },
+  { 4, 1536, 1, 215 },
+  { 4, 1536, 8, 215 },
+  { 4, 1536, 32, 215 },
+  { 4, 1536, 128, 215 },
+  { 4, 1536, 512, 216 },
+  { 4, 1536, 2048, 217 },
+  { 4, 1536, 8192, 217 },
+  { 4, 1536, 32768, 218 },
+  { 4, 2048, 1, 219 },
+  { 4, 2048, 8, 219 },
+  { 4, 2048, 32, 219 },
+  { 4, 2048, 128, 219 },
+  { 4, 2048, 512, 220 },
+  { 4, 2048, 2048, 221 },
+  { 4, 2048, 8192, 221 },
+  { 4, 2048, 32768, 220 },
+  { 4, 2560, 1, 222 },
+  { 4, 2560, 8, 222 },
+  { 4, 2560, 32, 222 },
+  { 4, 2560, 128, 222 },
+  { 4, 2560, 512, 223 },
+  { 4, 2560, 2048, 223 },
+  { 4, 2560, 8192, 223 },
+  { 4, 2560, 32768, 223 },
+  { 4, 3072, 1, 224 },
+  { 4, 3072, 8, 224 },
+  { 4, 3072, 32, 224 },
+  { 4, 3072, 128, 224 },
+  { 4, 3072, 512, 225 },
+  { 4, 3072, 2048, 225 },
+  { 4, 3072, 8192, 225 },
+  { 4, 3072, 32768, 225 },
+  { 4, 4096, 1, 226 },
+  { 4, 4096, 8, 226 },
+  { 4, 4096, 32, 226 },
+  { 4, 4096, 128, 226 },
+  { 4, 4096, 512, 227 },
+  { 4, 4096, 2048, 227 },
+  { 4, 4096, 8192, 228 },
+  { 4, 4096, 32768, 228 },
+  { 4, 5120, 1, 229 },
+  { 4, 5120, 8, 229 },
+  { 4, 5120, 32, 229 },
+  { 4, 5120, 128, 229 },
+  { 4, 5120, 512, 230 },
+  { 4, 5120, 2048, 231 },
+  { 4, 5120, 8192, 231 },
+  { 4, 5120, 32768, 231 },
+  { 4, 6144, 1, 232 },
+  { 4, 6144, 8, 233 },
+  { 4, 6144, 32, 232 },
+  { 4, 6144, 128, 233 },
+  { 4, 6144, 512, 234 },
+  { 4, 6144, 2048, 234 },
+  { 4, 6144, 8192, 235 },
+  { 4, 6144, 32768, 235 },
+  { 4, 7168, 1, 236 },
+  { 4, 7168, 8, 236 },
+  { 4, 7168, 32, 236 },
+  { 4, 7168, 128, 236 },
+  { 4, 7168, 512, 237 },
+  { 4, 7168, 2048, 238 },
+  { 4, 7168, 8192, 238 },
+  { 4, 7168, 32768, 238 },
+  { 4, 8192, 1, 239 },
+  { 4, 8192, 8, 239 },
+  { 4, 8192, 32, 239 },
+  { 4, 8192, 128, 239 },
+  { 4, 8192, 512, 240 },
+  { 4, 8192, 2048, 241 },
+  { 4, 8192, 8192, 241 },
+  { 4, 8192, 32768, 242 },
+  { 4, 12288, 1, 243 },
+  { 4, 12288, 8, 243 },
+  { 4, 12288, 32, 243 },
+  { 4, 12288, 128, 243 },
+  { 4, 12288, 512, 244 },
+  { 4, 12288, 2048, 244 },
+  { 4, 12288, 8192, 245 },
+  { 4, 12288, 32768, 245 },
+  { 4, 16384, 1, 246 },
+  { 4, 16384, 8, 246 },
+  { 4, 16384, 32, 246 },
+  { 4, 16384, 128, 247 },
+  { 4, 16384, 512, 248 },
+  { 4, 16384, 2048, 248 },
+  { 4, 16384, 8192, 249 },
+  { 4, 16384, 32768, 249 },
+  { 4, 32768, 1, 250 },
+  { 4, 32768, 8, 251 },
+  { 4, 32768, 32, 250 },
+  { 4, 32768, 128, 251 },
+  { 4, 32768, 512, 252 },
+  { 4, 32768, 2048, 253 },
+  { 4, 32768, 8192, 253 },
+  { 4, 32768, 32768, 253 },
+  { 4, 65536, 1, 254 },
+  { 4, 65536, 8, 254 },
+  { 4, 65536, 32, 254 },
+  { 4, 65536, 128, 254 },
+  { 4, 65536, 512, 255 },
+  { 4, 65536, 2048, 255 },
+  { 4, 65536, 8192, 256 },
+  { 4, 65536, 32768, 256 },
+  { 4, 131072, 1, 257 },
+  { 4, 131072, 8, 258 },
+  { 4, 131072, 32, 259 },
+  { 4, 131072, 128, 259 },
+  { 4, 131072, 512, 260 },
+  { 4, 131072, 2048, 260 },
+  { 4, 131072, 8192, 261 },
+  { 4, 131072, 32768, 261 },
+  { 5, 512, 1, 263 },
+  { 5, 512, 8, 264 },
+  { 5, 512, 32, 264 },
+  { 5, 512, 128, 264 },
+  { 5, 512, 512, 264 },
+  { 5, 512, 2048, 264 },
+  { 5, 512, 8192, 265 },
+  { 5, 512, 32768, 266 },
+  { 5, 768, 1, 267 },
+  { 5, 768, 8, 268 },
+  { 5, 768, 32, 268 },
+  { 5, 768, 128, 268 },
+  { 5, 768, 512, 268 },
+  { 5, 768, 2048, 268 },
+  { 5, 768, 8192, 268 },
+  { 5, 768, 32768, 269 },
+  { 5, 1024, 1, 270 },
+  { 5, 1024, 8, 270 },
+  { 5, 1024, 32, 271 },
+  { 5, 1024, 128, 271 },
+  { 5, 1024, 512, 270 },
+  { 5, 1024, 2048, 271 },
+  { 5, 1024, 8192, 270 },
+  { 5, 1024, 32768, 270 },
+  { 5, 1536, 1, 272 },
+  { 5, 1536, 8, 272 },
+  { 5, 1536, 32, 273 },
+  { 5, 1536, 128, 273 },
+  { 5, 1536, 512, 272 },
+  { 5, 1536, 2048, 273 },
+  { 5, 1536, 8192, 272 },
+  { 5, 1536, 32768, 272 },
+  { 5, 2048, 1, 274 },
+  { 5, 2048, 8, 274 },
+  { 5, 2048, 32, 274 },
+  { 5, 2048, 128, 275 },
+  { 5, 2048, 512, 274 },
+  { 5, 2048, 2048, 276 },
+  { 5, 2048, 8192, 276 },
+  { 5, 2048, 32768, 276 },
+  { 5, 2560, 1, 277 },
+  { 5, 2560, 8, 277 },
+  { 5, 2560, 32, 277 },
+  { 5, 2560, 128, 277 },
+  { 5, 2560, 512, 277 },
+  { 5, 2560, 2048, 278 },
+  { 5, 2560, 8192, 278 },
+  { 5, 2560, 32768, 278 },
+  { 5, 3072, 1, 279 },
+  { 5, 3072, 8, 279 },
+  { 5, 3072, 32, 279 },
+  { 5, 3072, 128, 279 },
+  { 5, 3072, 512, 279 },
+  { 5, 3072, 2048, 279 },
+  { 5, 3072, 8192, 279 },
+  { 5, 3072, 32768, 279 },
+  { 5, 4096, 1, 280 },
+  { 5, 4096, 8, 280 },
+  { 5, 4096, 32, 280 },
+  { 5, 4096, 128, 280 },
+  { 5, 4096, 512, 280 },
+  { 5, 4096, 2048, 280 },
+  { 5, 4096, 8192, 280 },
+  { 5, 4096, 32768, 281 },
+  { 5, 5120, 1, 282 },
+  { 5, 5120, 8, 282 },
+  { 5, 5120, 32, 283 },
+  { 5, 5120, 128, 282 },
+  { 5, 5120, 512, 284 },
+  { 5, 5120, 2048, 282 },
+  { 5, 5120, 8192, 284 },
+  { 5, 5120, 32768, 284 },
+  { 5, 6144, 1, 285 },
+  { 5, 6144, 8, 285 },
+  { 5, 6144, 32, 285 },
+  { 5, 6144, 128, 285 },
+  { 5, 6144, 512, 285 },
+  { 5, 6144, 2048, 285 },
+  { 5, 6144, 8192, 285 },
+  { 5, 6144, 32768, 286 },
+  { 5, 7168, 1, 287 },
+  { 5, 7168, 8, 287 },
+  { 5, 7168, 32, 287 },
+  { 5, 7168, 128, 287 },
+  { 5, 7168, 512, 288 },
+  { 5, 7168, 2048, 288 },
+  { 5, 7168, 8192, 288 },
+  { 5, 7168, 32768, 288 },
+  { 5, 8192, 1, 289 },
+  { 5, 8192, 8, 289 },
+  { 5, 8192, 32, 289 },
+  { 5, 8192, 128, 290 },
+  { 5, 8192, 512, 290 },
+  { 5, 8192, 2048, 290 },
+  { 5, 8192, 8192, 291 },
+  { 5, 8192, 32768, 292 },
+  { 5, 12288, 1, 293 },
+  { 5, 12288, 8, 293 },
+  { 5, 12288, 32, 293 },
+  { 5, 12288, 128, 293 },
+  { 5, 12288, 512, 294 },
+  { 5, 12288, 2048, 295 },
+  { 5, 12288, 8192, 295 },
+  { 5, 12288, 32768, 296 },
+  { 5, 16384, 1, 297 },
+  { 5, 16384, 8, 297 },
+  { 5, 16384, 32, 297 },
+  { 5, 16384, 128, 298 },
+  { 5, 16384, 512, 299 },
+  { 5, 16384, 2048, 300 },
+  { 5, 16384, 8192, 301 },
+  { 5, 16384, 32768, 301 },
+  { 5, 32768, 1, 302 },
+  { 5, 32768, 8, 302 },
+  { 5, 32768, 32, 302 },
+  { 5, 32768, 128, 303 },
+  { 5, 32768, 512, 304 },
+  { 5, 32768, 2048, 305 },
+  { 5, 32768, 8192, 306 },
+  { 5, 32768, 32768, 306 },
+  { 5, 65536, 1, 307 },
+  { 5, 65536, 8, 307 },
+  { 5, 65536, 32, 307 },
+  { 5, 65536, 128, 308 },
+  { 5, 65536, 512, 309 },
+  { 5, 65536, 2048, 310 },
+  { 5, 65536, 8192, 310 },
+  { 5, 65536, 32768, 310 },
+  { 5, 131072, 1, 311 },
+  { 5, 131072, 8, 311 },
+  { 5, 131072, 32, 312 },
+  { 5, 131072, 128, 313 },
+  { 5, 131072, 512, 313 },
+  { 5, 131072, 2048, 314 },
+  { 5, 131072, 8192, 314 },
+  { 5, 131072, 32768, 314 },
+  { 6, 512, 1, 316 },
+  { 6, 512, 8, 317 },
+  { 6, 512, 32, 318 },
+  { 6, 512, 128, 318 },
+  { 6, 512, 512, 318 },
+  { 6, 512, 2048, 318 },
+  { 6, 512, 8192, 319 },
+  { 6, 512, 32768, 318 },
+  { 6, 768, 1, 320 },
+  { 6, 768, 8, 320 },
+  { 6, 768, 32, 320 },
+  { 6, 768, 128, 320 },
+  { 6, 768, 512, 320 },
+  { 6, 768, 2048, 320 },
+  { 6, 768, 8192, 320 },
+  { 6, 768, 32768, 320 },
+  { 6, 1024, 1, 321 },
+  { 6, 1024, 8, 321 },
+  { 6, 1024, 32, 321 },
+  { 6, 1024, 128, 321 },
+  { 6, 1024, 512, 321 },
+  { 6, 1024, 2048, 321 },
+  { 6, 1024, 8192, 321 },
+  { 6, 1024, 32768, 321 },
+  { 6, 1536, 1, 322 },
+  { 6, 1536, 8, 322 },
+  { 6, 1536, 32, 322 },
+  { 6, 1536, 128, 322 },
+  { 6, 1536, 512, 322 },
+  { 6, 1536, 2048, 323 },
+  { 6, 1536, 8192, 323 },
+  { 6, 1536, 32768, 323 },
+  { 6, 2048, 1, 324 },
+  { 6, 2048, 8, 324 },
+  { 6, 2048, 32, 324 },
+  { 6, 2048, 128, 324 },
+  { 6, 2048, 512, 324 },
+  { 6, 2048, 2048, 325 },
+  { 6, 2048, 8192, 324 },
+  { 6, 2048, 32768, 324 },
+  { 6, 2560, 1, 326 },
+  { 6, 2560, 8, 326 },
+  { 6, 2560, 32, 326 },
+  { 6, 2560, 128, 326 },
+  { 6, 2560, 512, 326 },
+  { 6, 2560, 2048, 327 },
+  { 6, 2560, 8192, 327 },
+  { 6, 2560, 32768, 327 },
+  { 6, 3072, 1, 328 },
+  { 6, 3072, 8, 328 },
+  { 6, 3072, 32, 328 },
+  { 6, 3072, 128, 328 },
+  { 6, 3072, 512, 329 },
+  { 6, 3072, 2048, 329 },
+  { 6, 3072, 8192, 329 },
+  { 6, 3072, 32768, 328 },
+  { 6, 4096, 1, 330 },
+  { 6, 4096, 8, 330 },
+  { 6, 4096, 32, 330 },
+  { 6, 4096, 128, 330 },
+  { 6, 4096, 512, 330 },
+  { 6, 4096, 2048, 330 },
+  { 6, 4096, 8192, 331 },
+  { 6, 4096, 32768, 331 },
+  { 6, 5120, 1, 332 },
+  { 6, 5120, 8, 332 },
+  { 6, 5120, 32, 332 },
+  { 6, 5120, 128, 332 },
+  { 6, 5120, 512, 333 },
+  { 6, 5120, 2048, 334 },
+  { 6, 5120, 8192, 334 },
+  { 6, 5120, 32768, 334 },
+  { 6, 6144, 1, 335 },
+  { 6, 6144, 8, 335 },
+  { 6, 6144, 32, 335 },
+  { 6, 6144, 128, 335 },
+  { 6, 6144, 512, 335 },
+  { 6, 6144, 2048, 335 },
+  { 6, 6144, 8192, 336 },
+  { 6, 6144, 32768, 336 },
+  { 6, 7168, 1, 337 },
+  { 6, 7168, 8, 337 },
+  { 6, 7168, 32, 337 },
+  { 6, 7168, 128, 337 },
+  { 6, 7168, 512, 338 },
+  { 6, 7168, 2048, 338 },
+  { 6, 7168, 8192, 339 },
+  { 6, 7168, 32768, 339 },
+  { 6, 8192, 1, 340 },
+  { 6, 8192, 8, 340 },
+  { 6, 8192, 32, 340 },
+  { 6, 8192, 128, 341 },
+  { 6, 8192, 512, 341 },
+  { 6, 8192, 2048, 342 },
+  { 6, 8192, 8192, 342 },
+  { 6, 8192, 32768, 343 },
+  { 6, 12288, 1, 344 },
+  { 6, 12288, 8, 344 },
+  { 6, 12288, 32, 344 },
+  { 6, 12288, 128, 344 },
+  { 6, 12288, 512, 345 },
+  { 6, 12288, 2048, 345 },
+  { 6, 12288, 8192, 346 },
+  { 6, 12288, 32768, 346 },
+  { 6, 16384, 1, 347 },
+  { 6, 16384, 8, 347 },
+  { 6, 16384, 32, 347 },
+  { 6, 16384, 128, 348 },
+  { 6, 16384, 512, 349 },
+  { 6, 16384, 2048, 349 },
+  { 6, 16384, 8192, 348 },
+  { 6, 16384, 32768, 348 },
+  { 6, 32768, 1, 350 },
+  { 6, 32768, 8, 350 },
+  { 6, 32768, 32, 350 },
+  { 6, 32768, 128, 351 },
+  { 6, 32768, 512, 352 },
+  { 6, 32768, 2048, 351 },
+  { 6, 32768, 8192, 351 },
+  { 6, 32768, 32768, 351 },
+  { 6, 65536, 1, 353 },
+  { 6, 65536, 8, 354 },
+  { 6, 65536, 32, 354 },
+  { 6, 65536, 128, 354 },
+  { 6, 65536, 512, 355 },
+  { 6, 65536, 2048, 356 },
+  { 6, 65536, 8192, 356 },
+  { 6, 65536, 32768, 356 },
+  { 6, 131072, 1, 357 },
+  { 6, 131072, 8, 357 },
+  { 6, 131072, 32, 358 },
+  { 6, 131072, 128, 358 },
+  { 6, 131072, 512, 359 },
+  { 6, 131072, 2048, 359 },
+  { 6, 131072, 8192, 360 },
+  { 6, 131072, 32768, 360 },
+  { 7, 512, 1, 362 },
+  { 7, 512, 8, 362 },
+  { 7, 512, 32, 362 },
+  { 7, 512, 128, 363 },
+  { 7, 512, 512, 363 },
+  { 7, 512, 2048, 363 },
+  { 7, 512, 8192, 364 },
+  { 7, 512, 32768, 365 },
+  { 7, 768, 1, 366 },
+  { 7, 768, 8, 366 },
+  { 7, 768, 32, 366 },
+  { 7, 768, 128, 367 },
+  { 7, 768, 512, 366 },
+  { 7, 768, 2048, 366 },
+  { 7, 768, 8192, 367 },
+  { 7, 768, 32768, 368 },
+  { 7, 1024, 1, 369 },
+  { 7, 1024, 8, 369 },
+  { 7, 1024, 32, 369 },
+  { 7, 1024, 128, 369 },
+  { 7, 1024, 512, 369 },
+  { 7, 1024, 2048, 370 },
+  { 7, 1024, 8192, 370 },
+  { 7, 1024, 32768, 370 },
+  { 7, 1536, 1, 371 },
+  { 7, 1536, 8, 371 },
+  { 7, 1536, 32, 371 },
+  { 7, 1536, 128, 372 },
+  { 7, 1536, 512, 371 },
+  { 7, 1536, 2048, 371 },
+  { 7, 1536, 8192, 373 },
+  { 7, 1536, 32768, 373 },
+  { 7, 2048, 1, 374 },
+  { 7, 2048, 8, 374 },
+  { 7, 2048, 32, 374 },
+  { 7, 2048, 128, 374 },
+  { 7, 2048, 512, 375 },
+  { 7, 2048, 2048, 376 },
+  { 7, 2048, 8192, 373 },
+  { 7, 2048, 32768, 377 },
+  { 7, 2560, 1, 378 },
+  { 7, 2560, 8, 378 },
+  { 7, 2560, 32, 378 },
+  { 7, 2560, 128, 378 },
+  { 7, 2560, 512, 378 },
+  { 7, 2560, 2048, 378 },
+  { 7, 2560, 8192, 379 },
+  { 7, 2560, 32768, 380 },
+  { 7, 3072, 1, 381 },
+  { 7, 3072, 8, 381 },
+  { 7, 3072, 32, 381 },
+  { 7, 3072, 128, 381 },
+  { 7, 3072, 512, 382 },
+  { 7, 3072, 2048, 381 },
+  { 7, 3072, 8192, 379 },
+  { 7, 3072, 32768, 383 },
+  { 7, 4096, 1, 384 },
+  { 7, 4096, 8, 384 },
+  { 7, 4096, 32, 384 },
+  { 7, 4096, 128, 384 },
+  { 7, 4096, 512, 385 },
+  { 7, 4096, 2048, 385 },
+  { 7, 4096, 8192, 385 },
+  { 7, 4096, 32768, 383 },
+  { 7, 5120, 1, 386 },
+  { 7, 5120, 8, 386 },
+  { 7, 5120, 32, 386 },
+  { 7, 5120, 128, 387 },
+  { 7, 5120, 512, 387 },
+  { 7, 5120, 2048, 387 },
+  { 7, 5120, 8192, 388 },
+  { 7, 5120, 32768, 389 },
+  { 7, 6144, 1, 386 },
+  { 7, 6144, 8, 386 },
+  { 7, 6144, 32, 386 },
   { 7, 6144, 128, 390 },
-  { 7, 6144, 512, 394 },
-  { 7, 6144, 2048, 394 },
-  { 7, 6144, 8192, 395 },
-  { 7, 6144, 32768, 393 },
-  { 7, 7168, 1, 396 },
-  { 7, 7168, 8, 397 },
-  { 7, 7168, 32, 397 },
-  { 7, 7168, 128, 396 },
-  { 7, 7168, 512, 398 },
-  { 7, 7168, 2048, 398 },
-  { 7, 7168, 8192, 395 },
-  { 7, 7168, 32768, 399 },
-  { 7, 8192, 1, 400 },
-  { 7, 8192, 8, 400 },
-  { 7, 8192, 32, 400 },
-  { 7, 8192, 128, 400 },
-  { 7, 8192, 512, 401 },
-  { 7, 8192, 2048, 402 },
-  { 7, 8192, 8192, 403 },
-  { 7, 8192, 32768, 393 },
-  { 7, 12288, 1, 404 },
-  { 7, 12288, 8, 404 },
-  { 7, 12288, 32, 404 },
-  { 7, 12288, 128, 404 },
-  { 7, 12288, 512, 405 },
-  { 7, 12288, 2048, 405 },
-  { 7, 12288, 8192, 406 },
-  { 7, 12288, 32768, 406 },
-  { 7, 16384, 1, 407 },
-  { 7, 16384, 8, 407 },
-  { 7, 16384, 32, 407 },
-  { 7, 16384, 128, 408 },
-  { 7, 16384, 512, 408 },
-  { 7, 16384, 2048, 409 },
-  { 7, 16384, 8192, 406 },
-  { 7, 16384, 32768, 406 },
-  { 7, 32768, 1, 410 },
-  { 7, 32768, 8, 411 },
-  { 7, 32768, 32, 410 },
-  { 7, 32768, 128, 412 },
-  { 7, 32768, 512, 412 },
-  { 7, 32768, 2048, 413 },
-  { 7, 32768, 8192, 413 },
-  { 7, 32768, 32768, 413 },
-  { 7, 65536, 1, 414 },
-  { 7, 65536, 8, 415 },
-  { 7, 65536, 32, 416 },
-  { 7, 65536, 128, 416 },
-  { 7, 65536, 512, 416 },
-  { 7, 65536, 2048, 417 },
-  { 7, 65536, 8192, 417 },
-  { 7, 65536, 32768, 417 },
-  { 7, 131072, 1, 418 },
-  { 7, 131072, 8, 419 },
-  { 7, 131072, 32, 420 },
-  { 7, 131072, 128, 421 },
-  { 7, 131072, 512, 418 },
-  { 7, 131072, 2048, 422 },
-  { 7, 131072, 8192, 422 },
-  { 7, 131072, 32768, 422 },
-  { 8, 512, 1, 424 },
-  { 8, 512, 8, 425 },
-  { 8, 512, 32, 425 },
-  { 8, 512, 128, 425 },
-  { 8, 512, 512, 425 },
-  { 8, 512, 2048, 425 },
-  { 8, 512, 8192, 425 },
-  { 8, 512, 32768, 426 },
-  { 8, 768, 1, 427 },
-  { 8, 768, 8, 427 },
-  { 8, 768, 32, 428 },
-  { 8, 768, 128, 427 },
-  { 8, 768, 512, 427 },
-  { 8, 768, 2048, 427 },
-  { 8, 768, 8192, 427 },
-  { 8, 768, 32768, 429 },
-  { 8, 1024, 1, 430 },
-  { 8, 1024, 8, 430 },
-  { 8, 1024, 32, 431 },
-  { 8, 1024, 128, 431 },
-  { 8, 1024, 512, 431 },
-  { 8, 1024, 2048, 431 },
-  { 8, 1024, 8192, 429 },
-  { 8, 1024, 32768, 429 },
-  { 8, 1536, 1, 432 },
-  { 8, 1536, 8, 432 },
-  { 8, 1536, 32, 432 },
-  { 8, 1536, 128, 432 },
-  { 8, 1536, 512, 433 },
-  { 8, 1536, 2048, 432 },
-  { 8, 1536, 8192, 433 },
-  { 8, 1536, 32768, 433 },
-  { 8, 2048, 1, 434 },
-  { 8, 2048, 8, 434 },
-  { 8, 2048, 32, 434 },
-  { 8, 2048, 128, 434 },
-  { 8, 2048, 512, 435 },
-  { 8, 2048, 2048, 434 },
-  { 8, 2048, 8192, 436 },
-  { 8, 2048, 32768, 436 },
-  { 8, 2560, 1, 437 },
-  { 8, 2560, 8, 437 },
-  { 8, 2560, 32, 437 },
-  { 8, 2560, 128, 437 },
-  { 8, 2560, 512, 437 },
-  { 8, 2560, 2048, 437 },
-  { 8, 2560, 8192, 438 },
-  { 8, 2560, 32768, 438 },
-  { 8, 3072, 1, 439 },
-  { 8, 3072, 8, 439 },
-  { 8, 3072, 32, 440 },
-  { 8, 3072, 128, 439 },
-  { 8, 3072, 512, 441 },
-  { 8, 3072, 2048, 442 },
-  { 8, 3072, 8192, 442 },
-  { 8, 3072, 32768, 442 },
-  { 8, 4096, 1, 443 },
-  { 8, 4096, 8, 443 },
-  { 8, 4096, 32, 443 },
-  { 8, 4096, 128, 443 },
-  { 8, 4096, 512, 443 },
-  { 8, 4096, 2048, 444 },
-  { 8, 4096, 8192, 444 },
-  { 8, 4096, 32768, 444 },
-  { 8, 5120, 1, 445 },
-  { 8, 5120, 8, 445 },
-  { 8, 5120, 32, 445 },
-  { 8, 5120, 128, 445 },
-  { 8, 5120, 512, 445 },
-  { 8, 5120, 2048, 444 },
-  { 8, 5120, 8192, 446 },
-  { 8, 5120, 32768, 446 },
-  { 8, 6144, 1, 447 },
-  { 8, 6144, 8, 447 },
-  { 8, 6144, 32, 447 },
-  { 8, 6144, 128, 448 },
-  { 8, 6144, 512, 448 },
-  { 8, 6144, 2048, 444 },
-  { 8, 6144, 8192, 449 },
-  { 8, 6144, 32768, 449 },
-  { 8, 7168, 1, 450 },
-  { 8, 7168, 8, 450 },
-  { 8, 7168, 32, 450 },
-  { 8, 7168, 128, 451 },
-  { 8, 7168, 512, 452 },
-  { 8, 7168, 2048, 444 },
-  { 8, 7168, 8192, 444 },
-  { 8, 7168, 32768, 453 },
-  { 8, 8192, 1, 454 },
-  { 8, 8192, 8, 454 },
-  { 8, 8192, 32, 454 },
-  { 8, 8192, 128, 454 },
-  { 8, 8192, 512, 455 },
-  { 8, 8192, 2048, 456 },
-  { 8, 8192, 8192, 456 },
-  { 8, 8192, 32768, 456 },
-  { 8, 12288, 1, 457 },
-  { 8, 12288, 8, 457 },
-  { 8, 12288, 32, 457 },
-  { 8, 12288, 128, 458 },
-  { 8, 12288, 512, 458 },
-  { 8, 12288, 2048, 459 },
-  { 8, 12288, 8192, 459 },
-  { 8, 12288, 32768, 459 },
-  { 8, 16384, 1, 460 },
-  { 8, 16384, 8, 460 },
-  { 8, 16384, 32, 460 },
-  { 8, 16384, 128, 461 },
-  { 8, 16384, 512, 462 },
-  { 8, 16384, 2048, 462 },
-  { 8, 16384, 8192, 462 },
-  { 8, 16384, 32768, 462 },
-  { 8, 32768, 1, 463 },
-  { 8, 32768, 8, 463 },
-  { 8, 32768, 32, 464 },
-  { 8, 32768, 128, 464 },
-  { 8, 32768, 512, 465 },
-  { 8, 32768, 2048, 465 },
-  { 8, 32768, 8192, 465 },
-  { 8, 32768, 32768, 465 },
-  { 8, 65536, 1, 466 },
-  { 8, 65536, 8, 467 },
-  { 8, 65536, 32, 468 },
-  { 8, 65536, 128, 468 },
-  { 8, 65536, 512, 465 },
-  { 8, 65536, 2048, 465 },
+  { 7, 6144, 512, 390 },
+  { 7, 6144, 2048, 390 },
+  { 7, 6144, 8192, 391 },
+  { 7, 6144, 32768, 389 },
+  { 7, 7168, 1, 392 },
+  { 7, 7168, 8, 392 },
+  { 7, 7168, 32, 392 },
+  { 7, 7168, 128, 392 },
+  { 7, 7168, 512, 393 },
+  { 7, 7168, 2048, 393 },
+  { 7, 7168, 8192, 389 },
+  { 7, 7168, 32768, 389 },
+  { 7, 8192, 1, 394 },
+  { 7, 8192, 8, 395 },
+  { 7, 8192, 32, 395 },
+  { 7, 8192, 128, 394 },
+  { 7, 8192, 512, 396 },
+  { 7, 8192, 2048, 396 },
+  { 7, 8192, 8192, 397 },
+  { 7, 8192, 32768, 389 },
+  { 7, 12288, 1, 398 },
+  { 7, 12288, 8, 398 },
+  { 7, 12288, 32, 398 },
+  { 7, 12288, 128, 398 },
+  { 7, 12288, 512, 399 },
+  { 7, 12288, 2048, 399 },
+  { 7, 12288, 8192, 400 },
+  { 7, 12288, 32768, 400 },
+  { 7, 16384, 1, 401 },
+  { 7, 16384, 8, 401 },
+  { 7, 16384, 32, 401 },
+  { 7, 16384, 128, 402 },
+  { 7, 16384, 512, 402 },
+  { 7, 16384, 2048, 403 },
+  { 7, 16384, 8192, 400 },
+  { 7, 16384, 32768, 400 },
+  { 7, 32768, 1, 404 },
+  { 7, 32768, 8, 405 },
+  { 7, 32768, 32, 404 },
+  { 7, 32768, 128, 406 },
+  { 7, 32768, 512, 406 },
+  { 7, 32768, 2048, 407 },
+  { 7, 32768, 8192, 407 },
+  { 7, 32768, 32768, 407 },
+  { 7, 65536, 1, 408 },
+  { 7, 65536, 8, 409 },
+  { 7, 65536, 32, 410 },
+  { 7, 65536, 128, 410 },
+  { 7, 65536, 512, 410 },
+  { 7, 65536, 2048, 411 },
+  { 7, 65536, 8192, 411 },
+  { 7, 65536, 32768, 411 },
+  { 7, 131072, 1, 412 },
+  { 7, 131072, 8, 413 },
+  { 7, 131072, 32, 412 },
+  { 7, 131072, 128, 414 },
+  { 7, 131072, 512, 414 },
+  { 7, 131072, 2048, 415 },
+  { 7, 131072, 8192, 415 },
+  { 7, 131072, 32768, 415 },
+  { 8, 512, 1, 417 },
+  { 8, 512, 8, 417 },
+  { 8, 512, 32, 417 },
+  { 8, 512, 128, 417 },
+  { 8, 512, 512, 417 },
+  { 8, 512, 2048, 418 },
+  { 8, 512, 8192, 417 },
+  { 8, 512, 32768, 418 },
+  { 8, 768, 1, 419 },
+  { 8, 768, 8, 419 },
+  { 8, 768, 32, 419 },
+  { 8, 768, 128, 420 },
+  { 8, 768, 512, 420 },
+  { 8, 768, 2048, 421 },
+  { 8, 768, 8192, 420 },
+  { 8, 768, 32768, 421 },
+  { 8, 1024, 1, 422 },
+  { 8, 1024, 8, 422 },
+  { 8, 1024, 32, 422 },
+  { 8, 1024, 128, 422 },
+  { 8, 1024, 512, 423 },
+  { 8, 1024, 2048, 423 },
+  { 8, 1024, 8192, 423 },
+  { 8, 1024, 32768, 423 },
+  { 8, 1536, 1, 424 },
+  { 8, 1536, 8, 424 },
+  { 8, 1536, 32, 424 },
+  { 8, 1536, 128, 424 },
+  { 8, 1536, 512, 425 },
+  { 8, 1536, 2048, 425 },
+  { 8, 1536, 8192, 425 },
+  { 8, 1536, 32768, 426 },
+  { 8, 2048, 1, 427 },
+  { 8, 2048, 8, 427 },
+  { 8, 2048, 32, 427 },
+  { 8, 2048, 128, 427 },
+  { 8, 2048, 512, 428 },
+  { 8, 2048, 2048, 428 },
+  { 8, 2048, 8192, 429 },
+  { 8, 2048, 32768, 429 },
+  { 8, 2560, 1, 430 },
+  { 8, 2560, 8, 430 },
+  { 8, 2560, 32, 430 },
+  { 8, 2560, 128, 430 },
+  { 8, 2560, 512, 430 },
+  { 8, 2560, 2048, 431 },
+  { 8, 2560, 8192, 431 },
+  { 8, 2560, 32768, 431 },
+  { 8, 3072, 1, 432 },
+  { 8, 3072, 8, 433 },
+  { 8, 3072, 32, 432 },
+  { 8, 3072, 128, 432 },
+  { 8, 3072, 512, 433 },
+  { 8, 3072, 2048, 434 },
+  { 8, 3072, 8192, 434 },
+  { 8, 3072, 32768, 435 },
+  { 8, 4096, 1, 436 },
+  { 8, 4096, 8, 436 },
+  { 8, 4096, 32, 436 },
+  { 8, 4096, 128, 436 },
+  { 8, 4096, 512, 436 },
+  { 8, 4096, 2048, 437 },
+  { 8, 4096, 8192, 438 },
+  { 8, 4096, 32768, 438 },
+  { 8, 5120, 1, 439 },
+  { 8, 5120, 8, 440 },
+  { 8, 5120, 32, 440 },
+  { 8, 5120, 128, 440 },
+  { 8, 5120, 512, 440 },
+  { 8, 5120, 2048, 437 },
+  { 8, 5120, 8192, 441 },
+  { 8, 5120, 32768, 437 },
+  { 8, 6144, 1, 439 },
+  { 8, 6144, 8, 439 },
+  { 8, 6144, 32, 439 },
+  { 8, 6144, 128, 442 },
+  { 8, 6144, 512, 442 },
+  { 8, 6144, 2048, 443 },
+  { 8, 6144, 8192, 443 },
+  { 8, 6144, 32768, 443 },
+  { 8, 7168, 1, 444 },
+  { 8, 7168, 8, 444 },
+  { 8, 7168, 32, 444 },
+  { 8, 7168, 128, 445 },
+  { 8, 7168, 512, 446 },
+  { 8, 7168, 2048, 437 },
+  { 8, 7168, 8192, 437 },
+  { 8, 7168, 32768, 447 },
+  { 8, 8192, 1, 448 },
+  { 8, 8192, 8, 448 },
+  { 8, 8192, 32, 448 },
+  { 8, 8192, 128, 448 },
+  { 8, 8192, 512, 449 },
+  { 8, 8192, 2048, 450 },
+  { 8, 8192, 8192, 451 },
+  { 8, 8192, 32768, 451 },
+  { 8, 12288, 1, 452 },
+  { 8, 12288, 8, 452 },
+  { 8, 12288, 32, 452 },
+  { 8, 12288, 128, 453 },
+  { 8, 12288, 512, 453 },
+  { 8, 12288, 2048, 454 },
+  { 8, 12288, 8192, 455 },
+  { 8, 12288, 32768, 455 },
+  { 8, 16384, 1, 456 },
+  { 8, 16384, 8, 456 },
+  { 8, 16384, 32, 456 },
+  { 8, 16384, 128, 457 },
+  { 8, 16384, 512, 458 },
+  { 8, 16384, 2048, 458 },
+  { 8, 16384, 8192, 459 },
+  { 8, 16384, 32768, 459 },
+  { 8, 32768, 1, 460 },
+  { 8, 32768, 8, 461 },
+  { 8, 32768, 32, 460 },
+  { 8, 32768, 128, 460 },
+  { 8, 32768, 512, 462 },
+  { 8, 32768, 2048, 462 },
+  { 8, 32768, 8192, 462 },
+  { 8, 32768, 32768, 462 },
+  { 8, 65536, 1, 463 },
+  { 8, 65536, 8, 464 },
+  { 8, 65536, 32, 463 },
+  { 8, 65536, 128, 463 },
+  { 8, 65536, 512, 462 },
+  { 8, 65536, 2048, 462 },
   { 8, 65536, 8192, 465 },
   { 8, 65536, 32768, 465 },
-  { 8, 131072, 1, 469 },
-  { 8, 131072, 8, 470 },
-  { 8, 131072, 32, 471 },
-  { 8, 131072, 128, 471 },
-  { 8, 131072, 512, 472 },
-  { 8, 131072, 2048, 473 },
-  { 8, 131072, 8192, 473 },
-  { 8, 131072, 32768, 473 },
+  { 8, 131072, 1, 466 },
+  { 8, 131072, 8, 466 },
+  { 8, 131072, 32, 467 },
+  { 8, 131072, 128, 467 },
+  { 8, 131072, 512, 467 },
+  { 8, 131072, 2048, 468 },
+  { 8, 131072, 8192, 468 },
+  { 8, 131072, 32768, 468 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2500,30 +2490,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_f0b6237a84b8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f0b6237a84b8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e67547801e98(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e67547801e98_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4c22313e0e0d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4c22313e0e0d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_0c42be528977(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_0c42be528977_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_054ebc02ea38(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_054ebc02ea38_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_27262cab3250(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_27262cab3250_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3928397054ab(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3928397054ab_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_737a64cd4de6(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_737a64cd4de6_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f843a82f1f21(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f843a82f1f21_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6f978be4cc90(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6f978be4cc90_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_57a260727150(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_57a260727150_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_1bead1e800a9(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_1bead1e800a9_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4c99f93450bf(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4c99f93450bf_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fc95ff7fc4fe(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fc95ff7fc4fe_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_2ba8e12fb155(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_2ba8e12fb155_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c93886f081eb(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c93886f081eb_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f134269d0836(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f134269d0836_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b3ca09daddce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b3ca09daddce_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5611ae9faf1f(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5611ae9faf1f_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5c61627fb226(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5c61627fb226_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_e6fa7daeb006(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_e6fa7daeb006_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_46b4a8745ee0(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_46b4a8745ee0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_deea1d421875(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_deea1d421875_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_33fb54f81f47(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_33fb54f81f47_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2537,18 +2527,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_f0b6237a84b8, (const void*)&normgen_layernorm_bwd_f0b6237a84b8_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_e67547801e98, (const void*)&normgen_layernorm_bwd_e67547801e98_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_4c22313e0e0d, (const void*)&normgen_layernorm_bwd_4c22313e0e0d_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_0c42be528977, (const void*)&normgen_layernorm_bwd_0c42be528977_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_054ebc02ea38, (const void*)&normgen_layernorm_bwd_054ebc02ea38_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_27262cab3250, (const void*)&normgen_layernorm_bwd_27262cab3250_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_3928397054ab, (const void*)&normgen_rmsnorm_bwd_3928397054ab_reduce, 0, 128, 8, 128, 4, 2, 1, 1, 40960, 1 },  // regs.t128.v8.tpr128.i4.s2.lean.sw.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_737a64cd4de6, (const void*)&normgen_rmsnorm_bwd_737a64cd4de6_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f843a82f1f21, (const void*)&normgen_rmsnorm_bwd_f843a82f1f21_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_6f978be4cc90, (const void*)&normgen_rmsnorm_bwd_6f978be4cc90_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_57a260727150, (const void*)&normgen_rmsnorm_bwd_57a260727150_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_1bead1e800a9, (const void*)&normgen_rmsnorm_bwd_1bead1e800a9_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_4c99f93450bf, (const void*)&normgen_layernorm_bwd_4c99f93450bf_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_fc95ff7fc4fe, (const void*)&normgen_layernorm_bwd_fc95ff7fc4fe_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_2ba8e12fb155, (const void*)&normgen_layernorm_bwd_2ba8e12fb155_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_c93886f081eb, (const void*)&normgen_layernorm_bwd_c93886f081eb_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_f134269d0836, (const void*)&normgen_layernorm_bwd_f134269d0836_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_b3ca09daddce, (const void*)&normgen_layernorm_bwd_b3ca09daddce_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5611ae9faf1f, (const void*)&normgen_rmsnorm_bwd_5611ae9faf1f_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5c61627fb226, (const void*)&normgen_rmsnorm_bwd_5c61627fb226_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_e6fa7daeb006, (const void*)&normgen_rmsnorm_bwd_e6fa7daeb006_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_46b4a8745ee0, (const void*)&normgen_rmsnorm_bwd_46b4a8745ee0_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_deea1d421875, (const void*)&normgen_rmsnorm_bwd_deea1d421875_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_33fb54f81f47, (const void*)&normgen_rmsnorm_bwd_33fb54f81f47_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

@@ -572,19 +572,20 @@ __device__ __forceinline__ void smem_kernel(const NormgenFwdParams& p) {
   }
   if (!active) return;
   if (lane == 0 && cluster_rank<CLUSTER>() == 0) store_stats<C>(p, row, mean, rstd);
+  // Weight (and bias) of every chunk of a step loaded before the step's first store: a
+  // load after a store waits for it (y may alias them, as far as the compiler knows).
+  // LayerNorm's smem kernels gained up to 10 points of copy bandwidth over loading them
+  // chunk by chunk (test/gpu/ln-long-rows.md).
   for (int base = col0 + lane * VEC; base < end; base += kUnroll * kStep) {
     auto col = [&](int u) { return base + u * kStep; };
-    // Measured on the H200 (test/gpu/affine-chunks.md): the weight of every chunk loaded
-    // before the first store gains RMSNorm 1-13 points of copy bandwidth; LayerNorm,
-    // loading weight and bias so, loses 3-7, and loads them chunk by chunk.
     AffineChunks<C, VEC, kUnroll> early;
-    if constexpr (!C::kBias) early.load(p, col, end);
+    early.load(p, col, end);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (col(u) >= end) break;
       float v[VEC];
       staged_chunk(col(u), v);
-      store_output(p, row, col(u), end, v, mean, rstd, C::kBias ? nullptr : &early, u);
+      store_output(p, row, col(u), end, v, mean, rstd, &early, u);
     }
   }
 }
