@@ -8,6 +8,7 @@ import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
 import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan } from './package-plan.js';
+import type { Arch } from './arch.js';
 import { emitTypeScript } from './package-ts.js';
 import { emitWebGpu, planWgsl, type WgslDeviceTable } from './package-wgsl.js';
 import { adapterName } from '../tuner/wgsl/adapter.js';
@@ -87,32 +88,29 @@ function launcher(p: Plan, src: PackageSource, context: object): string {
 }
 
 /**
- * Build files. One arch: every source compiled alike (as a single-device package always
- * was). Several: per kernel file the archs whose tables use it (a cluster kernel tuned on
- * sm90 cannot compile for sm80); the launcher and generic kernels for all of them.
+ * Build files. Each kernel file is compiled for the archs whose tables use its kernels (a
+ * cluster kernel tuned on sm90 cannot compile for sm80), every other source (launcher,
+ * backward kernels) for all of them; one arch: everything alike. `sources`: the .cu files.
  */
-function buildFiles(p: Plan, src: PackageSource): [string, string][] {
+function buildFiles(p: Plan, src: PackageSource, sources: string[]): [string, string][] {
   const cmakeName = src.name.replace(/[^A-Za-z0-9_]/g, '_');
-  if (p.archs.length === 1) {
-    return [
-      ['Makefile', render('package', 'Makefile.hbs', { groups: false, ptxArch: true, archFlags: gencodeFlags(p.archs) })],
-      ['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { groups: false, name: src.name, cmakeName, cudaArchitectures: cmakeArchitectures(p.archs) })],
-    ];
-  }
-  const id = (name: string) => name.replace(/\+/g, '_');
-  const sets = new Map(p.files.map((f) => [archSetName(f.archs), f.archs]));
+  const id = (archs: Arch[]) => archSetName(archs).replace(/\+/g, '_');
+  const archsOf = (file: string) => p.files.find((f) => f.name === file)?.archs ?? p.archs;
+  const sets = new Map(sources.map((file) => [id(archsOf(file)), archsOf(file)]));
   const groups = [...sets].map(([name, archs]) => ({
-    id: id(name),
+    id: name,
     archFlags: gencodeFlags(archs),
     cudaArchitectures: cmakeArchitectures(archs),
-    files: p.files.filter((f) => archSetName(f.archs) === name).map((f) => f.name),
+    stems: sources.filter((file) => id(archsOf(file)) === name).map((file) => file.replace(/\.cu$/, '')),
+    // CMake's object libraries: the kernel files (the launcher is the library's own source).
+    files: p.files.filter((f) => id(f.archs) === name).map((f) => f.name),
   }));
-  const all = id(archSetName(p.archs));
-  const objects = [...p.files.map((f) => ({ file: f.name, group: id(archSetName(f.archs)) })), { file: 'normgen.cu', group: all }].map((o) => ({ ...o, stem: o.file.replace(/\.cu$/, '') }));
-  if (!groups.some((g) => g.id === all)) groups.push({ id: all, archFlags: gencodeFlags(p.archs), cudaArchitectures: cmakeArchitectures(p.archs), files: [] });
+  const multiArch = p.archs.length > 1;
+  // One arch: CMake globs every source into the library; several: an object library per arch set.
+  const cmake = { groups: multiArch && groups.filter((g) => g.files.length > 0), name: src.name, cmakeName, cudaArchitectures: cmakeArchitectures(p.archs) };
   return [
-    ['Makefile', render('package', 'Makefile.hbs', { groups, objects })],
-    ['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', { groups: groups.filter((g) => g.files.length > 0), name: src.name, cmakeName, cudaArchitectures: cmakeArchitectures(p.archs) })],
+    ['Makefile', render('package', 'Makefile.hbs', { multiArch, groups })],
+    ['CMakeLists.txt', render('package', 'CMakeLists.txt.hbs', cmake)],
   ];
 }
 
@@ -149,7 +147,8 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   );
   files.push(...shared.headers.map(([name, text]): [string, string] => [`src/${name}`, text]), ...shared.units);
   files.push(['src/normgen.cu', launcher(p, src, context)]);
-  files.push(...buildFiles(p, src));
+  const sources = files.map(([name]) => /^src\/([^/]+\.cu)$/.exec(name)?.[1]).filter((f): f is string => f !== undefined);
+  files.push(...buildFiles(p, src, sources));
   files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name)]);
   const wgslTables = src.wgsl ?? [];
   const wgsl = wgslTables.length ? planWgsl(wgslTables) : undefined;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findNvcc } from '../tuner/nvcc.js';
 import { BWD_DB, CLI, DB, WGSL_DB } from './paths.js';
-import { loadBuiltPackage } from './test-package.js';
+import { loadBuiltPackage, makePackage } from './test-package.js';
 
 export { CLI, COMMITTED, DB, ROOT } from './paths.js';
 
@@ -20,7 +20,7 @@ export const pkg = join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm
 buildPackage(pkg);
 
 export const nvcc = await findNvcc();
-execFileSync('make', ['-C', pkg, `NVCC=${nvcc}`], { stdio: 'pipe' });
+makePackage(pkg);
 export const library = join(pkg, 'libnormgen.so');
 /** The package's TypeScript module, the C harness (linked against the library) run with arguments, and its selection. */
 export const { mod, run, selectC } = await loadBuiltPackage(pkg);

@@ -3,6 +3,7 @@
 // that need other tables than the committed package's, and for GPU checks of a built package.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ts } from 'ts-morph';
@@ -14,8 +15,13 @@ const nvcc = await findNvcc();
 /** `nvccFlags`: added to the package's nvcc (e.g. `-cudart shared`). */
 export async function buildTestPackage(dir: string, dbs: string[], nvccFlags = '') {
   const log = execFileSync(process.execPath, [CLI, 'build', ...dbs.flatMap((d) => ['--db', d]), '--out', dir], { encoding: 'utf8' });
-  execFileSync('make', ['-C', dir, `NVCC=${nvcc}${nvccFlags ? ` ${nvccFlags}` : ''}`], { stdio: 'pipe' });
+  makePackage(dir, nvccFlags);
   return { log, ...(await loadBuiltPackage(dir)) };
+}
+
+/** The package's Makefile, its nvcc calls (one per source file) in parallel; `nvccFlags` as above. */
+export function makePackage(dir: string, nvccFlags = '') {
+  execFileSync('make', ['-C', dir, `-j${availableParallelism()}`, `NVCC=${nvcc}${nvccFlags ? ` ${nvccFlags}` : ''}`], { stdio: 'pipe' });
 }
 
 /** A call the harness's `select` answers: stride defaults to hidden, alignment to 16 bytes; device: the GPU to select for. */

@@ -2,7 +2,7 @@
 first for a fused residual), torch.compile of the same function, and Liger-Kernel when it
 is importable, on the tuned grid, all in one process.
 
-    make -C out/normgen-sm90-h200        # the library; this script builds nothing
+    make -j"$(nproc)" -C out/normgen-sm90-h200        # the library; this script builds nothing
     python3 test/gpu/bench_torch.py out/normgen-sm90-h200 test/gpu/bench_torch.md
 
 Each implementation is timed as a CUDA graph of back-to-back calls (GPU time, no Python

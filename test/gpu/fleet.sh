@@ -21,7 +21,7 @@ import('./dist/test/fake-device-db.js').then(({ fakeDeviceDb }) =>
   fakeDeviceDb('out/tuning/sm90-h200.jsonl.gz', '$work/sm90-h100.jsonl', { device: { name: 'NVIDIA H100 80GB HBM3', memoryBytes: 85e9, uuid: 'fake' }, spread: 0.4 }));"
 pkg="$work/normgen-fleet"
 node dist/cli/main.js build --db out/tuning/sm90-h200.jsonl.gz --db "$work/sm90-h100.jsonl" --out "$pkg" > "$out/package.log" 2>&1 &&
-  make -C "$pkg" >> "$out/package.log" 2>&1 &&
+  make -j"$(nproc)" -C "$pkg" >> "$out/package.log" 2>&1 &&
   nvcc -x cu -I "$pkg/include" -o "$work/package-device" test/gpu/package-device.c -L"$pkg" -lnormgen -Xlinker -rpath="$pkg" >> "$out/package.log" 2>&1 &&
   "$work/package-device" | tee -a "$out/package.log"
 r=$?; echo "package rc=$r"; [ "$r" = 0 ] || rc=1

@@ -2,7 +2,7 @@
 placed at offsets of 1.0-2.0 GiB after x inside one allocation, then in its own: does y's place
 relative to x change the time? Log: test/gpu/placement.md.
 
-    make -C out/normgen-sm90-h200
+    make -j"$(nproc)" -C out/normgen-sm90-h200
     python3 test/gpu/placement-offsets.py out/normgen-sm90-h200"""
 import sys, statistics, torch
 sys.path.insert(0, sys.argv[1] + "/python")

@@ -1,7 +1,7 @@
 """The package's bf16 LayerNorm 16384 x 32768 (its reload kernel) timed as bench_torch.py times it, with
 x made in different ways: is the kernel slower in the benchmark because of the values or of where x lies?
 
-    make -C out/normgen-sm90-h200
+    make -j"$(nproc)" -C out/normgen-sm90-h200
     python3 test/gpu/placement.py out/normgen-sm90-h200 MODE     # MODE: words joined by '+'
 
 plain: x = randn (fp32) cast to bf16; pad: a 1 GiB tensor allocated before x; gen: x made as

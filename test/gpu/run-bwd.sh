@@ -32,10 +32,7 @@ for step in "$@"; do
       pkg="$out/normgen-sm90-h200"
       node dist/cli/main.js build --db out/tuning/sm90-h200.jsonl.gz --db "$out/sm90-h200-bwd.jsonl" --out "$pkg" \
         --name normgen-sm90-h200 > "$out/build.log" 2>&1 &&
-      # The Makefile's one nvcc call, split per file to use every core.
-      (cd "$pkg" && mkdir -p build && ls src/*.cu | xargs -P "$(nproc)" -I{} sh -c \
-        'nvcc -O3 -std=c++17 -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -Iinclude -Isrc -c -o build/$(basename {} .cu).o {}' &&
-        nvcc -shared -o libnormgen.so build/*.o) >> "$out/build.log" 2>&1
+        make -s -j"$(nproc)" -C "$pkg" >> "$out/build.log" 2>&1
       r=$?; tail -2 "$out/build.log" ;;
     torch)
       OUT="$out" timeout -s KILL "${TORCH_SECONDS:-240}" python3 test/gpu/torch_backward.py "$out/normgen-sm90-h200" \

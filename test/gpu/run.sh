@@ -75,13 +75,13 @@ for step in "$@"; do
       # torch.compile and errors (torch), or the timings against torch (bench-torch).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       script=$([ "$step" = torch ] && echo torch_consumer || echo bench_torch)
-      make -s -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
+      make -s -j"$(nproc)" -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
         OUT="$out" timeout -s KILL 420 python3 "test/gpu/$script.py" out/normgen-sm90-h200 "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
     cluster-select)
       # The package's C selection on this GPU against its tuned table (clusters of 16 kept).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
-      make -s -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
+      make -s -j"$(nproc)" -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
         node dist/test/gpu/cluster-select.js out/normgen-sm90-h200 --log "$out/cluster-select.md" > "$out/cluster-select.log" 2>&1
       r=$?; echo "cluster-select rc=$r"; tail -1 "$out/cluster-select.log" ;;
     *) echo "unknown step '$step'"; r=2 ;;

@@ -2,7 +2,7 @@
 tuned and untuned (hidden 1 too), ten backward runs bitwise identical, loss.backward()
 under torch.compile, and forward + backward timings against torch eager and torch.compile.
 
-    make -C PKG && python3 test/gpu/torch_backward.py PKG OUT_MD
+    make -j"$(nproc)" -C PKG && python3 test/gpu/torch_backward.py PKG OUT_MD
 
 Inputs are random (torch.randn, never zeros). Errors are ||got - ref|| / ||ref|| against
 float64 autograd of F.rms_norm / F.layer_norm on the same (upcast) inputs; torch's own

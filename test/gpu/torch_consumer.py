@@ -2,7 +2,7 @@
 for every kernel spec in the package against a float64 reference, torch.compile with
 fullgraph=True, CUDA graph capture, and the errors bad calls must raise.
 
-    make -C out/normgen-sm90-h200        # the library; this script builds nothing
+    make -j"$(nproc)" -C out/normgen-sm90-h200        # the library; this script builds nothing
     python3 test/gpu/torch_consumer.py out/normgen-sm90-h200 test/gpu/torch_consumer.md
 
 Writes a markdown log (date, card, command, one row per case) and exits 1 on any failure."""
