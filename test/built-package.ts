@@ -23,5 +23,5 @@ export const nvcc = await findNvcc();
 makePackage(pkg);
 export const library = join(pkg, 'libnormgen.so');
 /** The package's TypeScript module, the C harness (linked against the library) run with arguments, and its selection. */
-export const { mod, run, selectC } = await loadBuiltPackage(pkg);
+export const { mod, run, selectC, selectAllC } = await loadBuiltPackage(pkg);
 export const harness = join(pkg, 'harness');

@@ -1,8 +1,10 @@
 /* Drives a built normgen package from C without a GPU: argument checks and selection.
  *   harness errors                  -> one line per bad call: "<case> <status> <message>"
- *   harness select OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC]
- *                                   -> "<variant> <path> <table>"; with DEVICE and CC the table is the
+ *   harness select                  -> for each line of stdin, the tab-separated fields
+ *                                      OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC]:
+ *                                      "<variant> <path> <table>"; with DEVICE and CC the table is the
  *                                      one normgen_table_for picks for that GPU, else the current device's
+ *                                      (one process for many lookups: each start initializes CUDA)
  *   harness table DEVICE CC         -> "<table> <device of that table>"
  *   harness current                 -> "<table> <count>": normgen_current_table (0 without a GPU)  */
 #include <stdint.h>
@@ -23,6 +25,27 @@ static normgen_fwd_desc base(void) {
 static void report(const char* name, normgen_fwd_desc d) {
   normgen_status s = normgen_forward(&d);
   printf("%s %d %s\n", name, (int)s, normgen_last_error());
+}
+
+/* One selection: f = OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (n = 7 or 9). */
+static void select_one(int n, char** f) {
+  normgen_fwd_desc d = base();
+  d.op = strcmp(f[0], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
+  d.dtype = strcmp(f[1], "fp32") == 0 ? NORMGEN_FP32 : NORMGEN_BF16;
+  d.weight_dtype = d.dtype;
+  d.has_bias = d.op == NORMGEN_LAYERNORM;
+  if (strcmp(f[2], "same") == 0) {
+    d.residual_dtype = d.dtype;
+    d.residual = (const void*)0x400000; d.residual_out = (void*)0x500000;
+  }
+  if (d.has_bias) d.bias = (const void*)0x600000;
+  d.hidden = atoll(f[3]); d.rows = atoll(f[4]);
+  d.x_stride = d.y_stride = d.residual_stride = d.residual_out_stride = atoll(f[5]);
+  d.x = (const void*)(uintptr_t)(0x100000 + atoi(f[6]) % 16);
+  int path = -1;
+  const int table = n == 9 ? normgen_table_for(f[7], atoi(f[8])) : normgen_current_table();
+  const int v = n == 9 ? normgen_select_in(&d, table, &path) : normgen_select(&d, &path);
+  printf("%d %d %d\n", v, path, table);
 }
 
 int main(int argc, char** argv) {
@@ -47,26 +70,17 @@ int main(int argc, char** argv) {
     printf("%d %d\n", normgen_current_table(), normgen_table_count());
     return 0;
   }
-  if ((argc == 9 || argc == 11) && strcmp(argv[1], "select") == 0) {
-    normgen_fwd_desc d = base();
-    d.op = strcmp(argv[2], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
-    d.dtype = strcmp(argv[3], "fp32") == 0 ? NORMGEN_FP32 : NORMGEN_BF16;
-    d.weight_dtype = d.dtype;
-    d.has_bias = d.op == NORMGEN_LAYERNORM;
-    if (strcmp(argv[4], "same") == 0) {
-      d.residual_dtype = d.dtype;
-      d.residual = (const void*)0x400000; d.residual_out = (void*)0x500000;
+  if (argc == 2 && strcmp(argv[1], "select") == 0) {
+    char line[512];
+    while (fgets(line, sizeof line, stdin)) {
+      char* f[10];
+      int n = 0;
+      for (char* t = strtok(line, "\t\n"); t && n < 10; t = strtok(NULL, "\t\n")) f[n++] = t;
+      if (n != 7 && n != 9) { fprintf(stderr, "select: 7 or 9 tab-separated fields a line, got %d\n", n); return 2; }
+      select_one(n, f);
     }
-    if (d.has_bias) d.bias = (const void*)0x600000;
-    d.hidden = atoll(argv[5]); d.rows = atoll(argv[6]);
-    d.x_stride = d.y_stride = d.residual_stride = d.residual_out_stride = atoll(argv[7]);
-    d.x = (const void*)(uintptr_t)(0x100000 + atoi(argv[8]) % 16);
-    int path = -1;
-    const int table = argc == 11 ? normgen_table_for(argv[9], atoi(argv[10])) : normgen_current_table();
-    int v = argc == 11 ? normgen_select_in(&d, table, &path) : normgen_select(&d, &path);
-    printf("%d %d %d\n", v, path, table);
     return 0;
   }
-  fprintf(stderr, "usage: harness errors | select OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] | table DEVICE CC | current\n");
+  fprintf(stderr, "usage: harness errors | select (queries on stdin) | table DEVICE CC | current\n");
   return 2;
 }

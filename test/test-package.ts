@@ -49,12 +49,18 @@ export async function loadBuiltPackage(dir: string) {
   /** The harness's output for these arguments; runWith: in another environment. */
   const runWith = (env: NodeJS.ProcessEnv, ...args: string[]) => execFileSync(harness, args, { encoding: 'utf8', env }).trim();
   const run = (...args: string[]) => runWith(process.env, ...args);
-  /** The C library's choice (normgen_select): index into VARIANTS (-1: none), lookup path (SELECT_PATHS) and table. */
-  const selectC = (q: SelectQuery, env = process.env) => {
-    const device = q.device ? [q.device.name, String(q.device.cc)] : [];
-    const args = [q.op, q.dtype, q.residual, String(q.hidden), String(q.rows), String(q.stride ?? q.hidden), String(q.alignBytes ?? 16), ...device];
-    const [variant, path, table] = runWith(env, 'select', ...args).split(' ').map(Number);
-    return { variant, path, table };
+  /** The C library's choices (normgen_select), one harness process for all queries: index into VARIANTS (-1: none), lookup path (SELECT_PATHS) and table. */
+  const selectAllC = (queries: SelectQuery[], env = process.env) => {
+    const line = (q: SelectQuery) =>
+      [q.op, q.dtype, q.residual, q.hidden, q.rows, q.stride ?? q.hidden, q.alignBytes ?? 16, ...(q.device ? [q.device.name, q.device.cc] : [])].join('\t');
+    const out = execFileSync(harness, ['select'], { encoding: 'utf8', env, input: queries.map(line).join('\n') + '\n', maxBuffer: 64 << 20 });
+    const lines = out.trim().split('\n');
+    if (lines.length !== queries.length) throw new Error(`harness select: ${lines.length} answers to ${queries.length} queries`);
+    return lines.map((l) => {
+      const [variant, path, table] = l.split(' ').map(Number);
+      return { variant, path, table };
+    });
   };
-  return { dir, mod, run, runWith, selectC };
+  const selectC = (q: SelectQuery, env = process.env) => selectAllC([q], env)[0];
+  return { dir, mod, run, runWith, selectC, selectAllC };
 }

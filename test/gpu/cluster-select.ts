@@ -2,7 +2,7 @@
 // clusters of 16 CTAs included. normgen_select passes over a kernel whose clusters of more
 // than 8 CTAs the GPU present cannot hold (it asks cudaOccupancyMaxActiveClusters); CI plays
 // a GPU that holds none (test/package-cluster-fit.test.ts), this runs the real query.
-//   make -C out/normgen-sm90-h200 && node dist/test/gpu/cluster-select.js [PKG] [--log FILE]
+//   make -j"$(nproc)" -C out/normgen-sm90-h200 && node dist/test/gpu/cluster-select.js [PKG] [--log FILE]
 // Every tuned problem of the bf16 and fp32 specs the C harness can describe (RMSNorm, with a
 // residual, LayerNorm with bias; weight in x's dtype): the C selection must return the table's
 // own variant on the exact path. Exit 1 on any difference, 2 without a GPU.
@@ -38,15 +38,18 @@ function harnessSpec(spec: string): [string, string, string] | null {
   return [m[1], m[2], m[3] === '.res-same' ? 'same' : 'none'];
 }
 
-let checked = 0;
+type Entry = { spec: string; hidden: number; rows: number; variant: number };
+const entries = (pkg.mod.TABLES[table].entries as Entry[]).flatMap((e) => {
+  const spec = harnessSpec(e.spec);
+  return spec ? [{ e, query: { op: spec[0], dtype: spec[1], residual: spec[2], hidden: e.hidden, rows: e.rows } }] : [];
+});
+// One harness process for every lookup: each start initializes CUDA.
+const chosen = pkg.selectAllC(entries.map(({ query }) => query));
+const checked = entries.length;
 let wide = 0;
 const differences: string[] = [];
-for (const e of pkg.mod.TABLES[table].entries as { spec: string; hidden: number; rows: number; variant: number }[]) {
-  const spec = harnessSpec(e.spec);
-  if (!spec) continue;
-  const [op, dtype, residual] = spec;
-  const { variant, path } = pkg.selectC({ op, dtype, residual, hidden: e.hidden, rows: e.rows });
-  checked++;
+for (const [i, { e }] of entries.entries()) {
+  const { variant, path } = chosen[i];
   const want = pkg.mod.VARIANTS[e.variant];
   if (want.cluster > 8) wide++;
   if (variant !== e.variant || SELECT_PATHS[path] !== 'exact')
