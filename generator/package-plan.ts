@@ -6,7 +6,7 @@ import type { DispatchTable } from '../tuner/dispatch.js';
 import type { BackwardTable } from './package-bwd.js';
 import type { Arch } from './arch.js';
 import { InputError, specKey, type KernelSpec } from './problem.js';
-import { GENERIC_PARAMS } from './space.js';
+import { GENERIC_PARAMS, type CudaParams } from './space.js';
 import { makeVariant, type Variant } from './variant.js';
 
 /** One device's dispatch table and where it came from. */
@@ -32,6 +32,8 @@ export interface PlannedEntry {
   hidden: number;
   rows: number;
   variant: number;
+  /** The variant standing for other hidden sizes (the nearest path): `variant` unless that is compiled for this size only. */
+  portable: number;
 }
 
 export interface KernelFile {
@@ -80,9 +82,14 @@ export function planPackage(tables: DeviceTable[]): Plan {
     const spec = specs.get(key)!;
     tables.forEach((t, table) => {
       for (const e of t.table.entries.filter((x) => x.spec === key)) {
-        const v = makeVariant(spec, e.params);
-        if (v.id !== e.variantId) throw new InputError(`variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
-        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant: add(v, [t.arch]) });
+        const rendered = (id: string, params: CudaParams) => {
+          const v = makeVariant(spec, params);
+          if (v.id !== id) throw new InputError(`variant ${id} of ${key} no longer renders the same kernel: re-tune with these templates`);
+          return add(v, [t.arch]);
+        };
+        const variant = rendered(e.variantId, e.params);
+        const portable = e.portable ? rendered(e.portable.variantId, e.portable.params) : variant;
+        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable });
       }
     });
     plan.specs.push({ key, spec, generic: add(makeVariant(spec, GENERIC_PARAMS), archs) });

@@ -119,7 +119,7 @@ function tableJson(table: DispatchTable<object>) {
   return { tolerance: table.tolerance, largeTolerance: table.largeTolerance, maxRegret: table.maxRegret, entries: table.entries.map(({ kernelSpec, ...e }) => e) };
 }
 
-export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number; backward: number } {
+export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number; portable: number; backward: number } {
   for (const t of src.tables)
     if (t.tunedTemplateHash !== templateHash('cuda'))
       throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
@@ -156,12 +156,15 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   // The PyTorch binding: a torch-free ctypes layer and the torch.library ops on top.
   files.push([`${PYTHON_DIR}/abi.py`, render('package', 'abi.py.hbs', { ...context, specs: abiSpecs(p) })]);
   files.push([`${PYTHON_DIR}/__init__.py`, render('package', 'torch_init.py.hbs', context)]);
-  const tuned = new Set(p.entries.map((e) => e.variant)).size;
+  const tunedSet = new Set(p.entries.map((e) => e.variant));
+  const tuned = tunedSet.size;
+  const portable = new Set(p.entries.map((e) => e.portable).filter((v) => !tunedSet.has(v))).size;
   files.push(['README.md', render('package', 'README.md.hbs', {
     ...context,
     tunedOn: src.tables.map((t) => t.tunedOn).sort().pop(),
     variantCount: p.variants.length,
     tunedCount: tuned,
+    portableCount: portable,
     nonPortableClusters: p.variants.filter((v) => v.params.cluster > 8).length,
     problemCount: p.entries.length,
     tolerancePct: (100 * Math.max(...src.tables.map((t) => t.table.tolerance))).toFixed(1),
@@ -213,5 +216,5 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   const written = new Set([...files.map(([n]) => n), ...headers]);
   for (const f of readdirSync(join(out, 'src')))
     if ((/^kernels_.*\.cu$/.test(f) || f === 'normgen_bwd_params.h') && !written.has(`src/${f}`)) rmSync(join(out, 'src', f));
-  return { files: [...files.map(([n]) => n), ...headers], variants: p.variants.length, tuned, backward: bwd?.variants.length ?? 0 };
+  return { files: [...files.map(([n]) => n), ...headers], variants: p.variants.length, tuned, portable, backward: bwd?.variants.length ?? 0 };
 }

@@ -95,6 +95,22 @@ test('nearest: an untuned hidden size gets the nearest tuned one that can run it
   assert.ok(capacity(l.params) >= 5000 && 5000 % l.params.vec === 0);
 });
 
+test('a winner compiled for its own hidden size carries a portable variant, which the nearest path uses', () => {
+  const fixed = table.entries.filter((e) => e.params.fixedHidden !== undefined);
+  assert.ok(fixed.length > 0, 'the committed table has winners compiled for their hidden size');
+  for (const e of table.entries) {
+    if (e.params.fixedHidden === undefined) assert.is(e.portable, undefined, `${e.spec} h${e.hidden} r${e.rows}`);
+    else assert.is(e.portable?.params.fixedHidden, undefined, `${e.spec} h${e.hidden} r${e.rows}: portable runs any size`);
+  }
+  // Every entry fixed: without portables an untuned size falls through to the generic variant.
+  const allFixed = { ...table, entries: table.entries.map((e) => ({ ...e, params: { ...e.params, fixedHidden: e.hidden } })) };
+  assert.is(lookup({ ...allFixed, entries: allFixed.entries.map(({ portable, ...e }) => e) }, rms, 5000, 30000).path, 'generic');
+  const near = lookup(allFixed, rms, 5000, 30000);
+  assert.is(near.path, 'nearest');
+  assert.is(near.params, near.entry!.portable!.params);
+  assert.is(lookup(allFixed, rms, 4096, 32768).params.fixedHidden, 4096, 'a tuned size still gets its own kernel');
+});
+
 test('a variant compiled for one hidden size serves only that size: untuned sizes skip it', () => {
   // The committed table with its 4096 x 32768 winner compiled for 4096.
   const fixed = {
@@ -105,7 +121,7 @@ test('a variant compiled for one hidden size serves only that size: untuned size
   assert.is(exact.params.fixedHidden, 4096);
   const near = lookup(fixed, rms, 4000, 32768);
   assert.is(near.params.fixedHidden, undefined);
-  assert.ok(near.path === 'generic' || near.entry!.hidden !== 4096, 'the nearest runnable entry, not the one compiled for 4096');
+  assert.ok(near.path === 'generic' || near.entry!.hidden !== 4096 || near.params === near.entry!.portable?.params, 'not the kernel compiled for 4096');
 });
 
 test('generic: odd rows, misaligned pointers and untuned specs still get a correct variant', () => {

@@ -6,8 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, ROOT, selectC } from './built-package.js';
-import { SELECT_PATHS } from './test-package.js';
+import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, ROOT, selectAllC, selectC } from './built-package.js';
+import { SELECT_PATHS, type SelectQuery } from './test-package.js';
 import { parseArch } from '../generator/arch.js';
 import { maxDynamicSharedBytes } from '../generator/space.js';
 
@@ -51,13 +51,14 @@ test('bad calls get an error code and a message, and nothing is launched', () =>
 
 test('C and TypeScript select the same variant on tuned, untuned, odd and misaligned shapes', async () => {
   let seen = new Set<string>();
-  const cases: [string, string, string, number, number, number, number][] = [];
+  const cases: SelectQuery[] = [];
   for (const [op, dtype, residual] of [['rmsnorm', 'bf16', 'none'], ['rmsnorm', 'fp32', 'same'], ['layernorm', 'bf16', 'none']])
     for (const hidden of [1024, 4096, 5000, 4095, 65536, 100000, 7])
       for (const rows of [1, 40, 3000, 1_000_000])
-        for (const alignBytes of [16, 4]) cases.push([op, dtype, residual, hidden, rows, hidden, alignBytes]);
-  for (const [op, dtype, residual, hidden, rows, stride, alignBytes] of cases) {
-    const { variant, path } = selectC({ op, dtype, residual, hidden, rows, stride, alignBytes });
+        for (const alignBytes of [16, 4]) cases.push({ op, dtype, residual, hidden, rows, stride: hidden, alignBytes });
+  const chosen = selectAllC(cases);
+  for (const [i, { op, dtype, residual, hidden, rows, stride, alignBytes = 16 }] of cases.entries()) {
+    const { variant, path } = chosen[i];
     const elt = dtype === 'fp32' ? 4 : 2;
     const want = mod.select({ op, dtype, bias: op === 'layernorm', residual, hidden, rows, stride, alignmentElems: Math.max(1, alignBytes / elt) });
     const label = `${op} ${dtype} ${residual} h${hidden} r${rows} a${alignBytes}`;

@@ -22,6 +22,12 @@ export interface DispatchEntry<P extends object = CudaParams> {
   medianUs: number;
   /** Time over the best measured variant of the problem, minus 1 (each variant's final-stage time where it has one). */
   regret: number;
+  /**
+   * Where the winner is compiled for this hidden size only: the best variant (within the
+   * tolerance, fewest in all) that runs any size, which the lookup's nearest path uses for
+   * untuned sizes instead of falling through to the generic variant.
+   */
+  portable?: { variantId: string; params: P; medianUs: number };
 }
 
 export interface DispatchTable<P extends object = CudaParams> {
@@ -71,22 +77,23 @@ export interface DispatchOptions {
   tolerance?: number;
   /** Regret allowed on problems of >= 16M elements, where the copy roofline is the target and timings repeat to ~0.3% (default 0.5%, or `tolerance` if smaller). */
   largeTolerance?: number;
+  /**
+   * Regret allowed among the portable variants (default 10%): they serve only sizes nobody
+   * tuned, where a few percent matter less than the kernels each one adds to a package.
+   */
+  portableTolerance?: number;
 }
+
+/** Compiled for one hidden size only (the `fixedHidden` axis of CUDA forward variants). */
+const isFixed = (params: object) => (params as { fixedHidden?: number }).fixedHidden !== undefined;
 
 /**
  * Greedy set cover: a variant covers a problem when it is within the problem's tolerance
  * of its best; take the variant covering most uncovered problems (ties: the least total
- * time) until all are covered. Each problem then uses its fastest chosen variant.
+ * time) until all are covered. Returns, per problem key, its fastest chosen measurement.
  */
-export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, options?: DispatchOptions): DispatchTable<CudaParams>;
-export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, options: DispatchOptions, direction: 'bwd'): DispatchTable<BwdParams>;
-export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, options?: DispatchOptions): DispatchTable<P>;
-export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, options: DispatchOptions = {}, direction: 'fwd' | 'bwd' = 'fwd'): DispatchTable<P> {
-  const tolerance = options.tolerance ?? 0.02;
-  const largeTolerance = Math.min(tolerance, options.largeTolerance ?? 0.005);
-  const problems = bestMeasurements(db, direction === 'bwd');
+function cover<P extends object>(problems: DbResult<P>[][], allowed: (p: { rows: number; hidden: number }) => number): Map<string, DbResult<P>> {
   const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
-  const allowed = (p: { rows: number; hidden: number }) => (p.rows * p.hidden >= LARGE_PROBLEM_ELEMENTS ? largeTolerance : tolerance);
   const covers = new Map<string, Set<string>>(); // variant id -> problem keys within tolerance
   for (const rs of problems)
     for (const r of rs)
@@ -110,17 +117,51 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
     chosen.add(pick);
     for (const k of covers.get(pick)!) uncovered.delete(k);
   }
+  return new Map(problems.map((rs) => [rs[0].problemKey, rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a))]));
+}
+
+/**
+ * The dispatch table: per problem its variant from a cover of all measurements (see
+ * cover), and where that variant is compiled for the problem's hidden size only, a portable
+ * one from a second cover over the variants that run any size.
+ */
+export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, options?: DispatchOptions): DispatchTable<CudaParams>;
+export function buildDispatchTable(db: TuningDb<AnyParams, DbHeader>, options: DispatchOptions, direction: 'bwd'): DispatchTable<BwdParams>;
+export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, options?: DispatchOptions): DispatchTable<P>;
+export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader>, options: DispatchOptions = {}, direction: 'fwd' | 'bwd' = 'fwd'): DispatchTable<P> {
+  const tolerance = options.tolerance ?? 0.02;
+  const largeTolerance = Math.min(tolerance, options.largeTolerance ?? 0.005);
+  const portableTolerance = options.portableTolerance ?? 0.1;
+  const problems = bestMeasurements(db, direction === 'bwd');
+  const best = new Map(problems.map((rs) => [rs[0].problemKey, Math.min(...rs.map((r) => r.medianUs!))]));
+  const allowed = (p: { rows: number; hidden: number }) => (p.rows * p.hidden >= LARGE_PROBLEM_ELEMENTS ? largeTolerance : tolerance);
+  const winners = cover(problems, allowed);
+  const portable = cover(
+    problems.filter((rs) => isFixed(winners.get(rs[0].problemKey)!.params)).map((rs) => rs.filter((r) => !isFixed(r.params))).filter((rs) => rs.length > 0),
+    () => portableTolerance,
+  );
   const entries: DispatchEntry<P>[] = problems.map((rs) => {
-    const r = rs.filter((x) => chosen.has(x.variantId)).reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
+    const r = winners.get(rs[0].problemKey)!;
     const p = r.problem;
-    return { spec: specKey(p), kernelSpec: { op: p.op, dtype: p.dtype, features: p.features, ...(isBackward(p) ? { direction: 'bwd' as const } : {}) }, hidden: p.hidden, rows: p.rows, variantId: r.variantId, params: r.params, medianUs: r.medianUs!, regret: r.medianUs! / best.get(r.problemKey)! - 1 };
+    const q = portable.get(r.problemKey);
+    return {
+      spec: specKey(p),
+      kernelSpec: { op: p.op, dtype: p.dtype, features: p.features, ...(isBackward(p) ? { direction: 'bwd' as const } : {}) },
+      hidden: p.hidden,
+      rows: p.rows,
+      variantId: r.variantId,
+      params: r.params,
+      medianUs: r.medianUs!,
+      regret: r.medianUs! / best.get(r.problemKey)! - 1,
+      ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs! } } : {}),
+    };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
   return {
     tolerance,
     largeTolerance,
     entries,
-    variants: chosen.size,
+    variants: new Set(entries.flatMap((e) => [e.variantId, ...(e.portable ? [e.portable.variantId] : [])])).size,
     maxRegret: Math.max(0, ...entries.map((e) => e.regret)),
     rowBuckets: [...new Set(entries.map((e) => e.rows))].sort((a, b) => a - b),
   };
@@ -157,9 +198,11 @@ export function lookup(table: DispatchTable, spec: KernelSpec, hidden: number, r
   const mine = table.entries.filter((e) => e.spec === key && e.rows === bucket);
   const exact = mine.find((e) => e.hidden === hidden);
   if (exact && canRun(exact.params, hidden, stride, alignmentElems)) return { path: 'exact', params: exact.params, entry: exact };
+  // Nearest: each entry stands for other sizes through its portable variant, if it has one.
+  const elsewhere = (e: DispatchEntry) => e.portable?.params ?? e.params;
   const near = mine
-    .filter((e) => canRun(e.params, hidden, stride, alignmentElems))
+    .filter((e) => canRun(elsewhere(e), hidden, stride, alignmentElems))
     .sort((a, b) => Math.abs(Math.log2(a.hidden / hidden)) - Math.abs(Math.log2(b.hidden / hidden)))[0];
-  if (near) return { path: 'nearest', params: near.params, entry: near };
+  if (near) return { path: 'nearest', params: elsewhere(near), entry: near };
   return { path: 'generic', params: GENERIC_PARAMS };
 }

@@ -98,5 +98,5 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   const regret = Math.max(...tables.map((t) => t.table.maxRegret));
   const devices = tables.length > 1 ? ` for ${tables.length} devices (${tables.map((t) => t.device).join(', ')})` : '';
   const webgpu = wgsl.length ? `; WebGPU: ${wgsl.reduce((n, t) => n + t.table.entries.length, 0)} tuned problems on ${wgsl.map((t) => adapterName(t.adapter, t.adapter.backend)).join(', ')}` : '';
-  console.log(`${args.out}: ${problems} tuned problems${devices}, ${out.variants} forward kernels (${out.tuned} tuned + generic)${out.backward ? ` and ${out.backward} backward` : ''}, regret <= ${(100 * regret).toFixed(2)}%${webgpu}`);
+  console.log(`${args.out}: ${problems} tuned problems${devices}, ${out.variants} forward kernels (${out.tuned} tuned, ${out.portable} portable for untuned sizes, generic)${out.backward ? ` and ${out.backward} backward` : ''}, regret <= ${(100 * regret).toFixed(2)}%${webgpu}`);
 }

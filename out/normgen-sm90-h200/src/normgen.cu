@@ -9,153 +9,242 @@
 #include "normgen_params.h"
 
 extern "C" __global__ void normgen_layernorm_fwd_a3d8d0bd13cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56b49802aa8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b9a482612327(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71c873d8c4ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_83c9320bbc2e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8bf6aa323036(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f35b67df0dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_76b3aa0c2d6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00aba9a52c09(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f009c61eed86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a643f321228(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a75ac31cdbf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_12373c398653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d44ba43830f9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_816b3dcec01e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4393cd48326f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c71b946f536e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1f2c5c399cee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d2e6d39f65c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b1d34298ce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c8d0f0581e14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c561359d5fb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f0af8ec291a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1c88cfea17d4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b165014f51da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11ee506476b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d2858f2cb372(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ca8d695a3e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d8d17aa85948(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_661c43166f9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a36d20d2163b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_377a55117493(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d9cf50ffc8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f79ad044b346(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c3012a86ab68(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6134ea34c8fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cbf21a0e7821(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8db3e9c45c5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11e751124906(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c3f697dfdfa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7f38261b0aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28a349aecc62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_58f9393574a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b8a9fb396e5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_871bcc03ecdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2127ceacac1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbfe18e1ea8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62fb93c4073d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_84809b5793e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d44fa0853002(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08c899c2fd82(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b279effae1fa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fb86cd0c4b03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7559aef7717f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_77fbd126d2f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cb4c92c8556d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8156dc673ce5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5491293a4f86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7d39a8f1a47d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f8ac11e52f4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38ab74322305(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_16d176d679a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_077f0a2feb5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_15c5a039c225(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc6dc7bd1213(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_790712309158(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_25cac35df898(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e9351118524(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_94a9cdb1e20c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c5a5566e3de(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b5a56e4bf5b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9fda0cd4b609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12e757252fe5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0c1afe9d37b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_05d2a41b561e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e201a73d657e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d33529466330(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_482251be195d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9ab499f8fcf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a7067a39b1c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7cdcde9d888(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6e54f7281cfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96856033348d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_84a81a6a422b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9b861e8d5b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b2654e1334d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c714b75ad9d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b71a7a8f8ff9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_78299f94aaf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15334f18d77a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c881f3d12505(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42cdb9a8ed4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_93ab925d3f94(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_54d39be4896b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_337fb2117c7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f03e8bc50489(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60ff6107115c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_651ed5c3588b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c82dda47cf1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_289897ff083e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d63ad03352db(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a0dcaf2c97d5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_16d9d9944bea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d6307b6e4db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb77df24eac9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_67bb9182e8ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6af3111cdab7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97d27748a84e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_31fd0092e594(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6e8280260991(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_55fefcc50c13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_222563d1d1e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5ccba088d376(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fdaa36131e02(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_df2ab65daff3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba0ded560f99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63050f5936e6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6403595bbbe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb45e3a27937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e75372f71a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52343237d800(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81cea1e0a07b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc484dd3e2f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a6413a7076e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9042b7a80e34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_83bbc4ea01f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e97ad3530d8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bad56b78ba98(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_01bf8925dc96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6aea2f2cee8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8db6686d4298(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bae29d74a3ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74dbcc4ffc75(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5e8561463cc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c0c962d87673(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_987f3f7ee42f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1556fc378995(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3bca41bd6cc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0cedbba49dfa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1ee7af9e029e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_60123e4ac3e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_608835c999dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0037e7530f08(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6c94f0c84c38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e805abc751b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b934663535cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_74660cc6d8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17b34a96f8dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74ecd57cfcb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_15b1b5f85f71(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ef734e68363(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4be0a3294a8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_09f57e1bd506(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10315cd8cf91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae085f12f03d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b073a569428d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_71ae844e04c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0e4ca8a981e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60e44ce0683f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ac3089b2e2e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_164ba546b823(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_73a331516766(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df312f115cad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_401084693763(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_48b2001aa285(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_071cef8f26e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b4450500507f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f9112788dcfd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d90f7192fd21(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0a7c203f8356(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04d25c31d580(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb0ac9478e48(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_533a69b9bd4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b97725ae8a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8251d938df0f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da1090bc4d20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ad712e6314f0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3a801f6a3641(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_169a8963ebac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e02f85401d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fb6beb37f77b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e71facf46226(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_909b29163cc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b888c615d239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f90edadfc4fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ebab29183a09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97249a6a0f7b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_35920c7a2abe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_87094e88ce83(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_592b123675ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1b016c6d779f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_54ccebfc7836(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf483ef2a5bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba85e9929d29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_37bd589be922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9817cb7a38ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4bcbe572f3c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e15c0a146dd0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_99825e0d3419(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b2b736205583(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cfa60a6ec8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbb0237426d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_323fe417dcab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_80cee36468a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_849d0cd891ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a22b8c278d21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8127f3c12ed2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fede8d044992(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7b59830337eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e748d9e9200c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_117006db1804(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9f045c9d41f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a2cde669206a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3fc99904ae48(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3a00c21c40de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fb557e44517(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04d394e52168(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d04473fea135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7fa1e28789b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac6675ef0738(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3266a73fabc2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_637a06a5c7f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be4117775937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a4c1f7fc7d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1743196d86cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_61f98df44d21(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4cd6daeaac89(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de2c1156c0e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70dba3c0731c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6737197d98d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ef8f64ae6d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b77826b401cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d6540941ac0a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_89cec0f319db(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_444579172c09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c64535e1e097(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_533772e5218a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_abe447c126c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d2e19bddf4ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d38522791a(const NormgenFwdParams p);
@@ -164,66 +253,86 @@ extern "C" __global__ void normgen_rmsnorm_fwd_91867f22ba67(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_eddbd868b981(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7731000735dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80b64c78fbeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_564c6bcc8968(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e600544bdc5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14cd3d638f33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ff91db8e12c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_513a7f52b934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9d61017fa10(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73f01a163afc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdc583aa9857(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cba53e75b3d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa10f6834304(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61e419601840(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dd1222cb2603(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_87bede7f3b21(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d07f77d1ea9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfdd5b2f7301(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b80be455cac8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45f51ce045df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d7437144060(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d2fe7c858906(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_943e5eabae44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b86c54b05937(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df7c3ba40424(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94b976b0b73f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0ebb6f46302(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43d2bc1c6586(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc48e1c0186b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_738e95625738(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f8a77610947(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66eaef3e68ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_48193ef37e68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d10e6b8eb516(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a5989cbe11ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb4d62f64830(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0de6c5f480c7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe37e6579481(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2c36b214eb2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba831145fb34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_505fe3942047(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_373b21614466(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3b8c4059450(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f8727f3bc7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_239c0954c94d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_299285ef7efa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6925e3bfa08b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d7e8843cf0a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3429cea03e52(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aa8685b94243(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da13c9d50571(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fee5eaf39b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b87a4bda1429(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbbd8fd157f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fadac44ef1b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_38c27a56bb17(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af211eb91c1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d05d562f71e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2449b4c3d63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97c15bc09124(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_541b3bde11f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bab864c388c7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_345eec34b48b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e2641aaf9ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d2eaff883a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e2641aaf9ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c69e6d36847a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_247fa057f073(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f1a49782b65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_894b1c50d7c7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86615abfc62f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab2d9cdc4be0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58d2e4af99f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3db22e2ffb2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0c343d969fbe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4acc6dbb676b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba5383f13094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7f4d8b6f2df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c95ccb260178(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_daf00c13d966(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85a4ce8a05ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aabc9927a6fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5fb9ef618b3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fddba90f790f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd7a9a78c0e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa67b1b5e4aa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d99b1b693d65(const NormgenFwdParams p);
@@ -231,6 +340,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_38ee90f8d937(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_ba5389a404b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7ee6b8f3326c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95b57e8f7fbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c00305814247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_549862043dcf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_314503430a09(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e339fece8aea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3b4105b2448a(const NormgenFwdParams p);
@@ -238,114 +349,159 @@ extern "C" __global__ void normgen_rmsnorm_fwd_62ee2a9efaa9(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f99babe2cae5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1133357b6aef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3622834ccc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fcc9fa52725(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e08812b9212(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e209ba19d2e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aa85cb2cb51c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21dbfcd232b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5518d67dd98a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e14d1a83ba21(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cadaf874d5a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fc1de9fdcc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6ec10b014a2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c0cf741dc80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c42567394b80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03f2d4c41089(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb7148c315a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e25f4006683e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54c1bf940459(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f027c15012ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07673ab9a37b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7ad02d098baf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52380febc910(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ea4f41d38d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a98d2fcb8df6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_551e60e475ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_507d3cd0e49a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_badbf116505a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b900743674e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34c2fddb0759(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b97cc0605ba3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf3832f8167d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_537263b54b73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a111460cddad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f67f781815b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56bdfd725743(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_039b95c96866(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba11e605d02a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c18430dbc481(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e2c21061d73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f5d7b026ce8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_946e5de94a92(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_798bb238f514(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68d485e1289b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06f83e138407(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bdf2061245ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ec1b3dda42f8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a75d1ce4355(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3abb1cba6dd3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f914ffe9184e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a516eaf7df22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e40bcff8cf36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e062b4d87058(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edfb777f1083(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed0f24a41a21(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1645e0a3ec97(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01eac8dc6d35(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab258520994c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14d3bc419ea6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0854e0eacb88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7854f8635db6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b815004288e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f8eb8ec8214b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_08ad4623ca4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c835ce7626f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_935ff84825e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d34c5d6f106(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77b8469b961c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c803c617294d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6671f3095eeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e66d8d3aa374(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7cc54920d5f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_659dda77d961(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1017055372b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd4aea4ad745(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e66481f416f8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6fba6431234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df98f77f5e29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9bca8beb7879(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7fa48f6d990(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_92c477907b3b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a22f25625eb6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_494f8976b635(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_496458a6992d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe7f34d79879(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb4647593501(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41e9b8154a4c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c209855d4c27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3106806d4e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_422fe6ffa984(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_abc2f8b09f40(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7b619f44594b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_577668b472cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31c22380dc56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b6823f30740(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef60bbf60663(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9b432419325b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea4e00329130(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13850165bfaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_435433951153(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e2899bddde05(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4db4c15399a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7695dc14abbb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b9e28258b925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcd86aa61dd5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a93bfc97aba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2a4b5047e1c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e0c02bb6754b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b9f1500359b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a598d677918(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3710f01577ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_688b738d3525(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ecb56f8fbed1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b07403c00b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab5ee46182cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c9295df96e52(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14debe6a0d20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77f4beefd6c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09076af513dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c825383a2902(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a38e0b82be9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7225f944b468(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e2a917fa5b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23c7ac4a1f88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ff44cd79aa04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3cc5b506be6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27080a1da766(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9151126cc81f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4142273c7bf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce48b2c37856(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_64a5a3ee4ede(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7850138499e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a83b347ed0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d750d825132(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fc1330c6d174(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_743966bca379(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e15fd07b523(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04a67d5602f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e11220eeaca9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_261ee7af6ac5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f76bd924f2e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab1c36c5d10e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8148ebc5a788(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_299c650d1d2a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ecda504f6c23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2dfb082057c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30d352dfde1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_44f1a1bf21f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a78c863709bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4dd69b9f1a11(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6a92fccfceb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e66fe398c06e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27358660cf7c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d30fd5f9e457(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62305389ebcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_803b4f877284(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e40c90db379(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_20ac9a0a0818(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2834d50d5690(const NormgenFwdParams p);
@@ -353,53 +509,76 @@ extern "C" __global__ void normgen_rmsnorm_fwd_062ee28b4612(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_054b0f687e2a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f41da7ec8f94(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85ee622a1bc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_801c943321bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fc72bfb8df0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c9cbe89ee00(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0321a76ad69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df4dd6cbabe3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bf61d23deb70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66a7cd81f204(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d6b68e16c4c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eab607c4c89a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f4535bbed842(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f527549ebbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28b137c637fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cef9b19a901f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_481a900c0458(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e19dd08ef27c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4442a0e3f1c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44b3f3097cdf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0feb5b3c64f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69d8db2ac9cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2dc8deb1c9fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71fca93c561c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3283f865acf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a73bf8ee653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e66f1274ba0c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0a3d1776ad3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8171e4db4cd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82bb492013b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da10fb5c20ff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c5dc4457650(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78958868e9a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cac1f431e207(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3b48a2ae6f7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc0564332f5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_583bfacebaa2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2adfd1aae1e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55fd6f594d39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f47c8184f45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6896e7071d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5f3a6af6131(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1987996e7d37(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_659a6eafd219(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03c49a4a56bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24bc8b0a83ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_841a36b408b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd3b3950703f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24bc8b0a83ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18627043daca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a8bf8a0df33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa097c1d5736(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dbc015579d8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b67896594c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f6b65afc8e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6bad78b0d6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78125c2c6522(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_691632023462(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe043910b719(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_46e41b76b3da(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a60475340ce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee23e86af3db(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_086dff62fd24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21ad26fb51db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_caf7323f392d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e1efc1b2c4c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d888146025ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc141c9b108c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c108620b2fc5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21485b8dc0a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_948785237011(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c72876e1d9f9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4018464c5998(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_498cac866475(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d01f100f99ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3fcc0d0de9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1b270b24a46(const NormgenFwdParams p);
@@ -415,17 +594,21 @@ extern "C" __global__ void normgen_rmsnorm_fwd_f641d113390d(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_37a06fab0cd3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e13a707fbeea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80936f28db38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c26b1ed5c80b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_820cf6343e2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dadb95516995(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bad50983bcc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dfa674cd659c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_596f7be1bd3b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_085e910ca1df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a37e9974513(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5157445d8236(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ead9ea1b8d36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e2652f1f24e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_666247893f7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5b5e3b6cb455(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f85bfe426638(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6d764429a7b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2bdd9ad6095f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f6c6c85fc3c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f662d62d5f65(const NormgenFwdParams p);
@@ -433,26 +616,32 @@ extern "C" __global__ void normgen_rmsnorm_fwd_367cf2a6af08(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_c241d50d258d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6d171caf751(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb7751dd908f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8feb4253fce7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8959b9e04c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31a06c1e355e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_639e020f508c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed3f2ce1e59f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c28a03cb6726(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc505be40726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a22f7c4722da(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ad45e5917a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc76f8f0902e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d10e5d8483b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81abc9af4219(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_88a3d509e727(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2473cc38e610(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_28953ea34b80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3bd272216138(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b54e1ab4830(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_781aa43cfb9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3b0d7f8a81e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f00efa6b553e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c179510c26a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_93e0038b11f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4ef0aa963ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_400f22dc46a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c91aa4e0aa74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3126dfa04d7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4ef0aa963ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_900803f70e8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_959750930eed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e28980a7a9be(const NormgenFwdParams p);
@@ -462,6 +651,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_dbcbe714331f(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_c0e656155e40(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de2012e7c10f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a85f14a4ed8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc384d50ae31(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_deea52838394(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd2740f91cb1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2572421638b5(const NormgenFwdParams p);
@@ -469,12 +659,15 @@ extern "C" __global__ void normgen_rmsnorm_fwd_2b409590f84b(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_9a4616636991(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3bbe31ac93fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_352c04c71e6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06acad55957a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1ec5d7090988(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3176c961f5d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_93da21ddef4b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94a99af45022(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7dc51fe4ee5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01bb2f95e5b0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d51b9dc6b5b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c27c17f1c38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8be83e2272fa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe0351b3aa7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da20ed628dc2(const NormgenFwdParams p);
@@ -494,153 +687,242 @@ struct Variant {
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_a3d8d0bd13cc, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_56b49802aa8f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_b9a482612327, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_71c873d8c4ed, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
   {(const void*)&normgen_layernorm_fwd_83c9320bbc2e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_8bf6aa323036, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_7f35b67df0dd, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_76b3aa0c2d6c, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_00aba9a52c09, 4, 256, 8, 32, 3, 1, 2, 27648, 0 },  // ring.t256.v8.tpr32.i3.s2.sw
   {(const void*)&normgen_layernorm_fwd_f009c61eed86, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_layernorm_fwd_4a643f321228, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_a75ac31cdbf6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_12373c398653, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_d44ba43830f9, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_layernorm_fwd_816b3dcec01e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_layernorm_fwd_4393cd48326f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_c71b946f536e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
   {(const void*)&normgen_layernorm_fwd_1f2c5c399cee, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_d2e6d39f65c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_1b1d34298ce6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_c8d0f0581e14, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_c561359d5fb1, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_6f0af8ec291a, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_1c88cfea17d4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_b165014f51da, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_11ee506476b4, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_d2858f2cb372, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_2ca8d695a3e5, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
   {(const void*)&normgen_layernorm_fwd_d8d17aa85948, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
   {(const void*)&normgen_layernorm_fwd_661c43166f9c, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_a36d20d2163b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_377a55117493, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_9d9cf50ffc8c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_f79ad044b346, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_c3012a86ab68, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_6134ea34c8fd, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_cbf21a0e7821, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
   {(const void*)&normgen_layernorm_fwd_8db3e9c45c5a, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_11e751124906, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_9c3f697dfdfa, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_layernorm_fwd_7f38261b0aaf, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_28a349aecc62, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_58f9393574a9, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
   {(const void*)&normgen_layernorm_fwd_b8a9fb396e5e, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
   {(const void*)&normgen_layernorm_fwd_871bcc03ecdf, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e2127ceacac1, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_layernorm_fwd_dbfe18e1ea8b, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_layernorm_fwd_62fb93c4073d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_84809b5793e1, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_d44fa0853002, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_08c899c2fd82, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_b279effae1fa, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_layernorm_fwd_fb86cd0c4b03, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
   {(const void*)&normgen_layernorm_fwd_7559aef7717f, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_77fbd126d2f4, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_cb4c92c8556d, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_8156dc673ce5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_5491293a4f86, 0, 128, 8, 128, 4, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c8.early
   {(const void*)&normgen_layernorm_fwd_7d39a8f1a47d, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
   {(const void*)&normgen_layernorm_fwd_f8ac11e52f4e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_38ab74322305, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
   {(const void*)&normgen_layernorm_fwd_16d176d679a0, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_077f0a2feb5a, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
   {(const void*)&normgen_layernorm_fwd_15c5a039c225, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_fc6dc7bd1213, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
   {(const void*)&normgen_layernorm_fwd_790712309158, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_25cac35df898, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
+  {(const void*)&normgen_layernorm_fwd_6e9351118524, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
   {(const void*)&normgen_layernorm_fwd_94a9cdb1e20c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_1c5a5566e3de, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_layernorm_fwd_b5a56e4bf5b1, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
   {(const void*)&normgen_layernorm_fwd_9fda0cd4b609, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_12e757252fe5, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
   {(const void*)&normgen_layernorm_fwd_f0c1afe9d37b, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
   {(const void*)&normgen_layernorm_fwd_05d2a41b561e, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
+  {(const void*)&normgen_layernorm_fwd_e201a73d657e, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
   {(const void*)&normgen_layernorm_fwd_d33529466330, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_482251be195d, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_layernorm_fwd_9ab499f8fcf6, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_a7067a39b1c5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_e7cdcde9d888, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_6e54f7281cfa, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_96856033348d, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
   {(const void*)&normgen_layernorm_fwd_84a81a6a422b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_layernorm_fwd_c9b861e8d5b0, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_8b2654e1334d, 0, 64, 8, 32, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i3
   {(const void*)&normgen_layernorm_fwd_c714b75ad9d9, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_b71a7a8f8ff9, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_78299f94aaf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_15334f18d77a, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_layernorm_fwd_c881f3d12505, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_42cdb9a8ed4e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
   {(const void*)&normgen_layernorm_fwd_93ab925d3f94, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_54d39be4896b, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_337fb2117c7a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_f03e8bc50489, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_60ff6107115c, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_651ed5c3588b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_c82dda47cf1e, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
   {(const void*)&normgen_layernorm_fwd_289897ff083e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_d63ad03352db, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
   {(const void*)&normgen_layernorm_fwd_a0dcaf2c97d5, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
   {(const void*)&normgen_layernorm_fwd_16d9d9944bea, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_2d6307b6e4db, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_eb77df24eac9, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_layernorm_fwd_67bb9182e8ef, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_6af3111cdab7, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_97d27748a84e, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_31fd0092e594, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_6e8280260991, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
   {(const void*)&normgen_layernorm_fwd_55fefcc50c13, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_222563d1d1e1, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_5ccba088d376, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_layernorm_fwd_fdaa36131e02, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_df2ab65daff3, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_ba0ded560f99, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
   {(const void*)&normgen_layernorm_fwd_63050f5936e6, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
   {(const void*)&normgen_layernorm_fwd_6403595bbbe8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_fb45e3a27937, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_9e75372f71a5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_52343237d800, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_81cea1e0a07b, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
   {(const void*)&normgen_layernorm_fwd_cc484dd3e2f4, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_a6413a7076e5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_9042b7a80e34, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_83bbc4ea01f4, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_e97ad3530d8e, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_layernorm_fwd_bad56b78ba98, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_01bf8925dc96, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_6aea2f2cee8c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_8db6686d4298, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_bae29d74a3ca, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_74dbcc4ffc75, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
   {(const void*)&normgen_layernorm_fwd_5e8561463cc5, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_c0c962d87673, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
   {(const void*)&normgen_layernorm_fwd_987f3f7ee42f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_1556fc378995, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap
   {(const void*)&normgen_layernorm_fwd_3bca41bd6cc4, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_0cedbba49dfa, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
   {(const void*)&normgen_layernorm_fwd_1ee7af9e029e, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
   {(const void*)&normgen_layernorm_fwd_60123e4ac3e0, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
   {(const void*)&normgen_layernorm_fwd_608835c999dd, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_0037e7530f08, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
   {(const void*)&normgen_layernorm_fwd_6c94f0c84c38, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_e805abc751b7, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
   {(const void*)&normgen_layernorm_fwd_b934663535cf, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
   {(const void*)&normgen_layernorm_fwd_74660cc6d8cb, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
   {(const void*)&normgen_layernorm_fwd_17b34a96f8dd, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_74ecd57cfcb0, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
   {(const void*)&normgen_layernorm_fwd_15b1b5f85f71, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_7ef734e68363, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_4be0a3294a8e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_09f57e1bd506, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_10315cd8cf91, 1, 128, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_ae085f12f03d, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
   {(const void*)&normgen_layernorm_fwd_b073a569428d, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_71ae844e04c0, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_0e4ca8a981e4, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_60e44ce0683f, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_ac3089b2e2e7, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_164ba546b823, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_73a331516766, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_df312f115cad, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_401084693763, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_48b2001aa285, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
   {(const void*)&normgen_layernorm_fwd_071cef8f26e7, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_layernorm_fwd_b4450500507f, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_layernorm_fwd_f9112788dcfd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_layernorm_fwd_d90f7192fd21, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
   {(const void*)&normgen_layernorm_fwd_0a7c203f8356, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_04d25c31d580, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_cb0ac9478e48, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_533a69b9bd4d, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_8b97725ae8a8, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_layernorm_fwd_8251d938df0f, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_da1090bc4d20, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_ad712e6314f0, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
   {(const void*)&normgen_layernorm_fwd_3a801f6a3641, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_169a8963ebac, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_8e02f85401d1, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
   {(const void*)&normgen_layernorm_fwd_fb6beb37f77b, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
   {(const void*)&normgen_layernorm_fwd_e71facf46226, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
+  {(const void*)&normgen_layernorm_fwd_909b29163cc6, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_b888c615d239, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_f90edadfc4fa, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_ebab29183a09, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_97249a6a0f7b, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
   {(const void*)&normgen_layernorm_fwd_35920c7a2abe, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_layernorm_fwd_87094e88ce83, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
   {(const void*)&normgen_layernorm_fwd_592b123675ac, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
   {(const void*)&normgen_layernorm_fwd_1b016c6d779f, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_54ccebfc7836, 2, 256, 4, 256, 0, 1, 4, 0, 6144 },  // smem.t256.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_cf483ef2a5bb, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_ba85e9929d29, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
   {(const void*)&normgen_layernorm_fwd_37bd589be922, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_9817cb7a38ac, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_f4bcbe572f3c, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_layernorm_fwd_e15c0a146dd0, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_99825e0d3419, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_b2b736205583, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_6cfa60a6ec8d, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_bbb0237426d1, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_layernorm_fwd_323fe417dcab, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
   {(const void*)&normgen_layernorm_fwd_80cee36468a1, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
   {(const void*)&normgen_layernorm_fwd_849d0cd891ca, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_a22b8c278d21, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_8127f3c12ed2, 0, 128, 4, 128, 6, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.c4
   {(const void*)&normgen_layernorm_fwd_fede8d044992, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
   {(const void*)&normgen_layernorm_fwd_7b59830337eb, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_e748d9e9200c, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_117006db1804, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_layernorm_fwd_f9f045c9d41f, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
   {(const void*)&normgen_layernorm_fwd_a2cde669206a, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
   {(const void*)&normgen_layernorm_fwd_3fc99904ae48, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
   {(const void*)&normgen_layernorm_fwd_3a00c21c40de, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_0fb557e44517, 0, 128, 4, 128, 8, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c8.early
+  {(const void*)&normgen_layernorm_fwd_04d394e52168, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
   {(const void*)&normgen_layernorm_fwd_d04473fea135, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
   {(const void*)&normgen_layernorm_fwd_7fa1e28789b5, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_ac6675ef0738, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
   {(const void*)&normgen_layernorm_fwd_3266a73fabc2, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
   {(const void*)&normgen_layernorm_fwd_637a06a5c7f4, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_be4117775937, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_4a4c1f7fc7d3, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_1743196d86cd, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
   {(const void*)&normgen_layernorm_fwd_61f98df44d21, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_4cd6daeaac89, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_de2c1156c0e0, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_70dba3c0731c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_e6737197d98d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_8ef8f64ae6d1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_b77826b401cd, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_d6540941ac0a, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_89cec0f319db, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_444579172c09, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c64535e1e097, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_533772e5218a, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_abe447c126c0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_d2e19bddf4ec, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_72d38522791a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
@@ -649,66 +931,86 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_eddbd868b981, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_7731000735dd, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_80b64c78fbeb, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_564c6bcc8968, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_7e600544bdc5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_14cd3d638f33, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_5ff91db8e12c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_513a7f52b934, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c9d61017fa10, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_73f01a163afc, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_cdc583aa9857, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_cba53e75b3d1, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fa10f6834304, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_61e419601840, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_dd1222cb2603, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_87bede7f3b21, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_5d07f77d1ea9, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_cfdd5b2f7301, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_b80be455cac8, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_45f51ce045df, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_7d7437144060, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_d2fe7c858906, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_943e5eabae44, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b86c54b05937, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_df7c3ba40424, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_94b976b0b73f, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_f0ebb6f46302, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
   {(const void*)&normgen_rmsnorm_fwd_43d2bc1c6586, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_bc48e1c0186b, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_738e95625738, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_5f8a77610947, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_66eaef3e68ee, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
   {(const void*)&normgen_rmsnorm_fwd_48193ef37e68, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d10e6b8eb516, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_a5989cbe11ad, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_cb4d62f64830, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0de6c5f480c7, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_rmsnorm_fwd_fe37e6579481, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_a2c36b214eb2, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_ba831145fb34, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_505fe3942047, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_373b21614466, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_d3b8c4059450, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_5f8727f3bc7f, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_239c0954c94d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_299285ef7efa, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_6925e3bfa08b, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_d7e8843cf0a3, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_3429cea03e52, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_aa8685b94243, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_da13c9d50571, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8fee5eaf39b4, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_b87a4bda1429, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_fbbd8fd157f6, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fadac44ef1b1, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_38c27a56bb17, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_af211eb91c1b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_d05d562f71e5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2449b4c3d63e, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_97c15bc09124, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_541b3bde11f6, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_bab864c388c7, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_345eec34b48b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_9e2641aaf9ab, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_0d2eaff883a8, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_9e2641aaf9ab, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_c69e6d36847a, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_247fa057f073, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
   {(const void*)&normgen_rmsnorm_fwd_3f1a49782b65, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_894b1c50d7c7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_86615abfc62f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ab2d9cdc4be0, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_58d2e4af99f0, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_e3db22e2ffb2, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1
   {(const void*)&normgen_rmsnorm_fwd_0c343d969fbe, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_4acc6dbb676b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_ba5383f13094, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_a7f4d8b6f2df, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_c95ccb260178, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_daf00c13d966, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_85a4ce8a05ee, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_aabc9927a6fc, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_5fb9ef618b3e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fddba90f790f, 1, 256, 8, 256, 1, 1, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_cd7a9a78c0e1, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_fa67b1b5e4aa, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_d99b1b693d65, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
@@ -716,6 +1018,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_ba5389a404b1, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_7ee6b8f3326c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_95b57e8f7fbb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c00305814247, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_549862043dcf, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_314503430a09, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_e339fece8aea, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_3b4105b2448a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
@@ -723,114 +1027,159 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f99babe2cae5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_1133357b6aef, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_e3622834ccc1, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0fcc9fa52725, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_9e08812b9212, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_1e209ba19d2e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_aa85cb2cb51c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_21dbfcd232b4, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_5518d67dd98a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_e14d1a83ba21, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
   {(const void*)&normgen_rmsnorm_fwd_cadaf874d5a1, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0fc1de9fdcc0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_6ec10b014a2f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9c0cf741dc80, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_c42567394b80, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_03f2d4c41089, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb7148c315a8, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_e25f4006683e, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_54c1bf940459, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_f027c15012ba, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
   {(const void*)&normgen_rmsnorm_fwd_07673ab9a37b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_7ad02d098baf, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
   {(const void*)&normgen_rmsnorm_fwd_52380febc910, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2ea4f41d38d6, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_a98d2fcb8df6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_551e60e475ed, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_507d3cd0e49a, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_badbf116505a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b900743674e5, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_34c2fddb0759, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_b97cc0605ba3, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_cf3832f8167d, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_537263b54b73, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
   {(const void*)&normgen_rmsnorm_fwd_a111460cddad, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_f67f781815b3, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_56bdfd725743, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_039b95c96866, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ba11e605d02a, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_c18430dbc481, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_2e2c21061d73, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9f5d7b026ce8, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_946e5de94a92, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_798bb238f514, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
   {(const void*)&normgen_rmsnorm_fwd_68d485e1289b, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_06f83e138407, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_bdf2061245ec, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_ec1b3dda42f8, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_3a75d1ce4355, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_3abb1cba6dd3, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_f914ffe9184e, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_a516eaf7df22, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_e40bcff8cf36, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_e062b4d87058, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_edfb777f1083, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_ed0f24a41a21, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_1645e0a3ec97, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_01eac8dc6d35, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_ab258520994c, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_14d3bc419ea6, 0, 64, 8, 64, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_0854e0eacb88, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_7854f8635db6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_8b815004288e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_f8eb8ec8214b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_08ad4623ca4b, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9c835ce7626f, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_935ff84825e0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_8d34c5d6f106, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_77b8469b961c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_c803c617294d, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6671f3095eeb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_e66d8d3aa374, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_7cc54920d5f7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_659dda77d961, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_1017055372b5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_cd4aea4ad745, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_e66481f416f8, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_e6fba6431234, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_df98f77f5e29, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_9bca8beb7879, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b7fa48f6d990, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_92c477907b3b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_a22f25625eb6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_494f8976b635, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_496458a6992d, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fe7f34d79879, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_fb4647593501, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_41e9b8154a4c, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_c209855d4c27, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e3106806d4e7, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_422fe6ffa984, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_rmsnorm_fwd_abc2f8b09f40, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_7b619f44594b, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_577668b472cd, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_31c22380dc56, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_4b6823f30740, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
   {(const void*)&normgen_rmsnorm_fwd_ef60bbf60663, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_9b432419325b, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_ea4e00329130, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_13850165bfaa, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_435433951153, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_e2899bddde05, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_4db4c15399a8, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
   {(const void*)&normgen_rmsnorm_fwd_7695dc14abbb, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_b9e28258b925, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_bcd86aa61dd5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_6a93bfc97aba, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c2a4b5047e1c, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_e0c02bb6754b, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_b9f1500359b8, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5a598d677918, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_3710f01577ae, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_688b738d3525, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_ecb56f8fbed1, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4b07403c00b7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_ab5ee46182cb, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_c9295df96e52, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_14debe6a0d20, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
   {(const void*)&normgen_rmsnorm_fwd_77f4beefd6c9, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_09076af513dd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_c825383a2902, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_a38e0b82be9d, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7225f944b468, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
   {(const void*)&normgen_rmsnorm_fwd_7e2a917fa5b9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_23c7ac4a1f88, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_ff44cd79aa04, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_e3cc5b506be6, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_27080a1da766, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_9151126cc81f, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_a4142273c7bf, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1
   {(const void*)&normgen_rmsnorm_fwd_ce48b2c37856, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_64a5a3ee4ede, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_7850138499e2, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_2a83b347ed0d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_5d750d825132, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_fc1330c6d174, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_743966bca379, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_4e15fd07b523, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_04a67d5602f8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e11220eeaca9, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_261ee7af6ac5, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_f76bd924f2e6, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ab1c36c5d10e, 4, 512, 8, 64, 5, 1, 2, 168960, 0 },  // ring.t512.v8.tpr64.i5.s2.sw
   {(const void*)&normgen_rmsnorm_fwd_8148ebc5a788, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_299c650d1d2a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_ecda504f6c23, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_2dfb082057c3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_30d352dfde1b, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
   {(const void*)&normgen_rmsnorm_fwd_44f1a1bf21f1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a78c863709bd, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_4dd69b9f1a11, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_e6a92fccfceb, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_e66fe398c06e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_27358660cf7c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_d30fd5f9e457, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_62305389ebcf, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_803b4f877284, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_7e40c90db379, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_20ac9a0a0818, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_2834d50d5690, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
@@ -838,53 +1187,76 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_054b0f687e2a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_f41da7ec8f94, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_85ee622a1bc1, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_801c943321bc, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_7fc72bfb8df0, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_5c9cbe89ee00, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_b0321a76ad69, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_df4dd6cbabe3, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_bf61d23deb70, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_66a7cd81f204, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_d6b68e16c4c5, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_eab607c4c89a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_f4535bbed842, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1f527549ebbf, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_28b137c637fe, 1, 256, 8, 256, 1, 16, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_cef9b19a901f, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_481a900c0458, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_e19dd08ef27c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_4442a0e3f1c8, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_44b3f3097cdf, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_a0feb5b3c64f, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_69d8db2ac9cb, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2dc8deb1c9fb, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_71fca93c561c, 4, 1024, 8, 1024, 1, 8, 2, 147456, 0 },  // ring.t1024.v8.tpr1024.i1.c8.s4.sw.defer
   {(const void*)&normgen_rmsnorm_fwd_f3283f865acf, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_rmsnorm_fwd_2a73bf8ee653, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e66f1274ba0c, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_a0a3d1776ad3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_8171e4db4cd8, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_82bb492013b6, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_da10fb5c20ff, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_8c5dc4457650, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_78958868e9a0, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_cac1f431e207, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_3b48a2ae6f7f, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_fc0564332f5f, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_583bfacebaa2, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
   {(const void*)&normgen_rmsnorm_fwd_2adfd1aae1e0, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_55fd6f594d39, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_3f47c8184f45, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_e6896e7071d6, 0, 128, 4, 64, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_d5f3a6af6131, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_1987996e7d37, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_659a6eafd219, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_03c49a4a56bc, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_24bc8b0a83ad, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_841a36b408b1, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_fd3b3950703f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_24bc8b0a83ad, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_18627043daca, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_8a8bf8a0df33, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_fa097c1d5736, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
   {(const void*)&normgen_rmsnorm_fwd_dbc015579d8b, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
   {(const void*)&normgen_rmsnorm_fwd_2b67896594c7, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5f6b65afc8e5, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a6bad78b0d6a, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_78125c2c6522, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_691632023462, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_fe043910b719, 3, 256, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr128.h2560
   {(const void*)&normgen_rmsnorm_fwd_46e41b76b3da, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_3a60475340ce, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_ee23e86af3db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_086dff62fd24, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_21ad26fb51db, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_caf7323f392d, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_e1efc1b2c4c8, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_d888146025ee, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_dc141c9b108c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c108620b2fc5, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
   {(const void*)&normgen_rmsnorm_fwd_21485b8dc0a4, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
   {(const void*)&normgen_rmsnorm_fwd_948785237011, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_c72876e1d9f9, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_rmsnorm_fwd_4018464c5998, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_498cac866475, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_d01f100f99ee, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_a3fcc0d0de9c, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_b1b270b24a46, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
@@ -900,17 +1272,21 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_37a06fab0cd3, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_e13a707fbeea, 0, 128, 4, 128, 8, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c8.early
   {(const void*)&normgen_rmsnorm_fwd_80936f28db38, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c26b1ed5c80b, 1, 512, 4, 512, 2, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_820cf6343e2a, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dadb95516995, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_bad50983bcc0, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
   {(const void*)&normgen_rmsnorm_fwd_dfa674cd659c, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
   {(const void*)&normgen_rmsnorm_fwd_596f7be1bd3b, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_085e910ca1df, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_5a37e9974513, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5157445d8236, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_ead9ea1b8d36, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
   {(const void*)&normgen_rmsnorm_fwd_0e2652f1f24e, 4, 512, 4, 512, 4, 16, 4, 163840, 131072 },  // ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_666247893f7a, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
   {(const void*)&normgen_rmsnorm_fwd_5b5e3b6cb455, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_f85bfe426638, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_a6d764429a7b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_2bdd9ad6095f, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_4f6c6c85fc3c, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_f662d62d5f65, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
@@ -918,26 +1294,32 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_c241d50d258d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_a6d171caf751, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_fb7751dd908f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8feb4253fce7, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d8959b9e04c1, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_31a06c1e355e, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
   {(const void*)&normgen_rmsnorm_fwd_639e020f508c, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_ed3f2ce1e59f, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_c28a03cb6726, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_bc505be40726, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a22f7c4722da, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_5ad45e5917a5, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fc76f8f0902e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_0d10e5d8483b, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_81abc9af4219, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_88a3d509e727, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_2473cc38e610, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_28953ea34b80, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
   {(const void*)&normgen_rmsnorm_fwd_3bd272216138, 2, 256, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr128.h3072
   {(const void*)&normgen_rmsnorm_fwd_0b54e1ab4830, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_781aa43cfb9f, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3b0d7f8a81e2, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_f00efa6b553e, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
   {(const void*)&normgen_rmsnorm_fwd_c179510c26a4, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_93e0038b11f2, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a4ef0aa963ed, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_400f22dc46a3, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
   {(const void*)&normgen_rmsnorm_fwd_c91aa4e0aa74, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_3126dfa04d7e, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a4ef0aa963ed, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_900803f70e8d, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_959750930eed, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
   {(const void*)&normgen_rmsnorm_fwd_e28980a7a9be, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
@@ -947,6 +1329,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_c0e656155e40, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_de2012e7c10f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_a85f14a4ed8a, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_dc384d50ae31, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
   {(const void*)&normgen_rmsnorm_fwd_deea52838394, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
   {(const void*)&normgen_rmsnorm_fwd_cd2740f91cb1, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
   {(const void*)&normgen_rmsnorm_fwd_2572421638b5, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
@@ -954,12 +1337,15 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_9a4616636991, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_3bbe31ac93fc, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
   {(const void*)&normgen_rmsnorm_fwd_352c04c71e6a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_06acad55957a, 1, 512, 4, 512, 2, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_1ec5d7090988, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_d3176c961f5d, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_93da21ddef4b, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_94a99af45022, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_a7dc51fe4ee5, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_01bb2f95e5b0, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
   {(const void*)&normgen_rmsnorm_fwd_d51b9dc6b5b0, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2c27c17f1c38, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_8be83e2272fa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_rmsnorm_fwd_fe0351b3aa7e, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_da20ed628dc2, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
@@ -971,1245 +1357,1246 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 47 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 91 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 141 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 205 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 262 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 315 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 361 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 416 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 469 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 78 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 149 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 226 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 310 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 387 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 461 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 529 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 598 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 662 },  // rmsnorm.fp32.w-same.res-same
 };
 
-// Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows.
-struct Entry { int spec; int64_t hidden, rows; int variant; };
+// Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
+// the variant that stands for other hidden sizes (the winner may be compiled for this one).
+struct Entry { int spec; int64_t hidden, rows; int variant, portable; };
 const Entry kEntries[] = {
   // NVIDIA H200
-  { 0, 512, 1, 0 },
-  { 0, 512, 8, 0 },
-  { 0, 512, 32, 0 },
-  { 0, 512, 128, 1 },
-  { 0, 512, 512, 1 },
-  { 0, 512, 2048, 1 },
-  { 0, 512, 8192, 1 },
-  { 0, 512, 32768, 1 },
-  { 0, 768, 1, 2 },
-  { 0, 768, 8, 2 },
-  { 0, 768, 32, 2 },
-  { 0, 768, 128, 3 },
-  { 0, 768, 512, 3 },
-  { 0, 768, 2048, 3 },
-  { 0, 768, 8192, 3 },
-  { 0, 768, 32768, 3 },
-  { 0, 1024, 1, 4 },
-  { 0, 1024, 8, 4 },
-  { 0, 1024, 32, 4 },
-  { 0, 1024, 128, 4 },
-  { 0, 1024, 512, 5 },
-  { 0, 1024, 2048, 5 },
-  { 0, 1024, 8192, 5 },
-  { 0, 1024, 32768, 5 },
-  { 0, 1536, 1, 6 },
-  { 0, 1536, 8, 6 },
-  { 0, 1536, 32, 6 },
-  { 0, 1536, 128, 6 },
-  { 0, 1536, 512, 7 },
-  { 0, 1536, 2048, 7 },
-  { 0, 1536, 8192, 7 },
-  { 0, 1536, 32768, 7 },
-  { 0, 2048, 1, 8 },
-  { 0, 2048, 8, 8 },
-  { 0, 2048, 32, 8 },
-  { 0, 2048, 128, 8 },
-  { 0, 2048, 512, 9 },
-  { 0, 2048, 2048, 9 },
-  { 0, 2048, 8192, 9 },
-  { 0, 2048, 32768, 10 },
-  { 0, 2560, 1, 11 },
-  { 0, 2560, 8, 11 },
-  { 0, 2560, 32, 11 },
-  { 0, 2560, 128, 11 },
-  { 0, 2560, 512, 12 },
-  { 0, 2560, 2048, 12 },
-  { 0, 2560, 8192, 12 },
-  { 0, 2560, 32768, 12 },
-  { 0, 3072, 1, 13 },
-  { 0, 3072, 8, 13 },
-  { 0, 3072, 32, 13 },
-  { 0, 3072, 128, 13 },
-  { 0, 3072, 512, 14 },
-  { 0, 3072, 2048, 14 },
-  { 0, 3072, 8192, 14 },
-  { 0, 3072, 32768, 14 },
-  { 0, 4096, 1, 15 },
-  { 0, 4096, 8, 15 },
-  { 0, 4096, 32, 15 },
-  { 0, 4096, 128, 15 },
-  { 0, 4096, 512, 15 },
-  { 0, 4096, 2048, 15 },
-  { 0, 4096, 8192, 16 },
-  { 0, 4096, 32768, 16 },
-  { 0, 5120, 1, 17 },
-  { 0, 5120, 8, 17 },
-  { 0, 5120, 32, 17 },
-  { 0, 5120, 128, 17 },
-  { 0, 5120, 512, 17 },
-  { 0, 5120, 2048, 17 },
-  { 0, 5120, 8192, 17 },
-  { 0, 5120, 32768, 18 },
-  { 0, 6144, 1, 19 },
-  { 0, 6144, 8, 19 },
-  { 0, 6144, 32, 19 },
-  { 0, 6144, 128, 20 },
-  { 0, 6144, 512, 20 },
-  { 0, 6144, 2048, 20 },
-  { 0, 6144, 8192, 21 },
-  { 0, 6144, 32768, 21 },
-  { 0, 7168, 1, 22 },
-  { 0, 7168, 8, 22 },
-  { 0, 7168, 32, 22 },
-  { 0, 7168, 128, 23 },
-  { 0, 7168, 512, 23 },
-  { 0, 7168, 2048, 23 },
-  { 0, 7168, 8192, 23 },
-  { 0, 7168, 32768, 23 },
-  { 0, 8192, 1, 24 },
-  { 0, 8192, 8, 24 },
-  { 0, 8192, 32, 24 },
-  { 0, 8192, 128, 24 },
-  { 0, 8192, 512, 25 },
-  { 0, 8192, 2048, 26 },
-  { 0, 8192, 8192, 26 },
-  { 0, 8192, 32768, 26 },
-  { 0, 12288, 1, 27 },
-  { 0, 12288, 8, 27 },
-  { 0, 12288, 32, 27 },
-  { 0, 12288, 128, 27 },
-  { 0, 12288, 512, 28 },
-  { 0, 12288, 2048, 28 },
-  { 0, 12288, 8192, 28 },
-  { 0, 12288, 32768, 28 },
-  { 0, 16384, 1, 29 },
-  { 0, 16384, 8, 29 },
-  { 0, 16384, 32, 30 },
-  { 0, 16384, 128, 31 },
-  { 0, 16384, 512, 32 },
-  { 0, 16384, 2048, 32 },
-  { 0, 16384, 8192, 32 },
-  { 0, 16384, 32768, 33 },
-  { 0, 32768, 1, 34 },
-  { 0, 32768, 8, 34 },
-  { 0, 32768, 32, 35 },
-  { 0, 32768, 128, 36 },
-  { 0, 32768, 512, 37 },
-  { 0, 32768, 2048, 37 },
-  { 0, 32768, 8192, 37 },
-  { 0, 32768, 32768, 37 },
-  { 0, 65536, 1, 38 },
-  { 0, 65536, 8, 38 },
-  { 0, 65536, 32, 39 },
-  { 0, 65536, 128, 40 },
-  { 0, 65536, 512, 41 },
-  { 0, 65536, 2048, 41 },
-  { 0, 65536, 8192, 41 },
-  { 0, 65536, 32768, 42 },
-  { 0, 131072, 1, 43 },
-  { 0, 131072, 8, 43 },
-  { 0, 131072, 32, 44 },
-  { 0, 131072, 128, 45 },
-  { 0, 131072, 512, 46 },
-  { 0, 131072, 2048, 46 },
-  { 0, 131072, 8192, 46 },
-  { 0, 131072, 32768, 46 },
-  { 1, 512, 1, 48 },
-  { 1, 512, 8, 49 },
-  { 1, 512, 32, 49 },
-  { 1, 512, 128, 49 },
-  { 1, 512, 512, 49 },
-  { 1, 512, 2048, 49 },
-  { 1, 512, 8192, 49 },
-  { 1, 512, 32768, 49 },
-  { 1, 768, 1, 50 },
-  { 1, 768, 8, 51 },
-  { 1, 768, 32, 51 },
-  { 1, 768, 128, 51 },
-  { 1, 768, 512, 51 },
-  { 1, 768, 2048, 51 },
-  { 1, 768, 8192, 51 },
-  { 1, 768, 32768, 51 },
-  { 1, 1024, 1, 52 },
-  { 1, 1024, 8, 52 },
-  { 1, 1024, 32, 52 },
-  { 1, 1024, 128, 52 },
-  { 1, 1024, 512, 52 },
-  { 1, 1024, 2048, 52 },
-  { 1, 1024, 8192, 52 },
-  { 1, 1024, 32768, 52 },
-  { 1, 1536, 1, 53 },
-  { 1, 1536, 8, 53 },
-  { 1, 1536, 32, 53 },
-  { 1, 1536, 128, 53 },
-  { 1, 1536, 512, 53 },
-  { 1, 1536, 2048, 53 },
-  { 1, 1536, 8192, 53 },
-  { 1, 1536, 32768, 53 },
-  { 1, 2048, 1, 54 },
-  { 1, 2048, 8, 54 },
-  { 1, 2048, 32, 54 },
-  { 1, 2048, 128, 54 },
-  { 1, 2048, 512, 54 },
-  { 1, 2048, 2048, 54 },
-  { 1, 2048, 8192, 55 },
-  { 1, 2048, 32768, 55 },
-  { 1, 2560, 1, 56 },
-  { 1, 2560, 8, 56 },
-  { 1, 2560, 32, 56 },
-  { 1, 2560, 128, 56 },
-  { 1, 2560, 512, 56 },
-  { 1, 2560, 2048, 57 },
-  { 1, 2560, 8192, 56 },
-  { 1, 2560, 32768, 56 },
-  { 1, 3072, 1, 58 },
-  { 1, 3072, 8, 58 },
-  { 1, 3072, 32, 58 },
-  { 1, 3072, 128, 58 },
-  { 1, 3072, 512, 58 },
-  { 1, 3072, 2048, 58 },
-  { 1, 3072, 8192, 58 },
-  { 1, 3072, 32768, 58 },
-  { 1, 4096, 1, 59 },
-  { 1, 4096, 8, 59 },
-  { 1, 4096, 32, 59 },
-  { 1, 4096, 128, 59 },
-  { 1, 4096, 512, 59 },
-  { 1, 4096, 2048, 59 },
-  { 1, 4096, 8192, 60 },
-  { 1, 4096, 32768, 60 },
-  { 1, 5120, 1, 61 },
-  { 1, 5120, 8, 61 },
-  { 1, 5120, 32, 61 },
-  { 1, 5120, 128, 61 },
-  { 1, 5120, 512, 62 },
-  { 1, 5120, 2048, 61 },
-  { 1, 5120, 8192, 61 },
-  { 1, 5120, 32768, 63 },
-  { 1, 6144, 1, 64 },
-  { 1, 6144, 8, 64 },
-  { 1, 6144, 32, 64 },
-  { 1, 6144, 128, 64 },
-  { 1, 6144, 512, 64 },
-  { 1, 6144, 2048, 64 },
-  { 1, 6144, 8192, 65 },
-  { 1, 6144, 32768, 65 },
-  { 1, 7168, 1, 66 },
-  { 1, 7168, 8, 66 },
-  { 1, 7168, 32, 66 },
-  { 1, 7168, 128, 66 },
-  { 1, 7168, 512, 67 },
-  { 1, 7168, 2048, 67 },
-  { 1, 7168, 8192, 67 },
-  { 1, 7168, 32768, 67 },
-  { 1, 8192, 1, 68 },
-  { 1, 8192, 8, 68 },
-  { 1, 8192, 32, 68 },
-  { 1, 8192, 128, 69 },
-  { 1, 8192, 512, 70 },
-  { 1, 8192, 2048, 69 },
-  { 1, 8192, 8192, 71 },
-  { 1, 8192, 32768, 71 },
-  { 1, 12288, 1, 72 },
-  { 1, 12288, 8, 72 },
-  { 1, 12288, 32, 72 },
-  { 1, 12288, 128, 73 },
-  { 1, 12288, 512, 74 },
-  { 1, 12288, 2048, 74 },
-  { 1, 12288, 8192, 74 },
-  { 1, 12288, 32768, 74 },
-  { 1, 16384, 1, 75 },
-  { 1, 16384, 8, 75 },
-  { 1, 16384, 32, 75 },
-  { 1, 16384, 128, 76 },
-  { 1, 16384, 512, 77 },
-  { 1, 16384, 2048, 77 },
-  { 1, 16384, 8192, 77 },
-  { 1, 16384, 32768, 78 },
-  { 1, 32768, 1, 79 },
-  { 1, 32768, 8, 80 },
-  { 1, 32768, 32, 80 },
-  { 1, 32768, 128, 81 },
-  { 1, 32768, 512, 82 },
-  { 1, 32768, 2048, 82 },
-  { 1, 32768, 8192, 82 },
-  { 1, 32768, 32768, 82 },
-  { 1, 65536, 1, 83 },
-  { 1, 65536, 8, 83 },
-  { 1, 65536, 32, 84 },
-  { 1, 65536, 128, 85 },
-  { 1, 65536, 512, 86 },
-  { 1, 65536, 2048, 86 },
-  { 1, 65536, 8192, 86 },
-  { 1, 65536, 32768, 86 },
-  { 1, 131072, 1, 87 },
-  { 1, 131072, 8, 87 },
-  { 1, 131072, 32, 88 },
-  { 1, 131072, 128, 89 },
-  { 1, 131072, 512, 90 },
-  { 1, 131072, 2048, 90 },
-  { 1, 131072, 8192, 90 },
-  { 1, 131072, 32768, 90 },
-  { 2, 512, 1, 92 },
-  { 2, 512, 8, 93 },
-  { 2, 512, 32, 93 },
-  { 2, 512, 128, 93 },
-  { 2, 512, 512, 94 },
-  { 2, 512, 2048, 94 },
-  { 2, 512, 8192, 95 },
-  { 2, 512, 32768, 95 },
-  { 2, 768, 1, 96 },
-  { 2, 768, 8, 96 },
-  { 2, 768, 32, 96 },
-  { 2, 768, 128, 96 },
-  { 2, 768, 512, 96 },
-  { 2, 768, 2048, 97 },
-  { 2, 768, 8192, 96 },
-  { 2, 768, 32768, 97 },
-  { 2, 1024, 1, 98 },
-  { 2, 1024, 8, 98 },
-  { 2, 1024, 32, 98 },
-  { 2, 1024, 128, 98 },
-  { 2, 1024, 512, 98 },
-  { 2, 1024, 2048, 98 },
-  { 2, 1024, 8192, 98 },
-  { 2, 1024, 32768, 99 },
-  { 2, 1536, 1, 100 },
-  { 2, 1536, 8, 100 },
-  { 2, 1536, 32, 100 },
-  { 2, 1536, 128, 100 },
-  { 2, 1536, 512, 100 },
-  { 2, 1536, 2048, 101 },
-  { 2, 1536, 8192, 102 },
-  { 2, 1536, 32768, 102 },
-  { 2, 2048, 1, 103 },
-  { 2, 2048, 8, 103 },
-  { 2, 2048, 32, 103 },
-  { 2, 2048, 128, 103 },
-  { 2, 2048, 512, 103 },
-  { 2, 2048, 2048, 103 },
-  { 2, 2048, 8192, 104 },
-  { 2, 2048, 32768, 105 },
-  { 2, 2560, 1, 106 },
-  { 2, 2560, 8, 106 },
-  { 2, 2560, 32, 106 },
-  { 2, 2560, 128, 106 },
-  { 2, 2560, 512, 106 },
-  { 2, 2560, 2048, 106 },
-  { 2, 2560, 8192, 107 },
-  { 2, 2560, 32768, 108 },
-  { 2, 3072, 1, 109 },
-  { 2, 3072, 8, 109 },
-  { 2, 3072, 32, 109 },
-  { 2, 3072, 128, 109 },
-  { 2, 3072, 512, 110 },
-  { 2, 3072, 2048, 109 },
-  { 2, 3072, 8192, 110 },
-  { 2, 3072, 32768, 111 },
-  { 2, 4096, 1, 112 },
-  { 2, 4096, 8, 112 },
-  { 2, 4096, 32, 112 },
-  { 2, 4096, 128, 112 },
-  { 2, 4096, 512, 113 },
-  { 2, 4096, 2048, 112 },
-  { 2, 4096, 8192, 114 },
-  { 2, 4096, 32768, 113 },
-  { 2, 5120, 1, 115 },
-  { 2, 5120, 8, 115 },
-  { 2, 5120, 32, 115 },
-  { 2, 5120, 128, 115 },
-  { 2, 5120, 512, 115 },
-  { 2, 5120, 2048, 115 },
-  { 2, 5120, 8192, 116 },
-  { 2, 5120, 32768, 117 },
-  { 2, 6144, 1, 118 },
-  { 2, 6144, 8, 118 },
-  { 2, 6144, 32, 118 },
-  { 2, 6144, 128, 118 },
-  { 2, 6144, 512, 119 },
-  { 2, 6144, 2048, 118 },
-  { 2, 6144, 8192, 120 },
-  { 2, 6144, 32768, 121 },
-  { 2, 7168, 1, 122 },
-  { 2, 7168, 8, 122 },
-  { 2, 7168, 32, 122 },
-  { 2, 7168, 128, 122 },
-  { 2, 7168, 512, 123 },
-  { 2, 7168, 2048, 123 },
-  { 2, 7168, 8192, 123 },
-  { 2, 7168, 32768, 124 },
-  { 2, 8192, 1, 125 },
-  { 2, 8192, 8, 125 },
-  { 2, 8192, 32, 125 },
-  { 2, 8192, 128, 125 },
-  { 2, 8192, 512, 126 },
-  { 2, 8192, 2048, 126 },
-  { 2, 8192, 8192, 127 },
-  { 2, 8192, 32768, 127 },
-  { 2, 12288, 1, 128 },
-  { 2, 12288, 8, 128 },
-  { 2, 12288, 32, 128 },
-  { 2, 12288, 128, 128 },
-  { 2, 12288, 512, 128 },
-  { 2, 12288, 2048, 128 },
-  { 2, 12288, 8192, 129 },
-  { 2, 12288, 32768, 129 },
-  { 2, 16384, 1, 130 },
-  { 2, 16384, 8, 130 },
-  { 2, 16384, 32, 130 },
-  { 2, 16384, 128, 130 },
-  { 2, 16384, 512, 130 },
-  { 2, 16384, 2048, 130 },
-  { 2, 16384, 8192, 131 },
-  { 2, 16384, 32768, 131 },
-  { 2, 32768, 1, 132 },
-  { 2, 32768, 8, 133 },
-  { 2, 32768, 32, 132 },
-  { 2, 32768, 128, 133 },
-  { 2, 32768, 512, 133 },
-  { 2, 32768, 2048, 133 },
-  { 2, 32768, 8192, 134 },
-  { 2, 32768, 32768, 134 },
-  { 2, 65536, 1, 135 },
-  { 2, 65536, 8, 136 },
-  { 2, 65536, 32, 135 },
-  { 2, 65536, 128, 136 },
-  { 2, 65536, 512, 136 },
-  { 2, 65536, 2048, 137 },
-  { 2, 65536, 8192, 137 },
-  { 2, 65536, 32768, 137 },
-  { 2, 131072, 1, 138 },
-  { 2, 131072, 8, 139 },
-  { 2, 131072, 32, 138 },
-  { 2, 131072, 128, 140 },
-  { 2, 131072, 512, 140 },
-  { 2, 131072, 2048, 140 },
-  { 2, 131072, 8192, 140 },
-  { 2, 131072, 32768, 140 },
-  { 3, 512, 1, 142 },
-  { 3, 512, 8, 143 },
-  { 3, 512, 32, 143 },
-  { 3, 512, 128, 144 },
-  { 3, 512, 512, 144 },
-  { 3, 512, 2048, 144 },
-  { 3, 512, 8192, 145 },
-  { 3, 512, 32768, 144 },
-  { 3, 768, 1, 146 },
-  { 3, 768, 8, 146 },
-  { 3, 768, 32, 146 },
-  { 3, 768, 128, 147 },
-  { 3, 768, 512, 147 },
-  { 3, 768, 2048, 147 },
-  { 3, 768, 8192, 148 },
-  { 3, 768, 32768, 149 },
-  { 3, 1024, 1, 150 },
-  { 3, 1024, 8, 151 },
-  { 3, 1024, 32, 151 },
-  { 3, 1024, 128, 151 },
-  { 3, 1024, 512, 152 },
-  { 3, 1024, 2048, 152 },
-  { 3, 1024, 8192, 152 },
-  { 3, 1024, 32768, 152 },
-  { 3, 1536, 1, 153 },
-  { 3, 1536, 8, 153 },
-  { 3, 1536, 32, 153 },
-  { 3, 1536, 128, 153 },
-  { 3, 1536, 512, 154 },
-  { 3, 1536, 2048, 155 },
-  { 3, 1536, 8192, 154 },
-  { 3, 1536, 32768, 154 },
-  { 3, 2048, 1, 156 },
-  { 3, 2048, 8, 156 },
-  { 3, 2048, 32, 156 },
-  { 3, 2048, 128, 156 },
-  { 3, 2048, 512, 157 },
-  { 3, 2048, 2048, 158 },
-  { 3, 2048, 8192, 157 },
-  { 3, 2048, 32768, 157 },
-  { 3, 2560, 1, 159 },
-  { 3, 2560, 8, 159 },
-  { 3, 2560, 32, 159 },
-  { 3, 2560, 128, 159 },
-  { 3, 2560, 512, 160 },
-  { 3, 2560, 2048, 161 },
-  { 3, 2560, 8192, 161 },
-  { 3, 2560, 32768, 161 },
-  { 3, 3072, 1, 162 },
-  { 3, 3072, 8, 162 },
-  { 3, 3072, 32, 162 },
-  { 3, 3072, 128, 162 },
-  { 3, 3072, 512, 163 },
-  { 3, 3072, 2048, 163 },
-  { 3, 3072, 8192, 163 },
-  { 3, 3072, 32768, 163 },
-  { 3, 4096, 1, 164 },
-  { 3, 4096, 8, 164 },
-  { 3, 4096, 32, 164 },
-  { 3, 4096, 128, 164 },
-  { 3, 4096, 512, 164 },
-  { 3, 4096, 2048, 164 },
-  { 3, 4096, 8192, 165 },
-  { 3, 4096, 32768, 166 },
-  { 3, 5120, 1, 167 },
-  { 3, 5120, 8, 167 },
-  { 3, 5120, 32, 167 },
-  { 3, 5120, 128, 167 },
-  { 3, 5120, 512, 168 },
-  { 3, 5120, 2048, 169 },
-  { 3, 5120, 8192, 168 },
-  { 3, 5120, 32768, 168 },
-  { 3, 6144, 1, 170 },
-  { 3, 6144, 8, 171 },
-  { 3, 6144, 32, 171 },
-  { 3, 6144, 128, 171 },
-  { 3, 6144, 512, 170 },
-  { 3, 6144, 2048, 170 },
-  { 3, 6144, 8192, 172 },
-  { 3, 6144, 32768, 173 },
-  { 3, 7168, 1, 174 },
-  { 3, 7168, 8, 174 },
-  { 3, 7168, 32, 174 },
-  { 3, 7168, 128, 174 },
-  { 3, 7168, 512, 175 },
-  { 3, 7168, 2048, 176 },
-  { 3, 7168, 8192, 175 },
-  { 3, 7168, 32768, 177 },
-  { 3, 8192, 1, 178 },
-  { 3, 8192, 8, 178 },
-  { 3, 8192, 32, 178 },
-  { 3, 8192, 128, 179 },
-  { 3, 8192, 512, 179 },
-  { 3, 8192, 2048, 179 },
-  { 3, 8192, 8192, 180 },
-  { 3, 8192, 32768, 181 },
-  { 3, 12288, 1, 182 },
-  { 3, 12288, 8, 182 },
-  { 3, 12288, 32, 182 },
-  { 3, 12288, 128, 182 },
-  { 3, 12288, 512, 183 },
-  { 3, 12288, 2048, 184 },
-  { 3, 12288, 8192, 184 },
-  { 3, 12288, 32768, 185 },
-  { 3, 16384, 1, 186 },
-  { 3, 16384, 8, 186 },
-  { 3, 16384, 32, 186 },
-  { 3, 16384, 128, 187 },
-  { 3, 16384, 512, 188 },
-  { 3, 16384, 2048, 189 },
-  { 3, 16384, 8192, 190 },
-  { 3, 16384, 32768, 190 },
-  { 3, 32768, 1, 191 },
-  { 3, 32768, 8, 191 },
-  { 3, 32768, 32, 191 },
-  { 3, 32768, 128, 192 },
-  { 3, 32768, 512, 193 },
-  { 3, 32768, 2048, 194 },
-  { 3, 32768, 8192, 195 },
-  { 3, 32768, 32768, 195 },
-  { 3, 65536, 1, 196 },
-  { 3, 65536, 8, 196 },
-  { 3, 65536, 32, 196 },
-  { 3, 65536, 128, 197 },
-  { 3, 65536, 512, 198 },
-  { 3, 65536, 2048, 199 },
-  { 3, 65536, 8192, 199 },
-  { 3, 65536, 32768, 199 },
-  { 3, 131072, 1, 200 },
-  { 3, 131072, 8, 201 },
-  { 3, 131072, 32, 202 },
-  { 3, 131072, 128, 202 },
-  { 3, 131072, 512, 203 },
-  { 3, 131072, 2048, 204 },
-  { 3, 131072, 8192, 204 },
-  { 3, 131072, 32768, 204 },
-  { 4, 512, 1, 206 },
-  { 4, 512, 8, 206 },
-  { 4, 512, 32, 207 },
-  { 4, 512, 128, 207 },
-  { 4, 512, 512, 207 },
-  { 4, 512, 2048, 207 },
-  { 4, 512, 8192, 208 },
-  { 4, 512, 32768, 207 },
-  { 4, 768, 1, 209 },
-  { 4, 768, 8, 209 },
-  { 4, 768, 32, 209 },
-  { 4, 768, 128, 210 },
-  { 4, 768, 512, 211 },
-  { 4, 768, 2048, 212 },
-  { 4, 768, 8192, 211 },
-  { 4, 768, 32768, 211 },
-  { 4, 1024, 1, 213 },
-  { 4, 1024, 8, 213 },
-  { 4, 1024, 32, 213 },
-  { 4, 1024, 128, 213 },
-  { 4, 1024, 512, 214 },
-  { 4, 1024, 2048, 214 },
-  { 4, 1024, 8192, 214 },
-  { 4, 1024, 32768, 214 },
-  { 4, 1536, 1, 215 },
-  { 4, 1536, 8, 215 },
-  { 4, 1536, 32, 215 },
-  { 4, 1536, 128, 215 },
-  { 4, 1536, 512, 216 },
-  { 4, 1536, 2048, 217 },
-  { 4, 1536, 8192, 217 },
-  { 4, 1536, 32768, 218 },
-  { 4, 2048, 1, 219 },
-  { 4, 2048, 8, 219 },
-  { 4, 2048, 32, 219 },
-  { 4, 2048, 128, 219 },
-  { 4, 2048, 512, 220 },
-  { 4, 2048, 2048, 221 },
-  { 4, 2048, 8192, 221 },
-  { 4, 2048, 32768, 220 },
-  { 4, 2560, 1, 222 },
-  { 4, 2560, 8, 222 },
-  { 4, 2560, 32, 222 },
-  { 4, 2560, 128, 222 },
-  { 4, 2560, 512, 223 },
-  { 4, 2560, 2048, 223 },
-  { 4, 2560, 8192, 223 },
-  { 4, 2560, 32768, 223 },
-  { 4, 3072, 1, 224 },
-  { 4, 3072, 8, 224 },
-  { 4, 3072, 32, 224 },
-  { 4, 3072, 128, 224 },
-  { 4, 3072, 512, 225 },
-  { 4, 3072, 2048, 225 },
-  { 4, 3072, 8192, 225 },
-  { 4, 3072, 32768, 225 },
-  { 4, 4096, 1, 226 },
-  { 4, 4096, 8, 226 },
-  { 4, 4096, 32, 226 },
-  { 4, 4096, 128, 226 },
-  { 4, 4096, 512, 227 },
-  { 4, 4096, 2048, 227 },
-  { 4, 4096, 8192, 228 },
-  { 4, 4096, 32768, 228 },
-  { 4, 5120, 1, 229 },
-  { 4, 5120, 8, 229 },
-  { 4, 5120, 32, 229 },
-  { 4, 5120, 128, 229 },
-  { 4, 5120, 512, 230 },
-  { 4, 5120, 2048, 231 },
-  { 4, 5120, 8192, 231 },
-  { 4, 5120, 32768, 231 },
-  { 4, 6144, 1, 232 },
-  { 4, 6144, 8, 233 },
-  { 4, 6144, 32, 232 },
-  { 4, 6144, 128, 233 },
-  { 4, 6144, 512, 234 },
-  { 4, 6144, 2048, 234 },
-  { 4, 6144, 8192, 235 },
-  { 4, 6144, 32768, 235 },
-  { 4, 7168, 1, 236 },
-  { 4, 7168, 8, 236 },
-  { 4, 7168, 32, 236 },
-  { 4, 7168, 128, 236 },
-  { 4, 7168, 512, 237 },
-  { 4, 7168, 2048, 238 },
-  { 4, 7168, 8192, 238 },
-  { 4, 7168, 32768, 238 },
-  { 4, 8192, 1, 239 },
-  { 4, 8192, 8, 239 },
-  { 4, 8192, 32, 239 },
-  { 4, 8192, 128, 239 },
-  { 4, 8192, 512, 240 },
-  { 4, 8192, 2048, 241 },
-  { 4, 8192, 8192, 241 },
-  { 4, 8192, 32768, 242 },
-  { 4, 12288, 1, 243 },
-  { 4, 12288, 8, 243 },
-  { 4, 12288, 32, 243 },
-  { 4, 12288, 128, 243 },
-  { 4, 12288, 512, 244 },
-  { 4, 12288, 2048, 244 },
-  { 4, 12288, 8192, 245 },
-  { 4, 12288, 32768, 245 },
-  { 4, 16384, 1, 246 },
-  { 4, 16384, 8, 246 },
-  { 4, 16384, 32, 246 },
-  { 4, 16384, 128, 247 },
-  { 4, 16384, 512, 248 },
-  { 4, 16384, 2048, 248 },
-  { 4, 16384, 8192, 249 },
-  { 4, 16384, 32768, 249 },
-  { 4, 32768, 1, 250 },
-  { 4, 32768, 8, 251 },
-  { 4, 32768, 32, 250 },
-  { 4, 32768, 128, 251 },
-  { 4, 32768, 512, 252 },
-  { 4, 32768, 2048, 253 },
-  { 4, 32768, 8192, 253 },
-  { 4, 32768, 32768, 253 },
-  { 4, 65536, 1, 254 },
-  { 4, 65536, 8, 254 },
-  { 4, 65536, 32, 254 },
-  { 4, 65536, 128, 254 },
-  { 4, 65536, 512, 255 },
-  { 4, 65536, 2048, 255 },
-  { 4, 65536, 8192, 256 },
-  { 4, 65536, 32768, 256 },
-  { 4, 131072, 1, 257 },
-  { 4, 131072, 8, 258 },
-  { 4, 131072, 32, 259 },
-  { 4, 131072, 128, 259 },
-  { 4, 131072, 512, 260 },
-  { 4, 131072, 2048, 260 },
-  { 4, 131072, 8192, 261 },
-  { 4, 131072, 32768, 261 },
-  { 5, 512, 1, 263 },
-  { 5, 512, 8, 264 },
-  { 5, 512, 32, 264 },
-  { 5, 512, 128, 264 },
-  { 5, 512, 512, 264 },
-  { 5, 512, 2048, 264 },
-  { 5, 512, 8192, 265 },
-  { 5, 512, 32768, 266 },
-  { 5, 768, 1, 267 },
-  { 5, 768, 8, 268 },
-  { 5, 768, 32, 268 },
-  { 5, 768, 128, 268 },
-  { 5, 768, 512, 268 },
-  { 5, 768, 2048, 268 },
-  { 5, 768, 8192, 268 },
-  { 5, 768, 32768, 269 },
-  { 5, 1024, 1, 270 },
-  { 5, 1024, 8, 270 },
-  { 5, 1024, 32, 271 },
-  { 5, 1024, 128, 271 },
-  { 5, 1024, 512, 270 },
-  { 5, 1024, 2048, 271 },
-  { 5, 1024, 8192, 270 },
-  { 5, 1024, 32768, 270 },
-  { 5, 1536, 1, 272 },
-  { 5, 1536, 8, 272 },
-  { 5, 1536, 32, 273 },
-  { 5, 1536, 128, 273 },
-  { 5, 1536, 512, 272 },
-  { 5, 1536, 2048, 273 },
-  { 5, 1536, 8192, 272 },
-  { 5, 1536, 32768, 272 },
-  { 5, 2048, 1, 274 },
-  { 5, 2048, 8, 274 },
-  { 5, 2048, 32, 274 },
-  { 5, 2048, 128, 275 },
-  { 5, 2048, 512, 274 },
-  { 5, 2048, 2048, 276 },
-  { 5, 2048, 8192, 276 },
-  { 5, 2048, 32768, 276 },
-  { 5, 2560, 1, 277 },
-  { 5, 2560, 8, 277 },
-  { 5, 2560, 32, 277 },
-  { 5, 2560, 128, 277 },
-  { 5, 2560, 512, 277 },
-  { 5, 2560, 2048, 278 },
-  { 5, 2560, 8192, 278 },
-  { 5, 2560, 32768, 278 },
-  { 5, 3072, 1, 279 },
-  { 5, 3072, 8, 279 },
-  { 5, 3072, 32, 279 },
-  { 5, 3072, 128, 279 },
-  { 5, 3072, 512, 279 },
-  { 5, 3072, 2048, 279 },
-  { 5, 3072, 8192, 279 },
-  { 5, 3072, 32768, 279 },
-  { 5, 4096, 1, 280 },
-  { 5, 4096, 8, 280 },
-  { 5, 4096, 32, 280 },
-  { 5, 4096, 128, 280 },
-  { 5, 4096, 512, 280 },
-  { 5, 4096, 2048, 280 },
-  { 5, 4096, 8192, 280 },
-  { 5, 4096, 32768, 281 },
-  { 5, 5120, 1, 282 },
-  { 5, 5120, 8, 282 },
-  { 5, 5120, 32, 283 },
-  { 5, 5120, 128, 282 },
-  { 5, 5120, 512, 284 },
-  { 5, 5120, 2048, 282 },
-  { 5, 5120, 8192, 284 },
-  { 5, 5120, 32768, 284 },
-  { 5, 6144, 1, 285 },
-  { 5, 6144, 8, 285 },
-  { 5, 6144, 32, 285 },
-  { 5, 6144, 128, 285 },
-  { 5, 6144, 512, 285 },
-  { 5, 6144, 2048, 285 },
-  { 5, 6144, 8192, 285 },
-  { 5, 6144, 32768, 286 },
-  { 5, 7168, 1, 287 },
-  { 5, 7168, 8, 287 },
-  { 5, 7168, 32, 287 },
-  { 5, 7168, 128, 287 },
-  { 5, 7168, 512, 288 },
-  { 5, 7168, 2048, 288 },
-  { 5, 7168, 8192, 288 },
-  { 5, 7168, 32768, 288 },
-  { 5, 8192, 1, 289 },
-  { 5, 8192, 8, 289 },
-  { 5, 8192, 32, 289 },
-  { 5, 8192, 128, 290 },
-  { 5, 8192, 512, 290 },
-  { 5, 8192, 2048, 290 },
-  { 5, 8192, 8192, 291 },
-  { 5, 8192, 32768, 292 },
-  { 5, 12288, 1, 293 },
-  { 5, 12288, 8, 293 },
-  { 5, 12288, 32, 293 },
-  { 5, 12288, 128, 293 },
-  { 5, 12288, 512, 294 },
-  { 5, 12288, 2048, 295 },
-  { 5, 12288, 8192, 295 },
-  { 5, 12288, 32768, 296 },
-  { 5, 16384, 1, 297 },
-  { 5, 16384, 8, 297 },
-  { 5, 16384, 32, 297 },
-  { 5, 16384, 128, 298 },
-  { 5, 16384, 512, 299 },
-  { 5, 16384, 2048, 300 },
-  { 5, 16384, 8192, 301 },
-  { 5, 16384, 32768, 301 },
-  { 5, 32768, 1, 302 },
-  { 5, 32768, 8, 302 },
-  { 5, 32768, 32, 302 },
-  { 5, 32768, 128, 303 },
-  { 5, 32768, 512, 304 },
-  { 5, 32768, 2048, 305 },
-  { 5, 32768, 8192, 306 },
-  { 5, 32768, 32768, 306 },
-  { 5, 65536, 1, 307 },
-  { 5, 65536, 8, 307 },
-  { 5, 65536, 32, 307 },
-  { 5, 65536, 128, 308 },
-  { 5, 65536, 512, 309 },
-  { 5, 65536, 2048, 310 },
-  { 5, 65536, 8192, 310 },
-  { 5, 65536, 32768, 310 },
-  { 5, 131072, 1, 311 },
-  { 5, 131072, 8, 311 },
-  { 5, 131072, 32, 312 },
-  { 5, 131072, 128, 313 },
-  { 5, 131072, 512, 313 },
-  { 5, 131072, 2048, 314 },
-  { 5, 131072, 8192, 314 },
-  { 5, 131072, 32768, 314 },
-  { 6, 512, 1, 316 },
-  { 6, 512, 8, 317 },
-  { 6, 512, 32, 318 },
-  { 6, 512, 128, 318 },
-  { 6, 512, 512, 318 },
-  { 6, 512, 2048, 318 },
-  { 6, 512, 8192, 319 },
-  { 6, 512, 32768, 318 },
-  { 6, 768, 1, 320 },
-  { 6, 768, 8, 320 },
-  { 6, 768, 32, 320 },
-  { 6, 768, 128, 320 },
-  { 6, 768, 512, 320 },
-  { 6, 768, 2048, 320 },
-  { 6, 768, 8192, 320 },
-  { 6, 768, 32768, 320 },
-  { 6, 1024, 1, 321 },
-  { 6, 1024, 8, 321 },
-  { 6, 1024, 32, 321 },
-  { 6, 1024, 128, 321 },
-  { 6, 1024, 512, 321 },
-  { 6, 1024, 2048, 321 },
-  { 6, 1024, 8192, 321 },
-  { 6, 1024, 32768, 321 },
-  { 6, 1536, 1, 322 },
-  { 6, 1536, 8, 322 },
-  { 6, 1536, 32, 322 },
-  { 6, 1536, 128, 322 },
-  { 6, 1536, 512, 322 },
-  { 6, 1536, 2048, 323 },
-  { 6, 1536, 8192, 323 },
-  { 6, 1536, 32768, 323 },
-  { 6, 2048, 1, 324 },
-  { 6, 2048, 8, 324 },
-  { 6, 2048, 32, 324 },
-  { 6, 2048, 128, 324 },
-  { 6, 2048, 512, 324 },
-  { 6, 2048, 2048, 325 },
-  { 6, 2048, 8192, 324 },
-  { 6, 2048, 32768, 324 },
-  { 6, 2560, 1, 326 },
-  { 6, 2560, 8, 326 },
-  { 6, 2560, 32, 326 },
-  { 6, 2560, 128, 326 },
-  { 6, 2560, 512, 326 },
-  { 6, 2560, 2048, 327 },
-  { 6, 2560, 8192, 327 },
-  { 6, 2560, 32768, 327 },
-  { 6, 3072, 1, 328 },
-  { 6, 3072, 8, 328 },
-  { 6, 3072, 32, 328 },
-  { 6, 3072, 128, 328 },
-  { 6, 3072, 512, 329 },
-  { 6, 3072, 2048, 329 },
-  { 6, 3072, 8192, 329 },
-  { 6, 3072, 32768, 328 },
-  { 6, 4096, 1, 330 },
-  { 6, 4096, 8, 330 },
-  { 6, 4096, 32, 330 },
-  { 6, 4096, 128, 330 },
-  { 6, 4096, 512, 330 },
-  { 6, 4096, 2048, 330 },
-  { 6, 4096, 8192, 331 },
-  { 6, 4096, 32768, 331 },
-  { 6, 5120, 1, 332 },
-  { 6, 5120, 8, 332 },
-  { 6, 5120, 32, 332 },
-  { 6, 5120, 128, 332 },
-  { 6, 5120, 512, 333 },
-  { 6, 5120, 2048, 334 },
-  { 6, 5120, 8192, 334 },
-  { 6, 5120, 32768, 334 },
-  { 6, 6144, 1, 335 },
-  { 6, 6144, 8, 335 },
-  { 6, 6144, 32, 335 },
-  { 6, 6144, 128, 335 },
-  { 6, 6144, 512, 335 },
-  { 6, 6144, 2048, 335 },
-  { 6, 6144, 8192, 336 },
-  { 6, 6144, 32768, 336 },
-  { 6, 7168, 1, 337 },
-  { 6, 7168, 8, 337 },
-  { 6, 7168, 32, 337 },
-  { 6, 7168, 128, 337 },
-  { 6, 7168, 512, 338 },
-  { 6, 7168, 2048, 338 },
-  { 6, 7168, 8192, 339 },
-  { 6, 7168, 32768, 339 },
-  { 6, 8192, 1, 340 },
-  { 6, 8192, 8, 340 },
-  { 6, 8192, 32, 340 },
-  { 6, 8192, 128, 341 },
-  { 6, 8192, 512, 341 },
-  { 6, 8192, 2048, 342 },
-  { 6, 8192, 8192, 342 },
-  { 6, 8192, 32768, 343 },
-  { 6, 12288, 1, 344 },
-  { 6, 12288, 8, 344 },
-  { 6, 12288, 32, 344 },
-  { 6, 12288, 128, 344 },
-  { 6, 12288, 512, 345 },
-  { 6, 12288, 2048, 345 },
-  { 6, 12288, 8192, 346 },
-  { 6, 12288, 32768, 346 },
-  { 6, 16384, 1, 347 },
-  { 6, 16384, 8, 347 },
-  { 6, 16384, 32, 347 },
-  { 6, 16384, 128, 348 },
-  { 6, 16384, 512, 349 },
-  { 6, 16384, 2048, 349 },
-  { 6, 16384, 8192, 348 },
-  { 6, 16384, 32768, 348 },
-  { 6, 32768, 1, 350 },
-  { 6, 32768, 8, 350 },
-  { 6, 32768, 32, 350 },
-  { 6, 32768, 128, 351 },
-  { 6, 32768, 512, 352 },
-  { 6, 32768, 2048, 351 },
-  { 6, 32768, 8192, 351 },
-  { 6, 32768, 32768, 351 },
-  { 6, 65536, 1, 353 },
-  { 6, 65536, 8, 354 },
-  { 6, 65536, 32, 354 },
-  { 6, 65536, 128, 354 },
-  { 6, 65536, 512, 355 },
-  { 6, 65536, 2048, 356 },
-  { 6, 65536, 8192, 356 },
-  { 6, 65536, 32768, 356 },
-  { 6, 131072, 1, 357 },
-  { 6, 131072, 8, 357 },
-  { 6, 131072, 32, 358 },
-  { 6, 131072, 128, 358 },
-  { 6, 131072, 512, 359 },
-  { 6, 131072, 2048, 359 },
-  { 6, 131072, 8192, 360 },
-  { 6, 131072, 32768, 360 },
-  { 7, 512, 1, 362 },
-  { 7, 512, 8, 362 },
-  { 7, 512, 32, 362 },
-  { 7, 512, 128, 363 },
-  { 7, 512, 512, 363 },
-  { 7, 512, 2048, 363 },
-  { 7, 512, 8192, 364 },
-  { 7, 512, 32768, 365 },
-  { 7, 768, 1, 366 },
-  { 7, 768, 8, 366 },
-  { 7, 768, 32, 366 },
-  { 7, 768, 128, 367 },
-  { 7, 768, 512, 366 },
-  { 7, 768, 2048, 366 },
-  { 7, 768, 8192, 367 },
-  { 7, 768, 32768, 368 },
-  { 7, 1024, 1, 369 },
-  { 7, 1024, 8, 369 },
-  { 7, 1024, 32, 369 },
-  { 7, 1024, 128, 369 },
-  { 7, 1024, 512, 369 },
-  { 7, 1024, 2048, 370 },
-  { 7, 1024, 8192, 370 },
-  { 7, 1024, 32768, 370 },
-  { 7, 1536, 1, 371 },
-  { 7, 1536, 8, 371 },
-  { 7, 1536, 32, 371 },
-  { 7, 1536, 128, 372 },
-  { 7, 1536, 512, 371 },
-  { 7, 1536, 2048, 371 },
-  { 7, 1536, 8192, 373 },
-  { 7, 1536, 32768, 373 },
-  { 7, 2048, 1, 374 },
-  { 7, 2048, 8, 374 },
-  { 7, 2048, 32, 374 },
-  { 7, 2048, 128, 374 },
-  { 7, 2048, 512, 375 },
-  { 7, 2048, 2048, 376 },
-  { 7, 2048, 8192, 373 },
-  { 7, 2048, 32768, 377 },
-  { 7, 2560, 1, 378 },
-  { 7, 2560, 8, 378 },
-  { 7, 2560, 32, 378 },
-  { 7, 2560, 128, 378 },
-  { 7, 2560, 512, 378 },
-  { 7, 2560, 2048, 378 },
-  { 7, 2560, 8192, 379 },
-  { 7, 2560, 32768, 380 },
-  { 7, 3072, 1, 381 },
-  { 7, 3072, 8, 381 },
-  { 7, 3072, 32, 381 },
-  { 7, 3072, 128, 381 },
-  { 7, 3072, 512, 382 },
-  { 7, 3072, 2048, 381 },
-  { 7, 3072, 8192, 379 },
-  { 7, 3072, 32768, 383 },
-  { 7, 4096, 1, 384 },
-  { 7, 4096, 8, 384 },
-  { 7, 4096, 32, 384 },
-  { 7, 4096, 128, 384 },
-  { 7, 4096, 512, 385 },
-  { 7, 4096, 2048, 385 },
-  { 7, 4096, 8192, 385 },
-  { 7, 4096, 32768, 383 },
-  { 7, 5120, 1, 386 },
-  { 7, 5120, 8, 386 },
-  { 7, 5120, 32, 386 },
-  { 7, 5120, 128, 387 },
-  { 7, 5120, 512, 387 },
-  { 7, 5120, 2048, 387 },
-  { 7, 5120, 8192, 388 },
-  { 7, 5120, 32768, 389 },
-  { 7, 6144, 1, 386 },
-  { 7, 6144, 8, 386 },
-  { 7, 6144, 32, 386 },
-  { 7, 6144, 128, 390 },
-  { 7, 6144, 512, 390 },
-  { 7, 6144, 2048, 390 },
-  { 7, 6144, 8192, 391 },
-  { 7, 6144, 32768, 389 },
-  { 7, 7168, 1, 392 },
-  { 7, 7168, 8, 392 },
-  { 7, 7168, 32, 392 },
-  { 7, 7168, 128, 392 },
-  { 7, 7168, 512, 393 },
-  { 7, 7168, 2048, 393 },
-  { 7, 7168, 8192, 389 },
-  { 7, 7168, 32768, 389 },
-  { 7, 8192, 1, 394 },
-  { 7, 8192, 8, 395 },
-  { 7, 8192, 32, 395 },
-  { 7, 8192, 128, 394 },
-  { 7, 8192, 512, 396 },
-  { 7, 8192, 2048, 396 },
-  { 7, 8192, 8192, 397 },
-  { 7, 8192, 32768, 389 },
-  { 7, 12288, 1, 398 },
-  { 7, 12288, 8, 398 },
-  { 7, 12288, 32, 398 },
-  { 7, 12288, 128, 398 },
-  { 7, 12288, 512, 399 },
-  { 7, 12288, 2048, 399 },
-  { 7, 12288, 8192, 400 },
-  { 7, 12288, 32768, 400 },
-  { 7, 16384, 1, 401 },
-  { 7, 16384, 8, 401 },
-  { 7, 16384, 32, 401 },
-  { 7, 16384, 128, 402 },
-  { 7, 16384, 512, 402 },
-  { 7, 16384, 2048, 403 },
-  { 7, 16384, 8192, 400 },
-  { 7, 16384, 32768, 400 },
-  { 7, 32768, 1, 404 },
-  { 7, 32768, 8, 405 },
-  { 7, 32768, 32, 404 },
-  { 7, 32768, 128, 406 },
-  { 7, 32768, 512, 406 },
-  { 7, 32768, 2048, 407 },
-  { 7, 32768, 8192, 407 },
-  { 7, 32768, 32768, 407 },
-  { 7, 65536, 1, 408 },
-  { 7, 65536, 8, 409 },
-  { 7, 65536, 32, 410 },
-  { 7, 65536, 128, 410 },
-  { 7, 65536, 512, 410 },
-  { 7, 65536, 2048, 411 },
-  { 7, 65536, 8192, 411 },
-  { 7, 65536, 32768, 411 },
-  { 7, 131072, 1, 412 },
-  { 7, 131072, 8, 413 },
-  { 7, 131072, 32, 412 },
-  { 7, 131072, 128, 414 },
-  { 7, 131072, 512, 414 },
-  { 7, 131072, 2048, 415 },
-  { 7, 131072, 8192, 415 },
-  { 7, 131072, 32768, 415 },
-  { 8, 512, 1, 417 },
-  { 8, 512, 8, 417 },
-  { 8, 512, 32, 417 },
-  { 8, 512, 128, 417 },
-  { 8, 512, 512, 417 },
-  { 8, 512, 2048, 418 },
-  { 8, 512, 8192, 417 },
-  { 8, 512, 32768, 418 },
-  { 8, 768, 1, 419 },
-  { 8, 768, 8, 419 },
-  { 8, 768, 32, 419 },
-  { 8, 768, 128, 420 },
-  { 8, 768, 512, 420 },
-  { 8, 768, 2048, 421 },
-  { 8, 768, 8192, 420 },
-  { 8, 768, 32768, 421 },
-  { 8, 1024, 1, 422 },
-  { 8, 1024, 8, 422 },
-  { 8, 1024, 32, 422 },
-  { 8, 1024, 128, 422 },
-  { 8, 1024, 512, 423 },
-  { 8, 1024, 2048, 423 },
-  { 8, 1024, 8192, 423 },
-  { 8, 1024, 32768, 423 },
-  { 8, 1536, 1, 424 },
-  { 8, 1536, 8, 424 },
-  { 8, 1536, 32, 424 },
-  { 8, 1536, 128, 424 },
-  { 8, 1536, 512, 425 },
-  { 8, 1536, 2048, 425 },
-  { 8, 1536, 8192, 425 },
-  { 8, 1536, 32768, 426 },
-  { 8, 2048, 1, 427 },
-  { 8, 2048, 8, 427 },
-  { 8, 2048, 32, 427 },
-  { 8, 2048, 128, 427 },
-  { 8, 2048, 512, 428 },
-  { 8, 2048, 2048, 428 },
-  { 8, 2048, 8192, 429 },
-  { 8, 2048, 32768, 429 },
-  { 8, 2560, 1, 430 },
-  { 8, 2560, 8, 430 },
-  { 8, 2560, 32, 430 },
-  { 8, 2560, 128, 430 },
-  { 8, 2560, 512, 430 },
-  { 8, 2560, 2048, 431 },
-  { 8, 2560, 8192, 431 },
-  { 8, 2560, 32768, 431 },
-  { 8, 3072, 1, 432 },
-  { 8, 3072, 8, 433 },
-  { 8, 3072, 32, 432 },
-  { 8, 3072, 128, 432 },
-  { 8, 3072, 512, 433 },
-  { 8, 3072, 2048, 434 },
-  { 8, 3072, 8192, 434 },
-  { 8, 3072, 32768, 435 },
-  { 8, 4096, 1, 436 },
-  { 8, 4096, 8, 436 },
-  { 8, 4096, 32, 436 },
-  { 8, 4096, 128, 436 },
-  { 8, 4096, 512, 436 },
-  { 8, 4096, 2048, 437 },
-  { 8, 4096, 8192, 438 },
-  { 8, 4096, 32768, 438 },
-  { 8, 5120, 1, 439 },
-  { 8, 5120, 8, 440 },
-  { 8, 5120, 32, 440 },
-  { 8, 5120, 128, 440 },
-  { 8, 5120, 512, 440 },
-  { 8, 5120, 2048, 437 },
-  { 8, 5120, 8192, 441 },
-  { 8, 5120, 32768, 437 },
-  { 8, 6144, 1, 439 },
-  { 8, 6144, 8, 439 },
-  { 8, 6144, 32, 439 },
-  { 8, 6144, 128, 442 },
-  { 8, 6144, 512, 442 },
-  { 8, 6144, 2048, 443 },
-  { 8, 6144, 8192, 443 },
-  { 8, 6144, 32768, 443 },
-  { 8, 7168, 1, 444 },
-  { 8, 7168, 8, 444 },
-  { 8, 7168, 32, 444 },
-  { 8, 7168, 128, 445 },
-  { 8, 7168, 512, 446 },
-  { 8, 7168, 2048, 437 },
-  { 8, 7168, 8192, 437 },
-  { 8, 7168, 32768, 447 },
-  { 8, 8192, 1, 448 },
-  { 8, 8192, 8, 448 },
-  { 8, 8192, 32, 448 },
-  { 8, 8192, 128, 448 },
-  { 8, 8192, 512, 449 },
-  { 8, 8192, 2048, 450 },
-  { 8, 8192, 8192, 451 },
-  { 8, 8192, 32768, 451 },
-  { 8, 12288, 1, 452 },
-  { 8, 12288, 8, 452 },
-  { 8, 12288, 32, 452 },
-  { 8, 12288, 128, 453 },
-  { 8, 12288, 512, 453 },
-  { 8, 12288, 2048, 454 },
-  { 8, 12288, 8192, 455 },
-  { 8, 12288, 32768, 455 },
-  { 8, 16384, 1, 456 },
-  { 8, 16384, 8, 456 },
-  { 8, 16384, 32, 456 },
-  { 8, 16384, 128, 457 },
-  { 8, 16384, 512, 458 },
-  { 8, 16384, 2048, 458 },
-  { 8, 16384, 8192, 459 },
-  { 8, 16384, 32768, 459 },
-  { 8, 32768, 1, 460 },
-  { 8, 32768, 8, 461 },
-  { 8, 32768, 32, 460 },
-  { 8, 32768, 128, 460 },
-  { 8, 32768, 512, 462 },
-  { 8, 32768, 2048, 462 },
-  { 8, 32768, 8192, 462 },
-  { 8, 32768, 32768, 462 },
-  { 8, 65536, 1, 463 },
-  { 8, 65536, 8, 464 },
-  { 8, 65536, 32, 463 },
-  { 8, 65536, 128, 463 },
-  { 8, 65536, 512, 462 },
-  { 8, 65536, 2048, 462 },
-  { 8, 65536, 8192, 465 },
-  { 8, 65536, 32768, 465 },
-  { 8, 131072, 1, 466 },
-  { 8, 131072, 8, 466 },
-  { 8, 131072, 32, 467 },
-  { 8, 131072, 128, 467 },
-  { 8, 131072, 512, 467 },
-  { 8, 131072, 2048, 468 },
-  { 8, 131072, 8192, 468 },
-  { 8, 131072, 32768, 468 },
+  { 0, 512, 1, 0, 1 },
+  { 0, 512, 8, 0, 1 },
+  { 0, 512, 32, 0, 1 },
+  { 0, 512, 128, 2, 1 },
+  { 0, 512, 512, 2, 1 },
+  { 0, 512, 2048, 2, 3 },
+  { 0, 512, 8192, 2, 3 },
+  { 0, 512, 32768, 2, 3 },
+  { 0, 768, 1, 4, 1 },
+  { 0, 768, 8, 4, 1 },
+  { 0, 768, 32, 4, 1 },
+  { 0, 768, 128, 5, 6 },
+  { 0, 768, 512, 5, 1 },
+  { 0, 768, 2048, 5, 7 },
+  { 0, 768, 8192, 5, 8 },
+  { 0, 768, 32768, 5, 8 },
+  { 0, 1024, 1, 9, 1 },
+  { 0, 1024, 8, 9, 1 },
+  { 0, 1024, 32, 9, 1 },
+  { 0, 1024, 128, 9, 6 },
+  { 0, 1024, 512, 10, 1 },
+  { 0, 1024, 2048, 10, 7 },
+  { 0, 1024, 8192, 10, 7 },
+  { 0, 1024, 32768, 10, 7 },
+  { 0, 1536, 1, 11, 1 },
+  { 0, 1536, 8, 11, 1 },
+  { 0, 1536, 32, 11, 1 },
+  { 0, 1536, 128, 11, 1 },
+  { 0, 1536, 512, 12, 1 },
+  { 0, 1536, 2048, 12, 13 },
+  { 0, 1536, 8192, 12, 13 },
+  { 0, 1536, 32768, 12, 13 },
+  { 0, 2048, 1, 14, 1 },
+  { 0, 2048, 8, 14, 1 },
+  { 0, 2048, 32, 14, 1 },
+  { 0, 2048, 128, 14, 1 },
+  { 0, 2048, 512, 15, 1 },
+  { 0, 2048, 2048, 15, 16 },
+  { 0, 2048, 8192, 15, 16 },
+  { 0, 2048, 32768, 17, 16 },
+  { 0, 2560, 1, 18, 19 },
+  { 0, 2560, 8, 18, 19 },
+  { 0, 2560, 32, 18, 20 },
+  { 0, 2560, 128, 18, 20 },
+  { 0, 2560, 512, 21, 19 },
+  { 0, 2560, 2048, 21, 22 },
+  { 0, 2560, 8192, 21, 22 },
+  { 0, 2560, 32768, 21, 22 },
+  { 0, 3072, 1, 23, 19 },
+  { 0, 3072, 8, 23, 19 },
+  { 0, 3072, 32, 23, 20 },
+  { 0, 3072, 128, 23, 20 },
+  { 0, 3072, 512, 24, 19 },
+  { 0, 3072, 2048, 24, 25 },
+  { 0, 3072, 8192, 24, 25 },
+  { 0, 3072, 32768, 24, 25 },
+  { 0, 4096, 1, 26, 19 },
+  { 0, 4096, 8, 26, 19 },
+  { 0, 4096, 32, 26, 20 },
+  { 0, 4096, 128, 26, 20 },
+  { 0, 4096, 512, 26, 19 },
+  { 0, 4096, 2048, 26, 27 },
+  { 0, 4096, 8192, 28, 27 },
+  { 0, 4096, 32768, 28, 27 },
+  { 0, 5120, 1, 29, 30 },
+  { 0, 5120, 8, 29, 30 },
+  { 0, 5120, 32, 29, 31 },
+  { 0, 5120, 128, 29, 31 },
+  { 0, 5120, 512, 29, 30 },
+  { 0, 5120, 2048, 29, 32 },
+  { 0, 5120, 8192, 29, 32 },
+  { 0, 5120, 32768, 33, 32 },
+  { 0, 6144, 1, 34, 30 },
+  { 0, 6144, 8, 34, 30 },
+  { 0, 6144, 32, 34, 31 },
+  { 0, 6144, 128, 35, 31 },
+  { 0, 6144, 512, 35, 30 },
+  { 0, 6144, 2048, 35, 30 },
+  { 0, 6144, 8192, 36, 30 },
+  { 0, 6144, 32768, 36, 30 },
+  { 0, 7168, 1, 37, 38 },
+  { 0, 7168, 8, 37, 38 },
+  { 0, 7168, 32, 37, 31 },
+  { 0, 7168, 128, 39, 31 },
+  { 0, 7168, 512, 39, 38 },
+  { 0, 7168, 2048, 39, 38 },
+  { 0, 7168, 8192, 39, 38 },
+  { 0, 7168, 32768, 39, 38 },
+  { 0, 8192, 1, 40, 41 },
+  { 0, 8192, 8, 40, 38 },
+  { 0, 8192, 32, 40, 41 },
+  { 0, 8192, 128, 40, 41 },
+  { 0, 8192, 512, 42, 38 },
+  { 0, 8192, 2048, 43, 38 },
+  { 0, 8192, 8192, 43, 38 },
+  { 0, 8192, 32768, 43, 38 },
+  { 0, 12288, 1, 44, 45 },
+  { 0, 12288, 8, 44, 45 },
+  { 0, 12288, 32, 44, 45 },
+  { 0, 12288, 128, 44, 46 },
+  { 0, 12288, 512, 47, 27 },
+  { 0, 12288, 2048, 47, 27 },
+  { 0, 12288, 8192, 47, 27 },
+  { 0, 12288, 32768, 47, 27 },
+  { 0, 16384, 1, 48, 49 },
+  { 0, 16384, 8, 48, 50 },
+  { 0, 16384, 32, 51, 50 },
+  { 0, 16384, 128, 52, 46 },
+  { 0, 16384, 512, 53, 54 },
+  { 0, 16384, 2048, 53, 54 },
+  { 0, 16384, 8192, 53, 54 },
+  { 0, 16384, 32768, 55, 54 },
+  { 0, 32768, 1, 56, 54 },
+  { 0, 32768, 8, 56, 57 },
+  { 0, 32768, 32, 58, 57 },
+  { 0, 32768, 128, 59, 60 },
+  { 0, 32768, 512, 61, 62 },
+  { 0, 32768, 2048, 61, 62 },
+  { 0, 32768, 8192, 61, 62 },
+  { 0, 32768, 32768, 61, 62 },
+  { 0, 65536, 1, 63, 54 },
+  { 0, 65536, 8, 63, 64 },
+  { 0, 65536, 32, 65, 65 },
+  { 0, 65536, 128, 66, 67 },
+  { 0, 65536, 512, 68, 69 },
+  { 0, 65536, 2048, 68, 69 },
+  { 0, 65536, 8192, 68, 69 },
+  { 0, 65536, 32768, 70, 69 },
+  { 0, 131072, 1, 71, 72 },
+  { 0, 131072, 8, 71, 72 },
+  { 0, 131072, 32, 73, 73 },
+  { 0, 131072, 128, 74, 75 },
+  { 0, 131072, 512, 76, 77 },
+  { 0, 131072, 2048, 76, 77 },
+  { 0, 131072, 8192, 76, 77 },
+  { 0, 131072, 32768, 76, 77 },
+  { 1, 512, 1, 79, 80 },
+  { 1, 512, 8, 81, 80 },
+  { 1, 512, 32, 81, 80 },
+  { 1, 512, 128, 81, 80 },
+  { 1, 512, 512, 81, 80 },
+  { 1, 512, 2048, 81, 82 },
+  { 1, 512, 8192, 81, 82 },
+  { 1, 512, 32768, 81, 82 },
+  { 1, 768, 1, 83, 80 },
+  { 1, 768, 8, 84, 80 },
+  { 1, 768, 32, 84, 80 },
+  { 1, 768, 128, 84, 80 },
+  { 1, 768, 512, 84, 80 },
+  { 1, 768, 2048, 84, 85 },
+  { 1, 768, 8192, 84, 85 },
+  { 1, 768, 32768, 84, 85 },
+  { 1, 1024, 1, 86, 80 },
+  { 1, 1024, 8, 86, 80 },
+  { 1, 1024, 32, 86, 80 },
+  { 1, 1024, 128, 86, 80 },
+  { 1, 1024, 512, 86, 80 },
+  { 1, 1024, 2048, 86, 87 },
+  { 1, 1024, 8192, 86, 87 },
+  { 1, 1024, 32768, 86, 87 },
+  { 1, 1536, 1, 88, 80 },
+  { 1, 1536, 8, 88, 80 },
+  { 1, 1536, 32, 88, 80 },
+  { 1, 1536, 128, 88, 80 },
+  { 1, 1536, 512, 88, 80 },
+  { 1, 1536, 2048, 88, 89 },
+  { 1, 1536, 8192, 88, 89 },
+  { 1, 1536, 32768, 88, 89 },
+  { 1, 2048, 1, 90, 80 },
+  { 1, 2048, 8, 90, 80 },
+  { 1, 2048, 32, 90, 80 },
+  { 1, 2048, 128, 90, 80 },
+  { 1, 2048, 512, 90, 80 },
+  { 1, 2048, 2048, 90, 91 },
+  { 1, 2048, 8192, 92, 91 },
+  { 1, 2048, 32768, 92, 91 },
+  { 1, 2560, 1, 93, 94 },
+  { 1, 2560, 8, 93, 94 },
+  { 1, 2560, 32, 93, 94 },
+  { 1, 2560, 128, 93, 94 },
+  { 1, 2560, 512, 93, 94 },
+  { 1, 2560, 2048, 95, 96 },
+  { 1, 2560, 8192, 93, 96 },
+  { 1, 2560, 32768, 93, 96 },
+  { 1, 3072, 1, 97, 94 },
+  { 1, 3072, 8, 97, 94 },
+  { 1, 3072, 32, 97, 98 },
+  { 1, 3072, 128, 97, 94 },
+  { 1, 3072, 512, 97, 94 },
+  { 1, 3072, 2048, 97, 96 },
+  { 1, 3072, 8192, 97, 96 },
+  { 1, 3072, 32768, 97, 96 },
+  { 1, 4096, 1, 99, 94 },
+  { 1, 4096, 8, 99, 94 },
+  { 1, 4096, 32, 99, 98 },
+  { 1, 4096, 128, 99, 94 },
+  { 1, 4096, 512, 99, 94 },
+  { 1, 4096, 2048, 99, 100 },
+  { 1, 4096, 8192, 101, 100 },
+  { 1, 4096, 32768, 101, 100 },
+  { 1, 5120, 1, 102, 103 },
+  { 1, 5120, 8, 102, 103 },
+  { 1, 5120, 32, 102, 104 },
+  { 1, 5120, 128, 102, 103 },
+  { 1, 5120, 512, 105, 103 },
+  { 1, 5120, 2048, 102, 106 },
+  { 1, 5120, 8192, 102, 106 },
+  { 1, 5120, 32768, 107, 106 },
+  { 1, 6144, 1, 108, 103 },
+  { 1, 6144, 8, 108, 103 },
+  { 1, 6144, 32, 108, 104 },
+  { 1, 6144, 128, 108, 104 },
+  { 1, 6144, 512, 108, 103 },
+  { 1, 6144, 2048, 108, 103 },
+  { 1, 6144, 8192, 109, 103 },
+  { 1, 6144, 32768, 109, 103 },
+  { 1, 7168, 1, 110, 111 },
+  { 1, 7168, 8, 110, 111 },
+  { 1, 7168, 32, 110, 104 },
+  { 1, 7168, 128, 110, 104 },
+  { 1, 7168, 512, 112, 111 },
+  { 1, 7168, 2048, 112, 111 },
+  { 1, 7168, 8192, 112, 111 },
+  { 1, 7168, 32768, 112, 111 },
+  { 1, 8192, 1, 113, 111 },
+  { 1, 8192, 8, 113, 111 },
+  { 1, 8192, 32, 113, 104 },
+  { 1, 8192, 128, 114, 104 },
+  { 1, 8192, 512, 115, 111 },
+  { 1, 8192, 2048, 114, 111 },
+  { 1, 8192, 8192, 116, 111 },
+  { 1, 8192, 32768, 116, 111 },
+  { 1, 12288, 1, 117, 118 },
+  { 1, 12288, 8, 117, 119 },
+  { 1, 12288, 32, 117, 119 },
+  { 1, 12288, 128, 120, 121 },
+  { 1, 12288, 512, 122, 118 },
+  { 1, 12288, 2048, 122, 118 },
+  { 1, 12288, 8192, 122, 118 },
+  { 1, 12288, 32768, 122, 118 },
+  { 1, 16384, 1, 123, 124 },
+  { 1, 16384, 8, 123, 119 },
+  { 1, 16384, 32, 123, 119 },
+  { 1, 16384, 128, 125, 126 },
+  { 1, 16384, 512, 127, 126 },
+  { 1, 16384, 2048, 127, 126 },
+  { 1, 16384, 8192, 127, 126 },
+  { 1, 16384, 32768, 128, 126 },
+  { 1, 32768, 1, 129, 130 },
+  { 1, 32768, 8, 131, 132 },
+  { 1, 32768, 32, 131, 132 },
+  { 1, 32768, 128, 133, 134 },
+  { 1, 32768, 512, 135, 136 },
+  { 1, 32768, 2048, 135, 136 },
+  { 1, 32768, 8192, 135, 136 },
+  { 1, 32768, 32768, 135, 136 },
+  { 1, 65536, 1, 137, 130 },
+  { 1, 65536, 8, 137, 138 },
+  { 1, 65536, 32, 139, 139 },
+  { 1, 65536, 128, 140, 139 },
+  { 1, 65536, 512, 141, 142 },
+  { 1, 65536, 2048, 141, 142 },
+  { 1, 65536, 8192, 141, 142 },
+  { 1, 65536, 32768, 141, 142 },
+  { 1, 131072, 1, 143, 144 },
+  { 1, 131072, 8, 143, 144 },
+  { 1, 131072, 32, 145, 144 },
+  { 1, 131072, 128, 146, 144 },
+  { 1, 131072, 512, 147, 148 },
+  { 1, 131072, 2048, 147, 148 },
+  { 1, 131072, 8192, 147, 148 },
+  { 1, 131072, 32768, 147, 148 },
+  { 2, 512, 1, 150, 151 },
+  { 2, 512, 8, 152, 151 },
+  { 2, 512, 32, 152, 151 },
+  { 2, 512, 128, 152, 153 },
+  { 2, 512, 512, 154, 153 },
+  { 2, 512, 2048, 154, 153 },
+  { 2, 512, 8192, 155, 153 },
+  { 2, 512, 32768, 155, 153 },
+  { 2, 768, 1, 156, 151 },
+  { 2, 768, 8, 156, 151 },
+  { 2, 768, 32, 156, 151 },
+  { 2, 768, 128, 156, 151 },
+  { 2, 768, 512, 156, 151 },
+  { 2, 768, 2048, 157, 158 },
+  { 2, 768, 8192, 156, 158 },
+  { 2, 768, 32768, 157, 158 },
+  { 2, 1024, 1, 159, 151 },
+  { 2, 1024, 8, 159, 151 },
+  { 2, 1024, 32, 159, 151 },
+  { 2, 1024, 128, 159, 151 },
+  { 2, 1024, 512, 159, 151 },
+  { 2, 1024, 2048, 159, 158 },
+  { 2, 1024, 8192, 159, 158 },
+  { 2, 1024, 32768, 160, 158 },
+  { 2, 1536, 1, 161, 162 },
+  { 2, 1536, 8, 161, 163 },
+  { 2, 1536, 32, 161, 162 },
+  { 2, 1536, 128, 161, 162 },
+  { 2, 1536, 512, 161, 162 },
+  { 2, 1536, 2048, 164, 162 },
+  { 2, 1536, 8192, 165, 163 },
+  { 2, 1536, 32768, 165, 163 },
+  { 2, 2048, 1, 166, 163 },
+  { 2, 2048, 8, 166, 163 },
+  { 2, 2048, 32, 166, 162 },
+  { 2, 2048, 128, 166, 162 },
+  { 2, 2048, 512, 166, 162 },
+  { 2, 2048, 2048, 166, 162 },
+  { 2, 2048, 8192, 167, 163 },
+  { 2, 2048, 32768, 168, 163 },
+  { 2, 2560, 1, 169, 170 },
+  { 2, 2560, 8, 169, 171 },
+  { 2, 2560, 32, 169, 170 },
+  { 2, 2560, 128, 169, 170 },
+  { 2, 2560, 512, 169, 170 },
+  { 2, 2560, 2048, 169, 170 },
+  { 2, 2560, 8192, 172, 171 },
+  { 2, 2560, 32768, 173, 171 },
+  { 2, 3072, 1, 174, 171 },
+  { 2, 3072, 8, 174, 171 },
+  { 2, 3072, 32, 174, 170 },
+  { 2, 3072, 128, 174, 170 },
+  { 2, 3072, 512, 175, 170 },
+  { 2, 3072, 2048, 174, 170 },
+  { 2, 3072, 8192, 175, 171 },
+  { 2, 3072, 32768, 176, 171 },
+  { 2, 4096, 1, 177, 178 },
+  { 2, 4096, 8, 177, 178 },
+  { 2, 4096, 32, 177, 179 },
+  { 2, 4096, 128, 177, 179 },
+  { 2, 4096, 512, 180, 178 },
+  { 2, 4096, 2048, 177, 178 },
+  { 2, 4096, 8192, 181, 178 },
+  { 2, 4096, 32768, 180, 182 },
+  { 2, 5120, 1, 183, 184 },
+  { 2, 5120, 8, 183, 185 },
+  { 2, 5120, 32, 183, 185 },
+  { 2, 5120, 128, 183, 185 },
+  { 2, 5120, 512, 183, 184 },
+  { 2, 5120, 2048, 183, 186 },
+  { 2, 5120, 8192, 187, 184 },
+  { 2, 5120, 32768, 188, 184 },
+  { 2, 6144, 1, 189, 186 },
+  { 2, 6144, 8, 189, 185 },
+  { 2, 6144, 32, 189, 185 },
+  { 2, 6144, 128, 189, 185 },
+  { 2, 6144, 512, 190, 186 },
+  { 2, 6144, 2048, 189, 186 },
+  { 2, 6144, 8192, 191, 192 },
+  { 2, 6144, 32768, 193, 182 },
+  { 2, 7168, 1, 194, 195 },
+  { 2, 7168, 8, 194, 196 },
+  { 2, 7168, 32, 194, 196 },
+  { 2, 7168, 128, 194, 196 },
+  { 2, 7168, 512, 197, 195 },
+  { 2, 7168, 2048, 197, 195 },
+  { 2, 7168, 8192, 197, 195 },
+  { 2, 7168, 32768, 198, 182 },
+  { 2, 8192, 1, 199, 200 },
+  { 2, 8192, 8, 199, 201 },
+  { 2, 8192, 32, 199, 201 },
+  { 2, 8192, 128, 199, 196 },
+  { 2, 8192, 512, 202, 200 },
+  { 2, 8192, 2048, 202, 200 },
+  { 2, 8192, 8192, 203, 200 },
+  { 2, 8192, 32768, 203, 182 },
+  { 2, 12288, 1, 204, 205 },
+  { 2, 12288, 8, 204, 205 },
+  { 2, 12288, 32, 204, 205 },
+  { 2, 12288, 128, 204, 205 },
+  { 2, 12288, 512, 204, 206 },
+  { 2, 12288, 2048, 204, 206 },
+  { 2, 12288, 8192, 207, 206 },
+  { 2, 12288, 32768, 207, 206 },
+  { 2, 16384, 1, 208, 209 },
+  { 2, 16384, 8, 208, 210 },
+  { 2, 16384, 32, 208, 210 },
+  { 2, 16384, 128, 208, 211 },
+  { 2, 16384, 512, 208, 211 },
+  { 2, 16384, 2048, 208, 211 },
+  { 2, 16384, 8192, 212, 209 },
+  { 2, 16384, 32768, 212, 209 },
+  { 2, 32768, 1, 213, 182 },
+  { 2, 32768, 8, 214, 215 },
+  { 2, 32768, 32, 213, 215 },
+  { 2, 32768, 128, 214, 216 },
+  { 2, 32768, 512, 214, 216 },
+  { 2, 32768, 2048, 214, 216 },
+  { 2, 32768, 8192, 217, 216 },
+  { 2, 32768, 32768, 217, 216 },
+  { 2, 65536, 1, 218, 219 },
+  { 2, 65536, 8, 220, 219 },
+  { 2, 65536, 32, 218, 219 },
+  { 2, 65536, 128, 220, 219 },
+  { 2, 65536, 512, 220, 219 },
+  { 2, 65536, 2048, 221, 219 },
+  { 2, 65536, 8192, 221, 219 },
+  { 2, 65536, 32768, 221, 219 },
+  { 2, 131072, 1, 222, 223 },
+  { 2, 131072, 8, 224, 223 },
+  { 2, 131072, 32, 222, 223 },
+  { 2, 131072, 128, 225, 223 },
+  { 2, 131072, 512, 225, 223 },
+  { 2, 131072, 2048, 225, 223 },
+  { 2, 131072, 8192, 225, 223 },
+  { 2, 131072, 32768, 225, 223 },
+  { 3, 512, 1, 227, 228 },
+  { 3, 512, 8, 229, 228 },
+  { 3, 512, 32, 229, 228 },
+  { 3, 512, 128, 230, 228 },
+  { 3, 512, 512, 230, 228 },
+  { 3, 512, 2048, 230, 231 },
+  { 3, 512, 8192, 232, 231 },
+  { 3, 512, 32768, 230, 231 },
+  { 3, 768, 1, 233, 228 },
+  { 3, 768, 8, 233, 228 },
+  { 3, 768, 32, 233, 228 },
+  { 3, 768, 128, 234, 235 },
+  { 3, 768, 512, 234, 228 },
+  { 3, 768, 2048, 234, 236 },
+  { 3, 768, 8192, 237, 236 },
+  { 3, 768, 32768, 238, 236 },
+  { 3, 1024, 1, 239, 228 },
+  { 3, 1024, 8, 240, 228 },
+  { 3, 1024, 32, 240, 228 },
+  { 3, 1024, 128, 240, 235 },
+  { 3, 1024, 512, 241, 228 },
+  { 3, 1024, 2048, 241, 236 },
+  { 3, 1024, 8192, 241, 236 },
+  { 3, 1024, 32768, 241, 236 },
+  { 3, 1536, 1, 242, 228 },
+  { 3, 1536, 8, 242, 228 },
+  { 3, 1536, 32, 242, 228 },
+  { 3, 1536, 128, 242, 228 },
+  { 3, 1536, 512, 243, 228 },
+  { 3, 1536, 2048, 244, 245 },
+  { 3, 1536, 8192, 243, 245 },
+  { 3, 1536, 32768, 243, 245 },
+  { 3, 2048, 1, 246, 228 },
+  { 3, 2048, 8, 246, 228 },
+  { 3, 2048, 32, 246, 228 },
+  { 3, 2048, 128, 246, 228 },
+  { 3, 2048, 512, 247, 228 },
+  { 3, 2048, 2048, 248, 228 },
+  { 3, 2048, 8192, 247, 228 },
+  { 3, 2048, 32768, 247, 228 },
+  { 3, 2560, 1, 249, 250 },
+  { 3, 2560, 8, 249, 250 },
+  { 3, 2560, 32, 249, 250 },
+  { 3, 2560, 128, 249, 250 },
+  { 3, 2560, 512, 251, 252 },
+  { 3, 2560, 2048, 253, 254 },
+  { 3, 2560, 8192, 253, 254 },
+  { 3, 2560, 32768, 253, 254 },
+  { 3, 3072, 1, 255, 250 },
+  { 3, 3072, 8, 255, 250 },
+  { 3, 3072, 32, 255, 250 },
+  { 3, 3072, 128, 255, 250 },
+  { 3, 3072, 512, 256, 252 },
+  { 3, 3072, 2048, 256, 252 },
+  { 3, 3072, 8192, 256, 252 },
+  { 3, 3072, 32768, 256, 252 },
+  { 3, 4096, 1, 257, 252 },
+  { 3, 4096, 8, 257, 252 },
+  { 3, 4096, 32, 257, 250 },
+  { 3, 4096, 128, 257, 250 },
+  { 3, 4096, 512, 257, 252 },
+  { 3, 4096, 2048, 257, 252 },
+  { 3, 4096, 8192, 258, 252 },
+  { 3, 4096, 32768, 259, 252 },
+  { 3, 5120, 1, 260, 261 },
+  { 3, 5120, 8, 260, 261 },
+  { 3, 5120, 32, 260, 262 },
+  { 3, 5120, 128, 260, 262 },
+  { 3, 5120, 512, 263, 261 },
+  { 3, 5120, 2048, 264, 265 },
+  { 3, 5120, 8192, 263, 261 },
+  { 3, 5120, 32768, 263, 261 },
+  { 3, 6144, 1, 266, 261 },
+  { 3, 6144, 8, 267, 261 },
+  { 3, 6144, 32, 267, 262 },
+  { 3, 6144, 128, 267, 262 },
+  { 3, 6144, 512, 266, 261 },
+  { 3, 6144, 2048, 266, 265 },
+  { 3, 6144, 8192, 268, 261 },
+  { 3, 6144, 32768, 269, 261 },
+  { 3, 7168, 1, 270, 262 },
+  { 3, 7168, 8, 270, 271 },
+  { 3, 7168, 32, 270, 262 },
+  { 3, 7168, 128, 270, 262 },
+  { 3, 7168, 512, 272, 271 },
+  { 3, 7168, 2048, 273, 265 },
+  { 3, 7168, 8192, 272, 265 },
+  { 3, 7168, 32768, 274, 275 },
+  { 3, 8192, 1, 276, 277 },
+  { 3, 8192, 8, 276, 277 },
+  { 3, 8192, 32, 276, 277 },
+  { 3, 8192, 128, 278, 277 },
+  { 3, 8192, 512, 278, 271 },
+  { 3, 8192, 2048, 278, 265 },
+  { 3, 8192, 8192, 279, 265 },
+  { 3, 8192, 32768, 280, 275 },
+  { 3, 12288, 1, 281, 282 },
+  { 3, 12288, 8, 281, 282 },
+  { 3, 12288, 32, 281, 282 },
+  { 3, 12288, 128, 281, 282 },
+  { 3, 12288, 512, 283, 265 },
+  { 3, 12288, 2048, 284, 265 },
+  { 3, 12288, 8192, 284, 265 },
+  { 3, 12288, 32768, 285, 265 },
+  { 3, 16384, 1, 286, 287 },
+  { 3, 16384, 8, 286, 287 },
+  { 3, 16384, 32, 286, 287 },
+  { 3, 16384, 128, 288, 282 },
+  { 3, 16384, 512, 289, 265 },
+  { 3, 16384, 2048, 290, 265 },
+  { 3, 16384, 8192, 291, 265 },
+  { 3, 16384, 32768, 291, 275 },
+  { 3, 32768, 1, 292, 275 },
+  { 3, 32768, 8, 292, 293 },
+  { 3, 32768, 32, 292, 293 },
+  { 3, 32768, 128, 294, 294 },
+  { 3, 32768, 512, 295, 296 },
+  { 3, 32768, 2048, 297, 296 },
+  { 3, 32768, 8192, 298, 265 },
+  { 3, 32768, 32768, 298, 265 },
+  { 3, 65536, 1, 299, 300 },
+  { 3, 65536, 8, 299, 300 },
+  { 3, 65536, 32, 299, 300 },
+  { 3, 65536, 128, 301, 301 },
+  { 3, 65536, 512, 302, 296 },
+  { 3, 65536, 2048, 303, 296 },
+  { 3, 65536, 8192, 303, 296 },
+  { 3, 65536, 32768, 303, 296 },
+  { 3, 131072, 1, 304, 305 },
+  { 3, 131072, 8, 306, 306 },
+  { 3, 131072, 32, 305, 305 },
+  { 3, 131072, 128, 305, 305 },
+  { 3, 131072, 512, 307, 308 },
+  { 3, 131072, 2048, 309, 308 },
+  { 3, 131072, 8192, 309, 296 },
+  { 3, 131072, 32768, 309, 296 },
+  { 4, 512, 1, 311, 312 },
+  { 4, 512, 8, 311, 312 },
+  { 4, 512, 32, 313, 312 },
+  { 4, 512, 128, 313, 312 },
+  { 4, 512, 512, 313, 314 },
+  { 4, 512, 2048, 313, 314 },
+  { 4, 512, 8192, 315, 314 },
+  { 4, 512, 32768, 313, 314 },
+  { 4, 768, 1, 316, 312 },
+  { 4, 768, 8, 316, 312 },
+  { 4, 768, 32, 316, 312 },
+  { 4, 768, 128, 317, 318 },
+  { 4, 768, 512, 319, 318 },
+  { 4, 768, 2048, 320, 318 },
+  { 4, 768, 8192, 319, 318 },
+  { 4, 768, 32768, 319, 318 },
+  { 4, 1024, 1, 321, 312 },
+  { 4, 1024, 8, 321, 312 },
+  { 4, 1024, 32, 321, 312 },
+  { 4, 1024, 128, 321, 312 },
+  { 4, 1024, 512, 322, 318 },
+  { 4, 1024, 2048, 322, 318 },
+  { 4, 1024, 8192, 322, 318 },
+  { 4, 1024, 32768, 322, 318 },
+  { 4, 1536, 1, 323, 312 },
+  { 4, 1536, 8, 323, 312 },
+  { 4, 1536, 32, 323, 324 },
+  { 4, 1536, 128, 323, 312 },
+  { 4, 1536, 512, 325, 312 },
+  { 4, 1536, 2048, 326, 312 },
+  { 4, 1536, 8192, 326, 312 },
+  { 4, 1536, 32768, 327, 312 },
+  { 4, 2048, 1, 328, 312 },
+  { 4, 2048, 8, 328, 312 },
+  { 4, 2048, 32, 328, 312 },
+  { 4, 2048, 128, 328, 312 },
+  { 4, 2048, 512, 329, 312 },
+  { 4, 2048, 2048, 330, 312 },
+  { 4, 2048, 8192, 330, 312 },
+  { 4, 2048, 32768, 329, 312 },
+  { 4, 2560, 1, 331, 332 },
+  { 4, 2560, 8, 331, 332 },
+  { 4, 2560, 32, 331, 333 },
+  { 4, 2560, 128, 331, 333 },
+  { 4, 2560, 512, 334, 332 },
+  { 4, 2560, 2048, 334, 332 },
+  { 4, 2560, 8192, 334, 332 },
+  { 4, 2560, 32768, 334, 332 },
+  { 4, 3072, 1, 335, 332 },
+  { 4, 3072, 8, 335, 332 },
+  { 4, 3072, 32, 335, 333 },
+  { 4, 3072, 128, 335, 333 },
+  { 4, 3072, 512, 336, 332 },
+  { 4, 3072, 2048, 336, 332 },
+  { 4, 3072, 8192, 336, 332 },
+  { 4, 3072, 32768, 336, 332 },
+  { 4, 4096, 1, 337, 332 },
+  { 4, 4096, 8, 337, 332 },
+  { 4, 4096, 32, 337, 333 },
+  { 4, 4096, 128, 337, 333 },
+  { 4, 4096, 512, 338, 332 },
+  { 4, 4096, 2048, 338, 332 },
+  { 4, 4096, 8192, 339, 332 },
+  { 4, 4096, 32768, 339, 332 },
+  { 4, 5120, 1, 340, 341 },
+  { 4, 5120, 8, 340, 341 },
+  { 4, 5120, 32, 340, 342 },
+  { 4, 5120, 128, 340, 342 },
+  { 4, 5120, 512, 343, 341 },
+  { 4, 5120, 2048, 344, 341 },
+  { 4, 5120, 8192, 344, 341 },
+  { 4, 5120, 32768, 344, 341 },
+  { 4, 6144, 1, 345, 341 },
+  { 4, 6144, 8, 346, 342 },
+  { 4, 6144, 32, 345, 342 },
+  { 4, 6144, 128, 346, 342 },
+  { 4, 6144, 512, 347, 341 },
+  { 4, 6144, 2048, 347, 341 },
+  { 4, 6144, 8192, 348, 341 },
+  { 4, 6144, 32768, 348, 349 },
+  { 4, 7168, 1, 350, 351 },
+  { 4, 7168, 8, 350, 342 },
+  { 4, 7168, 32, 350, 342 },
+  { 4, 7168, 128, 350, 342 },
+  { 4, 7168, 512, 352, 351 },
+  { 4, 7168, 2048, 353, 351 },
+  { 4, 7168, 8192, 353, 354 },
+  { 4, 7168, 32768, 353, 354 },
+  { 4, 8192, 1, 355, 356 },
+  { 4, 8192, 8, 355, 356 },
+  { 4, 8192, 32, 355, 356 },
+  { 4, 8192, 128, 355, 356 },
+  { 4, 8192, 512, 357, 351 },
+  { 4, 8192, 2048, 358, 351 },
+  { 4, 8192, 8192, 358, 351 },
+  { 4, 8192, 32768, 359, 351 },
+  { 4, 12288, 1, 360, 361 },
+  { 4, 12288, 8, 360, 362 },
+  { 4, 12288, 32, 360, 362 },
+  { 4, 12288, 128, 360, 362 },
+  { 4, 12288, 512, 363, 354 },
+  { 4, 12288, 2048, 363, 361 },
+  { 4, 12288, 8192, 364, 354 },
+  { 4, 12288, 32768, 364, 354 },
+  { 4, 16384, 1, 365, 366 },
+  { 4, 16384, 8, 365, 367 },
+  { 4, 16384, 32, 365, 367 },
+  { 4, 16384, 128, 368, 362 },
+  { 4, 16384, 512, 369, 354 },
+  { 4, 16384, 2048, 369, 366 },
+  { 4, 16384, 8192, 370, 366 },
+  { 4, 16384, 32768, 370, 366 },
+  { 4, 32768, 1, 371, 349 },
+  { 4, 32768, 8, 372, 373 },
+  { 4, 32768, 32, 371, 373 },
+  { 4, 32768, 128, 372, 373 },
+  { 4, 32768, 512, 374, 375 },
+  { 4, 32768, 2048, 376, 376 },
+  { 4, 32768, 8192, 376, 376 },
+  { 4, 32768, 32768, 376, 376 },
+  { 4, 65536, 1, 377, 378 },
+  { 4, 65536, 8, 377, 378 },
+  { 4, 65536, 32, 377, 378 },
+  { 4, 65536, 128, 377, 378 },
+  { 4, 65536, 512, 379, 375 },
+  { 4, 65536, 2048, 379, 375 },
+  { 4, 65536, 8192, 380, 375 },
+  { 4, 65536, 32768, 380, 375 },
+  { 4, 131072, 1, 381, 382 },
+  { 4, 131072, 8, 383, 382 },
+  { 4, 131072, 32, 384, 382 },
+  { 4, 131072, 128, 384, 382 },
+  { 4, 131072, 512, 385, 375 },
+  { 4, 131072, 2048, 385, 375 },
+  { 4, 131072, 8192, 386, 375 },
+  { 4, 131072, 32768, 386, 375 },
+  { 5, 512, 1, 388, 389 },
+  { 5, 512, 8, 390, 389 },
+  { 5, 512, 32, 390, 389 },
+  { 5, 512, 128, 390, 389 },
+  { 5, 512, 512, 390, 389 },
+  { 5, 512, 2048, 390, 391 },
+  { 5, 512, 8192, 392, 391 },
+  { 5, 512, 32768, 393, 391 },
+  { 5, 768, 1, 394, 389 },
+  { 5, 768, 8, 395, 389 },
+  { 5, 768, 32, 395, 389 },
+  { 5, 768, 128, 395, 389 },
+  { 5, 768, 512, 395, 389 },
+  { 5, 768, 2048, 395, 396 },
+  { 5, 768, 8192, 395, 396 },
+  { 5, 768, 32768, 397, 396 },
+  { 5, 1024, 1, 398, 389 },
+  { 5, 1024, 8, 398, 389 },
+  { 5, 1024, 32, 399, 389 },
+  { 5, 1024, 128, 399, 389 },
+  { 5, 1024, 512, 398, 389 },
+  { 5, 1024, 2048, 399, 396 },
+  { 5, 1024, 8192, 398, 396 },
+  { 5, 1024, 32768, 398, 396 },
+  { 5, 1536, 1, 400, 389 },
+  { 5, 1536, 8, 400, 389 },
+  { 5, 1536, 32, 401, 389 },
+  { 5, 1536, 128, 401, 389 },
+  { 5, 1536, 512, 400, 389 },
+  { 5, 1536, 2048, 401, 402 },
+  { 5, 1536, 8192, 400, 402 },
+  { 5, 1536, 32768, 400, 402 },
+  { 5, 2048, 1, 403, 389 },
+  { 5, 2048, 8, 403, 389 },
+  { 5, 2048, 32, 403, 389 },
+  { 5, 2048, 128, 404, 389 },
+  { 5, 2048, 512, 403, 389 },
+  { 5, 2048, 2048, 405, 389 },
+  { 5, 2048, 8192, 405, 389 },
+  { 5, 2048, 32768, 405, 389 },
+  { 5, 2560, 1, 406, 407 },
+  { 5, 2560, 8, 406, 407 },
+  { 5, 2560, 32, 406, 408 },
+  { 5, 2560, 128, 406, 407 },
+  { 5, 2560, 512, 406, 408 },
+  { 5, 2560, 2048, 409, 410 },
+  { 5, 2560, 8192, 409, 410 },
+  { 5, 2560, 32768, 409, 410 },
+  { 5, 3072, 1, 411, 408 },
+  { 5, 3072, 8, 411, 407 },
+  { 5, 3072, 32, 411, 407 },
+  { 5, 3072, 128, 411, 407 },
+  { 5, 3072, 512, 411, 408 },
+  { 5, 3072, 2048, 411, 408 },
+  { 5, 3072, 8192, 411, 408 },
+  { 5, 3072, 32768, 411, 408 },
+  { 5, 4096, 1, 412, 408 },
+  { 5, 4096, 8, 412, 408 },
+  { 5, 4096, 32, 412, 407 },
+  { 5, 4096, 128, 412, 407 },
+  { 5, 4096, 512, 412, 408 },
+  { 5, 4096, 2048, 412, 408 },
+  { 5, 4096, 8192, 412, 408 },
+  { 5, 4096, 32768, 413, 408 },
+  { 5, 5120, 1, 414, 415 },
+  { 5, 5120, 8, 414, 415 },
+  { 5, 5120, 32, 416, 417 },
+  { 5, 5120, 128, 414, 417 },
+  { 5, 5120, 512, 418, 415 },
+  { 5, 5120, 2048, 414, 415 },
+  { 5, 5120, 8192, 418, 415 },
+  { 5, 5120, 32768, 418, 415 },
+  { 5, 6144, 1, 419, 417 },
+  { 5, 6144, 8, 419, 415 },
+  { 5, 6144, 32, 419, 417 },
+  { 5, 6144, 128, 419, 417 },
+  { 5, 6144, 512, 419, 415 },
+  { 5, 6144, 2048, 419, 415 },
+  { 5, 6144, 8192, 419, 415 },
+  { 5, 6144, 32768, 420, 415 },
+  { 5, 7168, 1, 421, 417 },
+  { 5, 7168, 8, 421, 422 },
+  { 5, 7168, 32, 421, 417 },
+  { 5, 7168, 128, 421, 417 },
+  { 5, 7168, 512, 423, 422 },
+  { 5, 7168, 2048, 423, 424 },
+  { 5, 7168, 8192, 423, 422 },
+  { 5, 7168, 32768, 423, 422 },
+  { 5, 8192, 1, 425, 426 },
+  { 5, 8192, 8, 425, 422 },
+  { 5, 8192, 32, 425, 426 },
+  { 5, 8192, 128, 427, 426 },
+  { 5, 8192, 512, 427, 422 },
+  { 5, 8192, 2048, 427, 424 },
+  { 5, 8192, 8192, 428, 422 },
+  { 5, 8192, 32768, 429, 424 },
+  { 5, 12288, 1, 430, 431 },
+  { 5, 12288, 8, 430, 431 },
+  { 5, 12288, 32, 430, 431 },
+  { 5, 12288, 128, 430, 432 },
+  { 5, 12288, 512, 433, 424 },
+  { 5, 12288, 2048, 434, 424 },
+  { 5, 12288, 8192, 434, 424 },
+  { 5, 12288, 32768, 435, 424 },
+  { 5, 16384, 1, 436, 437 },
+  { 5, 16384, 8, 436, 437 },
+  { 5, 16384, 32, 436, 437 },
+  { 5, 16384, 128, 438, 432 },
+  { 5, 16384, 512, 439, 424 },
+  { 5, 16384, 2048, 440, 424 },
+  { 5, 16384, 8192, 441, 424 },
+  { 5, 16384, 32768, 441, 442 },
+  { 5, 32768, 1, 443, 442 },
+  { 5, 32768, 8, 443, 444 },
+  { 5, 32768, 32, 443, 444 },
+  { 5, 32768, 128, 445, 444 },
+  { 5, 32768, 512, 446, 447 },
+  { 5, 32768, 2048, 448, 447 },
+  { 5, 32768, 8192, 449, 424 },
+  { 5, 32768, 32768, 449, 424 },
+  { 5, 65536, 1, 450, 442 },
+  { 5, 65536, 8, 450, 451 },
+  { 5, 65536, 32, 450, 451 },
+  { 5, 65536, 128, 452, 451 },
+  { 5, 65536, 512, 453, 447 },
+  { 5, 65536, 2048, 454, 447 },
+  { 5, 65536, 8192, 454, 447 },
+  { 5, 65536, 32768, 454, 447 },
+  { 5, 131072, 1, 455, 456 },
+  { 5, 131072, 8, 455, 456 },
+  { 5, 131072, 32, 457, 456 },
+  { 5, 131072, 128, 458, 456 },
+  { 5, 131072, 512, 458, 459 },
+  { 5, 131072, 2048, 460, 459 },
+  { 5, 131072, 8192, 460, 447 },
+  { 5, 131072, 32768, 460, 447 },
+  { 6, 512, 1, 462, 463 },
+  { 6, 512, 8, 464, 463 },
+  { 6, 512, 32, 465, 463 },
+  { 6, 512, 128, 465, 463 },
+  { 6, 512, 512, 465, 466 },
+  { 6, 512, 2048, 465, 466 },
+  { 6, 512, 8192, 467, 466 },
+  { 6, 512, 32768, 465, 466 },
+  { 6, 768, 1, 468, 463 },
+  { 6, 768, 8, 468, 463 },
+  { 6, 768, 32, 468, 463 },
+  { 6, 768, 128, 468, 469 },
+  { 6, 768, 512, 468, 469 },
+  { 6, 768, 2048, 468, 469 },
+  { 6, 768, 8192, 468, 469 },
+  { 6, 768, 32768, 468, 469 },
+  { 6, 1024, 1, 470, 463 },
+  { 6, 1024, 8, 470, 463 },
+  { 6, 1024, 32, 470, 463 },
+  { 6, 1024, 128, 470, 463 },
+  { 6, 1024, 512, 470, 463 },
+  { 6, 1024, 2048, 470, 469 },
+  { 6, 1024, 8192, 470, 469 },
+  { 6, 1024, 32768, 470, 469 },
+  { 6, 1536, 1, 471, 463 },
+  { 6, 1536, 8, 471, 463 },
+  { 6, 1536, 32, 471, 463 },
+  { 6, 1536, 128, 471, 463 },
+  { 6, 1536, 512, 471, 463 },
+  { 6, 1536, 2048, 472, 463 },
+  { 6, 1536, 8192, 472, 463 },
+  { 6, 1536, 32768, 472, 463 },
+  { 6, 2048, 1, 473, 463 },
+  { 6, 2048, 8, 473, 463 },
+  { 6, 2048, 32, 473, 463 },
+  { 6, 2048, 128, 473, 463 },
+  { 6, 2048, 512, 473, 463 },
+  { 6, 2048, 2048, 474, 463 },
+  { 6, 2048, 8192, 473, 463 },
+  { 6, 2048, 32768, 473, 463 },
+  { 6, 2560, 1, 475, 476 },
+  { 6, 2560, 8, 475, 476 },
+  { 6, 2560, 32, 475, 477 },
+  { 6, 2560, 128, 475, 477 },
+  { 6, 2560, 512, 475, 476 },
+  { 6, 2560, 2048, 478, 479 },
+  { 6, 2560, 8192, 478, 479 },
+  { 6, 2560, 32768, 478, 479 },
+  { 6, 3072, 1, 480, 476 },
+  { 6, 3072, 8, 480, 476 },
+  { 6, 3072, 32, 480, 477 },
+  { 6, 3072, 128, 480, 477 },
+  { 6, 3072, 512, 481, 476 },
+  { 6, 3072, 2048, 481, 476 },
+  { 6, 3072, 8192, 481, 476 },
+  { 6, 3072, 32768, 480, 476 },
+  { 6, 4096, 1, 482, 476 },
+  { 6, 4096, 8, 482, 476 },
+  { 6, 4096, 32, 482, 477 },
+  { 6, 4096, 128, 482, 477 },
+  { 6, 4096, 512, 482, 476 },
+  { 6, 4096, 2048, 482, 476 },
+  { 6, 4096, 8192, 483, 476 },
+  { 6, 4096, 32768, 483, 484 },
+  { 6, 5120, 1, 485, 486 },
+  { 6, 5120, 8, 485, 486 },
+  { 6, 5120, 32, 485, 487 },
+  { 6, 5120, 128, 485, 487 },
+  { 6, 5120, 512, 488, 484 },
+  { 6, 5120, 2048, 489, 486 },
+  { 6, 5120, 8192, 489, 486 },
+  { 6, 5120, 32768, 489, 486 },
+  { 6, 6144, 1, 490, 486 },
+  { 6, 6144, 8, 490, 487 },
+  { 6, 6144, 32, 490, 487 },
+  { 6, 6144, 128, 490, 487 },
+  { 6, 6144, 512, 490, 484 },
+  { 6, 6144, 2048, 490, 486 },
+  { 6, 6144, 8192, 491, 486 },
+  { 6, 6144, 32768, 491, 486 },
+  { 6, 7168, 1, 492, 493 },
+  { 6, 7168, 8, 492, 487 },
+  { 6, 7168, 32, 492, 487 },
+  { 6, 7168, 128, 492, 487 },
+  { 6, 7168, 512, 494, 484 },
+  { 6, 7168, 2048, 494, 484 },
+  { 6, 7168, 8192, 495, 484 },
+  { 6, 7168, 32768, 495, 484 },
+  { 6, 8192, 1, 496, 493 },
+  { 6, 8192, 8, 496, 487 },
+  { 6, 8192, 32, 496, 487 },
+  { 6, 8192, 128, 497, 487 },
+  { 6, 8192, 512, 497, 484 },
+  { 6, 8192, 2048, 498, 493 },
+  { 6, 8192, 8192, 498, 484 },
+  { 6, 8192, 32768, 499, 484 },
+  { 6, 12288, 1, 500, 501 },
+  { 6, 12288, 8, 500, 502 },
+  { 6, 12288, 32, 500, 502 },
+  { 6, 12288, 128, 500, 503 },
+  { 6, 12288, 512, 504, 484 },
+  { 6, 12288, 2048, 504, 501 },
+  { 6, 12288, 8192, 505, 484 },
+  { 6, 12288, 32768, 505, 484 },
+  { 6, 16384, 1, 506, 507 },
+  { 6, 16384, 8, 506, 502 },
+  { 6, 16384, 32, 506, 502 },
+  { 6, 16384, 128, 508, 503 },
+  { 6, 16384, 512, 509, 484 },
+  { 6, 16384, 2048, 509, 484 },
+  { 6, 16384, 8192, 508, 484 },
+  { 6, 16384, 32768, 508, 484 },
+  { 6, 32768, 1, 510, 511 },
+  { 6, 32768, 8, 510, 512 },
+  { 6, 32768, 32, 510, 513 },
+  { 6, 32768, 128, 514, 513 },
+  { 6, 32768, 512, 515, 511 },
+  { 6, 32768, 2048, 514, 513 },
+  { 6, 32768, 8192, 514, 513 },
+  { 6, 32768, 32768, 514, 511 },
+  { 6, 65536, 1, 516, 517 },
+  { 6, 65536, 8, 518, 517 },
+  { 6, 65536, 32, 518, 519 },
+  { 6, 65536, 128, 518, 519 },
+  { 6, 65536, 512, 520, 521 },
+  { 6, 65536, 2048, 522, 521 },
+  { 6, 65536, 8192, 522, 521 },
+  { 6, 65536, 32768, 522, 521 },
+  { 6, 131072, 1, 523, 524 },
+  { 6, 131072, 8, 523, 524 },
+  { 6, 131072, 32, 525, 524 },
+  { 6, 131072, 128, 525, 524 },
+  { 6, 131072, 512, 526, 527 },
+  { 6, 131072, 2048, 526, 527 },
+  { 6, 131072, 8192, 528, 527 },
+  { 6, 131072, 32768, 528, 527 },
+  { 7, 512, 1, 530, 531 },
+  { 7, 512, 8, 530, 531 },
+  { 7, 512, 32, 530, 531 },
+  { 7, 512, 128, 532, 533 },
+  { 7, 512, 512, 532, 531 },
+  { 7, 512, 2048, 532, 533 },
+  { 7, 512, 8192, 534, 533 },
+  { 7, 512, 32768, 535, 533 },
+  { 7, 768, 1, 536, 531 },
+  { 7, 768, 8, 536, 531 },
+  { 7, 768, 32, 536, 531 },
+  { 7, 768, 128, 537, 531 },
+  { 7, 768, 512, 536, 531 },
+  { 7, 768, 2048, 536, 538 },
+  { 7, 768, 8192, 537, 538 },
+  { 7, 768, 32768, 539, 538 },
+  { 7, 1024, 1, 540, 531 },
+  { 7, 1024, 8, 540, 531 },
+  { 7, 1024, 32, 540, 531 },
+  { 7, 1024, 128, 540, 531 },
+  { 7, 1024, 512, 540, 531 },
+  { 7, 1024, 2048, 541, 531 },
+  { 7, 1024, 8192, 541, 531 },
+  { 7, 1024, 32768, 541, 531 },
+  { 7, 1536, 1, 542, 543 },
+  { 7, 1536, 8, 542, 544 },
+  { 7, 1536, 32, 542, 543 },
+  { 7, 1536, 128, 545, 543 },
+  { 7, 1536, 512, 542, 543 },
+  { 7, 1536, 2048, 542, 544 },
+  { 7, 1536, 8192, 544, 544 },
+  { 7, 1536, 32768, 544, 544 },
+  { 7, 2048, 1, 546, 544 },
+  { 7, 2048, 8, 546, 544 },
+  { 7, 2048, 32, 546, 543 },
+  { 7, 2048, 128, 546, 543 },
+  { 7, 2048, 512, 547, 543 },
+  { 7, 2048, 2048, 548, 543 },
+  { 7, 2048, 8192, 544, 544 },
+  { 7, 2048, 32768, 549, 544 },
+  { 7, 2560, 1, 550, 551 },
+  { 7, 2560, 8, 550, 552 },
+  { 7, 2560, 32, 550, 551 },
+  { 7, 2560, 128, 550, 553 },
+  { 7, 2560, 512, 550, 551 },
+  { 7, 2560, 2048, 550, 554 },
+  { 7, 2560, 8192, 554, 554 },
+  { 7, 2560, 32768, 555, 554 },
+  { 7, 3072, 1, 556, 551 },
+  { 7, 3072, 8, 556, 552 },
+  { 7, 3072, 32, 556, 551 },
+  { 7, 3072, 128, 556, 551 },
+  { 7, 3072, 512, 557, 552 },
+  { 7, 3072, 2048, 556, 551 },
+  { 7, 3072, 8192, 554, 554 },
+  { 7, 3072, 32768, 558, 558 },
+  { 7, 4096, 1, 559, 560 },
+  { 7, 4096, 8, 559, 561 },
+  { 7, 4096, 32, 559, 560 },
+  { 7, 4096, 128, 559, 560 },
+  { 7, 4096, 512, 562, 561 },
+  { 7, 4096, 2048, 562, 561 },
+  { 7, 4096, 8192, 562, 554 },
+  { 7, 4096, 32768, 558, 558 },
+  { 7, 5120, 1, 563, 563 },
+  { 7, 5120, 8, 563, 563 },
+  { 7, 5120, 32, 563, 563 },
+  { 7, 5120, 128, 564, 565 },
+  { 7, 5120, 512, 564, 565 },
+  { 7, 5120, 2048, 564, 565 },
+  { 7, 5120, 8192, 566, 554 },
+  { 7, 5120, 32768, 567, 567 },
+  { 7, 6144, 1, 563, 563 },
+  { 7, 6144, 8, 563, 563 },
+  { 7, 6144, 32, 563, 563 },
+  { 7, 6144, 128, 568, 565 },
+  { 7, 6144, 512, 568, 565 },
+  { 7, 6144, 2048, 568, 565 },
+  { 7, 6144, 8192, 569, 570 },
+  { 7, 6144, 32768, 567, 567 },
+  { 7, 7168, 1, 571, 571 },
+  { 7, 7168, 8, 571, 571 },
+  { 7, 7168, 32, 571, 571 },
+  { 7, 7168, 128, 571, 571 },
+  { 7, 7168, 512, 572, 572 },
+  { 7, 7168, 2048, 572, 572 },
+  { 7, 7168, 8192, 567, 567 },
+  { 7, 7168, 32768, 567, 567 },
+  { 7, 8192, 1, 573, 573 },
+  { 7, 8192, 8, 574, 574 },
+  { 7, 8192, 32, 574, 574 },
+  { 7, 8192, 128, 573, 573 },
+  { 7, 8192, 512, 575, 575 },
+  { 7, 8192, 2048, 575, 575 },
+  { 7, 8192, 8192, 576, 570 },
+  { 7, 8192, 32768, 567, 567 },
+  { 7, 12288, 1, 577, 577 },
+  { 7, 12288, 8, 577, 577 },
+  { 7, 12288, 32, 577, 577 },
+  { 7, 12288, 128, 577, 577 },
+  { 7, 12288, 512, 578, 578 },
+  { 7, 12288, 2048, 578, 578 },
+  { 7, 12288, 8192, 579, 579 },
+  { 7, 12288, 32768, 579, 579 },
+  { 7, 16384, 1, 580, 580 },
+  { 7, 16384, 8, 580, 580 },
+  { 7, 16384, 32, 580, 580 },
+  { 7, 16384, 128, 581, 581 },
+  { 7, 16384, 512, 581, 581 },
+  { 7, 16384, 2048, 582, 570 },
+  { 7, 16384, 8192, 579, 579 },
+  { 7, 16384, 32768, 579, 579 },
+  { 7, 32768, 1, 583, 583 },
+  { 7, 32768, 8, 584, 584 },
+  { 7, 32768, 32, 583, 583 },
+  { 7, 32768, 128, 585, 586 },
+  { 7, 32768, 512, 585, 586 },
+  { 7, 32768, 2048, 587, 588 },
+  { 7, 32768, 8192, 587, 588 },
+  { 7, 32768, 32768, 587, 588 },
+  { 7, 65536, 1, 589, 589 },
+  { 7, 65536, 8, 590, 590 },
+  { 7, 65536, 32, 591, 591 },
+  { 7, 65536, 128, 591, 591 },
+  { 7, 65536, 512, 591, 591 },
+  { 7, 65536, 2048, 592, 588 },
+  { 7, 65536, 8192, 592, 588 },
+  { 7, 65536, 32768, 592, 588 },
+  { 7, 131072, 1, 593, 594 },
+  { 7, 131072, 8, 595, 595 },
+  { 7, 131072, 32, 593, 594 },
+  { 7, 131072, 128, 596, 594 },
+  { 7, 131072, 512, 596, 594 },
+  { 7, 131072, 2048, 597, 594 },
+  { 7, 131072, 8192, 597, 594 },
+  { 7, 131072, 32768, 597, 594 },
+  { 8, 512, 1, 599, 600 },
+  { 8, 512, 8, 599, 600 },
+  { 8, 512, 32, 599, 600 },
+  { 8, 512, 128, 599, 600 },
+  { 8, 512, 512, 599, 600 },
+  { 8, 512, 2048, 601, 601 },
+  { 8, 512, 8192, 599, 600 },
+  { 8, 512, 32768, 601, 601 },
+  { 8, 768, 1, 602, 600 },
+  { 8, 768, 8, 602, 600 },
+  { 8, 768, 32, 602, 600 },
+  { 8, 768, 128, 603, 600 },
+  { 8, 768, 512, 603, 600 },
+  { 8, 768, 2048, 604, 600 },
+  { 8, 768, 8192, 603, 600 },
+  { 8, 768, 32768, 604, 600 },
+  { 8, 1024, 1, 605, 600 },
+  { 8, 1024, 8, 605, 600 },
+  { 8, 1024, 32, 605, 600 },
+  { 8, 1024, 128, 605, 600 },
+  { 8, 1024, 512, 606, 600 },
+  { 8, 1024, 2048, 606, 600 },
+  { 8, 1024, 8192, 606, 600 },
+  { 8, 1024, 32768, 606, 600 },
+  { 8, 1536, 1, 607, 608 },
+  { 8, 1536, 8, 607, 608 },
+  { 8, 1536, 32, 607, 609 },
+  { 8, 1536, 128, 607, 609 },
+  { 8, 1536, 512, 610, 609 },
+  { 8, 1536, 2048, 610, 609 },
+  { 8, 1536, 8192, 610, 609 },
+  { 8, 1536, 32768, 611, 609 },
+  { 8, 2048, 1, 612, 608 },
+  { 8, 2048, 8, 612, 608 },
+  { 8, 2048, 32, 612, 609 },
+  { 8, 2048, 128, 612, 609 },
+  { 8, 2048, 512, 613, 609 },
+  { 8, 2048, 2048, 613, 609 },
+  { 8, 2048, 8192, 614, 608 },
+  { 8, 2048, 32768, 614, 615 },
+  { 8, 2560, 1, 616, 617 },
+  { 8, 2560, 8, 616, 617 },
+  { 8, 2560, 32, 616, 618 },
+  { 8, 2560, 128, 616, 618 },
+  { 8, 2560, 512, 616, 617 },
+  { 8, 2560, 2048, 619, 617 },
+  { 8, 2560, 8192, 619, 617 },
+  { 8, 2560, 32768, 619, 617 },
+  { 8, 3072, 1, 620, 617 },
+  { 8, 3072, 8, 621, 618 },
+  { 8, 3072, 32, 620, 618 },
+  { 8, 3072, 128, 620, 618 },
+  { 8, 3072, 512, 621, 617 },
+  { 8, 3072, 2048, 622, 617 },
+  { 8, 3072, 8192, 622, 617 },
+  { 8, 3072, 32768, 623, 617 },
+  { 8, 4096, 1, 624, 625 },
+  { 8, 4096, 8, 624, 625 },
+  { 8, 4096, 32, 624, 625 },
+  { 8, 4096, 128, 624, 625 },
+  { 8, 4096, 512, 624, 615 },
+  { 8, 4096, 2048, 626, 626 },
+  { 8, 4096, 8192, 627, 615 },
+  { 8, 4096, 32768, 627, 615 },
+  { 8, 5120, 1, 628, 628 },
+  { 8, 5120, 8, 629, 630 },
+  { 8, 5120, 32, 629, 630 },
+  { 8, 5120, 128, 629, 630 },
+  { 8, 5120, 512, 629, 615 },
+  { 8, 5120, 2048, 626, 626 },
+  { 8, 5120, 8192, 631, 615 },
+  { 8, 5120, 32768, 626, 626 },
+  { 8, 6144, 1, 628, 628 },
+  { 8, 6144, 8, 628, 628 },
+  { 8, 6144, 32, 628, 628 },
+  { 8, 6144, 128, 632, 630 },
+  { 8, 6144, 512, 632, 615 },
+  { 8, 6144, 2048, 633, 615 },
+  { 8, 6144, 8192, 633, 615 },
+  { 8, 6144, 32768, 633, 615 },
+  { 8, 7168, 1, 630, 630 },
+  { 8, 7168, 8, 630, 630 },
+  { 8, 7168, 32, 630, 630 },
+  { 8, 7168, 128, 634, 630 },
+  { 8, 7168, 512, 635, 615 },
+  { 8, 7168, 2048, 626, 626 },
+  { 8, 7168, 8192, 626, 626 },
+  { 8, 7168, 32768, 636, 615 },
+  { 8, 8192, 1, 637, 637 },
+  { 8, 8192, 8, 637, 637 },
+  { 8, 8192, 32, 637, 637 },
+  { 8, 8192, 128, 637, 637 },
+  { 8, 8192, 512, 638, 615 },
+  { 8, 8192, 2048, 639, 615 },
+  { 8, 8192, 8192, 640, 615 },
+  { 8, 8192, 32768, 640, 615 },
+  { 8, 12288, 1, 641, 641 },
+  { 8, 12288, 8, 641, 641 },
+  { 8, 12288, 32, 641, 641 },
+  { 8, 12288, 128, 642, 643 },
+  { 8, 12288, 512, 642, 615 },
+  { 8, 12288, 2048, 644, 615 },
+  { 8, 12288, 8192, 645, 615 },
+  { 8, 12288, 32768, 645, 615 },
+  { 8, 16384, 1, 646, 646 },
+  { 8, 16384, 8, 646, 646 },
+  { 8, 16384, 32, 646, 646 },
+  { 8, 16384, 128, 647, 643 },
+  { 8, 16384, 512, 648, 643 },
+  { 8, 16384, 2048, 648, 615 },
+  { 8, 16384, 8192, 649, 649 },
+  { 8, 16384, 32768, 649, 649 },
+  { 8, 32768, 1, 650, 651 },
+  { 8, 32768, 8, 652, 652 },
+  { 8, 32768, 32, 650, 651 },
+  { 8, 32768, 128, 650, 651 },
+  { 8, 32768, 512, 653, 653 },
+  { 8, 32768, 2048, 653, 653 },
+  { 8, 32768, 8192, 653, 653 },
+  { 8, 32768, 32768, 653, 653 },
+  { 8, 65536, 1, 654, 654 },
+  { 8, 65536, 8, 655, 655 },
+  { 8, 65536, 32, 654, 654 },
+  { 8, 65536, 128, 654, 654 },
+  { 8, 65536, 512, 653, 653 },
+  { 8, 65536, 2048, 653, 653 },
+  { 8, 65536, 8192, 656, 657 },
+  { 8, 65536, 32768, 656, 657 },
+  { 8, 131072, 1, 658, 659 },
+  { 8, 131072, 8, 658, 659 },
+  { 8, 131072, 32, 660, 660 },
+  { 8, 131072, 128, 660, 660 },
+  { 8, 131072, 512, 660, 660 },
+  { 8, 131072, 2048, 661, 659 },
+  { 8, 131072, 8192, 661, 659 },
+  { 8, 131072, 32768, 661, 659 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2339,12 +2726,14 @@ int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path) {
   const int64_t bucket = row_bucket(t, d.rows);
   int nearest = -1;
   double distance = 0;
+  auto runs = [&](int v) { return can_run(kVariants[v], d, t.max_shared) && clusters_fit(v); };
   for (int i = t.first_entry; i < t.first_entry + t.entries; ++i) {
     const Entry& e = kEntries[i];
-    if (e.spec != spec || e.rows != bucket || !can_run(kVariants[e.variant], d, t.max_shared) || !clusters_fit(e.variant)) continue;
-    if (e.hidden == d.hidden) { *path = 0; return e.variant; }
+    if (e.spec != spec || e.rows != bucket) continue;
+    if (e.hidden == d.hidden && runs(e.variant)) { *path = 0; return e.variant; }
+    if (!runs(e.portable)) continue;
     const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
-    if (nearest < 0 || dist < distance) { nearest = e.variant; distance = dist; }
+    if (nearest < 0 || dist < distance) { nearest = e.portable; distance = dist; }
   }
   if (nearest >= 0) { *path = 1; return nearest; }
   *path = 2;
@@ -2549,14 +2938,14 @@ const Spec kBwdSpecs[] = {
   { 0, 0, 0, 0, 0, -1, 0, 11 },  // rmsnorm.bwd.fp32.w-same
 };
 const Entry kBwdEntries[] = {
-  { 0, 4096, 32768, 0 },
-  { 0, 16384, 32768, 1 },
-  { 1, 4096, 32768, 3 },
-  { 1, 16384, 32768, 4 },
-  { 2, 4096, 32768, 6 },
-  { 2, 16384, 32768, 7 },
-  { 3, 4096, 32768, 9 },
-  { 3, 16384, 32768, 10 },
+  { 0, 4096, 32768, 0, 0 },
+  { 0, 16384, 32768, 1, 1 },
+  { 1, 4096, 32768, 3, 3 },
+  { 1, 16384, 32768, 4, 4 },
+  { 2, 4096, 32768, 6, 6 },
+  { 2, 16384, 32768, 7, 7 },
+  { 3, 4096, 32768, 9, 9 },
+  { 3, 16384, 32768, 10, 10 },
 };
 const int64_t kBwdRowBuckets[] = { 32768 };
 
