@@ -17,7 +17,7 @@ const say = (o: object) => process.stdout.write(JSON.stringify(o) + '\n');
 createInterface({ input: process.stdin }).on('line', (line) => {
   const req = JSON.parse(line);
   if (req.cmd === 'info') {
-    say({ status: 'OK', name: 'Fake GPU', major: 9, minor: 0, sms: 132, memoryBytes: 80e9, l2Bytes: 50e6, driver: 13000, runtime: 13000, driverVersion: 'fake 1.0', uuid: 'fake' });
+    say({ status: 'OK', name: 'Fake GPU', major: 9, minor: 0, sms: 132, memoryBytes: 80e9, l2Bytes: 50e6, driver: 13000, runtime: 13000, driverVersion: 'fake 1.0', uuid: 'fake', programmaticLaunch: process.env.NORMGEN_PDL !== '0' });
   } else if (req.cmd === 'copy') {
     say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {

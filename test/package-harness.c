@@ -6,7 +6,9 @@
  *                                      one normgen_table_for picks for that GPU, else the current device's
  *                                      (one process for many lookups: each start initializes CUDA)
  *   harness table DEVICE CC         -> "<table> <device of that table>"
- *   harness current                 -> "<table> <count>": normgen_current_table (0 without a GPU)  */
+ *   harness current                 -> "<table> <count>": normgen_current_table (0 without a GPU)
+ *   harness programmatic            -> "<initial> <after off> <after on>": the settings
+ *                                      normgen_set_programmatic_launch returns when turned off, on, on  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,12 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && strcmp(argv[1], "current") == 0) {
     printf("%d %d\n", normgen_current_table(), normgen_table_count());
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "programmatic") == 0) {
+    const int initial = normgen_set_programmatic_launch(0);
+    const int off = normgen_set_programmatic_launch(1);
+    printf("%d %d %d\n", initial, off, normgen_set_programmatic_launch(1));
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "select") == 0) {

@@ -49,6 +49,14 @@ test('bad calls get an error code and a message, and nothing is launched', () =>
   assert.match(got['null-desc'], /^null-desc 1 the descriptor is null/);
 });
 
+test('programmatic dependent launch is on unless NORMGEN_PDL=0, and a call switches it', () => {
+  const run = (env: NodeJS.ProcessEnv) => execFileSync(harness, ['programmatic'], { encoding: 'utf8', env }).trim();
+  const { NORMGEN_PDL: _, ...env } = process.env;
+  assert.is(run(env), '1 0 1');
+  assert.is(run({ ...env, NORMGEN_PDL: '0' }), '0 0 1');
+  assert.is(run({ ...env, NORMGEN_PDL: '1' }), '1 0 1');
+});
+
 test('C and TypeScript select the same variant on tuned, untuned, odd and misaligned shapes', async () => {
   let seen = new Set<string>();
   const cases: SelectQuery[] = [];

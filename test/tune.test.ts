@@ -48,6 +48,25 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.is(TuningDb.read(dbPath).sessions.length, 2);
   // The report gives this run's copy bandwidth (GPU 1 of the stand-in) and the earlier run's.
   assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), "write): 4100 GB/s; earlier runs of this database: 4000 GB/s (each result is a fraction of its own GPU's, in its own run)");
+  // Each run records how the runner launched the timed kernels, and the report says so.
+  assert.equal(TuningDb.read(dbPath).sessions.map((s) => s.launch), ['programmatic', 'programmatic']);
+  assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), 'a CUDA graph of back-to-back launches with programmatic dependent launch');
+});
+
+test('a run with plain launches is recorded, and a database mixing both says so', async () => {
+  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+  (await tune(options(dbPath))).db.close();
+  const saved = process.env.NORMGEN_PDL;
+  process.env.NORMGEN_PDL = '0';  // the stand-in runner, like the native one, then launches plainly
+  try {
+    (await tune(options(dbPath, { grid: { ...grid, rows: [16] } }))).db.close();
+  } finally {
+    if (saved === undefined) delete process.env.NORMGEN_PDL;
+    else process.env.NORMGEN_PDL = saved;
+  }
+  const db = TuningDb.read(dbPath);
+  assert.equal(db.sessions.map((s) => s.launch), ['programmatic', 'plain']);
+  assert.match(tuneReport(db, 0, 0), 'programmatic dependent launch in some runs of this database, plain in others');
 });
 
 test('--gpus: each GPU measures whole compile units, its results fractions of its own copy bandwidth', async () => {

@@ -53,6 +53,8 @@ export interface DbSession {
   /** The copy bandwidth of the first GPU (with --gpus: each GPU's in copyGbpsByGpu, by device index). */
   copyGbps: number;
   copyGbpsByGpu?: Record<string, number>;
+  /** CUDA: how timed kernels were launched (programmatic: each may start while the one before drains). */
+  launch?: 'programmatic' | 'plain';
 }
 
 /** screen: a short timing used by --budget to pick candidates; final: the full one. */

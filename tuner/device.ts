@@ -24,11 +24,19 @@ export interface DeviceId {
 }
 
 export async function queryDevice(runner: Runner): Promise<DeviceId> {
+  return (await queryRunner(runner)).device;
+}
+
+/**
+ * The GPU, and whether the runner times kernels with programmatic dependent launch (sm90
+ * and later unless NORMGEN_PDL=0), as the package launches them.
+ */
+export async function queryRunner(runner: Runner): Promise<{ device: DeviceId; programmaticLaunch: boolean }> {
   const r = await runner.request({ cmd: 'info' }, 60_000);
   if (r.status !== 'OK') throw new DeviceError(`no usable GPU ${runner.gpu} (the bench runner says: ${r.error ?? r.status})`);
   const major = r.major as number;
   const minor = r.minor as number;
-  return {
+  const device: DeviceId = {
     name: String(r.name),
     arch: archForComputeCapability(major, minor)?.name ?? `sm${major}${minor}`,
     computeCapability: `${major}.${minor}`,
@@ -40,6 +48,7 @@ export async function queryDevice(runner: Runner): Promise<DeviceId> {
     cudaRuntime: r.runtime as number,
     uuid: String(r.uuid),
   };
+  return { device, programmaticLaunch: r.programmaticLaunch === true };
 }
 
 /** --arch must name the GPU that is actually there. */

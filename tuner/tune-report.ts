@@ -24,6 +24,15 @@ function copyLine(sessions: DbSession[]): string {
   return gbps(latest) + (earlier.length ? `; earlier runs of this database: ${earlier.join('; ')}` : '') + (several ? " (each result is a fraction of its own GPU's, in its own run)" : '');
 }
 
+/** How the timed kernels were launched in the database's runs (before the field existed: plainly). */
+function launchText(sessions: DbSession[]): string {
+  const modes = new Set(sessions.map((s) => s.launch ?? 'plain'));
+  if (modes.size > 1) return 'back-to-back launches (with programmatic dependent launch in some runs of this database, plain in others)';
+  return modes.has('programmatic')
+    ? 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)'
+    : 'back-to-back plain launches';
+}
+
 export function largeProblemSummary(ws: Winner[]): { count: number; atTarget: number; minFraction: number; worst?: Winner } {
   const large = ws.filter((w) => w.problem.rows * w.problem.hidden >= LARGE_PROBLEM_ELEMENTS);
   let worst: Winner | undefined;
@@ -72,8 +81,8 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `- measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
     `- problems with rows x hidden >= 16M elements: ${large.count}, of which at >= ${100 * TARGET_FRACTION}% of copy bandwidth: ${large.atTarget}; lowest: ${(100 * large.minFraction).toFixed(1)}%${large.worst ? ` (${winnerRow(large.worst)[0]})` : ''}`,
     '',
-    'Times are medians of 15 samples, each a CUDA graph of back-to-back launches over',
-    'rotating input copies (cold L2); every timed variant was verified on the same problem.',
+    `Times are medians of 15 samples, each a CUDA graph of ${launchText(db.sessions)}`,
+    'over rotating input copies (cold L2); every timed variant was verified on the same problem.',
     '',
     '```',
     formatTable(WINNER_HEADER, ws.map(winnerRow)),

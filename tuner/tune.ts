@@ -8,7 +8,7 @@ import { VERSION } from '../generator/version.js';
 import { BACKWARD, FORWARD, type AnyVariant, type Direction } from './direction.js';
 import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
 import { TuningDb, type DbResult, type Stage } from './db.js';
-import { checkArchMatches, copyBandwidth, queryDevice, type DeviceId } from './device.js';
+import { checkArchMatches, copyBandwidth, queryDevice, queryRunner, type DeviceId } from './device.js';
 import type { RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
@@ -101,7 +101,7 @@ export interface TuneOutcome {
 export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const exe = o.runnerExe ?? (await buildRunner());
   const runners = o.gpus.map((g) => new Runner(exe, g));
-  const device = await queryDevice(runners[0]);
+  const { device, programmaticLaunch } = await queryRunner(runners[0]);
   checkArchMatches(o.arch, device);
   for (const r of runners.slice(1)) {
     const other = await queryDevice(r);
@@ -122,6 +122,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     nvcc: await nvccVersion(),
     copyGbps,
     ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
+    launch: programmaticLaunch ? 'programmatic' : 'plain',
   });
   const copies = [...copyByGpu].map(([gpu, gbps]) => (runners.length > 1 ? `GPU ${gpu} ` : '') + `${gbps.toFixed(0)} GB/s`).join(', ');
   o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copies}; database ${o.dbPath} (${db.results.length} results already)`);

@@ -248,6 +248,8 @@ def main():
         sections.append((spec, lines, speedups))
 
     geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+    programmatic = ng.set_programmatic_launch(True)
+    ng.set_programmatic_launch(programmatic)
     lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
         f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
         f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays,"
@@ -256,6 +258,9 @@ def main():
         " `*` marks a measurement with CUDA events around eager calls (its capture failed).",
         f"- copy bandwidth: {copy_gbs:.0f} GB/s (`dst.copy_(src)`, 1 GiB of fp32, read + write), measured in this run",
         "- bytes moved: x (+ residual) read, y (+ x + r) written, weight and bias once, stats; the same for every implementation",
+        ("- normgen launches with programmatic dependent launch (the package's default on sm90 and later): in the graph each"
+         " call may start while the one before drains; torch's kernels launch plainly" if programmatic else
+         "- normgen launches plainly (NORMGEN_PDL=0), as torch's kernels do"),
         "- eager: `s = x + r` (fused residual), then `F.rms_norm` (+ bias) / `F.layer_norm`; weight cast to the normalized dtype once, outside the timing",
         "- compile: the same function, `torch.compile(fullgraph=True, dynamic=False)`, default mode"
         + (", and mode max-autotune-no-cudagraphs" if args.max_autotune else "")

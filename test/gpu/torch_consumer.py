@@ -1,6 +1,7 @@
 """The package's PyTorch binding on a GPU, as a consumer uses it: held-out shapes (not tuned)
 for every kernel spec in the package against a float64 reference, torch.compile with
-fullgraph=True, CUDA graph capture, and the errors bad calls must raise.
+fullgraph=True, CUDA graph capture, chains of calls with programmatic dependent launch, and
+the errors bad calls must raise.
 
     make -j"$(nproc)" -C out/normgen-sm90-h200        # the library; this script builds nothing
     python3 test/gpu/torch_consumer.py out/normgen-sm90-h200 test/gpu/torch_consumer.md
@@ -186,6 +187,53 @@ def graph_checks(ng, specs, gen):
     return header, rows, failures
 
 
+def chain(ng, spec, first, calls):
+    """Each call's y fed to the next as x (its residual_out as the residual): a call that started
+    reading before the previous one finished writing would differ."""
+    inp, ys = dict(first), []
+    for _ in range(calls):
+        out = call_normgen(ng, spec, inp, EPS)
+        ys.append(out["y"])
+        inp = {**inp, "x": out["y"], "residual": out.get("residual_out", inp["residual"])}
+    return ys
+
+
+def chain_checks(ng, specs, gen, calls=32):
+    """Chains of short kernels with programmatic dependent launch (eager and in a CUDA graph)
+    against the same chain launched plainly: bitwise equal."""
+    header = ["spec", "shape", "calls", "package default", "eager: calls differing", "CUDA graph: calls differing", "result"]
+    rows, failures = [], 0
+    for spec in specs:
+        first = make_inputs(spec, (2048, 4096), gen)
+        before = ng.set_programmatic_launch(False)
+        try:
+            plain = chain(ng, spec, first, calls)
+            ng.set_programmatic_launch(True)
+            eager = chain(ng, spec, first, calls)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                chain(ng, spec, first, 2)  # warm up outside the capture
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                captured = chain(ng, spec, first, calls)
+            graph.replay()
+            torch.cuda.synchronize()
+            differ = lambda ys: sum(not torch.equal(a, b) for a, b in zip(ys, plain))
+            d_eager, d_graph = differ(eager), differ(captured)
+            ok = d_eager == 0 and d_graph == 0
+            rows.append([spec.key, "2048x4096", calls, "on" if before else "off (NORMGEN_PDL=0)", d_eager, d_graph, "pass" if ok else "FAIL"])
+        except Exception as e:
+            ok = False
+            rows.append([spec.key, "2048x4096", calls, "-", "-", "-", f"FAIL: {describe(e)}"])
+            traceback.print_exc()
+        finally:
+            ng.set_programmatic_launch(before)
+        failures += not ok
+    return header, rows, failures
+
+
 def unsupported_call(ng, x):
     """A call whose spec the package lacks (fp16 RMSNorm, else one with stats), or None when it has them all."""
     have = {s[0] for s in ng.SPECS}
@@ -258,6 +306,7 @@ def main():
         ("Held-out shapes against float64", held_out(ng, specs, gen)),
         ("torch.compile(fullgraph=True, dynamic=False) against eager", compiled_checks(ng, specs, gen)),
         ("CUDA graph capture: a replay on new inputs against eager (bitwise)", graph_checks(ng, specs, gen)),
+        ("Programmatic dependent launch: chained calls against plain launches (bitwise)", chain_checks(ng, specs, gen)),
         ("Bad calls", error_cases(ng, specs, gen)),
     ]
     total = sum(len(r) for _, (_, r, _) in sections)

@@ -140,6 +140,7 @@ struct Driver {
   decltype(&::cuModuleLoad) moduleLoad;
   decltype(&::cuModuleGetFunction) moduleGetFunction;
   decltype(&::cuLaunchKernel) launchKernel;
+  decltype(&::cuLaunchKernelEx) launchKernelEx;
   decltype(&::cuFuncSetAttribute) funcSetAttribute;
   decltype(&::cuGetErrorString) getErrorString;
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy;
@@ -160,6 +161,7 @@ static void resolve_driver() {
   resolve("cuModuleLoad", g_cu.moduleLoad);
   resolve("cuModuleGetFunction", g_cu.moduleGetFunction);
   resolve("cuLaunchKernel", g_cu.launchKernel);
+  resolve("cuLaunchKernelEx", g_cu.launchKernelEx);
   resolve("cuFuncSetAttribute", g_cu.funcSetAttribute);
   resolve("cuGetErrorString", g_cu.getErrorString);
   resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", g_cu.occupancy);
@@ -487,6 +489,28 @@ static bool g_have_ws = false;
 static void release_bwd_workspace();
 static int g_l2_bytes = 0;
 static int g_sms = 0;
+// Timed launches use programmatic dependent launch (sm90 and later), as the package launches
+// them: each kernel starts while the one before drains (the templates wait in
+// griddepcontrol.wait before touching memory). NORMGEN_PDL=0 times plain launches.
+static bool g_pdl = false;
+
+/** One launch of a 1-D grid; with `programmatic`, allowed to overlap the stream's previous kernel. */
+static CUresult launch_grid(CUfunction fn, unsigned grid, unsigned block, unsigned smem, cudaStream_t s, void** args, bool programmatic) {
+  if (!programmatic) return g_cu.launchKernel(fn, grid, 1, 1, block, 1, 1, smem, (CUstream)s, args, nullptr);
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = grid; cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = block; cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = smem;
+  cfg.hStream = (CUstream)s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return g_cu.launchKernelEx(&cfg, fn, args, nullptr);
+}
 
 static void grid_for(long long n, int& blocks) { blocks = (int)std::min<long long>((n + 255) / 256, 65536); if (blocks < 1) blocks = 1; }
 
@@ -581,9 +605,10 @@ static CUresult resident_ctas(CUfunction fn, unsigned block, unsigned smem, unsi
   return r;
 }
 
-static CUresult launch(const Launch& l, NormgenFwdParams& p, cudaStream_t s) {
+// Verification launches plainly; timing as the package launches (g_pdl).
+static CUresult launch(const Launch& l, NormgenFwdParams& p, cudaStream_t s, bool programmatic = false) {
   void* args[] = {&p};
-  return g_cu.launchKernel(l.fn, l.grid, 1, 1, l.block, 1, 1, l.smem, (CUstream)s, args, nullptr);
+  return launch_grid(l.fn, l.grid, l.block, l.smem, s, args, programmatic);
 }
 
 static void write_dump(const std::string& prefix, const char* name, const Buffer& b, long long rows, long long cols, long long stride, size_t elt) {
@@ -741,7 +766,7 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
 static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
   std::vector<NormgenFwdParams> ps;
   for (size_t i = 0; i < copies; ++i) ps.push_back(params_for(g_ws.copies[i], d, eps));
-  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s); }, req);
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s, g_pdl); }, req);
 }
 
 // What forward and backward requests share: the op's kind, the weight and bias dtypes, the shape.
@@ -872,7 +897,7 @@ static void cmd_info() {
   reply("\"status\":\"OK\",\"driverVersion\":" + quote(driver_version) + ",\"name\":" + quote(prop.name) + ",\"major\":" + num(prop.major) + ",\"minor\":" + num(prop.minor) +
         ",\"sms\":" + num(prop.multiProcessorCount) + ",\"memoryBytes\":" + num((double)prop.totalGlobalMem) +
         ",\"l2Bytes\":" + num(prop.l2CacheSize) + ",\"driver\":" + num(driver) + ",\"runtime\":" + num(runtime) +
-        ",\"uuid\":" + quote(uuid));
+        ",\"uuid\":" + quote(uuid) + ",\"programmaticLaunch\":" + (g_pdl ? "true" : "false"));
 }
 
 // A plain copy kernel: each thread moves kCopyUnroll 16-byte vectors, all loads before the
@@ -1144,11 +1169,11 @@ static NormgenBwdParams bwd_params(const BwdCopy& c, const BwdDesc& d, float eps
 
 struct BwdLaunch { CUfunction rows_fn, reduce_fn; unsigned grid, block, smem, reduce_grid; };
 
-static CUresult bwd_launch(const BwdLaunch& l, NormgenBwdParams& p, cudaStream_t s) {
+static CUresult bwd_launch(const BwdLaunch& l, NormgenBwdParams& p, cudaStream_t s, bool programmatic = false) {
   void* args[] = {&p};
-  CUresult r = g_cu.launchKernel(l.rows_fn, l.grid, 1, 1, l.block, 1, 1, l.smem, (CUstream)s, args, nullptr);
+  CUresult r = launch_grid(l.rows_fn, l.grid, l.block, l.smem, s, args, programmatic);
   if (r != CUDA_SUCCESS || l.reduce_grid == 0) return r;
-  return g_cu.launchKernel(l.reduce_fn, l.reduce_grid, 1, 1, 256, 1, 1, 0, (CUstream)s, args, nullptr);
+  return launch_grid(l.reduce_fn, l.reduce_grid, 256, 0, s, args, programmatic);
 }
 
 static void bwd_poison_outputs(const BwdCopy& c) {
@@ -1246,7 +1271,7 @@ static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, c
 static std::string bwd_time(const BwdLaunch& l, const BwdDesc& d, float eps, size_t copies, const Json& req) {
   std::vector<NormgenBwdParams> ps;
   for (size_t i = 0; i < copies; ++i) ps.push_back(bwd_params(g_bws.copies[i], d, eps, l.grid));
-  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return bwd_launch(l, ps[i], s); }, req);
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return bwd_launch(l, ps[i], s, g_pdl); }, req);
 }
 
 static void cmd_bwd(const Json& req) {
@@ -1321,6 +1346,10 @@ int main() {
   resolve_driver();
   cudaDeviceGetAttribute(&g_l2_bytes, cudaDevAttrL2CacheSize, 0);
   cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0);
+  int major = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  const char* pdl = getenv("NORMGEN_PDL");
+  g_pdl = major >= 9 && !(pdl && std::string(pdl) == "0");
   char line[1 << 16];
   while (fgets(line, sizeof line, stdin)) {
     Json req;
