@@ -56,6 +56,12 @@ int normgen_select_in(const normgen_fwd_desc* desc, int table, int* path);
 /* A sentence about the last error of this thread. */
 const char* normgen_last_error(void);
 
+/* Programmatic dependent launch (sm90 and later): each kernel may start while the stream's
+ * previous kernel drains, and waits for it to finish before touching memory. On unless the
+ * environment sets NORMGEN_PDL=0; this call turns it on (1) or off (0) for the process and
+ * returns the previous setting. Launches fall back to plain ones where CUDA refuses it. */
+int normgen_set_programmatic_launch(int enabled);
+
 /* One backward call: the gradients of a forward described by the same features.
  * dx = d loss / d x (plus dresidual), dweight and dbias summed over rows: fp32 partial
  * sums per CTA in `workspace`, then a second kernel adds them in a fixed order (no

@@ -18,35 +18,41 @@ struct Config {
 };
 }  // namespace
 
-// regs.t256.v4.tpr256.i4.s2.recompute
-extern "C" __global__ void __launch_bounds__(256, 2)
-normgen_layernorm_bwd_c93886f081eb(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 2, false, 1, false, false>(p);
+// regs.t512.v4.tpr512.i2.s3.lean.reread.sw.recompute
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_bwd_47718cec98ca(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false, 3, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_c93886f081eb_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_47718cec98ca_reduce(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t128.v4.tpr128.i4.s4.c8.recompute
+// regs.t128.v4.tpr128.i4.s3.c8.recompute
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
-normgen_layernorm_bwd_f134269d0836(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 4, false, 8, false, false>(p);
+normgen_layernorm_bwd_019249ce7daa(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 3, false, 8, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_f134269d0836_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_019249ce7daa_reduce(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_b3ca09daddce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_b700d1feeb49(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_b3ca09daddce_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_b700d1feeb49_reduce(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

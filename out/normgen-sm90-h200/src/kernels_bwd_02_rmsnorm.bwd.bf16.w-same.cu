@@ -18,35 +18,41 @@ struct Config {
 };
 }  // namespace
 
-// regs.t128.v8.tpr128.i4.s2.recompute
-extern "C" __global__ void __launch_bounds__(128, 2)
-normgen_rmsnorm_bwd_5611ae9faf1f(const NormgenBwdParams p) {
-  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, false, 1, false, false>(p);
+// regs.t512.v8.tpr256.i2.s2.lean.sw.recompute
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_bwd_f0761de68a81(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::bwd_regs_kernel<Config, 512, 8, 256, 2, false, true, false, 2, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_5611ae9faf1f_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_f0761de68a81_reduce(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.recompute
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_bwd_5c61627fb226(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_568d90eedf5c(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 1024, 8, 1024, 2, false, true, false, 2, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_5c61627fb226_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_568d90eedf5c_reduce(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_e6fa7daeb006(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_f60f2b3058dc(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_e6fa7daeb006_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_f60f2b3058dc_reduce(const NormgenBwdParams p) {
+  normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -4,673 +4,810 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_a3d8d0bd13cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56b49802aa8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9a482612327(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71c873d8c4ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83c9320bbc2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bf6aa323036(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f35b67df0dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_76b3aa0c2d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00aba9a52c09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f009c61eed86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a643f321228(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a75ac31cdbf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12373c398653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d44ba43830f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_816b3dcec01e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4393cd48326f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c71b946f536e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f2c5c399cee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2e6d39f65c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b1d34298ce6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c8d0f0581e14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c561359d5fb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f0af8ec291a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c88cfea17d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b165014f51da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11ee506476b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2858f2cb372(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ca8d695a3e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d8d17aa85948(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_661c43166f9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a36d20d2163b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_377a55117493(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d9cf50ffc8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f79ad044b346(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3012a86ab68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6134ea34c8fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbf21a0e7821(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8db3e9c45c5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11e751124906(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c3f697dfdfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f38261b0aaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28a349aecc62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_58f9393574a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b8a9fb396e5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_871bcc03ecdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2127ceacac1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dbfe18e1ea8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62fb93c4073d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84809b5793e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d44fa0853002(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_08c899c2fd82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b279effae1fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb86cd0c4b03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7559aef7717f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_77fbd126d2f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb4c92c8556d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8156dc673ce5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5491293a4f86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7d39a8f1a47d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8ac11e52f4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38ab74322305(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16d176d679a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_077f0a2feb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15c5a039c225(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc6dc7bd1213(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_790712309158(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25cac35df898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e9351118524(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94a9cdb1e20c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c5a5566e3de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b5a56e4bf5b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fda0cd4b609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12e757252fe5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0c1afe9d37b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05d2a41b561e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e201a73d657e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d33529466330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_482251be195d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ab499f8fcf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7067a39b1c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7cdcde9d888(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e54f7281cfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96856033348d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84a81a6a422b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9b861e8d5b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b2654e1334d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c714b75ad9d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b71a7a8f8ff9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78299f94aaf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15334f18d77a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c881f3d12505(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42cdb9a8ed4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93ab925d3f94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54d39be4896b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_337fb2117c7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f03e8bc50489(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60ff6107115c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_651ed5c3588b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c82dda47cf1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_289897ff083e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d63ad03352db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0dcaf2c97d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16d9d9944bea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2d6307b6e4db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb77df24eac9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67bb9182e8ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6af3111cdab7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97d27748a84e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31fd0092e594(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e8280260991(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55fefcc50c13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_222563d1d1e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ccba088d376(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fdaa36131e02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df2ab65daff3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba0ded560f99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63050f5936e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6403595bbbe8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb45e3a27937(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e75372f71a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52343237d800(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81cea1e0a07b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc484dd3e2f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6413a7076e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9042b7a80e34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83bbc4ea01f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e97ad3530d8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bad56b78ba98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01bf8925dc96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6aea2f2cee8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8db6686d4298(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bae29d74a3ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74dbcc4ffc75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e8561463cc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c0c962d87673(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_987f3f7ee42f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1556fc378995(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bca41bd6cc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0cedbba49dfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ee7af9e029e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60123e4ac3e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_608835c999dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0037e7530f08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c94f0c84c38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e805abc751b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b934663535cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74660cc6d8cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_17b34a96f8dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74ecd57cfcb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15b1b5f85f71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ef734e68363(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4be0a3294a8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09f57e1bd506(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10315cd8cf91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae085f12f03d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b073a569428d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71ae844e04c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e4ca8a981e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60e44ce0683f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac3089b2e2e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_164ba546b823(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73a331516766(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df312f115cad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_401084693763(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_48b2001aa285(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_071cef8f26e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4450500507f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9112788dcfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d90f7192fd21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a7c203f8356(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04d25c31d580(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb0ac9478e48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_533a69b9bd4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b97725ae8a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8251d938df0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da1090bc4d20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad712e6314f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a801f6a3641(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_169a8963ebac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e02f85401d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb6beb37f77b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e71facf46226(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_909b29163cc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b888c615d239(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f90edadfc4fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebab29183a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97249a6a0f7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35920c7a2abe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87094e88ce83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_592b123675ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b016c6d779f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54ccebfc7836(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf483ef2a5bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba85e9929d29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37bd589be922(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9817cb7a38ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4bcbe572f3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e15c0a146dd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99825e0d3419(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2b736205583(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6cfa60a6ec8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbb0237426d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_323fe417dcab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80cee36468a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_849d0cd891ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a22b8c278d21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8127f3c12ed2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fede8d044992(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b59830337eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e748d9e9200c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_117006db1804(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9f045c9d41f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2cde669206a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3fc99904ae48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a00c21c40de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fb557e44517(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04d394e52168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d04473fea135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fa1e28789b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac6675ef0738(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3266a73fabc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_637a06a5c7f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be4117775937(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a4c1f7fc7d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1743196d86cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61f98df44d21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4cd6daeaac89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de2c1156c0e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70dba3c0731c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6737197d98d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ef8f64ae6d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b77826b401cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6540941ac0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89cec0f319db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_444579172c09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c64535e1e097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_533772e5218a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abe447c126c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2e19bddf4ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72d38522791a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_652c2f908347(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91867f22ba67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eddbd868b981(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7731000735dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80b64c78fbeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_564c6bcc8968(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e600544bdc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14cd3d638f33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ff91db8e12c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_513a7f52b934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9d61017fa10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73f01a163afc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdc583aa9857(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cba53e75b3d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa10f6834304(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61e419601840(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd1222cb2603(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87bede7f3b21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d07f77d1ea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfdd5b2f7301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b80be455cac8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45f51ce045df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d7437144060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2fe7c858906(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_943e5eabae44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b86c54b05937(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df7c3ba40424(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94b976b0b73f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0ebb6f46302(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43d2bc1c6586(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc48e1c0186b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_738e95625738(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f8a77610947(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66eaef3e68ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48193ef37e68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d10e6b8eb516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5989cbe11ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb4d62f64830(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0de6c5f480c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe37e6579481(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2c36b214eb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba831145fb34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_505fe3942047(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_373b21614466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3b8c4059450(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f8727f3bc7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_239c0954c94d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_299285ef7efa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6925e3bfa08b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7e8843cf0a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3429cea03e52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa8685b94243(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da13c9d50571(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fee5eaf39b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b87a4bda1429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbbd8fd157f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fadac44ef1b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38c27a56bb17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af211eb91c1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d05d562f71e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2449b4c3d63e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97c15bc09124(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_541b3bde11f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bab864c388c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_345eec34b48b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d2eaff883a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e2641aaf9ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c69e6d36847a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_247fa057f073(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f1a49782b65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_894b1c50d7c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86615abfc62f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab2d9cdc4be0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58d2e4af99f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3db22e2ffb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c343d969fbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4acc6dbb676b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba5383f13094(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7f4d8b6f2df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c95ccb260178(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_daf00c13d966(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85a4ce8a05ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aabc9927a6fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fb9ef618b3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fddba90f790f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd7a9a78c0e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa67b1b5e4aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d99b1b693d65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38ee90f8d937(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba5389a404b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ee6b8f3326c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95b57e8f7fbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c00305814247(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_549862043dcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_314503430a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e339fece8aea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b4105b2448a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62ee2a9efaa9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f99babe2cae5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1133357b6aef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3622834ccc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fcc9fa52725(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e08812b9212(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e209ba19d2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa85cb2cb51c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21dbfcd232b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5518d67dd98a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e14d1a83ba21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cadaf874d5a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fc1de9fdcc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ec10b014a2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c0cf741dc80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c42567394b80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03f2d4c41089(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb7148c315a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e25f4006683e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54c1bf940459(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f027c15012ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07673ab9a37b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ad02d098baf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52380febc910(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ea4f41d38d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a98d2fcb8df6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_551e60e475ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_507d3cd0e49a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_badbf116505a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b900743674e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34c2fddb0759(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b97cc0605ba3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf3832f8167d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_537263b54b73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a111460cddad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f67f781815b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56bdfd725743(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_039b95c96866(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba11e605d02a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c18430dbc481(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e2c21061d73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f5d7b026ce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_946e5de94a92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_798bb238f514(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68d485e1289b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06f83e138407(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdf2061245ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec1b3dda42f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a75d1ce4355(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3abb1cba6dd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f914ffe9184e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a516eaf7df22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e40bcff8cf36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e062b4d87058(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_edfb777f1083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed0f24a41a21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1645e0a3ec97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01eac8dc6d35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab258520994c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14d3bc419ea6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0854e0eacb88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7854f8635db6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b815004288e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8eb8ec8214b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08ad4623ca4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c835ce7626f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_935ff84825e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d34c5d6f106(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77b8469b961c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c803c617294d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6671f3095eeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e66d8d3aa374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cc54920d5f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_659dda77d961(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1017055372b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd4aea4ad745(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e66481f416f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6fba6431234(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df98f77f5e29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bca8beb7879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7fa48f6d990(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92c477907b3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a22f25625eb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_494f8976b635(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_496458a6992d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe7f34d79879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb4647593501(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41e9b8154a4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c209855d4c27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3106806d4e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_422fe6ffa984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abc2f8b09f40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b619f44594b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_577668b472cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31c22380dc56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b6823f30740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef60bbf60663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b432419325b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea4e00329130(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13850165bfaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_435433951153(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2899bddde05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4db4c15399a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7695dc14abbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9e28258b925(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcd86aa61dd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a93bfc97aba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2a4b5047e1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0c02bb6754b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9f1500359b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a598d677918(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3710f01577ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_688b738d3525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecb56f8fbed1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b07403c00b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab5ee46182cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9295df96e52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14debe6a0d20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77f4beefd6c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09076af513dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c825383a2902(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a38e0b82be9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7225f944b468(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e2a917fa5b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23c7ac4a1f88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff44cd79aa04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3cc5b506be6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27080a1da766(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9151126cc81f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4142273c7bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce48b2c37856(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64a5a3ee4ede(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7850138499e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a83b347ed0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d750d825132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc1330c6d174(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_743966bca379(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e15fd07b523(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04a67d5602f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e11220eeaca9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_261ee7af6ac5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f76bd924f2e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab1c36c5d10e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8148ebc5a788(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_299c650d1d2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecda504f6c23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dfb082057c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30d352dfde1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44f1a1bf21f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a78c863709bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4dd69b9f1a11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6a92fccfceb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e66fe398c06e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27358660cf7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d30fd5f9e457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62305389ebcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_803b4f877284(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e40c90db379(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20ac9a0a0818(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2834d50d5690(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_062ee28b4612(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_054b0f687e2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f41da7ec8f94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85ee622a1bc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_801c943321bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fc72bfb8df0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c9cbe89ee00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0321a76ad69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df4dd6cbabe3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf61d23deb70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66a7cd81f204(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6b68e16c4c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eab607c4c89a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4535bbed842(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f527549ebbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28b137c637fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cef9b19a901f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_481a900c0458(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e19dd08ef27c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4442a0e3f1c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44b3f3097cdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0feb5b3c64f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69d8db2ac9cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dc8deb1c9fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71fca93c561c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3283f865acf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a73bf8ee653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e66f1274ba0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0a3d1776ad3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8171e4db4cd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82bb492013b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da10fb5c20ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c5dc4457650(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78958868e9a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cac1f431e207(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b48a2ae6f7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc0564332f5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_583bfacebaa2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2adfd1aae1e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55fd6f594d39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f47c8184f45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6896e7071d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5f3a6af6131(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1987996e7d37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_659a6eafd219(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03c49a4a56bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_841a36b408b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd3b3950703f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24bc8b0a83ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18627043daca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a8bf8a0df33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa097c1d5736(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbc015579d8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b67896594c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f6b65afc8e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6bad78b0d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78125c2c6522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_691632023462(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe043910b719(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46e41b76b3da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a60475340ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee23e86af3db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_086dff62fd24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21ad26fb51db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_caf7323f392d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1efc1b2c4c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d888146025ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc141c9b108c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c108620b2fc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21485b8dc0a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_948785237011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c72876e1d9f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4018464c5998(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_498cac866475(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d01f100f99ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3fcc0d0de9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1b270b24a46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85fa8e6e52e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b23ca8321ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b28b14f6142(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97c0379a6d14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c021ea7f3bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06aacd8eba65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ef3d367b086(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a081abb5ff0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f641d113390d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37a06fab0cd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e13a707fbeea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80936f28db38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c26b1ed5c80b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_820cf6343e2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dadb95516995(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bad50983bcc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfa674cd659c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_596f7be1bd3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_085e910ca1df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a37e9974513(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5157445d8236(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ead9ea1b8d36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e2652f1f24e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_666247893f7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b5e3b6cb455(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f85bfe426638(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6d764429a7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bdd9ad6095f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f6c6c85fc3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f662d62d5f65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_367cf2a6af08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c241d50d258d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6d171caf751(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb7751dd908f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8feb4253fce7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8959b9e04c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31a06c1e355e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_639e020f508c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed3f2ce1e59f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c28a03cb6726(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc505be40726(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a22f7c4722da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ad45e5917a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc76f8f0902e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d10e5d8483b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81abc9af4219(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88a3d509e727(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2473cc38e610(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28953ea34b80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bd272216138(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b54e1ab4830(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_781aa43cfb9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b0d7f8a81e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f00efa6b553e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c179510c26a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93e0038b11f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4ef0aa963ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_400f22dc46a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c91aa4e0aa74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3126dfa04d7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_900803f70e8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_959750930eed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e28980a7a9be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bebb62882170(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16a74a7eed21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbcbe714331f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0e656155e40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de2012e7c10f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a85f14a4ed8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc384d50ae31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_deea52838394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd2740f91cb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2572421638b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b409590f84b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a4616636991(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bbe31ac93fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_352c04c71e6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06acad55957a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ec5d7090988(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3176c961f5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93da21ddef4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94a99af45022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7dc51fe4ee5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01bb2f95e5b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d51b9dc6b5b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c27c17f1c38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8be83e2272fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe0351b3aa7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da20ed628dc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d10f7fcad07a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a261a6675dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7654be4e537d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f593c65139bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c111bd96b4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71fa9d52bb6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_49f8fe8bfc5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4eb202e92163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6606754b231(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_041f787ccb1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd29747b2e78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60c7db26090b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87dcd1daf05b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9eba515934e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ac3cbd5bae9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9afb6f8f3ca4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d72ec207e48b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dfabd1254c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e378aad58aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d02714a87e85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2926103f35f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5ff19c41638(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1dd9622d813(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6189aad5c4f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d00f321ae022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8db5e7684f9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6a4daecbbf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cde8f79e9569(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa5317526069(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bd8565f9933(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92678f82e3af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_32cc060e9818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1937d29a538d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19e6fd89cb50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1fe66505c7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1551836a7b31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f91e8552639(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f8c18c80370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e458e9673de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a12e758532a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2968509b1858(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_035ec8672ed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60272d4bda6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_436afc82717c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10cd512bc31e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0476f94cc1c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9638f033ec3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c579760fc80e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13fe443e8561(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_acc8fda18825(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57c06c20ac48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce342b0837c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7195015f515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16402d40e922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a151ebf40ee2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f8478251961(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96e4442a97b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0ee890021ba2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ebdf368a182f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_474840ace71b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce3775217963(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a861935e5428(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adad632748b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe383faac4ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3efbc8e4397d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60e27f679ac4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b693357e091f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6acd63f45cd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b922a4d4dd0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4042a513e113(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c57546a3cd59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78ea2a9d447a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc26d73dac85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68d9080caf9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_859a868415b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb3c34f5e0c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2076a8efb02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67d792b4b15b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e3914dc5041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad15d0008eb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be5c7961f978(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52e04dc59639(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a50224ef2e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4925d07ec513(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1417acf6f010(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f25bbac57fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d38a275e363(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f62d0787e4f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62105effaf23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b68b5014e308(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93d6dce44b08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18a248b71ab6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d07cb2df4157(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c8ff86f998f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25f9b80cdc2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3a22e76cbee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d183c5cb53cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd17114c9dc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09d5aa8433b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec37e4df4ba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16be8032dac1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84079c0689fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97d558c00522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_729c44f10795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45e5c62601ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_929c0b47ad54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4b9050f5e54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca5589921996(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_86594c9a27a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17fea19193e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce441672284e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_690b47fa2d44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_151de026a9ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05dfc3183c93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_217b9735a556(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_527ca78de1d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_045dc0af6f72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74c28a58848b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01d0db0ce939(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2fd37f7a9cf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bcb22d7a5591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90e0eeaa7b6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fcc2b65ed55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1967af82cde9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50fdea5c4b6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c01c680a603b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7612d78fbaec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2a7645e4ce3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adc38e03bd74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7eeda8fd571(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b1877db3670(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50aeb43e8517(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd246dbf6bdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_670ff696114f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_149a11dcaec7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b981a5c08223(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc2b6c3bb125(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da817d71610c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6304e844557(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0133a4b11683(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f71ddb2ec1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6789c761823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee7b15e36f5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8a80e7375c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73ae34ae876a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2c6a51d90fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73f6e8408c84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97547e520f0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e8d2f1b7eec7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fbe88800fc07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58d84f781b54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_197a7239a7f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64da0d56cd28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd7967ad3609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f967b5cfc7f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0321f9ea76a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0eb4c4a62ded(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52f201de93c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfdae9792c1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94aa6de8cb0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_26e29a4dcde0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa7e44ecefa4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c939a2ae561c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e63690b51327(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccdaaf7be58f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ee801ee6883(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe16709c85b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92b42b2a95f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7597ed1d20d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cc0502c1324(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2f0e33bcc1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae46419aa3f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4f9615c68a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd34e15beb6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_166083c190de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a136de43d71c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f1bfea23bd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e2726708542(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7798287b9be3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6d0aeec49c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f09bceaa70cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5f29a44fd90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e1528867b55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c0cbfd3bc899(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9955d9f49674(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b28108554eba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c4031a328e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e367a2b573f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab44d258b99c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b02185caf1db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d370ca1e5403(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6211fe20081(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a33912758622(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6d72e58a2ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_250904cd1996(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3471c80cfe5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9557dc51159e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_432e9a5571ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7ade934aed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28cdb7969586(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15768ba47a80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a32ea1c9ce07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74c9ed072317(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6da82d871a02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adc6dbf11c4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_33e3cce94644(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_921b901bcd3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_329b8292e4d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a08c8b2f75a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_48272f22d0d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3d550c98695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8b905c7b618(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e0db4709221(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4941704a1ef2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_342232eb3789(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4a5ca36d712(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed89f8a9b859(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88d38c23eb44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c1ed72030a3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93789f6cd38f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_553f7fff8ba0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf9c3f7cacf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_362aa1b08ba9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_164b37b03af5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d394c54e7852(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05f55f491d81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de04820ca9ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2c80997cd586(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e7860f7733c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31dad52f0c4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d310a0627659(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7593dfa5959(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9af67a9cf02f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd3a8dcae5e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0081861f0625(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_305e1488da0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_653836a6517a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bd5fd1f80c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a4dbaed9de5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90826f6c3333(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4f5ece45609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3d996b3722f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac9bd13c0696(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25bb743843e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93d4efaf300f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2635ef8cc959(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6aa34905ceba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7bacb0e8aac4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d098d72611ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e491d46493a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cab79069c4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b116eec1c94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5f9f301ab1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6310e764098(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c0342bb6246(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_512ad1ac9e97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d9425bd3b60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0a1e6e5f0f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a48c3464ec93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5fb9306bb699(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b967715bd50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_851a74d77faa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d75be90ce0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78e4f8fd8c94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f5d662d0e1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_059480db8408(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f3363ee85aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_76202979152d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54f734e6d6d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f1e5b37749a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f256944a8970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e4b280a6353(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ce7f2d17cf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c1708b7dac45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7849282491d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51686b8a95cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f708e224abe6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb8bffdd3396(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02e11c424289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0bdbfa90e3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_120d8692b966(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6763285df52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_708eabbf8ac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45c7a7dc1027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34054755ce0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11730ca612c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7360119ef6e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_902f5cc6d657(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63a8c71e6023(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75328513ea05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4aad0cfeddf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66356642f977(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfa589a3506a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5512c538269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bbbdc54cd5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_385eb2835950(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08f64d2ae701(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fec6e98ad241(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2853a87e64ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64ca1fd58f34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a237159d085a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f792cc99658(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3462145e3928(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3bf7f8d97a05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8ba3d324049(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc24843fd34c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5e423916388(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_036997ae6cc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60fd1926967a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0aec1b301ad2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1d06d79526c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d0a1040950d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_423820398533(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b88ecb38ecbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae9aada8131a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_884c9a28ff1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88a6d785c8c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39e2cb33db44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a880faadef7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf30cd625895(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a9079b522c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5954c60773f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_892c59dfb3c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91a75969846d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44a77238e975(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6ac444c8f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16a24686e7b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe6757f7d119(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de602d5a1deb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c02817cd829(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7136bc61976b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fa293b8e99e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0b138cce20e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7456fb055d04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a85c371e10db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c64a247afde0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba43047f8f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdb3a41d3bae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a509e8b559c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ce4a3fa1f98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd8233066b9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab7c3cc9ab94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fce3701c8de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa5dee5fff75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e5353aaa8e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed6df044ee4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d85f20b0e0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc513c16de6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_784e262c2662(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d93bd066828a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc1b80c9e3eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3b523aaa38b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56e4cdc1d520(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04786f28b76a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a47ec0f4eef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fc28beb3750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b07668a75c5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_353bdbecea48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c1795753481(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cbebfdb08bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28f06911878c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd68e70f79b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7341c8058495(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_360640324669(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1b51cd36f1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fe2d1db8ae3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12c9143d27ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b8c76201552(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27cc81a2a897(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8b58a263cfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791b7175e1b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07fb260458da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5acf9fc53373(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f476d33b7b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f650bf36c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52d8d27138a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9de4e6d88e84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a290a2d609c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a5316a1c5af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_493283cdfee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b02cf85ff027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_046a4c15edd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_988d5417e6e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39b8fbfac4e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e90f51bf7829(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cd4c3a4382d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f32dc227ee86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b87cc2a9e73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4416c214f46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17ff7e3da356(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_017f5e9af886(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59098d9a23bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7d3a7a78e2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71c045861aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eafb2b5aec02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83cd1dc641f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab30d83eab43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10ff21923c09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_846c31853414(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89460fe385d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9baa41f11ea2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c2adef90d8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_907fa8f60804(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ecc7037ba21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbcb37fa226b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4589437731a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f134891a1635(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da45788c3cc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c36a5034df5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fec8adddb8f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab79033c999a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69204766587e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_639ba85f437c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_271af8c29add(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_faabf39a4bd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52edec9081ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89d93c2410ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb52335188d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f8efba8c47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aee187ca05dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc06044e032a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db508cb418d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a879dafed04e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9625bb4cf46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7ec15f0dff4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffb011c33279(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f207e1598ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09475905cec3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67cb423ddceb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f15e8c64247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49b2ddca9bd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56d2f5077285(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d06c9ff389c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a5a531d5a9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4aa9e232cce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7613a4272058(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6661a945b998(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3cce6dc45ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb704f9c4478(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4828b3ce0e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d45bbc6c0f79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44c62b9ad324(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_692f040e8573(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62adf5720952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70ccb5862b96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9094ae4b00f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77c2f15ff171(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51902d66f28a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_951c2aca5fa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58216a8693c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f64b59d2748(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c92834387250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8655be3aa0ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_010c1b0b90c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04873ca06931(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e265c695c61e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f052f58fbab6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd2ad54a5e6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d1635079a4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bcd3ed45621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e6039a5c9d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce37f2c69f88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2086ed61631d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a3be7bff787(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed14bd05f43d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75237a99c1fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bd3f023b8ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83c00ec305bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b313594c24a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7f9d682e384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d47d23f176ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16758c33c1bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13ae137dddd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3672538e654f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_004fc6ca953b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29c4e77788ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cf988340b71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c734fd24af27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51fff6008c7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1272b904798a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a7260c40dad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d1c1b500aa6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cdad13651de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd4714a13923(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c1db04387e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f043523029b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89b72a13da31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21e074df84aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a551da880c4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92007798ad8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fe87f327eaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a4b6f0be0b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3efcb67af5a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a0a74b09068(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab0d746271a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_270ab218a320(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_599cd58bbea0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccb4d17d5984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76d59bb4866e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d3f98514a42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6f520f84934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b254cf02e755(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_402e1c196287(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b00e2b8eeb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3eb0384078c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_650842abdf7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74b1ca3b6205(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b11dd6aa8f48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d669244dd09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ef72f75755c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6b8709c5f5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fe15bded61b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a2424c5c7f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_004315b42965(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46e28bd4fd3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22e2b1a7bce7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22a501bbb739(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a4348865a7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09e3199b850c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bac8a8d33497(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcd7fa72b123(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab2382ef4123(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e972b2e9f2c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cfaafaa4541(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef3760b2fd3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45ad0ffa356a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_731b2bd1dc70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8ac30b0e741(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e87eb7a3425(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a7b9263c1a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_901be0baf6d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b07422d79b11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b21ddf6b9e44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7650ca23bb9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a8dd70f104b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05b5d1bf3ed8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_934709c845f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3e8d76a982c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a608958a6f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a525a3f0ff8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_691f6191f21c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_164c175e0b68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4666368e2e8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a9b655c0cbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c745c68d77f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_020cfde9fc9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12846ac135c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6714c5a142be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e1cedfbd09d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_343d66bda7c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a4005474761(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed385e6659ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_300a42a4ac4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_776c6036f8ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87f7f2032d55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a51655bdc2e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4764deff2f9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52d2859961ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afeee3c4a0b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c2c8e7b5cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb49178122ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f6479a02f48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a770b630c87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29f7b770152d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cbca7ce672b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1af91979a384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e161553d44f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0151b2ecd80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3322e034a538(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0b0c814a039(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_051f749d1ecb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_921402d90622(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7997aa77b863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec5bdf367f26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6b01048d165(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6456bc99540(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23a6ee3309a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0af1692a336d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a200fc198b67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce389510a896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c8b47ffbef6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bd8c1a38da6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f35a07cf775(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e91c58aa1e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de485d35b19b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85d8d9a0463a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14e3e2f5fc91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_712901efe597(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96840e1f575e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8660bdc30e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab97351fcc2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_908f146544df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1987b1760a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d1a9199d9f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b1532d9a7d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3782891d7d2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7340662b0bd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b22f72aff7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03b932763f2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cac8b451210(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c74c7f80122(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15f97bea2ca0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c99ac869f1f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c27f6d7c2a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98fa19ed728d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c395c9e7472(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57932eee9cb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b5da2b0f62b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8eb57c81f525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01ffbb5813d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98344acf1e1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8308beecaff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_503fa609fa3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d2a7db5db3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f3748078349(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0cc1c194d854(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_198fa004346d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4537f77cdff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a2d21dfb819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee16361eafe1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bc122f0095d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94d52db164bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b43bef07cdc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc30239f2ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a400c4654a2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_109ac8f60e3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0df3b1571b12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f7de91d01a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63aeea4ced57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db35043b5b65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_851e8925d39a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_800c86ef28d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54e6a641c5c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a162d335d78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc843d1d97ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a993cc9fdfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87becde73bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04c71deb9c52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_420626734706(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de505ae06edf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdac8d2fcc58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ac5a9369db6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2158b06dc71c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bef25bb1786e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dba77d96c9d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11fb587575b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf8e59b29bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1775f47e5e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c0f746e0101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2861cecc2da0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9994f3ed1197(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcd4f601bbda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3c1f5904be0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d82147ce2d9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0960008fac3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79017f99eea4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83e765082c87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_415035b2ce41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff2a0d4cddd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6a1f3838225(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5b09b5fa677(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7bd3b31dfd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a8d18669a34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2b4a0080934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5acb98dfe0cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_978803a7b7eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c44d09d39fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_446ec1a06ff2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_749cb6386668(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe738bbc431f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8542b901a54f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c2348092d66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df1b449bcd02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e847f85e1829(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8131d8127b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_282fcfe61e1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14d7e4533a57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02bc6d4f3dfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f8996d2d6e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e84182ad95f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35257df88685(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99522ad31a6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9237a653a317(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_254288dd0db5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41b57c57fb09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58bf7a6974ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_596beed011fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a14c3151ece9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f64d4ab8ac1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04caed98358b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96a6f64a0fff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad7d9b4180ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff516ea23ee3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55dc7c92a75e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9aa11996c311(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_989688377969(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b5a7ee1de9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2174207dbcb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5135e4ceaf69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23cae19870fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b63c8d562f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8df03fdeaef0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72f44c311522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02012856bc5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5141a7884d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b6d7cd6b1b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d25d09a2dd37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0ebf336357e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f77a5a38e57b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3ac707eba9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11a37bfe97ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22f562bce75d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e1ec3aafea1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9106f993407b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d829293c4d81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a1357b3430f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_026abf126060(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5465de0e059a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2f3621bce03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971529187efb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef9376edf3dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b71db0537ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7259de9ce555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_805f5fda4729(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_882a0643665a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e0fef9b6dfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb4ec88631d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70041237c7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb08cfea2a61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79bef5276678(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da5079ba9982(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcc21d2f0c40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4dbb91f64188(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1380283afebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff6bfd407643(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6546136116fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a675cd670ce3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4271b6721f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eebd32e9eb11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4baa73261c40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0c0ba20f8ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74b561dd2406(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_628578abde93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc9fedbcdbb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ef4a95ee934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5046e4fa376b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8671aca7c6a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ce19cefd3fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9528f478cff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f74685043d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c831ba731c62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94bc5a6716b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26fbcc15194d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bddeeececff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b35955dae275(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b1f8a70ffaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12e8d5cb373b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b609ea5019e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_117ff816e73f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ca867665bed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2c37ccf9a9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1990fe256d08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3226ff43871c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2e2b6c5af25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5032807811e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54fa87dbb8ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95094f23b387(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c52e2ce0126c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b93efbfaabff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2af7e462e86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28634ce8fab5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea3e50ba80db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8dbb907e245e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61d4061fae21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53a1474456ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2f07b387145(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_028818713c36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a348d28d9d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5da9746c85f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87e43a070ef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a3fd66765e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_838db27fb641(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43c322b347ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1b3b733a274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ee7836b8141(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8af4d71be99a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef1804411cdb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e0bb89a0c29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61434781cb73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66696759f0bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01c290b2db4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e80a508d52ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fecbc44c6f30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_896ac338469a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d22a2123eb8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_352755f6bfad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0899c322bb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc1a1354e904(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e48ebbec7613(const NormgenFwdParams p);
 
 namespace {
 
@@ -686,669 +823,805 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_a3d8d0bd13cc, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_56b49802aa8f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_b9a482612327, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_71c873d8c4ed, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_layernorm_fwd_83c9320bbc2e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_8bf6aa323036, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_7f35b67df0dd, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_76b3aa0c2d6c, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_00aba9a52c09, 4, 256, 8, 32, 3, 1, 2, 27648, 0 },  // ring.t256.v8.tpr32.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_f009c61eed86, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_4a643f321228, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_a75ac31cdbf6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_12373c398653, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_d44ba43830f9, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_816b3dcec01e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_4393cd48326f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_c71b946f536e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_1f2c5c399cee, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_d2e6d39f65c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_1b1d34298ce6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_c8d0f0581e14, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_c561359d5fb1, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_6f0af8ec291a, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_1c88cfea17d4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_b165014f51da, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_11ee506476b4, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_d2858f2cb372, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_2ca8d695a3e5, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_layernorm_fwd_d8d17aa85948, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_661c43166f9c, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_a36d20d2163b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_377a55117493, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_9d9cf50ffc8c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_f79ad044b346, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_c3012a86ab68, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_6134ea34c8fd, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_cbf21a0e7821, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_8db3e9c45c5a, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_11e751124906, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_9c3f697dfdfa, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_7f38261b0aaf, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_28a349aecc62, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_58f9393574a9, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_b8a9fb396e5e, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_871bcc03ecdf, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_e2127ceacac1, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_layernorm_fwd_dbfe18e1ea8b, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_layernorm_fwd_62fb93c4073d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_84809b5793e1, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_d44fa0853002, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_08c899c2fd82, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_b279effae1fa, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_fb86cd0c4b03, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_7559aef7717f, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_77fbd126d2f4, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_cb4c92c8556d, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_8156dc673ce5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_5491293a4f86, 0, 128, 8, 128, 4, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c8.early
-  {(const void*)&normgen_layernorm_fwd_7d39a8f1a47d, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_f8ac11e52f4e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_38ab74322305, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
-  {(const void*)&normgen_layernorm_fwd_16d176d679a0, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_077f0a2feb5a, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_15c5a039c225, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_fc6dc7bd1213, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
-  {(const void*)&normgen_layernorm_fwd_790712309158, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_25cac35df898, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_6e9351118524, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
-  {(const void*)&normgen_layernorm_fwd_94a9cdb1e20c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_1c5a5566e3de, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_b5a56e4bf5b1, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_9fda0cd4b609, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_12e757252fe5, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_f0c1afe9d37b, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_05d2a41b561e, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_e201a73d657e, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_layernorm_fwd_d33529466330, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_482251be195d, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_9ab499f8fcf6, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_a7067a39b1c5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_e7cdcde9d888, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_6e54f7281cfa, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_96856033348d, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_layernorm_fwd_84a81a6a422b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_c9b861e8d5b0, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_8b2654e1334d, 0, 64, 8, 32, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_c714b75ad9d9, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_b71a7a8f8ff9, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_78299f94aaf7, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_15334f18d77a, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_c881f3d12505, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_42cdb9a8ed4e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_93ab925d3f94, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_54d39be4896b, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_337fb2117c7a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_f03e8bc50489, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_60ff6107115c, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_651ed5c3588b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_c82dda47cf1e, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_289897ff083e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_d63ad03352db, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_a0dcaf2c97d5, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_16d9d9944bea, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_2d6307b6e4db, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_eb77df24eac9, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_67bb9182e8ef, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_6af3111cdab7, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_97d27748a84e, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_31fd0092e594, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_6e8280260991, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_55fefcc50c13, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_222563d1d1e1, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_5ccba088d376, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_fdaa36131e02, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_df2ab65daff3, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_ba0ded560f99, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_63050f5936e6, 2, 128, 8, 128, 0, 1, 2, 0, 8192 },  // smem.t128.v8.tpr128.h8192
-  {(const void*)&normgen_layernorm_fwd_6403595bbbe8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_fb45e3a27937, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_9e75372f71a5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_52343237d800, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_81cea1e0a07b, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_cc484dd3e2f4, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_a6413a7076e5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_9042b7a80e34, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_83bbc4ea01f4, 0, 128, 8, 128, 4, 4, 2, 0, 16384 },  // regs.t128.v8.tpr128.i4.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_e97ad3530d8e, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_bad56b78ba98, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_01bf8925dc96, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_6aea2f2cee8c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_8db6686d4298, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_bae29d74a3ca, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_74dbcc4ffc75, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_layernorm_fwd_5e8561463cc5, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_c0c962d87673, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_987f3f7ee42f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_1556fc378995, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap
-  {(const void*)&normgen_layernorm_fwd_3bca41bd6cc4, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_0cedbba49dfa, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_1ee7af9e029e, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_60123e4ac3e0, 3, 512, 8, 512, 0, 1, 2, 0, 65536 },  // reload.t512.v8.tpr512.cap.h65536
-  {(const void*)&normgen_layernorm_fwd_608835c999dd, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_0037e7530f08, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_6c94f0c84c38, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_e805abc751b7, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_layernorm_fwd_b934663535cf, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_74660cc6d8cb, 3, 512, 8, 512, 0, 1, 2, 0, 131072 },  // reload.t512.v8.tpr512.h131072
-  {(const void*)&normgen_layernorm_fwd_17b34a96f8dd, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_74ecd57cfcb0, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_layernorm_fwd_15b1b5f85f71, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_7ef734e68363, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_4be0a3294a8e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_09f57e1bd506, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_10315cd8cf91, 1, 128, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_ae085f12f03d, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_b073a569428d, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_71ae844e04c0, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_0e4ca8a981e4, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_60e44ce0683f, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_ac3089b2e2e7, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_164ba546b823, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_73a331516766, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_df312f115cad, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_401084693763, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_48b2001aa285, 0, 512, 4, 32, 12, 1, 4, 0, 1536 },  // regs.t512.v4.tpr32.i12.h1536
-  {(const void*)&normgen_layernorm_fwd_071cef8f26e7, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_b4450500507f, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_f9112788dcfd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_d90f7192fd21, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_0a7c203f8356, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_04d25c31d580, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_cb0ac9478e48, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_533a69b9bd4d, 0, 256, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t256.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_8b97725ae8a8, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_8251d938df0f, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_da1090bc4d20, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_ad712e6314f0, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.h3072
-  {(const void*)&normgen_layernorm_fwd_3a801f6a3641, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_169a8963ebac, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_8e02f85401d1, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_layernorm_fwd_fb6beb37f77b, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_e71facf46226, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
-  {(const void*)&normgen_layernorm_fwd_909b29163cc6, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_b888c615d239, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_f90edadfc4fa, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_ebab29183a09, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_97249a6a0f7b, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_35920c7a2abe, 0, 256, 4, 256, 5, 1, 4, 0, 5120 },  // regs.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_87094e88ce83, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_592b123675ac, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_1b016c6d779f, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_54ccebfc7836, 2, 256, 4, 256, 0, 1, 4, 0, 6144 },  // smem.t256.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_cf483ef2a5bb, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_ba85e9929d29, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_37bd589be922, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_9817cb7a38ac, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_f4bcbe572f3c, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_layernorm_fwd_e15c0a146dd0, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_99825e0d3419, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_b2b736205583, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_6cfa60a6ec8d, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_bbb0237426d1, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_323fe417dcab, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_80cee36468a1, 0, 256, 4, 256, 8, 1, 4, 0, 8192 },  // regs.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_layernorm_fwd_849d0cd891ca, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_a22b8c278d21, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_8127f3c12ed2, 0, 128, 4, 128, 6, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.c4
-  {(const void*)&normgen_layernorm_fwd_fede8d044992, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_7b59830337eb, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_e748d9e9200c, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_117006db1804, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_layernorm_fwd_f9f045c9d41f, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_layernorm_fwd_a2cde669206a, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_3fc99904ae48, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_3a00c21c40de, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_0fb557e44517, 0, 128, 4, 128, 8, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c8.early
-  {(const void*)&normgen_layernorm_fwd_04d394e52168, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
-  {(const void*)&normgen_layernorm_fwd_d04473fea135, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_layernorm_fwd_7fa1e28789b5, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_ac6675ef0738, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
-  {(const void*)&normgen_layernorm_fwd_3266a73fabc2, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_637a06a5c7f4, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_be4117775937, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_4a4c1f7fc7d3, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_1743196d86cd, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_layernorm_fwd_61f98df44d21, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_4cd6daeaac89, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_de2c1156c0e0, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_70dba3c0731c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_e6737197d98d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_8ef8f64ae6d1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_b77826b401cd, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_d6540941ac0a, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_89cec0f319db, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_444579172c09, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c64535e1e097, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_533772e5218a, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_abe447c126c0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_d2e19bddf4ec, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_72d38522791a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_652c2f908347, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_91867f22ba67, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_eddbd868b981, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7731000735dd, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_80b64c78fbeb, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_564c6bcc8968, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_7e600544bdc5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_14cd3d638f33, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5ff91db8e12c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_513a7f52b934, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c9d61017fa10, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_73f01a163afc, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_cdc583aa9857, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_cba53e75b3d1, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fa10f6834304, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_61e419601840, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dd1222cb2603, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_87bede7f3b21, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_5d07f77d1ea9, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_cfdd5b2f7301, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b80be455cac8, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_45f51ce045df, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_7d7437144060, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d2fe7c858906, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_943e5eabae44, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b86c54b05937, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_df7c3ba40424, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_94b976b0b73f, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f0ebb6f46302, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_43d2bc1c6586, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bc48e1c0186b, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_738e95625738, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_5f8a77610947, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_66eaef3e68ee, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_48193ef37e68, 3, 512, 8, 128, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr128.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d10e6b8eb516, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a5989cbe11ad, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_cb4d62f64830, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0de6c5f480c7, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fe37e6579481, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a2c36b214eb2, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ba831145fb34, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_505fe3942047, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_373b21614466, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d3b8c4059450, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5f8727f3bc7f, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_239c0954c94d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_299285ef7efa, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_6925e3bfa08b, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d7e8843cf0a3, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3429cea03e52, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_aa8685b94243, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_da13c9d50571, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8fee5eaf39b4, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_b87a4bda1429, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_fbbd8fd157f6, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fadac44ef1b1, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_38c27a56bb17, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_af211eb91c1b, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d05d562f71e5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2449b4c3d63e, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_97c15bc09124, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_541b3bde11f6, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bab864c388c7, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_345eec34b48b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0d2eaff883a8, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_9e2641aaf9ab, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_c69e6d36847a, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_247fa057f073, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_3f1a49782b65, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_894b1c50d7c7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_86615abfc62f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ab2d9cdc4be0, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_58d2e4af99f0, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_e3db22e2ffb2, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_0c343d969fbe, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_4acc6dbb676b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_ba5383f13094, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_a7f4d8b6f2df, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_c95ccb260178, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_daf00c13d966, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_85a4ce8a05ee, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_aabc9927a6fc, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5fb9ef618b3e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fddba90f790f, 1, 256, 8, 256, 1, 1, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_cd7a9a78c0e1, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fa67b1b5e4aa, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d99b1b693d65, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_38ee90f8d937, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ba5389a404b1, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7ee6b8f3326c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_95b57e8f7fbb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c00305814247, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_549862043dcf, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_314503430a09, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e339fece8aea, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3b4105b2448a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_62ee2a9efaa9, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f99babe2cae5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1133357b6aef, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e3622834ccc1, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_0fcc9fa52725, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_9e08812b9212, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_1e209ba19d2e, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_aa85cb2cb51c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_21dbfcd232b4, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5518d67dd98a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e14d1a83ba21, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_cadaf874d5a1, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0fc1de9fdcc0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6ec10b014a2f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9c0cf741dc80, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c42567394b80, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_03f2d4c41089, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eb7148c315a8, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e25f4006683e, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_54c1bf940459, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f027c15012ba, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_07673ab9a37b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7ad02d098baf, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
-  {(const void*)&normgen_rmsnorm_fwd_52380febc910, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2ea4f41d38d6, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_a98d2fcb8df6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_551e60e475ed, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_507d3cd0e49a, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_badbf116505a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b900743674e5, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_34c2fddb0759, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_b97cc0605ba3, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cf3832f8167d, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_537263b54b73, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a111460cddad, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f67f781815b3, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_56bdfd725743, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_039b95c96866, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ba11e605d02a, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_c18430dbc481, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_2e2c21061d73, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9f5d7b026ce8, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_946e5de94a92, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_798bb238f514, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_68d485e1289b, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_06f83e138407, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_bdf2061245ec, 0, 512, 8, 512, 4, 8, 2, 0, 131072 },  // regs.t512.v8.tpr512.i4.c8.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ec1b3dda42f8, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3a75d1ce4355, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3abb1cba6dd3, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f914ffe9184e, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a516eaf7df22, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_e40bcff8cf36, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_e062b4d87058, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_edfb777f1083, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_ed0f24a41a21, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_1645e0a3ec97, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_01eac8dc6d35, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_ab258520994c, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_14d3bc419ea6, 0, 64, 8, 64, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_0854e0eacb88, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_7854f8635db6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8b815004288e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f8eb8ec8214b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_08ad4623ca4b, 0, 128, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t128.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9c835ce7626f, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_935ff84825e0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8d34c5d6f106, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_77b8469b961c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c803c617294d, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6671f3095eeb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_e66d8d3aa374, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_7cc54920d5f7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_659dda77d961, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_1017055372b5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_cd4aea4ad745, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e66481f416f8, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e6fba6431234, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_df98f77f5e29, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_9bca8beb7879, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b7fa48f6d990, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_92c477907b3b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a22f25625eb6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_494f8976b635, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_496458a6992d, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fe7f34d79879, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_fb4647593501, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_41e9b8154a4c, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c209855d4c27, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e3106806d4e7, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_422fe6ffa984, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_abc2f8b09f40, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7b619f44594b, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_577668b472cd, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_31c22380dc56, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_4b6823f30740, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_ef60bbf60663, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9b432419325b, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ea4e00329130, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_13850165bfaa, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_435433951153, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e2899bddde05, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4db4c15399a8, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7695dc14abbb, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b9e28258b925, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_bcd86aa61dd5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6a93bfc97aba, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c2a4b5047e1c, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_e0c02bb6754b, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b9f1500359b8, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5a598d677918, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_3710f01577ae, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_688b738d3525, 3, 512, 8, 512, 0, 1, 2, 0, 32768 },  // reload.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ecb56f8fbed1, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_4b07403c00b7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_ab5ee46182cb, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c9295df96e52, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_14debe6a0d20, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_77f4beefd6c9, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_09076af513dd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_c825383a2902, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a38e0b82be9d, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7225f944b468, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_7e2a917fa5b9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_23c7ac4a1f88, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ff44cd79aa04, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_e3cc5b506be6, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_27080a1da766, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_9151126cc81f, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_a4142273c7bf, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_ce48b2c37856, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_64a5a3ee4ede, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_7850138499e2, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_2a83b347ed0d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5d750d825132, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fc1330c6d174, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_743966bca379, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4e15fd07b523, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_04a67d5602f8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e11220eeaca9, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_261ee7af6ac5, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f76bd924f2e6, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ab1c36c5d10e, 4, 512, 8, 64, 5, 1, 2, 168960, 0 },  // ring.t512.v8.tpr64.i5.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_8148ebc5a788, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_299c650d1d2a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ecda504f6c23, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2dfb082057c3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_30d352dfde1b, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_44f1a1bf21f1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a78c863709bd, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_4dd69b9f1a11, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e6a92fccfceb, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e66fe398c06e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_27358660cf7c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d30fd5f9e457, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_62305389ebcf, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_803b4f877284, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_7e40c90db379, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_20ac9a0a0818, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2834d50d5690, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_062ee28b4612, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_054b0f687e2a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f41da7ec8f94, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_85ee622a1bc1, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_801c943321bc, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_7fc72bfb8df0, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_5c9cbe89ee00, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_b0321a76ad69, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_df4dd6cbabe3, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bf61d23deb70, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_66a7cd81f204, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_d6b68e16c4c5, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_eab607c4c89a, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f4535bbed842, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1f527549ebbf, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_28b137c637fe, 1, 256, 8, 256, 1, 16, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_rmsnorm_fwd_cef9b19a901f, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_481a900c0458, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e19dd08ef27c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4442a0e3f1c8, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_44b3f3097cdf, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a0feb5b3c64f, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_69d8db2ac9cb, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_2dc8deb1c9fb, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_71fca93c561c, 4, 1024, 8, 1024, 1, 8, 2, 147456, 0 },  // ring.t1024.v8.tpr1024.i1.c8.s4.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_f3283f865acf, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2a73bf8ee653, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e66f1274ba0c, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a0a3d1776ad3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8171e4db4cd8, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_82bb492013b6, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_da10fb5c20ff, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8c5dc4457650, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_78958868e9a0, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_cac1f431e207, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_3b48a2ae6f7f, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_fc0564332f5f, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_583bfacebaa2, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_2adfd1aae1e0, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_55fd6f594d39, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_3f47c8184f45, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_e6896e7071d6, 0, 128, 4, 64, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_d5f3a6af6131, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_1987996e7d37, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_659a6eafd219, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_03c49a4a56bc, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_841a36b408b1, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_fd3b3950703f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_24bc8b0a83ad, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_18627043daca, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8a8bf8a0df33, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_fa097c1d5736, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_dbc015579d8b, 3, 128, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t128.v4.tpr128.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2b67896594c7, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5f6b65afc8e5, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a6bad78b0d6a, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_78125c2c6522, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_691632023462, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_fe043910b719, 3, 256, 4, 128, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr128.h2560
-  {(const void*)&normgen_rmsnorm_fwd_46e41b76b3da, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3a60475340ce, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ee23e86af3db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_086dff62fd24, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_21ad26fb51db, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_caf7323f392d, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_e1efc1b2c4c8, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d888146025ee, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_dc141c9b108c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c108620b2fc5, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_21485b8dc0a4, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_948785237011, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_c72876e1d9f9, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4018464c5998, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_498cac866475, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_d01f100f99ee, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a3fcc0d0de9c, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_b1b270b24a46, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_85fa8e6e52e9, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0b23ca8321ea, 1, 128, 4, 128, 4, 4, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_8b28b14f6142, 3, 256, 4, 256, 0, 1, 4, 0, 8192 },  // reload.t256.v4.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_97c0379a6d14, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_c021ea7f3bd2, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_06aacd8eba65, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_8ef3d367b086, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_0a081abb5ff0, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_f641d113390d, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_37a06fab0cd3, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e13a707fbeea, 0, 128, 4, 128, 8, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_80936f28db38, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c26b1ed5c80b, 1, 512, 4, 512, 2, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_820cf6343e2a, 0, 512, 4, 512, 16, 1, 4, 0, 32768 },  // regs.t512.v4.tpr512.i16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dadb95516995, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_bad50983bcc0, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_dfa674cd659c, 0, 256, 4, 256, 8, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_596f7be1bd3b, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_085e910ca1df, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5a37e9974513, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5157445d8236, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_ead9ea1b8d36, 0, 512, 4, 512, 8, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_0e2652f1f24e, 4, 512, 4, 512, 4, 16, 4, 163840, 131072 },  // ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_666247893f7a, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5b5e3b6cb455, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f85bfe426638, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_a6d764429a7b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_2bdd9ad6095f, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_4f6c6c85fc3c, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_f662d62d5f65, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_367cf2a6af08, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_c241d50d258d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a6d171caf751, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fb7751dd908f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8feb4253fce7, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d8959b9e04c1, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_31a06c1e355e, 0, 64, 4, 64, 6, 1, 4, 0, 1536 },  // regs.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_639e020f508c, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ed3f2ce1e59f, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c28a03cb6726, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_bc505be40726, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a22f7c4722da, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5ad45e5917a5, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fc76f8f0902e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_0d10e5d8483b, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_81abc9af4219, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_88a3d509e727, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2473cc38e610, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_28953ea34b80, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3bd272216138, 2, 256, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr128.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0b54e1ab4830, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_781aa43cfb9f, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3b0d7f8a81e2, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_f00efa6b553e, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c179510c26a4, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_93e0038b11f2, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a4ef0aa963ed, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_400f22dc46a3, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c91aa4e0aa74, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3126dfa04d7e, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_900803f70e8d, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_959750930eed, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e28980a7a9be, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bebb62882170, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_16a74a7eed21, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_dbcbe714331f, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c0e656155e40, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_de2012e7c10f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_a85f14a4ed8a, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_dc384d50ae31, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_deea52838394, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_cd2740f91cb1, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2572421638b5, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_2b409590f84b, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9a4616636991, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3bbe31ac93fc, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_352c04c71e6a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_06acad55957a, 1, 512, 4, 512, 2, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_1ec5d7090988, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_d3176c961f5d, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_93da21ddef4b, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_94a99af45022, 0, 512, 4, 512, 4, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_a7dc51fe4ee5, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_01bb2f95e5b0, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_d51b9dc6b5b0, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2c27c17f1c38, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_8be83e2272fa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_fe0351b3aa7e, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_da20ed628dc2, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_d10f7fcad07a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_0a261a6675dc, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_layernorm_fwd_7654be4e537d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_f593c65139bb, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_0c111bd96b4b, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_71fa9d52bb6e, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_49f8fe8bfc5e, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_4eb202e92163, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_b6606754b231, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_041f787ccb1a, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_fd29747b2e78, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_60c7db26090b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_87dcd1daf05b, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_9eba515934e6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_3ac3cbd5bae9, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_9afb6f8f3ca4, 4, 512, 8, 32, 3, 1, 2, 52224, 0 },  // ring.t512.v8.tpr32.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_d72ec207e48b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_6dfabd1254c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_e378aad58aaf, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_d02714a87e85, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_2926103f35f8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_a5ff19c41638, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_a1dd9622d813, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_6189aad5c4f5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_d00f321ae022, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_8db5e7684f9b, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_a6a4daecbbf4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_cde8f79e9569, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_aa5317526069, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_3bd8565f9933, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_92678f82e3af, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_32cc060e9818, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_1937d29a538d, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_19e6fd89cb50, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_e1fe66505c7b, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_1551836a7b31, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_5f91e8552639, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_3f8c18c80370, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_6e458e9673de, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_a12e758532a5, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_2968509b1858, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_035ec8672ed3, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_60272d4bda6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_436afc82717c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_10cd512bc31e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_0476f94cc1c3, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_a9638f033ec3, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_c579760fc80e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_13fe443e8561, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2
+  {(const void*)&normgen_layernorm_fwd_acc8fda18825, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_57c06c20ac48, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_layernorm_fwd_ce342b0837c8, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_b7195015f515, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_16402d40e922, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_a151ebf40ee2, 0, 64, 8, 64, 5, 2, 2, 0, 5120 },  // regs.t64.v8.tpr64.i5.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_1f8478251961, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_96e4442a97b2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_0ee890021ba2, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ebdf368a182f, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_474840ace71b, 0, 256, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t256.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ce3775217963, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_a861935e5428, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_adad632748b6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_fe383faac4ee, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_3efbc8e4397d, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_60e27f679ac4, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_b693357e091f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_6acd63f45cd8, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_b922a4d4dd0a, 0, 512, 8, 256, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_4042a513e113, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_c57546a3cd59, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_78ea2a9d447a, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_fc26d73dac85, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_68d9080caf9a, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_859a868415b1, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_cb3c34f5e0c1, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_a2076a8efb02, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_67d792b4b15b, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_3e3914dc5041, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_ad15d0008eb3, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_be5c7961f978, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_52e04dc59639, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_5a50224ef2e4, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_4925d07ec513, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_1417acf6f010, 0, 128, 8, 128, 4, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_7f25bbac57fe, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_9d38a275e363, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_f62d0787e4f7, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_62105effaf23, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_b68b5014e308, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_93d6dce44b08, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_18a248b71ab6, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_d07cb2df4157, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_c8ff86f998f5, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
+  {(const void*)&normgen_layernorm_fwd_25f9b80cdc2b, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_c3a22e76cbee, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_d183c5cb53cc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_cd17114c9dc9, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_09d5aa8433b9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_ec37e4df4ba3, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_16be8032dac1, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_84079c0689fe, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_97d558c00522, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_729c44f10795, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_45e5c62601ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_929c0b47ad54, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_b4b9050f5e54, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_ca5589921996, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_86594c9a27a4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_17fea19193e9, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_ce441672284e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_690b47fa2d44, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_151de026a9ef, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_05dfc3183c93, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_217b9735a556, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_527ca78de1d6, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_045dc0af6f72, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_74c28a58848b, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_01d0db0ce939, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_2fd37f7a9cf4, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_bcb22d7a5591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_90e0eeaa7b6b, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_layernorm_fwd_0fcc2b65ed55, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_1967af82cde9, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_50fdea5c4b6c, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_c01c680a603b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_7612d78fbaec, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_c2a7645e4ce3, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_adc38e03bd74, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_d7eeda8fd571, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_5b1877db3670, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_50aeb43e8517, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_dd246dbf6bdf, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_670ff696114f, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_149a11dcaec7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_b981a5c08223, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_cc2b6c3bb125, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_da817d71610c, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_d6304e844557, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_0133a4b11683, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_4f71ddb2ec1f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_layernorm_fwd_b6789c761823, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_ee7b15e36f5e, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_b8a80e7375c2, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_73ae34ae876a, 1, 256, 8, 256, 2, 2, 2, 0, 6144 },  // pipelined.t256.v8.tpr256.i2.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_a2c6a51d90fc, 1, 128, 8, 128, 3, 2, 2, 0, 6144 },  // pipelined.t128.v8.tpr128.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_73f6e8408c84, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_97547e520f0f, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_e8d2f1b7eec7, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_fbe88800fc07, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_58d84f781b54, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_197a7239a7f0, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_layernorm_fwd_64da0d56cd28, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_fd7967ad3609, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_f967b5cfc7f2, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_0321f9ea76a6, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_0eb4c4a62ded, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_52f201de93c0, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_bfdae9792c1f, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_94aa6de8cb0a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_26e29a4dcde0, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_aa7e44ecefa4, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_c939a2ae561c, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_e63690b51327, 1, 256, 8, 256, 2, 4, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_ccdaaf7be58f, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_4ee801ee6883, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_fe16709c85b1, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_92b42b2a95f7, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_7597ed1d20d7, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_3cc0502c1324, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_c2f0e33bcc1a, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_layernorm_fwd_ae46419aa3f2, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_5f4f9615c68a, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_fd34e15beb6b, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_166083c190de, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_a136de43d71c, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_6f1bfea23bd4, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_9e2726708542, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_7798287b9be3, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_d6d0aeec49c5, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_f09bceaa70cd, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_e5f29a44fd90, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_5e1528867b55, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_c0cbfd3bc899, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_9955d9f49674, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_b28108554eba, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_6c4031a328e0, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_e367a2b573f1, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_ab44d258b99c, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_b02185caf1db, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_d370ca1e5403, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_d6211fe20081, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_a33912758622, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_c6d72e58a2ab, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_250904cd1996, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_layernorm_fwd_f3471c80cfe5, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_9557dc51159e, 0, 512, 8, 512, 8, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i8.c4
+  {(const void*)&normgen_layernorm_fwd_432e9a5571ef, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_c7ade934aed3, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_layernorm_fwd_28cdb7969586, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_15768ba47a80, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_a32ea1c9ce07, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_74c9ed072317, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_6da82d871a02, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_adc6dbf11c4a, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_33e3cce94644, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_921b901bcd3b, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_329b8292e4d5, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_4a08c8b2f75a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_48272f22d0d3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_f3d550c98695, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_a8b905c7b618, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_5e0db4709221, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_4941704a1ef2, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_342232eb3789, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_b4a5ca36d712, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_ed89f8a9b859, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_88d38c23eb44, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_c1ed72030a3a, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_93789f6cd38f, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_553f7fff8ba0, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_bf9c3f7cacf3, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_362aa1b08ba9, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_164b37b03af5, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_d394c54e7852, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_05f55f491d81, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_de04820ca9ca, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_layernorm_fwd_2c80997cd586, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_3e7860f7733c, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_31dad52f0c4a, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_d310a0627659, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_c7593dfa5959, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_9af67a9cf02f, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_cd3a8dcae5e3, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_0081861f0625, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_305e1488da0e, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
+  {(const void*)&normgen_layernorm_fwd_653836a6517a, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_3bd5fd1f80c0, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_a4dbaed9de5d, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_90826f6c3333, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_b4f5ece45609, 0, 512, 4, 256, 5, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_f3d996b3722f, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_ac9bd13c0696, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_25bb743843e8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_93d4efaf300f, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_2635ef8cc959, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_6aa34905ceba, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_7bacb0e8aac4, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_d098d72611ae, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_e491d46493a9, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_cab79069c4b7, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_1b116eec1c94, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_f5f9f301ab1e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_b6310e764098, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_0c0342bb6246, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_512ad1ac9e97, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_1d9425bd3b60, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_e0a1e6e5f0f6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_a48c3464ec93, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_5fb9306bb699, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_3b967715bd50, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_851a74d77faa, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_0d75be90ce0b, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_78e4f8fd8c94, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_0f5d662d0e1f, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_059480db8408, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_5f3363ee85aa, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_76202979152d, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_layernorm_fwd_54f734e6d6d3, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_4f1e5b37749a, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_f256944a8970, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_3e4b280a6353, 0, 64, 4, 64, 8, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_9ce7f2d17cf5, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_c1708b7dac45, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
+  {(const void*)&normgen_layernorm_fwd_7849282491d5, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_51686b8a95cc, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_f708e224abe6, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_layernorm_fwd_cb8bffdd3396, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_02e11c424289, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_e0bdbfa90e3f, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_120d8692b966, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_c6763285df52, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_708eabbf8ac7, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_45c7a7dc1027, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_34054755ce0b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_11730ca612c8, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_7360119ef6e7, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_902f5cc6d657, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_63a8c71e6023, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_75328513ea05, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_a4aad0cfeddf, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_66356642f977, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_bfa589a3506a, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_c5512c538269, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_1bbbdc54cd5e, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_385eb2835950, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_08f64d2ae701, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_fec6e98ad241, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_2853a87e64ae, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_64ca1fd58f34, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_a237159d085a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9f792cc99658, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3462145e3928, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3bf7f8d97a05, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a8ba3d324049, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_dc24843fd34c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_e5e423916388, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_036997ae6cc5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_60fd1926967a, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0aec1b301ad2, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_b1d06d79526c, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2d0a1040950d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_423820398533, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b88ecb38ecbf, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ae9aada8131a, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_884c9a28ff1d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_88a6d785c8c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_39e2cb33db44, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a880faadef7f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bf30cd625895, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_1a9079b522c4, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5954c60773f8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_892c59dfb3c7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_91a75969846d, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_44a77238e975, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e6ac444c8f13, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_16a24686e7b8, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fe6757f7d119, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_de602d5a1deb, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9c02817cd829, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7136bc61976b, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4fa293b8e99e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e0b138cce20e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_7456fb055d04, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_a85c371e10db, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_c64a247afde0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ba43047f8f5f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_fdb3a41d3bae, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5a509e8b559c, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4ce4a3fa1f98, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_fd8233066b9a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ab7c3cc9ab94, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6fce3701c8de, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fa5dee5fff75, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4e5353aaa8e9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ed6df044ee4a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6d85f20b0e0f, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_fc513c16de6b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_784e262c2662, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d93bd066828a, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_dc1b80c9e3eb, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f3b523aaa38b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_56e4cdc1d520, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_04786f28b76a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_7a47ec0f4eef, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0fc28beb3750, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b07668a75c5a, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_353bdbecea48, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_1c1795753481, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6cbebfdb08bf, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_28f06911878c, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cd68e70f79b5, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7341c8058495, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_360640324669, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e1b51cd36f1e, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2fe2d1db8ae3, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_12c9143d27ee, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_1b8c76201552, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_27cc81a2a897, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a8b58a263cfe, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_791b7175e1b2, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_07fb260458da, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5acf9fc53373, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7f476d33b7b9, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4f650bf36c60, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_52d8d27138a8, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_9de4e6d88e84, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_3a290a2d609c, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_0a5316a1c5af, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_493283cdfee4, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b02cf85ff027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_046a4c15edd8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_988d5417e6e9, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_39b8fbfac4e7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_e90f51bf7829, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3cd4c3a4382d, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_f32dc227ee86, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_4b87cc2a9e73, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_e4416c214f46, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_17ff7e3da356, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_017f5e9af886, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_59098d9a23bb, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_a7d3a7a78e2b, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_71c045861aaf, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_eafb2b5aec02, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_83cd1dc641f8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ab30d83eab43, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_10ff21923c09, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_846c31853414, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_89460fe385d0, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9baa41f11ea2, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2c2adef90d8a, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_907fa8f60804, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3ecc7037ba21, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fbcb37fa226b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_4589437731a6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_f134891a1635, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_da45788c3cc7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0c36a5034df5, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fec8adddb8f0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ab79033c999a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_69204766587e, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_639ba85f437c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_271af8c29add, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_faabf39a4bd7, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_52edec9081ab, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_89d93c2410ec, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_cb52335188d8, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d1f8efba8c47, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_aee187ca05dc, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_cc06044e032a, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_db508cb418d9, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a879dafed04e, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_f9625bb4cf46, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d7ec15f0dff4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ffb011c33279, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5f207e1598ca, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_09475905cec3, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_67cb423ddceb, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7f15e8c64247, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_49b2ddca9bd1, 2, 256, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_56d2f5077285, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d06c9ff389c4, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5a5a531d5a9d, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f4aa9e232cce, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_7613a4272058, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6661a945b998, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b3cce6dc45ee, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_fb704f9c4478, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a4828b3ce0e3, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d45bbc6c0f79, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_44c62b9ad324, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
+  {(const void*)&normgen_rmsnorm_fwd_692f040e8573, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_62adf5720952, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_70ccb5862b96, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9094ae4b00f9, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_77c2f15ff171, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_51902d66f28a, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_951c2aca5fa3, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_58216a8693c9, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5f64b59d2748, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_c92834387250, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8655be3aa0ff, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_010c1b0b90c7, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_04873ca06931, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e265c695c61e, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f052f58fbab6, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_cd2ad54a5e6c, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4d1635079a4c, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9bcd3ed45621, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9e6039a5c9d7, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_ce37f2c69f88, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_2086ed61631d, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8a3be7bff787, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ed14bd05f43d, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_75237a99c1fb, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9bd3f023b8ab, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_83c00ec305bc, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_8b313594c24a, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a7f9d682e384, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d47d23f176ef, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_16758c33c1bd, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_13ae137dddd7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_3672538e654f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_004fc6ca953b, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_29c4e77788ea, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_5cf988340b71, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_c734fd24af27, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_51fff6008c7f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_1272b904798a, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_8a7260c40dad, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_0d1c1b500aa6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_1cdad13651de, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_dd4714a13923, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6c1db04387e9, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f043523029b2, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_89b72a13da31, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_21e074df84aa, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a551da880c4a, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_92007798ad8c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2fe87f327eaf, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1a4b6f0be0b0, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_3efcb67af5a7, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5a0a74b09068, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_ab0d746271a8, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_270ab218a320, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_599cd58bbea0, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ccb4d17d5984, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_76d59bb4866e, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0d3f98514a42, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e6f520f84934, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b254cf02e755, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_402e1c196287, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3b00e2b8eeb3, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b3eb0384078c, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_650842abdf7a, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_74b1ca3b6205, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b11dd6aa8f48, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8d669244dd09, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_7ef72f75755c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_d6b8709c5f5e, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_6fe15bded61b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1a2424c5c7f4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_004315b42965, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_46e28bd4fd3e, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_22e2b1a7bce7, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_22a501bbb739, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3a4348865a7c, 3, 128, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t128.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_09e3199b850c, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bac8a8d33497, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_dcd7fa72b123, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ab2382ef4123, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e972b2e9f2c5, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_6cfaafaa4541, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ef3760b2fd3e, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_45ad0ffa356a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_731b2bd1dc70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e8ac30b0e741, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_2e87eb7a3425, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2a7b9263c1a2, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_901be0baf6d9, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b07422d79b11, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b21ddf6b9e44, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_7650ca23bb9f, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6a8dd70f104b, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_05b5d1bf3ed8, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_934709c845f8, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3e8d76a982c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1a608958a6f1, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6a525a3f0ff8, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_691f6191f21c, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_164c175e0b68, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_4666368e2e8a, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8a9b655c0cbc, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_c745c68d77f3, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_020cfde9fc9b, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_12846ac135c9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_6714c5a142be, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8e1cedfbd09d, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_343d66bda7c9, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1a4005474761, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ed385e6659ac, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_300a42a4ac4e, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_776c6036f8ad, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_87f7f2032d55, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a51655bdc2e5, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4764deff2f9a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_52d2859961ed, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_afeee3c4a0b5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_3c2c8e7b5cd5, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_bb49178122ca, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_0f6479a02f48, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_8a770b630c87, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_29f7b770152d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_7cbca7ce672b, 0, 512, 8, 128, 1, 1, 2, 0, 768 },  // regs.t512.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_1af91979a384, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_e161553d44f1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b0151b2ecd80, 0, 512, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t512.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3322e034a538, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f0b0c814a039, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_051f749d1ecb, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_921402d90622, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7997aa77b863, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ec5bdf367f26, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a6b01048d165, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a6456bc99540, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_23a6ee3309a2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0af1692a336d, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a200fc198b67, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ce389510a896, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_1c8b47ffbef6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1bd8c1a38da6, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1f35a07cf775, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4e91c58aa1e2, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_de485d35b19b, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_85d8d9a0463a, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_14e3e2f5fc91, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_712901efe597, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_96840e1f575e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c8660bdc30e4, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_ab97351fcc2c, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_908f146544df, 0, 1024, 8, 256, 3, 1, 2, 0, 0 },  // regs.t1024.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_e1987b1760a4, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5d1a9199d9f0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4b1532d9a7d2, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3782891d7d2b, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7340662b0bd1, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_59b22f72aff7, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_03b932763f2b, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1cac8b451210, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9c74c7f80122, 2, 512, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_15f97bea2ca0, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_c99ac869f1f9, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_7c27f6d7c2a2, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_98fa19ed728d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_3c395c9e7472, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_57932eee9cb6, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3b5da2b0f62b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8eb57c81f525, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_01ffbb5813d2, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_98344acf1e1b, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f8308beecaff, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_503fa609fa3c, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2d2a7db5db3d, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2f3748078349, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0cc1c194d854, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_198fa004346d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d4537f77cdff, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_3a2d21dfb819, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_ee16361eafe1, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7bc122f0095d, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_94d52db164bd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b43bef07cdc5, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6dc30239f2ed, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a400c4654a2b, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_109ac8f60e3d, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_0df3b1571b12, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4f7de91d01a9, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_63aeea4ced57, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_db35043b5b65, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_851e8925d39a, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_800c86ef28d0, 1, 512, 8, 512, 1, 16, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_54e6a641c5c0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6a162d335d78, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_cc843d1d97ab, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9a993cc9fdfe, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_87becde73bac, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_04c71deb9c52, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_420626734706, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_de505ae06edf, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_bdac8d2fcc58, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0ac5a9369db6, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_2158b06dc71c, 1, 128, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_bef25bb1786e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_dba77d96c9d5, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_11fb587575b3, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_cbf8e59b29bb, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_1775f47e5e30, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_5c0f746e0101, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_2861cecc2da0, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_9994f3ed1197, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bcd4f601bbda, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_f3c1f5904be0, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_d82147ce2d9e, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e0960008fac3, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_79017f99eea4, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_83e765082c87, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_415035b2ce41, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8ff2a0d4cddd, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d6a1f3838225, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_f5b09b5fa677, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e7bd3b31dfd6, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_5a8d18669a34, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a2b4a0080934, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5acb98dfe0cb, 3, 512, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t512.v4.tpr128.h2048
+  {(const void*)&normgen_rmsnorm_fwd_978803a7b7eb, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_2c44d09d39fc, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_446ec1a06ff2, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_749cb6386668, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fe738bbc431f, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_8542b901a54f, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0c2348092d66, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_df1b449bcd02, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e847f85e1829, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d8131d8127b0, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_282fcfe61e1c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_14d7e4533a57, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
+  {(const void*)&normgen_rmsnorm_fwd_02bc6d4f3dfd, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_2f8996d2d6e2, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e84182ad95f8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_35257df88685, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_99522ad31a6a, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9237a653a317, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_254288dd0db5, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_41b57c57fb09, 1, 128, 4, 128, 5, 2, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i5.c2
+  {(const void*)&normgen_rmsnorm_fwd_58bf7a6974ec, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_596beed011fa, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a14c3151ece9, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_7f64d4ab8ac1, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_04caed98358b, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_96a6f64a0fff, 0, 512, 4, 256, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_ad7d9b4180ab, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ff516ea23ee3, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_55dc7c92a75e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9aa11996c311, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_989688377969, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_2b5a7ee1de9a, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_2174207dbcb5, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5135e4ceaf69, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_23cae19870fa, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3b63c8d562f2, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8df03fdeaef0, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_72f44c311522, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_02012856bc5f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f5141a7884d8, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3b6d7cd6b1b8, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_d25d09a2dd37, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e0ebf336357e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_f77a5a38e57b, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3ac707eba9d, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_11a37bfe97ac, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_22f562bce75d, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8e1ec3aafea1, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_9106f993407b, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d829293c4d81, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_8a1357b3430f, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_026abf126060, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5465de0e059a, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_d2f3621bce03, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_971529187efb, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ef9376edf3dd, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1b71db0537ce, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_7259de9ce555, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_805f5fda4729, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_882a0643665a, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4e0fef9b6dfd, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_fb4ec88631d2, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_70041237c7c8, 4, 512, 4, 512, 4, 16, 4, 163840, 131072 },  // ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_bb08cfea2a61, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
+  {(const void*)&normgen_rmsnorm_fwd_79bef5276678, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_da5079ba9982, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_fcc21d2f0c40, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_4dbb91f64188, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_1380283afebe, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ff6bfd407643, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_6546136116fa, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a675cd670ce3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_e4271b6721f2, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_eebd32e9eb11, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_4baa73261c40, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f0c0ba20f8ec, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_74b561dd2406, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_628578abde93, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bc9fedbcdbb3, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4ef4a95ee934, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5046e4fa376b, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_8671aca7c6a5, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_4ce19cefd3fb, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a9528f478cff, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1f74685043d0, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c831ba731c62, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_94bc5a6716b9, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_26fbcc15194d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_4bddeeececff, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_b35955dae275, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0b1f8a70ffaa, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_12e8d5cb373b, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2b609ea5019e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_117ff816e73f, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3ca867665bed, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a2c37ccf9a9f, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_1990fe256d08, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3226ff43871c, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c2e2b6c5af25, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_d5032807811e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_54fa87dbb8ff, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_95094f23b387, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_c52e2ce0126c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b93efbfaabff, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e2af7e462e86, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_28634ce8fab5, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ea3e50ba80db, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_8dbb907e245e, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_61d4061fae21, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_53a1474456ce, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_c2f07b387145, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_028818713c36, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5a348d28d9d6, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5da9746c85f7, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_87e43a070ef7, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_7a3fd66765e7, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_838db27fb641, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_43c322b347ec, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f1b3b733a274, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_2ee7836b8141, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8af4d71be99a, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_ef1804411cdb, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_2e0bb89a0c29, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_61434781cb73, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_66696759f0bb, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_01c290b2db4d, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_e80a508d52ca, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_fecbc44c6f30, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_896ac338469a, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d22a2123eb8f, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_352755f6bfad, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a0899c322bb4, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_cc1a1354e904, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e48ebbec7613, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1357,15 +1630,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 78 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 149 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 226 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 310 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 387 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 461 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 529 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 598 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 662 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 96 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 199 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 283 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 380 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 472 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 556 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 640 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 729 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 798 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1374,1229 +1647,1213 @@ struct Entry { int spec; int64_t hidden, rows; int variant, portable; };
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0, 1 },
-  { 0, 512, 8, 0, 1 },
-  { 0, 512, 32, 0, 1 },
-  { 0, 512, 128, 2, 1 },
-  { 0, 512, 512, 2, 1 },
-  { 0, 512, 2048, 2, 3 },
-  { 0, 512, 8192, 2, 3 },
-  { 0, 512, 32768, 2, 3 },
-  { 0, 768, 1, 4, 1 },
-  { 0, 768, 8, 4, 1 },
-  { 0, 768, 32, 4, 1 },
-  { 0, 768, 128, 5, 6 },
-  { 0, 768, 512, 5, 1 },
-  { 0, 768, 2048, 5, 7 },
-  { 0, 768, 8192, 5, 8 },
-  { 0, 768, 32768, 5, 8 },
-  { 0, 1024, 1, 9, 1 },
-  { 0, 1024, 8, 9, 1 },
-  { 0, 1024, 32, 9, 1 },
-  { 0, 1024, 128, 9, 6 },
-  { 0, 1024, 512, 10, 1 },
-  { 0, 1024, 2048, 10, 7 },
-  { 0, 1024, 8192, 10, 7 },
-  { 0, 1024, 32768, 10, 7 },
-  { 0, 1536, 1, 11, 1 },
-  { 0, 1536, 8, 11, 1 },
-  { 0, 1536, 32, 11, 1 },
-  { 0, 1536, 128, 11, 1 },
-  { 0, 1536, 512, 12, 1 },
-  { 0, 1536, 2048, 12, 13 },
-  { 0, 1536, 8192, 12, 13 },
-  { 0, 1536, 32768, 12, 13 },
-  { 0, 2048, 1, 14, 1 },
-  { 0, 2048, 8, 14, 1 },
-  { 0, 2048, 32, 14, 1 },
-  { 0, 2048, 128, 14, 1 },
-  { 0, 2048, 512, 15, 1 },
-  { 0, 2048, 2048, 15, 16 },
-  { 0, 2048, 8192, 15, 16 },
-  { 0, 2048, 32768, 17, 16 },
-  { 0, 2560, 1, 18, 19 },
-  { 0, 2560, 8, 18, 19 },
-  { 0, 2560, 32, 18, 20 },
-  { 0, 2560, 128, 18, 20 },
-  { 0, 2560, 512, 21, 19 },
-  { 0, 2560, 2048, 21, 22 },
-  { 0, 2560, 8192, 21, 22 },
-  { 0, 2560, 32768, 21, 22 },
-  { 0, 3072, 1, 23, 19 },
-  { 0, 3072, 8, 23, 19 },
-  { 0, 3072, 32, 23, 20 },
-  { 0, 3072, 128, 23, 20 },
-  { 0, 3072, 512, 24, 19 },
-  { 0, 3072, 2048, 24, 25 },
-  { 0, 3072, 8192, 24, 25 },
-  { 0, 3072, 32768, 24, 25 },
-  { 0, 4096, 1, 26, 19 },
-  { 0, 4096, 8, 26, 19 },
-  { 0, 4096, 32, 26, 20 },
-  { 0, 4096, 128, 26, 20 },
-  { 0, 4096, 512, 26, 19 },
-  { 0, 4096, 2048, 26, 27 },
-  { 0, 4096, 8192, 28, 27 },
-  { 0, 4096, 32768, 28, 27 },
-  { 0, 5120, 1, 29, 30 },
-  { 0, 5120, 8, 29, 30 },
-  { 0, 5120, 32, 29, 31 },
-  { 0, 5120, 128, 29, 31 },
-  { 0, 5120, 512, 29, 30 },
-  { 0, 5120, 2048, 29, 32 },
-  { 0, 5120, 8192, 29, 32 },
-  { 0, 5120, 32768, 33, 32 },
-  { 0, 6144, 1, 34, 30 },
-  { 0, 6144, 8, 34, 30 },
-  { 0, 6144, 32, 34, 31 },
-  { 0, 6144, 128, 35, 31 },
-  { 0, 6144, 512, 35, 30 },
-  { 0, 6144, 2048, 35, 30 },
-  { 0, 6144, 8192, 36, 30 },
-  { 0, 6144, 32768, 36, 30 },
-  { 0, 7168, 1, 37, 38 },
-  { 0, 7168, 8, 37, 38 },
-  { 0, 7168, 32, 37, 31 },
-  { 0, 7168, 128, 39, 31 },
-  { 0, 7168, 512, 39, 38 },
-  { 0, 7168, 2048, 39, 38 },
-  { 0, 7168, 8192, 39, 38 },
-  { 0, 7168, 32768, 39, 38 },
-  { 0, 8192, 1, 40, 41 },
-  { 0, 8192, 8, 40, 38 },
-  { 0, 8192, 32, 40, 41 },
-  { 0, 8192, 128, 40, 41 },
-  { 0, 8192, 512, 42, 38 },
-  { 0, 8192, 2048, 43, 38 },
-  { 0, 8192, 8192, 43, 38 },
-  { 0, 8192, 32768, 43, 38 },
-  { 0, 12288, 1, 44, 45 },
-  { 0, 12288, 8, 44, 45 },
-  { 0, 12288, 32, 44, 45 },
-  { 0, 12288, 128, 44, 46 },
-  { 0, 12288, 512, 47, 27 },
-  { 0, 12288, 2048, 47, 27 },
-  { 0, 12288, 8192, 47, 27 },
-  { 0, 12288, 32768, 47, 27 },
-  { 0, 16384, 1, 48, 49 },
-  { 0, 16384, 8, 48, 50 },
-  { 0, 16384, 32, 51, 50 },
-  { 0, 16384, 128, 52, 46 },
-  { 0, 16384, 512, 53, 54 },
-  { 0, 16384, 2048, 53, 54 },
-  { 0, 16384, 8192, 53, 54 },
-  { 0, 16384, 32768, 55, 54 },
-  { 0, 32768, 1, 56, 54 },
-  { 0, 32768, 8, 56, 57 },
-  { 0, 32768, 32, 58, 57 },
-  { 0, 32768, 128, 59, 60 },
-  { 0, 32768, 512, 61, 62 },
-  { 0, 32768, 2048, 61, 62 },
-  { 0, 32768, 8192, 61, 62 },
-  { 0, 32768, 32768, 61, 62 },
-  { 0, 65536, 1, 63, 54 },
-  { 0, 65536, 8, 63, 64 },
-  { 0, 65536, 32, 65, 65 },
-  { 0, 65536, 128, 66, 67 },
-  { 0, 65536, 512, 68, 69 },
-  { 0, 65536, 2048, 68, 69 },
-  { 0, 65536, 8192, 68, 69 },
-  { 0, 65536, 32768, 70, 69 },
-  { 0, 131072, 1, 71, 72 },
-  { 0, 131072, 8, 71, 72 },
-  { 0, 131072, 32, 73, 73 },
-  { 0, 131072, 128, 74, 75 },
-  { 0, 131072, 512, 76, 77 },
-  { 0, 131072, 2048, 76, 77 },
-  { 0, 131072, 8192, 76, 77 },
-  { 0, 131072, 32768, 76, 77 },
-  { 1, 512, 1, 79, 80 },
-  { 1, 512, 8, 81, 80 },
-  { 1, 512, 32, 81, 80 },
-  { 1, 512, 128, 81, 80 },
-  { 1, 512, 512, 81, 80 },
-  { 1, 512, 2048, 81, 82 },
-  { 1, 512, 8192, 81, 82 },
-  { 1, 512, 32768, 81, 82 },
-  { 1, 768, 1, 83, 80 },
-  { 1, 768, 8, 84, 80 },
-  { 1, 768, 32, 84, 80 },
-  { 1, 768, 128, 84, 80 },
-  { 1, 768, 512, 84, 80 },
-  { 1, 768, 2048, 84, 85 },
-  { 1, 768, 8192, 84, 85 },
-  { 1, 768, 32768, 84, 85 },
-  { 1, 1024, 1, 86, 80 },
-  { 1, 1024, 8, 86, 80 },
-  { 1, 1024, 32, 86, 80 },
-  { 1, 1024, 128, 86, 80 },
-  { 1, 1024, 512, 86, 80 },
-  { 1, 1024, 2048, 86, 87 },
-  { 1, 1024, 8192, 86, 87 },
-  { 1, 1024, 32768, 86, 87 },
-  { 1, 1536, 1, 88, 80 },
-  { 1, 1536, 8, 88, 80 },
-  { 1, 1536, 32, 88, 80 },
-  { 1, 1536, 128, 88, 80 },
-  { 1, 1536, 512, 88, 80 },
-  { 1, 1536, 2048, 88, 89 },
-  { 1, 1536, 8192, 88, 89 },
-  { 1, 1536, 32768, 88, 89 },
-  { 1, 2048, 1, 90, 80 },
-  { 1, 2048, 8, 90, 80 },
-  { 1, 2048, 32, 90, 80 },
-  { 1, 2048, 128, 90, 80 },
-  { 1, 2048, 512, 90, 80 },
-  { 1, 2048, 2048, 90, 91 },
-  { 1, 2048, 8192, 92, 91 },
-  { 1, 2048, 32768, 92, 91 },
-  { 1, 2560, 1, 93, 94 },
-  { 1, 2560, 8, 93, 94 },
-  { 1, 2560, 32, 93, 94 },
-  { 1, 2560, 128, 93, 94 },
-  { 1, 2560, 512, 93, 94 },
-  { 1, 2560, 2048, 95, 96 },
-  { 1, 2560, 8192, 93, 96 },
-  { 1, 2560, 32768, 93, 96 },
-  { 1, 3072, 1, 97, 94 },
-  { 1, 3072, 8, 97, 94 },
-  { 1, 3072, 32, 97, 98 },
-  { 1, 3072, 128, 97, 94 },
-  { 1, 3072, 512, 97, 94 },
-  { 1, 3072, 2048, 97, 96 },
-  { 1, 3072, 8192, 97, 96 },
-  { 1, 3072, 32768, 97, 96 },
-  { 1, 4096, 1, 99, 94 },
-  { 1, 4096, 8, 99, 94 },
-  { 1, 4096, 32, 99, 98 },
-  { 1, 4096, 128, 99, 94 },
-  { 1, 4096, 512, 99, 94 },
-  { 1, 4096, 2048, 99, 100 },
-  { 1, 4096, 8192, 101, 100 },
-  { 1, 4096, 32768, 101, 100 },
-  { 1, 5120, 1, 102, 103 },
-  { 1, 5120, 8, 102, 103 },
-  { 1, 5120, 32, 102, 104 },
-  { 1, 5120, 128, 102, 103 },
-  { 1, 5120, 512, 105, 103 },
-  { 1, 5120, 2048, 102, 106 },
-  { 1, 5120, 8192, 102, 106 },
-  { 1, 5120, 32768, 107, 106 },
-  { 1, 6144, 1, 108, 103 },
-  { 1, 6144, 8, 108, 103 },
-  { 1, 6144, 32, 108, 104 },
-  { 1, 6144, 128, 108, 104 },
-  { 1, 6144, 512, 108, 103 },
-  { 1, 6144, 2048, 108, 103 },
-  { 1, 6144, 8192, 109, 103 },
-  { 1, 6144, 32768, 109, 103 },
-  { 1, 7168, 1, 110, 111 },
-  { 1, 7168, 8, 110, 111 },
-  { 1, 7168, 32, 110, 104 },
-  { 1, 7168, 128, 110, 104 },
-  { 1, 7168, 512, 112, 111 },
-  { 1, 7168, 2048, 112, 111 },
-  { 1, 7168, 8192, 112, 111 },
-  { 1, 7168, 32768, 112, 111 },
-  { 1, 8192, 1, 113, 111 },
-  { 1, 8192, 8, 113, 111 },
-  { 1, 8192, 32, 113, 104 },
-  { 1, 8192, 128, 114, 104 },
-  { 1, 8192, 512, 115, 111 },
-  { 1, 8192, 2048, 114, 111 },
-  { 1, 8192, 8192, 116, 111 },
-  { 1, 8192, 32768, 116, 111 },
-  { 1, 12288, 1, 117, 118 },
-  { 1, 12288, 8, 117, 119 },
-  { 1, 12288, 32, 117, 119 },
-  { 1, 12288, 128, 120, 121 },
-  { 1, 12288, 512, 122, 118 },
-  { 1, 12288, 2048, 122, 118 },
-  { 1, 12288, 8192, 122, 118 },
-  { 1, 12288, 32768, 122, 118 },
-  { 1, 16384, 1, 123, 124 },
-  { 1, 16384, 8, 123, 119 },
-  { 1, 16384, 32, 123, 119 },
-  { 1, 16384, 128, 125, 126 },
-  { 1, 16384, 512, 127, 126 },
-  { 1, 16384, 2048, 127, 126 },
-  { 1, 16384, 8192, 127, 126 },
-  { 1, 16384, 32768, 128, 126 },
-  { 1, 32768, 1, 129, 130 },
-  { 1, 32768, 8, 131, 132 },
-  { 1, 32768, 32, 131, 132 },
-  { 1, 32768, 128, 133, 134 },
-  { 1, 32768, 512, 135, 136 },
-  { 1, 32768, 2048, 135, 136 },
-  { 1, 32768, 8192, 135, 136 },
-  { 1, 32768, 32768, 135, 136 },
-  { 1, 65536, 1, 137, 130 },
-  { 1, 65536, 8, 137, 138 },
-  { 1, 65536, 32, 139, 139 },
-  { 1, 65536, 128, 140, 139 },
-  { 1, 65536, 512, 141, 142 },
-  { 1, 65536, 2048, 141, 142 },
-  { 1, 65536, 8192, 141, 142 },
-  { 1, 65536, 32768, 141, 142 },
-  { 1, 131072, 1, 143, 144 },
-  { 1, 131072, 8, 143, 144 },
-  { 1, 131072, 32, 145, 144 },
-  { 1, 131072, 128, 146, 144 },
-  { 1, 131072, 512, 147, 148 },
-  { 1, 131072, 2048, 147, 148 },
-  { 1, 131072, 8192, 147, 148 },
-  { 1, 131072, 32768, 147, 148 },
-  { 2, 512, 1, 150, 151 },
-  { 2, 512, 8, 152, 151 },
-  { 2, 512, 32, 152, 151 },
-  { 2, 512, 128, 152, 153 },
-  { 2, 512, 512, 154, 153 },
-  { 2, 512, 2048, 154, 153 },
-  { 2, 512, 8192, 155, 153 },
-  { 2, 512, 32768, 155, 153 },
-  { 2, 768, 1, 156, 151 },
-  { 2, 768, 8, 156, 151 },
-  { 2, 768, 32, 156, 151 },
-  { 2, 768, 128, 156, 151 },
-  { 2, 768, 512, 156, 151 },
-  { 2, 768, 2048, 157, 158 },
-  { 2, 768, 8192, 156, 158 },
-  { 2, 768, 32768, 157, 158 },
-  { 2, 1024, 1, 159, 151 },
-  { 2, 1024, 8, 159, 151 },
-  { 2, 1024, 32, 159, 151 },
-  { 2, 1024, 128, 159, 151 },
-  { 2, 1024, 512, 159, 151 },
-  { 2, 1024, 2048, 159, 158 },
-  { 2, 1024, 8192, 159, 158 },
-  { 2, 1024, 32768, 160, 158 },
-  { 2, 1536, 1, 161, 162 },
-  { 2, 1536, 8, 161, 163 },
-  { 2, 1536, 32, 161, 162 },
-  { 2, 1536, 128, 161, 162 },
-  { 2, 1536, 512, 161, 162 },
-  { 2, 1536, 2048, 164, 162 },
-  { 2, 1536, 8192, 165, 163 },
-  { 2, 1536, 32768, 165, 163 },
-  { 2, 2048, 1, 166, 163 },
-  { 2, 2048, 8, 166, 163 },
-  { 2, 2048, 32, 166, 162 },
-  { 2, 2048, 128, 166, 162 },
-  { 2, 2048, 512, 166, 162 },
-  { 2, 2048, 2048, 166, 162 },
-  { 2, 2048, 8192, 167, 163 },
-  { 2, 2048, 32768, 168, 163 },
-  { 2, 2560, 1, 169, 170 },
-  { 2, 2560, 8, 169, 171 },
-  { 2, 2560, 32, 169, 170 },
-  { 2, 2560, 128, 169, 170 },
-  { 2, 2560, 512, 169, 170 },
-  { 2, 2560, 2048, 169, 170 },
-  { 2, 2560, 8192, 172, 171 },
-  { 2, 2560, 32768, 173, 171 },
-  { 2, 3072, 1, 174, 171 },
-  { 2, 3072, 8, 174, 171 },
-  { 2, 3072, 32, 174, 170 },
-  { 2, 3072, 128, 174, 170 },
-  { 2, 3072, 512, 175, 170 },
-  { 2, 3072, 2048, 174, 170 },
-  { 2, 3072, 8192, 175, 171 },
-  { 2, 3072, 32768, 176, 171 },
-  { 2, 4096, 1, 177, 178 },
-  { 2, 4096, 8, 177, 178 },
-  { 2, 4096, 32, 177, 179 },
-  { 2, 4096, 128, 177, 179 },
-  { 2, 4096, 512, 180, 178 },
-  { 2, 4096, 2048, 177, 178 },
-  { 2, 4096, 8192, 181, 178 },
-  { 2, 4096, 32768, 180, 182 },
-  { 2, 5120, 1, 183, 184 },
-  { 2, 5120, 8, 183, 185 },
-  { 2, 5120, 32, 183, 185 },
-  { 2, 5120, 128, 183, 185 },
-  { 2, 5120, 512, 183, 184 },
-  { 2, 5120, 2048, 183, 186 },
-  { 2, 5120, 8192, 187, 184 },
-  { 2, 5120, 32768, 188, 184 },
-  { 2, 6144, 1, 189, 186 },
-  { 2, 6144, 8, 189, 185 },
-  { 2, 6144, 32, 189, 185 },
-  { 2, 6144, 128, 189, 185 },
-  { 2, 6144, 512, 190, 186 },
-  { 2, 6144, 2048, 189, 186 },
-  { 2, 6144, 8192, 191, 192 },
-  { 2, 6144, 32768, 193, 182 },
-  { 2, 7168, 1, 194, 195 },
-  { 2, 7168, 8, 194, 196 },
-  { 2, 7168, 32, 194, 196 },
-  { 2, 7168, 128, 194, 196 },
-  { 2, 7168, 512, 197, 195 },
-  { 2, 7168, 2048, 197, 195 },
-  { 2, 7168, 8192, 197, 195 },
-  { 2, 7168, 32768, 198, 182 },
-  { 2, 8192, 1, 199, 200 },
-  { 2, 8192, 8, 199, 201 },
-  { 2, 8192, 32, 199, 201 },
-  { 2, 8192, 128, 199, 196 },
-  { 2, 8192, 512, 202, 200 },
-  { 2, 8192, 2048, 202, 200 },
-  { 2, 8192, 8192, 203, 200 },
-  { 2, 8192, 32768, 203, 182 },
-  { 2, 12288, 1, 204, 205 },
-  { 2, 12288, 8, 204, 205 },
-  { 2, 12288, 32, 204, 205 },
-  { 2, 12288, 128, 204, 205 },
-  { 2, 12288, 512, 204, 206 },
-  { 2, 12288, 2048, 204, 206 },
-  { 2, 12288, 8192, 207, 206 },
-  { 2, 12288, 32768, 207, 206 },
-  { 2, 16384, 1, 208, 209 },
-  { 2, 16384, 8, 208, 210 },
-  { 2, 16384, 32, 208, 210 },
-  { 2, 16384, 128, 208, 211 },
-  { 2, 16384, 512, 208, 211 },
-  { 2, 16384, 2048, 208, 211 },
-  { 2, 16384, 8192, 212, 209 },
-  { 2, 16384, 32768, 212, 209 },
-  { 2, 32768, 1, 213, 182 },
-  { 2, 32768, 8, 214, 215 },
-  { 2, 32768, 32, 213, 215 },
-  { 2, 32768, 128, 214, 216 },
-  { 2, 32768, 512, 214, 216 },
-  { 2, 32768, 2048, 214, 216 },
-  { 2, 32768, 8192, 217, 216 },
-  { 2, 32768, 32768, 217, 216 },
-  { 2, 65536, 1, 218, 219 },
-  { 2, 65536, 8, 220, 219 },
-  { 2, 65536, 32, 218, 219 },
-  { 2, 65536, 128, 220, 219 },
-  { 2, 65536, 512, 220, 219 },
-  { 2, 65536, 2048, 221, 219 },
-  { 2, 65536, 8192, 221, 219 },
-  { 2, 65536, 32768, 221, 219 },
-  { 2, 131072, 1, 222, 223 },
-  { 2, 131072, 8, 224, 223 },
-  { 2, 131072, 32, 222, 223 },
-  { 2, 131072, 128, 225, 223 },
-  { 2, 131072, 512, 225, 223 },
-  { 2, 131072, 2048, 225, 223 },
-  { 2, 131072, 8192, 225, 223 },
-  { 2, 131072, 32768, 225, 223 },
-  { 3, 512, 1, 227, 228 },
-  { 3, 512, 8, 229, 228 },
-  { 3, 512, 32, 229, 228 },
-  { 3, 512, 128, 230, 228 },
-  { 3, 512, 512, 230, 228 },
-  { 3, 512, 2048, 230, 231 },
-  { 3, 512, 8192, 232, 231 },
-  { 3, 512, 32768, 230, 231 },
-  { 3, 768, 1, 233, 228 },
-  { 3, 768, 8, 233, 228 },
-  { 3, 768, 32, 233, 228 },
-  { 3, 768, 128, 234, 235 },
-  { 3, 768, 512, 234, 228 },
-  { 3, 768, 2048, 234, 236 },
-  { 3, 768, 8192, 237, 236 },
-  { 3, 768, 32768, 238, 236 },
-  { 3, 1024, 1, 239, 228 },
-  { 3, 1024, 8, 240, 228 },
-  { 3, 1024, 32, 240, 228 },
-  { 3, 1024, 128, 240, 235 },
-  { 3, 1024, 512, 241, 228 },
-  { 3, 1024, 2048, 241, 236 },
-  { 3, 1024, 8192, 241, 236 },
-  { 3, 1024, 32768, 241, 236 },
-  { 3, 1536, 1, 242, 228 },
-  { 3, 1536, 8, 242, 228 },
-  { 3, 1536, 32, 242, 228 },
-  { 3, 1536, 128, 242, 228 },
-  { 3, 1536, 512, 243, 228 },
-  { 3, 1536, 2048, 244, 245 },
-  { 3, 1536, 8192, 243, 245 },
-  { 3, 1536, 32768, 243, 245 },
-  { 3, 2048, 1, 246, 228 },
-  { 3, 2048, 8, 246, 228 },
-  { 3, 2048, 32, 246, 228 },
-  { 3, 2048, 128, 246, 228 },
-  { 3, 2048, 512, 247, 228 },
-  { 3, 2048, 2048, 248, 228 },
-  { 3, 2048, 8192, 247, 228 },
-  { 3, 2048, 32768, 247, 228 },
-  { 3, 2560, 1, 249, 250 },
-  { 3, 2560, 8, 249, 250 },
-  { 3, 2560, 32, 249, 250 },
-  { 3, 2560, 128, 249, 250 },
-  { 3, 2560, 512, 251, 252 },
-  { 3, 2560, 2048, 253, 254 },
-  { 3, 2560, 8192, 253, 254 },
-  { 3, 2560, 32768, 253, 254 },
-  { 3, 3072, 1, 255, 250 },
-  { 3, 3072, 8, 255, 250 },
-  { 3, 3072, 32, 255, 250 },
-  { 3, 3072, 128, 255, 250 },
-  { 3, 3072, 512, 256, 252 },
-  { 3, 3072, 2048, 256, 252 },
-  { 3, 3072, 8192, 256, 252 },
-  { 3, 3072, 32768, 256, 252 },
-  { 3, 4096, 1, 257, 252 },
-  { 3, 4096, 8, 257, 252 },
-  { 3, 4096, 32, 257, 250 },
-  { 3, 4096, 128, 257, 250 },
-  { 3, 4096, 512, 257, 252 },
-  { 3, 4096, 2048, 257, 252 },
-  { 3, 4096, 8192, 258, 252 },
-  { 3, 4096, 32768, 259, 252 },
-  { 3, 5120, 1, 260, 261 },
-  { 3, 5120, 8, 260, 261 },
-  { 3, 5120, 32, 260, 262 },
-  { 3, 5120, 128, 260, 262 },
-  { 3, 5120, 512, 263, 261 },
-  { 3, 5120, 2048, 264, 265 },
-  { 3, 5120, 8192, 263, 261 },
-  { 3, 5120, 32768, 263, 261 },
-  { 3, 6144, 1, 266, 261 },
-  { 3, 6144, 8, 267, 261 },
-  { 3, 6144, 32, 267, 262 },
-  { 3, 6144, 128, 267, 262 },
-  { 3, 6144, 512, 266, 261 },
-  { 3, 6144, 2048, 266, 265 },
-  { 3, 6144, 8192, 268, 261 },
-  { 3, 6144, 32768, 269, 261 },
-  { 3, 7168, 1, 270, 262 },
-  { 3, 7168, 8, 270, 271 },
-  { 3, 7168, 32, 270, 262 },
-  { 3, 7168, 128, 270, 262 },
-  { 3, 7168, 512, 272, 271 },
-  { 3, 7168, 2048, 273, 265 },
-  { 3, 7168, 8192, 272, 265 },
-  { 3, 7168, 32768, 274, 275 },
-  { 3, 8192, 1, 276, 277 },
-  { 3, 8192, 8, 276, 277 },
-  { 3, 8192, 32, 276, 277 },
-  { 3, 8192, 128, 278, 277 },
-  { 3, 8192, 512, 278, 271 },
-  { 3, 8192, 2048, 278, 265 },
-  { 3, 8192, 8192, 279, 265 },
-  { 3, 8192, 32768, 280, 275 },
-  { 3, 12288, 1, 281, 282 },
-  { 3, 12288, 8, 281, 282 },
-  { 3, 12288, 32, 281, 282 },
-  { 3, 12288, 128, 281, 282 },
-  { 3, 12288, 512, 283, 265 },
-  { 3, 12288, 2048, 284, 265 },
-  { 3, 12288, 8192, 284, 265 },
-  { 3, 12288, 32768, 285, 265 },
-  { 3, 16384, 1, 286, 287 },
-  { 3, 16384, 8, 286, 287 },
-  { 3, 16384, 32, 286, 287 },
-  { 3, 16384, 128, 288, 282 },
-  { 3, 16384, 512, 289, 265 },
-  { 3, 16384, 2048, 290, 265 },
-  { 3, 16384, 8192, 291, 265 },
-  { 3, 16384, 32768, 291, 275 },
-  { 3, 32768, 1, 292, 275 },
-  { 3, 32768, 8, 292, 293 },
-  { 3, 32768, 32, 292, 293 },
-  { 3, 32768, 128, 294, 294 },
-  { 3, 32768, 512, 295, 296 },
-  { 3, 32768, 2048, 297, 296 },
-  { 3, 32768, 8192, 298, 265 },
-  { 3, 32768, 32768, 298, 265 },
-  { 3, 65536, 1, 299, 300 },
-  { 3, 65536, 8, 299, 300 },
-  { 3, 65536, 32, 299, 300 },
-  { 3, 65536, 128, 301, 301 },
-  { 3, 65536, 512, 302, 296 },
-  { 3, 65536, 2048, 303, 296 },
-  { 3, 65536, 8192, 303, 296 },
-  { 3, 65536, 32768, 303, 296 },
-  { 3, 131072, 1, 304, 305 },
-  { 3, 131072, 8, 306, 306 },
-  { 3, 131072, 32, 305, 305 },
-  { 3, 131072, 128, 305, 305 },
-  { 3, 131072, 512, 307, 308 },
-  { 3, 131072, 2048, 309, 308 },
-  { 3, 131072, 8192, 309, 296 },
-  { 3, 131072, 32768, 309, 296 },
-  { 4, 512, 1, 311, 312 },
-  { 4, 512, 8, 311, 312 },
-  { 4, 512, 32, 313, 312 },
-  { 4, 512, 128, 313, 312 },
-  { 4, 512, 512, 313, 314 },
-  { 4, 512, 2048, 313, 314 },
-  { 4, 512, 8192, 315, 314 },
-  { 4, 512, 32768, 313, 314 },
-  { 4, 768, 1, 316, 312 },
-  { 4, 768, 8, 316, 312 },
-  { 4, 768, 32, 316, 312 },
-  { 4, 768, 128, 317, 318 },
-  { 4, 768, 512, 319, 318 },
-  { 4, 768, 2048, 320, 318 },
-  { 4, 768, 8192, 319, 318 },
-  { 4, 768, 32768, 319, 318 },
-  { 4, 1024, 1, 321, 312 },
-  { 4, 1024, 8, 321, 312 },
-  { 4, 1024, 32, 321, 312 },
-  { 4, 1024, 128, 321, 312 },
-  { 4, 1024, 512, 322, 318 },
-  { 4, 1024, 2048, 322, 318 },
-  { 4, 1024, 8192, 322, 318 },
-  { 4, 1024, 32768, 322, 318 },
-  { 4, 1536, 1, 323, 312 },
-  { 4, 1536, 8, 323, 312 },
-  { 4, 1536, 32, 323, 324 },
-  { 4, 1536, 128, 323, 312 },
-  { 4, 1536, 512, 325, 312 },
-  { 4, 1536, 2048, 326, 312 },
-  { 4, 1536, 8192, 326, 312 },
-  { 4, 1536, 32768, 327, 312 },
-  { 4, 2048, 1, 328, 312 },
-  { 4, 2048, 8, 328, 312 },
-  { 4, 2048, 32, 328, 312 },
-  { 4, 2048, 128, 328, 312 },
-  { 4, 2048, 512, 329, 312 },
-  { 4, 2048, 2048, 330, 312 },
-  { 4, 2048, 8192, 330, 312 },
-  { 4, 2048, 32768, 329, 312 },
-  { 4, 2560, 1, 331, 332 },
-  { 4, 2560, 8, 331, 332 },
-  { 4, 2560, 32, 331, 333 },
-  { 4, 2560, 128, 331, 333 },
-  { 4, 2560, 512, 334, 332 },
-  { 4, 2560, 2048, 334, 332 },
-  { 4, 2560, 8192, 334, 332 },
-  { 4, 2560, 32768, 334, 332 },
-  { 4, 3072, 1, 335, 332 },
-  { 4, 3072, 8, 335, 332 },
-  { 4, 3072, 32, 335, 333 },
-  { 4, 3072, 128, 335, 333 },
-  { 4, 3072, 512, 336, 332 },
-  { 4, 3072, 2048, 336, 332 },
-  { 4, 3072, 8192, 336, 332 },
-  { 4, 3072, 32768, 336, 332 },
-  { 4, 4096, 1, 337, 332 },
-  { 4, 4096, 8, 337, 332 },
-  { 4, 4096, 32, 337, 333 },
-  { 4, 4096, 128, 337, 333 },
-  { 4, 4096, 512, 338, 332 },
-  { 4, 4096, 2048, 338, 332 },
-  { 4, 4096, 8192, 339, 332 },
-  { 4, 4096, 32768, 339, 332 },
-  { 4, 5120, 1, 340, 341 },
-  { 4, 5120, 8, 340, 341 },
-  { 4, 5120, 32, 340, 342 },
-  { 4, 5120, 128, 340, 342 },
-  { 4, 5120, 512, 343, 341 },
-  { 4, 5120, 2048, 344, 341 },
-  { 4, 5120, 8192, 344, 341 },
-  { 4, 5120, 32768, 344, 341 },
-  { 4, 6144, 1, 345, 341 },
-  { 4, 6144, 8, 346, 342 },
-  { 4, 6144, 32, 345, 342 },
-  { 4, 6144, 128, 346, 342 },
-  { 4, 6144, 512, 347, 341 },
-  { 4, 6144, 2048, 347, 341 },
-  { 4, 6144, 8192, 348, 341 },
-  { 4, 6144, 32768, 348, 349 },
-  { 4, 7168, 1, 350, 351 },
-  { 4, 7168, 8, 350, 342 },
-  { 4, 7168, 32, 350, 342 },
-  { 4, 7168, 128, 350, 342 },
-  { 4, 7168, 512, 352, 351 },
-  { 4, 7168, 2048, 353, 351 },
-  { 4, 7168, 8192, 353, 354 },
-  { 4, 7168, 32768, 353, 354 },
-  { 4, 8192, 1, 355, 356 },
-  { 4, 8192, 8, 355, 356 },
-  { 4, 8192, 32, 355, 356 },
-  { 4, 8192, 128, 355, 356 },
-  { 4, 8192, 512, 357, 351 },
-  { 4, 8192, 2048, 358, 351 },
-  { 4, 8192, 8192, 358, 351 },
-  { 4, 8192, 32768, 359, 351 },
-  { 4, 12288, 1, 360, 361 },
-  { 4, 12288, 8, 360, 362 },
-  { 4, 12288, 32, 360, 362 },
-  { 4, 12288, 128, 360, 362 },
-  { 4, 12288, 512, 363, 354 },
-  { 4, 12288, 2048, 363, 361 },
-  { 4, 12288, 8192, 364, 354 },
-  { 4, 12288, 32768, 364, 354 },
-  { 4, 16384, 1, 365, 366 },
-  { 4, 16384, 8, 365, 367 },
-  { 4, 16384, 32, 365, 367 },
-  { 4, 16384, 128, 368, 362 },
-  { 4, 16384, 512, 369, 354 },
-  { 4, 16384, 2048, 369, 366 },
-  { 4, 16384, 8192, 370, 366 },
-  { 4, 16384, 32768, 370, 366 },
-  { 4, 32768, 1, 371, 349 },
-  { 4, 32768, 8, 372, 373 },
-  { 4, 32768, 32, 371, 373 },
-  { 4, 32768, 128, 372, 373 },
-  { 4, 32768, 512, 374, 375 },
-  { 4, 32768, 2048, 376, 376 },
-  { 4, 32768, 8192, 376, 376 },
-  { 4, 32768, 32768, 376, 376 },
-  { 4, 65536, 1, 377, 378 },
-  { 4, 65536, 8, 377, 378 },
-  { 4, 65536, 32, 377, 378 },
-  { 4, 65536, 128, 377, 378 },
-  { 4, 65536, 512, 379, 375 },
-  { 4, 65536, 2048, 379, 375 },
-  { 4, 65536, 8192, 380, 375 },
-  { 4, 65536, 32768, 380, 375 },
-  { 4, 131072, 1, 381, 382 },
-  { 4, 131072, 8, 383, 382 },
-  { 4, 131072, 32, 384, 382 },
-  { 4, 131072, 128, 384, 382 },
-  { 4, 131072, 512, 385, 375 },
-  { 4, 131072, 2048, 385, 375 },
-  { 4, 131072, 8192, 386, 375 },
-  { 4, 131072, 32768, 386, 375 },
-  { 5, 512, 1, 388, 389 },
-  { 5, 512, 8, 390, 389 },
-  { 5, 512, 32, 390, 389 },
-  { 5, 512, 128, 390, 389 },
-  { 5, 512, 512, 390, 389 },
-  { 5, 512, 2048, 390, 391 },
-  { 5, 512, 8192, 392, 391 },
-  { 5, 512, 32768, 393, 391 },
-  { 5, 768, 1, 394, 389 },
-  { 5, 768, 8, 395, 389 },
-  { 5, 768, 32, 395, 389 },
-  { 5, 768, 128, 395, 389 },
-  { 5, 768, 512, 395, 389 },
-  { 5, 768, 2048, 395, 396 },
-  { 5, 768, 8192, 395, 396 },
-  { 5, 768, 32768, 397, 396 },
-  { 5, 1024, 1, 398, 389 },
-  { 5, 1024, 8, 398, 389 },
-  { 5, 1024, 32, 399, 389 },
-  { 5, 1024, 128, 399, 389 },
-  { 5, 1024, 512, 398, 389 },
-  { 5, 1024, 2048, 399, 396 },
-  { 5, 1024, 8192, 398, 396 },
-  { 5, 1024, 32768, 398, 396 },
-  { 5, 1536, 1, 400, 389 },
-  { 5, 1536, 8, 400, 389 },
-  { 5, 1536, 32, 401, 389 },
-  { 5, 1536, 128, 401, 389 },
-  { 5, 1536, 512, 400, 389 },
-  { 5, 1536, 2048, 401, 402 },
-  { 5, 1536, 8192, 400, 402 },
-  { 5, 1536, 32768, 400, 402 },
-  { 5, 2048, 1, 403, 389 },
-  { 5, 2048, 8, 403, 389 },
-  { 5, 2048, 32, 403, 389 },
-  { 5, 2048, 128, 404, 389 },
-  { 5, 2048, 512, 403, 389 },
-  { 5, 2048, 2048, 405, 389 },
-  { 5, 2048, 8192, 405, 389 },
-  { 5, 2048, 32768, 405, 389 },
-  { 5, 2560, 1, 406, 407 },
-  { 5, 2560, 8, 406, 407 },
-  { 5, 2560, 32, 406, 408 },
-  { 5, 2560, 128, 406, 407 },
-  { 5, 2560, 512, 406, 408 },
-  { 5, 2560, 2048, 409, 410 },
-  { 5, 2560, 8192, 409, 410 },
-  { 5, 2560, 32768, 409, 410 },
-  { 5, 3072, 1, 411, 408 },
-  { 5, 3072, 8, 411, 407 },
-  { 5, 3072, 32, 411, 407 },
-  { 5, 3072, 128, 411, 407 },
-  { 5, 3072, 512, 411, 408 },
-  { 5, 3072, 2048, 411, 408 },
-  { 5, 3072, 8192, 411, 408 },
-  { 5, 3072, 32768, 411, 408 },
-  { 5, 4096, 1, 412, 408 },
-  { 5, 4096, 8, 412, 408 },
-  { 5, 4096, 32, 412, 407 },
-  { 5, 4096, 128, 412, 407 },
-  { 5, 4096, 512, 412, 408 },
-  { 5, 4096, 2048, 412, 408 },
-  { 5, 4096, 8192, 412, 408 },
-  { 5, 4096, 32768, 413, 408 },
-  { 5, 5120, 1, 414, 415 },
-  { 5, 5120, 8, 414, 415 },
-  { 5, 5120, 32, 416, 417 },
-  { 5, 5120, 128, 414, 417 },
-  { 5, 5120, 512, 418, 415 },
-  { 5, 5120, 2048, 414, 415 },
-  { 5, 5120, 8192, 418, 415 },
-  { 5, 5120, 32768, 418, 415 },
-  { 5, 6144, 1, 419, 417 },
-  { 5, 6144, 8, 419, 415 },
-  { 5, 6144, 32, 419, 417 },
-  { 5, 6144, 128, 419, 417 },
-  { 5, 6144, 512, 419, 415 },
-  { 5, 6144, 2048, 419, 415 },
-  { 5, 6144, 8192, 419, 415 },
-  { 5, 6144, 32768, 420, 415 },
-  { 5, 7168, 1, 421, 417 },
-  { 5, 7168, 8, 421, 422 },
-  { 5, 7168, 32, 421, 417 },
-  { 5, 7168, 128, 421, 417 },
-  { 5, 7168, 512, 423, 422 },
-  { 5, 7168, 2048, 423, 424 },
-  { 5, 7168, 8192, 423, 422 },
-  { 5, 7168, 32768, 423, 422 },
-  { 5, 8192, 1, 425, 426 },
-  { 5, 8192, 8, 425, 422 },
-  { 5, 8192, 32, 425, 426 },
-  { 5, 8192, 128, 427, 426 },
-  { 5, 8192, 512, 427, 422 },
-  { 5, 8192, 2048, 427, 424 },
-  { 5, 8192, 8192, 428, 422 },
-  { 5, 8192, 32768, 429, 424 },
-  { 5, 12288, 1, 430, 431 },
-  { 5, 12288, 8, 430, 431 },
-  { 5, 12288, 32, 430, 431 },
-  { 5, 12288, 128, 430, 432 },
-  { 5, 12288, 512, 433, 424 },
-  { 5, 12288, 2048, 434, 424 },
-  { 5, 12288, 8192, 434, 424 },
-  { 5, 12288, 32768, 435, 424 },
-  { 5, 16384, 1, 436, 437 },
-  { 5, 16384, 8, 436, 437 },
-  { 5, 16384, 32, 436, 437 },
-  { 5, 16384, 128, 438, 432 },
-  { 5, 16384, 512, 439, 424 },
-  { 5, 16384, 2048, 440, 424 },
-  { 5, 16384, 8192, 441, 424 },
-  { 5, 16384, 32768, 441, 442 },
-  { 5, 32768, 1, 443, 442 },
-  { 5, 32768, 8, 443, 444 },
-  { 5, 32768, 32, 443, 444 },
-  { 5, 32768, 128, 445, 444 },
-  { 5, 32768, 512, 446, 447 },
-  { 5, 32768, 2048, 448, 447 },
-  { 5, 32768, 8192, 449, 424 },
-  { 5, 32768, 32768, 449, 424 },
-  { 5, 65536, 1, 450, 442 },
-  { 5, 65536, 8, 450, 451 },
-  { 5, 65536, 32, 450, 451 },
-  { 5, 65536, 128, 452, 451 },
-  { 5, 65536, 512, 453, 447 },
-  { 5, 65536, 2048, 454, 447 },
-  { 5, 65536, 8192, 454, 447 },
-  { 5, 65536, 32768, 454, 447 },
-  { 5, 131072, 1, 455, 456 },
-  { 5, 131072, 8, 455, 456 },
-  { 5, 131072, 32, 457, 456 },
-  { 5, 131072, 128, 458, 456 },
-  { 5, 131072, 512, 458, 459 },
-  { 5, 131072, 2048, 460, 459 },
-  { 5, 131072, 8192, 460, 447 },
-  { 5, 131072, 32768, 460, 447 },
-  { 6, 512, 1, 462, 463 },
-  { 6, 512, 8, 464, 463 },
-  { 6, 512, 32, 465, 463 },
-  { 6, 512, 128, 465, 463 },
-  { 6, 512, 512, 465, 466 },
-  { 6, 512, 2048, 465, 466 },
-  { 6, 512, 8192, 467, 466 },
-  { 6, 512, 32768, 465, 466 },
-  { 6, 768, 1, 468, 463 },
-  { 6, 768, 8, 468, 463 },
-  { 6, 768, 32, 468, 463 },
-  { 6, 768, 128, 468, 469 },
-  { 6, 768, 512, 468, 469 },
-  { 6, 768, 2048, 468, 469 },
-  { 6, 768, 8192, 468, 469 },
-  { 6, 768, 32768, 468, 469 },
-  { 6, 1024, 1, 470, 463 },
-  { 6, 1024, 8, 470, 463 },
-  { 6, 1024, 32, 470, 463 },
-  { 6, 1024, 128, 470, 463 },
-  { 6, 1024, 512, 470, 463 },
-  { 6, 1024, 2048, 470, 469 },
-  { 6, 1024, 8192, 470, 469 },
-  { 6, 1024, 32768, 470, 469 },
-  { 6, 1536, 1, 471, 463 },
-  { 6, 1536, 8, 471, 463 },
-  { 6, 1536, 32, 471, 463 },
-  { 6, 1536, 128, 471, 463 },
-  { 6, 1536, 512, 471, 463 },
-  { 6, 1536, 2048, 472, 463 },
-  { 6, 1536, 8192, 472, 463 },
-  { 6, 1536, 32768, 472, 463 },
-  { 6, 2048, 1, 473, 463 },
-  { 6, 2048, 8, 473, 463 },
-  { 6, 2048, 32, 473, 463 },
-  { 6, 2048, 128, 473, 463 },
-  { 6, 2048, 512, 473, 463 },
-  { 6, 2048, 2048, 474, 463 },
-  { 6, 2048, 8192, 473, 463 },
-  { 6, 2048, 32768, 473, 463 },
-  { 6, 2560, 1, 475, 476 },
-  { 6, 2560, 8, 475, 476 },
-  { 6, 2560, 32, 475, 477 },
-  { 6, 2560, 128, 475, 477 },
-  { 6, 2560, 512, 475, 476 },
-  { 6, 2560, 2048, 478, 479 },
-  { 6, 2560, 8192, 478, 479 },
-  { 6, 2560, 32768, 478, 479 },
-  { 6, 3072, 1, 480, 476 },
-  { 6, 3072, 8, 480, 476 },
-  { 6, 3072, 32, 480, 477 },
-  { 6, 3072, 128, 480, 477 },
-  { 6, 3072, 512, 481, 476 },
-  { 6, 3072, 2048, 481, 476 },
-  { 6, 3072, 8192, 481, 476 },
-  { 6, 3072, 32768, 480, 476 },
-  { 6, 4096, 1, 482, 476 },
-  { 6, 4096, 8, 482, 476 },
-  { 6, 4096, 32, 482, 477 },
-  { 6, 4096, 128, 482, 477 },
-  { 6, 4096, 512, 482, 476 },
-  { 6, 4096, 2048, 482, 476 },
-  { 6, 4096, 8192, 483, 476 },
-  { 6, 4096, 32768, 483, 484 },
-  { 6, 5120, 1, 485, 486 },
-  { 6, 5120, 8, 485, 486 },
-  { 6, 5120, 32, 485, 487 },
-  { 6, 5120, 128, 485, 487 },
-  { 6, 5120, 512, 488, 484 },
-  { 6, 5120, 2048, 489, 486 },
-  { 6, 5120, 8192, 489, 486 },
-  { 6, 5120, 32768, 489, 486 },
-  { 6, 6144, 1, 490, 486 },
-  { 6, 6144, 8, 490, 487 },
-  { 6, 6144, 32, 490, 487 },
-  { 6, 6144, 128, 490, 487 },
-  { 6, 6144, 512, 490, 484 },
-  { 6, 6144, 2048, 490, 486 },
-  { 6, 6144, 8192, 491, 486 },
-  { 6, 6144, 32768, 491, 486 },
-  { 6, 7168, 1, 492, 493 },
-  { 6, 7168, 8, 492, 487 },
-  { 6, 7168, 32, 492, 487 },
-  { 6, 7168, 128, 492, 487 },
-  { 6, 7168, 512, 494, 484 },
-  { 6, 7168, 2048, 494, 484 },
-  { 6, 7168, 8192, 495, 484 },
-  { 6, 7168, 32768, 495, 484 },
-  { 6, 8192, 1, 496, 493 },
-  { 6, 8192, 8, 496, 487 },
-  { 6, 8192, 32, 496, 487 },
-  { 6, 8192, 128, 497, 487 },
-  { 6, 8192, 512, 497, 484 },
-  { 6, 8192, 2048, 498, 493 },
-  { 6, 8192, 8192, 498, 484 },
-  { 6, 8192, 32768, 499, 484 },
-  { 6, 12288, 1, 500, 501 },
-  { 6, 12288, 8, 500, 502 },
-  { 6, 12288, 32, 500, 502 },
-  { 6, 12288, 128, 500, 503 },
-  { 6, 12288, 512, 504, 484 },
-  { 6, 12288, 2048, 504, 501 },
-  { 6, 12288, 8192, 505, 484 },
-  { 6, 12288, 32768, 505, 484 },
-  { 6, 16384, 1, 506, 507 },
-  { 6, 16384, 8, 506, 502 },
-  { 6, 16384, 32, 506, 502 },
-  { 6, 16384, 128, 508, 503 },
-  { 6, 16384, 512, 509, 484 },
-  { 6, 16384, 2048, 509, 484 },
-  { 6, 16384, 8192, 508, 484 },
-  { 6, 16384, 32768, 508, 484 },
-  { 6, 32768, 1, 510, 511 },
-  { 6, 32768, 8, 510, 512 },
-  { 6, 32768, 32, 510, 513 },
-  { 6, 32768, 128, 514, 513 },
-  { 6, 32768, 512, 515, 511 },
-  { 6, 32768, 2048, 514, 513 },
-  { 6, 32768, 8192, 514, 513 },
-  { 6, 32768, 32768, 514, 511 },
-  { 6, 65536, 1, 516, 517 },
-  { 6, 65536, 8, 518, 517 },
-  { 6, 65536, 32, 518, 519 },
-  { 6, 65536, 128, 518, 519 },
-  { 6, 65536, 512, 520, 521 },
-  { 6, 65536, 2048, 522, 521 },
-  { 6, 65536, 8192, 522, 521 },
-  { 6, 65536, 32768, 522, 521 },
-  { 6, 131072, 1, 523, 524 },
-  { 6, 131072, 8, 523, 524 },
-  { 6, 131072, 32, 525, 524 },
-  { 6, 131072, 128, 525, 524 },
-  { 6, 131072, 512, 526, 527 },
-  { 6, 131072, 2048, 526, 527 },
-  { 6, 131072, 8192, 528, 527 },
-  { 6, 131072, 32768, 528, 527 },
-  { 7, 512, 1, 530, 531 },
-  { 7, 512, 8, 530, 531 },
-  { 7, 512, 32, 530, 531 },
-  { 7, 512, 128, 532, 533 },
-  { 7, 512, 512, 532, 531 },
-  { 7, 512, 2048, 532, 533 },
-  { 7, 512, 8192, 534, 533 },
-  { 7, 512, 32768, 535, 533 },
-  { 7, 768, 1, 536, 531 },
-  { 7, 768, 8, 536, 531 },
-  { 7, 768, 32, 536, 531 },
-  { 7, 768, 128, 537, 531 },
-  { 7, 768, 512, 536, 531 },
-  { 7, 768, 2048, 536, 538 },
-  { 7, 768, 8192, 537, 538 },
-  { 7, 768, 32768, 539, 538 },
-  { 7, 1024, 1, 540, 531 },
-  { 7, 1024, 8, 540, 531 },
-  { 7, 1024, 32, 540, 531 },
-  { 7, 1024, 128, 540, 531 },
-  { 7, 1024, 512, 540, 531 },
-  { 7, 1024, 2048, 541, 531 },
-  { 7, 1024, 8192, 541, 531 },
-  { 7, 1024, 32768, 541, 531 },
-  { 7, 1536, 1, 542, 543 },
-  { 7, 1536, 8, 542, 544 },
-  { 7, 1536, 32, 542, 543 },
-  { 7, 1536, 128, 545, 543 },
-  { 7, 1536, 512, 542, 543 },
-  { 7, 1536, 2048, 542, 544 },
-  { 7, 1536, 8192, 544, 544 },
-  { 7, 1536, 32768, 544, 544 },
-  { 7, 2048, 1, 546, 544 },
-  { 7, 2048, 8, 546, 544 },
-  { 7, 2048, 32, 546, 543 },
-  { 7, 2048, 128, 546, 543 },
-  { 7, 2048, 512, 547, 543 },
-  { 7, 2048, 2048, 548, 543 },
-  { 7, 2048, 8192, 544, 544 },
-  { 7, 2048, 32768, 549, 544 },
-  { 7, 2560, 1, 550, 551 },
-  { 7, 2560, 8, 550, 552 },
-  { 7, 2560, 32, 550, 551 },
-  { 7, 2560, 128, 550, 553 },
-  { 7, 2560, 512, 550, 551 },
-  { 7, 2560, 2048, 550, 554 },
-  { 7, 2560, 8192, 554, 554 },
-  { 7, 2560, 32768, 555, 554 },
-  { 7, 3072, 1, 556, 551 },
-  { 7, 3072, 8, 556, 552 },
-  { 7, 3072, 32, 556, 551 },
-  { 7, 3072, 128, 556, 551 },
-  { 7, 3072, 512, 557, 552 },
-  { 7, 3072, 2048, 556, 551 },
-  { 7, 3072, 8192, 554, 554 },
-  { 7, 3072, 32768, 558, 558 },
-  { 7, 4096, 1, 559, 560 },
-  { 7, 4096, 8, 559, 561 },
-  { 7, 4096, 32, 559, 560 },
-  { 7, 4096, 128, 559, 560 },
-  { 7, 4096, 512, 562, 561 },
-  { 7, 4096, 2048, 562, 561 },
-  { 7, 4096, 8192, 562, 554 },
-  { 7, 4096, 32768, 558, 558 },
-  { 7, 5120, 1, 563, 563 },
-  { 7, 5120, 8, 563, 563 },
-  { 7, 5120, 32, 563, 563 },
-  { 7, 5120, 128, 564, 565 },
-  { 7, 5120, 512, 564, 565 },
-  { 7, 5120, 2048, 564, 565 },
-  { 7, 5120, 8192, 566, 554 },
-  { 7, 5120, 32768, 567, 567 },
-  { 7, 6144, 1, 563, 563 },
-  { 7, 6144, 8, 563, 563 },
-  { 7, 6144, 32, 563, 563 },
-  { 7, 6144, 128, 568, 565 },
-  { 7, 6144, 512, 568, 565 },
-  { 7, 6144, 2048, 568, 565 },
-  { 7, 6144, 8192, 569, 570 },
-  { 7, 6144, 32768, 567, 567 },
-  { 7, 7168, 1, 571, 571 },
-  { 7, 7168, 8, 571, 571 },
-  { 7, 7168, 32, 571, 571 },
-  { 7, 7168, 128, 571, 571 },
-  { 7, 7168, 512, 572, 572 },
-  { 7, 7168, 2048, 572, 572 },
-  { 7, 7168, 8192, 567, 567 },
-  { 7, 7168, 32768, 567, 567 },
-  { 7, 8192, 1, 573, 573 },
-  { 7, 8192, 8, 574, 574 },
-  { 7, 8192, 32, 574, 574 },
-  { 7, 8192, 128, 573, 573 },
-  { 7, 8192, 512, 575, 575 },
-  { 7, 8192, 2048, 575, 575 },
-  { 7, 8192, 8192, 576, 570 },
-  { 7, 8192, 32768, 567, 567 },
-  { 7, 12288, 1, 577, 577 },
-  { 7, 12288, 8, 577, 577 },
-  { 7, 12288, 32, 577, 577 },
-  { 7, 12288, 128, 577, 577 },
-  { 7, 12288, 512, 578, 578 },
-  { 7, 12288, 2048, 578, 578 },
-  { 7, 12288, 8192, 579, 579 },
-  { 7, 12288, 32768, 579, 579 },
-  { 7, 16384, 1, 580, 580 },
-  { 7, 16384, 8, 580, 580 },
-  { 7, 16384, 32, 580, 580 },
-  { 7, 16384, 128, 581, 581 },
-  { 7, 16384, 512, 581, 581 },
-  { 7, 16384, 2048, 582, 570 },
-  { 7, 16384, 8192, 579, 579 },
-  { 7, 16384, 32768, 579, 579 },
-  { 7, 32768, 1, 583, 583 },
-  { 7, 32768, 8, 584, 584 },
-  { 7, 32768, 32, 583, 583 },
-  { 7, 32768, 128, 585, 586 },
-  { 7, 32768, 512, 585, 586 },
-  { 7, 32768, 2048, 587, 588 },
-  { 7, 32768, 8192, 587, 588 },
-  { 7, 32768, 32768, 587, 588 },
-  { 7, 65536, 1, 589, 589 },
-  { 7, 65536, 8, 590, 590 },
-  { 7, 65536, 32, 591, 591 },
-  { 7, 65536, 128, 591, 591 },
-  { 7, 65536, 512, 591, 591 },
-  { 7, 65536, 2048, 592, 588 },
-  { 7, 65536, 8192, 592, 588 },
-  { 7, 65536, 32768, 592, 588 },
-  { 7, 131072, 1, 593, 594 },
-  { 7, 131072, 8, 595, 595 },
-  { 7, 131072, 32, 593, 594 },
-  { 7, 131072, 128, 596, 594 },
-  { 7, 131072, 512, 596, 594 },
-  { 7, 131072, 2048, 597, 594 },
-  { 7, 131072, 8192, 597, 594 },
-  { 7, 131072, 32768, 597, 594 },
-  { 8, 512, 1, 599, 600 },
-  { 8, 512, 8, 599, 600 },
-  { 8, 512, 32, 599, 600 },
-  { 8, 512, 128, 599, 600 },
-  { 8, 512, 512, 599, 600 },
-  { 8, 512, 2048, 601, 601 },
-  { 8, 512, 8192, 599, 600 },
-  { 8, 512, 32768, 601, 601 },
-  { 8, 768, 1, 602, 600 },
-  { 8, 768, 8, 602, 600 },
-  { 8, 768, 32, 602, 600 },
-  { 8, 768, 128, 603, 600 },
-  { 8, 768, 512, 603, 600 },
-  { 8, 768, 2048, 604, 600 },
-  { 8, 768, 8192, 603, 600 },
-  { 8, 768, 32768, 604, 600 },
-  { 8, 1024, 1, 605, 600 },
-  { 8, 1024, 8, 605, 600 },
-  { 8, 1024, 32, 605, 600 },
-  { 8, 1024, 128, 605, 600 },
-  { 8, 1024, 512, 606, 600 },
-  { 8, 1024, 2048, 606, 600 },
-  { 8, 1024, 8192, 606, 600 },
-  { 8, 1024, 32768, 606, 600 },
-  { 8, 1536, 1, 607, 608 },
-  { 8, 1536, 8, 607, 608 },
-  { 8, 1536, 32, 607, 609 },
-  { 8, 1536, 128, 607, 609 },
-  { 8, 1536, 512, 610, 609 },
-  { 8, 1536, 2048, 610, 609 },
-  { 8, 1536, 8192, 610, 609 },
-  { 8, 1536, 32768, 611, 609 },
-  { 8, 2048, 1, 612, 608 },
-  { 8, 2048, 8, 612, 608 },
-  { 8, 2048, 32, 612, 609 },
-  { 8, 2048, 128, 612, 609 },
-  { 8, 2048, 512, 613, 609 },
-  { 8, 2048, 2048, 613, 609 },
-  { 8, 2048, 8192, 614, 608 },
-  { 8, 2048, 32768, 614, 615 },
-  { 8, 2560, 1, 616, 617 },
-  { 8, 2560, 8, 616, 617 },
-  { 8, 2560, 32, 616, 618 },
-  { 8, 2560, 128, 616, 618 },
-  { 8, 2560, 512, 616, 617 },
-  { 8, 2560, 2048, 619, 617 },
-  { 8, 2560, 8192, 619, 617 },
-  { 8, 2560, 32768, 619, 617 },
-  { 8, 3072, 1, 620, 617 },
-  { 8, 3072, 8, 621, 618 },
-  { 8, 3072, 32, 620, 618 },
-  { 8, 3072, 128, 620, 618 },
-  { 8, 3072, 512, 621, 617 },
-  { 8, 3072, 2048, 622, 617 },
-  { 8, 3072, 8192, 622, 617 },
-  { 8, 3072, 32768, 623, 617 },
-  { 8, 4096, 1, 624, 625 },
-  { 8, 4096, 8, 624, 625 },
-  { 8, 4096, 32, 624, 625 },
-  { 8, 4096, 128, 624, 625 },
-  { 8, 4096, 512, 624, 615 },
-  { 8, 4096, 2048, 626, 626 },
-  { 8, 4096, 8192, 627, 615 },
-  { 8, 4096, 32768, 627, 615 },
-  { 8, 5120, 1, 628, 628 },
-  { 8, 5120, 8, 629, 630 },
-  { 8, 5120, 32, 629, 630 },
-  { 8, 5120, 128, 629, 630 },
-  { 8, 5120, 512, 629, 615 },
-  { 8, 5120, 2048, 626, 626 },
-  { 8, 5120, 8192, 631, 615 },
-  { 8, 5120, 32768, 626, 626 },
-  { 8, 6144, 1, 628, 628 },
-  { 8, 6144, 8, 628, 628 },
-  { 8, 6144, 32, 628, 628 },
-  { 8, 6144, 128, 632, 630 },
-  { 8, 6144, 512, 632, 615 },
-  { 8, 6144, 2048, 633, 615 },
-  { 8, 6144, 8192, 633, 615 },
-  { 8, 6144, 32768, 633, 615 },
-  { 8, 7168, 1, 630, 630 },
-  { 8, 7168, 8, 630, 630 },
-  { 8, 7168, 32, 630, 630 },
-  { 8, 7168, 128, 634, 630 },
-  { 8, 7168, 512, 635, 615 },
-  { 8, 7168, 2048, 626, 626 },
-  { 8, 7168, 8192, 626, 626 },
-  { 8, 7168, 32768, 636, 615 },
-  { 8, 8192, 1, 637, 637 },
-  { 8, 8192, 8, 637, 637 },
-  { 8, 8192, 32, 637, 637 },
-  { 8, 8192, 128, 637, 637 },
-  { 8, 8192, 512, 638, 615 },
-  { 8, 8192, 2048, 639, 615 },
-  { 8, 8192, 8192, 640, 615 },
-  { 8, 8192, 32768, 640, 615 },
-  { 8, 12288, 1, 641, 641 },
-  { 8, 12288, 8, 641, 641 },
-  { 8, 12288, 32, 641, 641 },
-  { 8, 12288, 128, 642, 643 },
-  { 8, 12288, 512, 642, 615 },
-  { 8, 12288, 2048, 644, 615 },
-  { 8, 12288, 8192, 645, 615 },
-  { 8, 12288, 32768, 645, 615 },
-  { 8, 16384, 1, 646, 646 },
-  { 8, 16384, 8, 646, 646 },
-  { 8, 16384, 32, 646, 646 },
-  { 8, 16384, 128, 647, 643 },
-  { 8, 16384, 512, 648, 643 },
-  { 8, 16384, 2048, 648, 615 },
-  { 8, 16384, 8192, 649, 649 },
-  { 8, 16384, 32768, 649, 649 },
-  { 8, 32768, 1, 650, 651 },
-  { 8, 32768, 8, 652, 652 },
-  { 8, 32768, 32, 650, 651 },
-  { 8, 32768, 128, 650, 651 },
-  { 8, 32768, 512, 653, 653 },
-  { 8, 32768, 2048, 653, 653 },
-  { 8, 32768, 8192, 653, 653 },
-  { 8, 32768, 32768, 653, 653 },
-  { 8, 65536, 1, 654, 654 },
-  { 8, 65536, 8, 655, 655 },
-  { 8, 65536, 32, 654, 654 },
-  { 8, 65536, 128, 654, 654 },
-  { 8, 65536, 512, 653, 653 },
-  { 8, 65536, 2048, 653, 653 },
-  { 8, 65536, 8192, 656, 657 },
-  { 8, 65536, 32768, 656, 657 },
-  { 8, 131072, 1, 658, 659 },
-  { 8, 131072, 8, 658, 659 },
-  { 8, 131072, 32, 660, 660 },
-  { 8, 131072, 128, 660, 660 },
-  { 8, 131072, 512, 660, 660 },
-  { 8, 131072, 2048, 661, 659 },
-  { 8, 131072, 8192, 661, 659 },
-  { 8, 131072, 32768, 661, 659 },
+  { 0, 512, 8, 2, 3 },
+  { 0, 512, 32, 2, 3 },
+  { 0, 512, 128, 2, 3 },
+  { 0, 512, 512, 4, 3 },
+  { 0, 512, 2048, 5, 6 },
+  { 0, 512, 8192, 7, 6 },
+  { 0, 512, 32768, 8, 6 },
+  { 0, 768, 1, 9, 10 },
+  { 0, 768, 8, 9, 10 },
+  { 0, 768, 32, 9, 10 },
+  { 0, 768, 128, 9, 10 },
+  { 0, 768, 512, 11, 3 },
+  { 0, 768, 2048, 12, 13 },
+  { 0, 768, 8192, 14, 15 },
+  { 0, 768, 32768, 14, 15 },
+  { 0, 1024, 1, 16, 10 },
+  { 0, 1024, 8, 16, 3 },
+  { 0, 1024, 32, 16, 3 },
+  { 0, 1024, 128, 17, 10 },
+  { 0, 1024, 512, 17, 3 },
+  { 0, 1024, 2048, 18, 13 },
+  { 0, 1024, 8192, 18, 13 },
+  { 0, 1024, 32768, 19, 13 },
+  { 0, 1536, 1, 20, 21 },
+  { 0, 1536, 8, 20, 21 },
+  { 0, 1536, 32, 22, 3 },
+  { 0, 1536, 128, 20, 21 },
+  { 0, 1536, 512, 23, 3 },
+  { 0, 1536, 2048, 24, 25 },
+  { 0, 1536, 8192, 24, 25 },
+  { 0, 1536, 32768, 24, 25 },
+  { 0, 2048, 1, 26, 21 },
+  { 0, 2048, 8, 26, 21 },
+  { 0, 2048, 32, 26, 3 },
+  { 0, 2048, 128, 26, 21 },
+  { 0, 2048, 512, 27, 3 },
+  { 0, 2048, 2048, 28, 29 },
+  { 0, 2048, 8192, 30, 29 },
+  { 0, 2048, 32768, 30, 29 },
+  { 0, 2560, 1, 31, 32 },
+  { 0, 2560, 8, 31, 32 },
+  { 0, 2560, 32, 33, 32 },
+  { 0, 2560, 128, 34, 35 },
+  { 0, 2560, 512, 36, 32 },
+  { 0, 2560, 2048, 37, 38 },
+  { 0, 2560, 8192, 39, 40 },
+  { 0, 2560, 32768, 39, 40 },
+  { 0, 3072, 1, 41, 32 },
+  { 0, 3072, 8, 41, 35 },
+  { 0, 3072, 32, 41, 35 },
+  { 0, 3072, 128, 42, 35 },
+  { 0, 3072, 512, 43, 32 },
+  { 0, 3072, 2048, 44, 38 },
+  { 0, 3072, 8192, 44, 38 },
+  { 0, 3072, 32768, 44, 38 },
+  { 0, 4096, 1, 45, 32 },
+  { 0, 4096, 8, 45, 32 },
+  { 0, 4096, 32, 46, 35 },
+  { 0, 4096, 128, 45, 35 },
+  { 0, 4096, 512, 47, 48 },
+  { 0, 4096, 2048, 47, 32 },
+  { 0, 4096, 8192, 49, 50 },
+  { 0, 4096, 32768, 51, 50 },
+  { 0, 5120, 1, 52, 53 },
+  { 0, 5120, 8, 52, 53 },
+  { 0, 5120, 32, 54, 55 },
+  { 0, 5120, 128, 52, 55 },
+  { 0, 5120, 512, 56, 53 },
+  { 0, 5120, 2048, 57, 53 },
+  { 0, 5120, 8192, 57, 58 },
+  { 0, 5120, 32768, 59, 58 },
+  { 0, 6144, 1, 60, 53 },
+  { 0, 6144, 8, 60, 53 },
+  { 0, 6144, 32, 60, 55 },
+  { 0, 6144, 128, 61, 55 },
+  { 0, 6144, 512, 62, 53 },
+  { 0, 6144, 2048, 62, 53 },
+  { 0, 6144, 8192, 63, 53 },
+  { 0, 6144, 32768, 63, 53 },
+  { 0, 7168, 1, 64, 55 },
+  { 0, 7168, 8, 64, 65 },
+  { 0, 7168, 32, 66, 55 },
+  { 0, 7168, 128, 66, 55 },
+  { 0, 7168, 512, 67, 68 },
+  { 0, 7168, 2048, 67, 65 },
+  { 0, 7168, 8192, 67, 65 },
+  { 0, 7168, 32768, 67, 65 },
+  { 0, 8192, 1, 69, 70 },
+  { 0, 8192, 8, 69, 65 },
+  { 0, 8192, 32, 71, 55 },
+  { 0, 8192, 128, 71, 55 },
+  { 0, 8192, 512, 72, 68 },
+  { 0, 8192, 2048, 72, 65 },
+  { 0, 8192, 8192, 72, 65 },
+  { 0, 8192, 32768, 72, 65 },
+  { 0, 12288, 1, 73, 74 },
+  { 0, 12288, 8, 73, 75 },
+  { 0, 12288, 32, 76, 74 },
+  { 0, 12288, 128, 73, 75 },
+  { 0, 12288, 512, 77, 78 },
+  { 0, 12288, 2048, 79, 78 },
+  { 0, 12288, 8192, 79, 78 },
+  { 0, 12288, 32768, 79, 78 },
+  { 0, 16384, 1, 80, 81 },
+  { 0, 16384, 8, 82, 81 },
+  { 0, 16384, 32, 82, 81 },
+  { 0, 16384, 128, 83, 84 },
+  { 0, 16384, 512, 85, 86 },
+  { 0, 16384, 2048, 87, 86 },
+  { 0, 16384, 8192, 88, 86 },
+  { 0, 16384, 32768, 88, 86 },
+  { 0, 32768, 1, 89, 86 },
+  { 0, 32768, 8, 90, 91 },
+  { 0, 32768, 32, 90, 91 },
+  { 0, 32768, 128, 92, 93 },
+  { 0, 32768, 512, 94, 95 },
+  { 0, 32768, 2048, 94, 95 },
+  { 0, 32768, 8192, 94, 95 },
+  { 0, 32768, 32768, 95, 95 },
+  { 1, 512, 1, 97, 98 },
+  { 1, 512, 8, 97, 98 },
+  { 1, 512, 32, 97, 98 },
+  { 1, 512, 128, 97, 98 },
+  { 1, 512, 512, 97, 98 },
+  { 1, 512, 2048, 99, 100 },
+  { 1, 512, 8192, 101, 100 },
+  { 1, 512, 32768, 102, 100 },
+  { 1, 768, 1, 103, 98 },
+  { 1, 768, 8, 103, 98 },
+  { 1, 768, 32, 103, 98 },
+  { 1, 768, 128, 103, 98 },
+  { 1, 768, 512, 103, 98 },
+  { 1, 768, 2048, 104, 105 },
+  { 1, 768, 8192, 106, 107 },
+  { 1, 768, 32768, 106, 107 },
+  { 1, 1024, 1, 108, 98 },
+  { 1, 1024, 8, 108, 98 },
+  { 1, 1024, 32, 108, 98 },
+  { 1, 1024, 128, 108, 98 },
+  { 1, 1024, 512, 108, 98 },
+  { 1, 1024, 2048, 109, 105 },
+  { 1, 1024, 8192, 109, 105 },
+  { 1, 1024, 32768, 110, 105 },
+  { 1, 1536, 1, 111, 98 },
+  { 1, 1536, 8, 111, 98 },
+  { 1, 1536, 32, 111, 98 },
+  { 1, 1536, 128, 112, 113 },
+  { 1, 1536, 512, 111, 98 },
+  { 1, 1536, 2048, 114, 115 },
+  { 1, 1536, 8192, 114, 115 },
+  { 1, 1536, 32768, 114, 115 },
+  { 1, 2048, 1, 116, 98 },
+  { 1, 2048, 8, 116, 98 },
+  { 1, 2048, 32, 116, 98 },
+  { 1, 2048, 128, 117, 113 },
+  { 1, 2048, 512, 116, 98 },
+  { 1, 2048, 2048, 118, 119 },
+  { 1, 2048, 8192, 120, 119 },
+  { 1, 2048, 32768, 120, 119 },
+  { 1, 2560, 1, 121, 122 },
+  { 1, 2560, 8, 121, 122 },
+  { 1, 2560, 32, 123, 122 },
+  { 1, 2560, 128, 121, 124 },
+  { 1, 2560, 512, 123, 122 },
+  { 1, 2560, 2048, 125, 126 },
+  { 1, 2560, 8192, 127, 128 },
+  { 1, 2560, 32768, 127, 128 },
+  { 1, 3072, 1, 129, 122 },
+  { 1, 3072, 8, 129, 122 },
+  { 1, 3072, 32, 130, 124 },
+  { 1, 3072, 128, 131, 124 },
+  { 1, 3072, 512, 130, 122 },
+  { 1, 3072, 2048, 131, 126 },
+  { 1, 3072, 8192, 131, 126 },
+  { 1, 3072, 32768, 131, 126 },
+  { 1, 4096, 1, 132, 122 },
+  { 1, 4096, 8, 132, 122 },
+  { 1, 4096, 32, 132, 122 },
+  { 1, 4096, 128, 133, 124 },
+  { 1, 4096, 512, 134, 122 },
+  { 1, 4096, 2048, 134, 135 },
+  { 1, 4096, 8192, 136, 135 },
+  { 1, 4096, 32768, 137, 135 },
+  { 1, 5120, 1, 138, 139 },
+  { 1, 5120, 8, 138, 139 },
+  { 1, 5120, 32, 138, 140 },
+  { 1, 5120, 128, 138, 140 },
+  { 1, 5120, 512, 141, 139 },
+  { 1, 5120, 2048, 142, 143 },
+  { 1, 5120, 8192, 142, 143 },
+  { 1, 5120, 32768, 142, 143 },
+  { 1, 6144, 1, 144, 139 },
+  { 1, 6144, 8, 145, 139 },
+  { 1, 6144, 32, 145, 140 },
+  { 1, 6144, 128, 146, 140 },
+  { 1, 6144, 512, 147, 139 },
+  { 1, 6144, 2048, 147, 139 },
+  { 1, 6144, 8192, 148, 139 },
+  { 1, 6144, 32768, 148, 139 },
+  { 1, 7168, 1, 149, 150 },
+  { 1, 7168, 8, 149, 150 },
+  { 1, 7168, 32, 151, 140 },
+  { 1, 7168, 128, 149, 140 },
+  { 1, 7168, 512, 152, 150 },
+  { 1, 7168, 2048, 152, 150 },
+  { 1, 7168, 8192, 152, 150 },
+  { 1, 7168, 32768, 152, 150 },
+  { 1, 8192, 1, 153, 154 },
+  { 1, 8192, 8, 153, 154 },
+  { 1, 8192, 32, 155, 140 },
+  { 1, 8192, 128, 156, 140 },
+  { 1, 8192, 512, 157, 150 },
+  { 1, 8192, 2048, 157, 150 },
+  { 1, 8192, 8192, 157, 150 },
+  { 1, 8192, 32768, 157, 150 },
+  { 1, 12288, 1, 158, 159 },
+  { 1, 12288, 8, 160, 161 },
+  { 1, 12288, 32, 162, 163 },
+  { 1, 12288, 128, 164, 161 },
+  { 1, 12288, 512, 165, 159 },
+  { 1, 12288, 2048, 166, 159 },
+  { 1, 12288, 8192, 166, 159 },
+  { 1, 12288, 32768, 166, 159 },
+  { 1, 16384, 1, 167, 168 },
+  { 1, 16384, 8, 169, 168 },
+  { 1, 16384, 32, 167, 168 },
+  { 1, 16384, 128, 170, 161 },
+  { 1, 16384, 512, 171, 172 },
+  { 1, 16384, 2048, 173, 172 },
+  { 1, 16384, 8192, 174, 172 },
+  { 1, 16384, 32768, 175, 172 },
+  { 1, 32768, 1, 176, 177 },
+  { 1, 32768, 8, 176, 177 },
+  { 1, 32768, 32, 178, 179 },
+  { 1, 32768, 128, 180, 181 },
+  { 1, 32768, 512, 182, 183 },
+  { 1, 32768, 2048, 182, 183 },
+  { 1, 32768, 8192, 182, 183 },
+  { 1, 32768, 32768, 182, 183 },
+  { 1, 65536, 1, 184, 185 },
+  { 1, 65536, 8, 184, 186 },
+  { 1, 65536, 32, 187, 188 },
+  { 1, 65536, 128, 189, 188 },
+  { 1, 65536, 512, 190, 191 },
+  { 1, 65536, 2048, 192, 191 },
+  { 1, 65536, 8192, 192, 191 },
+  { 1, 65536, 32768, 190, 191 },
+  { 1, 131072, 1, 193, 194 },
+  { 1, 131072, 8, 193, 194 },
+  { 1, 131072, 32, 195, 194 },
+  { 1, 131072, 128, 195, 196 },
+  { 1, 131072, 512, 197, 198 },
+  { 1, 131072, 2048, 197, 198 },
+  { 1, 131072, 8192, 197, 198 },
+  { 1, 131072, 32768, 197, 198 },
+  { 2, 512, 1, 200, 201 },
+  { 2, 512, 8, 202, 201 },
+  { 2, 512, 32, 202, 201 },
+  { 2, 512, 128, 203, 201 },
+  { 2, 512, 512, 203, 201 },
+  { 2, 512, 2048, 202, 204 },
+  { 2, 512, 8192, 202, 204 },
+  { 2, 512, 32768, 205, 204 },
+  { 2, 768, 1, 206, 201 },
+  { 2, 768, 8, 207, 201 },
+  { 2, 768, 32, 206, 201 },
+  { 2, 768, 128, 206, 208 },
+  { 2, 768, 512, 206, 208 },
+  { 2, 768, 2048, 209, 208 },
+  { 2, 768, 8192, 207, 208 },
+  { 2, 768, 32768, 209, 208 },
+  { 2, 1024, 1, 210, 201 },
+  { 2, 1024, 8, 211, 201 },
+  { 2, 1024, 32, 210, 201 },
+  { 2, 1024, 128, 210, 208 },
+  { 2, 1024, 512, 210, 208 },
+  { 2, 1024, 2048, 212, 212 },
+  { 2, 1024, 8192, 213, 208 },
+  { 2, 1024, 32768, 213, 208 },
+  { 2, 1536, 1, 214, 215 },
+  { 2, 1536, 8, 214, 215 },
+  { 2, 1536, 32, 216, 217 },
+  { 2, 1536, 128, 214, 218 },
+  { 2, 1536, 512, 214, 218 },
+  { 2, 1536, 2048, 216, 215 },
+  { 2, 1536, 8192, 219, 215 },
+  { 2, 1536, 32768, 219, 215 },
+  { 2, 2048, 1, 220, 215 },
+  { 2, 2048, 8, 220, 215 },
+  { 2, 2048, 32, 220, 218 },
+  { 2, 2048, 128, 220, 218 },
+  { 2, 2048, 512, 220, 218 },
+  { 2, 2048, 2048, 220, 218 },
+  { 2, 2048, 8192, 221, 215 },
+  { 2, 2048, 32768, 221, 215 },
+  { 2, 2560, 1, 222, 223 },
+  { 2, 2560, 8, 222, 224 },
+  { 2, 2560, 32, 222, 224 },
+  { 2, 2560, 128, 222, 223 },
+  { 2, 2560, 512, 222, 223 },
+  { 2, 2560, 2048, 222, 223 },
+  { 2, 2560, 8192, 225, 225 },
+  { 2, 2560, 32768, 226, 223 },
+  { 2, 3072, 1, 227, 223 },
+  { 2, 3072, 8, 227, 224 },
+  { 2, 3072, 32, 227, 224 },
+  { 2, 3072, 128, 227, 223 },
+  { 2, 3072, 512, 228, 223 },
+  { 2, 3072, 2048, 228, 223 },
+  { 2, 3072, 8192, 225, 225 },
+  { 2, 3072, 32768, 229, 230 },
+  { 2, 4096, 1, 231, 232 },
+  { 2, 4096, 8, 231, 232 },
+  { 2, 4096, 32, 231, 233 },
+  { 2, 4096, 128, 231, 233 },
+  { 2, 4096, 512, 231, 230 },
+  { 2, 4096, 2048, 231, 232 },
+  { 2, 4096, 8192, 234, 232 },
+  { 2, 4096, 32768, 235, 230 },
+  { 2, 5120, 1, 236, 237 },
+  { 2, 5120, 8, 236, 238 },
+  { 2, 5120, 32, 239, 237 },
+  { 2, 5120, 128, 239, 238 },
+  { 2, 5120, 512, 236, 240 },
+  { 2, 5120, 2048, 236, 237 },
+  { 2, 5120, 8192, 241, 240 },
+  { 2, 5120, 32768, 242, 240 },
+  { 2, 6144, 1, 243, 237 },
+  { 2, 6144, 8, 238, 238 },
+  { 2, 6144, 32, 243, 237 },
+  { 2, 6144, 128, 243, 238 },
+  { 2, 6144, 512, 244, 237 },
+  { 2, 6144, 2048, 245, 237 },
+  { 2, 6144, 8192, 245, 246 },
+  { 2, 6144, 32768, 247, 230 },
+  { 2, 7168, 1, 248, 249 },
+  { 2, 7168, 8, 248, 250 },
+  { 2, 7168, 32, 251, 250 },
+  { 2, 7168, 128, 251, 250 },
+  { 2, 7168, 512, 252, 249 },
+  { 2, 7168, 2048, 252, 249 },
+  { 2, 7168, 8192, 252, 249 },
+  { 2, 7168, 32768, 253, 230 },
+  { 2, 8192, 1, 254, 255 },
+  { 2, 8192, 8, 254, 256 },
+  { 2, 8192, 32, 254, 256 },
+  { 2, 8192, 128, 257, 250 },
+  { 2, 8192, 512, 257, 255 },
+  { 2, 8192, 2048, 258, 255 },
+  { 2, 8192, 8192, 258, 255 },
+  { 2, 8192, 32768, 258, 230 },
+  { 2, 12288, 1, 259, 260 },
+  { 2, 12288, 8, 259, 260 },
+  { 2, 12288, 32, 259, 260 },
+  { 2, 12288, 128, 261, 260 },
+  { 2, 12288, 512, 261, 262 },
+  { 2, 12288, 2048, 263, 262 },
+  { 2, 12288, 8192, 264, 262 },
+  { 2, 12288, 32768, 264, 262 },
+  { 2, 16384, 1, 265, 266 },
+  { 2, 16384, 8, 265, 267 },
+  { 2, 16384, 32, 265, 267 },
+  { 2, 16384, 128, 268, 267 },
+  { 2, 16384, 512, 268, 267 },
+  { 2, 16384, 2048, 268, 266 },
+  { 2, 16384, 8192, 269, 269 },
+  { 2, 16384, 32768, 269, 269 },
+  { 2, 32768, 1, 270, 230 },
+  { 2, 32768, 8, 270, 271 },
+  { 2, 32768, 32, 270, 271 },
+  { 2, 32768, 128, 272, 273 },
+  { 2, 32768, 512, 272, 273 },
+  { 2, 32768, 2048, 272, 273 },
+  { 2, 32768, 8192, 274, 273 },
+  { 2, 32768, 32768, 274, 273 },
+  { 2, 65536, 1, 275, 276 },
+  { 2, 65536, 8, 277, 276 },
+  { 2, 65536, 32, 277, 276 },
+  { 2, 65536, 128, 278, 276 },
+  { 2, 65536, 512, 278, 276 },
+  { 2, 65536, 2048, 279, 276 },
+  { 2, 65536, 8192, 279, 276 },
+  { 2, 65536, 32768, 279, 276 },
+  { 2, 131072, 1, 280, 281 },
+  { 2, 131072, 8, 280, 281 },
+  { 2, 131072, 32, 280, 281 },
+  { 2, 131072, 128, 282, 281 },
+  { 2, 131072, 512, 282, 281 },
+  { 2, 131072, 2048, 282, 281 },
+  { 2, 131072, 8192, 282, 281 },
+  { 2, 131072, 32768, 282, 281 },
+  { 3, 512, 1, 284, 285 },
+  { 3, 512, 8, 286, 287 },
+  { 3, 512, 32, 288, 287 },
+  { 3, 512, 128, 286, 287 },
+  { 3, 512, 512, 289, 287 },
+  { 3, 512, 2048, 290, 291 },
+  { 3, 512, 8192, 292, 291 },
+  { 3, 512, 32768, 293, 291 },
+  { 3, 768, 1, 294, 294 },
+  { 3, 768, 8, 294, 294 },
+  { 3, 768, 32, 294, 294 },
+  { 3, 768, 128, 295, 294 },
+  { 3, 768, 512, 296, 287 },
+  { 3, 768, 2048, 297, 298 },
+  { 3, 768, 8192, 299, 298 },
+  { 3, 768, 32768, 299, 298 },
+  { 3, 1024, 1, 300, 294 },
+  { 3, 1024, 8, 300, 287 },
+  { 3, 1024, 32, 300, 287 },
+  { 3, 1024, 128, 300, 294 },
+  { 3, 1024, 512, 301, 287 },
+  { 3, 1024, 2048, 302, 298 },
+  { 3, 1024, 8192, 303, 298 },
+  { 3, 1024, 32768, 303, 298 },
+  { 3, 1536, 1, 304, 305 },
+  { 3, 1536, 8, 304, 305 },
+  { 3, 1536, 32, 306, 305 },
+  { 3, 1536, 128, 304, 305 },
+  { 3, 1536, 512, 307, 287 },
+  { 3, 1536, 2048, 308, 309 },
+  { 3, 1536, 8192, 310, 309 },
+  { 3, 1536, 32768, 310, 309 },
+  { 3, 2048, 1, 311, 305 },
+  { 3, 2048, 8, 311, 305 },
+  { 3, 2048, 32, 311, 305 },
+  { 3, 2048, 128, 311, 305 },
+  { 3, 2048, 512, 312, 287 },
+  { 3, 2048, 2048, 313, 314 },
+  { 3, 2048, 8192, 315, 314 },
+  { 3, 2048, 32768, 315, 314 },
+  { 3, 2560, 1, 316, 317 },
+  { 3, 2560, 8, 316, 317 },
+  { 3, 2560, 32, 316, 317 },
+  { 3, 2560, 128, 317, 317 },
+  { 3, 2560, 512, 318, 319 },
+  { 3, 2560, 2048, 320, 321 },
+  { 3, 2560, 8192, 322, 321 },
+  { 3, 2560, 32768, 322, 321 },
+  { 3, 3072, 1, 323, 317 },
+  { 3, 3072, 8, 323, 317 },
+  { 3, 3072, 32, 324, 317 },
+  { 3, 3072, 128, 317, 317 },
+  { 3, 3072, 512, 325, 319 },
+  { 3, 3072, 2048, 326, 321 },
+  { 3, 3072, 8192, 326, 321 },
+  { 3, 3072, 32768, 326, 321 },
+  { 3, 4096, 1, 327, 328 },
+  { 3, 4096, 8, 327, 328 },
+  { 3, 4096, 32, 329, 328 },
+  { 3, 4096, 128, 327, 317 },
+  { 3, 4096, 512, 330, 319 },
+  { 3, 4096, 2048, 331, 319 },
+  { 3, 4096, 8192, 331, 319 },
+  { 3, 4096, 32768, 331, 319 },
+  { 3, 5120, 1, 332, 333 },
+  { 3, 5120, 8, 332, 333 },
+  { 3, 5120, 32, 332, 333 },
+  { 3, 5120, 128, 332, 334 },
+  { 3, 5120, 512, 335, 336 },
+  { 3, 5120, 2048, 335, 336 },
+  { 3, 5120, 8192, 335, 336 },
+  { 3, 5120, 32768, 335, 336 },
+  { 3, 6144, 1, 337, 337 },
+  { 3, 6144, 8, 338, 336 },
+  { 3, 6144, 32, 338, 333 },
+  { 3, 6144, 128, 338, 334 },
+  { 3, 6144, 512, 339, 336 },
+  { 3, 6144, 2048, 340, 336 },
+  { 3, 6144, 8192, 340, 336 },
+  { 3, 6144, 32768, 341, 336 },
+  { 3, 7168, 1, 337, 337 },
+  { 3, 7168, 8, 342, 337 },
+  { 3, 7168, 32, 342, 334 },
+  { 3, 7168, 128, 342, 334 },
+  { 3, 7168, 512, 343, 344 },
+  { 3, 7168, 2048, 343, 344 },
+  { 3, 7168, 8192, 343, 344 },
+  { 3, 7168, 32768, 345, 345 },
+  { 3, 8192, 1, 346, 346 },
+  { 3, 8192, 8, 346, 346 },
+  { 3, 8192, 32, 346, 346 },
+  { 3, 8192, 128, 347, 334 },
+  { 3, 8192, 512, 348, 344 },
+  { 3, 8192, 2048, 348, 344 },
+  { 3, 8192, 8192, 348, 344 },
+  { 3, 8192, 32768, 345, 345 },
+  { 3, 12288, 1, 349, 349 },
+  { 3, 12288, 8, 350, 349 },
+  { 3, 12288, 32, 351, 349 },
+  { 3, 12288, 128, 349, 349 },
+  { 3, 12288, 512, 352, 353 },
+  { 3, 12288, 2048, 354, 353 },
+  { 3, 12288, 8192, 354, 353 },
+  { 3, 12288, 32768, 355, 353 },
+  { 3, 16384, 1, 356, 356 },
+  { 3, 16384, 8, 356, 356 },
+  { 3, 16384, 32, 357, 357 },
+  { 3, 16384, 128, 349, 349 },
+  { 3, 16384, 512, 358, 359 },
+  { 3, 16384, 2048, 360, 359 },
+  { 3, 16384, 8192, 361, 359 },
+  { 3, 16384, 32768, 361, 359 },
+  { 3, 32768, 1, 362, 363 },
+  { 3, 32768, 8, 362, 363 },
+  { 3, 32768, 32, 362, 363 },
+  { 3, 32768, 128, 364, 364 },
+  { 3, 32768, 512, 365, 366 },
+  { 3, 32768, 2048, 367, 366 },
+  { 3, 32768, 8192, 367, 344 },
+  { 3, 32768, 32768, 367, 344 },
+  { 3, 65536, 1, 368, 369 },
+  { 3, 65536, 8, 370, 370 },
+  { 3, 65536, 32, 368, 369 },
+  { 3, 65536, 128, 370, 370 },
+  { 3, 65536, 512, 371, 366 },
+  { 3, 65536, 2048, 372, 366 },
+  { 3, 65536, 8192, 373, 366 },
+  { 3, 65536, 32768, 373, 366 },
+  { 3, 131072, 1, 374, 374 },
+  { 3, 131072, 8, 375, 376 },
+  { 3, 131072, 32, 377, 377 },
+  { 3, 131072, 128, 374, 374 },
+  { 3, 131072, 512, 378, 366 },
+  { 3, 131072, 2048, 379, 366 },
+  { 3, 131072, 8192, 379, 366 },
+  { 3, 131072, 32768, 379, 366 },
+  { 4, 512, 1, 381, 382 },
+  { 4, 512, 8, 381, 383 },
+  { 4, 512, 32, 384, 383 },
+  { 4, 512, 128, 384, 382 },
+  { 4, 512, 512, 385, 386 },
+  { 4, 512, 2048, 387, 386 },
+  { 4, 512, 8192, 385, 386 },
+  { 4, 512, 32768, 385, 386 },
+  { 4, 768, 1, 388, 389 },
+  { 4, 768, 8, 388, 383 },
+  { 4, 768, 32, 388, 383 },
+  { 4, 768, 128, 388, 389 },
+  { 4, 768, 512, 390, 383 },
+  { 4, 768, 2048, 391, 392 },
+  { 4, 768, 8192, 390, 392 },
+  { 4, 768, 32768, 391, 392 },
+  { 4, 1024, 1, 393, 383 },
+  { 4, 1024, 8, 393, 383 },
+  { 4, 1024, 32, 393, 383 },
+  { 4, 1024, 128, 393, 389 },
+  { 4, 1024, 512, 394, 383 },
+  { 4, 1024, 2048, 394, 392 },
+  { 4, 1024, 8192, 394, 392 },
+  { 4, 1024, 32768, 394, 392 },
+  { 4, 1536, 1, 395, 396 },
+  { 4, 1536, 8, 395, 383 },
+  { 4, 1536, 32, 395, 396 },
+  { 4, 1536, 128, 397, 396 },
+  { 4, 1536, 512, 398, 383 },
+  { 4, 1536, 2048, 399, 383 },
+  { 4, 1536, 8192, 397, 383 },
+  { 4, 1536, 32768, 397, 383 },
+  { 4, 2048, 1, 400, 383 },
+  { 4, 2048, 8, 400, 383 },
+  { 4, 2048, 32, 400, 396 },
+  { 4, 2048, 128, 401, 396 },
+  { 4, 2048, 512, 402, 383 },
+  { 4, 2048, 2048, 402, 383 },
+  { 4, 2048, 8192, 402, 383 },
+  { 4, 2048, 32768, 402, 383 },
+  { 4, 2560, 1, 403, 404 },
+  { 4, 2560, 8, 403, 405 },
+  { 4, 2560, 32, 406, 404 },
+  { 4, 2560, 128, 403, 404 },
+  { 4, 2560, 512, 407, 405 },
+  { 4, 2560, 2048, 408, 405 },
+  { 4, 2560, 8192, 409, 405 },
+  { 4, 2560, 32768, 409, 405 },
+  { 4, 3072, 1, 410, 404 },
+  { 4, 3072, 8, 410, 405 },
+  { 4, 3072, 32, 410, 404 },
+  { 4, 3072, 128, 411, 404 },
+  { 4, 3072, 512, 412, 405 },
+  { 4, 3072, 2048, 412, 405 },
+  { 4, 3072, 8192, 412, 405 },
+  { 4, 3072, 32768, 412, 405 },
+  { 4, 4096, 1, 413, 405 },
+  { 4, 4096, 8, 413, 405 },
+  { 4, 4096, 32, 414, 404 },
+  { 4, 4096, 128, 415, 404 },
+  { 4, 4096, 512, 416, 417 },
+  { 4, 4096, 2048, 418, 405 },
+  { 4, 4096, 8192, 418, 405 },
+  { 4, 4096, 32768, 418, 405 },
+  { 4, 5120, 1, 419, 420 },
+  { 4, 5120, 8, 419, 420 },
+  { 4, 5120, 32, 419, 421 },
+  { 4, 5120, 128, 419, 422 },
+  { 4, 5120, 512, 423, 417 },
+  { 4, 5120, 2048, 424, 420 },
+  { 4, 5120, 8192, 424, 420 },
+  { 4, 5120, 32768, 424, 420 },
+  { 4, 6144, 1, 425, 420 },
+  { 4, 6144, 8, 426, 421 },
+  { 4, 6144, 32, 427, 421 },
+  { 4, 6144, 128, 426, 422 },
+  { 4, 6144, 512, 428, 417 },
+  { 4, 6144, 2048, 429, 420 },
+  { 4, 6144, 8192, 429, 420 },
+  { 4, 6144, 32768, 430, 420 },
+  { 4, 7168, 1, 431, 421 },
+  { 4, 7168, 8, 432, 421 },
+  { 4, 7168, 32, 433, 421 },
+  { 4, 7168, 128, 432, 422 },
+  { 4, 7168, 512, 434, 417 },
+  { 4, 7168, 2048, 434, 417 },
+  { 4, 7168, 8192, 435, 417 },
+  { 4, 7168, 32768, 435, 417 },
+  { 4, 8192, 1, 436, 437 },
+  { 4, 8192, 8, 436, 437 },
+  { 4, 8192, 32, 438, 437 },
+  { 4, 8192, 128, 439, 437 },
+  { 4, 8192, 512, 440, 417 },
+  { 4, 8192, 2048, 439, 417 },
+  { 4, 8192, 8192, 439, 417 },
+  { 4, 8192, 32768, 441, 417 },
+  { 4, 12288, 1, 442, 443 },
+  { 4, 12288, 8, 444, 443 },
+  { 4, 12288, 32, 445, 443 },
+  { 4, 12288, 128, 442, 446 },
+  { 4, 12288, 512, 447, 417 },
+  { 4, 12288, 2048, 447, 417 },
+  { 4, 12288, 8192, 448, 417 },
+  { 4, 12288, 32768, 448, 417 },
+  { 4, 16384, 1, 449, 450 },
+  { 4, 16384, 8, 449, 450 },
+  { 4, 16384, 32, 451, 450 },
+  { 4, 16384, 128, 452, 446 },
+  { 4, 16384, 512, 453, 417 },
+  { 4, 16384, 2048, 453, 417 },
+  { 4, 16384, 8192, 453, 417 },
+  { 4, 16384, 32768, 453, 417 },
+  { 4, 32768, 1, 454, 455 },
+  { 4, 32768, 8, 454, 456 },
+  { 4, 32768, 32, 457, 456 },
+  { 4, 32768, 128, 458, 456 },
+  { 4, 32768, 512, 459, 460 },
+  { 4, 32768, 2048, 461, 461 },
+  { 4, 32768, 8192, 461, 461 },
+  { 4, 32768, 32768, 461, 461 },
+  { 4, 65536, 1, 462, 463 },
+  { 4, 65536, 8, 464, 463 },
+  { 4, 65536, 32, 462, 463 },
+  { 4, 65536, 128, 462, 463 },
+  { 4, 65536, 512, 464, 460 },
+  { 4, 65536, 2048, 461, 461 },
+  { 4, 65536, 8192, 465, 460 },
+  { 4, 65536, 32768, 465, 460 },
+  { 4, 131072, 1, 466, 467 },
+  { 4, 131072, 8, 466, 467 },
+  { 4, 131072, 32, 468, 469 },
+  { 4, 131072, 128, 468, 469 },
+  { 4, 131072, 512, 470, 460 },
+  { 4, 131072, 2048, 470, 460 },
+  { 4, 131072, 8192, 470, 460 },
+  { 4, 131072, 32768, 471, 460 },
+  { 5, 512, 1, 473, 474 },
+  { 5, 512, 8, 473, 474 },
+  { 5, 512, 32, 473, 474 },
+  { 5, 512, 128, 473, 474 },
+  { 5, 512, 512, 473, 474 },
+  { 5, 512, 2048, 475, 476 },
+  { 5, 512, 8192, 477, 476 },
+  { 5, 512, 32768, 475, 476 },
+  { 5, 768, 1, 478, 474 },
+  { 5, 768, 8, 478, 474 },
+  { 5, 768, 32, 478, 474 },
+  { 5, 768, 128, 478, 474 },
+  { 5, 768, 512, 478, 474 },
+  { 5, 768, 2048, 479, 480 },
+  { 5, 768, 8192, 481, 480 },
+  { 5, 768, 32768, 481, 480 },
+  { 5, 1024, 1, 482, 474 },
+  { 5, 1024, 8, 482, 474 },
+  { 5, 1024, 32, 482, 474 },
+  { 5, 1024, 128, 482, 474 },
+  { 5, 1024, 512, 482, 474 },
+  { 5, 1024, 2048, 483, 480 },
+  { 5, 1024, 8192, 484, 480 },
+  { 5, 1024, 32768, 484, 480 },
+  { 5, 1536, 1, 485, 474 },
+  { 5, 1536, 8, 485, 474 },
+  { 5, 1536, 32, 485, 474 },
+  { 5, 1536, 128, 486, 486 },
+  { 5, 1536, 512, 485, 474 },
+  { 5, 1536, 2048, 487, 488 },
+  { 5, 1536, 8192, 487, 488 },
+  { 5, 1536, 32768, 487, 488 },
+  { 5, 2048, 1, 489, 474 },
+  { 5, 2048, 8, 489, 474 },
+  { 5, 2048, 32, 489, 474 },
+  { 5, 2048, 128, 486, 486 },
+  { 5, 2048, 512, 489, 474 },
+  { 5, 2048, 2048, 490, 491 },
+  { 5, 2048, 8192, 492, 491 },
+  { 5, 2048, 32768, 492, 491 },
+  { 5, 2560, 1, 493, 493 },
+  { 5, 2560, 8, 493, 493 },
+  { 5, 2560, 32, 493, 493 },
+  { 5, 2560, 128, 493, 493 },
+  { 5, 2560, 512, 494, 495 },
+  { 5, 2560, 2048, 496, 497 },
+  { 5, 2560, 8192, 498, 497 },
+  { 5, 2560, 32768, 499, 497 },
+  { 5, 3072, 1, 500, 501 },
+  { 5, 3072, 8, 500, 501 },
+  { 5, 3072, 32, 493, 493 },
+  { 5, 3072, 128, 493, 493 },
+  { 5, 3072, 512, 500, 495 },
+  { 5, 3072, 2048, 502, 495 },
+  { 5, 3072, 8192, 502, 495 },
+  { 5, 3072, 32768, 502, 495 },
+  { 5, 4096, 1, 503, 495 },
+  { 5, 4096, 8, 503, 495 },
+  { 5, 4096, 32, 504, 501 },
+  { 5, 4096, 128, 505, 501 },
+  { 5, 4096, 512, 503, 495 },
+  { 5, 4096, 2048, 506, 495 },
+  { 5, 4096, 8192, 506, 495 },
+  { 5, 4096, 32768, 506, 495 },
+  { 5, 5120, 1, 507, 508 },
+  { 5, 5120, 8, 507, 509 },
+  { 5, 5120, 32, 507, 510 },
+  { 5, 5120, 128, 511, 510 },
+  { 5, 5120, 512, 512, 509 },
+  { 5, 5120, 2048, 512, 509 },
+  { 5, 5120, 8192, 512, 509 },
+  { 5, 5120, 32768, 512, 509 },
+  { 5, 6144, 1, 510, 510 },
+  { 5, 6144, 8, 513, 509 },
+  { 5, 6144, 32, 510, 510 },
+  { 5, 6144, 128, 510, 510 },
+  { 5, 6144, 512, 514, 515 },
+  { 5, 6144, 2048, 516, 509 },
+  { 5, 6144, 8192, 516, 509 },
+  { 5, 6144, 32768, 517, 509 },
+  { 5, 7168, 1, 510, 510 },
+  { 5, 7168, 8, 518, 519 },
+  { 5, 7168, 32, 510, 510 },
+  { 5, 7168, 128, 510, 510 },
+  { 5, 7168, 512, 520, 519 },
+  { 5, 7168, 2048, 520, 519 },
+  { 5, 7168, 8192, 520, 519 },
+  { 5, 7168, 32768, 520, 519 },
+  { 5, 8192, 1, 521, 522 },
+  { 5, 8192, 8, 521, 519 },
+  { 5, 8192, 32, 523, 522 },
+  { 5, 8192, 128, 523, 510 },
+  { 5, 8192, 512, 524, 519 },
+  { 5, 8192, 2048, 524, 519 },
+  { 5, 8192, 8192, 524, 519 },
+  { 5, 8192, 32768, 524, 515 },
+  { 5, 12288, 1, 525, 526 },
+  { 5, 12288, 8, 525, 526 },
+  { 5, 12288, 32, 526, 526 },
+  { 5, 12288, 128, 525, 527 },
+  { 5, 12288, 512, 528, 515 },
+  { 5, 12288, 2048, 529, 515 },
+  { 5, 12288, 8192, 529, 515 },
+  { 5, 12288, 32768, 530, 515 },
+  { 5, 16384, 1, 531, 532 },
+  { 5, 16384, 8, 531, 532 },
+  { 5, 16384, 32, 533, 526 },
+  { 5, 16384, 128, 534, 527 },
+  { 5, 16384, 512, 535, 515 },
+  { 5, 16384, 2048, 535, 515 },
+  { 5, 16384, 8192, 536, 515 },
+  { 5, 16384, 32768, 536, 515 },
+  { 5, 32768, 1, 537, 538 },
+  { 5, 32768, 8, 537, 539 },
+  { 5, 32768, 32, 537, 539 },
+  { 5, 32768, 128, 540, 541 },
+  { 5, 32768, 512, 542, 543 },
+  { 5, 32768, 2048, 544, 543 },
+  { 5, 32768, 8192, 544, 515 },
+  { 5, 32768, 32768, 544, 515 },
+  { 5, 65536, 1, 545, 538 },
+  { 5, 65536, 8, 545, 546 },
+  { 5, 65536, 32, 545, 546 },
+  { 5, 65536, 128, 547, 546 },
+  { 5, 65536, 512, 548, 543 },
+  { 5, 65536, 2048, 549, 543 },
+  { 5, 65536, 8192, 549, 543 },
+  { 5, 65536, 32768, 549, 543 },
+  { 5, 131072, 1, 550, 551 },
+  { 5, 131072, 8, 550, 551 },
+  { 5, 131072, 32, 552, 553 },
+  { 5, 131072, 128, 554, 553 },
+  { 5, 131072, 512, 554, 543 },
+  { 5, 131072, 2048, 555, 543 },
+  { 5, 131072, 8192, 555, 543 },
+  { 5, 131072, 32768, 555, 543 },
+  { 6, 512, 1, 557, 558 },
+  { 6, 512, 8, 557, 558 },
+  { 6, 512, 32, 557, 558 },
+  { 6, 512, 128, 557, 558 },
+  { 6, 512, 512, 559, 560 },
+  { 6, 512, 2048, 561, 560 },
+  { 6, 512, 8192, 562, 560 },
+  { 6, 512, 32768, 559, 560 },
+  { 6, 768, 1, 563, 558 },
+  { 6, 768, 8, 563, 558 },
+  { 6, 768, 32, 563, 558 },
+  { 6, 768, 128, 563, 558 },
+  { 6, 768, 512, 563, 558 },
+  { 6, 768, 2048, 564, 565 },
+  { 6, 768, 8192, 564, 565 },
+  { 6, 768, 32768, 563, 565 },
+  { 6, 1024, 1, 566, 558 },
+  { 6, 1024, 8, 566, 558 },
+  { 6, 1024, 32, 566, 558 },
+  { 6, 1024, 128, 566, 558 },
+  { 6, 1024, 512, 566, 558 },
+  { 6, 1024, 2048, 567, 565 },
+  { 6, 1024, 8192, 566, 565 },
+  { 6, 1024, 32768, 566, 565 },
+  { 6, 1536, 1, 568, 558 },
+  { 6, 1536, 8, 568, 558 },
+  { 6, 1536, 32, 568, 569 },
+  { 6, 1536, 128, 570, 569 },
+  { 6, 1536, 512, 568, 558 },
+  { 6, 1536, 2048, 571, 558 },
+  { 6, 1536, 8192, 570, 558 },
+  { 6, 1536, 32768, 570, 558 },
+  { 6, 2048, 1, 572, 558 },
+  { 6, 2048, 8, 572, 558 },
+  { 6, 2048, 32, 572, 558 },
+  { 6, 2048, 128, 573, 569 },
+  { 6, 2048, 512, 572, 558 },
+  { 6, 2048, 2048, 572, 558 },
+  { 6, 2048, 8192, 572, 558 },
+  { 6, 2048, 32768, 572, 558 },
+  { 6, 2560, 1, 574, 575 },
+  { 6, 2560, 8, 574, 575 },
+  { 6, 2560, 32, 574, 576 },
+  { 6, 2560, 128, 577, 576 },
+  { 6, 2560, 512, 574, 575 },
+  { 6, 2560, 2048, 578, 579 },
+  { 6, 2560, 8192, 578, 579 },
+  { 6, 2560, 32768, 578, 579 },
+  { 6, 3072, 1, 580, 575 },
+  { 6, 3072, 8, 580, 575 },
+  { 6, 3072, 32, 581, 576 },
+  { 6, 3072, 128, 582, 576 },
+  { 6, 3072, 512, 580, 575 },
+  { 6, 3072, 2048, 581, 579 },
+  { 6, 3072, 8192, 581, 579 },
+  { 6, 3072, 32768, 580, 579 },
+  { 6, 4096, 1, 583, 575 },
+  { 6, 4096, 8, 583, 575 },
+  { 6, 4096, 32, 584, 576 },
+  { 6, 4096, 128, 585, 576 },
+  { 6, 4096, 512, 575, 575 },
+  { 6, 4096, 2048, 583, 575 },
+  { 6, 4096, 8192, 583, 575 },
+  { 6, 4096, 32768, 583, 575 },
+  { 6, 5120, 1, 586, 587 },
+  { 6, 5120, 8, 586, 587 },
+  { 6, 5120, 32, 588, 589 },
+  { 6, 5120, 128, 588, 589 },
+  { 6, 5120, 512, 590, 591 },
+  { 6, 5120, 2048, 590, 587 },
+  { 6, 5120, 8192, 592, 587 },
+  { 6, 5120, 32768, 592, 587 },
+  { 6, 6144, 1, 593, 589 },
+  { 6, 6144, 8, 593, 589 },
+  { 6, 6144, 32, 594, 589 },
+  { 6, 6144, 128, 594, 589 },
+  { 6, 6144, 512, 595, 591 },
+  { 6, 6144, 2048, 596, 587 },
+  { 6, 6144, 8192, 596, 587 },
+  { 6, 6144, 32768, 596, 587 },
+  { 6, 7168, 1, 597, 589 },
+  { 6, 7168, 8, 597, 589 },
+  { 6, 7168, 32, 598, 589 },
+  { 6, 7168, 128, 599, 589 },
+  { 6, 7168, 512, 600, 601 },
+  { 6, 7168, 2048, 602, 601 },
+  { 6, 7168, 8192, 602, 601 },
+  { 6, 7168, 32768, 602, 601 },
+  { 6, 8192, 1, 603, 604 },
+  { 6, 8192, 8, 603, 605 },
+  { 6, 8192, 32, 606, 605 },
+  { 6, 8192, 128, 607, 605 },
+  { 6, 8192, 512, 608, 601 },
+  { 6, 8192, 2048, 607, 601 },
+  { 6, 8192, 8192, 607, 601 },
+  { 6, 8192, 32768, 609, 601 },
+  { 6, 12288, 1, 610, 611 },
+  { 6, 12288, 8, 610, 611 },
+  { 6, 12288, 32, 612, 611 },
+  { 6, 12288, 128, 610, 613 },
+  { 6, 12288, 512, 614, 601 },
+  { 6, 12288, 2048, 614, 601 },
+  { 6, 12288, 8192, 615, 601 },
+  { 6, 12288, 32768, 615, 601 },
+  { 6, 16384, 1, 616, 617 },
+  { 6, 16384, 8, 616, 618 },
+  { 6, 16384, 32, 619, 618 },
+  { 6, 16384, 128, 620, 613 },
+  { 6, 16384, 512, 621, 601 },
+  { 6, 16384, 2048, 621, 601 },
+  { 6, 16384, 8192, 622, 601 },
+  { 6, 16384, 32768, 622, 601 },
+  { 6, 32768, 1, 623, 624 },
+  { 6, 32768, 8, 623, 625 },
+  { 6, 32768, 32, 626, 625 },
+  { 6, 32768, 128, 627, 625 },
+  { 6, 32768, 512, 628, 629 },
+  { 6, 32768, 2048, 627, 629 },
+  { 6, 32768, 8192, 627, 629 },
+  { 6, 32768, 32768, 627, 629 },
+  { 6, 65536, 1, 630, 631 },
+  { 6, 65536, 8, 632, 631 },
+  { 6, 65536, 32, 632, 633 },
+  { 6, 65536, 128, 632, 633 },
+  { 6, 65536, 512, 632, 629 },
+  { 6, 65536, 2048, 634, 629 },
+  { 6, 65536, 8192, 634, 629 },
+  { 6, 65536, 32768, 634, 629 },
+  { 6, 131072, 1, 635, 636 },
+  { 6, 131072, 8, 635, 636 },
+  { 6, 131072, 32, 637, 636 },
+  { 6, 131072, 128, 637, 636 },
+  { 6, 131072, 512, 638, 639 },
+  { 6, 131072, 2048, 638, 639 },
+  { 6, 131072, 8192, 638, 639 },
+  { 6, 131072, 32768, 638, 639 },
+  { 7, 512, 1, 641, 642 },
+  { 7, 512, 8, 641, 643 },
+  { 7, 512, 32, 641, 644 },
+  { 7, 512, 128, 641, 644 },
+  { 7, 512, 512, 645, 642 },
+  { 7, 512, 2048, 646, 642 },
+  { 7, 512, 8192, 647, 642 },
+  { 7, 512, 32768, 646, 642 },
+  { 7, 768, 1, 648, 649 },
+  { 7, 768, 8, 650, 650 },
+  { 7, 768, 32, 650, 650 },
+  { 7, 768, 128, 651, 651 },
+  { 7, 768, 512, 649, 649 },
+  { 7, 768, 2048, 652, 652 },
+  { 7, 768, 8192, 652, 652 },
+  { 7, 768, 32768, 652, 652 },
+  { 7, 1024, 1, 653, 649 },
+  { 7, 1024, 8, 653, 643 },
+  { 7, 1024, 32, 650, 650 },
+  { 7, 1024, 128, 653, 649 },
+  { 7, 1024, 512, 649, 649 },
+  { 7, 1024, 2048, 652, 652 },
+  { 7, 1024, 8192, 654, 649 },
+  { 7, 1024, 32768, 654, 649 },
+  { 7, 1536, 1, 655, 655 },
+  { 7, 1536, 8, 655, 655 },
+  { 7, 1536, 32, 656, 656 },
+  { 7, 1536, 128, 657, 658 },
+  { 7, 1536, 512, 657, 658 },
+  { 7, 1536, 2048, 657, 659 },
+  { 7, 1536, 8192, 659, 659 },
+  { 7, 1536, 32768, 659, 659 },
+  { 7, 2048, 1, 660, 659 },
+  { 7, 2048, 8, 655, 655 },
+  { 7, 2048, 32, 660, 661 },
+  { 7, 2048, 128, 662, 658 },
+  { 7, 2048, 512, 662, 658 },
+  { 7, 2048, 2048, 663, 658 },
+  { 7, 2048, 8192, 659, 659 },
+  { 7, 2048, 32768, 664, 659 },
+  { 7, 2560, 1, 665, 665 },
+  { 7, 2560, 8, 665, 665 },
+  { 7, 2560, 32, 666, 666 },
+  { 7, 2560, 128, 667, 667 },
+  { 7, 2560, 512, 668, 669 },
+  { 7, 2560, 2048, 670, 671 },
+  { 7, 2560, 8192, 670, 671 },
+  { 7, 2560, 32768, 672, 671 },
+  { 7, 3072, 1, 665, 665 },
+  { 7, 3072, 8, 665, 665 },
+  { 7, 3072, 32, 665, 665 },
+  { 7, 3072, 128, 667, 667 },
+  { 7, 3072, 512, 673, 669 },
+  { 7, 3072, 2048, 674, 671 },
+  { 7, 3072, 8192, 673, 671 },
+  { 7, 3072, 32768, 675, 675 },
+  { 7, 4096, 1, 676, 677 },
+  { 7, 4096, 8, 676, 677 },
+  { 7, 4096, 32, 676, 669 },
+  { 7, 4096, 128, 667, 667 },
+  { 7, 4096, 512, 678, 669 },
+  { 7, 4096, 2048, 676, 669 },
+  { 7, 4096, 8192, 678, 677 },
+  { 7, 4096, 32768, 675, 675 },
+  { 7, 5120, 1, 679, 680 },
+  { 7, 5120, 8, 679, 681 },
+  { 7, 5120, 32, 682, 682 },
+  { 7, 5120, 128, 679, 683 },
+  { 7, 5120, 512, 679, 684 },
+  { 7, 5120, 2048, 679, 680 },
+  { 7, 5120, 8192, 685, 680 },
+  { 7, 5120, 32768, 686, 680 },
+  { 7, 6144, 1, 687, 687 },
+  { 7, 6144, 8, 687, 687 },
+  { 7, 6144, 32, 688, 683 },
+  { 7, 6144, 128, 688, 683 },
+  { 7, 6144, 512, 689, 690 },
+  { 7, 6144, 2048, 691, 690 },
+  { 7, 6144, 8192, 691, 690 },
+  { 7, 6144, 32768, 692, 692 },
+  { 7, 7168, 1, 693, 693 },
+  { 7, 7168, 8, 693, 693 },
+  { 7, 7168, 32, 694, 683 },
+  { 7, 7168, 128, 694, 683 },
+  { 7, 7168, 512, 695, 695 },
+  { 7, 7168, 2048, 696, 696 },
+  { 7, 7168, 8192, 696, 696 },
+  { 7, 7168, 32768, 692, 692 },
+  { 7, 8192, 1, 697, 698 },
+  { 7, 8192, 8, 699, 699 },
+  { 7, 8192, 32, 700, 700 },
+  { 7, 8192, 128, 700, 700 },
+  { 7, 8192, 512, 701, 698 },
+  { 7, 8192, 2048, 696, 696 },
+  { 7, 8192, 8192, 702, 698 },
+  { 7, 8192, 32768, 702, 698 },
+  { 7, 12288, 1, 703, 703 },
+  { 7, 12288, 8, 703, 703 },
+  { 7, 12288, 32, 704, 704 },
+  { 7, 12288, 128, 703, 703 },
+  { 7, 12288, 512, 705, 705 },
+  { 7, 12288, 2048, 706, 671 },
+  { 7, 12288, 8192, 707, 707 },
+  { 7, 12288, 32768, 707, 707 },
+  { 7, 16384, 1, 708, 709 },
+  { 7, 16384, 8, 710, 710 },
+  { 7, 16384, 32, 711, 712 },
+  { 7, 16384, 128, 711, 712 },
+  { 7, 16384, 512, 713, 712 },
+  { 7, 16384, 2048, 713, 712 },
+  { 7, 16384, 8192, 707, 707 },
+  { 7, 16384, 32768, 707, 707 },
+  { 7, 32768, 1, 714, 714 },
+  { 7, 32768, 8, 714, 714 },
+  { 7, 32768, 32, 715, 715 },
+  { 7, 32768, 128, 716, 717 },
+  { 7, 32768, 512, 716, 717 },
+  { 7, 32768, 2048, 718, 718 },
+  { 7, 32768, 8192, 718, 718 },
+  { 7, 32768, 32768, 718, 718 },
+  { 7, 65536, 1, 719, 719 },
+  { 7, 65536, 8, 720, 721 },
+  { 7, 65536, 32, 722, 721 },
+  { 7, 65536, 128, 721, 721 },
+  { 7, 65536, 512, 721, 721 },
+  { 7, 65536, 2048, 723, 721 },
+  { 7, 65536, 8192, 723, 721 },
+  { 7, 65536, 32768, 723, 721 },
+  { 7, 131072, 1, 724, 725 },
+  { 7, 131072, 8, 726, 726 },
+  { 7, 131072, 32, 724, 725 },
+  { 7, 131072, 128, 727, 725 },
+  { 7, 131072, 512, 727, 725 },
+  { 7, 131072, 2048, 728, 725 },
+  { 7, 131072, 8192, 728, 725 },
+  { 7, 131072, 32768, 728, 725 },
+  { 8, 512, 1, 730, 731 },
+  { 8, 512, 8, 730, 731 },
+  { 8, 512, 32, 730, 731 },
+  { 8, 512, 128, 730, 731 },
+  { 8, 512, 512, 732, 731 },
+  { 8, 512, 2048, 733, 733 },
+  { 8, 512, 8192, 733, 733 },
+  { 8, 512, 32768, 733, 733 },
+  { 8, 768, 1, 734, 735 },
+  { 8, 768, 8, 734, 735 },
+  { 8, 768, 32, 734, 735 },
+  { 8, 768, 128, 734, 735 },
+  { 8, 768, 512, 734, 731 },
+  { 8, 768, 2048, 736, 731 },
+  { 8, 768, 8192, 737, 737 },
+  { 8, 768, 32768, 737, 737 },
+  { 8, 1024, 1, 738, 731 },
+  { 8, 1024, 8, 738, 731 },
+  { 8, 1024, 32, 738, 735 },
+  { 8, 1024, 128, 739, 735 },
+  { 8, 1024, 512, 739, 731 },
+  { 8, 1024, 2048, 740, 731 },
+  { 8, 1024, 8192, 737, 737 },
+  { 8, 1024, 32768, 737, 737 },
+  { 8, 1536, 1, 741, 742 },
+  { 8, 1536, 8, 741, 743 },
+  { 8, 1536, 32, 744, 743 },
+  { 8, 1536, 128, 741, 742 },
+  { 8, 1536, 512, 745, 745 },
+  { 8, 1536, 2048, 744, 746 },
+  { 8, 1536, 8192, 745, 745 },
+  { 8, 1536, 32768, 745, 745 },
+  { 8, 2048, 1, 747, 743 },
+  { 8, 2048, 8, 747, 743 },
+  { 8, 2048, 32, 747, 743 },
+  { 8, 2048, 128, 748, 742 },
+  { 8, 2048, 512, 745, 745 },
+  { 8, 2048, 2048, 745, 745 },
+  { 8, 2048, 8192, 749, 750 },
+  { 8, 2048, 32768, 749, 750 },
+  { 8, 2560, 1, 751, 752 },
+  { 8, 2560, 8, 751, 753 },
+  { 8, 2560, 32, 754, 753 },
+  { 8, 2560, 128, 753, 753 },
+  { 8, 2560, 512, 751, 750 },
+  { 8, 2560, 2048, 755, 755 },
+  { 8, 2560, 8192, 755, 755 },
+  { 8, 2560, 32768, 756, 752 },
+  { 8, 3072, 1, 757, 752 },
+  { 8, 3072, 8, 758, 753 },
+  { 8, 3072, 32, 757, 753 },
+  { 8, 3072, 128, 753, 753 },
+  { 8, 3072, 512, 758, 750 },
+  { 8, 3072, 2048, 755, 755 },
+  { 8, 3072, 8192, 759, 752 },
+  { 8, 3072, 32768, 759, 752 },
+  { 8, 4096, 1, 760, 760 },
+  { 8, 4096, 8, 761, 753 },
+  { 8, 4096, 32, 761, 753 },
+  { 8, 4096, 128, 761, 753 },
+  { 8, 4096, 512, 761, 750 },
+  { 8, 4096, 2048, 755, 755 },
+  { 8, 4096, 8192, 762, 750 },
+  { 8, 4096, 32768, 763, 763 },
+  { 8, 5120, 1, 764, 764 },
+  { 8, 5120, 8, 765, 766 },
+  { 8, 5120, 32, 767, 766 },
+  { 8, 5120, 128, 767, 766 },
+  { 8, 5120, 512, 765, 766 },
+  { 8, 5120, 2048, 763, 763 },
+  { 8, 5120, 8192, 763, 763 },
+  { 8, 5120, 32768, 763, 763 },
+  { 8, 6144, 1, 764, 764 },
+  { 8, 6144, 8, 764, 764 },
+  { 8, 6144, 32, 768, 766 },
+  { 8, 6144, 128, 768, 766 },
+  { 8, 6144, 512, 768, 766 },
+  { 8, 6144, 2048, 763, 763 },
+  { 8, 6144, 8192, 763, 763 },
+  { 8, 6144, 32768, 769, 750 },
+  { 8, 7168, 1, 770, 771 },
+  { 8, 7168, 8, 770, 771 },
+  { 8, 7168, 32, 772, 771 },
+  { 8, 7168, 128, 772, 771 },
+  { 8, 7168, 512, 772, 750 },
+  { 8, 7168, 2048, 763, 763 },
+  { 8, 7168, 8192, 763, 763 },
+  { 8, 7168, 32768, 773, 750 },
+  { 8, 8192, 1, 774, 774 },
+  { 8, 8192, 8, 775, 775 },
+  { 8, 8192, 32, 776, 771 },
+  { 8, 8192, 128, 777, 771 },
+  { 8, 8192, 512, 777, 750 },
+  { 8, 8192, 2048, 778, 750 },
+  { 8, 8192, 8192, 778, 750 },
+  { 8, 8192, 32768, 778, 750 },
+  { 8, 12288, 1, 779, 779 },
+  { 8, 12288, 8, 779, 779 },
+  { 8, 12288, 32, 780, 781 },
+  { 8, 12288, 128, 780, 781 },
+  { 8, 12288, 512, 782, 781 },
+  { 8, 12288, 2048, 782, 750 },
+  { 8, 12288, 8192, 782, 750 },
+  { 8, 12288, 32768, 782, 750 },
+  { 8, 16384, 1, 783, 783 },
+  { 8, 16384, 8, 784, 785 },
+  { 8, 16384, 32, 783, 783 },
+  { 8, 16384, 128, 786, 786 },
+  { 8, 16384, 512, 784, 750 },
+  { 8, 16384, 2048, 784, 750 },
+  { 8, 16384, 8192, 784, 750 },
+  { 8, 16384, 32768, 784, 750 },
+  { 8, 32768, 1, 787, 787 },
+  { 8, 32768, 8, 787, 787 },
+  { 8, 32768, 32, 788, 789 },
+  { 8, 32768, 128, 787, 787 },
+  { 8, 32768, 512, 790, 790 },
+  { 8, 32768, 2048, 790, 790 },
+  { 8, 32768, 8192, 790, 790 },
+  { 8, 32768, 32768, 790, 790 },
+  { 8, 65536, 1, 791, 792 },
+  { 8, 65536, 8, 791, 792 },
+  { 8, 65536, 32, 791, 792 },
+  { 8, 65536, 128, 793, 792 },
+  { 8, 65536, 512, 790, 790 },
+  { 8, 65536, 2048, 790, 790 },
+  { 8, 65536, 8192, 794, 792 },
+  { 8, 65536, 32768, 794, 792 },
+  { 8, 131072, 1, 795, 795 },
+  { 8, 131072, 8, 795, 795 },
+  { 8, 131072, 32, 796, 796 },
+  { 8, 131072, 128, 795, 795 },
+  { 8, 131072, 512, 796, 796 },
+  { 8, 131072, 2048, 797, 796 },
+  { 8, 131072, 8192, 797, 796 },
+  { 8, 131072, 32768, 797, 796 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -2605,7 +2862,7 @@ const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
 // max_shared: the dynamic shared memory a kernel may take on the table's arch.
 struct Table { const char* device; int compute_capability; int first_entry, entries, first_bucket, buckets; int64_t max_shared; };
 const Table kTables[] = {
-  { "NVIDIA H200", 90, 0, 1224, 0, 8, 231424 },
+  { "NVIDIA H200", 90, 0, 1208, 0, 8, 231424 },
 };
 const int kTableCount = int(sizeof kTables / sizeof kTables[0]);
 
@@ -2814,6 +3071,60 @@ cudaError_t resident_ctas(const void* kernel, int threads, int cluster, size_t s
   return e;
 }
 
+// Programmatic dependent launch: -1 until first read from NORMGEN_PDL, then 0 or 1.
+std::atomic<int> g_programmatic{-1};
+std::atomic<signed char> g_device_major[64];  // 0 unknown
+
+int programmatic_setting() {
+  if (g_programmatic.load(std::memory_order_relaxed) < 0) {
+    const char* env = getenv("NORMGEN_PDL");
+    int unset = -1;
+    g_programmatic.compare_exchange_strong(unset, env && strcmp(env, "0") == 0 ? 0 : 1);
+  }
+  return g_programmatic.load(std::memory_order_relaxed);
+}
+
+// On, and the current device is sm90 or later.
+bool programmatic_launch_allowed() {
+  if (!programmatic_setting()) return false;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  signed char major = g_device_major[device].load(std::memory_order_relaxed);
+  if (major == 0) {
+    int m = 0;
+    if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    major = (signed char)m;
+    g_device_major[device].store(major, std::memory_order_relaxed);
+  }
+  return major >= 9;
+}
+
+// Every kernel of the package starts with griddepcontrol.launch_dependents and
+// griddepcontrol.wait, so it may be launched to overlap the stream's previous kernel.
+cudaError_t launch(const void* kernel, int64_t grid, int threads, size_t smem, void* stream, void** args) {
+  if (programmatic_launch_allowed()) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(grid));
+    cfg.blockDim = dim3(unsigned(threads));
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = cudaStream_t(stream);
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaLaunchKernelExC(&cfg, kernel, args) == cudaSuccess) return cudaSuccess;
+    cudaGetLastError();  // refused: launch plainly, which reports its own error
+  }
+  return cudaLaunchKernel(kernel, dim3(unsigned(grid)), dim3(unsigned(threads)), args, smem, cudaStream_t(stream));
+}
+
 // Whether a variant's clusters can be resident on the current GPU at all. Up to 8 CTAs is
 // portable (always); past 8, a GPU whose GPCs have fewer SMs than the tuned one (another part
 // of the same arch) may hold none, and the kernel could not launch there. Known once per
@@ -2846,6 +3157,11 @@ bool clusters_fit(int variant) {
 
 }  // namespace
 
+extern "C" int normgen_set_programmatic_launch(int enabled) {
+  programmatic_setting();  // NORMGEN_PDL read first: the previous setting is known
+  return g_programmatic.exchange(enabled ? 1 : 0);
+}
+
 extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   int spec, path;
   const normgen_status s = check(d, &spec);
@@ -2870,7 +3186,7 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   }
   if (e == cudaSuccess) {
     void* args[] = {&p};
-    e = cudaLaunchKernel(v.kernel, dim3(unsigned(grid)), dim3(unsigned(v.threads)), args, smem, cudaStream_t(d->stream));
+    e = launch(v.kernel, grid, v.threads, smem, d->stream, args);
   }
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
@@ -2879,30 +3195,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_4c99f93450bf(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4c99f93450bf_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_fc95ff7fc4fe(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_fc95ff7fc4fe_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2ba8e12fb155(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2ba8e12fb155_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c93886f081eb(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c93886f081eb_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f134269d0836(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f134269d0836_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b3ca09daddce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b3ca09daddce_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5611ae9faf1f(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5611ae9faf1f_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5c61627fb226(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5c61627fb226_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_e6fa7daeb006(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_e6fa7daeb006_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_46b4a8745ee0(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_46b4a8745ee0_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_deea1d421875(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_deea1d421875_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_33fb54f81f47(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_33fb54f81f47_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_97f1580ed812(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_97f1580ed812_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_76af4465e00d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_76af4465e00d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5e37a8aabdd2(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5e37a8aabdd2_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_47718cec98ca(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_47718cec98ca_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_019249ce7daa(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_019249ce7daa_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b700d1feeb49(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b700d1feeb49_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f0761de68a81(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f0761de68a81_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_568d90eedf5c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_568d90eedf5c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f60f2b3058dc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f60f2b3058dc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_91cac1607334(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_91cac1607334_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5c849d5b9a08(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5c849d5b9a08_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_163e21c4bcd5(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_163e21c4bcd5_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -2916,18 +3232,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_4c99f93450bf, (const void*)&normgen_layernorm_bwd_4c99f93450bf_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_fc95ff7fc4fe, (const void*)&normgen_layernorm_bwd_fc95ff7fc4fe_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_2ba8e12fb155, (const void*)&normgen_layernorm_bwd_2ba8e12fb155_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_c93886f081eb, (const void*)&normgen_layernorm_bwd_c93886f081eb_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 65536, 1 },  // regs.t256.v4.tpr256.i4.s2.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_f134269d0836, (const void*)&normgen_layernorm_bwd_f134269d0836_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_b3ca09daddce, (const void*)&normgen_layernorm_bwd_b3ca09daddce_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5611ae9faf1f, (const void*)&normgen_rmsnorm_bwd_5611ae9faf1f_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5c61627fb226, (const void*)&normgen_rmsnorm_bwd_5c61627fb226_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_e6fa7daeb006, (const void*)&normgen_rmsnorm_bwd_e6fa7daeb006_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_46b4a8745ee0, (const void*)&normgen_rmsnorm_bwd_46b4a8745ee0_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_deea1d421875, (const void*)&normgen_rmsnorm_bwd_deea1d421875_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_33fb54f81f47, (const void*)&normgen_rmsnorm_bwd_33fb54f81f47_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_97f1580ed812, (const void*)&normgen_layernorm_bwd_97f1580ed812_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_76af4465e00d, (const void*)&normgen_layernorm_bwd_76af4465e00d_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_5e37a8aabdd2, (const void*)&normgen_layernorm_bwd_5e37a8aabdd2_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_47718cec98ca, (const void*)&normgen_layernorm_bwd_47718cec98ca_reduce, 0, 512, 4, 512, 2, 1, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_019249ce7daa, (const void*)&normgen_layernorm_bwd_019249ce7daa_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_b700d1feeb49, (const void*)&normgen_layernorm_bwd_b700d1feeb49_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f0761de68a81, (const void*)&normgen_rmsnorm_bwd_f0761de68a81_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_568d90eedf5c, (const void*)&normgen_rmsnorm_bwd_568d90eedf5c_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f60f2b3058dc, (const void*)&normgen_rmsnorm_bwd_f60f2b3058dc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_91cac1607334, (const void*)&normgen_rmsnorm_bwd_91cac1607334_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5c849d5b9a08, (const void*)&normgen_rmsnorm_bwd_5c849d5b9a08_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_163e21c4bcd5, (const void*)&normgen_rmsnorm_bwd_163e21c4bcd5_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).
@@ -3094,9 +3410,8 @@ extern "C" normgen_status normgen_backward(const normgen_bwd_desc* d) {
   p.x_stride = d->x_stride; p.dy_stride = d->dy_stride; p.dresidual_stride = d->dresidual_stride; p.dx_stride = d->dx_stride;
   p.partial_rows = grid; p.eps = d->eps;
   void* args[] = {&p};
-  e = cudaLaunchKernel(v.kernel, dim3(unsigned(grid)), dim3(unsigned(v.threads)), args, smem, cudaStream_t(d->stream));
-  if (e == cudaSuccess && v.sums)
-    e = cudaLaunchKernel(v.reduce, dim3(unsigned((d->hidden + 31) / 32)), dim3(256), args, 0, cudaStream_t(d->stream));
+  e = launch(v.kernel, grid, v.threads, smem, d->stream, args);
+  if (e == cudaSuccess && v.sums) e = launch(v.reduce, (d->hidden + 31) / 32, 256, 0, d->stream, args);
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
 }

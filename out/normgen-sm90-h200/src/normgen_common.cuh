@@ -20,6 +20,21 @@ template <> __device__ __forceinline__ float from_float<float>(float v) { return
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+/**
+ * Programmatic dependent launch (sm90 and later). Let the next grid on the stream start
+ * launching (its CTAs take SMs as this grid's retire, and wait here in turn), then wait until
+ * the grid before this one has finished and its writes are visible. Every kernel calls it
+ * before touching global memory: the previous grid may still be writing this one's inputs,
+ * or reading what this one writes. Both are no-ops for a launch without the programmatic
+ * stream serialization attribute.
+ */
+__device__ __forceinline__ void start_after_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /** Round a float to E's precision and back: what storing then reloading gives. */
 template <typename E> __device__ __forceinline__ float round_to(float v) { return to_float(from_float<E>(v)); }
 

@@ -22,9 +22,15 @@ import torch
 from . import abi
 from .abi import NormgenError, PACKAGE, SPECS
 
-__all__ = ["rms_norm", "layer_norm", "NormgenError", "PACKAGE", "SPECS", "library"]
+__all__ = ["rms_norm", "layer_norm", "set_programmatic_launch", "NormgenError", "PACKAGE", "SPECS", "library"]
 
 library = abi.load()  # FileNotFoundError with a sentence when libnormgen.so is not built
+
+
+def set_programmatic_launch(enabled: bool) -> bool:
+    """Programmatic dependent launch (sm90 and later; on unless NORMGEN_PDL=0): each kernel
+    may start while the stream's previous kernel drains. Returns the previous setting."""
+    return abi.set_programmatic_launch(enabled, library)
 
 _DTYPES = {torch.float32: abi.FP32, torch.float16: abi.FP16, torch.bfloat16: abi.BF16}
 _DTYPE_NAMES = {abi.FP32: "fp32", abi.FP16: "fp16", abi.BF16: "bf16"}

@@ -162,6 +162,8 @@ def load(path=None):
     lib.normgen_select.restype = ctypes.c_int
     lib.normgen_last_error.argtypes = []
     lib.normgen_last_error.restype = ctypes.c_char_p
+    lib.normgen_set_programmatic_launch.argtypes = [ctypes.c_int]
+    lib.normgen_set_programmatic_launch.restype = ctypes.c_int
     lib.normgen_backward.argtypes = [ctypes.POINTER(BwdDesc)]
     lib.normgen_backward.restype = ctypes.c_int
     lib.normgen_backward_workspace_size.argtypes = [ctypes.POINTER(BwdDesc)]
@@ -173,6 +175,11 @@ def load(path=None):
 
 def last_error(lib=None):
     return (lib or load()).normgen_last_error().decode("utf-8", "replace")
+
+
+def set_programmatic_launch(enabled, lib=None):
+    """Programmatic dependent launch on (True, the default on sm90 and later) or off; returns the previous setting."""
+    return bool((lib or load()).normgen_set_programmatic_launch(1 if enabled else 0))
 
 
 def forward(desc, lib=None):
