@@ -85,7 +85,18 @@ def implementations(ng, spec, args, liger, compile_ok):
     def eager(inp):
         return call_torch(spec, inp, EPS, inp["peer_w"], inp["peer_b"])
 
-    impls = {"normgen": normgen, "eager": eager}
+    impls = {"normgen": normgen}
+    if args.plain:
+
+        def normgen_plain(inp):
+            before = ng.set_programmatic_launch(False)
+            try:
+                return call_normgen(ng, spec, inp, EPS)
+            finally:
+                ng.set_programmatic_launch(before)
+
+        impls["normgen plain"] = normgen_plain
+    impls["eager"] = eager
     if compile_ok:
         impls["compile"] = torch.compile(eager, fullgraph=True, dynamic=False)
         if args.max_autotune:
@@ -177,22 +188,27 @@ def cell(result, bytes_moved, copy_gbs):
 
 
 def spec_table(spec, rows_of_results, names, copy_gbs):
-    header = ["hidden", "rows"] + [f"{n} {col}" for n in names for col in ("us", "GB/s", "% copy")] + ["speedup vs best peer", "y vs eager"]
+    """The spec's markdown table, and {normgen implementation: [speedup over the best peer per shape]}."""
+    ours = [n for n in names if n.startswith("normgen")]
+    header = ["hidden", "rows"] + [f"{n} {col}" for n in names for col in ("us", "GB/s", "% copy")]
+    header += [f"{n} speedup vs best peer".replace("normgen speedup", "speedup") for n in ours] + ["y vs eager"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    speedups = []
+    speedups = {n: [] for n in ours}
     for hidden, rows, res in rows_of_results:
         if res is None:
             lines.append(f"| {hidden} | {rows} | does not fit in free GPU memory |" + " |" * (len(header) - 3))
             continue
         b = spec.bytes_moved(rows, hidden)
         cells = [c for n in names for c in cell(res.get(n, "-"), b, copy_gbs)]
-        peers = [res[n][0] for n in names if n != "normgen" and isinstance(res.get(n), tuple)]
-        speed = "-"
-        if peers and isinstance(res.get("normgen"), tuple):
-            s = min(peers) / res["normgen"][0]
-            speedups.append(s)
-            speed = f"{s:.2f}x"
-        lines.append("| " + " | ".join([str(hidden), str(rows)] + cells + [speed, res["check"]]) + " |")
+        peers = [res[n][0] for n in names if not n.startswith("normgen") and isinstance(res.get(n), tuple)]
+        for n in ours:
+            speed = "-"
+            if peers and isinstance(res.get(n), tuple):
+                s = min(peers) / res[n][0]
+                speedups[n].append(s)
+                speed = f"{s:.2f}x"
+            cells.append(speed)
+        lines.append("| " + " | ".join([str(hidden), str(rows)] + cells + [res["check"]]) + " |")
     return lines, speedups
 
 
@@ -206,6 +222,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7, help="graph replays per measurement (median)")
     parser.add_argument("--rounds", type=int, default=3, help="times every implementation is measured, in turn (median)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--no-plain", dest="plain", action="store_false", help="do not also time normgen with plain launches")
     parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune-no-cudagraphs') (slow)")
     parser.add_argument("--budget-s", type=float, default=300, help="stop compiling new shapes after this many seconds")
     args = parser.parse_args()
@@ -228,9 +245,12 @@ def main():
     print(f"copy bandwidth {copy_gbs:.0f} GB/s", file=sys.stderr)
     gen = torch.Generator(device="cuda").manual_seed(7)
 
-    names = ["normgen", "eager"] + ([] if args.no_compile else ["compile"] + (["compile max-autotune"] if args.max_autotune else []))
+    programmatic = ng.set_programmatic_launch(True)
+    ng.set_programmatic_launch(programmatic)
+    args.plain = args.plain and programmatic  # plain is the only mode under NORMGEN_PDL=0
+    names = ["normgen"] + (["normgen plain"] if args.plain else []) + ["eager"] + ([] if args.no_compile else ["compile"] + (["compile max-autotune"] if args.max_autotune else []))
     names += ["liger"] if liger[0] else []
-    sections, all_speedups, uncompiled = [], [], 0
+    sections, all_speedups, plain_speedups, uncompiled = [], [], [], 0
     for spec in specs:
         results = []
         for hidden in hiddens:
@@ -244,12 +264,11 @@ def main():
                 results.append((hidden, rows, res))
                 print(f"{spec.key} h{hidden} r{rows}: {res} ({time.time() - started:.0f} s)", file=sys.stderr)
         lines, speedups = spec_table(spec, results, names, copy_gbs)
-        all_speedups += [(spec.key, s) for s in speedups]
+        all_speedups += [(spec.key, s) for s in speedups["normgen"]]
+        plain_speedups += speedups.get("normgen plain", [])
         sections.append((spec, lines, speedups))
 
     geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-    programmatic = ng.set_programmatic_launch(True)
-    ng.set_programmatic_launch(programmatic)
     lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
         f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
         f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays,"
@@ -259,7 +278,9 @@ def main():
         f"- copy bandwidth: {copy_gbs:.0f} GB/s (`dst.copy_(src)`, 1 GiB of fp32, read + write), measured in this run",
         "- bytes moved: x (+ residual) read, y (+ x + r) written, weight and bias once, stats; the same for every implementation",
         ("- normgen launches with programmatic dependent launch (the package's default on sm90 and later): in the graph each"
-         " call may start while the one before drains; torch's kernels launch plainly" if programmatic else
+         " call may start while the one before drains; torch's kernels launch plainly. `normgen plain`: the same"
+         " calls with programmatic launch turned off (what a call after a kernel that does not release its dependents gets)"
+         if programmatic else
          "- normgen launches plainly (NORMGEN_PDL=0), as torch's kernels do"),
         "- eager: `s = x + r` (fused residual), then `F.rms_norm` (+ bias) / `F.layer_norm`; weight cast to the normalized dtype once, outside the timing",
         "- compile: the same function, `torch.compile(fullgraph=True, dynamic=False)`, default mode"
@@ -268,12 +289,14 @@ def main():
         + (" (not run: --no-compile)" if args.no_compile else ""),
         f"- {liger[2]}",
         f"- speedup: the fastest peer's time over normgen's; geometric mean over all problems {geo([s for _, s in all_speedups]):.2f}x,"
-        f" normgen fastest on {sum(s >= 1 for _, s in all_speedups)} of {len(all_speedups)}",
+        f" normgen fastest on {sum(s >= 1 for _, s in all_speedups)} of {len(all_speedups)}"
+        + (f"; with plain launches {geo(plain_speedups):.2f}x, fastest on {sum(s >= 1 for s in plain_speedups)} of {len(plain_speedups)}" if plain_speedups else ""),
         "- y vs eager: normgen's y within twice the verify tolerance of eager's (first 256 rows of the first input copy)",
         f"- total run time: {time.time() - started:.0f} s",
     ]
     for spec, spec_lines, speedups in sections:
-        lines += ["", f"## {spec.key}", "", f"Geometric mean speedup over the best peer: {geo(speedups):.2f}x.", ""] + spec_lines
+        plain = f" (plain launches: {geo(speedups['normgen plain']):.2f}x)" if speedups.get("normgen plain") else ""
+        lines += ["", f"## {spec.key}", "", f"Geometric mean speedup over the best peer: {geo(speedups['normgen']):.2f}x{plain}.", ""] + spec_lines
     write_log(args.out_md, lines)
 
 
