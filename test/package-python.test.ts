@@ -47,7 +47,8 @@ function headerFields(header: string): Field[] {
 
 /** NORMGEN_* enum constants of the header, without the prefix (as abi.py names them). */
 function headerConstants(header: string): Record<string, number> {
-  return Object.fromEntries([...header.matchAll(/\bNORMGEN_(\w+)\s*=\s*(-?\d+)/g)].map((m) => [m[1], Number(m[2])]));
+  const code = header.replace(/\/\*[\s\S]*?\*\//g, ''); // comments may name NORMGEN_PDL=0, an environment setting
+  return Object.fromEntries([...code.matchAll(/\bNORMGEN_(\w+)\s*=\s*(-?\d+)/g)].map((m) => [m[1], Number(m[2])]));
 }
 
 const header = readFileSync(join(pkg, 'include/normgen.h'), 'utf8');
