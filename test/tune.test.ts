@@ -127,6 +127,8 @@ test('--budget screen times all briefly, then the best N and the baseline in ful
   assert.ok(screens.length > finals.length && finals.length > 0);
   assert.ok(screens.every((r) => r.maxCopies === SCREEN_MAX_COPIES));
   assert.ok(finals.every((r) => r.maxCopies === undefined));
+  // Finals time a long chain of launches (programmatic launch's steady state); screens do not.
+  assert.ok(finals.every((r) => r.chainLaunches === 16) && screens.every((r) => r.chainLaunches === undefined));
   const results = TuningDb.read(dbPath).results;
   for (const p of out.problems) {
     const mine = results.filter((r) => r.problemKey === problemKey(p));

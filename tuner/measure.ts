@@ -25,6 +25,8 @@ export interface RunOptions {
   cutoffUs?: number;
   /** Rotate over at most this many input copies (screening; fewer than a cold L2 may need). */
   maxCopies?: number;
+  /** With programmatic launch: at least this many launches a graph (a chain's steady state, up to ~8 ms). */
+  chainLaunches?: number;
 }
 
 /** The request fields that say whether and how to verify and time (forward and backward alike). */
@@ -38,6 +40,7 @@ export function timingFields(o: RunOptions): Record<string, unknown> {
     ...(o.minSamples ? { minSamples: o.minSamples } : {}),
     ...(o.cutoffUs ? { cutoffUs: o.cutoffUs } : {}),
     ...(o.maxCopies ? { maxCopies: o.maxCopies } : {}),
+    ...(o.chainLaunches ? { chainLaunches: o.chainLaunches } : {}),
   };
 }
 

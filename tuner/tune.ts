@@ -46,7 +46,7 @@ export interface Progress {
 }
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
-export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5 };
+export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5, chainLaunches: 16 };
 /**
  * Screening rotates over at most SCREEN_MAX_COPIES input copies: with a tiny problem's cold
  * rotation (4096 copies, each replay a graph of as many launches) a 1-row problem took 29 ms

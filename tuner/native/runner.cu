@@ -716,7 +716,13 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   const int per_target = (int)std::ceil(target_ms / per);  // launches that make one sample
   // Every copy once per replay (fewer would leave the replayed ones in L2), at most 2000
   // launches unless the copies need more.
-  const int per_graph = std::min(std::max<int>(per_target, (int)K), std::max<int>(2000, (int)K));
+  int per_graph = std::min(std::max<int>(per_target, (int)K), std::max<int>(2000, (int)K));
+  // Programmatic launches overlap each kernel with the one before, and a short graph does not
+  // show a long chain's steady state: on an H200 a LayerNorm of 16384 clustered 128-thread CTAs
+  // took 150 us a launch in graphs of 2-7 launches and 163-186 us in graphs of 14-64
+  // (test/gpu/pdl-chain.md). Full timings ask for a chain of chainLaunches, up to ~8 ms of work.
+  const int chain = (int)req.integer("chainLaunches", 0);
+  if (g_pdl && chain > per_graph) per_graph = std::max(per_graph, std::min(chain, (int)std::ceil(8.0 / per)));
   int samples = (int)req.integer("samples", 15);
   // A replay visits every copy. Where that takes more launches than a sample needs (tiny
   // problems rotate over thousands of copies), fewer replays time as many launches, but
