@@ -32,14 +32,17 @@ interface Rec {
   us: number;
   samples: number;
   stage?: 'screen' | 'final';
+  problem?: typeof problem;
 }
 
 /** A database with one session and the given records. */
 function makeDb(device: DeviceId, session: Partial<DbSession>, records: Rec[], path = join(dir(), 'db.jsonl')): string {
   const db = TuningDb.open(path, { backend: 'cuda', arch: device.arch, device });
   const s = db.startSession({ started: '2026-11-01T00:00:00Z', command: 'test', normgen: '0.1.0', templateHash: 'h1', nvcc: '13', copyGbps: 4000, ...session });
-  for (const r of records)
-    db.record({ session: s.session, problemKey: problemKey(problem), problem, variantId: r.variant.id, params: r.variant.params, stage: r.stage ?? 'final', status: 'OK', medianUs: r.us, samples: r.samples });
+  for (const r of records) {
+    const p = r.problem ?? problem;
+    db.record({ session: s.session, problemKey: problemKey(p), problem: p, variantId: r.variant.id, params: r.variant.params, stage: r.stage ?? 'final', status: 'OK', medianUs: r.us, samples: r.samples });
+  }
   db.close();
   return path;
 }
@@ -117,6 +120,36 @@ test('same key and version: more samples win, then the later session', () => {
   const screened = makeDb(h200, { started: '2026-11-06T00:00:00Z' }, [{ variant: base, us: 7, samples: 3, stage: 'screen' }]);
   assert.is(cli('merge', many, screened, '--out', out).status, 0);
   assert.equal(TuningDb.read(out).results.map((r) => [r.stage, r.medianUs]), [['final', 10], ['screen', 7]]);
+});
+
+test('--replace-problems: a problem re-tuned in a later input keeps only the re-tune, others stay', () => {
+  const other = makeProblem(spec, 8192, 64);
+  const otherBase = makeVariant(other, baselineParams(other));
+  // The full tune: gen won problem at 9 us, timed a way the re-tune no longer trusts.
+  const full = makeDb(h200, { started: '2026-11-01T00:00:00Z' }, [
+    { variant: base, us: 10, samples: 15 },
+    { variant: gen, us: 9, samples: 15 },
+    { variant: otherBase, us: 20, samples: 15, problem: other },
+  ]);
+  // The re-tune of problem re-timed base only (fewer samples: longer graphs).
+  const retune = makeDb(h200, { started: '2026-11-02T00:00:00Z' }, [{ variant: base, us: 10.5, samples: 7 }]);
+  const plain = join(dir(), 'plain.jsonl');
+  assert.is(cli('merge', full, retune, '--out', plain).status, 0);
+  const kept = winners(TuningDb.read(plain));
+  assert.is(kept.find((w) => w.best.problemKey === problemKey(problem))!.best.variantId, gen.id, 'without the option the old winner stays');
+  const out = join(dir(), 'replaced.jsonl');
+  const r = cli('merge', full, retune, '--out', out, '--replace-problems');
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout, /2 results of re-tuned problems dropped/);
+  const merged = TuningDb.read(out);
+  assert.equal(merged.results.map((x) => [x.problemKey, x.variantId, x.medianUs]), [
+    [problemKey(other), otherBase.id, 20],
+    [problemKey(problem), base.id, 10.5],
+  ]);
+  assert.is(merged.sessions.length, 2);
+  // The last input decides, not the session date: the re-tune named first is replaced.
+  assert.is(cli('merge', retune, full, '--out', out, '--replace-problems').status, 0);
+  assert.is(find(out, gen).medianUs, 9);
 });
 
 test('one device tuned with different templates: refused, unless --force keeps both', () => {

@@ -8,9 +8,20 @@
 //   3. then the one from the later session (the input order breaks any remaining tie).
 // Databases of one device tuned with different templates time different kernels, so
 // mixing them is refused unless forced.
+//
+// With replaceProblems, a problem held by a later input keeps only that input's records: a
+// re-tune of some problems (timed another way, say) replaces their earlier measurements
+// whole, where the rules above would keep an earlier winner that the re-tune did not re-time.
 
 import { basename } from 'node:path';
 import { DbError, deviceKey, type DbHeader, type DbResult, type DbSession, type TuningDb } from './db.js';
+
+export interface MergeOptions {
+  /** Merge databases of one device tuned with different kernel templates. */
+  force?: boolean;
+  /** A problem held by a later input keeps only the last such input's records. */
+  replaceProblems?: boolean;
+}
 
 export interface MergedDb {
   header: DbHeader;
@@ -20,6 +31,8 @@ export interface MergedDb {
   inputs: string[];
   /** Records that lost to another record of the same key. */
   replaced: number;
+  /** Records dropped because a later input re-tuned their problem (replaceProblems). */
+  superseded: number;
   /** Template hashes present (more than one only with force). */
   templateHashes: string[];
 }
@@ -65,7 +78,14 @@ function better(a: Candidate, b: Candidate): number {
 
 const sessionIdentity = (s: DbSession) => JSON.stringify([s.started, s.command, s.normgen, s.templateHash, s.nvcc, s.copyGbps]);
 
-function mergeDevice(dbs: TuningDb[], force: boolean): MergedDb {
+/** Per problem, the index of the last input that holds it. */
+function lastInputOf(dbs: TuningDb[]): Map<string, number> {
+  const last = new Map<string, number>();
+  dbs.forEach((db, i) => db.results.forEach((r) => last.set(r.problemKey, i)));
+  return last;
+}
+
+function mergeDevice(dbs: TuningDb[], { force = false, replaceProblems = false }: MergeOptions): MergedDb {
   // Sessions: the same session read from two files (a copy merged again) counts once.
   const unique = new Map<string, DbSession>();
   const sessionOf = new Map<TuningDb, Map<number, DbSession>>();
@@ -96,8 +116,14 @@ function mergeDevice(dbs: TuningDb[], force: boolean): MergedDb {
   const kept = new Map<string, Candidate>();
   let order = 0;
   let replaced = 0;
-  for (const db of dbs)
+  let superseded = 0;
+  const lastInput = replaceProblems ? lastInputOf(dbs) : undefined;
+  for (const [i, db] of dbs.entries())
     for (const result of db.results) {
+      if (lastInput && lastInput.get(result.problemKey) !== i) {
+        superseded++;
+        continue;
+      }
       const c: Candidate = { result, session: sessionOf.get(db)!.get(result.session)!, order: order++ };
       const key = `${result.problemKey}|${result.variantId}|${result.stage}`;
       const old = kept.get(key);
@@ -116,17 +142,18 @@ function mergeDevice(dbs: TuningDb[], force: boolean): MergedDb {
     results,
     inputs: dbs.map((db) => db.path),
     replaced,
+    superseded,
     templateHashes: [...hashes.keys()],
   };
 }
 
 /** Merge databases: one merged database per device, in the order devices first appear. */
-export function mergeDatabases(dbs: TuningDb[], options: { force?: boolean } = {}): MergedDb[] {
+export function mergeDatabases(dbs: TuningDb[], options: MergeOptions = {}): MergedDb[] {
   const byDevice = new Map<string, TuningDb[]>();
   for (const db of dbs) {
     if (db.header.backend !== 'cuda') throw new DbError(`${db.path} is for backend ${db.header.backend}; merge knows cuda`);
     const key = `${db.header.arch}|${deviceKey(db.header.device)}`;
     byDevice.set(key, [...(byDevice.get(key) ?? []), db]);
   }
-  return [...byDevice.values()].map((group) => mergeDevice(group, options.force ?? false));
+  return [...byDevice.values()].map((group) => mergeDevice(group, options));
 }

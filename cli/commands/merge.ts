@@ -18,16 +18,21 @@ export const builder = (y: Argv) =>
       demandOption: true,
       describe: 'a .jsonl file (all inputs from one device) or a folder that gets one <arch>-<device>.jsonl per device',
     })
-    .option('force', { type: 'boolean', default: false, describe: 'merge databases of one device tuned with different kernel templates' });
+    .option('force', { type: 'boolean', default: false, describe: 'merge databases of one device tuned with different kernel templates' })
+    .option('replace-problems', {
+      type: 'boolean',
+      default: false,
+      describe: 'a problem held by a later input keeps only that input\'s results (a re-tune of some problems replaces their earlier measurements)',
+    });
 
-export function handler(args: { dbs: string[]; out: string; force: boolean }): void {
+export function handler(args: { dbs: string[]; out: string; force: boolean; replaceProblems: boolean }): void {
   if (args.dbs.length === 0) throw new InputError('name the tuning databases to merge');
-  const merged = mergeDatabases(expandDbPaths(args.dbs).map((p) => TuningDb.readChecked(p)), { force: args.force });
+  const merged = mergeDatabases(expandDbPaths(args.dbs).map((p) => TuningDb.readChecked(p)), { force: args.force, replaceProblems: args.replaceProblems });
   const outputs = outputPaths(args.out, merged);
   for (const [m, path] of outputs) {
     writeDb(path, m.header, m.sessions, m.results);
     const mixed = m.templateHashes.length > 1 ? `; mixes ${m.templateHashes.length} template versions (--force)` : '';
-    console.log(`${path}: ${m.header.device.name} (${m.header.arch}) from ${m.inputs.map((p) => basename(p)).join(', ')}: ${m.sessions.length} sessions, ${m.results.length} results, ${m.replaced} duplicates resolved${mixed}`);
+    console.log(`${path}: ${m.header.device.name} (${m.header.arch}) from ${m.inputs.map((p) => basename(p)).join(', ')}: ${m.sessions.length} sessions, ${m.results.length} results, ${m.replaced} duplicates resolved${m.superseded ? `, ${m.superseded} results of re-tuned problems dropped` : ''}${mixed}`);
   }
 }
 
