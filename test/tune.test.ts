@@ -50,7 +50,9 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), "write): 4100 GB/s; earlier runs of this database: 4000 GB/s (each result is a fraction of its own GPU's, in its own run)");
   // Each run records how the runner launched the timed kernels, and the report says so.
   assert.equal(TuningDb.read(dbPath).sessions.map((s) => s.launch), ['programmatic', 'programmatic']);
+  assert.equal(TuningDb.read(dbPath).sessions.map((s) => s.chainLaunches), [16, 16]);
   assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), 'a CUDA graph of back-to-back launches with programmatic dependent launch');
+  assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), 'final timings in graphs of at least 16 launches\n');
 });
 
 test('a run with plain launches is recorded, and a database mixing both says so', async () => {
@@ -66,6 +68,7 @@ test('a run with plain launches is recorded, and a database mixing both says so'
   }
   const db = TuningDb.read(dbPath);
   assert.equal(db.sessions.map((s) => s.launch), ['programmatic', 'plain']);
+  assert.equal(db.sessions.map((s) => s.chainLaunches), [16, undefined]);
   assert.match(tuneReport(db, 0, 0), 'programmatic dependent launch in some runs of this database, plain in others');
 });
 

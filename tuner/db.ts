@@ -55,6 +55,8 @@ export interface DbSession {
   copyGbpsByGpu?: Record<string, number>;
   /** CUDA: how timed kernels were launched (programmatic: each may start while the one before drains). */
   launch?: 'programmatic' | 'plain';
+  /** Programmatic runs: the fewest launches in a final timing's graph (a chain's steady state; absent before it existed). */
+  chainLaunches?: number;
 }
 
 /** screen: a short timing used by --budget to pick candidates; final: the full one. */

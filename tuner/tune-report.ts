@@ -29,8 +29,18 @@ function launchText(sessions: DbSession[]): string {
   const modes = new Set(sessions.map((s) => s.launch ?? 'plain'));
   if (modes.size > 1) return 'back-to-back launches (with programmatic dependent launch in some runs of this database, plain in others)';
   return modes.has('programmatic')
-    ? 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)'
+    ? 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)' + chainText(sessions)
     : 'back-to-back plain launches';
+}
+
+/** Programmatic runs: how long a final timing's chain of launches was (short graphs can hide a long chain's slowdown). */
+function chainText(sessions: DbSession[]): string {
+  const chains = sessions.filter((s) => s.launch === 'programmatic').map((s) => s.chainLaunches);
+  const longest = Math.max(0, ...chains.map((c) => c ?? 0));
+  if (!longest) return '';
+  return chains.every((c) => c === longest)
+    ? `; final timings in graphs of at least ${longest} launches`
+    : `; final timings in graphs of at least ${longest} launches in some runs, of fewer in earlier ones`;
 }
 
 export function largeProblemSummary(ws: Winner[]): { count: number; atTarget: number; minFraction: number; worst?: Winner } {
@@ -81,7 +91,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `- measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
     `- problems with rows x hidden >= 16M elements: ${large.count}, of which at >= ${100 * TARGET_FRACTION}% of copy bandwidth: ${large.atTarget}; lowest: ${(100 * large.minFraction).toFixed(1)}%${large.worst ? ` (${winnerRow(large.worst)[0]})` : ''}`,
     '',
-    `Times are medians of 15 samples, each a CUDA graph of ${launchText(db.sessions)}`,
+    `Times are medians of 5-15 samples, each a CUDA graph of ${launchText(db.sessions)}`,
     'over rotating input copies (cold L2); every timed variant was verified on the same problem.',
     '',
     '```',

@@ -123,6 +123,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     copyGbps,
     ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
     launch: programmaticLaunch ? 'programmatic' : 'plain',
+    ...(programmaticLaunch && FULL.chainLaunches ? { chainLaunches: FULL.chainLaunches } : {}),
   });
   const copies = [...copyByGpu].map(([gpu, gbps]) => (runners.length > 1 ? `GPU ${gpu} ` : '') + `${gbps.toFixed(0)} GB/s`).join(', ');
   o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copies}; database ${o.dbPath} (${db.results.length} results already)`);
