@@ -188,28 +188,34 @@ def cell(result, bytes_moved, copy_gbs):
 
 
 def spec_table(spec, rows_of_results, names, copy_gbs):
-    """The spec's markdown table, and {normgen implementation: [speedup over the best peer per shape]}."""
+    """The spec's markdown table, {normgen implementation: [speedup over the best peer per shape]}, and how many
+    shapes some peer did not run (their speedups are shown, over the peers that ran, but not counted)."""
     ours = [n for n in names if n.startswith("normgen")]
     header = ["hidden", "rows"] + [f"{n} {col}" for n in names for col in ("us", "GB/s", "% copy")]
     header += [f"{n} speedup vs best peer".replace("normgen speedup", "speedup") for n in ours] + ["y vs eager"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     speedups = {n: [] for n in ours}
+    partial = 0
     for hidden, rows, res in rows_of_results:
         if res is None:
             lines.append(f"| {hidden} | {rows} | does not fit in free GPU memory |" + " |" * (len(header) - 3))
             continue
         b = spec.bytes_moved(rows, hidden)
         cells = [c for n in names for c in cell(res.get(n, "-"), b, copy_gbs)]
-        peers = [res[n][0] for n in names if not n.startswith("normgen") and isinstance(res.get(n), tuple)]
+        peer_names = [n for n in names if not n.startswith("normgen")]
+        peers = [res[n][0] for n in peer_names if isinstance(res.get(n), tuple)]
+        every_peer = len(peers) == len(peer_names)
+        partial += not every_peer
         for n in ours:
             speed = "-"
             if peers and isinstance(res.get(n), tuple):
                 s = min(peers) / res[n][0]
-                speedups[n].append(s)
-                speed = f"{s:.2f}x"
+                if every_peer:
+                    speedups[n].append(s)
+                speed = f"{s:.2f}x" + ("" if every_peer else " (not every peer)")
             cells.append(speed)
         lines.append("| " + " | ".join([str(hidden), str(rows)] + cells + [res["check"]]) + " |")
-    return lines, speedups
+    return lines, speedups, partial
 
 
 def main():
@@ -250,7 +256,7 @@ def main():
     args.plain = args.plain and programmatic  # plain is the only mode under NORMGEN_PDL=0
     names = ["normgen"] + (["normgen plain"] if args.plain else []) + ["eager"] + ([] if args.no_compile else ["compile"] + (["compile max-autotune"] if args.max_autotune else []))
     names += ["liger"] if liger[0] else []
-    sections, all_speedups, plain_speedups, uncompiled = [], [], [], 0
+    sections, all_speedups, plain_speedups, uncompiled, partial = [], [], [], 0, 0
     for spec in specs:
         results = []
         for hidden in hiddens:
@@ -263,7 +269,8 @@ def main():
                     res["compile"] = "skipped: --budget-s"
                 results.append((hidden, rows, res))
                 print(f"{spec.key} h{hidden} r{rows}: {res} ({time.time() - started:.0f} s)", file=sys.stderr)
-        lines, speedups = spec_table(spec, results, names, copy_gbs)
+        lines, speedups, spec_partial = spec_table(spec, results, names, copy_gbs)
+        partial += spec_partial
         all_speedups += [(spec.key, s) for s in speedups["normgen"]]
         plain_speedups += speedups.get("normgen plain", [])
         sections.append((spec, lines, speedups))
@@ -288,8 +295,8 @@ def main():
         + ("" if not uncompiled else f"; not compiled for {uncompiled} shapes after --budget-s {args.budget_s:.0f}")
         + (" (not run: --no-compile)" if args.no_compile else ""),
         f"- {liger[2]}",
-        f"- speedup: the fastest peer's time over normgen's; geometric mean over all problems {geo([s for _, s in all_speedups]):.2f}x,"
-        f" normgen fastest on {sum(s >= 1 for _, s in all_speedups)} of {len(all_speedups)}"
+        f"- speedup: the fastest peer's time over normgen's; geometric mean over {'all problems' if not partial else f'the {len(all_speedups)} problems every peer ran ({partial} where some peer did not are left out)'}"
+        f" {geo([s for _, s in all_speedups]):.2f}x, normgen fastest on {sum(s >= 1 for _, s in all_speedups)} of {len(all_speedups)}"
         + (f"; with plain launches {geo(plain_speedups):.2f}x, fastest on {sum(s >= 1 for s in plain_speedups)} of {len(plain_speedups)}" if plain_speedups else ""),
         "- y vs eager: normgen's y within twice the verify tolerance of eager's (first 256 rows of the first input copy)",
         f"- total run time: {time.time() - started:.0f} s",
