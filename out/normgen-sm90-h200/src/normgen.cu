@@ -9,820 +9,830 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_d10f7fcad07a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a261a6675dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7654be4e537d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f593c65139bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c111bd96b4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71fa9d52bb6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_49f8fe8bfc5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4eb202e92163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6606754b231(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_041f787ccb1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd29747b2e78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60c7db26090b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87dcd1daf05b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9eba515934e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3ac3cbd5bae9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9afb6f8f3ca4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d72ec207e48b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dfabd1254c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e378aad58aaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d02714a87e85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2926103f35f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a5ff19c41638(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1dd9622d813(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6189aad5c4f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d00f321ae022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8db5e7684f9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6a4daecbbf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cde8f79e9569(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa5317526069(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bd8565f9933(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_92678f82e3af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_32cc060e9818(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1937d29a538d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_19e6fd89cb50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1fe66505c7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1551836a7b31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f91e8552639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f8c18c80370(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e458e9673de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a12e758532a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2968509b1858(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_035ec8672ed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60272d4bda6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_436afc82717c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10cd512bc31e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0476f94cc1c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9638f033ec3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c579760fc80e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13fe443e8561(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_acc8fda18825(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_57c06c20ac48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce342b0837c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7195015f515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16402d40e922(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a151ebf40ee2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f8478251961(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96e4442a97b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0ee890021ba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebdf368a182f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_474840ace71b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce3775217963(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a861935e5428(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_adad632748b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe383faac4ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3efbc8e4397d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60e27f679ac4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b693357e091f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6acd63f45cd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b922a4d4dd0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4042a513e113(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c57546a3cd59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78ea2a9d447a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc26d73dac85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_68d9080caf9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_859a868415b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb3c34f5e0c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2076a8efb02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67d792b4b15b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e3914dc5041(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad15d0008eb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be5c7961f978(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52e04dc59639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a50224ef2e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4925d07ec513(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1417acf6f010(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f25bbac57fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d38a275e363(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f62d0787e4f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62105effaf23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b68b5014e308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93d6dce44b08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18a248b71ab6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d07cb2df4157(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c8ff86f998f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25f9b80cdc2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3a22e76cbee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9500fdc2bd59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56eb624cd9af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_75511242b139(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be715e2fec21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b8ed8505b4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd88668df9cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_743f342eddb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_265f83f1c12b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aafb7503de76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe6c1a21c36a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e436b9611efb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_023dab57b8d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fb4605583bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e6dd68d4c7dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d183c5cb53cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd17114c9dc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09d5aa8433b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec37e4df4ba3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16be8032dac1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84079c0689fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97d558c00522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_729c44f10795(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_45e5c62601ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_929c0b47ad54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4b9050f5e54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca5589921996(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_86594c9a27a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_17fea19193e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce441672284e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_690b47fa2d44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_151de026a9ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05dfc3183c93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_217b9735a556(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_527ca78de1d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_045dc0af6f72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74c28a58848b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01d0db0ce939(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2fd37f7a9cf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bcb22d7a5591(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_90e0eeaa7b6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fcc2b65ed55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1967af82cde9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50fdea5c4b6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c01c680a603b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7612d78fbaec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2a7645e4ce3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_adc38e03bd74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7eeda8fd571(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b1877db3670(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50aeb43e8517(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd246dbf6bdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_670ff696114f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_149a11dcaec7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b981a5c08223(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc2b6c3bb125(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da817d71610c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6304e844557(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0133a4b11683(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f71ddb2ec1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6789c761823(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee7b15e36f5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b8a80e7375c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73ae34ae876a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2c6a51d90fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73f6e8408c84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97547e520f0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e8d2f1b7eec7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fbe88800fc07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_58d84f781b54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_197a7239a7f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64da0d56cd28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd7967ad3609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f967b5cfc7f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0321f9ea76a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0eb4c4a62ded(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52f201de93c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bfdae9792c1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94aa6de8cb0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_26e29a4dcde0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa7e44ecefa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c939a2ae561c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e63690b51327(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccdaaf7be58f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ee801ee6883(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe16709c85b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_92b42b2a95f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7597ed1d20d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cc0502c1324(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2f0e33bcc1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae46419aa3f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f4f9615c68a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd34e15beb6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_166083c190de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a136de43d71c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f1bfea23bd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e2726708542(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7798287b9be3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6d0aeec49c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f09bceaa70cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5f29a44fd90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e1528867b55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c0cbfd3bc899(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9955d9f49674(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b28108554eba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c4031a328e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e367a2b573f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab44d258b99c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b02185caf1db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d27f3ac30616(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6211fe20081(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d370ca1e5403(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a33912758622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6d72e58a2ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_250904cd1996(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f3471c80cfe5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9557dc51159e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_432e9a5571ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7ade934aed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28cdb7969586(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15768ba47a80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a32ea1c9ce07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74c9ed072317(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6da82d871a02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_adc6dbf11c4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_33e3cce94644(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_921b901bcd3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_329b8292e4d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a08c8b2f75a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_48272f22d0d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f3d550c98695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8b905c7b618(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e0db4709221(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4941704a1ef2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_342232eb3789(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4a5ca36d712(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed89f8a9b859(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88d38c23eb44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c1ed72030a3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93789f6cd38f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_553f7fff8ba0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf9c3f7cacf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_362aa1b08ba9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_164b37b03af5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d394c54e7852(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05f55f491d81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de04820ca9ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2c80997cd586(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e7860f7733c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31dad52f0c4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d310a0627659(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7593dfa5959(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9af67a9cf02f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd3a8dcae5e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0081861f0625(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_305e1488da0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_653836a6517a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bd5fd1f80c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a4dbaed9de5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_90826f6c3333(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4f5ece45609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f3d996b3722f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac9bd13c0696(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25bb743843e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93d4efaf300f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2635ef8cc959(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6aa34905ceba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7bacb0e8aac4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d098d72611ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e491d46493a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cab79069c4b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b116eec1c94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5f9f301ab1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6310e764098(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c0342bb6246(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_512ad1ac9e97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d9425bd3b60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0a1e6e5f0f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a48c3464ec93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5fb9306bb699(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3b967715bd50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_851a74d77faa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d75be90ce0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78e4f8fd8c94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f5d662d0e1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_059480db8408(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f3363ee85aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_76202979152d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54f734e6d6d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f1e5b37749a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f256944a8970(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e4b280a6353(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ce7f2d17cf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c1708b7dac45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7849282491d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51686b8a95cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f708e224abe6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb8bffdd3396(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02e11c424289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0bdbfa90e3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_120d8692b966(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6763285df52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_708eabbf8ac7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_45c7a7dc1027(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34054755ce0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11730ca612c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7360119ef6e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_902f5cc6d657(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63a8c71e6023(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75328513ea05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4aad0cfeddf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66356642f977(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfa589a3506a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5512c538269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bbbdc54cd5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_385eb2835950(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08f64d2ae701(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec6e98ad241(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2853a87e64ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64ca1fd58f34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a237159d085a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f792cc99658(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3462145e3928(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bf7f8d97a05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8ba3d324049(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc24843fd34c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5e423916388(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_036997ae6cc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60fd1926967a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0aec1b301ad2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1d06d79526c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d0a1040950d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_423820398533(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b88ecb38ecbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae9aada8131a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_884c9a28ff1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88a6d785c8c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39e2cb33db44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a880faadef7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf30cd625895(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a9079b522c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5954c60773f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_892c59dfb3c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91a75969846d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44a77238e975(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6ac444c8f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16a24686e7b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe6757f7d119(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de602d5a1deb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c02817cd829(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7136bc61976b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fa293b8e99e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0b138cce20e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7456fb055d04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a85c371e10db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c64a247afde0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba43047f8f5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdb3a41d3bae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a509e8b559c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ce4a3fa1f98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd8233066b9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab7c3cc9ab94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fce3701c8de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa5dee5fff75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e5353aaa8e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed6df044ee4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d85f20b0e0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc513c16de6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_784e262c2662(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d93bd066828a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc1b80c9e3eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3b523aaa38b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56e4cdc1d520(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04786f28b76a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a47ec0f4eef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fc28beb3750(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b07668a75c5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_353bdbecea48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c1795753481(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cbebfdb08bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28f06911878c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd68e70f79b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7341c8058495(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_360640324669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1b51cd36f1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fe2d1db8ae3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12c9143d27ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b8c76201552(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27cc81a2a897(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8b58a263cfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_791b7175e1b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07fb260458da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5acf9fc53373(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f476d33b7b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f650bf36c60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52d8d27138a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9de4e6d88e84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a290a2d609c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a5316a1c5af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_493283cdfee4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b02cf85ff027(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_046a4c15edd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_988d5417e6e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39b8fbfac4e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e90f51bf7829(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cd4c3a4382d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f32dc227ee86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b87cc2a9e73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4416c214f46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17ff7e3da356(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_017f5e9af886(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59098d9a23bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7d3a7a78e2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71c045861aaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eafb2b5aec02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83cd1dc641f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab30d83eab43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10ff21923c09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_846c31853414(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89460fe385d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9baa41f11ea2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c2adef90d8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_907fa8f60804(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ecc7037ba21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbcb37fa226b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4589437731a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f134891a1635(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da45788c3cc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c36a5034df5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec8adddb8f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab79033c999a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69204766587e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_639ba85f437c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_271af8c29add(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_faabf39a4bd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52edec9081ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89d93c2410ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb52335188d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1f8efba8c47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aee187ca05dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc06044e032a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db508cb418d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a879dafed04e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9625bb4cf46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7ec15f0dff4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffb011c33279(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f207e1598ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09475905cec3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67cb423ddceb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f15e8c64247(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49b2ddca9bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56d2f5077285(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d06c9ff389c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a5a531d5a9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4aa9e232cce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7613a4272058(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6661a945b998(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3cce6dc45ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb704f9c4478(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4828b3ce0e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d45bbc6c0f79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44c62b9ad324(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_692f040e8573(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62adf5720952(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70ccb5862b96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9094ae4b00f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77c2f15ff171(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51902d66f28a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_951c2aca5fa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58216a8693c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f64b59d2748(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c92834387250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8655be3aa0ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_010c1b0b90c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04873ca06931(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e265c695c61e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f052f58fbab6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd2ad54a5e6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d1635079a4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bcd3ed45621(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e6039a5c9d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce37f2c69f88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2086ed61631d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a3be7bff787(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed14bd05f43d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75237a99c1fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bd3f023b8ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83c00ec305bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b313594c24a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7f9d682e384(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d47d23f176ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16758c33c1bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13ae137dddd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3672538e654f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_004fc6ca953b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29c4e77788ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cf988340b71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c734fd24af27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51fff6008c7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1272b904798a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a7260c40dad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d1c1b500aa6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cdad13651de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd4714a13923(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c1db04387e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f043523029b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89b72a13da31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21e074df84aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a551da880c4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92007798ad8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fe87f327eaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a4b6f0be0b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3efcb67af5a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a0a74b09068(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab0d746271a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_270ab218a320(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_599cd58bbea0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccb4d17d5984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76d59bb4866e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d3f98514a42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6f520f84934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b254cf02e755(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_402e1c196287(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b00e2b8eeb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3eb0384078c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_650842abdf7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74b1ca3b6205(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b11dd6aa8f48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d669244dd09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ef72f75755c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6b8709c5f5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fe15bded61b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a2424c5c7f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_004315b42965(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46e28bd4fd3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22e2b1a7bce7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22a501bbb739(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a4348865a7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09e3199b850c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bac8a8d33497(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcd7fa72b123(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab2382ef4123(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e972b2e9f2c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cfaafaa4541(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef3760b2fd3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45ad0ffa356a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_731b2bd1dc70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8ac30b0e741(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e87eb7a3425(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a7b9263c1a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_901be0baf6d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b07422d79b11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b21ddf6b9e44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7650ca23bb9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a8dd70f104b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05b5d1bf3ed8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_934709c845f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3e8d76a982c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a608958a6f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a525a3f0ff8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_691f6191f21c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_164c175e0b68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4666368e2e8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a9b655c0cbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c745c68d77f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_020cfde9fc9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12846ac135c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6714c5a142be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e1cedfbd09d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_343d66bda7c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a4005474761(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed385e6659ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_300a42a4ac4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_776c6036f8ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87f7f2032d55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a51655bdc2e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4764deff2f9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52d2859961ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afeee3c4a0b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c2c8e7b5cd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb49178122ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f6479a02f48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a770b630c87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29f7b770152d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cbca7ce672b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1af91979a384(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e161553d44f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0151b2ecd80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3322e034a538(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0b0c814a039(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_051f749d1ecb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_921402d90622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7997aa77b863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec5bdf367f26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6b01048d165(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6456bc99540(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23a6ee3309a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0af1692a336d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a200fc198b67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce389510a896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c8b47ffbef6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bd8c1a38da6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f35a07cf775(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e91c58aa1e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de485d35b19b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85d8d9a0463a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14e3e2f5fc91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_712901efe597(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96840e1f575e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8660bdc30e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab97351fcc2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_908f146544df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1987b1760a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d1a9199d9f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b1532d9a7d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3782891d7d2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7340662b0bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59b22f72aff7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03b932763f2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cac8b451210(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c74c7f80122(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15f97bea2ca0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c99ac869f1f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c27f6d7c2a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98fa19ed728d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c395c9e7472(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57932eee9cb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b5da2b0f62b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eb57c81f525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01ffbb5813d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98344acf1e1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8308beecaff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_503fa609fa3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d2a7db5db3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f3748078349(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cc1c194d854(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_198fa004346d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4537f77cdff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a2d21dfb819(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee16361eafe1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bc122f0095d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94d52db164bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b43bef07cdc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dc30239f2ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a400c4654a2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_109ac8f60e3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0df3b1571b12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f7de91d01a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63aeea4ced57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db35043b5b65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_851e8925d39a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_800c86ef28d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54e6a641c5c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a162d335d78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc843d1d97ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a993cc9fdfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87becde73bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04c71deb9c52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_420626734706(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de505ae06edf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdac8d2fcc58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ac5a9369db6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2158b06dc71c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bef25bb1786e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dba77d96c9d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11fb587575b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbf8e59b29bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1775f47e5e30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c0f746e0101(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2861cecc2da0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9994f3ed1197(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcd4f601bbda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3c1f5904be0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d82147ce2d9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0960008fac3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79017f99eea4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83e765082c87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_415035b2ce41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ff2a0d4cddd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6a1f3838225(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5b09b5fa677(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7bd3b31dfd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a8d18669a34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2b4a0080934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5acb98dfe0cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_978803a7b7eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c44d09d39fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_446ec1a06ff2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_749cb6386668(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe738bbc431f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8542b901a54f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c2348092d66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df1b449bcd02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e847f85e1829(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8131d8127b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_282fcfe61e1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14d7e4533a57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02bc6d4f3dfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f8996d2d6e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e84182ad95f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35257df88685(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99522ad31a6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9237a653a317(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_254288dd0db5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41b57c57fb09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58bf7a6974ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_596beed011fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a14c3151ece9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f64d4ab8ac1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04caed98358b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96a6f64a0fff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad7d9b4180ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff516ea23ee3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55dc7c92a75e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9aa11996c311(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_989688377969(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b5a7ee1de9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2174207dbcb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5135e4ceaf69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23cae19870fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b63c8d562f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8df03fdeaef0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72f44c311522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02012856bc5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5141a7884d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b6d7cd6b1b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d25d09a2dd37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0ebf336357e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f77a5a38e57b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3ac707eba9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11a37bfe97ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22f562bce75d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e1ec3aafea1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9106f993407b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d829293c4d81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a1357b3430f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_026abf126060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5465de0e059a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2f3621bce03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_971529187efb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef9376edf3dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b71db0537ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7259de9ce555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_805f5fda4729(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_882a0643665a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e0fef9b6dfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb4ec88631d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70041237c7c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb08cfea2a61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79bef5276678(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da5079ba9982(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcc21d2f0c40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4dbb91f64188(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1380283afebe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff6bfd407643(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6546136116fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a675cd670ce3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4271b6721f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eebd32e9eb11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4baa73261c40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0c0ba20f8ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74b561dd2406(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_628578abde93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc9fedbcdbb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ef4a95ee934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5046e4fa376b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8671aca7c6a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ce19cefd3fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9528f478cff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f74685043d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c831ba731c62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94bc5a6716b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26fbcc15194d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4bddeeececff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b35955dae275(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b1f8a70ffaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12e8d5cb373b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b609ea5019e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_117ff816e73f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ca867665bed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2c37ccf9a9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1990fe256d08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3226ff43871c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2e2b6c5af25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5032807811e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54fa87dbb8ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95094f23b387(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c52e2ce0126c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b93efbfaabff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2af7e462e86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28634ce8fab5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea3e50ba80db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8dbb907e245e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61d4061fae21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53a1474456ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2f07b387145(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_028818713c36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a348d28d9d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5da9746c85f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87e43a070ef7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a3fd66765e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_838db27fb641(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43c322b347ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1b3b733a274(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ee7836b8141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8af4d71be99a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef1804411cdb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e0bb89a0c29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61434781cb73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66696759f0bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01c290b2db4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e80a508d52ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fecbc44c6f30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_896ac338469a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d22a2123eb8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_352755f6bfad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0899c322bb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc1a1354e904(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e48ebbec7613(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b864518c081(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c345394d2117(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_287c40122ed8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eaab92a0e50d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_848180b8d196(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ef42920f835(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_271bbf883ec6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b091b3aac6cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dad99c88fc3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb7b7e89bee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad8fd83089b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6817e691969e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b476d557c568(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa3988ce80c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02eab98a0baf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2a55bd8cef42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_82025efd6a0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddf317253301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68196d2e4126(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb96f693c972(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_545d7e510d17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ed174ee6aec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_472c245f8814(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cce6539f493(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60c320cfa283(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0e583457ed8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccac0aa468b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_309491ffc34e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9115184468f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c01896f57e4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8fc6aacecb46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_22b66562154b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95dc34b08656(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0446da18a43d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc8826651773(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_870866330923(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b32a06dcd76d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd4a8bcc7460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fd0c7074ee7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04970510b523(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8afe80206d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d805f435037(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_209195af92a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_49fcceb889f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c47656019176(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c105a959060(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_664ec72983fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc4fdbea3cc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f3e723b7ec1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7177f2a984e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42947788739e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f08f66c7c05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b904b71aac2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_635371d535ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa662fd791bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8882a74c176f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce45c5ead9d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cb851883f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c78489ba97c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8df66688e2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc6459623c62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b36bda177e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87b395714513(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e31861cee761(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c87fa0d465a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e5cf1a6d367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00bb9f4e4c97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_838b857e8f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af6410be1f23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b6b87103594(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd469325049d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_293afe33a921(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0e545636c90d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52408face3af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f17e3b70fbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_928fa4939a73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9a4bd833add(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1a52ea2c37b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b133540a62fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4bc070337623(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a785b0a1ef80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98e9f5377169(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae281081ef60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_066d2c83ee54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffbbff4100dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42793f0e9440(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b1da3f77d7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a96216e2a98c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b15b1e3bae14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_730723985a57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62077878adfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1850d3ab92bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5314c460db21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78e917433564(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d19b2e86531f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8d49fe320094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9658b6c6ff6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f4e3c118535(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_30907638be40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d5e0f98a50b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1def88c724ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54284c03ec4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e036f178e27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9124595c4de6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b625c2b4b342(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_524577f44389(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_975b2eab36c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ec02ad9fce9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c3ed354b882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12fe3af34e11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbe0e0147741(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ad1955932d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e3d8c258e17c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ebb5d51fe23d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_052d4a1d2730(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbc8ae6865d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a9a8249e645(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5917c25b342c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d15ab209a4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_036f4b7b5fa8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67bda26ab6ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d983da3940ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a4dcc3bfbb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb8d6e6cfece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7a60664c55d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_585a996c67df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a964f477ba87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0aaec89ccc1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d7d2024060c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef2234936ced(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11ed3b65603f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e4f2e0c46e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42ef9a67f4f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de05759e1866(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a66c9a574fe6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d61ccda79591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d8fb18fd91dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6beeb8cc89bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a738870bfc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_161f215c4936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0ab2175d766(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6c55b2acb8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e463b986b76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_339788da1118(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_613c9ffc353e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f918167e393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7380f0eb830(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f7a4f099753(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d7f96fcd184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7b115d97548(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdebbc5a95da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_713f3b92bd3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55016ede82db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fba64c48bc6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e3317d0ecf32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1dae7538f54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffd4f7dee169(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98d40664cc58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a05e41ee1c05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b478e741dfba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5e72d83e6d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fff83bb62ebd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2f9c36e76de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f4019882f0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81444d452887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb1cedefc845(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f50f8d11cde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c4639d20e2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5fbd5fbc2f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e2bad80edbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_106d424a7f6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71e825939521(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c813d35c3c03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa0806de892f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84e6acc8564b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b176082a8aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a924ac8c84c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65aed9f6ffaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3caa2e52a6ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_952adcfba2c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6dd5b7b51cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89d9f54d562f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9562a7e1fbe5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a650e5f10c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ad2a3d05182(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d16dbc61037(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7c54cc9429c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1024ae0bb07c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8c3a4c02721(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_526c32de7a96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1c38f45ce53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40b953645a18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb8923cc2ca7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb0675a2f63d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3e2a8c8b58f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff3e82b81afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a67e6cdd9b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff5689ff9739(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1a7968538f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_913282535fcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dfdd4c6d9274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69ef9294fdfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ebb539dc7a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecc7089d518c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfc31998ca1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b47a1a665156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61d2bd5d2167(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55dca50fe9cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5b96851c1d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9cab51894e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8adcbda4d009(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44408c9e8293(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e09ee7fd379b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_29191f908902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_360fa7749941(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fa4389d3c54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0bae11356489(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a7649884c254(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_023409277cbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6498fb40a67d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_003720bbcf54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbcee29733d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88cc7137a357(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc5f9a57d1b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1459e6299c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ea038631677(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_79c0ed393384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e14607128e2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df29b76903a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_010c47ff2d49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f0e09da9d53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7dc083a1ed74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18694fedbb56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf89dc739a25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1404f4f0e35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1d8ef2bc97a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ae4f85a3427(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4304a6b92961(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04ff2b6943cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b33fbc8eab96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d224dba335d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca1c2b141eb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eac59cc55679(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc646477f23b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e5e3bd31bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88eb18fd7690(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_169e10a7e518(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_495d767d78b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec581c3c3856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed56bf6586b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f839e535214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f26481719095(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0aa0d1082168(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ad5d57142a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3958a369ab4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87e093bfa515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ec85ae232d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f39e753e701(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04c682c8c1fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6c732a1a4da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27ff4d1f816f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ddf21a655f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa20290e8262(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1161f1c57c87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b007f7e69195(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_306a42472318(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8088d6e2efb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d6c9e6c3af3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78685286dede(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3797dad3dec9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a35bece8b22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1de055c40039(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e360c7ea0c0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd5591f91b1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8344d8560971(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_939eaf7b973e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0bf9a1b8b638(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_186d8fafd0df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd93a8418801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31bff018a1d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_757762e8a4f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_280d5096885e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85f32145e05d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e429d4164dd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_75af693740c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_868fd2037293(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf94aad0294c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c650c205c8cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fce4fc636105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b783fd208f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd11a5e6dd07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef56ca568080(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0f5ab51f4e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_608f14f1ad31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6aa732417cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a73a68458d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8e1a64b5744(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8576535cd126(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e2f48181f01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_171171fb332f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f16652fb341(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70eb7bea99a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2edd7d0b81b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b70fdd9ff98b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a939a7637f04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c335d3ca7908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f14808b2bd5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cac9d6bbf5c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae51bdf77caf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e25e8a3875f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b46dbdc58340(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a12773c2023(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72fb9b61c0cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e619a8e98b57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69654af99abf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29e646d91346(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88db72b828aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d4596896720(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2054423028ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90bae4aa2e95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_610b669e6dd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1169595f1b67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53505f1c934c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b064fc8d826d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3f2c7e8db11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a46a697c80ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32f62819d36e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1dcf050003a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c189ef43ed8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48c7067f220c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37ca03c946ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_855cb3eb51b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a19b6bb0459(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8326ca38e04f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3d5b73a1cfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6b83d958be8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c10edaa3628(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ae47aa8258c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b58caff79de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48db32f805b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a46edf334de4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_846d206353ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ad8b6b1bad0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_055be55c0543(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bf7af1b549a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbdea5f35316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a433def81925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cbab6b18974(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9df852cfe68c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac9116eb5127(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36c41aaacc7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a94137a15f88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab67b6433b62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_772016052660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d4176459f16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bfe48f177e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3c63311ad45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91dceac03436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8ed3cafb087(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b17b06e6876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be2f5da1d7f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a5a291f5212(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28e648870cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee4a605629bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e8bbd87db8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a96b8b782c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29a3d7c060c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f91f947ff678(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc8ea9cfd9a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad788d279a0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f1fc554d2a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66c809cc6d44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_762d8d2691fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fca0892c30b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da7be9e86ce9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fda62c73209(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_966982004ba8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_386d2ff853f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cbb644cf880(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d4db1364a49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c96926aa6ab4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9f98684d751(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a9074d1e2dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ec7d89fec19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf3010f3940d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d935702ae4a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a032ba0653f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7108220a5215(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cee12f0c1665(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8f54c9952a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c74d9b60620f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f4d72f95033(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba39d8b953c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c665634f92f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_154efdf81164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f0d0987f561(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_262acaab930a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe8ee4adba80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d65823fc89de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bb51d932e34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cbbfd7bd863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb061e7389a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2066022cda7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8753b7dd169f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7e1b4392fe6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5176ff0667d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7954429b2de3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62c6604bbcb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c325167f0f70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e4377e89653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_732d731351a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d99ed44c6e3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_375bab36b367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9574cf682a3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4928ad0d6107(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0509765fe269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33b8f2d0375c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6be02cd3da29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59562bf2d6af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b10ae0d09b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40f615ea737b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b86abda48626(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f9fa767e284(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cb57279af73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2faf703dcd12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dc98f1ef1ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de0a94d94698(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0af13b355aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_841d6e63f1c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4786291f2bc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcc021cb8cf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab1976dcfffd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10b6f12381bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ca98b54dd2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a51dcbf8280(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f07a50fc437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40580286aa4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c76868c7e046(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34bc129dfc69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f838db34ddaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb1efd4728a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc2a59c6b65a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76a4f01734af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73fa1a341435(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97727c7acf05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46c869d7eec7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4c74110d62c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c6efd7e5bef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c92e0af0f4ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aaec45bf9ad0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68585536420e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c079416eff13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f7928ccbccc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b04fb0f67f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a219a551dfad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbf17e3911b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_adb727b2e0c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc028c66f953(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c310d40d3ed1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb0876b9cd38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a17cd82d4c6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87f770a0fe3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9084188ab45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a06475c9e44d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf152456e711(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fed8031761a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9081266889a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_981469c2aef1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e1c99e83b59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fa34d704555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59fdbd20b40e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_337663dcf6e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a219a7b1f7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fb0e6911d87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c60cb04065d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58153d9eac0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e7909b1495b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e061536c9234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_704d9e09cd75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bde9e7f64446(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e573b485e457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b613c5f6e44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_629c6df0f035(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa64a984090(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8163921b605d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a59ce059b5f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b591d9b28484(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ba1b958a192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50ee8718ea61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78d03e99c293(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6240aaa82b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7207038e2ca2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69fa084b9f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_465893a566b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf0b3b294ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_566148a5dde0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_640ed845f4fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bab7572fa41b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03bad88ca8a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fdd304507b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4ed3d6ddee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38ac99210664(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba22994e78e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5664387145c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bfafe87229c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0db89a25c1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ee4f88b8bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b693774bc8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01f8db820da0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52f3697be075(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21acdb61aef9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_688665b6b0a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4933f0db0f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c1c087cb8e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af324f874340(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8474f4e8a3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff86ba69a0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21fdb326edae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1230fbed0ae1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02977100a60c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b34a118d7fda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_100be764c8c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e606d1fe9cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85f77fa81932(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d7efe74346c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9949fcc0eb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8f2a5397bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b838dc9e8b93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcad3ea6bc4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dacc22670962(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5752e90b48d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8111dee53e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39eba232d664(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_148dd504ad81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0dcb772f364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_157175566a62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_554e3a912899(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8eab513936aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e03887373a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46e058f8145b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06b34b383422(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6c10d89e768(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_587b775abeef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff6efc2cb537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc63ea2b2bd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec2aab1593d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6e7b3595c4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3943cf0c872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb97348aa440(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f097868f9be7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24c420ac4c0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e468a66866e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fe1b6e76288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_387ddfd674ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dc87538553d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b91368af325f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7628db8de43c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc4db318b2ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0391627eddc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcb3f2a529e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb23b4a13ac6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71547f9292a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_667892dd79c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b78872c3696(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a45da6187a2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e38d8873206b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95e0046e8f98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dde48491b749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a23bc05a1381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fba374f65baa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86f88f466ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d20c506fd9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e05ad9a9148e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebeae959ad08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b02a67c3b9b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85a647c14aa8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a2e4e1f6613(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1e243c034bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94abd43aa64f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26a7b9dc45ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c2ef3731b2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cf44e436b3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5299cd703fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e709ed5c13e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_533687ba8c2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94e1ef94422f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0805b5c07358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df4309a75061(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97b7714b0598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4078cef1f9d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41c25c7bfe7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad29dc770ae5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a1507c6f01a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71281f746a89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d0274c5471c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be58da4ff49c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd1b80c94d73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dde44e526623(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8f7b458aa40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f2d3d882b81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a6bfa580d98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a64bf94f109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b5fe32c6678(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5778c302f53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e700918537f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc27f50efa20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d82d9bef0b87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bfc7bd407ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5badc74140eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9d84264c188(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_988ec29d324c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_032ae203333c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af17f53fc071(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_585bb9e574b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8bc4ace8184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c30a5810b76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea7d484bafcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcaca668bf02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbe54e050a96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c8b69e74337(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aad1eb92edc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4f139c65142(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0faaa10b2cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_278107c51e27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de21cd6b32a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb8b7a5bd0cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdb3bb2196f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dafe50561cf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb7699bcd02f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86fec0139589(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_227bd770789a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec9afffec243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bd96f0f496d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e2d1859b542(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2ab0af19ddb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb18ee646f76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8fe053c8b27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a5c5995b150(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b311d419a31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90fed7189c9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01ddadd9b40b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26c6450d0e51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd50ec650e06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49bc4988d67e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_722d4d08f734(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0332d68fa003(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_985b9bdfdb4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c5137a2b713(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35594cc371f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11011b8a44ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76b0597654f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09b5bfc398e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2989c0ca5ee8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82c47f20ad40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ce17a1ad39b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bd45c436ef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcc0cf5cdf90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83022fd60971(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dca1145268c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32da44ce074c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f75d16cd2ec2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_404bf6e84b80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_654b122899cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d12ee556add(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb4944fcc980(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ad043563c64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5655c1b8cd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0f7886f76a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a84e630b042d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5670aa4724e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2252b0e0efd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0855e9e45b2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dba35f27d8af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbb51ce884b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_103bf763aa92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f95266ba571d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ec3b75a0fb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31a947d3ae46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c44afb0cc4d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7366b69c520e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e323c583645(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b0d354d5551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e7868c68ef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe81784501df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_130cfd1bdbda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87efe396ad04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7f609b62ae6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13951aecb54a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d03ac9e374c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99711ae325af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa6d02aee17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d81ab5cf9c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1f592061286(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6b15fd3295c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc55fe914323(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c33be7d93522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6eaaba6f475c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9685ecdbffce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2a69e410f79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2674015126fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f994522ac2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_043c42cd0890(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11bfb13a5d01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6688a6c66bb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4baff60d484(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12e5d2c15330(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e99fea41cd0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5f08dbe011d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a72f9fa21b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7fb6e78b893(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c663997dc096(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2736fdd61cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48a27d0df1a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f79035b23ef6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f24856e5ca7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af191ef3cd6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f53e273d59db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90dd01baee40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_046b60b0070d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7ba83d5c191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_745dcb23fc9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df3d50a0154e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d8b09af06b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b974ba807cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54364bc726ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8db1cd7ee066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61aa556a1f63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52cc41e633bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dfefc7fa530(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e24e2609525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d019c6867d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d873d8e64fa6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33e66cfecda4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0278a1b96cf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4394f6a56a33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_852d7d91929a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8765914fff45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa43be1d6dbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d719a73a6dae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c551b93aaa57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55a527b008da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8930f2039409(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6b920f39c11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_558767892d38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f289a93d695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e55c5d097301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f438e650d03d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_507a284e60fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5a262953a35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e71f3ba099ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4fb458047e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e62a14414ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac190a1c5ff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7596d15fb781(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25aba58f2f85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05c7f3e552f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6a49bedca11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3450c8d1d49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_486064539969(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68b55276cf45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7af8ed473adb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf9235179e4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75e6f3966ad8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0e1e905db95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34514bcdc9c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c1b26a3e0c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e01863c6d1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19923c270c53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e022e5c62e55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c48e5dd0a5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51ef4868032e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c98e6227c7bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa2784f40c3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce9378ee3564(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_558435202dc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_922733efb713(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2711292fcc27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cd17f3bcdf2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcd86b6e9e08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15b2623de53b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ad4247c26fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74ca612eeaee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2c0920e783f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b7e39cddd42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c27d061bd531(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dded6905455(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9acb6433f88a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13b6e016a09b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b717e2b95e6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f3c5530e32d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba76cf8ab5fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_641aabdc1e2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04ce7381bba6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dedc93556b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ae2597da34f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22f15289049f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7553ceae4774(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e353312a09c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b309f737984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06aaf31a7bb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54caede3eeb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be24e69f2a0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ffa62dffb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_589ed4e150d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a83b56dbb049(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_159e978456e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1b9b5dbef5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_401f9db2e6be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0968f1cfab79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96cb994ac64c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a81eb8dfa76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7671bca7e382(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ec98c118020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_025d7dcba719(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35eca2b5560e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a121240df594(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_853bff169db0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c7326c568f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8638c095d23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb551fbf15e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7fadc90ce15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24bc91a3185f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8717c04454c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e890625f3901(const NormgenFwdParams p);
 
 namespace {
 
@@ -838,820 +848,830 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_d10f7fcad07a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_0a261a6675dc, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_layernorm_fwd_7654be4e537d, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_f593c65139bb, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_0c111bd96b4b, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_71fa9d52bb6e, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_49f8fe8bfc5e, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_4eb202e92163, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_b6606754b231, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_041f787ccb1a, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_fd29747b2e78, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_60c7db26090b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_87dcd1daf05b, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_9eba515934e6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_3ac3cbd5bae9, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_9afb6f8f3ca4, 4, 512, 8, 32, 3, 1, 2, 52224, 0 },  // ring.t512.v8.tpr32.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_d72ec207e48b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_6dfabd1254c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_e378aad58aaf, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_d02714a87e85, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_2926103f35f8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_a5ff19c41638, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_a1dd9622d813, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_6189aad5c4f5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_d00f321ae022, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_8db5e7684f9b, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_a6a4daecbbf4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_cde8f79e9569, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_aa5317526069, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_3bd8565f9933, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_92678f82e3af, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_32cc060e9818, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_1937d29a538d, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_19e6fd89cb50, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_e1fe66505c7b, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_1551836a7b31, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_5f91e8552639, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_3f8c18c80370, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_6e458e9673de, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_a12e758532a5, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_2968509b1858, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_035ec8672ed3, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_60272d4bda6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_436afc82717c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_10cd512bc31e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_0476f94cc1c3, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_a9638f033ec3, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_c579760fc80e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_13fe443e8561, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2
-  {(const void*)&normgen_layernorm_fwd_acc8fda18825, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_57c06c20ac48, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_layernorm_fwd_ce342b0837c8, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_b7195015f515, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_16402d40e922, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_a151ebf40ee2, 0, 64, 8, 64, 5, 2, 2, 0, 5120 },  // regs.t64.v8.tpr64.i5.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_1f8478251961, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_96e4442a97b2, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_0ee890021ba2, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_ebdf368a182f, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_474840ace71b, 0, 256, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t256.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_ce3775217963, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_a861935e5428, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_adad632748b6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_fe383faac4ee, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_3efbc8e4397d, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_60e27f679ac4, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_b693357e091f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
-  {(const void*)&normgen_layernorm_fwd_6acd63f45cd8, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_b922a4d4dd0a, 0, 512, 8, 256, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_4042a513e113, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_c57546a3cd59, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_78ea2a9d447a, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_fc26d73dac85, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_68d9080caf9a, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_859a868415b1, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_cb3c34f5e0c1, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_a2076a8efb02, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_67d792b4b15b, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_3e3914dc5041, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_ad15d0008eb3, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_be5c7961f978, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_52e04dc59639, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_5a50224ef2e4, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_4925d07ec513, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_1417acf6f010, 0, 128, 8, 128, 4, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_7f25bbac57fe, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_9d38a275e363, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_f62d0787e4f7, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_62105effaf23, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_b68b5014e308, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_93d6dce44b08, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_18a248b71ab6, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_d07cb2df4157, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_c8ff86f998f5, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
-  {(const void*)&normgen_layernorm_fwd_25f9b80cdc2b, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_c3a22e76cbee, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_9500fdc2bd59, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_56eb624cd9af, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_75511242b139, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_be715e2fec21, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_1b8ed8505b4a, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
-  {(const void*)&normgen_layernorm_fwd_fd88668df9cb, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_743f342eddb3, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_265f83f1c12b, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_aafb7503de76, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_fe6c1a21c36a, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_e436b9611efb, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_023dab57b8d5, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_7fb4605583bf, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_e6dd68d4c7dc, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_d183c5cb53cc, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_cd17114c9dc9, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_09d5aa8433b9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_ec37e4df4ba3, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_16be8032dac1, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_84079c0689fe, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_97d558c00522, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_729c44f10795, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_45e5c62601ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_929c0b47ad54, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_b4b9050f5e54, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_ca5589921996, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_86594c9a27a4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_17fea19193e9, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_ce441672284e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_690b47fa2d44, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_151de026a9ef, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_05dfc3183c93, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_217b9735a556, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_527ca78de1d6, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_045dc0af6f72, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_74c28a58848b, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_01d0db0ce939, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_2fd37f7a9cf4, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_bcb22d7a5591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_90e0eeaa7b6b, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_layernorm_fwd_0fcc2b65ed55, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_1967af82cde9, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_50fdea5c4b6c, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_c01c680a603b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_7612d78fbaec, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_c2a7645e4ce3, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_adc38e03bd74, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_d7eeda8fd571, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_5b1877db3670, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_50aeb43e8517, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_dd246dbf6bdf, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_670ff696114f, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_149a11dcaec7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_b981a5c08223, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_cc2b6c3bb125, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_da817d71610c, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_d6304e844557, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_0133a4b11683, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_4f71ddb2ec1f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_b6789c761823, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_ee7b15e36f5e, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_b8a80e7375c2, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_73ae34ae876a, 1, 256, 8, 256, 2, 2, 2, 0, 6144 },  // pipelined.t256.v8.tpr256.i2.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_a2c6a51d90fc, 1, 128, 8, 128, 3, 2, 2, 0, 6144 },  // pipelined.t128.v8.tpr128.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_73f6e8408c84, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_97547e520f0f, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_e8d2f1b7eec7, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_fbe88800fc07, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_58d84f781b54, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_197a7239a7f0, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_layernorm_fwd_64da0d56cd28, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_fd7967ad3609, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_f967b5cfc7f2, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_0321f9ea76a6, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_0eb4c4a62ded, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_52f201de93c0, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_bfdae9792c1f, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_94aa6de8cb0a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_26e29a4dcde0, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_aa7e44ecefa4, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_c939a2ae561c, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_e63690b51327, 1, 256, 8, 256, 2, 4, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_ccdaaf7be58f, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_4ee801ee6883, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_fe16709c85b1, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_92b42b2a95f7, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_7597ed1d20d7, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_3cc0502c1324, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_c2f0e33bcc1a, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_layernorm_fwd_ae46419aa3f2, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_5f4f9615c68a, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_fd34e15beb6b, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_166083c190de, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_a136de43d71c, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_6f1bfea23bd4, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_9e2726708542, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_7798287b9be3, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_d6d0aeec49c5, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_f09bceaa70cd, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_e5f29a44fd90, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_5e1528867b55, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_c0cbfd3bc899, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_9955d9f49674, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_b28108554eba, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_6c4031a328e0, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_e367a2b573f1, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_ab44d258b99c, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_b02185caf1db, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_d27f3ac30616, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_d6211fe20081, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_d370ca1e5403, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
-  {(const void*)&normgen_layernorm_fwd_a33912758622, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_c6d72e58a2ab, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_250904cd1996, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_layernorm_fwd_f3471c80cfe5, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_9557dc51159e, 0, 512, 8, 512, 8, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i8.c4
-  {(const void*)&normgen_layernorm_fwd_432e9a5571ef, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_c7ade934aed3, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_layernorm_fwd_28cdb7969586, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_15768ba47a80, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_a32ea1c9ce07, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_74c9ed072317, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_6da82d871a02, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_adc6dbf11c4a, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_33e3cce94644, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_921b901bcd3b, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_329b8292e4d5, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_4a08c8b2f75a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_48272f22d0d3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_f3d550c98695, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_a8b905c7b618, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_5e0db4709221, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_4941704a1ef2, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_342232eb3789, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_b4a5ca36d712, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_ed89f8a9b859, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_88d38c23eb44, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_c1ed72030a3a, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_93789f6cd38f, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_553f7fff8ba0, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_bf9c3f7cacf3, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_362aa1b08ba9, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_164b37b03af5, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_d394c54e7852, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_05f55f491d81, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_de04820ca9ca, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_layernorm_fwd_2c80997cd586, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_3e7860f7733c, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_31dad52f0c4a, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_d310a0627659, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_c7593dfa5959, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_9af67a9cf02f, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_cd3a8dcae5e3, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_0081861f0625, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_305e1488da0e, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
-  {(const void*)&normgen_layernorm_fwd_653836a6517a, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_3bd5fd1f80c0, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_a4dbaed9de5d, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_90826f6c3333, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_b4f5ece45609, 0, 512, 4, 256, 5, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_f3d996b3722f, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_ac9bd13c0696, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_25bb743843e8, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_93d4efaf300f, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_2635ef8cc959, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_6aa34905ceba, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_7bacb0e8aac4, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_d098d72611ae, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_e491d46493a9, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_cab79069c4b7, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_1b116eec1c94, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_f5f9f301ab1e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_b6310e764098, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_0c0342bb6246, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_512ad1ac9e97, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_1d9425bd3b60, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_e0a1e6e5f0f6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_a48c3464ec93, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_5fb9306bb699, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_3b967715bd50, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_851a74d77faa, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_0d75be90ce0b, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_layernorm_fwd_78e4f8fd8c94, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_0f5d662d0e1f, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_059480db8408, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_5f3363ee85aa, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_76202979152d, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_layernorm_fwd_54f734e6d6d3, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_4f1e5b37749a, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_f256944a8970, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_3e4b280a6353, 0, 64, 4, 64, 8, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_9ce7f2d17cf5, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_c1708b7dac45, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
-  {(const void*)&normgen_layernorm_fwd_7849282491d5, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_51686b8a95cc, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_f708e224abe6, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
-  {(const void*)&normgen_layernorm_fwd_cb8bffdd3396, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_02e11c424289, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_e0bdbfa90e3f, 4, 512, 4, 512, 4, 8, 4, 163840, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_120d8692b966, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_c6763285df52, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_708eabbf8ac7, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_45c7a7dc1027, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_34054755ce0b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_11730ca612c8, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_7360119ef6e7, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_902f5cc6d657, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_63a8c71e6023, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_75328513ea05, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_a4aad0cfeddf, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_66356642f977, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_bfa589a3506a, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_c5512c538269, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_1bbbdc54cd5e, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_385eb2835950, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_08f64d2ae701, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_fec6e98ad241, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_2853a87e64ae, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_64ca1fd58f34, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_a237159d085a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9f792cc99658, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3462145e3928, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3bf7f8d97a05, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a8ba3d324049, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_dc24843fd34c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_e5e423916388, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_036997ae6cc5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_60fd1926967a, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0aec1b301ad2, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_b1d06d79526c, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2d0a1040950d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_423820398533, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b88ecb38ecbf, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ae9aada8131a, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_884c9a28ff1d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_88a6d785c8c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_39e2cb33db44, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a880faadef7f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bf30cd625895, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_1a9079b522c4, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5954c60773f8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_892c59dfb3c7, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_91a75969846d, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_44a77238e975, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e6ac444c8f13, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_16a24686e7b8, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fe6757f7d119, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_de602d5a1deb, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9c02817cd829, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7136bc61976b, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4fa293b8e99e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e0b138cce20e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_7456fb055d04, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_a85c371e10db, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_c64a247afde0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ba43047f8f5f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_fdb3a41d3bae, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5a509e8b559c, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4ce4a3fa1f98, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_fd8233066b9a, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ab7c3cc9ab94, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6fce3701c8de, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fa5dee5fff75, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4e5353aaa8e9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ed6df044ee4a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6d85f20b0e0f, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_fc513c16de6b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_784e262c2662, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d93bd066828a, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_dc1b80c9e3eb, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f3b523aaa38b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_56e4cdc1d520, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_04786f28b76a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_7a47ec0f4eef, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0fc28beb3750, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b07668a75c5a, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_353bdbecea48, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_1c1795753481, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6cbebfdb08bf, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_28f06911878c, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cd68e70f79b5, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7341c8058495, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_360640324669, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e1b51cd36f1e, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2fe2d1db8ae3, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_12c9143d27ee, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_1b8c76201552, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_27cc81a2a897, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a8b58a263cfe, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_791b7175e1b2, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_07fb260458da, 4, 512, 8, 512, 4, 4, 2, 163840, 65536 },  // ring.t512.v8.tpr512.i4.c4.s4.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5acf9fc53373, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7f476d33b7b9, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_4f650bf36c60, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_52d8d27138a8, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_9de4e6d88e84, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_3a290a2d609c, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_0a5316a1c5af, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_493283cdfee4, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b02cf85ff027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_046a4c15edd8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_988d5417e6e9, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_39b8fbfac4e7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_e90f51bf7829, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_3cd4c3a4382d, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_f32dc227ee86, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_4b87cc2a9e73, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_e4416c214f46, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_17ff7e3da356, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_017f5e9af886, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_59098d9a23bb, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_a7d3a7a78e2b, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_71c045861aaf, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_eafb2b5aec02, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_83cd1dc641f8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ab30d83eab43, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_10ff21923c09, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_846c31853414, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_89460fe385d0, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9baa41f11ea2, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2c2adef90d8a, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_907fa8f60804, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3ecc7037ba21, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fbcb37fa226b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_4589437731a6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_f134891a1635, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_da45788c3cc7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0c36a5034df5, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fec8adddb8f0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ab79033c999a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_69204766587e, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_639ba85f437c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_271af8c29add, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_faabf39a4bd7, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_52edec9081ab, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_89d93c2410ec, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_cb52335188d8, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d1f8efba8c47, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_aee187ca05dc, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_cc06044e032a, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_db508cb418d9, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a879dafed04e, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_f9625bb4cf46, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d7ec15f0dff4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ffb011c33279, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5f207e1598ca, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_09475905cec3, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_67cb423ddceb, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7f15e8c64247, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_49b2ddca9bd1, 2, 256, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_56d2f5077285, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d06c9ff389c4, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5a5a531d5a9d, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f4aa9e232cce, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_7613a4272058, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6661a945b998, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b3cce6dc45ee, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_fb704f9c4478, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a4828b3ce0e3, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d45bbc6c0f79, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_44c62b9ad324, 2, 1024, 8, 1024, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr1024.h8192
-  {(const void*)&normgen_rmsnorm_fwd_692f040e8573, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_62adf5720952, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_70ccb5862b96, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9094ae4b00f9, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_77c2f15ff171, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_51902d66f28a, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_951c2aca5fa3, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_58216a8693c9, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5f64b59d2748, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_c92834387250, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8655be3aa0ff, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_010c1b0b90c7, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_04873ca06931, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e265c695c61e, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f052f58fbab6, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_cd2ad54a5e6c, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4d1635079a4c, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9bcd3ed45621, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9e6039a5c9d7, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_ce37f2c69f88, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_2086ed61631d, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8a3be7bff787, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ed14bd05f43d, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_75237a99c1fb, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9bd3f023b8ab, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_83c00ec305bc, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_8b313594c24a, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a7f9d682e384, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d47d23f176ef, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_16758c33c1bd, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_13ae137dddd7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_3672538e654f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_004fc6ca953b, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_29c4e77788ea, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_5cf988340b71, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_c734fd24af27, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_51fff6008c7f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_1272b904798a, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_8a7260c40dad, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_0d1c1b500aa6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_1cdad13651de, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_dd4714a13923, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6c1db04387e9, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f043523029b2, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_89b72a13da31, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_21e074df84aa, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a551da880c4a, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_92007798ad8c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2fe87f327eaf, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1a4b6f0be0b0, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_3efcb67af5a7, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5a0a74b09068, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_ab0d746271a8, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_270ab218a320, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_599cd58bbea0, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ccb4d17d5984, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_76d59bb4866e, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0d3f98514a42, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e6f520f84934, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b254cf02e755, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_402e1c196287, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3b00e2b8eeb3, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b3eb0384078c, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_650842abdf7a, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_74b1ca3b6205, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b11dd6aa8f48, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8d669244dd09, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_7ef72f75755c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_d6b8709c5f5e, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6fe15bded61b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1a2424c5c7f4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_004315b42965, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_46e28bd4fd3e, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_22e2b1a7bce7, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_22a501bbb739, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3a4348865a7c, 3, 128, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t128.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_09e3199b850c, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bac8a8d33497, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_dcd7fa72b123, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ab2382ef4123, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e972b2e9f2c5, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_6cfaafaa4541, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ef3760b2fd3e, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_45ad0ffa356a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_731b2bd1dc70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e8ac30b0e741, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_2e87eb7a3425, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2a7b9263c1a2, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_901be0baf6d9, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b07422d79b11, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b21ddf6b9e44, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_7650ca23bb9f, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6a8dd70f104b, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_05b5d1bf3ed8, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_934709c845f8, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3e8d76a982c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1a608958a6f1, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6a525a3f0ff8, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_691f6191f21c, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_164c175e0b68, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_4666368e2e8a, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8a9b655c0cbc, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_c745c68d77f3, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_020cfde9fc9b, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_12846ac135c9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_6714c5a142be, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8e1cedfbd09d, 4, 512, 8, 512, 4, 4, 2, 131072, 65536 },  // ring.t512.v8.tpr512.i4.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_343d66bda7c9, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1a4005474761, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ed385e6659ac, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_300a42a4ac4e, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_776c6036f8ad, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_87f7f2032d55, 4, 512, 8, 512, 4, 8, 2, 163840, 131072 },  // ring.t512.v8.tpr512.i4.c8.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a51655bdc2e5, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4764deff2f9a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_52d2859961ed, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_afeee3c4a0b5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_3c2c8e7b5cd5, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_bb49178122ca, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_0f6479a02f48, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_8a770b630c87, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_29f7b770152d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_7cbca7ce672b, 0, 512, 8, 128, 1, 1, 2, 0, 768 },  // regs.t512.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_1af91979a384, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_e161553d44f1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b0151b2ecd80, 0, 512, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t512.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3322e034a538, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f0b0c814a039, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_051f749d1ecb, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_921402d90622, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7997aa77b863, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ec5bdf367f26, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a6b01048d165, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a6456bc99540, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_23a6ee3309a2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0af1692a336d, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a200fc198b67, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ce389510a896, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_1c8b47ffbef6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1bd8c1a38da6, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1f35a07cf775, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4e91c58aa1e2, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_de485d35b19b, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_85d8d9a0463a, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_14e3e2f5fc91, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_712901efe597, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_96840e1f575e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c8660bdc30e4, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_ab97351fcc2c, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_908f146544df, 0, 1024, 8, 256, 3, 1, 2, 0, 0 },  // regs.t1024.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_e1987b1760a4, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5d1a9199d9f0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4b1532d9a7d2, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3782891d7d2b, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7340662b0bd1, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_59b22f72aff7, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_03b932763f2b, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1cac8b451210, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9c74c7f80122, 2, 512, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_15f97bea2ca0, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_c99ac869f1f9, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_7c27f6d7c2a2, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_98fa19ed728d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_3c395c9e7472, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_57932eee9cb6, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3b5da2b0f62b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8eb57c81f525, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_01ffbb5813d2, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_98344acf1e1b, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f8308beecaff, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_503fa609fa3c, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2d2a7db5db3d, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2f3748078349, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0cc1c194d854, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_198fa004346d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d4537f77cdff, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_3a2d21dfb819, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_ee16361eafe1, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7bc122f0095d, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_94d52db164bd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b43bef07cdc5, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6dc30239f2ed, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a400c4654a2b, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_109ac8f60e3d, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_0df3b1571b12, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4f7de91d01a9, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_63aeea4ced57, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_db35043b5b65, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_851e8925d39a, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_800c86ef28d0, 1, 512, 8, 512, 1, 16, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c16
-  {(const void*)&normgen_rmsnorm_fwd_54e6a641c5c0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6a162d335d78, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_cc843d1d97ab, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9a993cc9fdfe, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_87becde73bac, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_04c71deb9c52, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_420626734706, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_de505ae06edf, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_bdac8d2fcc58, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0ac5a9369db6, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_2158b06dc71c, 1, 128, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_bef25bb1786e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_dba77d96c9d5, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_11fb587575b3, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_cbf8e59b29bb, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_1775f47e5e30, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_5c0f746e0101, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_2861cecc2da0, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_9994f3ed1197, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_bcd4f601bbda, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_f3c1f5904be0, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_d82147ce2d9e, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e0960008fac3, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_79017f99eea4, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_83e765082c87, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_415035b2ce41, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8ff2a0d4cddd, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d6a1f3838225, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_f5b09b5fa677, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e7bd3b31dfd6, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_5a8d18669a34, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a2b4a0080934, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5acb98dfe0cb, 3, 512, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t512.v4.tpr128.h2048
-  {(const void*)&normgen_rmsnorm_fwd_978803a7b7eb, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_2c44d09d39fc, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_446ec1a06ff2, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_749cb6386668, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fe738bbc431f, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_8542b901a54f, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0c2348092d66, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_df1b449bcd02, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e847f85e1829, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d8131d8127b0, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
-  {(const void*)&normgen_rmsnorm_fwd_282fcfe61e1c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_14d7e4533a57, 1, 128, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i8.h4096
-  {(const void*)&normgen_rmsnorm_fwd_02bc6d4f3dfd, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_2f8996d2d6e2, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e84182ad95f8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_35257df88685, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_99522ad31a6a, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9237a653a317, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_254288dd0db5, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_41b57c57fb09, 1, 128, 4, 128, 5, 2, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i5.c2
-  {(const void*)&normgen_rmsnorm_fwd_58bf7a6974ec, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_596beed011fa, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a14c3151ece9, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_7f64d4ab8ac1, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_04caed98358b, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_96a6f64a0fff, 0, 512, 4, 256, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_ad7d9b4180ab, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ff516ea23ee3, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_55dc7c92a75e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9aa11996c311, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_989688377969, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_2b5a7ee1de9a, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_2174207dbcb5, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5135e4ceaf69, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_23cae19870fa, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3b63c8d562f2, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8df03fdeaef0, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_72f44c311522, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_02012856bc5f, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f5141a7884d8, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3b6d7cd6b1b8, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_d25d09a2dd37, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e0ebf336357e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_f77a5a38e57b, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3ac707eba9d, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_11a37bfe97ac, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_22f562bce75d, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8e1ec3aafea1, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_9106f993407b, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d829293c4d81, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_8a1357b3430f, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_026abf126060, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5465de0e059a, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_d2f3621bce03, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_971529187efb, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ef9376edf3dd, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1b71db0537ce, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_7259de9ce555, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_805f5fda4729, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_882a0643665a, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4e0fef9b6dfd, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_fb4ec88631d2, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_70041237c7c8, 4, 512, 4, 512, 4, 16, 4, 163840, 131072 },  // ring.t512.v4.tpr512.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_bb08cfea2a61, 0, 512, 4, 512, 8, 8, 4, 0, 131072 },  // regs.t512.v4.tpr512.i8.c8.h131072
-  {(const void*)&normgen_rmsnorm_fwd_79bef5276678, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_da5079ba9982, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_fcc21d2f0c40, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_4dbb91f64188, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_1380283afebe, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_ff6bfd407643, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_6546136116fa, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a675cd670ce3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_e4271b6721f2, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_eebd32e9eb11, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_4baa73261c40, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f0c0ba20f8ec, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_74b561dd2406, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_628578abde93, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_bc9fedbcdbb3, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_4ef4a95ee934, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5046e4fa376b, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_8671aca7c6a5, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_4ce19cefd3fb, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a9528f478cff, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1f74685043d0, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c831ba731c62, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_94bc5a6716b9, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_26fbcc15194d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_4bddeeececff, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_b35955dae275, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0b1f8a70ffaa, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_12e8d5cb373b, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2b609ea5019e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_117ff816e73f, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3ca867665bed, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a2c37ccf9a9f, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_1990fe256d08, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3226ff43871c, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c2e2b6c5af25, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_d5032807811e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_54fa87dbb8ff, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_95094f23b387, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_c52e2ce0126c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b93efbfaabff, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e2af7e462e86, 0, 1024, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_28634ce8fab5, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ea3e50ba80db, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_8dbb907e245e, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_61d4061fae21, 0, 1024, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_53a1474456ce, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_c2f07b387145, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_028818713c36, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5a348d28d9d6, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5da9746c85f7, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_87e43a070ef7, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_7a3fd66765e7, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_838db27fb641, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_43c322b347ec, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f1b3b733a274, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_2ee7836b8141, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8af4d71be99a, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_ef1804411cdb, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_2e0bb89a0c29, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_61434781cb73, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_66696759f0bb, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_01c290b2db4d, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_e80a508d52ca, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_fecbc44c6f30, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_896ac338469a, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d22a2123eb8f, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_352755f6bfad, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a0899c322bb4, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_cc1a1354e904, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e48ebbec7613, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_2b864518c081, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_c345394d2117, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_layernorm_fwd_287c40122ed8, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_eaab92a0e50d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_848180b8d196, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_1ef42920f835, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_271bbf883ec6, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_b091b3aac6cc, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_dad99c88fc3d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_cb7b7e89bee9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_ad8fd83089b3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_6817e691969e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_b476d557c568, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_aa3988ce80c7, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_02eab98a0baf, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_2a55bd8cef42, 4, 512, 8, 32, 3, 1, 2, 52224, 0 },  // ring.t512.v8.tpr32.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_82025efd6a0c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_ddf317253301, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_68196d2e4126, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_eb96f693c972, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_545d7e510d17, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_1ed174ee6aec, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_472c245f8814, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_8cce6539f493, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_60c320cfa283, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_a0e583457ed8, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_ccac0aa468b1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_309491ffc34e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_e9115184468f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_c01896f57e4e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_8fc6aacecb46, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_22b66562154b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_95dc34b08656, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_0446da18a43d, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_bc8826651773, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_870866330923, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_b32a06dcd76d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_dd4a8bcc7460, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_9fd0c7074ee7, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_04970510b523, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_8afe80206d12, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_0d805f435037, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_209195af92a2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_49fcceb889f9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_c47656019176, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_9c105a959060, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_664ec72983fe, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_dc4fdbea3cc5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_4f3e723b7ec1, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2
+  {(const void*)&normgen_layernorm_fwd_7177f2a984e9, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_42947788739e, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_layernorm_fwd_0f08f66c7c05, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_b904b71aac2a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_635371d535ae, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_fa662fd791bb, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_8882a74c176f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_ce45c5ead9d4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_7cb851883f74, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_3c78489ba97c, 0, 256, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t256.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_a8df66688e2f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_bc6459623c62, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_1b36bda177e6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_87b395714513, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_e31861cee761, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_c87fa0d465a9, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_layernorm_fwd_5e5cf1a6d367, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_00bb9f4e4c97, 0, 64, 8, 64, 7, 2, 2, 0, 7168 },  // regs.t64.v8.tpr64.i7.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_838b857e8f5f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_af6410be1f23, 0, 512, 8, 256, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_5b6b87103594, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_bd469325049d, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_293afe33a921, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_0e545636c90d, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_52408face3af, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_2f17e3b70fbc, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_928fa4939a73, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_f9a4bd833add, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_f1a52ea2c37b, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_b133540a62fd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_4bc070337623, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_a785b0a1ef80, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_98e9f5377169, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_ae281081ef60, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_066d2c83ee54, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_ffbbff4100dd, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_42793f0e9440, 0, 128, 8, 128, 4, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_8b1da3f77d7b, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_a96216e2a98c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_b15b1e3bae14, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_730723985a57, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_62077878adfe, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_1850d3ab92bf, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_5314c460db21, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_78e917433564, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_d19b2e86531f, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
+  {(const void*)&normgen_layernorm_fwd_8d49fe320094, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_9658b6c6ff6f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_7f4e3c118535, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_30907638be40, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_d5e0f98a50b7, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_1def88c724ee, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_54284c03ec4d, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
+  {(const void*)&normgen_layernorm_fwd_3e036f178e27, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_9124595c4de6, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_b625c2b4b342, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_524577f44389, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_975b2eab36c7, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_7ec02ad9fce9, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_0c3ed354b882, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_12fe3af34e11, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_cbe0e0147741, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_7ad1955932d4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_e3d8c258e17c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_ebb5d51fe23d, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_052d4a1d2730, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_bbc8ae6865d7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_9a9a8249e645, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_5917c25b342c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_d15ab209a4b7, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_036f4b7b5fa8, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_67bda26ab6ba, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_d983da3940ca, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_0a4dcc3bfbb7, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_eb8d6e6cfece, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_e7a60664c55d, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_585a996c67df, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_a964f477ba87, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_0aaec89ccc1e, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_0d7d2024060c, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_ef2234936ced, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_11ed3b65603f, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_3e4f2e0c46e1, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_42ef9a67f4f0, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_de05759e1866, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_a66c9a574fe6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_layernorm_fwd_d61ccda79591, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_d8fb18fd91dd, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_6beeb8cc89bb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_9a738870bfc2, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_161f215c4936, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_b0ab2175d766, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_b6c55b2acb8f, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_8e463b986b76, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_339788da1118, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_613c9ffc353e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_0f918167e393, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_e7380f0eb830, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_7f7a4f099753, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_5d7f96fcd184, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_c7b115d97548, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_bdebbc5a95da, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_713f3b92bd3d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_55016ede82db, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_fba64c48bc6d, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_e3317d0ecf32, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_b1dae7538f54, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_ffd4f7dee169, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_98d40664cc58, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_a05e41ee1c05, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_b478e741dfba, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_e5e72d83e6d6, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_fff83bb62ebd, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_a2f9c36e76de, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_6f4019882f0a, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_81444d452887, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_bb1cedefc845, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_7f50f8d11cde, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_layernorm_fwd_9c4639d20e2d, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_e5fbd5fbc2f0, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_4e2bad80edbf, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_106d424a7f6a, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_71e825939521, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_c813d35c3c03, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_fa0806de892f, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_84e6acc8564b, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_8b176082a8aa, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_1a924ac8c84c, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_65aed9f6ffaf, 1, 256, 8, 256, 2, 4, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_3caa2e52a6ba, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_952adcfba2c6, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_f6dd5b7b51cd, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_89d9f54d562f, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_9562a7e1fbe5, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_9a650e5f10c5, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_6ad2a3d05182, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_2d16dbc61037, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_d7c54cc9429c, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_1024ae0bb07c, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_f8c3a4c02721, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_526c32de7a96, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_d1c38f45ce53, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_40b953645a18, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_fb8923cc2ca7, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_cb0675a2f63d, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_b3e2a8c8b58f, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_ff3e82b81afe, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_7a67e6cdd9b9, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_ff5689ff9739, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_f1a7968538f2, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_913282535fcf, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_dfdd4c6d9274, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_69ef9294fdfd, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_8ebb539dc7a6, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_ecc7089d518c, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_bfc31998ca1b, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_b47a1a665156, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_61d2bd5d2167, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_55dca50fe9cb, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_layernorm_fwd_e5b96851c1d7, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_b9cab51894e1, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_8adcbda4d009, 0, 512, 8, 512, 8, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i8.c4
+  {(const void*)&normgen_layernorm_fwd_44408c9e8293, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_layernorm_fwd_e09ee7fd379b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_29191f908902, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_360fa7749941, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_0fa4389d3c54, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_0bae11356489, 1, 128, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_a7649884c254, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_023409277cbc, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_6498fb40a67d, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_003720bbcf54, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_bbcee29733d8, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_88cc7137a357, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_dc5f9a57d1b0, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_d1459e6299c2, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_9ea038631677, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_79c0ed393384, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_e14607128e2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_df29b76903a3, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_010c47ff2d49, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_0f0e09da9d53, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_7dc083a1ed74, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_18694fedbb56, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_cf89dc739a25, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_b1404f4f0e35, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_f1d8ef2bc97a, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_6ae4f85a3427, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_4304a6b92961, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_04ff2b6943cc, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_b33fbc8eab96, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_5d224dba335d, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_ca1c2b141eb9, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_eac59cc55679, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_cc646477f23b, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_5e5e3bd31bd2, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_88eb18fd7690, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_169e10a7e518, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_495d767d78b1, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_ec581c3c3856, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_ed56bf6586b1, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_4f839e535214, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_f26481719095, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_0aa0d1082168, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_9ad5d57142a4, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_3958a369ab4b, 0, 512, 4, 256, 5, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_87e093bfa515, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_9ec85ae232d5, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
+  {(const void*)&normgen_layernorm_fwd_3f39e753e701, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_04c682c8c1fe, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_c6c732a1a4da, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_27ff4d1f816f, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_2ddf21a655f1, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_fa20290e8262, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_1161f1c57c87, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_b007f7e69195, 1, 256, 4, 256, 4, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c2
+  {(const void*)&normgen_layernorm_fwd_306a42472318, 0, 512, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t512.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_8088d6e2efb9, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_5d6c9e6c3af3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_78685286dede, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_3797dad3dec9, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_layernorm_fwd_3a35bece8b22, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_1de055c40039, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_e360c7ea0c0f, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_cd5591f91b1c, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_layernorm_fwd_8344d8560971, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_939eaf7b973e, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2.early
+  {(const void*)&normgen_layernorm_fwd_0bf9a1b8b638, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_186d8fafd0df, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_fd93a8418801, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_31bff018a1d7, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_757762e8a4f7, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_280d5096885e, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_85f32145e05d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_e429d4164dd3, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_75af693740c3, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_868fd2037293, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_bf94aad0294c, 0, 64, 4, 64, 8, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_c650c205c8cc, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_fce4fc636105, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
+  {(const void*)&normgen_layernorm_fwd_3b783fd208f8, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_bd11a5e6dd07, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_ef56ca568080, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_e0f5ab51f4e4, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_608f14f1ad31, 1, 256, 4, 256, 8, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c8
+  {(const void*)&normgen_layernorm_fwd_a6aa732417cf, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_layernorm_fwd_3a73a68458d8, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_f8e1a64b5744, 4, 512, 4, 512, 8, 4, 4, 196608, 65536 },  // ring.t512.v4.tpr512.i8.c4.s3.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_8576535cd126, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_4e2f48181f01, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_171171fb332f, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_0f16652fb341, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_70eb7bea99a3, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_c2edd7d0b81b, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_b70fdd9ff98b, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_a939a7637f04, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_c335d3ca7908, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_f14808b2bd5c, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_cac9d6bbf5c5, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_ae51bdf77caf, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_e25e8a3875f2, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_b46dbdc58340, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_8a12773c2023, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_72fb9b61c0cb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_e619a8e98b57, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_69654af99abf, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_29e646d91346, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_88db72b828aa, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3d4596896720, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2054423028ee, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_90bae4aa2e95, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_610b669e6dd9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_1169595f1b67, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_53505f1c934c, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b064fc8d826d, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_b3f2c7e8db11, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a46a697c80ce, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_32f62819d36e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1dcf050003a7, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c189ef43ed8d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_48c7067f220c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_37ca03c946ce, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_855cb3eb51b0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2a19b6bb0459, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8326ca38e04f, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_a3d5b73a1cfc, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f6b83d958be8, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_0c10edaa3628, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4ae47aa8258c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4b58caff79de, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_48db32f805b9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a46edf334de4, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_846d206353ca, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9ad8b6b1bad0, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_055be55c0543, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2bf7af1b549a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_cbdea5f35316, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a433def81925, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_1cbab6b18974, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9df852cfe68c, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_ac9116eb5127, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_36c41aaacc7c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a94137a15f88, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_ab67b6433b62, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_772016052660, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3d4176459f16, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6bfe48f177e3, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c3c63311ad45, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_91dceac03436, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a8ed3cafb087, 2, 512, 8, 256, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_3b17b06e6876, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_be2f5da1d7f6, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_7a5a291f5212, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_28e648870cf8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ee4a605629bc, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4e8bbd87db8b, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a96b8b782c55, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_29a3d7c060c0, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f91f947ff678, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fc8ea9cfd9a3, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ad788d279a0f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_1f1fc554d2a4, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_66c809cc6d44, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_762d8d2691fe, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fca0892c30b2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_da7be9e86ce9, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5fda62c73209, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_966982004ba8, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_386d2ff853f3, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7cbb644cf880, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1d4db1364a49, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c96926aa6ab4, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f9f98684d751, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6a9074d1e2dc, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7ec7d89fec19, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bf3010f3940d, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d935702ae4a6, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2a032ba0653f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_7108220a5215, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_cee12f0c1665, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f8f54c9952a8, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c74d9b60620f, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
+  {(const void*)&normgen_rmsnorm_fwd_4f4d72f95033, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ba39d8b953c2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_c665634f92f4, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_154efdf81164, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_0f0d0987f561, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_262acaab930a, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_fe8ee4adba80, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d65823fc89de, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_9bb51d932e34, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_2cbbfd7bd863, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_eb061e7389a8, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_c2066022cda7, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_8753b7dd169f, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f7e1b4392fe6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5176ff0667d0, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7954429b2de3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_62c6604bbcb5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_c325167f0f70, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_3e4377e89653, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_732d731351a0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d99ed44c6e3d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_375bab36b367, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9574cf682a3c, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4928ad0d6107, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0509765fe269, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_33b8f2d0375c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6be02cd3da29, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_59562bf2d6af, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9b10ae0d09b4, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_40f615ea737b, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b86abda48626, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8f9fa767e284, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7cb57279af73, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2faf703dcd12, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2dc98f1ef1ab, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_de0a94d94698, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d0af13b355aa, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_841d6e63f1c1, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_4786291f2bc5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_bcc021cb8cf5, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ab1976dcfffd, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_10b6f12381bc, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6ca98b54dd2d, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3a51dcbf8280, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2f07a50fc437, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_40580286aa4e, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c76868c7e046, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_34bc129dfc69, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f838db34ddaf, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_eb1efd4728a6, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bc2a59c6b65a, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_76a4f01734af, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_73fa1a341435, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_97727c7acf05, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_46c869d7eec7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c4c74110d62c, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9c6efd7e5bef, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c92e0af0f4ec, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_aaec45bf9ad0, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_68585536420e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c079416eff13, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_6f7928ccbccc, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7b04fb0f67f5, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a219a551dfad, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bbf17e3911b0, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_adb727b2e0c8, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_dc028c66f953, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c310d40d3ed1, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cb0876b9cd38, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_a17cd82d4c6f, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_87f770a0fe3f, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b9084188ab45, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a06475c9e44d, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_bf152456e711, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_3fed8031761a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9081266889a0, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_981469c2aef1, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6e1c99e83b59, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5fa34d704555, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_59fdbd20b40e, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_337663dcf6e1, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_0a219a7b1f7c, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9fb0e6911d87, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c60cb04065d3, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_58153d9eac0c, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6e7909b1495b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e061536c9234, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_704d9e09cd75, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_bde9e7f64446, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e573b485e457, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2b613c5f6e44, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_629c6df0f035, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8aa64a984090, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8163921b605d, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a59ce059b5f1, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b591d9b28484, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_9ba1b958a192, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_50ee8718ea61, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_78d03e99c293, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_a6240aaa82b6, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_7207038e2ca2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_69fa084b9f74, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_465893a566b2, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_bf0b3b294ebe, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_566148a5dde0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_640ed845f4fe, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_bab7572fa41b, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_03bad88ca8a0, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4fdd304507b3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a4ed3d6ddee9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_38ac99210664, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_ba22994e78e5, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5664387145c8, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4bfafe87229c, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_f0db89a25c1c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9ee4f88b8bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6b693774bc8b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_01f8db820da0, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_52f3697be075, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_21acdb61aef9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_688665b6b0a7, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_f4933f0db0f8, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0c1c087cb8e8, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_af324f874340, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e8474f4e8a3c, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_ff86ba69a0a2, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_21fdb326edae, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1230fbed0ae1, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_02977100a60c, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b34a118d7fda, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_100be764c8c0, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_e606d1fe9cd2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_85f77fa81932, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4d7efe74346c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b9949fcc0eb9, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ed8f2a5397bf, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b838dc9e8b93, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bcad3ea6bc4c, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_dacc22670962, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5752e90b48d5, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_b8111dee53e7, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_39eba232d664, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_148dd504ad81, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_d0dcb772f364, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_157175566a62, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_554e3a912899, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8eab513936aa, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6e03887373a2, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_46e058f8145b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_06b34b383422, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_f6c10d89e768, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_587b775abeef, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ff6efc2cb537, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fc63ea2b2bd6, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_ec2aab1593d6, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b6e7b3595c4f, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c3943cf0c872, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_fb97348aa440, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f097868f9be7, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_24c420ac4c0d, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6e468a66866e, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5fe1b6e76288, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_387ddfd674ad, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2dc87538553d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_b91368af325f, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7628db8de43c, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_dc4db318b2ae, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0391627eddc6, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fcb3f2a529e1, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_bb23b4a13ac6, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_71547f9292a7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_667892dd79c4, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0b78872c3696, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a45da6187a2e, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e38d8873206b, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_95e0046e8f98, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_dde48491b749, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a23bc05a1381, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fba374f65baa, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_86f88f466ea9, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2d20c506fd9c, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e05ad9a9148e, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
+  {(const void*)&normgen_rmsnorm_fwd_ebeae959ad08, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b02a67c3b9b3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_85a647c14aa8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_8a2e4e1f6613, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_c1e243c034bf, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_94abd43aa64f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_26a7b9dc45ff, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_9c2ef3731b2f, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_8cf44e436b3d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_5299cd703fb5, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_e709ed5c13e8, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_533687ba8c2a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_94e1ef94422f, 0, 512, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t512.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_0805b5c07358, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_df4309a75061, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_97b7714b0598, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4078cef1f9d5, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_41c25c7bfe7e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ad29dc770ae5, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2a1507c6f01a, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_71281f746a89, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_9d0274c5471c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_be58da4ff49c, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bd1b80c94d73, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_dde44e526623, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_f8f7b458aa40, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7f2d3d882b81, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2a6bfa580d98, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0a64bf94f109, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5b5fe32c6678, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f5778c302f53, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e700918537f2, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_cc27f50efa20, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_d82d9bef0b87, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4bfc7bd407ad, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5badc74140eb, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c9d84264c188, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_988ec29d324c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_032ae203333c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_af17f53fc071, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_585bb9e574b1, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_a8bc4ace8184, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0c30a5810b76, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ea7d484bafcd, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_fcaca668bf02, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_cbe54e050a96, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9c8b69e74337, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_aad1eb92edc9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d4f139c65142, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a0faaa10b2cc, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_278107c51e27, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_de21cd6b32a3, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_eb8b7a5bd0cb, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_cdb3bb2196f5, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_dafe50561cf6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fb7699bcd02f, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_86fec0139589, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_227bd770789a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ec9afffec243, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_7bd96f0f496d, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2e2d1859b542, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d2ab0af19ddb, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_cb18ee646f76, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e8fe053c8b27, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4a5c5995b150, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_9b311d419a31, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_90fed7189c9c, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_01ddadd9b40b, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_26c6450d0e51, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_cd50ec650e06, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_49bc4988d67e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_722d4d08f734, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0332d68fa003, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_985b9bdfdb4d, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6c5137a2b713, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_35594cc371f3, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_11011b8a44ac, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_76b0597654f6, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_09b5bfc398e3, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_2989c0ca5ee8, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_82c47f20ad40, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2ce17a1ad39b, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7bd45c436ef3, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_bcc0cf5cdf90, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_83022fd60971, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7dca1145268c, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_32da44ce074c, 4, 1024, 8, 1024, 2, 8, 2, 229376, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
+  {(const void*)&normgen_rmsnorm_fwd_f75d16cd2ec2, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_404bf6e84b80, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_654b122899cb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6d12ee556add, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_fb4944fcc980, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4ad043563c64, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_a5655c1b8cd4, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d0f7886f76a2, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_a84e630b042d, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_5670aa4724e3, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_2252b0e0efd3, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0855e9e45b2c, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_dba35f27d8af, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_cbb51ce884b4, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_103bf763aa92, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f95266ba571d, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_1ec3b75a0fb9, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_31a947d3ae46, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_c44afb0cc4d0, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7366b69c520e, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_9e323c583645, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5b0d354d5551, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3e7868c68ef3, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fe81784501df, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.h2048
+  {(const void*)&normgen_rmsnorm_fwd_130cfd1bdbda, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_87efe396ad04, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_e7f609b62ae6, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_13951aecb54a, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d03ac9e374c4, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_99711ae325af, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8aa6d02aee17, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_7d81ab5cf9c5, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e1f592061286, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f6b15fd3295c, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_bc55fe914323, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c33be7d93522, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6eaaba6f475c, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_9685ecdbffce, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e2a69e410f79, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2674015126fc, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_3f994522ac2a, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_043c42cd0890, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_11bfb13a5d01, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_6688a6c66bb7, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_c4baff60d484, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_12e5d2c15330, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e99fea41cd0d, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_e5f08dbe011d, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6a72f9fa21b4, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_b7fb6e78b893, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c663997dc096, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_f2736fdd61cb, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_48a27d0df1a5, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f79035b23ef6, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_f24856e5ca7e, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_af191ef3cd6a, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_f53e273d59db, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_90dd01baee40, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_046b60b0070d, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d7ba83d5c191, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_745dcb23fc9d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_df3d50a0154e, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_4d8b09af06b5, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_5b974ba807cb, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_54364bc726ec, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8db1cd7ee066, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_61aa556a1f63, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_52cc41e633bd, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_7dfefc7fa530, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_6e24e2609525, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0d019c6867d0, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_d873d8e64fa6, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_33e66cfecda4, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_0278a1b96cf1, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_4394f6a56a33, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_852d7d91929a, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_8765914fff45, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_aa43be1d6dbd, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d719a73a6dae, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c551b93aaa57, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_55a527b008da, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8930f2039409, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b6b920f39c11, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_558767892d38, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5f289a93d695, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_e55c5d097301, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f438e650d03d, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_507a284e60fc, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e5a262953a35, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e71f3ba099ea, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_c4fb458047e0, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_5e62a14414ea, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ac190a1c5ff3, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_7596d15fb781, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_25aba58f2f85, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_05c7f3e552f6, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_b6a49bedca11, 0, 128, 4, 64, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_c3450c8d1d49, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_486064539969, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_68b55276cf45, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7af8ed473adb, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bf9235179e4c, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_75e6f3966ad8, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_a0e1e905db95, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_34514bcdc9c6, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_7c1b26a3e0c1, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8e01863c6d1a, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_19923c270c53, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e022e5c62e55, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4c48e5dd0a5e, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_51ef4868032e, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c98e6227c7bf, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_aa2784f40c3a, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_ce9378ee3564, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_558435202dc7, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_922733efb713, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_2711292fcc27, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6cd17f3bcdf2, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dcd86b6e9e08, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_15b2623de53b, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_1ad4247c26fe, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_74ca612eeaee, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a2c0920e783f, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_2b7e39cddd42, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c27d061bd531, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6dded6905455, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_9acb6433f88a, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_13b6e016a09b, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b717e2b95e6b, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2f3c5530e32d, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ba76cf8ab5fd, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_641aabdc1e2a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_04ce7381bba6, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_5dedc93556b6, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9ae2597da34f, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_22f15289049f, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_7553ceae4774, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e353312a09c4, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_7b309f737984, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_06aaf31a7bb0, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_54caede3eeb3, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_be24e69f2a0a, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7ffa62dffb0d, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_589ed4e150d2, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a83b56dbb049, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_159e978456e8, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_5c1b9b5dbef5, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_401f9db2e6be, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0968f1cfab79, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_96cb994ac64c, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_9a81eb8dfa76, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7671bca7e382, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_7ec98c118020, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_025d7dcba719, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_35eca2b5560e, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_a121240df594, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_853bff169db0, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2c7326c568f7, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_d8638c095d23, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_cb551fbf15e9, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e7fadc90ce15, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_24bc91a3185f, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_d8717c04454c, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e890625f3901, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1660,15 +1680,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 110 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 214 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 298 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 395 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 487 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 571 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 655 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 744 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 813 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 109 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 212 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 300 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 391 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 485 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 574 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 661 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 748 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 823 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1695,7 +1715,7 @@ const Entry kEntries[] = {
   { 0, 1024, 1, 16, 10 },
   { 0, 1024, 8, 16, 3 },
   { 0, 1024, 32, 16, 3 },
-  { 0, 1024, 128, 17, 10 },
+  { 0, 1024, 128, 16, 10 },
   { 0, 1024, 512, 17, 3 },
   { 0, 1024, 2048, 18, 13 },
   { 0, 1024, 8192, 18, 13 },
@@ -1703,7 +1723,7 @@ const Entry kEntries[] = {
   { 0, 1536, 1, 20, 21 },
   { 0, 1536, 8, 20, 21 },
   { 0, 1536, 32, 22, 3 },
-  { 0, 1536, 128, 20, 21 },
+  { 0, 1536, 128, 21, 21 },
   { 0, 1536, 512, 23, 3 },
   { 0, 1536, 2048, 24, 25 },
   { 0, 1536, 8192, 24, 25 },
@@ -1724,7 +1744,7 @@ const Entry kEntries[] = {
   { 0, 2560, 2048, 37, 38 },
   { 0, 2560, 8192, 39, 40 },
   { 0, 2560, 32768, 39, 40 },
-  { 0, 3072, 1, 41, 32 },
+  { 0, 3072, 1, 41, 35 },
   { 0, 3072, 8, 41, 35 },
   { 0, 3072, 32, 41, 35 },
   { 0, 3072, 128, 42, 35 },
@@ -1735,39 +1755,39 @@ const Entry kEntries[] = {
   { 0, 4096, 1, 45, 32 },
   { 0, 4096, 8, 45, 32 },
   { 0, 4096, 32, 46, 35 },
-  { 0, 4096, 128, 45, 35 },
-  { 0, 4096, 512, 47, 48 },
-  { 0, 4096, 2048, 47, 32 },
+  { 0, 4096, 128, 47, 35 },
+  { 0, 4096, 512, 46, 48 },
+  { 0, 4096, 2048, 46, 32 },
   { 0, 4096, 8192, 49, 50 },
   { 0, 4096, 32768, 51, 50 },
   { 0, 5120, 1, 52, 53 },
   { 0, 5120, 8, 52, 53 },
-  { 0, 5120, 32, 54, 55 },
-  { 0, 5120, 128, 52, 55 },
-  { 0, 5120, 512, 56, 53 },
-  { 0, 5120, 2048, 57, 53 },
-  { 0, 5120, 8192, 57, 58 },
-  { 0, 5120, 32768, 59, 58 },
-  { 0, 6144, 1, 60, 53 },
-  { 0, 6144, 8, 60, 53 },
-  { 0, 6144, 32, 60, 55 },
-  { 0, 6144, 128, 61, 55 },
-  { 0, 6144, 512, 62, 53 },
-  { 0, 6144, 2048, 62, 53 },
-  { 0, 6144, 8192, 63, 53 },
-  { 0, 6144, 32768, 63, 53 },
-  { 0, 7168, 1, 64, 55 },
-  { 0, 7168, 8, 64, 65 },
-  { 0, 7168, 32, 66, 55 },
-  { 0, 7168, 128, 66, 55 },
+  { 0, 5120, 32, 52, 54 },
+  { 0, 5120, 128, 52, 54 },
+  { 0, 5120, 512, 55, 53 },
+  { 0, 5120, 2048, 56, 57 },
+  { 0, 5120, 8192, 56, 57 },
+  { 0, 5120, 32768, 58, 57 },
+  { 0, 6144, 1, 59, 53 },
+  { 0, 6144, 8, 59, 53 },
+  { 0, 6144, 32, 59, 54 },
+  { 0, 6144, 128, 60, 54 },
+  { 0, 6144, 512, 61, 53 },
+  { 0, 6144, 2048, 61, 53 },
+  { 0, 6144, 8192, 62, 53 },
+  { 0, 6144, 32768, 62, 53 },
+  { 0, 7168, 1, 63, 64 },
+  { 0, 7168, 8, 63, 65 },
+  { 0, 7168, 32, 66, 54 },
+  { 0, 7168, 128, 63, 54 },
   { 0, 7168, 512, 67, 68 },
   { 0, 7168, 2048, 67, 65 },
   { 0, 7168, 8192, 67, 65 },
   { 0, 7168, 32768, 67, 65 },
   { 0, 8192, 1, 69, 70 },
   { 0, 8192, 8, 69, 65 },
-  { 0, 8192, 32, 71, 55 },
-  { 0, 8192, 128, 71, 55 },
+  { 0, 8192, 32, 71, 70 },
+  { 0, 8192, 128, 71, 54 },
   { 0, 8192, 512, 72, 68 },
   { 0, 8192, 2048, 72, 65 },
   { 0, 8192, 8192, 72, 65 },
@@ -1775,147 +1795,147 @@ const Entry kEntries[] = {
   { 0, 12288, 1, 73, 74 },
   { 0, 12288, 8, 73, 75 },
   { 0, 12288, 32, 76, 74 },
-  { 0, 12288, 128, 73, 75 },
-  { 0, 12288, 512, 77, 78 },
-  { 0, 12288, 2048, 79, 78 },
-  { 0, 12288, 8192, 79, 78 },
-  { 0, 12288, 32768, 79, 78 },
-  { 0, 16384, 1, 80, 81 },
-  { 0, 16384, 8, 82, 81 },
-  { 0, 16384, 32, 82, 81 },
-  { 0, 16384, 128, 83, 84 },
-  { 0, 16384, 512, 85, 86 },
-  { 0, 16384, 2048, 87, 86 },
-  { 0, 16384, 8192, 88, 86 },
-  { 0, 16384, 32768, 88, 86 },
-  { 0, 32768, 1, 89, 86 },
-  { 0, 32768, 8, 90, 91 },
-  { 0, 32768, 32, 90, 91 },
-  { 0, 32768, 128, 92, 93 },
-  { 0, 32768, 512, 94, 95 },
-  { 0, 32768, 2048, 94, 95 },
-  { 0, 32768, 8192, 94, 95 },
-  { 0, 32768, 32768, 94, 95 },
-  { 0, 65536, 1, 96, 86 },
-  { 0, 65536, 8, 96, 97 },
-  { 0, 65536, 32, 98, 98 },
-  { 0, 65536, 128, 99, 100 },
-  { 0, 65536, 512, 101, 102 },
-  { 0, 65536, 2048, 103, 102 },
-  { 0, 65536, 8192, 103, 102 },
-  { 0, 65536, 32768, 103, 102 },
+  { 0, 12288, 128, 73, 77 },
+  { 0, 12288, 512, 78, 79 },
+  { 0, 12288, 2048, 80, 79 },
+  { 0, 12288, 8192, 80, 79 },
+  { 0, 12288, 32768, 80, 79 },
+  { 0, 16384, 1, 81, 82 },
+  { 0, 16384, 8, 83, 82 },
+  { 0, 16384, 32, 83, 82 },
+  { 0, 16384, 128, 84, 85 },
+  { 0, 16384, 512, 86, 87 },
+  { 0, 16384, 2048, 88, 50 },
+  { 0, 16384, 8192, 89, 87 },
+  { 0, 16384, 32768, 89, 87 },
+  { 0, 32768, 1, 90, 87 },
+  { 0, 32768, 8, 91, 92 },
+  { 0, 32768, 32, 91, 92 },
+  { 0, 32768, 128, 93, 94 },
+  { 0, 32768, 512, 95, 96 },
+  { 0, 32768, 2048, 95, 96 },
+  { 0, 32768, 8192, 95, 96 },
+  { 0, 32768, 32768, 95, 96 },
+  { 0, 65536, 1, 97, 87 },
+  { 0, 65536, 8, 97, 98 },
+  { 0, 65536, 32, 99, 99 },
+  { 0, 65536, 128, 100, 101 },
+  { 0, 65536, 512, 102, 103 },
+  { 0, 65536, 2048, 102, 103 },
+  { 0, 65536, 8192, 102, 103 },
+  { 0, 65536, 32768, 102, 103 },
   { 0, 131072, 1, 104, 105 },
   { 0, 131072, 8, 104, 105 },
   { 0, 131072, 32, 106, 106 },
   { 0, 131072, 128, 107, 106 },
-  { 0, 131072, 512, 108, 109 },
-  { 0, 131072, 2048, 108, 109 },
-  { 0, 131072, 8192, 108, 109 },
-  { 0, 131072, 32768, 108, 109 },
-  { 1, 512, 1, 111, 112 },
-  { 1, 512, 8, 111, 112 },
-  { 1, 512, 32, 111, 112 },
-  { 1, 512, 128, 111, 112 },
-  { 1, 512, 512, 111, 112 },
+  { 0, 131072, 512, 107, 108 },
+  { 0, 131072, 2048, 107, 108 },
+  { 0, 131072, 8192, 107, 108 },
+  { 0, 131072, 32768, 107, 108 },
+  { 1, 512, 1, 110, 111 },
+  { 1, 512, 8, 110, 111 },
+  { 1, 512, 32, 110, 111 },
+  { 1, 512, 128, 110, 111 },
+  { 1, 512, 512, 112, 111 },
   { 1, 512, 2048, 113, 114 },
   { 1, 512, 8192, 115, 114 },
   { 1, 512, 32768, 116, 114 },
-  { 1, 768, 1, 117, 112 },
-  { 1, 768, 8, 117, 112 },
-  { 1, 768, 32, 117, 112 },
-  { 1, 768, 128, 117, 112 },
-  { 1, 768, 512, 117, 112 },
+  { 1, 768, 1, 117, 111 },
+  { 1, 768, 8, 117, 111 },
+  { 1, 768, 32, 117, 111 },
+  { 1, 768, 128, 117, 111 },
+  { 1, 768, 512, 117, 111 },
   { 1, 768, 2048, 118, 119 },
   { 1, 768, 8192, 120, 121 },
   { 1, 768, 32768, 120, 121 },
-  { 1, 1024, 1, 122, 112 },
-  { 1, 1024, 8, 122, 112 },
-  { 1, 1024, 32, 122, 112 },
-  { 1, 1024, 128, 122, 112 },
-  { 1, 1024, 512, 122, 112 },
+  { 1, 1024, 1, 122, 111 },
+  { 1, 1024, 8, 122, 111 },
+  { 1, 1024, 32, 122, 111 },
+  { 1, 1024, 128, 122, 111 },
+  { 1, 1024, 512, 122, 111 },
   { 1, 1024, 2048, 123, 119 },
   { 1, 1024, 8192, 123, 119 },
   { 1, 1024, 32768, 124, 119 },
-  { 1, 1536, 1, 125, 112 },
-  { 1, 1536, 8, 125, 112 },
-  { 1, 1536, 32, 125, 112 },
-  { 1, 1536, 128, 126, 127 },
-  { 1, 1536, 512, 125, 112 },
-  { 1, 1536, 2048, 128, 129 },
-  { 1, 1536, 8192, 128, 129 },
-  { 1, 1536, 32768, 128, 129 },
-  { 1, 2048, 1, 130, 112 },
-  { 1, 2048, 8, 130, 112 },
-  { 1, 2048, 32, 130, 112 },
-  { 1, 2048, 128, 131, 127 },
-  { 1, 2048, 512, 130, 112 },
-  { 1, 2048, 2048, 132, 133 },
-  { 1, 2048, 8192, 134, 133 },
-  { 1, 2048, 32768, 134, 133 },
-  { 1, 2560, 1, 135, 136 },
-  { 1, 2560, 8, 135, 136 },
-  { 1, 2560, 32, 137, 136 },
-  { 1, 2560, 128, 135, 138 },
-  { 1, 2560, 512, 137, 136 },
-  { 1, 2560, 2048, 139, 140 },
-  { 1, 2560, 8192, 141, 142 },
-  { 1, 2560, 32768, 141, 142 },
-  { 1, 3072, 1, 143, 136 },
-  { 1, 3072, 8, 143, 136 },
-  { 1, 3072, 32, 144, 138 },
-  { 1, 3072, 128, 145, 138 },
-  { 1, 3072, 512, 144, 136 },
-  { 1, 3072, 2048, 145, 140 },
-  { 1, 3072, 8192, 145, 140 },
-  { 1, 3072, 32768, 145, 140 },
-  { 1, 4096, 1, 146, 136 },
-  { 1, 4096, 8, 146, 136 },
-  { 1, 4096, 32, 146, 136 },
-  { 1, 4096, 128, 147, 138 },
-  { 1, 4096, 512, 148, 136 },
-  { 1, 4096, 2048, 148, 149 },
-  { 1, 4096, 8192, 150, 149 },
-  { 1, 4096, 32768, 151, 149 },
-  { 1, 5120, 1, 152, 153 },
-  { 1, 5120, 8, 152, 153 },
-  { 1, 5120, 32, 152, 154 },
-  { 1, 5120, 128, 152, 154 },
-  { 1, 5120, 512, 155, 153 },
-  { 1, 5120, 2048, 156, 157 },
-  { 1, 5120, 8192, 156, 157 },
-  { 1, 5120, 32768, 156, 157 },
-  { 1, 6144, 1, 158, 153 },
-  { 1, 6144, 8, 159, 153 },
-  { 1, 6144, 32, 159, 154 },
-  { 1, 6144, 128, 160, 154 },
-  { 1, 6144, 512, 161, 153 },
-  { 1, 6144, 2048, 161, 153 },
-  { 1, 6144, 8192, 162, 153 },
-  { 1, 6144, 32768, 162, 153 },
-  { 1, 7168, 1, 163, 164 },
-  { 1, 7168, 8, 163, 164 },
-  { 1, 7168, 32, 165, 154 },
-  { 1, 7168, 128, 163, 154 },
-  { 1, 7168, 512, 166, 164 },
-  { 1, 7168, 2048, 166, 164 },
-  { 1, 7168, 8192, 166, 164 },
-  { 1, 7168, 32768, 166, 164 },
-  { 1, 8192, 1, 167, 168 },
-  { 1, 8192, 8, 167, 168 },
-  { 1, 8192, 32, 169, 154 },
-  { 1, 8192, 128, 170, 154 },
-  { 1, 8192, 512, 171, 164 },
-  { 1, 8192, 2048, 171, 164 },
-  { 1, 8192, 8192, 171, 164 },
-  { 1, 8192, 32768, 171, 164 },
-  { 1, 12288, 1, 172, 173 },
-  { 1, 12288, 8, 174, 175 },
+  { 1, 1536, 1, 125, 111 },
+  { 1, 1536, 8, 125, 111 },
+  { 1, 1536, 32, 125, 111 },
+  { 1, 1536, 128, 126, 111 },
+  { 1, 1536, 512, 125, 111 },
+  { 1, 1536, 2048, 127, 128 },
+  { 1, 1536, 8192, 127, 128 },
+  { 1, 1536, 32768, 127, 128 },
+  { 1, 2048, 1, 129, 111 },
+  { 1, 2048, 8, 129, 111 },
+  { 1, 2048, 32, 129, 111 },
+  { 1, 2048, 128, 130, 131 },
+  { 1, 2048, 512, 129, 111 },
+  { 1, 2048, 2048, 132, 131 },
+  { 1, 2048, 8192, 133, 131 },
+  { 1, 2048, 32768, 133, 131 },
+  { 1, 2560, 1, 134, 135 },
+  { 1, 2560, 8, 134, 136 },
+  { 1, 2560, 32, 137, 135 },
+  { 1, 2560, 128, 134, 136 },
+  { 1, 2560, 512, 137, 135 },
+  { 1, 2560, 2048, 138, 139 },
+  { 1, 2560, 8192, 140, 141 },
+  { 1, 2560, 32768, 140, 141 },
+  { 1, 3072, 1, 142, 135 },
+  { 1, 3072, 8, 142, 135 },
+  { 1, 3072, 32, 143, 136 },
+  { 1, 3072, 128, 142, 136 },
+  { 1, 3072, 512, 143, 135 },
+  { 1, 3072, 2048, 144, 139 },
+  { 1, 3072, 8192, 144, 139 },
+  { 1, 3072, 32768, 144, 139 },
+  { 1, 4096, 1, 145, 135 },
+  { 1, 4096, 8, 145, 135 },
+  { 1, 4096, 32, 146, 135 },
+  { 1, 4096, 128, 147, 136 },
+  { 1, 4096, 512, 146, 135 },
+  { 1, 4096, 2048, 146, 148 },
+  { 1, 4096, 8192, 149, 148 },
+  { 1, 4096, 32768, 150, 148 },
+  { 1, 5120, 1, 151, 152 },
+  { 1, 5120, 8, 151, 152 },
+  { 1, 5120, 32, 153, 154 },
+  { 1, 5120, 128, 155, 154 },
+  { 1, 5120, 512, 156, 152 },
+  { 1, 5120, 2048, 157, 158 },
+  { 1, 5120, 8192, 157, 158 },
+  { 1, 5120, 32768, 157, 158 },
+  { 1, 6144, 1, 159, 152 },
+  { 1, 6144, 8, 159, 152 },
+  { 1, 6144, 32, 160, 154 },
+  { 1, 6144, 128, 161, 154 },
+  { 1, 6144, 512, 162, 152 },
+  { 1, 6144, 2048, 162, 152 },
+  { 1, 6144, 8192, 163, 152 },
+  { 1, 6144, 32768, 163, 152 },
+  { 1, 7168, 1, 164, 165 },
+  { 1, 7168, 8, 164, 165 },
+  { 1, 7168, 32, 166, 154 },
+  { 1, 7168, 128, 164, 154 },
+  { 1, 7168, 512, 167, 165 },
+  { 1, 7168, 2048, 167, 165 },
+  { 1, 7168, 8192, 167, 165 },
+  { 1, 7168, 32768, 167, 165 },
+  { 1, 8192, 1, 168, 169 },
+  { 1, 8192, 8, 168, 169 },
+  { 1, 8192, 32, 170, 169 },
+  { 1, 8192, 128, 171, 169 },
+  { 1, 8192, 512, 172, 165 },
+  { 1, 8192, 2048, 172, 165 },
+  { 1, 8192, 8192, 172, 165 },
+  { 1, 8192, 32768, 172, 165 },
+  { 1, 12288, 1, 173, 174 },
+  { 1, 12288, 8, 173, 175 },
   { 1, 12288, 32, 176, 177 },
   { 1, 12288, 128, 178, 175 },
-  { 1, 12288, 512, 179, 173 },
-  { 1, 12288, 2048, 180, 173 },
-  { 1, 12288, 8192, 180, 173 },
-  { 1, 12288, 32768, 180, 173 },
+  { 1, 12288, 512, 179, 174 },
+  { 1, 12288, 2048, 180, 174 },
+  { 1, 12288, 8192, 180, 174 },
+  { 1, 12288, 32768, 180, 174 },
   { 1, 16384, 1, 181, 182 },
   { 1, 16384, 8, 183, 182 },
   { 1, 16384, 32, 181, 182 },
@@ -1937,969 +1957,969 @@ const Entry kEntries[] = {
   { 1, 65536, 32, 201, 202 },
   { 1, 65536, 128, 203, 202 },
   { 1, 65536, 512, 204, 205 },
-  { 1, 65536, 2048, 206, 205 },
-  { 1, 65536, 8192, 207, 205 },
-  { 1, 65536, 32768, 206, 205 },
-  { 1, 131072, 1, 208, 209 },
-  { 1, 131072, 8, 208, 209 },
-  { 1, 131072, 32, 210, 209 },
-  { 1, 131072, 128, 210, 211 },
-  { 1, 131072, 512, 212, 213 },
-  { 1, 131072, 2048, 212, 213 },
-  { 1, 131072, 8192, 212, 213 },
-  { 1, 131072, 32768, 212, 213 },
-  { 2, 512, 1, 215, 216 },
-  { 2, 512, 8, 217, 216 },
-  { 2, 512, 32, 217, 216 },
-  { 2, 512, 128, 218, 216 },
-  { 2, 512, 512, 218, 216 },
-  { 2, 512, 2048, 217, 219 },
-  { 2, 512, 8192, 217, 219 },
-  { 2, 512, 32768, 220, 219 },
-  { 2, 768, 1, 221, 216 },
-  { 2, 768, 8, 222, 216 },
-  { 2, 768, 32, 221, 216 },
-  { 2, 768, 128, 221, 223 },
-  { 2, 768, 512, 221, 223 },
-  { 2, 768, 2048, 224, 223 },
-  { 2, 768, 8192, 222, 223 },
-  { 2, 768, 32768, 224, 223 },
-  { 2, 1024, 1, 225, 216 },
-  { 2, 1024, 8, 226, 216 },
-  { 2, 1024, 32, 225, 216 },
-  { 2, 1024, 128, 225, 223 },
-  { 2, 1024, 512, 225, 223 },
-  { 2, 1024, 2048, 227, 227 },
-  { 2, 1024, 8192, 228, 223 },
-  { 2, 1024, 32768, 228, 223 },
-  { 2, 1536, 1, 229, 230 },
-  { 2, 1536, 8, 229, 230 },
-  { 2, 1536, 32, 231, 232 },
-  { 2, 1536, 128, 229, 233 },
-  { 2, 1536, 512, 229, 233 },
-  { 2, 1536, 2048, 231, 230 },
-  { 2, 1536, 8192, 234, 230 },
-  { 2, 1536, 32768, 234, 230 },
-  { 2, 2048, 1, 235, 230 },
-  { 2, 2048, 8, 235, 230 },
-  { 2, 2048, 32, 235, 233 },
-  { 2, 2048, 128, 235, 233 },
-  { 2, 2048, 512, 235, 233 },
-  { 2, 2048, 2048, 235, 233 },
-  { 2, 2048, 8192, 236, 230 },
-  { 2, 2048, 32768, 236, 230 },
-  { 2, 2560, 1, 237, 238 },
-  { 2, 2560, 8, 237, 239 },
-  { 2, 2560, 32, 237, 239 },
-  { 2, 2560, 128, 237, 238 },
-  { 2, 2560, 512, 237, 238 },
-  { 2, 2560, 2048, 237, 238 },
-  { 2, 2560, 8192, 240, 240 },
-  { 2, 2560, 32768, 241, 238 },
-  { 2, 3072, 1, 242, 238 },
-  { 2, 3072, 8, 242, 239 },
-  { 2, 3072, 32, 242, 239 },
-  { 2, 3072, 128, 242, 238 },
-  { 2, 3072, 512, 243, 238 },
-  { 2, 3072, 2048, 243, 238 },
-  { 2, 3072, 8192, 240, 240 },
-  { 2, 3072, 32768, 244, 245 },
-  { 2, 4096, 1, 246, 247 },
-  { 2, 4096, 8, 246, 247 },
-  { 2, 4096, 32, 246, 248 },
-  { 2, 4096, 128, 246, 248 },
-  { 2, 4096, 512, 246, 245 },
-  { 2, 4096, 2048, 246, 247 },
-  { 2, 4096, 8192, 249, 247 },
-  { 2, 4096, 32768, 250, 245 },
-  { 2, 5120, 1, 251, 252 },
-  { 2, 5120, 8, 251, 253 },
-  { 2, 5120, 32, 254, 252 },
-  { 2, 5120, 128, 254, 253 },
-  { 2, 5120, 512, 251, 255 },
-  { 2, 5120, 2048, 251, 252 },
-  { 2, 5120, 8192, 256, 255 },
-  { 2, 5120, 32768, 257, 255 },
-  { 2, 6144, 1, 258, 252 },
-  { 2, 6144, 8, 253, 253 },
-  { 2, 6144, 32, 258, 252 },
-  { 2, 6144, 128, 258, 253 },
-  { 2, 6144, 512, 259, 252 },
-  { 2, 6144, 2048, 260, 252 },
-  { 2, 6144, 8192, 260, 261 },
-  { 2, 6144, 32768, 262, 245 },
-  { 2, 7168, 1, 263, 264 },
-  { 2, 7168, 8, 263, 265 },
-  { 2, 7168, 32, 266, 265 },
-  { 2, 7168, 128, 266, 265 },
-  { 2, 7168, 512, 267, 264 },
-  { 2, 7168, 2048, 267, 264 },
-  { 2, 7168, 8192, 267, 264 },
-  { 2, 7168, 32768, 268, 245 },
-  { 2, 8192, 1, 269, 270 },
-  { 2, 8192, 8, 269, 271 },
-  { 2, 8192, 32, 269, 271 },
-  { 2, 8192, 128, 272, 265 },
-  { 2, 8192, 512, 272, 270 },
-  { 2, 8192, 2048, 273, 270 },
-  { 2, 8192, 8192, 273, 270 },
-  { 2, 8192, 32768, 273, 245 },
-  { 2, 12288, 1, 274, 275 },
-  { 2, 12288, 8, 274, 275 },
-  { 2, 12288, 32, 274, 275 },
-  { 2, 12288, 128, 276, 275 },
-  { 2, 12288, 512, 276, 277 },
-  { 2, 12288, 2048, 278, 277 },
-  { 2, 12288, 8192, 279, 277 },
-  { 2, 12288, 32768, 279, 277 },
-  { 2, 16384, 1, 280, 281 },
-  { 2, 16384, 8, 280, 282 },
-  { 2, 16384, 32, 280, 282 },
-  { 2, 16384, 128, 283, 282 },
-  { 2, 16384, 512, 283, 282 },
-  { 2, 16384, 2048, 283, 281 },
+  { 1, 65536, 2048, 204, 205 },
+  { 1, 65536, 8192, 204, 205 },
+  { 1, 65536, 32768, 204, 205 },
+  { 1, 131072, 1, 206, 207 },
+  { 1, 131072, 8, 206, 207 },
+  { 1, 131072, 32, 208, 207 },
+  { 1, 131072, 128, 209, 210 },
+  { 1, 131072, 512, 209, 211 },
+  { 1, 131072, 2048, 209, 211 },
+  { 1, 131072, 8192, 209, 211 },
+  { 1, 131072, 32768, 209, 211 },
+  { 2, 512, 1, 213, 214 },
+  { 2, 512, 8, 215, 214 },
+  { 2, 512, 32, 215, 214 },
+  { 2, 512, 128, 213, 214 },
+  { 2, 512, 512, 216, 214 },
+  { 2, 512, 2048, 215, 217 },
+  { 2, 512, 8192, 215, 217 },
+  { 2, 512, 32768, 218, 217 },
+  { 2, 768, 1, 219, 214 },
+  { 2, 768, 8, 220, 214 },
+  { 2, 768, 32, 219, 214 },
+  { 2, 768, 128, 219, 221 },
+  { 2, 768, 512, 219, 221 },
+  { 2, 768, 2048, 222, 221 },
+  { 2, 768, 8192, 222, 221 },
+  { 2, 768, 32768, 222, 221 },
+  { 2, 1024, 1, 223, 214 },
+  { 2, 1024, 8, 223, 214 },
+  { 2, 1024, 32, 223, 214 },
+  { 2, 1024, 128, 223, 221 },
+  { 2, 1024, 512, 223, 221 },
+  { 2, 1024, 2048, 224, 221 },
+  { 2, 1024, 8192, 225, 221 },
+  { 2, 1024, 32768, 225, 221 },
+  { 2, 1536, 1, 226, 227 },
+  { 2, 1536, 8, 226, 227 },
+  { 2, 1536, 32, 228, 229 },
+  { 2, 1536, 128, 226, 230 },
+  { 2, 1536, 512, 228, 230 },
+  { 2, 1536, 2048, 228, 227 },
+  { 2, 1536, 8192, 231, 227 },
+  { 2, 1536, 32768, 231, 227 },
+  { 2, 2048, 1, 232, 227 },
+  { 2, 2048, 8, 232, 227 },
+  { 2, 2048, 32, 232, 230 },
+  { 2, 2048, 128, 232, 230 },
+  { 2, 2048, 512, 232, 230 },
+  { 2, 2048, 2048, 232, 230 },
+  { 2, 2048, 8192, 233, 227 },
+  { 2, 2048, 32768, 233, 227 },
+  { 2, 2560, 1, 234, 235 },
+  { 2, 2560, 8, 234, 236 },
+  { 2, 2560, 32, 234, 236 },
+  { 2, 2560, 128, 234, 235 },
+  { 2, 2560, 512, 234, 235 },
+  { 2, 2560, 2048, 234, 235 },
+  { 2, 2560, 8192, 237, 235 },
+  { 2, 2560, 32768, 238, 235 },
+  { 2, 3072, 1, 239, 235 },
+  { 2, 3072, 8, 239, 236 },
+  { 2, 3072, 32, 239, 236 },
+  { 2, 3072, 128, 239, 235 },
+  { 2, 3072, 512, 240, 235 },
+  { 2, 3072, 2048, 240, 235 },
+  { 2, 3072, 8192, 241, 235 },
+  { 2, 3072, 32768, 242, 243 },
+  { 2, 4096, 1, 244, 245 },
+  { 2, 4096, 8, 244, 245 },
+  { 2, 4096, 32, 244, 246 },
+  { 2, 4096, 128, 244, 246 },
+  { 2, 4096, 512, 247, 248 },
+  { 2, 4096, 2048, 244, 245 },
+  { 2, 4096, 8192, 247, 245 },
+  { 2, 4096, 32768, 249, 243 },
+  { 2, 5120, 1, 250, 251 },
+  { 2, 5120, 8, 250, 252 },
+  { 2, 5120, 32, 253, 251 },
+  { 2, 5120, 128, 253, 252 },
+  { 2, 5120, 512, 250, 254 },
+  { 2, 5120, 2048, 250, 251 },
+  { 2, 5120, 8192, 255, 254 },
+  { 2, 5120, 32768, 256, 254 },
+  { 2, 6144, 1, 257, 251 },
+  { 2, 6144, 8, 252, 252 },
+  { 2, 6144, 32, 257, 251 },
+  { 2, 6144, 128, 257, 252 },
+  { 2, 6144, 512, 258, 251 },
+  { 2, 6144, 2048, 259, 251 },
+  { 2, 6144, 8192, 259, 248 },
+  { 2, 6144, 32768, 260, 243 },
+  { 2, 7168, 1, 261, 262 },
+  { 2, 7168, 8, 263, 264 },
+  { 2, 7168, 32, 263, 264 },
+  { 2, 7168, 128, 263, 264 },
+  { 2, 7168, 512, 263, 262 },
+  { 2, 7168, 2048, 265, 262 },
+  { 2, 7168, 8192, 266, 262 },
+  { 2, 7168, 32768, 266, 243 },
+  { 2, 8192, 1, 267, 268 },
+  { 2, 8192, 8, 267, 269 },
+  { 2, 8192, 32, 267, 269 },
+  { 2, 8192, 128, 270, 264 },
+  { 2, 8192, 512, 270, 264 },
+  { 2, 8192, 2048, 271, 264 },
+  { 2, 8192, 8192, 271, 268 },
+  { 2, 8192, 32768, 271, 243 },
+  { 2, 12288, 1, 272, 273 },
+  { 2, 12288, 8, 272, 273 },
+  { 2, 12288, 32, 272, 273 },
+  { 2, 12288, 128, 274, 275 },
+  { 2, 12288, 512, 274, 276 },
+  { 2, 12288, 2048, 277, 276 },
+  { 2, 12288, 8192, 278, 276 },
+  { 2, 12288, 32768, 278, 276 },
+  { 2, 16384, 1, 279, 280 },
+  { 2, 16384, 8, 279, 281 },
+  { 2, 16384, 32, 279, 281 },
+  { 2, 16384, 128, 282, 283 },
+  { 2, 16384, 512, 282, 283 },
+  { 2, 16384, 2048, 282, 283 },
   { 2, 16384, 8192, 284, 284 },
   { 2, 16384, 32768, 284, 284 },
-  { 2, 32768, 1, 285, 245 },
+  { 2, 32768, 1, 285, 243 },
   { 2, 32768, 8, 285, 286 },
   { 2, 32768, 32, 285, 286 },
   { 2, 32768, 128, 287, 288 },
-  { 2, 32768, 512, 287, 288 },
+  { 2, 32768, 512, 289, 288 },
   { 2, 32768, 2048, 287, 288 },
-  { 2, 32768, 8192, 289, 288 },
-  { 2, 32768, 32768, 289, 288 },
-  { 2, 65536, 1, 290, 291 },
-  { 2, 65536, 8, 292, 291 },
-  { 2, 65536, 32, 292, 291 },
-  { 2, 65536, 128, 293, 291 },
-  { 2, 65536, 512, 293, 291 },
-  { 2, 65536, 2048, 294, 291 },
-  { 2, 65536, 8192, 294, 291 },
-  { 2, 65536, 32768, 294, 291 },
-  { 2, 131072, 1, 295, 296 },
-  { 2, 131072, 8, 295, 296 },
-  { 2, 131072, 32, 295, 296 },
-  { 2, 131072, 128, 297, 296 },
-  { 2, 131072, 512, 297, 296 },
-  { 2, 131072, 2048, 297, 296 },
-  { 2, 131072, 8192, 297, 296 },
-  { 2, 131072, 32768, 297, 296 },
-  { 3, 512, 1, 299, 300 },
-  { 3, 512, 8, 301, 302 },
-  { 3, 512, 32, 303, 302 },
-  { 3, 512, 128, 301, 302 },
-  { 3, 512, 512, 304, 302 },
-  { 3, 512, 2048, 305, 306 },
-  { 3, 512, 8192, 307, 306 },
-  { 3, 512, 32768, 308, 306 },
-  { 3, 768, 1, 309, 309 },
-  { 3, 768, 8, 309, 309 },
-  { 3, 768, 32, 309, 309 },
-  { 3, 768, 128, 310, 309 },
-  { 3, 768, 512, 311, 302 },
-  { 3, 768, 2048, 312, 313 },
-  { 3, 768, 8192, 314, 313 },
-  { 3, 768, 32768, 314, 313 },
-  { 3, 1024, 1, 315, 309 },
-  { 3, 1024, 8, 315, 302 },
-  { 3, 1024, 32, 315, 302 },
-  { 3, 1024, 128, 315, 309 },
-  { 3, 1024, 512, 316, 302 },
-  { 3, 1024, 2048, 317, 313 },
-  { 3, 1024, 8192, 318, 313 },
-  { 3, 1024, 32768, 318, 313 },
-  { 3, 1536, 1, 319, 320 },
-  { 3, 1536, 8, 319, 320 },
-  { 3, 1536, 32, 321, 320 },
-  { 3, 1536, 128, 319, 320 },
-  { 3, 1536, 512, 322, 302 },
-  { 3, 1536, 2048, 323, 324 },
-  { 3, 1536, 8192, 325, 324 },
-  { 3, 1536, 32768, 325, 324 },
-  { 3, 2048, 1, 326, 320 },
-  { 3, 2048, 8, 326, 320 },
-  { 3, 2048, 32, 326, 320 },
-  { 3, 2048, 128, 326, 320 },
-  { 3, 2048, 512, 327, 302 },
-  { 3, 2048, 2048, 328, 329 },
-  { 3, 2048, 8192, 330, 329 },
-  { 3, 2048, 32768, 330, 329 },
-  { 3, 2560, 1, 331, 332 },
-  { 3, 2560, 8, 331, 332 },
-  { 3, 2560, 32, 331, 332 },
-  { 3, 2560, 128, 332, 332 },
-  { 3, 2560, 512, 333, 334 },
-  { 3, 2560, 2048, 335, 336 },
-  { 3, 2560, 8192, 337, 336 },
-  { 3, 2560, 32768, 337, 336 },
-  { 3, 3072, 1, 338, 332 },
-  { 3, 3072, 8, 338, 332 },
-  { 3, 3072, 32, 339, 332 },
-  { 3, 3072, 128, 332, 332 },
-  { 3, 3072, 512, 340, 334 },
-  { 3, 3072, 2048, 341, 336 },
-  { 3, 3072, 8192, 341, 336 },
-  { 3, 3072, 32768, 341, 336 },
-  { 3, 4096, 1, 342, 343 },
-  { 3, 4096, 8, 342, 343 },
-  { 3, 4096, 32, 344, 343 },
-  { 3, 4096, 128, 342, 332 },
-  { 3, 4096, 512, 345, 334 },
-  { 3, 4096, 2048, 346, 334 },
-  { 3, 4096, 8192, 346, 334 },
-  { 3, 4096, 32768, 346, 334 },
-  { 3, 5120, 1, 347, 348 },
-  { 3, 5120, 8, 347, 348 },
-  { 3, 5120, 32, 347, 348 },
-  { 3, 5120, 128, 347, 349 },
-  { 3, 5120, 512, 350, 351 },
-  { 3, 5120, 2048, 350, 351 },
-  { 3, 5120, 8192, 350, 351 },
-  { 3, 5120, 32768, 350, 351 },
-  { 3, 6144, 1, 352, 352 },
-  { 3, 6144, 8, 353, 351 },
-  { 3, 6144, 32, 353, 348 },
-  { 3, 6144, 128, 353, 349 },
-  { 3, 6144, 512, 354, 351 },
-  { 3, 6144, 2048, 355, 351 },
-  { 3, 6144, 8192, 355, 351 },
-  { 3, 6144, 32768, 356, 351 },
-  { 3, 7168, 1, 352, 352 },
-  { 3, 7168, 8, 357, 352 },
-  { 3, 7168, 32, 357, 349 },
-  { 3, 7168, 128, 357, 349 },
-  { 3, 7168, 512, 358, 359 },
-  { 3, 7168, 2048, 358, 359 },
-  { 3, 7168, 8192, 358, 359 },
+  { 2, 32768, 8192, 290, 288 },
+  { 2, 32768, 32768, 290, 288 },
+  { 2, 65536, 1, 291, 292 },
+  { 2, 65536, 8, 291, 293 },
+  { 2, 65536, 32, 291, 293 },
+  { 2, 65536, 128, 294, 293 },
+  { 2, 65536, 512, 295, 293 },
+  { 2, 65536, 2048, 295, 293 },
+  { 2, 65536, 8192, 295, 293 },
+  { 2, 65536, 32768, 296, 293 },
+  { 2, 131072, 1, 297, 298 },
+  { 2, 131072, 8, 297, 298 },
+  { 2, 131072, 32, 297, 298 },
+  { 2, 131072, 128, 299, 298 },
+  { 2, 131072, 512, 299, 298 },
+  { 2, 131072, 2048, 299, 298 },
+  { 2, 131072, 8192, 299, 298 },
+  { 2, 131072, 32768, 299, 298 },
+  { 3, 512, 1, 301, 302 },
+  { 3, 512, 8, 303, 304 },
+  { 3, 512, 32, 303, 304 },
+  { 3, 512, 128, 303, 304 },
+  { 3, 512, 512, 305, 304 },
+  { 3, 512, 2048, 306, 307 },
+  { 3, 512, 8192, 308, 307 },
+  { 3, 512, 32768, 306, 307 },
+  { 3, 768, 1, 309, 310 },
+  { 3, 768, 8, 311, 310 },
+  { 3, 768, 32, 311, 310 },
+  { 3, 768, 128, 309, 310 },
+  { 3, 768, 512, 312, 304 },
+  { 3, 768, 2048, 313, 314 },
+  { 3, 768, 8192, 315, 314 },
+  { 3, 768, 32768, 315, 314 },
+  { 3, 1024, 1, 316, 310 },
+  { 3, 1024, 8, 316, 304 },
+  { 3, 1024, 32, 316, 304 },
+  { 3, 1024, 128, 316, 310 },
+  { 3, 1024, 512, 317, 304 },
+  { 3, 1024, 2048, 318, 314 },
+  { 3, 1024, 8192, 319, 314 },
+  { 3, 1024, 32768, 319, 314 },
+  { 3, 1536, 1, 320, 320 },
+  { 3, 1536, 8, 320, 320 },
+  { 3, 1536, 32, 320, 320 },
+  { 3, 1536, 128, 320, 320 },
+  { 3, 1536, 512, 321, 304 },
+  { 3, 1536, 2048, 322, 323 },
+  { 3, 1536, 8192, 324, 323 },
+  { 3, 1536, 32768, 324, 323 },
+  { 3, 2048, 1, 325, 320 },
+  { 3, 2048, 8, 325, 320 },
+  { 3, 2048, 32, 325, 320 },
+  { 3, 2048, 128, 325, 320 },
+  { 3, 2048, 512, 326, 304 },
+  { 3, 2048, 2048, 327, 328 },
+  { 3, 2048, 8192, 329, 328 },
+  { 3, 2048, 32768, 329, 328 },
+  { 3, 2560, 1, 330, 330 },
+  { 3, 2560, 8, 331, 330 },
+  { 3, 2560, 32, 331, 330 },
+  { 3, 2560, 128, 330, 330 },
+  { 3, 2560, 512, 332, 333 },
+  { 3, 2560, 2048, 334, 335 },
+  { 3, 2560, 8192, 336, 335 },
+  { 3, 2560, 32768, 336, 335 },
+  { 3, 3072, 1, 337, 330 },
+  { 3, 3072, 8, 337, 330 },
+  { 3, 3072, 32, 338, 330 },
+  { 3, 3072, 128, 330, 330 },
+  { 3, 3072, 512, 339, 333 },
+  { 3, 3072, 2048, 340, 333 },
+  { 3, 3072, 8192, 340, 333 },
+  { 3, 3072, 32768, 340, 333 },
+  { 3, 4096, 1, 341, 342 },
+  { 3, 4096, 8, 341, 342 },
+  { 3, 4096, 32, 341, 342 },
+  { 3, 4096, 128, 341, 342 },
+  { 3, 4096, 512, 343, 333 },
+  { 3, 4096, 2048, 344, 333 },
+  { 3, 4096, 8192, 344, 333 },
+  { 3, 4096, 32768, 344, 333 },
+  { 3, 5120, 1, 345, 346 },
+  { 3, 5120, 8, 345, 346 },
+  { 3, 5120, 32, 347, 346 },
+  { 3, 5120, 128, 347, 348 },
+  { 3, 5120, 512, 349, 350 },
+  { 3, 5120, 2048, 349, 350 },
+  { 3, 5120, 8192, 349, 350 },
+  { 3, 5120, 32768, 349, 350 },
+  { 3, 6144, 1, 351, 351 },
+  { 3, 6144, 8, 352, 350 },
+  { 3, 6144, 32, 352, 346 },
+  { 3, 6144, 128, 352, 348 },
+  { 3, 6144, 512, 353, 350 },
+  { 3, 6144, 2048, 354, 350 },
+  { 3, 6144, 8192, 354, 350 },
+  { 3, 6144, 32768, 355, 350 },
+  { 3, 7168, 1, 351, 351 },
+  { 3, 7168, 8, 356, 351 },
+  { 3, 7168, 32, 356, 351 },
+  { 3, 7168, 128, 356, 348 },
+  { 3, 7168, 512, 357, 358 },
+  { 3, 7168, 2048, 357, 359 },
+  { 3, 7168, 8192, 357, 359 },
   { 3, 7168, 32768, 360, 360 },
   { 3, 8192, 1, 361, 361 },
   { 3, 8192, 8, 361, 361 },
   { 3, 8192, 32, 361, 361 },
-  { 3, 8192, 128, 362, 349 },
-  { 3, 8192, 512, 363, 359 },
+  { 3, 8192, 128, 362, 348 },
+  { 3, 8192, 512, 363, 358 },
   { 3, 8192, 2048, 363, 359 },
   { 3, 8192, 8192, 363, 359 },
   { 3, 8192, 32768, 360, 360 },
   { 3, 12288, 1, 364, 364 },
-  { 3, 12288, 8, 365, 364 },
-  { 3, 12288, 32, 366, 364 },
+  { 3, 12288, 8, 364, 364 },
+  { 3, 12288, 32, 365, 365 },
   { 3, 12288, 128, 364, 364 },
-  { 3, 12288, 512, 367, 368 },
-  { 3, 12288, 2048, 369, 368 },
-  { 3, 12288, 8192, 369, 368 },
-  { 3, 12288, 32768, 370, 368 },
-  { 3, 16384, 1, 371, 371 },
-  { 3, 16384, 8, 371, 371 },
-  { 3, 16384, 32, 372, 372 },
+  { 3, 12288, 512, 366, 358 },
+  { 3, 12288, 2048, 367, 359 },
+  { 3, 12288, 8192, 367, 359 },
+  { 3, 12288, 32768, 368, 359 },
+  { 3, 16384, 1, 369, 369 },
+  { 3, 16384, 8, 369, 369 },
+  { 3, 16384, 32, 364, 364 },
   { 3, 16384, 128, 364, 364 },
-  { 3, 16384, 512, 373, 374 },
-  { 3, 16384, 2048, 375, 374 },
-  { 3, 16384, 8192, 376, 374 },
-  { 3, 16384, 32768, 376, 374 },
-  { 3, 32768, 1, 377, 378 },
-  { 3, 32768, 8, 377, 378 },
-  { 3, 32768, 32, 377, 378 },
-  { 3, 32768, 128, 379, 379 },
-  { 3, 32768, 512, 380, 381 },
-  { 3, 32768, 2048, 382, 381 },
-  { 3, 32768, 8192, 382, 359 },
-  { 3, 32768, 32768, 382, 359 },
-  { 3, 65536, 1, 383, 384 },
-  { 3, 65536, 8, 385, 385 },
-  { 3, 65536, 32, 383, 384 },
-  { 3, 65536, 128, 385, 385 },
-  { 3, 65536, 512, 386, 381 },
-  { 3, 65536, 2048, 387, 381 },
-  { 3, 65536, 8192, 388, 381 },
-  { 3, 65536, 32768, 388, 381 },
-  { 3, 131072, 1, 389, 389 },
-  { 3, 131072, 8, 390, 391 },
-  { 3, 131072, 32, 392, 392 },
-  { 3, 131072, 128, 389, 389 },
-  { 3, 131072, 512, 393, 381 },
-  { 3, 131072, 2048, 394, 381 },
-  { 3, 131072, 8192, 394, 381 },
-  { 3, 131072, 32768, 394, 381 },
-  { 4, 512, 1, 396, 397 },
-  { 4, 512, 8, 396, 398 },
-  { 4, 512, 32, 399, 398 },
-  { 4, 512, 128, 399, 397 },
-  { 4, 512, 512, 400, 401 },
-  { 4, 512, 2048, 402, 401 },
-  { 4, 512, 8192, 400, 401 },
-  { 4, 512, 32768, 400, 401 },
-  { 4, 768, 1, 403, 404 },
-  { 4, 768, 8, 403, 398 },
-  { 4, 768, 32, 403, 398 },
-  { 4, 768, 128, 403, 404 },
-  { 4, 768, 512, 405, 398 },
-  { 4, 768, 2048, 406, 407 },
-  { 4, 768, 8192, 405, 407 },
-  { 4, 768, 32768, 406, 407 },
-  { 4, 1024, 1, 408, 398 },
-  { 4, 1024, 8, 408, 398 },
-  { 4, 1024, 32, 408, 398 },
-  { 4, 1024, 128, 408, 404 },
-  { 4, 1024, 512, 409, 398 },
-  { 4, 1024, 2048, 409, 407 },
-  { 4, 1024, 8192, 409, 407 },
-  { 4, 1024, 32768, 409, 407 },
-  { 4, 1536, 1, 410, 411 },
-  { 4, 1536, 8, 410, 398 },
-  { 4, 1536, 32, 410, 411 },
-  { 4, 1536, 128, 412, 411 },
-  { 4, 1536, 512, 413, 398 },
-  { 4, 1536, 2048, 414, 398 },
-  { 4, 1536, 8192, 412, 398 },
-  { 4, 1536, 32768, 412, 398 },
-  { 4, 2048, 1, 415, 398 },
-  { 4, 2048, 8, 415, 398 },
-  { 4, 2048, 32, 415, 411 },
-  { 4, 2048, 128, 416, 411 },
-  { 4, 2048, 512, 417, 398 },
-  { 4, 2048, 2048, 417, 398 },
-  { 4, 2048, 8192, 417, 398 },
-  { 4, 2048, 32768, 417, 398 },
-  { 4, 2560, 1, 418, 419 },
-  { 4, 2560, 8, 418, 420 },
-  { 4, 2560, 32, 421, 419 },
-  { 4, 2560, 128, 418, 419 },
-  { 4, 2560, 512, 422, 420 },
-  { 4, 2560, 2048, 423, 420 },
-  { 4, 2560, 8192, 424, 420 },
-  { 4, 2560, 32768, 424, 420 },
-  { 4, 3072, 1, 425, 419 },
-  { 4, 3072, 8, 425, 420 },
-  { 4, 3072, 32, 425, 419 },
-  { 4, 3072, 128, 426, 419 },
-  { 4, 3072, 512, 427, 420 },
-  { 4, 3072, 2048, 427, 420 },
-  { 4, 3072, 8192, 427, 420 },
-  { 4, 3072, 32768, 427, 420 },
-  { 4, 4096, 1, 428, 420 },
-  { 4, 4096, 8, 428, 420 },
-  { 4, 4096, 32, 429, 419 },
-  { 4, 4096, 128, 430, 419 },
-  { 4, 4096, 512, 431, 432 },
-  { 4, 4096, 2048, 433, 420 },
-  { 4, 4096, 8192, 433, 420 },
-  { 4, 4096, 32768, 433, 420 },
-  { 4, 5120, 1, 434, 435 },
-  { 4, 5120, 8, 434, 435 },
-  { 4, 5120, 32, 434, 436 },
-  { 4, 5120, 128, 434, 437 },
-  { 4, 5120, 512, 438, 432 },
-  { 4, 5120, 2048, 439, 435 },
-  { 4, 5120, 8192, 439, 435 },
-  { 4, 5120, 32768, 439, 435 },
-  { 4, 6144, 1, 440, 435 },
-  { 4, 6144, 8, 441, 436 },
-  { 4, 6144, 32, 442, 436 },
-  { 4, 6144, 128, 441, 437 },
-  { 4, 6144, 512, 443, 432 },
-  { 4, 6144, 2048, 444, 435 },
-  { 4, 6144, 8192, 444, 435 },
-  { 4, 6144, 32768, 445, 435 },
-  { 4, 7168, 1, 446, 436 },
-  { 4, 7168, 8, 447, 436 },
-  { 4, 7168, 32, 448, 436 },
-  { 4, 7168, 128, 447, 437 },
-  { 4, 7168, 512, 449, 432 },
-  { 4, 7168, 2048, 449, 432 },
-  { 4, 7168, 8192, 450, 432 },
-  { 4, 7168, 32768, 450, 432 },
-  { 4, 8192, 1, 451, 452 },
-  { 4, 8192, 8, 451, 452 },
-  { 4, 8192, 32, 453, 452 },
-  { 4, 8192, 128, 454, 452 },
-  { 4, 8192, 512, 455, 432 },
-  { 4, 8192, 2048, 454, 432 },
-  { 4, 8192, 8192, 454, 432 },
-  { 4, 8192, 32768, 456, 432 },
-  { 4, 12288, 1, 457, 458 },
-  { 4, 12288, 8, 459, 458 },
-  { 4, 12288, 32, 460, 458 },
-  { 4, 12288, 128, 457, 461 },
-  { 4, 12288, 512, 462, 432 },
-  { 4, 12288, 2048, 462, 432 },
-  { 4, 12288, 8192, 463, 432 },
-  { 4, 12288, 32768, 463, 432 },
-  { 4, 16384, 1, 464, 465 },
-  { 4, 16384, 8, 464, 465 },
-  { 4, 16384, 32, 466, 465 },
-  { 4, 16384, 128, 467, 461 },
-  { 4, 16384, 512, 468, 432 },
-  { 4, 16384, 2048, 468, 432 },
-  { 4, 16384, 8192, 468, 432 },
-  { 4, 16384, 32768, 468, 432 },
-  { 4, 32768, 1, 469, 470 },
-  { 4, 32768, 8, 469, 471 },
-  { 4, 32768, 32, 472, 471 },
-  { 4, 32768, 128, 473, 471 },
-  { 4, 32768, 512, 474, 475 },
-  { 4, 32768, 2048, 476, 476 },
-  { 4, 32768, 8192, 476, 476 },
-  { 4, 32768, 32768, 476, 476 },
-  { 4, 65536, 1, 477, 478 },
-  { 4, 65536, 8, 479, 478 },
-  { 4, 65536, 32, 477, 478 },
-  { 4, 65536, 128, 477, 478 },
-  { 4, 65536, 512, 479, 475 },
-  { 4, 65536, 2048, 476, 476 },
-  { 4, 65536, 8192, 480, 475 },
-  { 4, 65536, 32768, 480, 475 },
-  { 4, 131072, 1, 481, 482 },
-  { 4, 131072, 8, 481, 482 },
-  { 4, 131072, 32, 483, 484 },
-  { 4, 131072, 128, 483, 484 },
-  { 4, 131072, 512, 485, 475 },
-  { 4, 131072, 2048, 485, 475 },
-  { 4, 131072, 8192, 485, 475 },
-  { 4, 131072, 32768, 486, 475 },
-  { 5, 512, 1, 488, 489 },
-  { 5, 512, 8, 488, 489 },
-  { 5, 512, 32, 488, 489 },
-  { 5, 512, 128, 488, 489 },
-  { 5, 512, 512, 488, 489 },
-  { 5, 512, 2048, 490, 491 },
-  { 5, 512, 8192, 492, 491 },
-  { 5, 512, 32768, 490, 491 },
-  { 5, 768, 1, 493, 489 },
-  { 5, 768, 8, 493, 489 },
-  { 5, 768, 32, 493, 489 },
-  { 5, 768, 128, 493, 489 },
-  { 5, 768, 512, 493, 489 },
-  { 5, 768, 2048, 494, 495 },
-  { 5, 768, 8192, 496, 495 },
-  { 5, 768, 32768, 496, 495 },
-  { 5, 1024, 1, 497, 489 },
-  { 5, 1024, 8, 497, 489 },
-  { 5, 1024, 32, 497, 489 },
-  { 5, 1024, 128, 497, 489 },
-  { 5, 1024, 512, 497, 489 },
-  { 5, 1024, 2048, 498, 495 },
-  { 5, 1024, 8192, 499, 495 },
-  { 5, 1024, 32768, 499, 495 },
-  { 5, 1536, 1, 500, 489 },
-  { 5, 1536, 8, 500, 489 },
-  { 5, 1536, 32, 500, 489 },
-  { 5, 1536, 128, 501, 501 },
-  { 5, 1536, 512, 500, 489 },
-  { 5, 1536, 2048, 502, 503 },
-  { 5, 1536, 8192, 502, 503 },
-  { 5, 1536, 32768, 502, 503 },
-  { 5, 2048, 1, 504, 489 },
-  { 5, 2048, 8, 504, 489 },
-  { 5, 2048, 32, 504, 489 },
-  { 5, 2048, 128, 501, 501 },
-  { 5, 2048, 512, 504, 489 },
-  { 5, 2048, 2048, 505, 506 },
-  { 5, 2048, 8192, 507, 506 },
-  { 5, 2048, 32768, 507, 506 },
-  { 5, 2560, 1, 508, 508 },
+  { 3, 16384, 512, 370, 358 },
+  { 3, 16384, 2048, 370, 359 },
+  { 3, 16384, 8192, 371, 358 },
+  { 3, 16384, 32768, 371, 360 },
+  { 3, 32768, 1, 372, 360 },
+  { 3, 32768, 8, 372, 373 },
+  { 3, 32768, 32, 372, 373 },
+  { 3, 32768, 128, 374, 374 },
+  { 3, 32768, 512, 375, 376 },
+  { 3, 32768, 2048, 377, 376 },
+  { 3, 32768, 8192, 377, 359 },
+  { 3, 32768, 32768, 377, 359 },
+  { 3, 65536, 1, 378, 379 },
+  { 3, 65536, 8, 380, 380 },
+  { 3, 65536, 32, 378, 379 },
+  { 3, 65536, 128, 381, 380 },
+  { 3, 65536, 512, 382, 376 },
+  { 3, 65536, 2048, 383, 376 },
+  { 3, 65536, 8192, 384, 376 },
+  { 3, 65536, 32768, 384, 376 },
+  { 3, 131072, 1, 385, 386 },
+  { 3, 131072, 8, 385, 387 },
+  { 3, 131072, 32, 386, 386 },
+  { 3, 131072, 128, 388, 386 },
+  { 3, 131072, 512, 389, 390 },
+  { 3, 131072, 2048, 389, 390 },
+  { 3, 131072, 8192, 389, 376 },
+  { 3, 131072, 32768, 389, 376 },
+  { 4, 512, 1, 392, 393 },
+  { 4, 512, 8, 392, 394 },
+  { 4, 512, 32, 392, 394 },
+  { 4, 512, 128, 392, 393 },
+  { 4, 512, 512, 395, 396 },
+  { 4, 512, 2048, 397, 396 },
+  { 4, 512, 8192, 395, 396 },
+  { 4, 512, 32768, 395, 396 },
+  { 4, 768, 1, 398, 399 },
+  { 4, 768, 8, 398, 394 },
+  { 4, 768, 32, 398, 394 },
+  { 4, 768, 128, 398, 399 },
+  { 4, 768, 512, 400, 394 },
+  { 4, 768, 2048, 401, 402 },
+  { 4, 768, 8192, 401, 402 },
+  { 4, 768, 32768, 401, 402 },
+  { 4, 1024, 1, 403, 394 },
+  { 4, 1024, 8, 403, 394 },
+  { 4, 1024, 32, 403, 394 },
+  { 4, 1024, 128, 403, 399 },
+  { 4, 1024, 512, 404, 394 },
+  { 4, 1024, 2048, 405, 402 },
+  { 4, 1024, 8192, 405, 402 },
+  { 4, 1024, 32768, 404, 402 },
+  { 4, 1536, 1, 406, 407 },
+  { 4, 1536, 8, 406, 394 },
+  { 4, 1536, 32, 406, 407 },
+  { 4, 1536, 128, 408, 407 },
+  { 4, 1536, 512, 408, 394 },
+  { 4, 1536, 2048, 409, 394 },
+  { 4, 1536, 8192, 408, 394 },
+  { 4, 1536, 32768, 408, 394 },
+  { 4, 2048, 1, 410, 394 },
+  { 4, 2048, 8, 410, 394 },
+  { 4, 2048, 32, 411, 407 },
+  { 4, 2048, 128, 412, 407 },
+  { 4, 2048, 512, 411, 394 },
+  { 4, 2048, 2048, 411, 394 },
+  { 4, 2048, 8192, 411, 394 },
+  { 4, 2048, 32768, 411, 394 },
+  { 4, 2560, 1, 413, 414 },
+  { 4, 2560, 8, 413, 415 },
+  { 4, 2560, 32, 416, 414 },
+  { 4, 2560, 128, 413, 414 },
+  { 4, 2560, 512, 417, 415 },
+  { 4, 2560, 2048, 418, 415 },
+  { 4, 2560, 8192, 419, 415 },
+  { 4, 2560, 32768, 419, 415 },
+  { 4, 3072, 1, 420, 414 },
+  { 4, 3072, 8, 420, 415 },
+  { 4, 3072, 32, 420, 414 },
+  { 4, 3072, 128, 421, 414 },
+  { 4, 3072, 512, 422, 415 },
+  { 4, 3072, 2048, 423, 415 },
+  { 4, 3072, 8192, 423, 415 },
+  { 4, 3072, 32768, 423, 415 },
+  { 4, 4096, 1, 424, 415 },
+  { 4, 4096, 8, 424, 415 },
+  { 4, 4096, 32, 425, 414 },
+  { 4, 4096, 128, 426, 426 },
+  { 4, 4096, 512, 427, 428 },
+  { 4, 4096, 2048, 429, 415 },
+  { 4, 4096, 8192, 429, 415 },
+  { 4, 4096, 32768, 429, 415 },
+  { 4, 5120, 1, 430, 431 },
+  { 4, 5120, 8, 430, 431 },
+  { 4, 5120, 32, 432, 433 },
+  { 4, 5120, 128, 430, 433 },
+  { 4, 5120, 512, 434, 428 },
+  { 4, 5120, 2048, 432, 431 },
+  { 4, 5120, 8192, 432, 431 },
+  { 4, 5120, 32768, 432, 431 },
+  { 4, 6144, 1, 435, 431 },
+  { 4, 6144, 8, 436, 433 },
+  { 4, 6144, 32, 437, 438 },
+  { 4, 6144, 128, 436, 433 },
+  { 4, 6144, 512, 439, 428 },
+  { 4, 6144, 2048, 437, 431 },
+  { 4, 6144, 8192, 437, 431 },
+  { 4, 6144, 32768, 437, 428 },
+  { 4, 7168, 1, 440, 438 },
+  { 4, 7168, 8, 440, 438 },
+  { 4, 7168, 32, 441, 438 },
+  { 4, 7168, 128, 442, 433 },
+  { 4, 7168, 512, 443, 443 },
+  { 4, 7168, 2048, 444, 428 },
+  { 4, 7168, 8192, 444, 428 },
+  { 4, 7168, 32768, 444, 428 },
+  { 4, 8192, 1, 445, 446 },
+  { 4, 8192, 8, 445, 446 },
+  { 4, 8192, 32, 447, 446 },
+  { 4, 8192, 128, 448, 446 },
+  { 4, 8192, 512, 443, 443 },
+  { 4, 8192, 2048, 448, 428 },
+  { 4, 8192, 8192, 447, 428 },
+  { 4, 8192, 32768, 449, 428 },
+  { 4, 12288, 1, 450, 451 },
+  { 4, 12288, 8, 452, 453 },
+  { 4, 12288, 32, 454, 455 },
+  { 4, 12288, 128, 456, 453 },
+  { 4, 12288, 512, 457, 428 },
+  { 4, 12288, 2048, 457, 428 },
+  { 4, 12288, 8192, 457, 428 },
+  { 4, 12288, 32768, 457, 428 },
+  { 4, 16384, 1, 458, 459 },
+  { 4, 16384, 8, 458, 459 },
+  { 4, 16384, 32, 460, 459 },
+  { 4, 16384, 128, 461, 453 },
+  { 4, 16384, 512, 462, 428 },
+  { 4, 16384, 2048, 462, 428 },
+  { 4, 16384, 8192, 463, 428 },
+  { 4, 16384, 32768, 463, 428 },
+  { 4, 32768, 1, 464, 465 },
+  { 4, 32768, 8, 464, 466 },
+  { 4, 32768, 32, 467, 466 },
+  { 4, 32768, 128, 468, 469 },
+  { 4, 32768, 512, 470, 471 },
+  { 4, 32768, 2048, 472, 471 },
+  { 4, 32768, 8192, 472, 471 },
+  { 4, 32768, 32768, 468, 471 },
+  { 4, 65536, 1, 473, 474 },
+  { 4, 65536, 8, 475, 474 },
+  { 4, 65536, 32, 473, 474 },
+  { 4, 65536, 128, 473, 474 },
+  { 4, 65536, 512, 476, 471 },
+  { 4, 65536, 2048, 476, 471 },
+  { 4, 65536, 8192, 477, 471 },
+  { 4, 65536, 32768, 477, 471 },
+  { 4, 131072, 1, 478, 479 },
+  { 4, 131072, 8, 478, 479 },
+  { 4, 131072, 32, 480, 481 },
+  { 4, 131072, 128, 482, 481 },
+  { 4, 131072, 512, 483, 471 },
+  { 4, 131072, 2048, 483, 471 },
+  { 4, 131072, 8192, 484, 471 },
+  { 4, 131072, 32768, 484, 471 },
+  { 5, 512, 1, 486, 487 },
+  { 5, 512, 8, 486, 487 },
+  { 5, 512, 32, 486, 487 },
+  { 5, 512, 128, 486, 487 },
+  { 5, 512, 512, 486, 487 },
+  { 5, 512, 2048, 488, 489 },
+  { 5, 512, 8192, 490, 489 },
+  { 5, 512, 32768, 488, 489 },
+  { 5, 768, 1, 491, 487 },
+  { 5, 768, 8, 491, 487 },
+  { 5, 768, 32, 491, 487 },
+  { 5, 768, 128, 491, 487 },
+  { 5, 768, 512, 491, 487 },
+  { 5, 768, 2048, 492, 493 },
+  { 5, 768, 8192, 494, 493 },
+  { 5, 768, 32768, 494, 493 },
+  { 5, 1024, 1, 495, 487 },
+  { 5, 1024, 8, 495, 487 },
+  { 5, 1024, 32, 495, 487 },
+  { 5, 1024, 128, 495, 487 },
+  { 5, 1024, 512, 495, 487 },
+  { 5, 1024, 2048, 496, 493 },
+  { 5, 1024, 8192, 497, 493 },
+  { 5, 1024, 32768, 497, 493 },
+  { 5, 1536, 1, 498, 487 },
+  { 5, 1536, 8, 499, 499 },
+  { 5, 1536, 32, 498, 487 },
+  { 5, 1536, 128, 499, 499 },
+  { 5, 1536, 512, 498, 487 },
+  { 5, 1536, 2048, 500, 501 },
+  { 5, 1536, 8192, 500, 501 },
+  { 5, 1536, 32768, 500, 501 },
+  { 5, 2048, 1, 502, 487 },
+  { 5, 2048, 8, 502, 487 },
+  { 5, 2048, 32, 502, 487 },
+  { 5, 2048, 128, 499, 499 },
+  { 5, 2048, 512, 502, 487 },
+  { 5, 2048, 2048, 503, 504 },
+  { 5, 2048, 8192, 505, 504 },
+  { 5, 2048, 32768, 505, 504 },
+  { 5, 2560, 1, 506, 507 },
   { 5, 2560, 8, 508, 508 },
   { 5, 2560, 32, 508, 508 },
   { 5, 2560, 128, 508, 508 },
-  { 5, 2560, 512, 509, 510 },
-  { 5, 2560, 2048, 511, 512 },
-  { 5, 2560, 8192, 513, 512 },
-  { 5, 2560, 32768, 514, 512 },
-  { 5, 3072, 1, 515, 516 },
-  { 5, 3072, 8, 515, 516 },
+  { 5, 2560, 512, 506, 509 },
+  { 5, 2560, 2048, 510, 511 },
+  { 5, 2560, 8192, 512, 511 },
+  { 5, 2560, 32768, 512, 511 },
+  { 5, 3072, 1, 513, 513 },
+  { 5, 3072, 8, 513, 513 },
   { 5, 3072, 32, 508, 508 },
   { 5, 3072, 128, 508, 508 },
-  { 5, 3072, 512, 515, 510 },
-  { 5, 3072, 2048, 517, 510 },
-  { 5, 3072, 8192, 517, 510 },
-  { 5, 3072, 32768, 517, 510 },
-  { 5, 4096, 1, 518, 510 },
-  { 5, 4096, 8, 518, 510 },
-  { 5, 4096, 32, 519, 516 },
-  { 5, 4096, 128, 520, 516 },
-  { 5, 4096, 512, 518, 510 },
-  { 5, 4096, 2048, 521, 510 },
-  { 5, 4096, 8192, 521, 510 },
-  { 5, 4096, 32768, 521, 510 },
-  { 5, 5120, 1, 522, 523 },
-  { 5, 5120, 8, 522, 524 },
-  { 5, 5120, 32, 522, 525 },
-  { 5, 5120, 128, 526, 525 },
-  { 5, 5120, 512, 527, 524 },
-  { 5, 5120, 2048, 527, 524 },
-  { 5, 5120, 8192, 527, 524 },
-  { 5, 5120, 32768, 527, 524 },
-  { 5, 6144, 1, 525, 525 },
-  { 5, 6144, 8, 528, 524 },
-  { 5, 6144, 32, 525, 525 },
-  { 5, 6144, 128, 525, 525 },
-  { 5, 6144, 512, 529, 530 },
-  { 5, 6144, 2048, 531, 524 },
-  { 5, 6144, 8192, 531, 524 },
-  { 5, 6144, 32768, 532, 524 },
-  { 5, 7168, 1, 525, 525 },
-  { 5, 7168, 8, 533, 534 },
-  { 5, 7168, 32, 525, 525 },
-  { 5, 7168, 128, 525, 525 },
-  { 5, 7168, 512, 535, 534 },
-  { 5, 7168, 2048, 535, 534 },
-  { 5, 7168, 8192, 535, 534 },
-  { 5, 7168, 32768, 535, 534 },
-  { 5, 8192, 1, 536, 537 },
-  { 5, 8192, 8, 536, 534 },
-  { 5, 8192, 32, 538, 537 },
-  { 5, 8192, 128, 538, 525 },
-  { 5, 8192, 512, 539, 534 },
-  { 5, 8192, 2048, 539, 534 },
-  { 5, 8192, 8192, 539, 534 },
-  { 5, 8192, 32768, 539, 530 },
-  { 5, 12288, 1, 540, 541 },
-  { 5, 12288, 8, 540, 541 },
-  { 5, 12288, 32, 541, 541 },
-  { 5, 12288, 128, 540, 542 },
-  { 5, 12288, 512, 543, 530 },
-  { 5, 12288, 2048, 544, 530 },
-  { 5, 12288, 8192, 544, 530 },
-  { 5, 12288, 32768, 545, 530 },
+  { 5, 3072, 512, 514, 509 },
+  { 5, 3072, 2048, 514, 509 },
+  { 5, 3072, 8192, 515, 515 },
+  { 5, 3072, 32768, 515, 515 },
+  { 5, 4096, 1, 516, 509 },
+  { 5, 4096, 8, 516, 509 },
+  { 5, 4096, 32, 517, 507 },
+  { 5, 4096, 128, 508, 508 },
+  { 5, 4096, 512, 516, 509 },
+  { 5, 4096, 2048, 518, 509 },
+  { 5, 4096, 8192, 518, 509 },
+  { 5, 4096, 32768, 509, 509 },
+  { 5, 5120, 1, 519, 520 },
+  { 5, 5120, 8, 519, 521 },
+  { 5, 5120, 32, 519, 522 },
+  { 5, 5120, 128, 523, 522 },
+  { 5, 5120, 512, 524, 521 },
+  { 5, 5120, 2048, 524, 521 },
+  { 5, 5120, 8192, 524, 521 },
+  { 5, 5120, 32768, 524, 521 },
+  { 5, 6144, 1, 522, 522 },
+  { 5, 6144, 8, 525, 521 },
+  { 5, 6144, 32, 522, 522 },
+  { 5, 6144, 128, 522, 522 },
+  { 5, 6144, 512, 526, 521 },
+  { 5, 6144, 2048, 527, 521 },
+  { 5, 6144, 8192, 527, 521 },
+  { 5, 6144, 32768, 528, 521 },
+  { 5, 7168, 1, 522, 522 },
+  { 5, 7168, 8, 529, 530 },
+  { 5, 7168, 32, 522, 522 },
+  { 5, 7168, 128, 522, 522 },
+  { 5, 7168, 512, 531, 530 },
+  { 5, 7168, 2048, 531, 530 },
+  { 5, 7168, 8192, 531, 530 },
+  { 5, 7168, 32768, 531, 530 },
+  { 5, 8192, 1, 532, 533 },
+  { 5, 8192, 8, 532, 533 },
+  { 5, 8192, 32, 534, 533 },
+  { 5, 8192, 128, 534, 522 },
+  { 5, 8192, 512, 535, 530 },
+  { 5, 8192, 2048, 536, 530 },
+  { 5, 8192, 8192, 535, 530 },
+  { 5, 8192, 32768, 537, 530 },
+  { 5, 12288, 1, 538, 539 },
+  { 5, 12288, 8, 538, 539 },
+  { 5, 12288, 32, 539, 539 },
+  { 5, 12288, 128, 538, 540 },
+  { 5, 12288, 512, 541, 542 },
+  { 5, 12288, 2048, 543, 544 },
+  { 5, 12288, 8192, 543, 544 },
+  { 5, 12288, 32768, 545, 544 },
   { 5, 16384, 1, 546, 547 },
   { 5, 16384, 8, 546, 547 },
-  { 5, 16384, 32, 548, 541 },
-  { 5, 16384, 128, 549, 542 },
-  { 5, 16384, 512, 550, 530 },
-  { 5, 16384, 2048, 550, 530 },
-  { 5, 16384, 8192, 551, 530 },
-  { 5, 16384, 32768, 551, 530 },
-  { 5, 32768, 1, 552, 553 },
-  { 5, 32768, 8, 552, 554 },
-  { 5, 32768, 32, 552, 554 },
+  { 5, 16384, 32, 548, 539 },
+  { 5, 16384, 128, 549, 540 },
+  { 5, 16384, 512, 550, 542 },
+  { 5, 16384, 2048, 550, 542 },
+  { 5, 16384, 8192, 551, 552 },
+  { 5, 16384, 32768, 551, 542 },
+  { 5, 32768, 1, 553, 552 },
+  { 5, 32768, 8, 553, 554 },
+  { 5, 32768, 32, 553, 554 },
   { 5, 32768, 128, 555, 556 },
-  { 5, 32768, 512, 557, 558 },
-  { 5, 32768, 2048, 559, 558 },
-  { 5, 32768, 8192, 559, 530 },
-  { 5, 32768, 32768, 559, 530 },
-  { 5, 65536, 1, 560, 553 },
+  { 5, 32768, 512, 557, 556 },
+  { 5, 32768, 2048, 558, 559 },
+  { 5, 32768, 8192, 558, 542 },
+  { 5, 32768, 32768, 558, 542 },
+  { 5, 65536, 1, 560, 552 },
   { 5, 65536, 8, 560, 561 },
   { 5, 65536, 32, 560, 561 },
   { 5, 65536, 128, 562, 561 },
-  { 5, 65536, 512, 563, 558 },
-  { 5, 65536, 2048, 564, 558 },
-  { 5, 65536, 8192, 564, 558 },
-  { 5, 65536, 32768, 564, 558 },
-  { 5, 131072, 1, 565, 566 },
-  { 5, 131072, 8, 565, 566 },
-  { 5, 131072, 32, 567, 568 },
-  { 5, 131072, 128, 569, 568 },
-  { 5, 131072, 512, 569, 558 },
-  { 5, 131072, 2048, 570, 558 },
-  { 5, 131072, 8192, 570, 558 },
-  { 5, 131072, 32768, 570, 558 },
-  { 6, 512, 1, 572, 573 },
-  { 6, 512, 8, 572, 573 },
-  { 6, 512, 32, 572, 573 },
-  { 6, 512, 128, 572, 573 },
-  { 6, 512, 512, 574, 575 },
-  { 6, 512, 2048, 576, 575 },
-  { 6, 512, 8192, 577, 575 },
-  { 6, 512, 32768, 574, 575 },
-  { 6, 768, 1, 578, 573 },
-  { 6, 768, 8, 578, 573 },
-  { 6, 768, 32, 578, 573 },
-  { 6, 768, 128, 578, 573 },
-  { 6, 768, 512, 578, 573 },
-  { 6, 768, 2048, 579, 580 },
-  { 6, 768, 8192, 579, 580 },
-  { 6, 768, 32768, 578, 580 },
-  { 6, 1024, 1, 581, 573 },
-  { 6, 1024, 8, 581, 573 },
-  { 6, 1024, 32, 581, 573 },
-  { 6, 1024, 128, 581, 573 },
-  { 6, 1024, 512, 581, 573 },
-  { 6, 1024, 2048, 582, 580 },
-  { 6, 1024, 8192, 581, 580 },
-  { 6, 1024, 32768, 581, 580 },
-  { 6, 1536, 1, 583, 573 },
-  { 6, 1536, 8, 583, 573 },
-  { 6, 1536, 32, 583, 584 },
-  { 6, 1536, 128, 585, 584 },
-  { 6, 1536, 512, 583, 573 },
-  { 6, 1536, 2048, 586, 573 },
-  { 6, 1536, 8192, 585, 573 },
-  { 6, 1536, 32768, 585, 573 },
-  { 6, 2048, 1, 587, 573 },
-  { 6, 2048, 8, 587, 573 },
-  { 6, 2048, 32, 587, 573 },
-  { 6, 2048, 128, 588, 584 },
-  { 6, 2048, 512, 587, 573 },
-  { 6, 2048, 2048, 587, 573 },
-  { 6, 2048, 8192, 587, 573 },
-  { 6, 2048, 32768, 587, 573 },
-  { 6, 2560, 1, 589, 590 },
-  { 6, 2560, 8, 589, 590 },
-  { 6, 2560, 32, 589, 591 },
-  { 6, 2560, 128, 592, 591 },
-  { 6, 2560, 512, 589, 590 },
-  { 6, 2560, 2048, 593, 594 },
-  { 6, 2560, 8192, 593, 594 },
-  { 6, 2560, 32768, 593, 594 },
-  { 6, 3072, 1, 595, 590 },
-  { 6, 3072, 8, 595, 590 },
-  { 6, 3072, 32, 596, 591 },
-  { 6, 3072, 128, 597, 591 },
-  { 6, 3072, 512, 595, 590 },
-  { 6, 3072, 2048, 596, 594 },
-  { 6, 3072, 8192, 596, 594 },
-  { 6, 3072, 32768, 595, 594 },
-  { 6, 4096, 1, 598, 590 },
-  { 6, 4096, 8, 598, 590 },
-  { 6, 4096, 32, 599, 591 },
-  { 6, 4096, 128, 600, 591 },
-  { 6, 4096, 512, 590, 590 },
-  { 6, 4096, 2048, 598, 590 },
-  { 6, 4096, 8192, 598, 590 },
-  { 6, 4096, 32768, 598, 590 },
-  { 6, 5120, 1, 601, 602 },
-  { 6, 5120, 8, 601, 602 },
-  { 6, 5120, 32, 603, 604 },
-  { 6, 5120, 128, 603, 604 },
-  { 6, 5120, 512, 605, 606 },
-  { 6, 5120, 2048, 605, 602 },
-  { 6, 5120, 8192, 607, 602 },
-  { 6, 5120, 32768, 607, 602 },
-  { 6, 6144, 1, 608, 604 },
-  { 6, 6144, 8, 608, 604 },
-  { 6, 6144, 32, 609, 604 },
-  { 6, 6144, 128, 609, 604 },
-  { 6, 6144, 512, 610, 606 },
-  { 6, 6144, 2048, 611, 602 },
-  { 6, 6144, 8192, 611, 602 },
-  { 6, 6144, 32768, 611, 602 },
-  { 6, 7168, 1, 612, 604 },
-  { 6, 7168, 8, 612, 604 },
-  { 6, 7168, 32, 613, 604 },
-  { 6, 7168, 128, 614, 604 },
-  { 6, 7168, 512, 615, 616 },
-  { 6, 7168, 2048, 617, 616 },
-  { 6, 7168, 8192, 617, 616 },
-  { 6, 7168, 32768, 617, 616 },
-  { 6, 8192, 1, 618, 619 },
-  { 6, 8192, 8, 618, 620 },
-  { 6, 8192, 32, 621, 620 },
-  { 6, 8192, 128, 622, 620 },
-  { 6, 8192, 512, 623, 616 },
-  { 6, 8192, 2048, 622, 616 },
-  { 6, 8192, 8192, 622, 616 },
-  { 6, 8192, 32768, 624, 616 },
-  { 6, 12288, 1, 625, 626 },
-  { 6, 12288, 8, 625, 626 },
-  { 6, 12288, 32, 627, 626 },
-  { 6, 12288, 128, 625, 628 },
-  { 6, 12288, 512, 629, 616 },
-  { 6, 12288, 2048, 629, 616 },
-  { 6, 12288, 8192, 630, 616 },
-  { 6, 12288, 32768, 630, 616 },
-  { 6, 16384, 1, 631, 632 },
-  { 6, 16384, 8, 631, 633 },
-  { 6, 16384, 32, 634, 633 },
-  { 6, 16384, 128, 635, 628 },
+  { 5, 65536, 512, 563, 559 },
+  { 5, 65536, 2048, 564, 559 },
+  { 5, 65536, 8192, 565, 559 },
+  { 5, 65536, 32768, 565, 559 },
+  { 5, 131072, 1, 566, 567 },
+  { 5, 131072, 8, 566, 567 },
+  { 5, 131072, 32, 568, 569 },
+  { 5, 131072, 128, 570, 569 },
+  { 5, 131072, 512, 571, 572 },
+  { 5, 131072, 2048, 573, 572 },
+  { 5, 131072, 8192, 573, 559 },
+  { 5, 131072, 32768, 573, 559 },
+  { 6, 512, 1, 575, 576 },
+  { 6, 512, 8, 575, 576 },
+  { 6, 512, 32, 575, 576 },
+  { 6, 512, 128, 575, 576 },
+  { 6, 512, 512, 577, 576 },
+  { 6, 512, 2048, 578, 579 },
+  { 6, 512, 8192, 580, 579 },
+  { 6, 512, 32768, 578, 579 },
+  { 6, 768, 1, 581, 576 },
+  { 6, 768, 8, 581, 576 },
+  { 6, 768, 32, 582, 576 },
+  { 6, 768, 128, 581, 576 },
+  { 6, 768, 512, 581, 576 },
+  { 6, 768, 2048, 582, 583 },
+  { 6, 768, 8192, 582, 583 },
+  { 6, 768, 32768, 582, 583 },
+  { 6, 1024, 1, 584, 576 },
+  { 6, 1024, 8, 584, 576 },
+  { 6, 1024, 32, 584, 576 },
+  { 6, 1024, 128, 584, 576 },
+  { 6, 1024, 512, 584, 576 },
+  { 6, 1024, 2048, 585, 583 },
+  { 6, 1024, 8192, 585, 583 },
+  { 6, 1024, 32768, 584, 583 },
+  { 6, 1536, 1, 586, 576 },
+  { 6, 1536, 8, 586, 576 },
+  { 6, 1536, 32, 586, 587 },
+  { 6, 1536, 128, 588, 587 },
+  { 6, 1536, 512, 586, 576 },
+  { 6, 1536, 2048, 589, 576 },
+  { 6, 1536, 8192, 588, 576 },
+  { 6, 1536, 32768, 588, 576 },
+  { 6, 2048, 1, 590, 576 },
+  { 6, 2048, 8, 590, 576 },
+  { 6, 2048, 32, 590, 576 },
+  { 6, 2048, 128, 591, 587 },
+  { 6, 2048, 512, 590, 576 },
+  { 6, 2048, 2048, 590, 576 },
+  { 6, 2048, 8192, 590, 576 },
+  { 6, 2048, 32768, 590, 576 },
+  { 6, 2560, 1, 592, 593 },
+  { 6, 2560, 8, 592, 593 },
+  { 6, 2560, 32, 594, 595 },
+  { 6, 2560, 128, 596, 595 },
+  { 6, 2560, 512, 592, 593 },
+  { 6, 2560, 2048, 594, 597 },
+  { 6, 2560, 8192, 594, 597 },
+  { 6, 2560, 32768, 594, 597 },
+  { 6, 3072, 1, 598, 593 },
+  { 6, 3072, 8, 598, 593 },
+  { 6, 3072, 32, 599, 595 },
+  { 6, 3072, 128, 600, 595 },
+  { 6, 3072, 512, 598, 593 },
+  { 6, 3072, 2048, 599, 597 },
+  { 6, 3072, 8192, 599, 597 },
+  { 6, 3072, 32768, 599, 597 },
+  { 6, 4096, 1, 601, 593 },
+  { 6, 4096, 8, 601, 593 },
+  { 6, 4096, 32, 601, 595 },
+  { 6, 4096, 128, 602, 595 },
+  { 6, 4096, 512, 593, 593 },
+  { 6, 4096, 2048, 603, 593 },
+  { 6, 4096, 8192, 603, 593 },
+  { 6, 4096, 32768, 603, 593 },
+  { 6, 5120, 1, 604, 605 },
+  { 6, 5120, 8, 604, 605 },
+  { 6, 5120, 32, 606, 607 },
+  { 6, 5120, 128, 608, 607 },
+  { 6, 5120, 512, 609, 610 },
+  { 6, 5120, 2048, 611, 610 },
+  { 6, 5120, 8192, 611, 610 },
+  { 6, 5120, 32768, 611, 610 },
+  { 6, 6144, 1, 612, 613 },
+  { 6, 6144, 8, 612, 613 },
+  { 6, 6144, 32, 614, 607 },
+  { 6, 6144, 128, 614, 607 },
+  { 6, 6144, 512, 615, 616 },
+  { 6, 6144, 2048, 617, 605 },
+  { 6, 6144, 8192, 617, 605 },
+  { 6, 6144, 32768, 617, 605 },
+  { 6, 7168, 1, 618, 613 },
+  { 6, 7168, 8, 618, 613 },
+  { 6, 7168, 32, 619, 607 },
+  { 6, 7168, 128, 619, 607 },
+  { 6, 7168, 512, 620, 616 },
+  { 6, 7168, 2048, 621, 616 },
+  { 6, 7168, 8192, 622, 616 },
+  { 6, 7168, 32768, 622, 616 },
+  { 6, 8192, 1, 623, 624 },
+  { 6, 8192, 8, 623, 625 },
+  { 6, 8192, 32, 626, 625 },
+  { 6, 8192, 128, 627, 607 },
+  { 6, 8192, 512, 628, 616 },
+  { 6, 8192, 2048, 627, 616 },
+  { 6, 8192, 8192, 629, 616 },
+  { 6, 8192, 32768, 629, 616 },
+  { 6, 12288, 1, 630, 631 },
+  { 6, 12288, 8, 630, 631 },
+  { 6, 12288, 32, 632, 631 },
+  { 6, 12288, 128, 630, 633 },
+  { 6, 12288, 512, 634, 616 },
+  { 6, 12288, 2048, 634, 616 },
+  { 6, 12288, 8192, 635, 616 },
+  { 6, 12288, 32768, 635, 616 },
+  { 6, 16384, 1, 636, 637 },
+  { 6, 16384, 8, 636, 631 },
+  { 6, 16384, 32, 638, 631 },
+  { 6, 16384, 128, 636, 633 },
   { 6, 16384, 512, 636, 616 },
-  { 6, 16384, 2048, 636, 616 },
-  { 6, 16384, 8192, 637, 616 },
-  { 6, 16384, 32768, 637, 616 },
-  { 6, 32768, 1, 638, 639 },
-  { 6, 32768, 8, 638, 640 },
-  { 6, 32768, 32, 641, 640 },
-  { 6, 32768, 128, 642, 640 },
-  { 6, 32768, 512, 643, 644 },
-  { 6, 32768, 2048, 642, 644 },
-  { 6, 32768, 8192, 642, 644 },
-  { 6, 32768, 32768, 642, 644 },
-  { 6, 65536, 1, 645, 646 },
-  { 6, 65536, 8, 647, 646 },
-  { 6, 65536, 32, 647, 648 },
-  { 6, 65536, 128, 647, 648 },
-  { 6, 65536, 512, 647, 644 },
-  { 6, 65536, 2048, 649, 644 },
-  { 6, 65536, 8192, 649, 644 },
-  { 6, 65536, 32768, 649, 644 },
-  { 6, 131072, 1, 650, 651 },
-  { 6, 131072, 8, 650, 651 },
-  { 6, 131072, 32, 652, 651 },
-  { 6, 131072, 128, 652, 651 },
-  { 6, 131072, 512, 653, 654 },
-  { 6, 131072, 2048, 653, 654 },
-  { 6, 131072, 8192, 653, 654 },
-  { 6, 131072, 32768, 653, 654 },
-  { 7, 512, 1, 656, 657 },
-  { 7, 512, 8, 656, 658 },
-  { 7, 512, 32, 656, 659 },
-  { 7, 512, 128, 656, 659 },
-  { 7, 512, 512, 660, 657 },
-  { 7, 512, 2048, 661, 657 },
-  { 7, 512, 8192, 662, 657 },
-  { 7, 512, 32768, 661, 657 },
-  { 7, 768, 1, 663, 664 },
-  { 7, 768, 8, 665, 665 },
-  { 7, 768, 32, 665, 665 },
-  { 7, 768, 128, 666, 666 },
-  { 7, 768, 512, 664, 664 },
-  { 7, 768, 2048, 667, 667 },
-  { 7, 768, 8192, 667, 667 },
-  { 7, 768, 32768, 667, 667 },
-  { 7, 1024, 1, 668, 664 },
-  { 7, 1024, 8, 668, 658 },
-  { 7, 1024, 32, 665, 665 },
-  { 7, 1024, 128, 668, 664 },
-  { 7, 1024, 512, 664, 664 },
-  { 7, 1024, 2048, 667, 667 },
-  { 7, 1024, 8192, 669, 664 },
-  { 7, 1024, 32768, 669, 664 },
-  { 7, 1536, 1, 670, 670 },
-  { 7, 1536, 8, 670, 670 },
-  { 7, 1536, 32, 671, 671 },
-  { 7, 1536, 128, 672, 673 },
-  { 7, 1536, 512, 672, 673 },
-  { 7, 1536, 2048, 672, 674 },
-  { 7, 1536, 8192, 674, 674 },
-  { 7, 1536, 32768, 674, 674 },
-  { 7, 2048, 1, 675, 674 },
-  { 7, 2048, 8, 670, 670 },
-  { 7, 2048, 32, 675, 676 },
-  { 7, 2048, 128, 677, 673 },
-  { 7, 2048, 512, 677, 673 },
-  { 7, 2048, 2048, 678, 673 },
-  { 7, 2048, 8192, 674, 674 },
-  { 7, 2048, 32768, 679, 674 },
-  { 7, 2560, 1, 680, 680 },
-  { 7, 2560, 8, 680, 680 },
-  { 7, 2560, 32, 681, 681 },
-  { 7, 2560, 128, 682, 682 },
-  { 7, 2560, 512, 683, 684 },
-  { 7, 2560, 2048, 685, 686 },
-  { 7, 2560, 8192, 685, 686 },
-  { 7, 2560, 32768, 687, 686 },
-  { 7, 3072, 1, 680, 680 },
-  { 7, 3072, 8, 680, 680 },
-  { 7, 3072, 32, 680, 680 },
-  { 7, 3072, 128, 682, 682 },
-  { 7, 3072, 512, 688, 684 },
-  { 7, 3072, 2048, 689, 686 },
-  { 7, 3072, 8192, 688, 686 },
-  { 7, 3072, 32768, 690, 690 },
-  { 7, 4096, 1, 691, 692 },
-  { 7, 4096, 8, 691, 692 },
-  { 7, 4096, 32, 691, 684 },
-  { 7, 4096, 128, 682, 682 },
-  { 7, 4096, 512, 693, 684 },
-  { 7, 4096, 2048, 691, 684 },
-  { 7, 4096, 8192, 693, 692 },
-  { 7, 4096, 32768, 690, 690 },
-  { 7, 5120, 1, 694, 695 },
-  { 7, 5120, 8, 694, 696 },
-  { 7, 5120, 32, 697, 697 },
-  { 7, 5120, 128, 694, 698 },
-  { 7, 5120, 512, 694, 699 },
-  { 7, 5120, 2048, 694, 695 },
-  { 7, 5120, 8192, 700, 695 },
-  { 7, 5120, 32768, 701, 695 },
-  { 7, 6144, 1, 702, 702 },
-  { 7, 6144, 8, 702, 702 },
-  { 7, 6144, 32, 703, 698 },
-  { 7, 6144, 128, 703, 698 },
-  { 7, 6144, 512, 704, 705 },
-  { 7, 6144, 2048, 706, 705 },
-  { 7, 6144, 8192, 706, 705 },
-  { 7, 6144, 32768, 707, 707 },
-  { 7, 7168, 1, 708, 708 },
-  { 7, 7168, 8, 708, 708 },
-  { 7, 7168, 32, 709, 698 },
-  { 7, 7168, 128, 709, 698 },
-  { 7, 7168, 512, 710, 710 },
-  { 7, 7168, 2048, 711, 711 },
-  { 7, 7168, 8192, 711, 711 },
-  { 7, 7168, 32768, 707, 707 },
-  { 7, 8192, 1, 712, 713 },
-  { 7, 8192, 8, 714, 714 },
-  { 7, 8192, 32, 715, 715 },
-  { 7, 8192, 128, 715, 715 },
-  { 7, 8192, 512, 716, 713 },
-  { 7, 8192, 2048, 711, 711 },
-  { 7, 8192, 8192, 717, 713 },
-  { 7, 8192, 32768, 717, 713 },
-  { 7, 12288, 1, 718, 718 },
-  { 7, 12288, 8, 718, 718 },
-  { 7, 12288, 32, 719, 719 },
-  { 7, 12288, 128, 718, 718 },
-  { 7, 12288, 512, 720, 720 },
-  { 7, 12288, 2048, 721, 686 },
-  { 7, 12288, 8192, 722, 722 },
-  { 7, 12288, 32768, 722, 722 },
-  { 7, 16384, 1, 723, 724 },
-  { 7, 16384, 8, 725, 725 },
-  { 7, 16384, 32, 726, 727 },
-  { 7, 16384, 128, 726, 727 },
-  { 7, 16384, 512, 728, 727 },
-  { 7, 16384, 2048, 728, 727 },
-  { 7, 16384, 8192, 722, 722 },
-  { 7, 16384, 32768, 722, 722 },
-  { 7, 32768, 1, 729, 729 },
-  { 7, 32768, 8, 729, 729 },
-  { 7, 32768, 32, 730, 730 },
-  { 7, 32768, 128, 731, 732 },
-  { 7, 32768, 512, 731, 732 },
-  { 7, 32768, 2048, 733, 733 },
-  { 7, 32768, 8192, 733, 733 },
-  { 7, 32768, 32768, 733, 733 },
-  { 7, 65536, 1, 734, 734 },
-  { 7, 65536, 8, 735, 736 },
-  { 7, 65536, 32, 737, 736 },
-  { 7, 65536, 128, 736, 736 },
-  { 7, 65536, 512, 736, 736 },
-  { 7, 65536, 2048, 738, 736 },
-  { 7, 65536, 8192, 738, 736 },
-  { 7, 65536, 32768, 738, 736 },
-  { 7, 131072, 1, 739, 740 },
-  { 7, 131072, 8, 741, 741 },
-  { 7, 131072, 32, 739, 740 },
-  { 7, 131072, 128, 742, 740 },
-  { 7, 131072, 512, 742, 740 },
-  { 7, 131072, 2048, 743, 740 },
-  { 7, 131072, 8192, 743, 740 },
-  { 7, 131072, 32768, 743, 740 },
-  { 8, 512, 1, 745, 746 },
-  { 8, 512, 8, 745, 746 },
-  { 8, 512, 32, 745, 746 },
-  { 8, 512, 128, 745, 746 },
-  { 8, 512, 512, 747, 746 },
-  { 8, 512, 2048, 748, 748 },
-  { 8, 512, 8192, 748, 748 },
-  { 8, 512, 32768, 748, 748 },
-  { 8, 768, 1, 749, 750 },
-  { 8, 768, 8, 749, 750 },
-  { 8, 768, 32, 749, 750 },
-  { 8, 768, 128, 749, 750 },
-  { 8, 768, 512, 749, 746 },
-  { 8, 768, 2048, 751, 746 },
-  { 8, 768, 8192, 752, 752 },
-  { 8, 768, 32768, 752, 752 },
-  { 8, 1024, 1, 753, 746 },
-  { 8, 1024, 8, 753, 746 },
-  { 8, 1024, 32, 753, 750 },
-  { 8, 1024, 128, 754, 750 },
-  { 8, 1024, 512, 754, 746 },
-  { 8, 1024, 2048, 755, 746 },
-  { 8, 1024, 8192, 752, 752 },
-  { 8, 1024, 32768, 752, 752 },
-  { 8, 1536, 1, 756, 757 },
-  { 8, 1536, 8, 756, 758 },
-  { 8, 1536, 32, 759, 758 },
-  { 8, 1536, 128, 756, 757 },
-  { 8, 1536, 512, 760, 760 },
-  { 8, 1536, 2048, 759, 761 },
-  { 8, 1536, 8192, 760, 760 },
-  { 8, 1536, 32768, 760, 760 },
-  { 8, 2048, 1, 762, 758 },
-  { 8, 2048, 8, 762, 758 },
-  { 8, 2048, 32, 762, 758 },
-  { 8, 2048, 128, 763, 757 },
-  { 8, 2048, 512, 760, 760 },
-  { 8, 2048, 2048, 760, 760 },
-  { 8, 2048, 8192, 764, 765 },
-  { 8, 2048, 32768, 764, 765 },
-  { 8, 2560, 1, 766, 767 },
-  { 8, 2560, 8, 766, 768 },
-  { 8, 2560, 32, 769, 768 },
-  { 8, 2560, 128, 768, 768 },
-  { 8, 2560, 512, 766, 765 },
-  { 8, 2560, 2048, 770, 770 },
-  { 8, 2560, 8192, 770, 770 },
-  { 8, 2560, 32768, 771, 767 },
-  { 8, 3072, 1, 772, 767 },
-  { 8, 3072, 8, 773, 768 },
-  { 8, 3072, 32, 772, 768 },
-  { 8, 3072, 128, 768, 768 },
-  { 8, 3072, 512, 773, 765 },
-  { 8, 3072, 2048, 770, 770 },
-  { 8, 3072, 8192, 774, 767 },
-  { 8, 3072, 32768, 774, 767 },
-  { 8, 4096, 1, 775, 775 },
-  { 8, 4096, 8, 776, 768 },
-  { 8, 4096, 32, 776, 768 },
-  { 8, 4096, 128, 776, 768 },
-  { 8, 4096, 512, 776, 765 },
-  { 8, 4096, 2048, 770, 770 },
-  { 8, 4096, 8192, 777, 765 },
-  { 8, 4096, 32768, 778, 778 },
-  { 8, 5120, 1, 779, 779 },
-  { 8, 5120, 8, 780, 781 },
-  { 8, 5120, 32, 782, 781 },
-  { 8, 5120, 128, 782, 781 },
-  { 8, 5120, 512, 780, 781 },
-  { 8, 5120, 2048, 778, 778 },
-  { 8, 5120, 8192, 778, 778 },
-  { 8, 5120, 32768, 778, 778 },
-  { 8, 6144, 1, 779, 779 },
-  { 8, 6144, 8, 779, 779 },
-  { 8, 6144, 32, 783, 781 },
-  { 8, 6144, 128, 783, 781 },
-  { 8, 6144, 512, 783, 781 },
-  { 8, 6144, 2048, 778, 778 },
-  { 8, 6144, 8192, 778, 778 },
-  { 8, 6144, 32768, 784, 765 },
-  { 8, 7168, 1, 785, 786 },
-  { 8, 7168, 8, 785, 786 },
-  { 8, 7168, 32, 787, 786 },
-  { 8, 7168, 128, 787, 786 },
-  { 8, 7168, 512, 787, 765 },
-  { 8, 7168, 2048, 778, 778 },
-  { 8, 7168, 8192, 778, 778 },
-  { 8, 7168, 32768, 788, 765 },
-  { 8, 8192, 1, 789, 789 },
-  { 8, 8192, 8, 790, 790 },
-  { 8, 8192, 32, 791, 786 },
-  { 8, 8192, 128, 792, 786 },
-  { 8, 8192, 512, 792, 765 },
-  { 8, 8192, 2048, 793, 765 },
-  { 8, 8192, 8192, 793, 765 },
-  { 8, 8192, 32768, 793, 765 },
-  { 8, 12288, 1, 794, 794 },
-  { 8, 12288, 8, 794, 794 },
-  { 8, 12288, 32, 795, 796 },
-  { 8, 12288, 128, 795, 796 },
-  { 8, 12288, 512, 797, 796 },
-  { 8, 12288, 2048, 797, 765 },
-  { 8, 12288, 8192, 797, 765 },
-  { 8, 12288, 32768, 797, 765 },
-  { 8, 16384, 1, 798, 798 },
-  { 8, 16384, 8, 799, 800 },
-  { 8, 16384, 32, 798, 798 },
-  { 8, 16384, 128, 801, 801 },
-  { 8, 16384, 512, 799, 765 },
-  { 8, 16384, 2048, 799, 765 },
-  { 8, 16384, 8192, 799, 765 },
-  { 8, 16384, 32768, 799, 765 },
-  { 8, 32768, 1, 802, 802 },
-  { 8, 32768, 8, 802, 802 },
-  { 8, 32768, 32, 803, 804 },
-  { 8, 32768, 128, 802, 802 },
-  { 8, 32768, 512, 805, 805 },
-  { 8, 32768, 2048, 805, 805 },
-  { 8, 32768, 8192, 805, 805 },
-  { 8, 32768, 32768, 805, 805 },
-  { 8, 65536, 1, 806, 807 },
-  { 8, 65536, 8, 806, 807 },
-  { 8, 65536, 32, 806, 807 },
-  { 8, 65536, 128, 808, 807 },
-  { 8, 65536, 512, 805, 805 },
-  { 8, 65536, 2048, 805, 805 },
-  { 8, 65536, 8192, 809, 807 },
-  { 8, 65536, 32768, 809, 807 },
-  { 8, 131072, 1, 810, 810 },
-  { 8, 131072, 8, 810, 810 },
-  { 8, 131072, 32, 811, 811 },
-  { 8, 131072, 128, 810, 810 },
-  { 8, 131072, 512, 811, 811 },
-  { 8, 131072, 2048, 812, 811 },
-  { 8, 131072, 8192, 812, 811 },
-  { 8, 131072, 32768, 812, 811 },
+  { 6, 16384, 2048, 639, 616 },
+  { 6, 16384, 8192, 640, 616 },
+  { 6, 16384, 32768, 640, 616 },
+  { 6, 32768, 1, 641, 642 },
+  { 6, 32768, 8, 641, 643 },
+  { 6, 32768, 32, 644, 643 },
+  { 6, 32768, 128, 645, 643 },
+  { 6, 32768, 512, 646, 647 },
+  { 6, 32768, 2048, 645, 647 },
+  { 6, 32768, 8192, 645, 647 },
+  { 6, 32768, 32768, 645, 647 },
+  { 6, 65536, 1, 648, 649 },
+  { 6, 65536, 8, 650, 649 },
+  { 6, 65536, 32, 650, 651 },
+  { 6, 65536, 128, 650, 651 },
+  { 6, 65536, 512, 652, 647 },
+  { 6, 65536, 2048, 653, 647 },
+  { 6, 65536, 8192, 654, 647 },
+  { 6, 65536, 32768, 654, 647 },
+  { 6, 131072, 1, 655, 656 },
+  { 6, 131072, 8, 655, 656 },
+  { 6, 131072, 32, 657, 656 },
+  { 6, 131072, 128, 657, 656 },
+  { 6, 131072, 512, 658, 659 },
+  { 6, 131072, 2048, 658, 659 },
+  { 6, 131072, 8192, 658, 659 },
+  { 6, 131072, 32768, 660, 659 },
+  { 7, 512, 1, 662, 663 },
+  { 7, 512, 8, 664, 663 },
+  { 7, 512, 32, 664, 665 },
+  { 7, 512, 128, 664, 665 },
+  { 7, 512, 512, 666, 663 },
+  { 7, 512, 2048, 667, 668 },
+  { 7, 512, 8192, 669, 668 },
+  { 7, 512, 32768, 667, 668 },
+  { 7, 768, 1, 670, 670 },
+  { 7, 768, 8, 670, 670 },
+  { 7, 768, 32, 670, 670 },
+  { 7, 768, 128, 670, 670 },
+  { 7, 768, 512, 671, 671 },
+  { 7, 768, 2048, 672, 672 },
+  { 7, 768, 8192, 672, 672 },
+  { 7, 768, 32768, 672, 672 },
+  { 7, 1024, 1, 673, 671 },
+  { 7, 1024, 8, 673, 663 },
+  { 7, 1024, 32, 670, 670 },
+  { 7, 1024, 128, 673, 671 },
+  { 7, 1024, 512, 671, 671 },
+  { 7, 1024, 2048, 672, 672 },
+  { 7, 1024, 8192, 672, 672 },
+  { 7, 1024, 32768, 674, 663 },
+  { 7, 1536, 1, 675, 675 },
+  { 7, 1536, 8, 675, 675 },
+  { 7, 1536, 32, 676, 677 },
+  { 7, 1536, 128, 675, 675 },
+  { 7, 1536, 512, 678, 677 },
+  { 7, 1536, 2048, 678, 679 },
+  { 7, 1536, 8192, 679, 679 },
+  { 7, 1536, 32768, 679, 679 },
+  { 7, 2048, 1, 680, 679 },
+  { 7, 2048, 8, 675, 675 },
+  { 7, 2048, 32, 680, 677 },
+  { 7, 2048, 128, 681, 677 },
+  { 7, 2048, 512, 681, 677 },
+  { 7, 2048, 2048, 682, 677 },
+  { 7, 2048, 8192, 679, 679 },
+  { 7, 2048, 32768, 683, 679 },
+  { 7, 2560, 1, 684, 684 },
+  { 7, 2560, 8, 684, 684 },
+  { 7, 2560, 32, 685, 685 },
+  { 7, 2560, 128, 686, 686 },
+  { 7, 2560, 512, 687, 688 },
+  { 7, 2560, 2048, 689, 690 },
+  { 7, 2560, 8192, 689, 690 },
+  { 7, 2560, 32768, 691, 690 },
+  { 7, 3072, 1, 684, 684 },
+  { 7, 3072, 8, 684, 684 },
+  { 7, 3072, 32, 684, 684 },
+  { 7, 3072, 128, 686, 686 },
+  { 7, 3072, 512, 692, 688 },
+  { 7, 3072, 2048, 693, 690 },
+  { 7, 3072, 8192, 692, 690 },
+  { 7, 3072, 32768, 694, 694 },
+  { 7, 4096, 1, 695, 696 },
+  { 7, 4096, 8, 695, 696 },
+  { 7, 4096, 32, 695, 688 },
+  { 7, 4096, 128, 695, 688 },
+  { 7, 4096, 512, 697, 688 },
+  { 7, 4096, 2048, 697, 696 },
+  { 7, 4096, 8192, 697, 696 },
+  { 7, 4096, 32768, 694, 694 },
+  { 7, 5120, 1, 698, 699 },
+  { 7, 5120, 8, 698, 700 },
+  { 7, 5120, 32, 701, 701 },
+  { 7, 5120, 128, 698, 702 },
+  { 7, 5120, 512, 698, 703 },
+  { 7, 5120, 2048, 698, 703 },
+  { 7, 5120, 8192, 704, 690 },
+  { 7, 5120, 32768, 705, 705 },
+  { 7, 6144, 1, 706, 706 },
+  { 7, 6144, 8, 706, 706 },
+  { 7, 6144, 32, 707, 702 },
+  { 7, 6144, 128, 707, 702 },
+  { 7, 6144, 512, 708, 708 },
+  { 7, 6144, 2048, 709, 690 },
+  { 7, 6144, 8192, 709, 690 },
+  { 7, 6144, 32768, 710, 710 },
+  { 7, 7168, 1, 711, 711 },
+  { 7, 7168, 8, 711, 711 },
+  { 7, 7168, 32, 712, 713 },
+  { 7, 7168, 128, 702, 702 },
+  { 7, 7168, 512, 714, 713 },
+  { 7, 7168, 2048, 715, 715 },
+  { 7, 7168, 8192, 710, 710 },
+  { 7, 7168, 32768, 710, 710 },
+  { 7, 8192, 1, 716, 716 },
+  { 7, 8192, 8, 717, 717 },
+  { 7, 8192, 32, 716, 716 },
+  { 7, 8192, 128, 702, 702 },
+  { 7, 8192, 512, 718, 713 },
+  { 7, 8192, 2048, 715, 715 },
+  { 7, 8192, 8192, 719, 713 },
+  { 7, 8192, 32768, 719, 713 },
+  { 7, 12288, 1, 720, 720 },
+  { 7, 12288, 8, 720, 720 },
+  { 7, 12288, 32, 721, 721 },
+  { 7, 12288, 128, 720, 720 },
+  { 7, 12288, 512, 722, 723 },
+  { 7, 12288, 2048, 724, 723 },
+  { 7, 12288, 8192, 725, 725 },
+  { 7, 12288, 32768, 725, 725 },
+  { 7, 16384, 1, 726, 727 },
+  { 7, 16384, 8, 728, 728 },
+  { 7, 16384, 32, 729, 729 },
+  { 7, 16384, 128, 728, 728 },
+  { 7, 16384, 512, 730, 730 },
+  { 7, 16384, 2048, 731, 725 },
+  { 7, 16384, 8192, 725, 725 },
+  { 7, 16384, 32768, 725, 725 },
+  { 7, 32768, 1, 732, 732 },
+  { 7, 32768, 8, 732, 732 },
+  { 7, 32768, 32, 733, 733 },
+  { 7, 32768, 128, 734, 734 },
+  { 7, 32768, 512, 734, 734 },
+  { 7, 32768, 2048, 735, 735 },
+  { 7, 32768, 8192, 736, 725 },
+  { 7, 32768, 32768, 736, 725 },
+  { 7, 65536, 1, 737, 737 },
+  { 7, 65536, 8, 738, 739 },
+  { 7, 65536, 32, 740, 739 },
+  { 7, 65536, 128, 741, 739 },
+  { 7, 65536, 512, 741, 739 },
+  { 7, 65536, 2048, 742, 739 },
+  { 7, 65536, 8192, 742, 739 },
+  { 7, 65536, 32768, 742, 739 },
+  { 7, 131072, 1, 743, 744 },
+  { 7, 131072, 8, 745, 744 },
+  { 7, 131072, 32, 743, 744 },
+  { 7, 131072, 128, 746, 744 },
+  { 7, 131072, 512, 746, 744 },
+  { 7, 131072, 2048, 746, 744 },
+  { 7, 131072, 8192, 747, 744 },
+  { 7, 131072, 32768, 747, 744 },
+  { 8, 512, 1, 749, 750 },
+  { 8, 512, 8, 749, 750 },
+  { 8, 512, 32, 749, 750 },
+  { 8, 512, 128, 751, 750 },
+  { 8, 512, 512, 752, 750 },
+  { 8, 512, 2048, 753, 750 },
+  { 8, 512, 8192, 753, 750 },
+  { 8, 512, 32768, 753, 750 },
+  { 8, 768, 1, 754, 754 },
+  { 8, 768, 8, 754, 754 },
+  { 8, 768, 32, 755, 750 },
+  { 8, 768, 128, 755, 756 },
+  { 8, 768, 512, 757, 757 },
+  { 8, 768, 2048, 755, 750 },
+  { 8, 768, 8192, 758, 758 },
+  { 8, 768, 32768, 758, 758 },
+  { 8, 1024, 1, 759, 750 },
+  { 8, 1024, 8, 759, 750 },
+  { 8, 1024, 32, 759, 750 },
+  { 8, 1024, 128, 757, 757 },
+  { 8, 1024, 512, 757, 757 },
+  { 8, 1024, 2048, 757, 757 },
+  { 8, 1024, 8192, 758, 758 },
+  { 8, 1024, 32768, 758, 758 },
+  { 8, 1536, 1, 760, 761 },
+  { 8, 1536, 8, 760, 762 },
+  { 8, 1536, 32, 763, 762 },
+  { 8, 1536, 128, 760, 761 },
+  { 8, 1536, 512, 764, 764 },
+  { 8, 1536, 2048, 765, 766 },
+  { 8, 1536, 8192, 764, 764 },
+  { 8, 1536, 32768, 764, 764 },
+  { 8, 2048, 1, 767, 762 },
+  { 8, 2048, 8, 767, 762 },
+  { 8, 2048, 32, 767, 762 },
+  { 8, 2048, 128, 768, 761 },
+  { 8, 2048, 512, 764, 764 },
+  { 8, 2048, 2048, 764, 764 },
+  { 8, 2048, 8192, 769, 770 },
+  { 8, 2048, 32768, 769, 770 },
+  { 8, 2560, 1, 771, 772 },
+  { 8, 2560, 8, 771, 772 },
+  { 8, 2560, 32, 773, 774 },
+  { 8, 2560, 128, 774, 774 },
+  { 8, 2560, 512, 771, 770 },
+  { 8, 2560, 2048, 775, 775 },
+  { 8, 2560, 8192, 776, 772 },
+  { 8, 2560, 32768, 776, 772 },
+  { 8, 3072, 1, 777, 772 },
+  { 8, 3072, 8, 777, 774 },
+  { 8, 3072, 32, 774, 774 },
+  { 8, 3072, 128, 774, 774 },
+  { 8, 3072, 512, 778, 770 },
+  { 8, 3072, 2048, 775, 775 },
+  { 8, 3072, 8192, 775, 775 },
+  { 8, 3072, 32768, 778, 772 },
+  { 8, 4096, 1, 779, 779 },
+  { 8, 4096, 8, 780, 774 },
+  { 8, 4096, 32, 780, 774 },
+  { 8, 4096, 128, 780, 774 },
+  { 8, 4096, 512, 780, 770 },
+  { 8, 4096, 2048, 775, 775 },
+  { 8, 4096, 8192, 781, 770 },
+  { 8, 4096, 32768, 782, 782 },
+  { 8, 5120, 1, 783, 783 },
+  { 8, 5120, 8, 784, 785 },
+  { 8, 5120, 32, 786, 785 },
+  { 8, 5120, 128, 786, 785 },
+  { 8, 5120, 512, 784, 785 },
+  { 8, 5120, 2048, 782, 782 },
+  { 8, 5120, 8192, 787, 770 },
+  { 8, 5120, 32768, 787, 770 },
+  { 8, 6144, 1, 783, 783 },
+  { 8, 6144, 8, 783, 783 },
+  { 8, 6144, 32, 788, 785 },
+  { 8, 6144, 128, 788, 785 },
+  { 8, 6144, 512, 788, 785 },
+  { 8, 6144, 2048, 782, 782 },
+  { 8, 6144, 8192, 782, 782 },
+  { 8, 6144, 32768, 789, 770 },
+  { 8, 7168, 1, 790, 790 },
+  { 8, 7168, 8, 790, 790 },
+  { 8, 7168, 32, 791, 792 },
+  { 8, 7168, 128, 791, 792 },
+  { 8, 7168, 512, 791, 792 },
+  { 8, 7168, 2048, 782, 782 },
+  { 8, 7168, 8192, 793, 770 },
+  { 8, 7168, 32768, 794, 770 },
+  { 8, 8192, 1, 795, 795 },
+  { 8, 8192, 8, 796, 797 },
+  { 8, 8192, 32, 796, 797 },
+  { 8, 8192, 128, 798, 792 },
+  { 8, 8192, 512, 798, 792 },
+  { 8, 8192, 2048, 799, 770 },
+  { 8, 8192, 8192, 799, 770 },
+  { 8, 8192, 32768, 799, 770 },
+  { 8, 12288, 1, 800, 800 },
+  { 8, 12288, 8, 800, 800 },
+  { 8, 12288, 32, 801, 802 },
+  { 8, 12288, 128, 803, 803 },
+  { 8, 12288, 512, 804, 804 },
+  { 8, 12288, 2048, 804, 804 },
+  { 8, 12288, 8192, 805, 770 },
+  { 8, 12288, 32768, 805, 770 },
+  { 8, 16384, 1, 806, 806 },
+  { 8, 16384, 8, 807, 808 },
+  { 8, 16384, 32, 806, 806 },
+  { 8, 16384, 128, 809, 809 },
+  { 8, 16384, 512, 810, 770 },
+  { 8, 16384, 2048, 810, 770 },
+  { 8, 16384, 8192, 809, 809 },
+  { 8, 16384, 32768, 809, 809 },
+  { 8, 32768, 1, 811, 811 },
+  { 8, 32768, 8, 812, 811 },
+  { 8, 32768, 32, 813, 811 },
+  { 8, 32768, 128, 811, 811 },
+  { 8, 32768, 512, 814, 814 },
+  { 8, 32768, 2048, 814, 814 },
+  { 8, 32768, 8192, 814, 814 },
+  { 8, 32768, 32768, 814, 814 },
+  { 8, 65536, 1, 815, 815 },
+  { 8, 65536, 8, 816, 817 },
+  { 8, 65536, 32, 816, 817 },
+  { 8, 65536, 128, 815, 815 },
+  { 8, 65536, 512, 814, 814 },
+  { 8, 65536, 2048, 814, 814 },
+  { 8, 65536, 8192, 818, 814 },
+  { 8, 65536, 32768, 818, 814 },
+  { 8, 131072, 1, 819, 819 },
+  { 8, 131072, 8, 820, 820 },
+  { 8, 131072, 32, 821, 821 },
+  { 8, 131072, 128, 820, 820 },
+  { 8, 131072, 512, 821, 821 },
+  { 8, 131072, 2048, 822, 814 },
+  { 8, 131072, 8192, 822, 814 },
+  { 8, 131072, 32768, 822, 814 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3241,30 +3261,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_97f1580ed812(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_97f1580ed812_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_76af4465e00d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_76af4465e00d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_5e37a8aabdd2(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_5e37a8aabdd2_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_47718cec98ca(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_47718cec98ca_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_019249ce7daa(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_019249ce7daa_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b700d1feeb49(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b700d1feeb49_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f0761de68a81(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f0761de68a81_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_568d90eedf5c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_568d90eedf5c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f60f2b3058dc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f60f2b3058dc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_91cac1607334(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_91cac1607334_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5c849d5b9a08(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5c849d5b9a08_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_163e21c4bcd5(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_163e21c4bcd5_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_dbc79937ebe3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_dbc79937ebe3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_15b2378d8c63(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_15b2378d8c63_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_6a47bed42f77(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_6a47bed42f77_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_891352fa2294(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_891352fa2294_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_35041a4a26f1(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_35041a4a26f1_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_13877425d1ab(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_13877425d1ab_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ec692c1ccd66(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ec692c1ccd66_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_0214948f1706(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_0214948f1706_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_dc0cbf566b01(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_dc0cbf566b01_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8a373fae50d9(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_8a373fae50d9_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_204f7942dbb8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_204f7942dbb8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5e2368203f3b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5e2368203f3b_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3278,18 +3298,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_97f1580ed812, (const void*)&normgen_layernorm_bwd_97f1580ed812_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_76af4465e00d, (const void*)&normgen_layernorm_bwd_76af4465e00d_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_5e37a8aabdd2, (const void*)&normgen_layernorm_bwd_5e37a8aabdd2_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_47718cec98ca, (const void*)&normgen_layernorm_bwd_47718cec98ca_reduce, 0, 512, 4, 512, 2, 1, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_019249ce7daa, (const void*)&normgen_layernorm_bwd_019249ce7daa_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_b700d1feeb49, (const void*)&normgen_layernorm_bwd_b700d1feeb49_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f0761de68a81, (const void*)&normgen_rmsnorm_bwd_f0761de68a81_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_568d90eedf5c, (const void*)&normgen_rmsnorm_bwd_568d90eedf5c_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f60f2b3058dc, (const void*)&normgen_rmsnorm_bwd_f60f2b3058dc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_91cac1607334, (const void*)&normgen_rmsnorm_bwd_91cac1607334_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5c849d5b9a08, (const void*)&normgen_rmsnorm_bwd_5c849d5b9a08_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_163e21c4bcd5, (const void*)&normgen_rmsnorm_bwd_163e21c4bcd5_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_dbc79937ebe3, (const void*)&normgen_layernorm_bwd_dbc79937ebe3_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_15b2378d8c63, (const void*)&normgen_layernorm_bwd_15b2378d8c63_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_6a47bed42f77, (const void*)&normgen_layernorm_bwd_6a47bed42f77_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_891352fa2294, (const void*)&normgen_layernorm_bwd_891352fa2294_reduce, 0, 512, 4, 512, 2, 2, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_35041a4a26f1, (const void*)&normgen_layernorm_bwd_35041a4a26f1_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 32768, 8 },  // regs.t128.v4.tpr128.i4.s2.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_13877425d1ab, (const void*)&normgen_layernorm_bwd_13877425d1ab_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_ec692c1ccd66, (const void*)&normgen_rmsnorm_bwd_ec692c1ccd66_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_0214948f1706, (const void*)&normgen_rmsnorm_bwd_0214948f1706_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_dc0cbf566b01, (const void*)&normgen_rmsnorm_bwd_dc0cbf566b01_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_8a373fae50d9, (const void*)&normgen_rmsnorm_bwd_8a373fae50d9_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_204f7942dbb8, (const void*)&normgen_rmsnorm_bwd_204f7942dbb8_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5e2368203f3b, (const void*)&normgen_rmsnorm_bwd_5e2368203f3b_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

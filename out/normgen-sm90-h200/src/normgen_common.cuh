@@ -225,6 +225,33 @@ __device__ __forceinline__ int cluster_rank() {
 #ifdef NORMGEN_HAS_CLUSTERS
 /** Shared-memory address (32-bit) of a CTA-local object, for PTX. */
 __device__ __forceinline__ unsigned smem_address(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
+
+/**
+ * Bulk copies (sm90): one thread moves a whole contiguous run of bytes (a multiple of 16,
+ * 16-byte aligned at both ends) from global to this CTA's shared memory through the copy
+ * engine; the bytes count on an mbarrier, whose phase completes when its arrivals and all
+ * the bytes it expects are in.
+ */
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(arrivals) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(smem_address(bar)) : "memory");
+}
+__device__ __forceinline__ void mbarrier_expect_bytes(uint64_t* bar, unsigned bytes) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(smem_address(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* smem, const void* gmem, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(smem_address(smem)), "l"(gmem), "r"(bytes), "r"(smem_address(bar)) : "memory");
+}
+/** Wait until the mbarrier's phase of this parity has completed. */
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}\n" ::"r"(smem_address(bar)), "r"(parity) : "memory");
+}
 #endif
 
 /**

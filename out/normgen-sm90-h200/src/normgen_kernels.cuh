@@ -321,6 +321,15 @@ struct RingLayout {
  * exchange is in flight: each iteration sends row k's statistics, normalizes and stores
  * row k - 1, then takes row k's from the mailbox. Row k - 1 keeps its slot meanwhile,
  * so loads run STAGES - 2 rows ahead, and values are read from the slot (no kHold).
+ *
+ * kBulk (clusters, kernels compiled for a hidden size their slices cover exactly, 16-byte
+ * vectors): thread 0 fills a slot with one bulk copy instead of every thread issuing
+ * cp.async for its chunks (about 2 of the 22 instructions per element of the LayerNorm
+ * ring, test/gpu/ln-long-rows.md). Threads then read chunks they did not copy, so each
+ * slot has two mbarriers: filled (the bytes arrived) and emptied (every thread has stored
+ * the row it held); thread 0 waits for the latter before refilling. That wait is a barrier
+ * the cp.async ring does not have: without clusters, whose exchange already makes one per
+ * row, bulk rings lost up to 22 points (test/gpu/bulk-ring.md), so they keep cp.async.
  */
 template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS, bool DEFER_OUTPUT, int HIDDEN>
 __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
@@ -336,6 +345,12 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   constexpr bool kHold = !DEFER_OUTPUT && ITEMS * VEC * (THREADS >= 1024 ? 2 : 1) <= 32;
   static_assert(!DEFER_OUTPUT || (CLUSTER > 1 && STAGES >= 3), "deferred output overlaps a cluster exchange and keeps a slot for it");
   constexpr int kAhead = DEFER_OUTPUT ? STAGES - 2 : STAGES - 1;  // rows loaded ahead of the one reduced
+#ifdef NORMGEN_HAS_CLUSTERS
+  constexpr bool kBulk = CLUSTER > 1 && HIDDEN == CLUSTER * kSlice && VEC * sizeof(T) == 16 && (!C::kResidual || VEC * sizeof(R) == 16);
+#else
+  constexpr bool kBulk = false;
+#endif
+  static_assert(!kBulk || kRows == 1, "a cluster's CTAs hold one row");
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   const int lane = threadIdx.x % TPR;
   const int group = threadIdx.x / TPR;
@@ -362,8 +377,52 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
     __syncthreads();
   }
 
+  __shared__ uint64_t slot_filled[kBulk ? STAGES : 1];
+  __shared__ uint64_t slot_emptied[kBulk ? STAGES : 1];
+  unsigned filled_parity = 0;  // kBulk: bit k, the parity of slot k's next filled phase
+  int64_t bulk_issues = 0;     // kBulk, thread 0: rows issued so far (a slot's uses are every STAGES-th)
+  if constexpr (kBulk) {
+#ifdef NORMGEN_HAS_CLUSTERS
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int k = 0; k < STAGES; ++k) mbarrier_init(&slot_filled[k], 1), mbarrier_init(&slot_emptied[k], THREADS);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+#endif
+  }
+  // kBulk: `row` into `slot`. Each issue completes one filled phase of its slot (with no
+  // bytes past the last row), so the waits count uniformly.
+  auto issue_bulk = [&](int64_t row, int slot) {
+#ifdef NORMGEN_HAS_CLUSTERS
+    if (threadIdx.x != 0) return;
+    constexpr unsigned kXBytes = kSlice * sizeof(T), kRBytes = C::kResidual ? kSlice * sizeof(R) : 0;
+    const int64_t use = bulk_issues++ / STAGES;
+    const bool valid = row < p.rows;
+    if (valid && use > 0) {
+      mbarrier_wait(&slot_emptied[slot], unsigned(use - 1) & 1u);
+      // The slot was read, and with a residual written, through the generic proxy.
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+    mbarrier_expect_bytes(&slot_filled[slot], valid ? kXBytes + kRBytes : 0);
+    if (!valid) return;
+    bulk_copy(x_slot(slot), static_cast<const T*>(p.x) + row * p.x_stride + col0, kXBytes, &slot_filled[slot]);
+    if constexpr (C::kResidual)
+      bulk_copy(r_slot(slot), static_cast<const R*>(p.residual) + row * p.residual_stride + col0, kRBytes, &slot_filled[slot]);
+#endif
+  };
+  // kBulk: this thread is done with the row in `slot`.
+  auto release = [&](int slot) {
+#ifdef NORMGEN_HAS_CLUSTERS
+    if constexpr (kBulk) mbarrier_arrive(&slot_emptied[slot]);
+#endif
+  };
   // One commit group per row, empty past the last row, so waits count uniformly.
   auto issue = [&](int64_t row, int slot) {
+    if constexpr (kBulk) {
+      issue_bulk(row, slot);
+      return;
+    }
     if (row < p.rows) {
       const T* x = static_cast<const T*>(p.x) + row * p.x_stride;
       const R* r = static_cast<const R*>(p.residual) + row * p.residual_stride;
@@ -436,7 +495,14 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   float deferred_mean = 0.f, deferred_rstd = 0.f;
   for (int64_t base = first; base < p.rows; base += step) {
     issue(base + kAhead * step + group, (slot + kAhead) % STAGES);  // the slot freed last
-    copy_async_wait<kAhead>();
+    if constexpr (kBulk) {
+#ifdef NORMGEN_HAS_CLUSTERS
+      mbarrier_wait(&slot_filled[slot], (filled_parity >> slot) & 1u);
+      filled_parity ^= 1u << slot;
+#endif
+    } else {
+      copy_async_wait<kAhead>();
+    }
     const int64_t row = base + group;
     const bool active = row < p.rows;
 
@@ -475,6 +541,7 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
     if constexpr (DEFER_OUTPUT) {
       send_row_statistics<C, VEC, ITEMS>(reduce, hidden, acc, active, chunk, column);
       store_row(deferred_row, deferred_slot, deferred_mean, deferred_rstd);
+      if (base != first) release(deferred_slot);
       receive_row_statistics<C>(reduce, p, hidden, deferred_mean, deferred_rstd);
       deferred_row = row;
       deferred_slot = slot;
@@ -482,11 +549,12 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
       float mean, rstd;
       row_statistics<C, VEC, ITEMS, CLUSTER>(reduce, p, hidden, acc, slice_count(hidden, col0, kSlice), active, chunk, column, mean, rstd);
       store_row(row, slot, mean, rstd);
+      release(slot);
     }
     slot = slot + 1 == STAGES ? 0 : slot + 1;
   }
   if constexpr (DEFER_OUTPUT) store_row(deferred_row, deferred_slot, deferred_mean, deferred_rstd);
-  copy_async_wait<0>();
+  if constexpr (!kBulk) copy_async_wait<0>();
 }
 
 /**
