@@ -62,6 +62,10 @@ export class CompilePool {
       // busy pool to the back of its queue, which scattered each unit's chunks through the
       // whole tune (the GPU waited ~2 minutes for the first units on one H200).
       stricterFIFO: true,
+      // piscina require()s the worker first. Where Node can require() ES modules, that raced
+      // with the import of the same graph and aborted the whole process once in CI ("v8::Module::
+      // IsGraphAsync must be used on an instantiated module"): workers import it instead.
+      execArgv: process.features.require_module ? ['--no-experimental-require-module'] : [],
     });
   }
 
