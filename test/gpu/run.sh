@@ -52,11 +52,18 @@ for step in "$@"; do
         echo "resume rc=1: the first run ended before it was killed (grid too small to interrupt)"; r=1
       fi ;;
     tune)
+      # The default grid's database is ~55 MB: files that large do not come back from the
+      # machine, so it comes back gzipped. A snapshot every minute, so that a call ended
+      # from outside (its time or the device budget spent) still brings back what was measured
+      # (a line cut short at the end is dropped when the database is read).
+      snapshot() { gzip -n -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz.part" && mv "$out/sm90-h200.jsonl.gz.part" "$out/sm90-h200.jsonl.gz"; }
+      ( while sleep 60; do [ -f "$out/sm90-h200.jsonl" ] && snapshot; done ) &
+      snapshots=$!
       timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 $tune_grid \
         --db "$out/sm90-h200.jsonl" --report "$out/sm90-h200.md" > "$out/tune.log" 2>&1
       r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log"
-      # The default grid's database is ~55 MB: files that large do not come back from the machine.
-      gzip -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz" && rm "$out/sm90-h200.jsonl" ;;
+      kill $snapshots; wait $snapshots 2>/dev/null
+      snapshot && rm "$out/sm90-h200.jsonl" ;;
     focus)
       # A quick tune of the problems still short of the target, compared with the committed
       # database per storage: how a template change does, in about a minute.
