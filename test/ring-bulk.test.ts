@@ -11,9 +11,8 @@ import { join } from 'node:path';
 import { makeProblem, type KernelSpec } from '../generator/problem.js';
 import { renderCudaUnit } from '../generator/render-cuda.js';
 import { type CudaParams } from '../generator/space.js';
-import { TEMPLATE_ROOT } from '../generator/templates.js';
 import { makeVariant, type Variant } from '../generator/variant.js';
-import { findNvcc } from '../tuner/nvcc.js';
+import { findNvcc, unitFlags } from '../tuner/nvcc.js';
 
 const spec = (dtype: 'bf16' | 'fp32', residual: 'none' | 'same' | 'fp32'): KernelSpec => ({
   op: 'rmsnorm',
@@ -29,7 +28,7 @@ async function ptxBySymbol(s: KernelSpec, variants: Variant[]): Promise<Map<stri
     const source = join(dir, 'unit.cu');
     writeFileSync(source, renderCudaUnit(s, variants));
     const ptx = join(dir, 'unit.ptx');
-    const r = spawnSync(await findNvcc(), ['-ptx', '-arch=sm_90a', '-O3', '-std=c++17', '-I', join(TEMPLATE_ROOT, 'cuda'), '-o', ptx, source], { encoding: 'utf8' });
+    const r = spawnSync(await findNvcc(), ['-ptx', ...unitFlags('sm_90a'), '-o', ptx, source], { encoding: 'utf8' });
     assert.is(r.status, 0, r.stderr);
     const text = readFileSync(ptx, 'utf8');
     const entries = text.split(/\.visible \.entry /).slice(1);

@@ -90,12 +90,16 @@ export interface CompileResult {
 /** Template families whose headers a unit includes: forward units the forward's, backward units both. */
 export const includeFamilies = (backward: boolean) => (backward ? ['cuda', 'cuda-bwd'] : ['cuda']);
 
+/** The flags every unit is compiled with, for one arch (tests that read PTX use them too). */
+export const unitFlags = (nvccArch: string, families = includeFamilies(false)) => [
+  `-arch=${nvccArch}`, '-O3', '-std=c++17', ...families.flatMap((f) => ['-I', join(TEMPLATE_ROOT, f)]),
+];
+
 /** nvcc -cubin for one arch; a failed compile is a result, not an exception. */
 export async function compileCubin(source: string, cubin: string, nvccArch: string, families = includeFamilies(false)): Promise<CompileResult> {
   const nvcc = await findNvcc();
   const started = performance.now();
-  const includes = families.flatMap((f) => ['-I', join(TEMPLATE_ROOT, f)]);
-  const args = ['-cubin', `-arch=${nvccArch}`, '-O3', '-std=c++17', ...includes, '-Xptxas', '-v', '-o', cubin, source];
+  const args = ['-cubin', ...unitFlags(nvccArch, families), '-Xptxas', '-v', '-o', cubin, source];
   const r = await execa(nvcc, args, { reject: false, all: true });
   const seconds = (performance.now() - started) / 1000;
   return { ok: r.exitCode === 0, log: r.all ?? '', usage: parsePtxasReport(r.all ?? ''), seconds };
