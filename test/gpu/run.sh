@@ -6,8 +6,6 @@
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
 mkdir -p "$out"
-# Continue a tune from an earlier call: its database (gzipped), carried in .device/db/.
-[ -f .device/db/sm90-h200.jsonl.gz ] && [ ! -f "$out/sm90-h200.jsonl" ] && gunzip -c .device/db/sm90-h200.jsonl.gz > "$out/sm90-h200.jsonl"
 tune_seconds=${TUNE_SECONDS:-300}
 # The committed tune covers the default grid (TUNE_GRID=' ') or a reduced one.
 tune_grid=${TUNE_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768}
@@ -56,6 +54,8 @@ for step in "$@"; do
       # machine, so it comes back gzipped. A snapshot every minute, so that a call ended
       # from outside (its time or the device budget spent) still brings back what was measured
       # (a line cut short at the end is dropped when the database is read).
+      # Continue a tune from an earlier call: its database (gzipped), carried in .device/db/.
+      [ -f .device/db/sm90-h200.jsonl.gz ] && [ ! -f "$out/sm90-h200.jsonl" ] && gunzip -c .device/db/sm90-h200.jsonl.gz > "$out/sm90-h200.jsonl"
       snapshot() { gzip -n -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz.part" && mv "$out/sm90-h200.jsonl.gz.part" "$out/sm90-h200.jsonl.gz"; }
       ( while sleep 60; do [ -f "$out/sm90-h200.jsonl" ] && snapshot; done ) &
       snapshots=$!

@@ -18,41 +18,41 @@ struct Config {
 };
 }  // namespace
 
-// regs.t512.v4.tpr512.i2.s3.lean.reread.sw.recompute
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_bwd_891352fa2294(const NormgenBwdParams p) {
+// regs.t256.v4.tpr256.i4.s2.lean.sw.recompute
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_bwd_9c959e237f4c(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false, 3, true, 1, true, true>(p);
+  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 2, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_891352fa2294_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_9c959e237f4c_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t128.v4.tpr128.i4.s2.c8.recompute
+// regs.t128.v4.tpr128.i4.s4.c8.recompute
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
-normgen_layernorm_bwd_35041a4a26f1(const NormgenBwdParams p) {
+normgen_layernorm_bwd_a2eb1d3691bc(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 2, false, 8, false, false>(p);
+  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 4, false, 8, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_35041a4a26f1_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_a2eb1d3691bc_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_13877425d1ab(const NormgenBwdParams p) {
+normgen_layernorm_bwd_080138cf2298(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_13877425d1ab_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_080138cf2298_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

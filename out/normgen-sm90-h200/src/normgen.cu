@@ -9,830 +9,847 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_2b864518c081(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c345394d2117(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_287c40122ed8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eaab92a0e50d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_848180b8d196(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ef42920f835(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_271bbf883ec6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b091b3aac6cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dad99c88fc3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb7b7e89bee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad8fd83089b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6817e691969e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b476d557c568(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa3988ce80c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02eab98a0baf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2a55bd8cef42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_82025efd6a0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddf317253301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_68196d2e4126(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb96f693c972(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_545d7e510d17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ed174ee6aec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_472c245f8814(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8cce6539f493(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60c320cfa283(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0e583457ed8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccac0aa468b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_309491ffc34e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9115184468f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c01896f57e4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8fc6aacecb46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_22b66562154b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_95dc34b08656(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0446da18a43d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc8826651773(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_870866330923(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b32a06dcd76d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd4a8bcc7460(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fd0c7074ee7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04970510b523(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8afe80206d12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d805f435037(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_209195af92a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_49fcceb889f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c47656019176(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c105a959060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_664ec72983fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc4fdbea3cc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f3e723b7ec1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7177f2a984e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42947788739e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f08f66c7c05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b904b71aac2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_635371d535ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa662fd791bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8882a74c176f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce45c5ead9d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cb851883f74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c78489ba97c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8df66688e2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc6459623c62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b36bda177e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87b395714513(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e31861cee761(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c87fa0d465a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e5cf1a6d367(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00bb9f4e4c97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_838b857e8f5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af6410be1f23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b6b87103594(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd469325049d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_293afe33a921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e545636c90d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52408face3af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f17e3b70fbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_928fa4939a73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9a4bd833add(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1a52ea2c37b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b133540a62fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4bc070337623(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a785b0a1ef80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98e9f5377169(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae281081ef60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_066d2c83ee54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffbbff4100dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42793f0e9440(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b1da3f77d7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a96216e2a98c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b15b1e3bae14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_730723985a57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62077878adfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1850d3ab92bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5314c460db21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78e917433564(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d19b2e86531f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8d49fe320094(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9658b6c6ff6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f4e3c118535(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_30907638be40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d5e0f98a50b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1def88c724ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54284c03ec4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e036f178e27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9124595c4de6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b625c2b4b342(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_524577f44389(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_975b2eab36c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ec02ad9fce9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c3ed354b882(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12fe3af34e11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbe0e0147741(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ad1955932d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e3d8c258e17c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebb5d51fe23d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_052d4a1d2730(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbc8ae6865d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a9a8249e645(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5917c25b342c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d15ab209a4b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_036f4b7b5fa8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67bda26ab6ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d983da3940ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a4dcc3bfbb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb8d6e6cfece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7a60664c55d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_585a996c67df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a964f477ba87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0aaec89ccc1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d7d2024060c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef2234936ced(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11ed3b65603f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e4f2e0c46e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42ef9a67f4f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de05759e1866(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a66c9a574fe6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d61ccda79591(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d8fb18fd91dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6beeb8cc89bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a738870bfc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_161f215c4936(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0ab2175d766(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6c55b2acb8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e463b986b76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_339788da1118(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_613c9ffc353e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f918167e393(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7380f0eb830(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f7a4f099753(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d7f96fcd184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7b115d97548(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdebbc5a95da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_713f3b92bd3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55016ede82db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fba64c48bc6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e3317d0ecf32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1dae7538f54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffd4f7dee169(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98d40664cc58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a05e41ee1c05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b478e741dfba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5e72d83e6d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fff83bb62ebd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2f9c36e76de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f4019882f0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81444d452887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb1cedefc845(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f50f8d11cde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c4639d20e2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5fbd5fbc2f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e2bad80edbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_106d424a7f6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71e825939521(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c813d35c3c03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa0806de892f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84e6acc8564b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b176082a8aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a924ac8c84c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65aed9f6ffaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3caa2e52a6ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_952adcfba2c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6dd5b7b51cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89d9f54d562f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9562a7e1fbe5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a650e5f10c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ad2a3d05182(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2d16dbc61037(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7c54cc9429c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1024ae0bb07c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8c3a4c02721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_526c32de7a96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d1c38f45ce53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40b953645a18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb8923cc2ca7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb0675a2f63d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3e2a8c8b58f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff3e82b81afe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a67e6cdd9b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff5689ff9739(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1a7968538f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_913282535fcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dfdd4c6d9274(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_69ef9294fdfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ebb539dc7a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecc7089d518c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bfc31998ca1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b47a1a665156(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61d2bd5d2167(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55dca50fe9cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5b96851c1d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9cab51894e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8adcbda4d009(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_44408c9e8293(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e09ee7fd379b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_29191f908902(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_360fa7749941(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fa4389d3c54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0bae11356489(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7649884c254(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_023409277cbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6498fb40a67d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_003720bbcf54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbcee29733d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88cc7137a357(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc5f9a57d1b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d1459e6299c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ea038631677(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_79c0ed393384(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e14607128e2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df29b76903a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_010c47ff2d49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f0e09da9d53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7dc083a1ed74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18694fedbb56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf89dc739a25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1404f4f0e35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1d8ef2bc97a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ae4f85a3427(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4304a6b92961(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04ff2b6943cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b33fbc8eab96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d224dba335d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca1c2b141eb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eac59cc55679(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc646477f23b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e5e3bd31bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88eb18fd7690(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_169e10a7e518(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_495d767d78b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec581c3c3856(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed56bf6586b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4f839e535214(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f26481719095(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0aa0d1082168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ad5d57142a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3958a369ab4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87e093bfa515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ec85ae232d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f39e753e701(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04c682c8c1fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6c732a1a4da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27ff4d1f816f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ddf21a655f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa20290e8262(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1161f1c57c87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b007f7e69195(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_306a42472318(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8088d6e2efb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d6c9e6c3af3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78685286dede(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3797dad3dec9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a35bece8b22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1de055c40039(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e360c7ea0c0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd5591f91b1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8344d8560971(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_939eaf7b973e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0bf9a1b8b638(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_186d8fafd0df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd93a8418801(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31bff018a1d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_757762e8a4f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_280d5096885e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85f32145e05d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e429d4164dd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_75af693740c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_868fd2037293(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf94aad0294c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c650c205c8cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fce4fc636105(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3b783fd208f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd11a5e6dd07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef56ca568080(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0f5ab51f4e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_608f14f1ad31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6aa732417cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a73a68458d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8e1a64b5744(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8576535cd126(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e2f48181f01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_171171fb332f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f16652fb341(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70eb7bea99a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2edd7d0b81b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b70fdd9ff98b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a939a7637f04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c335d3ca7908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f14808b2bd5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cac9d6bbf5c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae51bdf77caf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e25e8a3875f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b46dbdc58340(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a12773c2023(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72fb9b61c0cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e619a8e98b57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69654af99abf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29e646d91346(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88db72b828aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d4596896720(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2054423028ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90bae4aa2e95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_610b669e6dd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1169595f1b67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53505f1c934c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b064fc8d826d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3f2c7e8db11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a46a697c80ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32f62819d36e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1dcf050003a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c189ef43ed8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48c7067f220c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37ca03c946ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_855cb3eb51b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a19b6bb0459(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8326ca38e04f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3d5b73a1cfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6b83d958be8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c10edaa3628(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ae47aa8258c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b58caff79de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48db32f805b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a46edf334de4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_846d206353ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ad8b6b1bad0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_055be55c0543(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bf7af1b549a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbdea5f35316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a433def81925(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cbab6b18974(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9df852cfe68c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac9116eb5127(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36c41aaacc7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a94137a15f88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab67b6433b62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_772016052660(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d4176459f16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bfe48f177e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3c63311ad45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91dceac03436(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8ed3cafb087(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b17b06e6876(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be2f5da1d7f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a5a291f5212(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28e648870cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee4a605629bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e8bbd87db8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a96b8b782c55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29a3d7c060c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f91f947ff678(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc8ea9cfd9a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad788d279a0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f1fc554d2a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66c809cc6d44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_762d8d2691fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fca0892c30b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da7be9e86ce9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fda62c73209(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_966982004ba8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_386d2ff853f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cbb644cf880(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d4db1364a49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c96926aa6ab4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9f98684d751(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a9074d1e2dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ec7d89fec19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf3010f3940d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d935702ae4a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a032ba0653f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7108220a5215(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cee12f0c1665(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8f54c9952a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c74d9b60620f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f4d72f95033(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba39d8b953c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c665634f92f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_154efdf81164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f0d0987f561(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_262acaab930a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe8ee4adba80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d65823fc89de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bb51d932e34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cbbfd7bd863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb061e7389a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2066022cda7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8753b7dd169f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7e1b4392fe6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5176ff0667d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7954429b2de3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62c6604bbcb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c325167f0f70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e4377e89653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_732d731351a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d99ed44c6e3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_375bab36b367(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9574cf682a3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4928ad0d6107(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0509765fe269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33b8f2d0375c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6be02cd3da29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59562bf2d6af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b10ae0d09b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40f615ea737b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b86abda48626(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f9fa767e284(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cb57279af73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2faf703dcd12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dc98f1ef1ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de0a94d94698(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0af13b355aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_841d6e63f1c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4786291f2bc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcc021cb8cf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab1976dcfffd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10b6f12381bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ca98b54dd2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a51dcbf8280(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f07a50fc437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40580286aa4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c76868c7e046(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34bc129dfc69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f838db34ddaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb1efd4728a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc2a59c6b65a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76a4f01734af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73fa1a341435(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97727c7acf05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46c869d7eec7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4c74110d62c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c6efd7e5bef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c92e0af0f4ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aaec45bf9ad0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68585536420e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c079416eff13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f7928ccbccc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b04fb0f67f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a219a551dfad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbf17e3911b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_adb727b2e0c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc028c66f953(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c310d40d3ed1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb0876b9cd38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a17cd82d4c6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87f770a0fe3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9084188ab45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a06475c9e44d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf152456e711(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fed8031761a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9081266889a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_981469c2aef1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e1c99e83b59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fa34d704555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59fdbd20b40e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_337663dcf6e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a219a7b1f7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9fb0e6911d87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c60cb04065d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58153d9eac0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e7909b1495b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e061536c9234(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_704d9e09cd75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bde9e7f64446(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e573b485e457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b613c5f6e44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_629c6df0f035(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8aa64a984090(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8163921b605d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a59ce059b5f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b591d9b28484(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ba1b958a192(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50ee8718ea61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78d03e99c293(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6240aaa82b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7207038e2ca2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69fa084b9f74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_465893a566b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf0b3b294ebe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_566148a5dde0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_640ed845f4fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bab7572fa41b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03bad88ca8a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fdd304507b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4ed3d6ddee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38ac99210664(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba22994e78e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5664387145c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4bfafe87229c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0db89a25c1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ee4f88b8bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b693774bc8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01f8db820da0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52f3697be075(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21acdb61aef9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_688665b6b0a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4933f0db0f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c1c087cb8e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af324f874340(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8474f4e8a3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff86ba69a0a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21fdb326edae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1230fbed0ae1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02977100a60c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b34a118d7fda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_100be764c8c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e606d1fe9cd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85f77fa81932(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d7efe74346c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9949fcc0eb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed8f2a5397bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b838dc9e8b93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcad3ea6bc4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dacc22670962(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5752e90b48d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8111dee53e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39eba232d664(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_148dd504ad81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0dcb772f364(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_157175566a62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_554e3a912899(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eab513936aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e03887373a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46e058f8145b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06b34b383422(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6c10d89e768(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_587b775abeef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff6efc2cb537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc63ea2b2bd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec2aab1593d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6e7b3595c4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3943cf0c872(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb97348aa440(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f097868f9be7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24c420ac4c0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e468a66866e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fe1b6e76288(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_387ddfd674ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dc87538553d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b91368af325f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7628db8de43c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc4db318b2ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0391627eddc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcb3f2a529e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb23b4a13ac6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71547f9292a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_667892dd79c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b78872c3696(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a45da6187a2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e38d8873206b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95e0046e8f98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dde48491b749(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a23bc05a1381(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fba374f65baa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86f88f466ea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d20c506fd9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e05ad9a9148e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebeae959ad08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b02a67c3b9b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85a647c14aa8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a2e4e1f6613(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1e243c034bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94abd43aa64f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26a7b9dc45ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c2ef3731b2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cf44e436b3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5299cd703fb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e709ed5c13e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_533687ba8c2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94e1ef94422f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0805b5c07358(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df4309a75061(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97b7714b0598(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4078cef1f9d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41c25c7bfe7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad29dc770ae5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a1507c6f01a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71281f746a89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d0274c5471c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be58da4ff49c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd1b80c94d73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dde44e526623(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8f7b458aa40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f2d3d882b81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a6bfa580d98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a64bf94f109(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b5fe32c6678(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5778c302f53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e700918537f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc27f50efa20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d82d9bef0b87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4bfc7bd407ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5badc74140eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9d84264c188(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_988ec29d324c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_032ae203333c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af17f53fc071(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_585bb9e574b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8bc4ace8184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c30a5810b76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea7d484bafcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcaca668bf02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbe54e050a96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c8b69e74337(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aad1eb92edc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4f139c65142(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0faaa10b2cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_278107c51e27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de21cd6b32a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb8b7a5bd0cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdb3bb2196f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dafe50561cf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb7699bcd02f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86fec0139589(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_227bd770789a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec9afffec243(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bd96f0f496d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e2d1859b542(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2ab0af19ddb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb18ee646f76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8fe053c8b27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a5c5995b150(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b311d419a31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90fed7189c9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01ddadd9b40b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26c6450d0e51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd50ec650e06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49bc4988d67e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_722d4d08f734(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0332d68fa003(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_985b9bdfdb4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c5137a2b713(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35594cc371f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11011b8a44ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76b0597654f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09b5bfc398e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2989c0ca5ee8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82c47f20ad40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ce17a1ad39b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bd45c436ef3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcc0cf5cdf90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83022fd60971(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dca1145268c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32da44ce074c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f75d16cd2ec2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_404bf6e84b80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_654b122899cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d12ee556add(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb4944fcc980(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ad043563c64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5655c1b8cd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0f7886f76a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a84e630b042d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5670aa4724e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2252b0e0efd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0855e9e45b2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dba35f27d8af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbb51ce884b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_103bf763aa92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f95266ba571d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ec3b75a0fb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31a947d3ae46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c44afb0cc4d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7366b69c520e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e323c583645(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b0d354d5551(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e7868c68ef3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe81784501df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_130cfd1bdbda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87efe396ad04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7f609b62ae6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13951aecb54a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d03ac9e374c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99711ae325af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8aa6d02aee17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d81ab5cf9c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1f592061286(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6b15fd3295c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc55fe914323(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c33be7d93522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6eaaba6f475c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9685ecdbffce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2a69e410f79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2674015126fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f994522ac2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_043c42cd0890(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11bfb13a5d01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6688a6c66bb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4baff60d484(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12e5d2c15330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e99fea41cd0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5f08dbe011d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a72f9fa21b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7fb6e78b893(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c663997dc096(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2736fdd61cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48a27d0df1a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f79035b23ef6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f24856e5ca7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af191ef3cd6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f53e273d59db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90dd01baee40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_046b60b0070d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7ba83d5c191(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_745dcb23fc9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df3d50a0154e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d8b09af06b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b974ba807cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54364bc726ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8db1cd7ee066(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61aa556a1f63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52cc41e633bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dfefc7fa530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e24e2609525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d019c6867d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d873d8e64fa6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33e66cfecda4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0278a1b96cf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4394f6a56a33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_852d7d91929a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8765914fff45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa43be1d6dbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d719a73a6dae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c551b93aaa57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55a527b008da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8930f2039409(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6b920f39c11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_558767892d38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f289a93d695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e55c5d097301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f438e650d03d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_507a284e60fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5a262953a35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e71f3ba099ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4fb458047e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e62a14414ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac190a1c5ff3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7596d15fb781(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25aba58f2f85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05c7f3e552f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6a49bedca11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3450c8d1d49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_486064539969(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68b55276cf45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7af8ed473adb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf9235179e4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75e6f3966ad8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0e1e905db95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34514bcdc9c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c1b26a3e0c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e01863c6d1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19923c270c53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e022e5c62e55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c48e5dd0a5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51ef4868032e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c98e6227c7bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa2784f40c3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce9378ee3564(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_558435202dc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_922733efb713(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2711292fcc27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cd17f3bcdf2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcd86b6e9e08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15b2623de53b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ad4247c26fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74ca612eeaee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2c0920e783f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b7e39cddd42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c27d061bd531(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dded6905455(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9acb6433f88a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13b6e016a09b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b717e2b95e6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f3c5530e32d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba76cf8ab5fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_641aabdc1e2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04ce7381bba6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dedc93556b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ae2597da34f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22f15289049f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7553ceae4774(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e353312a09c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b309f737984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06aaf31a7bb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54caede3eeb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be24e69f2a0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ffa62dffb0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_589ed4e150d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a83b56dbb049(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_159e978456e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c1b9b5dbef5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_401f9db2e6be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0968f1cfab79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96cb994ac64c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a81eb8dfa76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7671bca7e382(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ec98c118020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_025d7dcba719(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35eca2b5560e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a121240df594(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_853bff169db0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c7326c568f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8638c095d23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb551fbf15e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7fadc90ce15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24bc91a3185f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8717c04454c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e890625f3901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02d4e2256c7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_afdc07cc94d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c59920ffeb74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fccc2fbd842(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e95a6146bed0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_39acc6a6a4d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24668b389fa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_188ea427045f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2289b8f8b579(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_144e540bd180(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_acf58918efb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a93f8af38c31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ec081035968(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f0be6565b50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_620ec3196088(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88b7a135f96d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9b23dca6381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9de240fb11c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73239dbbccc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a049b6c099d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a4ca3282726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bea8211ea153(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8258b087f5f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_990694931d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b42b8e3b622e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0df4cf9ec649(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46a037416990(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ef0ba14c18b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5787944b079a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e13552655e63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5175164bfe9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f84ebc20c24e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21cb04c5687c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c51b1793370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0c3c468a4a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_460aea4070bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c0cb2272f942(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0957fea3bce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5bc6472e0ca6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f51ca6e598d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4f01a46e9d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09c65cd3e717(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f014f4c7eeff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ce535d2313e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42d0e52de563(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dde9bf0e4674(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9db8a4ad5413(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1dc080948e33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_861d92c621b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98b4e0b9a4da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55030b950a88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6883a6aa8d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7938d28596f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_434d09b9c6b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9647980ed2f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf5a5a71b53d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_543f985b2a14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd1c90be9057(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31cc9c687b33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3828a0b9bb34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01f68fc30027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_065b33c82960(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f988a3498ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09d3696b9242(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_644a91f01463(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c78dea779af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3002b8a529ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e0f21e93180(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8574c4d8709(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f72c6cd3ec5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5755453eb466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0892245db65a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_307b40043577(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e3e9b3325c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b4772239133(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38f8b321e8cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2f057304270(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed083a64fa65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddf5b093eedf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf475850a0d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b596560d3dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7056a95fea7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edb8cc20f1a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9451eda06b9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c017f2b2591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee9590a418b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c465f323107a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_991ed1e24fb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b9e0d830f80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed31afa5cf57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88db47fd424c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6177cc882872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_689188333ab5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab29e239e386(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28252ec06ee8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b83f41d87bcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f72bd0de6a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb05a658490c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b478c148e1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe03385951eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91808bf8792c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc3d3d2f7a06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7077ad8ef266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fb87fc0368d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bb3b580e7c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e13f4868781(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2dc4864467d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea54d9fc57f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db6ce8738dbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19275c9733ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_485854842e2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_895dc90dea38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa4c752ed850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee430f4c0efb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ca3314b3ba6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d4a4ab06255(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce6ca59f3118(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4c518ed87a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d74d0e526ed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ffd60c32ed0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0de49618b066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3da4d5ef5f8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0995ef987eb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0ec641d853ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40c633344033(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe6fe4869167(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0672d72a26a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6335f771a15e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2dc2da30a8a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df557f5825ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_baaf6efc1e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c34317f2c2ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9ed2cb8cd29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0184ea74e39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ed4c531181b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f17cdaafa5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3104d9e9c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0902a7a947d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac2b6c202327(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a92281451b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b62dfbcf9b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e4ce51da1d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc3ef7c045a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_75e1abec36ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aebb414ca1fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_954b05b04035(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddd16e506dbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b28a6274e2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62e3af6abcfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c842a72e1433(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2b726ccbb51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e90df67fe988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc0355e645a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03f7adcecabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_699561509875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bddf0d66e8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f32a12ddfc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46c709f37c45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a75f38d6f00e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65e32eee55f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f15a521c2549(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddde9c07195f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b60be861281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc5b36148ad5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a855bf2e614f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6a0819a9ec8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9f995e7205a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab20ce479791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af5af7aa2e96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdbe3bf2dedf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2b93a44a5a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d1d0b139f3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27cce33746b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7741bfe249cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8962d853f97a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9aeddf87e8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db3fabc03901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cd255a8de43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_715b108185cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_125ae23d6a0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_273081137289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_591fe1951647(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d8f3409635e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_668c7c15a81f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72d482b2b97e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_127a5fe80a58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5df67d4d1de9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fb7a80868c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35641b704e50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdb1bcd77ab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d0cb5009457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62f242348eb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c442b527527(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02d3fecdea5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_010599f5efa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1969519b8276(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f868d3c7f3de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d2f4af249d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd98948daacc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03f9fe351381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b67ba01060bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f56df85bb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4905a2719c86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78ddd8c1867b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_035b4cecfc3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_920eb838b144(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9553d4212cf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f10ba4778a33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee76180993e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52cdc03db980(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d100567c964e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a284313872e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb80cbf6722c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0baeb30c0b4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04c2e6470055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb81d53a712c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d96cfe482b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a826c92bcef9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cd95d2576bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f786a1db15eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da86793cdebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddc31c0e3795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_785b30982d74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64d22325395(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75099830f466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80b36d4da955(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40ee1be7a011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e79f8d3a45d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf023ecbfa7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79c6c95e17fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba7bb2e83cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4ff1d4fb1c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29ae565a59b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edb73cd3bbf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b8fd41c29dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f532e944c2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00e5c054dd8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90d87073a26e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_986ecd01fb11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15b130e1c153(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17210efe861a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a19040426a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aba4f294e3e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fec234f17d04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e455b35db2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_790b417ca81c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ebec0d568dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da1842c7437d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbd8698a52cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af6d93bc2495(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8eea81706ed2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31ffd954533a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5396142c9761(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3bfd404541c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1569df57e17d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_307d832b7e06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cdffcb637b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aec16b379753(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8240c351a178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_633c89be61ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf9ff04b6490(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48bd81f00aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86d7ad348c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05c442a587d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cb7966fb2cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46fd3c0a5192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6e8c3086952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37c0490f88b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3b47775bf58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb58f0889732(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e2ccc516e6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06b2cf1f61fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4ec4955920d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1919b91c0ff2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3825350063d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc6e27434613(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb1b0d3a895c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fd69497c9a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f803f496204d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38b424d81f5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90e34a057214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06bb607ee364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ddb4aa00c8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77e604ad9d23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cf959f589b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_550f203dc270(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3008b2e10993(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3a1db81d0b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79df1ab7425a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89b832ff73c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09cc16778df9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_565e1daa9b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2cbcb03ebf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7829eb94d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_492cdf944801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a71b69eed852(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1caa151ca92a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae19641d7fb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fd717328ce0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60dbbbea794d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b1806178095(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b622d850d443(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a879d506d9a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e684165db4a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52985b17e2be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d664b5033f5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78da48897867(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1b61dc18906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_343017c52b0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6084a07e37c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc01a4c64d60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39b0d4734290(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcaec5814e38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a6923713e8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6a36783c069(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee94716ba79c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1891756263d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f39e9c0685e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f588133f10c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27e65ca2d4f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4157d3488419(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_915ceaaa35e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ccdcca3f978(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1748dbda82f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a5d4348de70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1dbeece5b3ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f003e521d3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da588949e067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91eecbb95921(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7d0bd13931b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a4b100fd7f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8f77011557e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b69dc134d86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c0388ea57f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa583de0e75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b47971a70cf2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4142517486c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb6cc6430ac9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f361cc3782b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e893d14d2bab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae26d01e4af8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b3014c11973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3ec4139f867(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82e13cca0500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e9ce68d8faa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a0d2d35988e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f1695e7c902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acb41b0b2922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c168eb1cc896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_946beae2156e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f9942f57e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c65e7bd0112f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a223ba4a48fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fac9de86036(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c44021ad565(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a42ad644aa03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_430ab0c742ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7116f3fa6877(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a82b544881d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68c17474eba6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4b4b6af2457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56658afa5fd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c11eda5a94b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b2f6b818add(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfd7e06612b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95644edab8c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddee21b3df16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b731553fc89e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_849087dc11fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bac48e4bc36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e88614d3076(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ab916cc3f19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_347353dc9fb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c758ba752fc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e76a3aace44e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a12ba8d6d1ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17493fcf3f29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_259e6d5151e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71f3ee3a44e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b864d883e9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f012b9bb1222(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c346a2dba64c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d99e59219b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d41f05bb7c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16e808f77537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_854300d68546(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa4a4d07b315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_023c4d5250b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a83493c3e5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f566d1984dc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0e6fee50d43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_568983f3249d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4868b07911e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3543f596b3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a4cea3a72aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78cbd98f1870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_965f902a9b19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0ae3fa931e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_629512268cdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3427d1c9c2f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c11851797f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b33a4d376ccb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0a64c27592d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c27c31ef6ceb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fc73eec136e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd17a0a95968(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f3d06634ebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07e449ee0dd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57fbf735b1d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e722e2f3aadb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15e265352f07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e0780f79316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0d0dfe0d472(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_772fc78bd6cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e2cbc6f8c48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a6775e138d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2e6700396d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f966a365cd87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e20228adc3a(const NormgenFwdParams p);
 
 namespace {
 
@@ -848,830 +865,847 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_2b864518c081, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_c345394d2117, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_layernorm_fwd_287c40122ed8, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_eaab92a0e50d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_848180b8d196, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_1ef42920f835, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_271bbf883ec6, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_b091b3aac6cc, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_dad99c88fc3d, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_cb7b7e89bee9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_ad8fd83089b3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_6817e691969e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_b476d557c568, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_aa3988ce80c7, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_02eab98a0baf, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_2a55bd8cef42, 4, 512, 8, 32, 3, 1, 2, 52224, 0 },  // ring.t512.v8.tpr32.i3.s2.sw
-  {(const void*)&normgen_layernorm_fwd_82025efd6a0c, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_ddf317253301, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_68196d2e4126, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_eb96f693c972, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_545d7e510d17, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_1ed174ee6aec, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_472c245f8814, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_8cce6539f493, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_60c320cfa283, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_a0e583457ed8, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_ccac0aa468b1, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_309491ffc34e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_e9115184468f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_c01896f57e4e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_8fc6aacecb46, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_22b66562154b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_95dc34b08656, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_0446da18a43d, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_bc8826651773, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_870866330923, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_b32a06dcd76d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_dd4a8bcc7460, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_9fd0c7074ee7, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_04970510b523, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_8afe80206d12, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_0d805f435037, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_209195af92a2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_49fcceb889f9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_c47656019176, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_9c105a959060, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_664ec72983fe, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_dc4fdbea3cc5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_4f3e723b7ec1, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2
-  {(const void*)&normgen_layernorm_fwd_7177f2a984e9, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_42947788739e, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_layernorm_fwd_0f08f66c7c05, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_b904b71aac2a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_635371d535ae, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_fa662fd791bb, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_8882a74c176f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_ce45c5ead9d4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_7cb851883f74, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_3c78489ba97c, 0, 256, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t256.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_a8df66688e2f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_bc6459623c62, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_1b36bda177e6, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_87b395714513, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_e31861cee761, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_c87fa0d465a9, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_layernorm_fwd_5e5cf1a6d367, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_00bb9f4e4c97, 0, 64, 8, 64, 7, 2, 2, 0, 7168 },  // regs.t64.v8.tpr64.i7.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_838b857e8f5f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_af6410be1f23, 0, 512, 8, 256, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_5b6b87103594, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_bd469325049d, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_293afe33a921, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_0e545636c90d, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_52408face3af, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_2f17e3b70fbc, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_928fa4939a73, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_f9a4bd833add, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_f1a52ea2c37b, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_b133540a62fd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_4bc070337623, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_a785b0a1ef80, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_98e9f5377169, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_ae281081ef60, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_066d2c83ee54, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_ffbbff4100dd, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_42793f0e9440, 0, 128, 8, 128, 4, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_8b1da3f77d7b, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_a96216e2a98c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_b15b1e3bae14, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_730723985a57, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_62077878adfe, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_1850d3ab92bf, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_5314c460db21, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_78e917433564, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_d19b2e86531f, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
-  {(const void*)&normgen_layernorm_fwd_8d49fe320094, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_9658b6c6ff6f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_7f4e3c118535, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_30907638be40, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_d5e0f98a50b7, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_1def88c724ee, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_54284c03ec4d, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
-  {(const void*)&normgen_layernorm_fwd_3e036f178e27, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_9124595c4de6, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_b625c2b4b342, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_524577f44389, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_975b2eab36c7, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_7ec02ad9fce9, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_0c3ed354b882, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_12fe3af34e11, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_cbe0e0147741, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_7ad1955932d4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_e3d8c258e17c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_ebb5d51fe23d, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_052d4a1d2730, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_bbc8ae6865d7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_9a9a8249e645, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_5917c25b342c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_d15ab209a4b7, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_036f4b7b5fa8, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_67bda26ab6ba, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_d983da3940ca, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_layernorm_fwd_0a4dcc3bfbb7, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_eb8d6e6cfece, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_e7a60664c55d, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_585a996c67df, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_a964f477ba87, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_0aaec89ccc1e, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_0d7d2024060c, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_ef2234936ced, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_11ed3b65603f, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_3e4f2e0c46e1, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_42ef9a67f4f0, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_de05759e1866, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_a66c9a574fe6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_layernorm_fwd_d61ccda79591, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_d8fb18fd91dd, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_6beeb8cc89bb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_9a738870bfc2, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_161f215c4936, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_b0ab2175d766, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_b6c55b2acb8f, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_8e463b986b76, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_339788da1118, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_613c9ffc353e, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_0f918167e393, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_e7380f0eb830, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_7f7a4f099753, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_5d7f96fcd184, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
-  {(const void*)&normgen_layernorm_fwd_c7b115d97548, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_bdebbc5a95da, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_713f3b92bd3d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_55016ede82db, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_fba64c48bc6d, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_e3317d0ecf32, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_b1dae7538f54, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_ffd4f7dee169, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_98d40664cc58, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_a05e41ee1c05, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_b478e741dfba, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_e5e72d83e6d6, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_fff83bb62ebd, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_a2f9c36e76de, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_6f4019882f0a, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_81444d452887, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_bb1cedefc845, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_7f50f8d11cde, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_layernorm_fwd_9c4639d20e2d, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_e5fbd5fbc2f0, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_4e2bad80edbf, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_106d424a7f6a, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_71e825939521, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_c813d35c3c03, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_fa0806de892f, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_84e6acc8564b, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_8b176082a8aa, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_1a924ac8c84c, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_65aed9f6ffaf, 1, 256, 8, 256, 2, 4, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_3caa2e52a6ba, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_952adcfba2c6, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_f6dd5b7b51cd, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_89d9f54d562f, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_9562a7e1fbe5, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_9a650e5f10c5, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_6ad2a3d05182, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_2d16dbc61037, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_d7c54cc9429c, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_1024ae0bb07c, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_f8c3a4c02721, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_layernorm_fwd_526c32de7a96, 3, 512, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_d1c38f45ce53, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_40b953645a18, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_fb8923cc2ca7, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_cb0675a2f63d, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_b3e2a8c8b58f, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_ff3e82b81afe, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_7a67e6cdd9b9, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_ff5689ff9739, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_f1a7968538f2, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_913282535fcf, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_dfdd4c6d9274, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
-  {(const void*)&normgen_layernorm_fwd_69ef9294fdfd, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_8ebb539dc7a6, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_ecc7089d518c, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_bfc31998ca1b, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_b47a1a665156, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
-  {(const void*)&normgen_layernorm_fwd_61d2bd5d2167, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_55dca50fe9cb, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_layernorm_fwd_e5b96851c1d7, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_b9cab51894e1, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_8adcbda4d009, 0, 512, 8, 512, 8, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i8.c4
-  {(const void*)&normgen_layernorm_fwd_44408c9e8293, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
-  {(const void*)&normgen_layernorm_fwd_e09ee7fd379b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_29191f908902, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_360fa7749941, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_0fa4389d3c54, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_0bae11356489, 1, 128, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_a7649884c254, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_023409277cbc, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_6498fb40a67d, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_003720bbcf54, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_bbcee29733d8, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_88cc7137a357, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_dc5f9a57d1b0, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_d1459e6299c2, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_9ea038631677, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_79c0ed393384, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_e14607128e2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_df29b76903a3, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_010c47ff2d49, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_0f0e09da9d53, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_7dc083a1ed74, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_18694fedbb56, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_cf89dc739a25, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_b1404f4f0e35, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_f1d8ef2bc97a, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_6ae4f85a3427, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_4304a6b92961, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_04ff2b6943cc, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_b33fbc8eab96, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_5d224dba335d, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_ca1c2b141eb9, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_eac59cc55679, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_cc646477f23b, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_5e5e3bd31bd2, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_88eb18fd7690, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_169e10a7e518, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_495d767d78b1, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_ec581c3c3856, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_ed56bf6586b1, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_4f839e535214, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_f26481719095, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_0aa0d1082168, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_9ad5d57142a4, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_3958a369ab4b, 0, 512, 4, 256, 5, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_87e093bfa515, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_9ec85ae232d5, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_3f39e753e701, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_04c682c8c1fe, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_c6c732a1a4da, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_27ff4d1f816f, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_2ddf21a655f1, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_fa20290e8262, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_1161f1c57c87, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_b007f7e69195, 1, 256, 4, 256, 4, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_layernorm_fwd_306a42472318, 0, 512, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t512.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_8088d6e2efb9, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_5d6c9e6c3af3, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_78685286dede, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_3797dad3dec9, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_layernorm_fwd_3a35bece8b22, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_1de055c40039, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_e360c7ea0c0f, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_cd5591f91b1c, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_layernorm_fwd_8344d8560971, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_939eaf7b973e, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2.early
-  {(const void*)&normgen_layernorm_fwd_0bf9a1b8b638, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_layernorm_fwd_186d8fafd0df, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_fd93a8418801, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_31bff018a1d7, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_757762e8a4f7, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_280d5096885e, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_85f32145e05d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_e429d4164dd3, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_75af693740c3, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_868fd2037293, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_bf94aad0294c, 0, 64, 4, 64, 8, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_c650c205c8cc, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_fce4fc636105, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
-  {(const void*)&normgen_layernorm_fwd_3b783fd208f8, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_bd11a5e6dd07, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_ef56ca568080, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_e0f5ab51f4e4, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_layernorm_fwd_608f14f1ad31, 1, 256, 4, 256, 8, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c8
-  {(const void*)&normgen_layernorm_fwd_a6aa732417cf, 1, 512, 4, 512, 4, 8, 4, 0, 65536 },  // pipelined.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_layernorm_fwd_3a73a68458d8, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_f8e1a64b5744, 4, 512, 4, 512, 8, 4, 4, 196608, 65536 },  // ring.t512.v4.tpr512.i8.c4.s3.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_8576535cd126, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_4e2f48181f01, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_171171fb332f, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_0f16652fb341, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_70eb7bea99a3, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_c2edd7d0b81b, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_b70fdd9ff98b, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_a939a7637f04, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_c335d3ca7908, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_f14808b2bd5c, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_cac9d6bbf5c5, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_ae51bdf77caf, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_e25e8a3875f2, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_b46dbdc58340, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_8a12773c2023, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_72fb9b61c0cb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_e619a8e98b57, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_69654af99abf, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_29e646d91346, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_88db72b828aa, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3d4596896720, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2054423028ee, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_90bae4aa2e95, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_610b669e6dd9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_1169595f1b67, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_53505f1c934c, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b064fc8d826d, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_b3f2c7e8db11, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a46a697c80ce, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_32f62819d36e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1dcf050003a7, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c189ef43ed8d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_48c7067f220c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_37ca03c946ce, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_855cb3eb51b0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2a19b6bb0459, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8326ca38e04f, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_a3d5b73a1cfc, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f6b83d958be8, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_0c10edaa3628, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4ae47aa8258c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4b58caff79de, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_48db32f805b9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a46edf334de4, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_846d206353ca, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9ad8b6b1bad0, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_055be55c0543, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2bf7af1b549a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_cbdea5f35316, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a433def81925, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_1cbab6b18974, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9df852cfe68c, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_ac9116eb5127, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_36c41aaacc7c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a94137a15f88, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_ab67b6433b62, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_772016052660, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3d4176459f16, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6bfe48f177e3, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c3c63311ad45, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_91dceac03436, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a8ed3cafb087, 2, 512, 8, 256, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_3b17b06e6876, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_be2f5da1d7f6, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_7a5a291f5212, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_28e648870cf8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ee4a605629bc, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4e8bbd87db8b, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_a96b8b782c55, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_29a3d7c060c0, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f91f947ff678, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fc8ea9cfd9a3, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ad788d279a0f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_1f1fc554d2a4, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_66c809cc6d44, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_762d8d2691fe, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fca0892c30b2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_da7be9e86ce9, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5fda62c73209, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_966982004ba8, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_386d2ff853f3, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7cbb644cf880, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1d4db1364a49, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c96926aa6ab4, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f9f98684d751, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6a9074d1e2dc, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7ec7d89fec19, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bf3010f3940d, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d935702ae4a6, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2a032ba0653f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_7108220a5215, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_cee12f0c1665, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f8f54c9952a8, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c74d9b60620f, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_4f4d72f95033, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ba39d8b953c2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_c665634f92f4, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_154efdf81164, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_0f0d0987f561, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_262acaab930a, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_fe8ee4adba80, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d65823fc89de, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_9bb51d932e34, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_2cbbfd7bd863, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_eb061e7389a8, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_c2066022cda7, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_8753b7dd169f, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f7e1b4392fe6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5176ff0667d0, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7954429b2de3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_62c6604bbcb5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_c325167f0f70, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3e4377e89653, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_732d731351a0, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d99ed44c6e3d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_375bab36b367, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9574cf682a3c, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4928ad0d6107, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0509765fe269, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_33b8f2d0375c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6be02cd3da29, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_59562bf2d6af, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9b10ae0d09b4, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_40f615ea737b, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b86abda48626, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8f9fa767e284, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7cb57279af73, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2faf703dcd12, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2dc98f1ef1ab, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_de0a94d94698, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d0af13b355aa, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_841d6e63f1c1, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_4786291f2bc5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_bcc021cb8cf5, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ab1976dcfffd, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_10b6f12381bc, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6ca98b54dd2d, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_3a51dcbf8280, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2f07a50fc437, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_40580286aa4e, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c76868c7e046, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_34bc129dfc69, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_f838db34ddaf, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_eb1efd4728a6, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bc2a59c6b65a, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_76a4f01734af, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_73fa1a341435, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_97727c7acf05, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_46c869d7eec7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c4c74110d62c, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9c6efd7e5bef, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c92e0af0f4ec, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_aaec45bf9ad0, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_68585536420e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c079416eff13, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_6f7928ccbccc, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7b04fb0f67f5, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_a219a551dfad, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bbf17e3911b0, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_adb727b2e0c8, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_dc028c66f953, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c310d40d3ed1, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cb0876b9cd38, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_a17cd82d4c6f, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_87f770a0fe3f, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b9084188ab45, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a06475c9e44d, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_bf152456e711, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3fed8031761a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9081266889a0, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_981469c2aef1, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6e1c99e83b59, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5fa34d704555, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_59fdbd20b40e, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_337663dcf6e1, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_0a219a7b1f7c, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9fb0e6911d87, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c60cb04065d3, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_58153d9eac0c, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6e7909b1495b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e061536c9234, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_704d9e09cd75, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_bde9e7f64446, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e573b485e457, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2b613c5f6e44, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_629c6df0f035, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8aa64a984090, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8163921b605d, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a59ce059b5f1, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_b591d9b28484, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_9ba1b958a192, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_50ee8718ea61, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_78d03e99c293, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_a6240aaa82b6, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_7207038e2ca2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_69fa084b9f74, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_465893a566b2, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_bf0b3b294ebe, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_566148a5dde0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_640ed845f4fe, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_bab7572fa41b, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_03bad88ca8a0, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4fdd304507b3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a4ed3d6ddee9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_38ac99210664, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_ba22994e78e5, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5664387145c8, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4bfafe87229c, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_f0db89a25c1c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9ee4f88b8bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6b693774bc8b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_01f8db820da0, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_52f3697be075, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_21acdb61aef9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_688665b6b0a7, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_f4933f0db0f8, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0c1c087cb8e8, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_af324f874340, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e8474f4e8a3c, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_ff86ba69a0a2, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_21fdb326edae, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1230fbed0ae1, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_02977100a60c, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b34a118d7fda, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_100be764c8c0, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_e606d1fe9cd2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_85f77fa81932, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4d7efe74346c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b9949fcc0eb9, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ed8f2a5397bf, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b838dc9e8b93, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bcad3ea6bc4c, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_dacc22670962, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5752e90b48d5, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_b8111dee53e7, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_39eba232d664, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_148dd504ad81, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_d0dcb772f364, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_157175566a62, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_554e3a912899, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8eab513936aa, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_6e03887373a2, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_46e058f8145b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_06b34b383422, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_f6c10d89e768, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_587b775abeef, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ff6efc2cb537, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fc63ea2b2bd6, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_ec2aab1593d6, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b6e7b3595c4f, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c3943cf0c872, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_fb97348aa440, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f097868f9be7, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_24c420ac4c0d, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6e468a66866e, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5fe1b6e76288, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_387ddfd674ad, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2dc87538553d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_b91368af325f, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7628db8de43c, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_dc4db318b2ae, 4, 512, 8, 512, 8, 1, 2, 196608, 32768 },  // ring.t512.v8.tpr512.i8.s3.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0391627eddc6, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fcb3f2a529e1, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_bb23b4a13ac6, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_71547f9292a7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_667892dd79c4, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0b78872c3696, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a45da6187a2e, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e38d8873206b, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_95e0046e8f98, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_dde48491b749, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a23bc05a1381, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fba374f65baa, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_86f88f466ea9, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2d20c506fd9c, 4, 512, 8, 512, 4, 8, 2, 131072, 131072 },  // ring.t512.v8.tpr512.i4.c8.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e05ad9a9148e, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_ebeae959ad08, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b02a67c3b9b3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_85a647c14aa8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_8a2e4e1f6613, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_c1e243c034bf, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_94abd43aa64f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_26a7b9dc45ff, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_9c2ef3731b2f, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_8cf44e436b3d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_5299cd703fb5, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_e709ed5c13e8, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_533687ba8c2a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_94e1ef94422f, 0, 512, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t512.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_0805b5c07358, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_df4309a75061, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_97b7714b0598, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4078cef1f9d5, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_41c25c7bfe7e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ad29dc770ae5, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2a1507c6f01a, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_71281f746a89, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_9d0274c5471c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_be58da4ff49c, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_bd1b80c94d73, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_dde44e526623, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_f8f7b458aa40, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7f2d3d882b81, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2a6bfa580d98, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0a64bf94f109, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_5b5fe32c6678, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f5778c302f53, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e700918537f2, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_cc27f50efa20, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_d82d9bef0b87, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4bfc7bd407ad, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5badc74140eb, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c9d84264c188, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_988ec29d324c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_032ae203333c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_af17f53fc071, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_585bb9e574b1, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_a8bc4ace8184, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0c30a5810b76, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ea7d484bafcd, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_fcaca668bf02, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_cbe54e050a96, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9c8b69e74337, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_aad1eb92edc9, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d4f139c65142, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a0faaa10b2cc, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_278107c51e27, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_de21cd6b32a3, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_eb8b7a5bd0cb, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_cdb3bb2196f5, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_dafe50561cf6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fb7699bcd02f, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_86fec0139589, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_227bd770789a, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ec9afffec243, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_7bd96f0f496d, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2e2d1859b542, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d2ab0af19ddb, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_cb18ee646f76, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e8fe053c8b27, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4a5c5995b150, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_9b311d419a31, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_90fed7189c9c, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_01ddadd9b40b, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_26c6450d0e51, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_cd50ec650e06, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_49bc4988d67e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_rmsnorm_fwd_722d4d08f734, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0332d68fa003, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_985b9bdfdb4d, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6c5137a2b713, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_35594cc371f3, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_11011b8a44ac, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_76b0597654f6, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_09b5bfc398e3, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_2989c0ca5ee8, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_82c47f20ad40, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2ce17a1ad39b, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7bd45c436ef3, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_bcc0cf5cdf90, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_83022fd60971, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7dca1145268c, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_32da44ce074c, 4, 1024, 8, 1024, 2, 8, 2, 229376, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
-  {(const void*)&normgen_rmsnorm_fwd_f75d16cd2ec2, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_404bf6e84b80, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_654b122899cb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_6d12ee556add, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_fb4944fcc980, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4ad043563c64, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_a5655c1b8cd4, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d0f7886f76a2, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_a84e630b042d, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_5670aa4724e3, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_2252b0e0efd3, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0855e9e45b2c, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_dba35f27d8af, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_cbb51ce884b4, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_103bf763aa92, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f95266ba571d, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_1ec3b75a0fb9, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_31a947d3ae46, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_c44afb0cc4d0, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7366b69c520e, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_9e323c583645, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5b0d354d5551, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3e7868c68ef3, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_fe81784501df, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.h2048
-  {(const void*)&normgen_rmsnorm_fwd_130cfd1bdbda, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_87efe396ad04, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_e7f609b62ae6, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_13951aecb54a, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d03ac9e374c4, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_99711ae325af, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8aa6d02aee17, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_7d81ab5cf9c5, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e1f592061286, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f6b15fd3295c, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_bc55fe914323, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c33be7d93522, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6eaaba6f475c, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_9685ecdbffce, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e2a69e410f79, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2674015126fc, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_3f994522ac2a, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_043c42cd0890, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_11bfb13a5d01, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6688a6c66bb7, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_c4baff60d484, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_12e5d2c15330, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e99fea41cd0d, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e5f08dbe011d, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6a72f9fa21b4, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_b7fb6e78b893, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c663997dc096, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_f2736fdd61cb, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_48a27d0df1a5, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f79035b23ef6, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_f24856e5ca7e, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_af191ef3cd6a, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_f53e273d59db, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_90dd01baee40, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_046b60b0070d, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d7ba83d5c191, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_745dcb23fc9d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_df3d50a0154e, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_4d8b09af06b5, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5b974ba807cb, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_54364bc726ec, 2, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // smem.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8db1cd7ee066, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_61aa556a1f63, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_52cc41e633bd, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_7dfefc7fa530, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_6e24e2609525, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_0d019c6867d0, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_d873d8e64fa6, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_33e66cfecda4, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_0278a1b96cf1, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_4394f6a56a33, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_852d7d91929a, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_8765914fff45, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_aa43be1d6dbd, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d719a73a6dae, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c551b93aaa57, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_55a527b008da, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8930f2039409, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b6b920f39c11, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_558767892d38, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5f289a93d695, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_e55c5d097301, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f438e650d03d, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_507a284e60fc, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e5a262953a35, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e71f3ba099ea, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_c4fb458047e0, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_5e62a14414ea, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ac190a1c5ff3, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_7596d15fb781, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_25aba58f2f85, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_05c7f3e552f6, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_b6a49bedca11, 0, 128, 4, 64, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_c3450c8d1d49, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_486064539969, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_68b55276cf45, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7af8ed473adb, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bf9235179e4c, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_75e6f3966ad8, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_a0e1e905db95, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_34514bcdc9c6, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_7c1b26a3e0c1, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8e01863c6d1a, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_19923c270c53, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e022e5c62e55, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4c48e5dd0a5e, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_51ef4868032e, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c98e6227c7bf, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_aa2784f40c3a, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_ce9378ee3564, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_558435202dc7, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_922733efb713, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_2711292fcc27, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6cd17f3bcdf2, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dcd86b6e9e08, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_15b2623de53b, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_1ad4247c26fe, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_74ca612eeaee, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a2c0920e783f, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_2b7e39cddd42, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c27d061bd531, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6dded6905455, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_9acb6433f88a, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_13b6e016a09b, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b717e2b95e6b, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2f3c5530e32d, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ba76cf8ab5fd, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_641aabdc1e2a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_04ce7381bba6, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_5dedc93556b6, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9ae2597da34f, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_22f15289049f, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_7553ceae4774, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e353312a09c4, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_7b309f737984, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_06aaf31a7bb0, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_54caede3eeb3, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_be24e69f2a0a, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7ffa62dffb0d, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_589ed4e150d2, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a83b56dbb049, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_159e978456e8, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5c1b9b5dbef5, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_401f9db2e6be, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0968f1cfab79, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_96cb994ac64c, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_9a81eb8dfa76, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7671bca7e382, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_7ec98c118020, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_025d7dcba719, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_35eca2b5560e, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_a121240df594, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_853bff169db0, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2c7326c568f7, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_d8638c095d23, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_cb551fbf15e9, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e7fadc90ce15, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_24bc91a3185f, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_d8717c04454c, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e890625f3901, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_02d4e2256c7e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_afdc07cc94d0, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_c59920ffeb74, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_1fccc2fbd842, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_e95a6146bed0, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_39acc6a6a4d5, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_24668b389fa0, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_188ea427045f, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_2289b8f8b579, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_144e540bd180, 4, 128, 8, 32, 3, 1, 2, 15360, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_acf58918efb3, 4, 256, 8, 32, 3, 1, 2, 27648, 0 },  // ring.t256.v8.tpr32.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_a93f8af38c31, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_3ec081035968, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_8f0be6565b50, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_620ec3196088, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_88b7a135f96d, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
+  {(const void*)&normgen_layernorm_fwd_a9b23dca6381, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_9de240fb11c8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_73239dbbccc5, 4, 1024, 8, 128, 2, 1, 2, 73728, 0 },  // ring.t1024.v8.tpr128.i2.s2.sw
+  {(const void*)&normgen_layernorm_fwd_a049b6c099d1, 4, 512, 8, 64, 3, 1, 2, 79872, 0 },  // ring.t512.v8.tpr64.i3.s3.sw
+  {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_1a4ca3282726, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.early.h2048
+  {(const void*)&normgen_layernorm_fwd_bea8211ea153, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_8258b087f5f7, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_990694931d3f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_7a3c18355732, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_b40adb5397d0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_b42b8e3b622e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_0df4cf9ec649, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_46a037416990, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_6f7b86a7be0f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_6ef0ba14c18b, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2
+  {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_5787944b079a, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_layernorm_fwd_e13552655e63, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_5175164bfe9c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_56965113d140, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_f84ebc20c24e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_21cb04c5687c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_3c51b1793370, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_b0c3c468a4a4, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_460aea4070bd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_c0cb2272f942, 0, 512, 8, 256, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_0957fea3bce6, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_5bc6472e0ca6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_f51ca6e598d1, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_648ae112e84a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_f4f01a46e9d9, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_09c65cd3e717, 0, 128, 8, 128, 4, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_f014f4c7eeff, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_4ce535d2313e, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_layernorm_fwd_42d0e52de563, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_dde9bf0e4674, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_9db8a4ad5413, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_1dc080948e33, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_861d92c621b7, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
+  {(const void*)&normgen_layernorm_fwd_98b4e0b9a4da, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_0c1fa3e05c87, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_4c55cd2b95bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_55030b950a88, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_b6883a6aa8d2, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
+  {(const void*)&normgen_layernorm_fwd_f7938d28596f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_434d09b9c6b9, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_9647980ed2f3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_cf5a5a71b53d, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_543f985b2a14, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_fd1c90be9057, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_31cc9c687b33, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_3828a0b9bb34, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_01f68fc30027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_065b33c82960, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_d511b6f60534, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_3f988a3498ab, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_09d3696b9242, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_644a91f01463, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
+  {(const void*)&normgen_layernorm_fwd_c78dea779af7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_3002b8a529ab, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_8e0f21e93180, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_a8574c4d8709, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_8f72c6cd3ec5, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_5755453eb466, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_0892245db65a, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_307b40043577, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_2e3e9b3325c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_2b4772239133, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_38f8b321e8cb, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_e2f057304270, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_ed083a64fa65, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_ddf5b093eedf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_bf475850a0d6, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_3b596560d3dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_7056a95fea7a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_edb8cc20f1a5, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_9451eda06b9f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_9c017f2b2591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_ee9590a418b7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_layernorm_fwd_c465f323107a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_991ed1e24fb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_8b9e0d830f80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_93bc273bc988, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_ed31afa5cf57, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_fb51c30c8802, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_88db47fd424c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_6177cc882872, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_23047883ebaa, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_d70d83af5876, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_689188333ab5, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_ab29e239e386, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_28252ec06ee8, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b83f41d87bcc, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_0f72bd0de6a1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_cb05a658490c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_8b478c148e1b, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_fe03385951eb, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_91808bf8792c, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_dc3d3d2f7a06, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_layernorm_fwd_7077ad8ef266, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_9fb87fc0368d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_eccca7f5c193, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_8bb3b580e7c4, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_1e13f4868781, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_3530d9d282a1, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_2dc4864467d0, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_ea54d9fc57f8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_db6ce8738dbf, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_19275c9733ba, 1, 256, 8, 256, 2, 4, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_layernorm_fwd_485854842e2c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_b3f1189ad704, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_0900a53fbf4f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_895dc90dea38, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_layernorm_fwd_fa4c752ed850, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_ee430f4c0efb, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_6ca3314b3ba6, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_1d4a4ab06255, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_ce6ca59f3118, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_b4c518ed87a7, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap
+  {(const void*)&normgen_layernorm_fwd_d74d0e526ed3, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_7ffd60c32ed0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_0de49618b066, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
+  {(const void*)&normgen_layernorm_fwd_3da4d5ef5f8f, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_0995ef987eb5, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_0ec641d853ea, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_40c633344033, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_fe6fe4869167, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
+  {(const void*)&normgen_layernorm_fwd_0672d72a26a4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_6335f771a15e, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_layernorm_fwd_2dc2da30a8a7, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_d6ea7428585b, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_df557f5825ff, 0, 512, 8, 512, 8, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i8.c4
+  {(const void*)&normgen_layernorm_fwd_baaf6efc1e9e, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_c34317f2c2ad, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_c9ed2cb8cd29, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_e0184ea74e39, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_3ed4c531181b, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_1f17cdaafa5a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_f3104d9e9c55, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_0902a7a947d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_ac2b6c202327, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_layernorm_fwd_4a92281451b2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_5b62dfbcf9b0, 1, 256, 4, 128, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i4
+  {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_a4d944975e9d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_1e4ce51da1d8, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_fc3ef7c045a9, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_e911c7d9c7f5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_75e1abec36ac, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6
+  {(const void*)&normgen_layernorm_fwd_aebb414ca1fc, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_954b05b04035, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_ddd16e506dbf, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_5b28a6274e2a, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_62e3af6abcfc, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_c842a72e1433, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_b2b726ccbb51, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_e90df67fe988, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_344e6ed03887, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_fc0355e645a8, 0, 512, 4, 256, 5, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_03f7adcecabb, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_699561509875, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_6bddf0d66e8a, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_3f32a12ddfc6, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_46c709f37c45, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_a75f38d6f00e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_65e32eee55f4, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_f15a521c2549, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_layernorm_fwd_ddde9c07195f, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_0b60be861281, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_cc5b36148ad5, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_a855bf2e614f, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_f6a0819a9ec8, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_b9f995e7205a, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_ab20ce479791, 0, 256, 4, 256, 8, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c2.early
+  {(const void*)&normgen_layernorm_fwd_af5af7aa2e96, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_cdbe3bf2dedf, 1, 512, 4, 512, 2, 8, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_e2b93a44a5a8, 0, 64, 4, 64, 8, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_0d1d0b139f3e, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
+  {(const void*)&normgen_layernorm_fwd_27cce33746b9, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_7741bfe249cc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_8962d853f97a, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_2fdf51c7bb47, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_c9aeddf87e8b, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_db3fabc03901, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_9cd255a8de43, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_715b108185cf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_125ae23d6a0e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_273081137289, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_591fe1951647, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_9d8f3409635e, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_668c7c15a81f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_72d482b2b97e, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_127a5fe80a58, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5df67d4d1de9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_7fb7a80868c3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_35641b704e50, 0, 512, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t512.v8.tpr32.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_cdb1bcd77ab2, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7d0cb5009457, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_62f242348eb7, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4c442b527527, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_02d3fecdea5f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_010599f5efa0, 0, 256, 8, 64, 5, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_1969519b8276, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_43d1da2a3cf0, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f868d3c7f3de, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7d2f4af249d4, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ccb4689d22e1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_bd98948daacc, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_03f9fe351381, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b67ba01060bf, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4f56df85bb0d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_4905a2719c86, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_78ddd8c1867b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_035b4cecfc3f, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_920eb838b144, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9553d4212cf4, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f10ba4778a33, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0641c2fb6f6e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ee76180993e2, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_52cdc03db980, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d100567c964e, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_a284313872e0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_fb80cbf6722c, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_0baeb30c0b4e, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_04c2e6470055, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fb81d53a712c, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9d96cfe482b4, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a826c92bcef9, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_3cd95d2576bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f786a1db15eb, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_da86793cdebe, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ddc31c0e3795, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_785b30982d74, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_b64d22325395, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b16b3beb93fd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_75099830f466, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_80b36d4da955, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_40ee1be7a011, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_7e79f8d3a45d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_bf023ecbfa7d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_79c6c95e17fc, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6fc29d6eb0a8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ba7bb2e83cf8, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a4ff1d4fb1c6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_29ae565a59b5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_edb73cd3bbf6, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8b8fd41c29dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1f532e944c2c, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_00e5c054dd8a, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_90d87073a26e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_704cce2e57c1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_986ecd01fb11, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_15b130e1c153, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_17210efe861a, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4b1f166f3e9f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4a19040426a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_aba4f294e3e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fec234f17d04, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_e455b35db2a5, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_790b417ca81c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_0ebec0d568dd, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_475045003fd0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_da1842c7437d, 2, 512, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_11bee4ba7a30, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_61ca64b65190, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_cbd8698a52cb, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_af6d93bc2495, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8eea81706ed2, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_cd3984588da4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_31ffd954533a, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_129c8e395558, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5396142c9761, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f3bfd404541c, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_1e127f792159, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fe77d9223280, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_1569df57e17d, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_307d832b7e06, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_34881398fe32, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2cdffcb637b8, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_aec16b379753, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8240c351a178, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_633c89be61ab, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_bf9ff04b6490, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_48bd81f00aa5, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_86d7ad348c1b, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_05c442a587d5, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5cb7966fb2cb, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_50fc4cfeff70, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_490d602ce429, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6d23a089dd47, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_b0c156c25116, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_46fd3c0a5192, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b70acbdf0191, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c6e8c3086952, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3dfd00485950, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_fe5cb2f16da1, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_37c0490f88b4, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_db24cc7d53d9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ddb6ac4d3e3b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_a92a0cf3ec23, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_b3b47775bf58, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_4889bf252640, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_cb58f0889732, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_55952fd306ff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9e2ccc516e6e, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_06b2cf1f61fb, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f4ec4955920d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_e458bbf5af2b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_971237e349eb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1919b91c0ff2, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_f265aca7cc82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_c3825350063d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_c88522edb4b9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_dc6e27434613, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6091343298e2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fb1b0d3a895c, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_388888239a90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8fd69497c9a3, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f803f496204d, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_38b424d81f5e, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
+  {(const void*)&normgen_rmsnorm_fwd_90e34a057214, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_06bb607ee364, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4ddb4aa00c8d, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_77e604ad9d23, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_42d1aa6c207f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_8cf959f589b6, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a1d054eede0d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_550f203dc270, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_3008b2e10993, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e474e05e04d6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e3a1db81d0b6, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_79df1ab7425a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9aca6d8bce14, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_89b832ff73c8, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_09cc16778df9, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_565e1daa9b36, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f2cbcb03ebf4, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a7829eb94d12, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_492cdf944801, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a71b69eed852, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_16d8415db4a9, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a83ef963e79d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_2d579f70a7ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_919437acfee8, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_1caa151ca92a, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_bca13de67923, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ae19641d7fb4, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8fd717328ce0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_60dbbbea794d, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e910cb3908e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8b1806178095, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_b622d850d443, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a879d506d9a6, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
+  {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e684165db4a8, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_52985b17e2be, 4, 128, 8, 64, 1, 1, 2, 9216, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_d664b5033f5d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_78da48897867, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_d1b61dc18906, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_343017c52b0d, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_f6084a07e37c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_dc01a4c64d60, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_39b0d4734290, 4, 128, 8, 32, 3, 1, 2, 26112, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_bcaec5814e38, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1a6923713e8e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e6a36783c069, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_ee94716ba79c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_1891756263d2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3f39e9c0685e, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f588133f10c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_27e65ca2d4f0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_be26beb129cf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4157d3488419, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_915ceaaa35e6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9ccdcca3f978, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e1748dbda82f, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_9a5d4348de70, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1dbeece5b3ef, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6f003e521d3d, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_da588949e067, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_91eecbb95921, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b7d0bd13931b, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_5a4b100fd7f3, 3, 512, 8, 512, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_b8f77011557e, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0b69dc134d86, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_73c0388ea57f, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_8aa583de0e75, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b47971a70cf2, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c4142517486c, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cb6cc6430ac9, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f361cc3782b6, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e893d14d2bab, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ae26d01e4af8, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6b3014c11973, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a3ec4139f867, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_82e13cca0500, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1e9ce68d8faa, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_0a0d2d35988e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7f1695e7c902, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_acb41b0b2922, 1, 512, 8, 512, 1, 16, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_c168eb1cc896, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_946beae2156e, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_7f9942f57e2e, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c65e7bd0112f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a223ba4a48fe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3fac9de86036, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_7c44021ad565, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a42ad644aa03, 4, 512, 8, 512, 4, 8, 2, 229376, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_430ab0c742ca, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_7116f3fa6877, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_a82b544881d6, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_68c17474eba6, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a4b4b6af2457, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_56658afa5fd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_c11eda5a94b1, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_4b2f6b818add, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_bfd7e06612b2, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_95644edab8c6, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_ddee21b3df16, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_b731553fc89e, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_849087dc11fe, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2bac48e4bc36, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_1e88614d3076, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9ab916cc3f19, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_347353dc9fb7, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c758ba752fc7, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e76a3aace44e, 0, 512, 4, 512, 1, 4, 4, 0, 8192 },  // regs.t512.v4.tpr512.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a12ba8d6d1ef, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_17493fcf3f29, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_259e6d5151e3, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_71f3ee3a44e1, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_b864d883e9d1, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6af8daea8cbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_37f3b26c4bc4, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_f012b9bb1222, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c346a2dba64c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_3d99e59219b1, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d41f05bb7c14, 4, 512, 4, 512, 4, 8, 4, 131072, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_16e808f77537, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_854300d68546, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fa4a4d07b315, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_27b841744dca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_023c4d5250b4, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_5a83493c3e5e, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_f566d1984dc4, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_d0e6fee50d43, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_568983f3249d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_c4868b07911e, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d3543f596b3e, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3a4cea3a72aa, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_78cbd98f1870, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_965f902a9b19, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_f0ae3fa931e0, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b829baf7a949, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8fde791728ae, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_629512268cdf, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3427d1c9c2f9, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_5c11851797f4, 0, 1024, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_b33a4d376ccb, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e0a64c27592d, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c27c31ef6ceb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5fc73eec136e, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_bd17a0a95968, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8f3d06634ebb, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8521ecac3a6f, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_07e449ee0dd2, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_57fbf735b1d3, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e722e2f3aadb, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_15e265352f07, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0e0780f79316, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_f0d0dfe0d472, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_772fc78bd6cf, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_b94319a20cd5, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1e2cbc6f8c48, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6a6775e138d3, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_a2e6700396d9, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_f966a365cd87, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6e20228adc3a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1680,15 +1714,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 109 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 212 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 300 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 391 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 485 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 574 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 661 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 748 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 823 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 114 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 216 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 303 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 400 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 493 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 584 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 676 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 766 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 840 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1702,8 +1736,8 @@ const Entry kEntries[] = {
   { 0, 512, 128, 2, 3 },
   { 0, 512, 512, 4, 3 },
   { 0, 512, 2048, 5, 6 },
-  { 0, 512, 8192, 7, 6 },
-  { 0, 512, 32768, 8, 6 },
+  { 0, 512, 8192, 7, 8 },
+  { 0, 512, 32768, 4, 8 },
   { 0, 768, 1, 9, 10 },
   { 0, 768, 8, 9, 10 },
   { 0, 768, 32, 9, 10 },
@@ -1711,1215 +1745,1215 @@ const Entry kEntries[] = {
   { 0, 768, 512, 11, 3 },
   { 0, 768, 2048, 12, 13 },
   { 0, 768, 8192, 14, 15 },
-  { 0, 768, 32768, 14, 15 },
-  { 0, 1024, 1, 16, 10 },
-  { 0, 1024, 8, 16, 3 },
-  { 0, 1024, 32, 16, 3 },
-  { 0, 1024, 128, 16, 10 },
-  { 0, 1024, 512, 17, 3 },
-  { 0, 1024, 2048, 18, 13 },
-  { 0, 1024, 8192, 18, 13 },
+  { 0, 768, 32768, 16, 15 },
+  { 0, 1024, 1, 17, 10 },
+  { 0, 1024, 8, 17, 3 },
+  { 0, 1024, 32, 17, 3 },
+  { 0, 1024, 128, 17, 10 },
+  { 0, 1024, 512, 18, 3 },
+  { 0, 1024, 2048, 19, 13 },
+  { 0, 1024, 8192, 19, 13 },
   { 0, 1024, 32768, 19, 13 },
   { 0, 1536, 1, 20, 21 },
   { 0, 1536, 8, 20, 21 },
   { 0, 1536, 32, 22, 3 },
-  { 0, 1536, 128, 21, 21 },
-  { 0, 1536, 512, 23, 3 },
-  { 0, 1536, 2048, 24, 25 },
-  { 0, 1536, 8192, 24, 25 },
-  { 0, 1536, 32768, 24, 25 },
-  { 0, 2048, 1, 26, 21 },
-  { 0, 2048, 8, 26, 21 },
-  { 0, 2048, 32, 26, 3 },
-  { 0, 2048, 128, 26, 21 },
-  { 0, 2048, 512, 27, 3 },
-  { 0, 2048, 2048, 28, 29 },
-  { 0, 2048, 8192, 30, 29 },
-  { 0, 2048, 32768, 30, 29 },
-  { 0, 2560, 1, 31, 32 },
-  { 0, 2560, 8, 31, 32 },
-  { 0, 2560, 32, 33, 32 },
-  { 0, 2560, 128, 34, 35 },
-  { 0, 2560, 512, 36, 32 },
-  { 0, 2560, 2048, 37, 38 },
-  { 0, 2560, 8192, 39, 40 },
-  { 0, 2560, 32768, 39, 40 },
-  { 0, 3072, 1, 41, 35 },
-  { 0, 3072, 8, 41, 35 },
-  { 0, 3072, 32, 41, 35 },
-  { 0, 3072, 128, 42, 35 },
-  { 0, 3072, 512, 43, 32 },
-  { 0, 3072, 2048, 44, 38 },
-  { 0, 3072, 8192, 44, 38 },
-  { 0, 3072, 32768, 44, 38 },
-  { 0, 4096, 1, 45, 32 },
-  { 0, 4096, 8, 45, 32 },
-  { 0, 4096, 32, 46, 35 },
-  { 0, 4096, 128, 47, 35 },
-  { 0, 4096, 512, 46, 48 },
-  { 0, 4096, 2048, 46, 32 },
-  { 0, 4096, 8192, 49, 50 },
-  { 0, 4096, 32768, 51, 50 },
-  { 0, 5120, 1, 52, 53 },
-  { 0, 5120, 8, 52, 53 },
-  { 0, 5120, 32, 52, 54 },
-  { 0, 5120, 128, 52, 54 },
-  { 0, 5120, 512, 55, 53 },
-  { 0, 5120, 2048, 56, 57 },
-  { 0, 5120, 8192, 56, 57 },
-  { 0, 5120, 32768, 58, 57 },
-  { 0, 6144, 1, 59, 53 },
-  { 0, 6144, 8, 59, 53 },
-  { 0, 6144, 32, 59, 54 },
-  { 0, 6144, 128, 60, 54 },
-  { 0, 6144, 512, 61, 53 },
-  { 0, 6144, 2048, 61, 53 },
-  { 0, 6144, 8192, 62, 53 },
-  { 0, 6144, 32768, 62, 53 },
-  { 0, 7168, 1, 63, 64 },
-  { 0, 7168, 8, 63, 65 },
-  { 0, 7168, 32, 66, 54 },
-  { 0, 7168, 128, 63, 54 },
-  { 0, 7168, 512, 67, 68 },
-  { 0, 7168, 2048, 67, 65 },
-  { 0, 7168, 8192, 67, 65 },
-  { 0, 7168, 32768, 67, 65 },
-  { 0, 8192, 1, 69, 70 },
-  { 0, 8192, 8, 69, 65 },
-  { 0, 8192, 32, 71, 70 },
-  { 0, 8192, 128, 71, 54 },
-  { 0, 8192, 512, 72, 68 },
-  { 0, 8192, 2048, 72, 65 },
-  { 0, 8192, 8192, 72, 65 },
-  { 0, 8192, 32768, 72, 65 },
-  { 0, 12288, 1, 73, 74 },
-  { 0, 12288, 8, 73, 75 },
-  { 0, 12288, 32, 76, 74 },
-  { 0, 12288, 128, 73, 77 },
-  { 0, 12288, 512, 78, 79 },
-  { 0, 12288, 2048, 80, 79 },
-  { 0, 12288, 8192, 80, 79 },
-  { 0, 12288, 32768, 80, 79 },
-  { 0, 16384, 1, 81, 82 },
-  { 0, 16384, 8, 83, 82 },
-  { 0, 16384, 32, 83, 82 },
-  { 0, 16384, 128, 84, 85 },
-  { 0, 16384, 512, 86, 87 },
-  { 0, 16384, 2048, 88, 50 },
-  { 0, 16384, 8192, 89, 87 },
-  { 0, 16384, 32768, 89, 87 },
-  { 0, 32768, 1, 90, 87 },
-  { 0, 32768, 8, 91, 92 },
-  { 0, 32768, 32, 91, 92 },
-  { 0, 32768, 128, 93, 94 },
-  { 0, 32768, 512, 95, 96 },
-  { 0, 32768, 2048, 95, 96 },
-  { 0, 32768, 8192, 95, 96 },
-  { 0, 32768, 32768, 95, 96 },
-  { 0, 65536, 1, 97, 87 },
-  { 0, 65536, 8, 97, 98 },
-  { 0, 65536, 32, 99, 99 },
-  { 0, 65536, 128, 100, 101 },
-  { 0, 65536, 512, 102, 103 },
-  { 0, 65536, 2048, 102, 103 },
-  { 0, 65536, 8192, 102, 103 },
-  { 0, 65536, 32768, 102, 103 },
-  { 0, 131072, 1, 104, 105 },
-  { 0, 131072, 8, 104, 105 },
-  { 0, 131072, 32, 106, 106 },
-  { 0, 131072, 128, 107, 106 },
-  { 0, 131072, 512, 107, 108 },
-  { 0, 131072, 2048, 107, 108 },
-  { 0, 131072, 8192, 107, 108 },
-  { 0, 131072, 32768, 107, 108 },
-  { 1, 512, 1, 110, 111 },
-  { 1, 512, 8, 110, 111 },
-  { 1, 512, 32, 110, 111 },
-  { 1, 512, 128, 110, 111 },
-  { 1, 512, 512, 112, 111 },
-  { 1, 512, 2048, 113, 114 },
-  { 1, 512, 8192, 115, 114 },
-  { 1, 512, 32768, 116, 114 },
-  { 1, 768, 1, 117, 111 },
-  { 1, 768, 8, 117, 111 },
-  { 1, 768, 32, 117, 111 },
-  { 1, 768, 128, 117, 111 },
-  { 1, 768, 512, 117, 111 },
-  { 1, 768, 2048, 118, 119 },
-  { 1, 768, 8192, 120, 121 },
-  { 1, 768, 32768, 120, 121 },
-  { 1, 1024, 1, 122, 111 },
-  { 1, 1024, 8, 122, 111 },
-  { 1, 1024, 32, 122, 111 },
-  { 1, 1024, 128, 122, 111 },
-  { 1, 1024, 512, 122, 111 },
-  { 1, 1024, 2048, 123, 119 },
-  { 1, 1024, 8192, 123, 119 },
-  { 1, 1024, 32768, 124, 119 },
-  { 1, 1536, 1, 125, 111 },
-  { 1, 1536, 8, 125, 111 },
-  { 1, 1536, 32, 125, 111 },
-  { 1, 1536, 128, 126, 111 },
-  { 1, 1536, 512, 125, 111 },
-  { 1, 1536, 2048, 127, 128 },
-  { 1, 1536, 8192, 127, 128 },
-  { 1, 1536, 32768, 127, 128 },
-  { 1, 2048, 1, 129, 111 },
-  { 1, 2048, 8, 129, 111 },
-  { 1, 2048, 32, 129, 111 },
-  { 1, 2048, 128, 130, 131 },
-  { 1, 2048, 512, 129, 111 },
-  { 1, 2048, 2048, 132, 131 },
-  { 1, 2048, 8192, 133, 131 },
-  { 1, 2048, 32768, 133, 131 },
-  { 1, 2560, 1, 134, 135 },
-  { 1, 2560, 8, 134, 136 },
-  { 1, 2560, 32, 137, 135 },
-  { 1, 2560, 128, 134, 136 },
-  { 1, 2560, 512, 137, 135 },
-  { 1, 2560, 2048, 138, 139 },
-  { 1, 2560, 8192, 140, 141 },
-  { 1, 2560, 32768, 140, 141 },
-  { 1, 3072, 1, 142, 135 },
-  { 1, 3072, 8, 142, 135 },
-  { 1, 3072, 32, 143, 136 },
-  { 1, 3072, 128, 142, 136 },
-  { 1, 3072, 512, 143, 135 },
-  { 1, 3072, 2048, 144, 139 },
-  { 1, 3072, 8192, 144, 139 },
-  { 1, 3072, 32768, 144, 139 },
-  { 1, 4096, 1, 145, 135 },
-  { 1, 4096, 8, 145, 135 },
-  { 1, 4096, 32, 146, 135 },
-  { 1, 4096, 128, 147, 136 },
-  { 1, 4096, 512, 146, 135 },
-  { 1, 4096, 2048, 146, 148 },
-  { 1, 4096, 8192, 149, 148 },
-  { 1, 4096, 32768, 150, 148 },
-  { 1, 5120, 1, 151, 152 },
-  { 1, 5120, 8, 151, 152 },
-  { 1, 5120, 32, 153, 154 },
-  { 1, 5120, 128, 155, 154 },
-  { 1, 5120, 512, 156, 152 },
-  { 1, 5120, 2048, 157, 158 },
-  { 1, 5120, 8192, 157, 158 },
-  { 1, 5120, 32768, 157, 158 },
-  { 1, 6144, 1, 159, 152 },
-  { 1, 6144, 8, 159, 152 },
-  { 1, 6144, 32, 160, 154 },
-  { 1, 6144, 128, 161, 154 },
-  { 1, 6144, 512, 162, 152 },
-  { 1, 6144, 2048, 162, 152 },
-  { 1, 6144, 8192, 163, 152 },
-  { 1, 6144, 32768, 163, 152 },
-  { 1, 7168, 1, 164, 165 },
-  { 1, 7168, 8, 164, 165 },
-  { 1, 7168, 32, 166, 154 },
-  { 1, 7168, 128, 164, 154 },
-  { 1, 7168, 512, 167, 165 },
-  { 1, 7168, 2048, 167, 165 },
-  { 1, 7168, 8192, 167, 165 },
-  { 1, 7168, 32768, 167, 165 },
-  { 1, 8192, 1, 168, 169 },
-  { 1, 8192, 8, 168, 169 },
-  { 1, 8192, 32, 170, 169 },
-  { 1, 8192, 128, 171, 169 },
-  { 1, 8192, 512, 172, 165 },
-  { 1, 8192, 2048, 172, 165 },
-  { 1, 8192, 8192, 172, 165 },
-  { 1, 8192, 32768, 172, 165 },
-  { 1, 12288, 1, 173, 174 },
-  { 1, 12288, 8, 173, 175 },
-  { 1, 12288, 32, 176, 177 },
-  { 1, 12288, 128, 178, 175 },
-  { 1, 12288, 512, 179, 174 },
-  { 1, 12288, 2048, 180, 174 },
-  { 1, 12288, 8192, 180, 174 },
-  { 1, 12288, 32768, 180, 174 },
-  { 1, 16384, 1, 181, 182 },
-  { 1, 16384, 8, 183, 182 },
-  { 1, 16384, 32, 181, 182 },
-  { 1, 16384, 128, 184, 175 },
-  { 1, 16384, 512, 185, 186 },
-  { 1, 16384, 2048, 187, 186 },
-  { 1, 16384, 8192, 188, 186 },
-  { 1, 16384, 32768, 189, 186 },
-  { 1, 32768, 1, 190, 191 },
-  { 1, 32768, 8, 190, 191 },
-  { 1, 32768, 32, 192, 193 },
-  { 1, 32768, 128, 194, 195 },
-  { 1, 32768, 512, 196, 197 },
-  { 1, 32768, 2048, 196, 197 },
-  { 1, 32768, 8192, 196, 197 },
-  { 1, 32768, 32768, 196, 197 },
-  { 1, 65536, 1, 198, 199 },
-  { 1, 65536, 8, 198, 200 },
-  { 1, 65536, 32, 201, 202 },
-  { 1, 65536, 128, 203, 202 },
-  { 1, 65536, 512, 204, 205 },
-  { 1, 65536, 2048, 204, 205 },
-  { 1, 65536, 8192, 204, 205 },
-  { 1, 65536, 32768, 204, 205 },
-  { 1, 131072, 1, 206, 207 },
-  { 1, 131072, 8, 206, 207 },
-  { 1, 131072, 32, 208, 207 },
-  { 1, 131072, 128, 209, 210 },
-  { 1, 131072, 512, 209, 211 },
-  { 1, 131072, 2048, 209, 211 },
-  { 1, 131072, 8192, 209, 211 },
-  { 1, 131072, 32768, 209, 211 },
-  { 2, 512, 1, 213, 214 },
-  { 2, 512, 8, 215, 214 },
-  { 2, 512, 32, 215, 214 },
-  { 2, 512, 128, 213, 214 },
-  { 2, 512, 512, 216, 214 },
-  { 2, 512, 2048, 215, 217 },
-  { 2, 512, 8192, 215, 217 },
-  { 2, 512, 32768, 218, 217 },
-  { 2, 768, 1, 219, 214 },
-  { 2, 768, 8, 220, 214 },
-  { 2, 768, 32, 219, 214 },
-  { 2, 768, 128, 219, 221 },
-  { 2, 768, 512, 219, 221 },
-  { 2, 768, 2048, 222, 221 },
-  { 2, 768, 8192, 222, 221 },
-  { 2, 768, 32768, 222, 221 },
-  { 2, 1024, 1, 223, 214 },
-  { 2, 1024, 8, 223, 214 },
-  { 2, 1024, 32, 223, 214 },
-  { 2, 1024, 128, 223, 221 },
-  { 2, 1024, 512, 223, 221 },
-  { 2, 1024, 2048, 224, 221 },
-  { 2, 1024, 8192, 225, 221 },
-  { 2, 1024, 32768, 225, 221 },
-  { 2, 1536, 1, 226, 227 },
-  { 2, 1536, 8, 226, 227 },
-  { 2, 1536, 32, 228, 229 },
-  { 2, 1536, 128, 226, 230 },
-  { 2, 1536, 512, 228, 230 },
-  { 2, 1536, 2048, 228, 227 },
-  { 2, 1536, 8192, 231, 227 },
-  { 2, 1536, 32768, 231, 227 },
-  { 2, 2048, 1, 232, 227 },
-  { 2, 2048, 8, 232, 227 },
-  { 2, 2048, 32, 232, 230 },
-  { 2, 2048, 128, 232, 230 },
-  { 2, 2048, 512, 232, 230 },
-  { 2, 2048, 2048, 232, 230 },
-  { 2, 2048, 8192, 233, 227 },
-  { 2, 2048, 32768, 233, 227 },
-  { 2, 2560, 1, 234, 235 },
-  { 2, 2560, 8, 234, 236 },
-  { 2, 2560, 32, 234, 236 },
-  { 2, 2560, 128, 234, 235 },
-  { 2, 2560, 512, 234, 235 },
-  { 2, 2560, 2048, 234, 235 },
-  { 2, 2560, 8192, 237, 235 },
-  { 2, 2560, 32768, 238, 235 },
-  { 2, 3072, 1, 239, 235 },
-  { 2, 3072, 8, 239, 236 },
-  { 2, 3072, 32, 239, 236 },
-  { 2, 3072, 128, 239, 235 },
-  { 2, 3072, 512, 240, 235 },
-  { 2, 3072, 2048, 240, 235 },
-  { 2, 3072, 8192, 241, 235 },
-  { 2, 3072, 32768, 242, 243 },
-  { 2, 4096, 1, 244, 245 },
-  { 2, 4096, 8, 244, 245 },
-  { 2, 4096, 32, 244, 246 },
-  { 2, 4096, 128, 244, 246 },
-  { 2, 4096, 512, 247, 248 },
-  { 2, 4096, 2048, 244, 245 },
-  { 2, 4096, 8192, 247, 245 },
-  { 2, 4096, 32768, 249, 243 },
-  { 2, 5120, 1, 250, 251 },
-  { 2, 5120, 8, 250, 252 },
-  { 2, 5120, 32, 253, 251 },
-  { 2, 5120, 128, 253, 252 },
-  { 2, 5120, 512, 250, 254 },
-  { 2, 5120, 2048, 250, 251 },
-  { 2, 5120, 8192, 255, 254 },
-  { 2, 5120, 32768, 256, 254 },
-  { 2, 6144, 1, 257, 251 },
-  { 2, 6144, 8, 252, 252 },
-  { 2, 6144, 32, 257, 251 },
-  { 2, 6144, 128, 257, 252 },
-  { 2, 6144, 512, 258, 251 },
-  { 2, 6144, 2048, 259, 251 },
-  { 2, 6144, 8192, 259, 248 },
-  { 2, 6144, 32768, 260, 243 },
-  { 2, 7168, 1, 261, 262 },
-  { 2, 7168, 8, 263, 264 },
-  { 2, 7168, 32, 263, 264 },
-  { 2, 7168, 128, 263, 264 },
-  { 2, 7168, 512, 263, 262 },
-  { 2, 7168, 2048, 265, 262 },
-  { 2, 7168, 8192, 266, 262 },
-  { 2, 7168, 32768, 266, 243 },
-  { 2, 8192, 1, 267, 268 },
-  { 2, 8192, 8, 267, 269 },
-  { 2, 8192, 32, 267, 269 },
-  { 2, 8192, 128, 270, 264 },
-  { 2, 8192, 512, 270, 264 },
-  { 2, 8192, 2048, 271, 264 },
-  { 2, 8192, 8192, 271, 268 },
-  { 2, 8192, 32768, 271, 243 },
-  { 2, 12288, 1, 272, 273 },
-  { 2, 12288, 8, 272, 273 },
-  { 2, 12288, 32, 272, 273 },
-  { 2, 12288, 128, 274, 275 },
-  { 2, 12288, 512, 274, 276 },
-  { 2, 12288, 2048, 277, 276 },
-  { 2, 12288, 8192, 278, 276 },
-  { 2, 12288, 32768, 278, 276 },
-  { 2, 16384, 1, 279, 280 },
-  { 2, 16384, 8, 279, 281 },
-  { 2, 16384, 32, 279, 281 },
-  { 2, 16384, 128, 282, 283 },
-  { 2, 16384, 512, 282, 283 },
-  { 2, 16384, 2048, 282, 283 },
-  { 2, 16384, 8192, 284, 284 },
-  { 2, 16384, 32768, 284, 284 },
-  { 2, 32768, 1, 285, 243 },
-  { 2, 32768, 8, 285, 286 },
-  { 2, 32768, 32, 285, 286 },
-  { 2, 32768, 128, 287, 288 },
-  { 2, 32768, 512, 289, 288 },
-  { 2, 32768, 2048, 287, 288 },
-  { 2, 32768, 8192, 290, 288 },
-  { 2, 32768, 32768, 290, 288 },
-  { 2, 65536, 1, 291, 292 },
-  { 2, 65536, 8, 291, 293 },
-  { 2, 65536, 32, 291, 293 },
-  { 2, 65536, 128, 294, 293 },
-  { 2, 65536, 512, 295, 293 },
-  { 2, 65536, 2048, 295, 293 },
-  { 2, 65536, 8192, 295, 293 },
-  { 2, 65536, 32768, 296, 293 },
-  { 2, 131072, 1, 297, 298 },
-  { 2, 131072, 8, 297, 298 },
-  { 2, 131072, 32, 297, 298 },
-  { 2, 131072, 128, 299, 298 },
-  { 2, 131072, 512, 299, 298 },
-  { 2, 131072, 2048, 299, 298 },
-  { 2, 131072, 8192, 299, 298 },
-  { 2, 131072, 32768, 299, 298 },
-  { 3, 512, 1, 301, 302 },
-  { 3, 512, 8, 303, 304 },
-  { 3, 512, 32, 303, 304 },
-  { 3, 512, 128, 303, 304 },
-  { 3, 512, 512, 305, 304 },
-  { 3, 512, 2048, 306, 307 },
-  { 3, 512, 8192, 308, 307 },
-  { 3, 512, 32768, 306, 307 },
-  { 3, 768, 1, 309, 310 },
-  { 3, 768, 8, 311, 310 },
-  { 3, 768, 32, 311, 310 },
-  { 3, 768, 128, 309, 310 },
-  { 3, 768, 512, 312, 304 },
-  { 3, 768, 2048, 313, 314 },
-  { 3, 768, 8192, 315, 314 },
-  { 3, 768, 32768, 315, 314 },
-  { 3, 1024, 1, 316, 310 },
-  { 3, 1024, 8, 316, 304 },
-  { 3, 1024, 32, 316, 304 },
-  { 3, 1024, 128, 316, 310 },
-  { 3, 1024, 512, 317, 304 },
-  { 3, 1024, 2048, 318, 314 },
-  { 3, 1024, 8192, 319, 314 },
-  { 3, 1024, 32768, 319, 314 },
-  { 3, 1536, 1, 320, 320 },
-  { 3, 1536, 8, 320, 320 },
-  { 3, 1536, 32, 320, 320 },
-  { 3, 1536, 128, 320, 320 },
-  { 3, 1536, 512, 321, 304 },
-  { 3, 1536, 2048, 322, 323 },
-  { 3, 1536, 8192, 324, 323 },
-  { 3, 1536, 32768, 324, 323 },
-  { 3, 2048, 1, 325, 320 },
-  { 3, 2048, 8, 325, 320 },
-  { 3, 2048, 32, 325, 320 },
-  { 3, 2048, 128, 325, 320 },
-  { 3, 2048, 512, 326, 304 },
-  { 3, 2048, 2048, 327, 328 },
-  { 3, 2048, 8192, 329, 328 },
-  { 3, 2048, 32768, 329, 328 },
-  { 3, 2560, 1, 330, 330 },
-  { 3, 2560, 8, 331, 330 },
-  { 3, 2560, 32, 331, 330 },
-  { 3, 2560, 128, 330, 330 },
-  { 3, 2560, 512, 332, 333 },
-  { 3, 2560, 2048, 334, 335 },
-  { 3, 2560, 8192, 336, 335 },
-  { 3, 2560, 32768, 336, 335 },
-  { 3, 3072, 1, 337, 330 },
-  { 3, 3072, 8, 337, 330 },
-  { 3, 3072, 32, 338, 330 },
-  { 3, 3072, 128, 330, 330 },
-  { 3, 3072, 512, 339, 333 },
-  { 3, 3072, 2048, 340, 333 },
-  { 3, 3072, 8192, 340, 333 },
-  { 3, 3072, 32768, 340, 333 },
-  { 3, 4096, 1, 341, 342 },
-  { 3, 4096, 8, 341, 342 },
-  { 3, 4096, 32, 341, 342 },
-  { 3, 4096, 128, 341, 342 },
-  { 3, 4096, 512, 343, 333 },
-  { 3, 4096, 2048, 344, 333 },
-  { 3, 4096, 8192, 344, 333 },
-  { 3, 4096, 32768, 344, 333 },
-  { 3, 5120, 1, 345, 346 },
-  { 3, 5120, 8, 345, 346 },
-  { 3, 5120, 32, 347, 346 },
-  { 3, 5120, 128, 347, 348 },
-  { 3, 5120, 512, 349, 350 },
-  { 3, 5120, 2048, 349, 350 },
-  { 3, 5120, 8192, 349, 350 },
-  { 3, 5120, 32768, 349, 350 },
-  { 3, 6144, 1, 351, 351 },
-  { 3, 6144, 8, 352, 350 },
-  { 3, 6144, 32, 352, 346 },
-  { 3, 6144, 128, 352, 348 },
-  { 3, 6144, 512, 353, 350 },
-  { 3, 6144, 2048, 354, 350 },
-  { 3, 6144, 8192, 354, 350 },
-  { 3, 6144, 32768, 355, 350 },
-  { 3, 7168, 1, 351, 351 },
-  { 3, 7168, 8, 356, 351 },
-  { 3, 7168, 32, 356, 351 },
-  { 3, 7168, 128, 356, 348 },
-  { 3, 7168, 512, 357, 358 },
-  { 3, 7168, 2048, 357, 359 },
-  { 3, 7168, 8192, 357, 359 },
-  { 3, 7168, 32768, 360, 360 },
-  { 3, 8192, 1, 361, 361 },
-  { 3, 8192, 8, 361, 361 },
-  { 3, 8192, 32, 361, 361 },
-  { 3, 8192, 128, 362, 348 },
-  { 3, 8192, 512, 363, 358 },
-  { 3, 8192, 2048, 363, 359 },
-  { 3, 8192, 8192, 363, 359 },
-  { 3, 8192, 32768, 360, 360 },
-  { 3, 12288, 1, 364, 364 },
-  { 3, 12288, 8, 364, 364 },
-  { 3, 12288, 32, 365, 365 },
-  { 3, 12288, 128, 364, 364 },
-  { 3, 12288, 512, 366, 358 },
-  { 3, 12288, 2048, 367, 359 },
-  { 3, 12288, 8192, 367, 359 },
-  { 3, 12288, 32768, 368, 359 },
-  { 3, 16384, 1, 369, 369 },
-  { 3, 16384, 8, 369, 369 },
-  { 3, 16384, 32, 364, 364 },
-  { 3, 16384, 128, 364, 364 },
-  { 3, 16384, 512, 370, 358 },
-  { 3, 16384, 2048, 370, 359 },
-  { 3, 16384, 8192, 371, 358 },
-  { 3, 16384, 32768, 371, 360 },
-  { 3, 32768, 1, 372, 360 },
-  { 3, 32768, 8, 372, 373 },
-  { 3, 32768, 32, 372, 373 },
-  { 3, 32768, 128, 374, 374 },
-  { 3, 32768, 512, 375, 376 },
-  { 3, 32768, 2048, 377, 376 },
-  { 3, 32768, 8192, 377, 359 },
-  { 3, 32768, 32768, 377, 359 },
-  { 3, 65536, 1, 378, 379 },
-  { 3, 65536, 8, 380, 380 },
-  { 3, 65536, 32, 378, 379 },
-  { 3, 65536, 128, 381, 380 },
-  { 3, 65536, 512, 382, 376 },
-  { 3, 65536, 2048, 383, 376 },
-  { 3, 65536, 8192, 384, 376 },
-  { 3, 65536, 32768, 384, 376 },
-  { 3, 131072, 1, 385, 386 },
-  { 3, 131072, 8, 385, 387 },
-  { 3, 131072, 32, 386, 386 },
-  { 3, 131072, 128, 388, 386 },
-  { 3, 131072, 512, 389, 390 },
-  { 3, 131072, 2048, 389, 390 },
-  { 3, 131072, 8192, 389, 376 },
-  { 3, 131072, 32768, 389, 376 },
-  { 4, 512, 1, 392, 393 },
-  { 4, 512, 8, 392, 394 },
-  { 4, 512, 32, 392, 394 },
-  { 4, 512, 128, 392, 393 },
-  { 4, 512, 512, 395, 396 },
-  { 4, 512, 2048, 397, 396 },
-  { 4, 512, 8192, 395, 396 },
-  { 4, 512, 32768, 395, 396 },
-  { 4, 768, 1, 398, 399 },
-  { 4, 768, 8, 398, 394 },
-  { 4, 768, 32, 398, 394 },
-  { 4, 768, 128, 398, 399 },
-  { 4, 768, 512, 400, 394 },
-  { 4, 768, 2048, 401, 402 },
-  { 4, 768, 8192, 401, 402 },
-  { 4, 768, 32768, 401, 402 },
-  { 4, 1024, 1, 403, 394 },
-  { 4, 1024, 8, 403, 394 },
-  { 4, 1024, 32, 403, 394 },
-  { 4, 1024, 128, 403, 399 },
-  { 4, 1024, 512, 404, 394 },
-  { 4, 1024, 2048, 405, 402 },
-  { 4, 1024, 8192, 405, 402 },
-  { 4, 1024, 32768, 404, 402 },
-  { 4, 1536, 1, 406, 407 },
-  { 4, 1536, 8, 406, 394 },
-  { 4, 1536, 32, 406, 407 },
-  { 4, 1536, 128, 408, 407 },
-  { 4, 1536, 512, 408, 394 },
-  { 4, 1536, 2048, 409, 394 },
-  { 4, 1536, 8192, 408, 394 },
-  { 4, 1536, 32768, 408, 394 },
-  { 4, 2048, 1, 410, 394 },
-  { 4, 2048, 8, 410, 394 },
-  { 4, 2048, 32, 411, 407 },
-  { 4, 2048, 128, 412, 407 },
-  { 4, 2048, 512, 411, 394 },
-  { 4, 2048, 2048, 411, 394 },
-  { 4, 2048, 8192, 411, 394 },
-  { 4, 2048, 32768, 411, 394 },
-  { 4, 2560, 1, 413, 414 },
-  { 4, 2560, 8, 413, 415 },
-  { 4, 2560, 32, 416, 414 },
-  { 4, 2560, 128, 413, 414 },
-  { 4, 2560, 512, 417, 415 },
-  { 4, 2560, 2048, 418, 415 },
-  { 4, 2560, 8192, 419, 415 },
-  { 4, 2560, 32768, 419, 415 },
-  { 4, 3072, 1, 420, 414 },
-  { 4, 3072, 8, 420, 415 },
-  { 4, 3072, 32, 420, 414 },
-  { 4, 3072, 128, 421, 414 },
-  { 4, 3072, 512, 422, 415 },
-  { 4, 3072, 2048, 423, 415 },
-  { 4, 3072, 8192, 423, 415 },
-  { 4, 3072, 32768, 423, 415 },
-  { 4, 4096, 1, 424, 415 },
-  { 4, 4096, 8, 424, 415 },
-  { 4, 4096, 32, 425, 414 },
-  { 4, 4096, 128, 426, 426 },
-  { 4, 4096, 512, 427, 428 },
-  { 4, 4096, 2048, 429, 415 },
-  { 4, 4096, 8192, 429, 415 },
-  { 4, 4096, 32768, 429, 415 },
-  { 4, 5120, 1, 430, 431 },
-  { 4, 5120, 8, 430, 431 },
-  { 4, 5120, 32, 432, 433 },
-  { 4, 5120, 128, 430, 433 },
-  { 4, 5120, 512, 434, 428 },
-  { 4, 5120, 2048, 432, 431 },
-  { 4, 5120, 8192, 432, 431 },
-  { 4, 5120, 32768, 432, 431 },
-  { 4, 6144, 1, 435, 431 },
-  { 4, 6144, 8, 436, 433 },
-  { 4, 6144, 32, 437, 438 },
-  { 4, 6144, 128, 436, 433 },
-  { 4, 6144, 512, 439, 428 },
-  { 4, 6144, 2048, 437, 431 },
-  { 4, 6144, 8192, 437, 431 },
-  { 4, 6144, 32768, 437, 428 },
-  { 4, 7168, 1, 440, 438 },
-  { 4, 7168, 8, 440, 438 },
-  { 4, 7168, 32, 441, 438 },
-  { 4, 7168, 128, 442, 433 },
-  { 4, 7168, 512, 443, 443 },
-  { 4, 7168, 2048, 444, 428 },
-  { 4, 7168, 8192, 444, 428 },
-  { 4, 7168, 32768, 444, 428 },
-  { 4, 8192, 1, 445, 446 },
-  { 4, 8192, 8, 445, 446 },
-  { 4, 8192, 32, 447, 446 },
-  { 4, 8192, 128, 448, 446 },
-  { 4, 8192, 512, 443, 443 },
-  { 4, 8192, 2048, 448, 428 },
-  { 4, 8192, 8192, 447, 428 },
-  { 4, 8192, 32768, 449, 428 },
-  { 4, 12288, 1, 450, 451 },
-  { 4, 12288, 8, 452, 453 },
-  { 4, 12288, 32, 454, 455 },
-  { 4, 12288, 128, 456, 453 },
-  { 4, 12288, 512, 457, 428 },
-  { 4, 12288, 2048, 457, 428 },
-  { 4, 12288, 8192, 457, 428 },
-  { 4, 12288, 32768, 457, 428 },
-  { 4, 16384, 1, 458, 459 },
-  { 4, 16384, 8, 458, 459 },
-  { 4, 16384, 32, 460, 459 },
-  { 4, 16384, 128, 461, 453 },
-  { 4, 16384, 512, 462, 428 },
-  { 4, 16384, 2048, 462, 428 },
-  { 4, 16384, 8192, 463, 428 },
-  { 4, 16384, 32768, 463, 428 },
-  { 4, 32768, 1, 464, 465 },
-  { 4, 32768, 8, 464, 466 },
-  { 4, 32768, 32, 467, 466 },
-  { 4, 32768, 128, 468, 469 },
-  { 4, 32768, 512, 470, 471 },
-  { 4, 32768, 2048, 472, 471 },
-  { 4, 32768, 8192, 472, 471 },
-  { 4, 32768, 32768, 468, 471 },
-  { 4, 65536, 1, 473, 474 },
-  { 4, 65536, 8, 475, 474 },
-  { 4, 65536, 32, 473, 474 },
-  { 4, 65536, 128, 473, 474 },
-  { 4, 65536, 512, 476, 471 },
-  { 4, 65536, 2048, 476, 471 },
-  { 4, 65536, 8192, 477, 471 },
-  { 4, 65536, 32768, 477, 471 },
-  { 4, 131072, 1, 478, 479 },
-  { 4, 131072, 8, 478, 479 },
-  { 4, 131072, 32, 480, 481 },
-  { 4, 131072, 128, 482, 481 },
-  { 4, 131072, 512, 483, 471 },
-  { 4, 131072, 2048, 483, 471 },
-  { 4, 131072, 8192, 484, 471 },
-  { 4, 131072, 32768, 484, 471 },
-  { 5, 512, 1, 486, 487 },
-  { 5, 512, 8, 486, 487 },
-  { 5, 512, 32, 486, 487 },
-  { 5, 512, 128, 486, 487 },
-  { 5, 512, 512, 486, 487 },
-  { 5, 512, 2048, 488, 489 },
-  { 5, 512, 8192, 490, 489 },
-  { 5, 512, 32768, 488, 489 },
-  { 5, 768, 1, 491, 487 },
-  { 5, 768, 8, 491, 487 },
-  { 5, 768, 32, 491, 487 },
-  { 5, 768, 128, 491, 487 },
-  { 5, 768, 512, 491, 487 },
-  { 5, 768, 2048, 492, 493 },
-  { 5, 768, 8192, 494, 493 },
-  { 5, 768, 32768, 494, 493 },
-  { 5, 1024, 1, 495, 487 },
-  { 5, 1024, 8, 495, 487 },
-  { 5, 1024, 32, 495, 487 },
-  { 5, 1024, 128, 495, 487 },
-  { 5, 1024, 512, 495, 487 },
-  { 5, 1024, 2048, 496, 493 },
-  { 5, 1024, 8192, 497, 493 },
-  { 5, 1024, 32768, 497, 493 },
-  { 5, 1536, 1, 498, 487 },
-  { 5, 1536, 8, 499, 499 },
-  { 5, 1536, 32, 498, 487 },
-  { 5, 1536, 128, 499, 499 },
-  { 5, 1536, 512, 498, 487 },
-  { 5, 1536, 2048, 500, 501 },
-  { 5, 1536, 8192, 500, 501 },
-  { 5, 1536, 32768, 500, 501 },
-  { 5, 2048, 1, 502, 487 },
-  { 5, 2048, 8, 502, 487 },
-  { 5, 2048, 32, 502, 487 },
-  { 5, 2048, 128, 499, 499 },
-  { 5, 2048, 512, 502, 487 },
-  { 5, 2048, 2048, 503, 504 },
-  { 5, 2048, 8192, 505, 504 },
-  { 5, 2048, 32768, 505, 504 },
-  { 5, 2560, 1, 506, 507 },
-  { 5, 2560, 8, 508, 508 },
-  { 5, 2560, 32, 508, 508 },
-  { 5, 2560, 128, 508, 508 },
-  { 5, 2560, 512, 506, 509 },
-  { 5, 2560, 2048, 510, 511 },
-  { 5, 2560, 8192, 512, 511 },
-  { 5, 2560, 32768, 512, 511 },
-  { 5, 3072, 1, 513, 513 },
-  { 5, 3072, 8, 513, 513 },
-  { 5, 3072, 32, 508, 508 },
-  { 5, 3072, 128, 508, 508 },
-  { 5, 3072, 512, 514, 509 },
-  { 5, 3072, 2048, 514, 509 },
-  { 5, 3072, 8192, 515, 515 },
-  { 5, 3072, 32768, 515, 515 },
-  { 5, 4096, 1, 516, 509 },
-  { 5, 4096, 8, 516, 509 },
-  { 5, 4096, 32, 517, 507 },
-  { 5, 4096, 128, 508, 508 },
-  { 5, 4096, 512, 516, 509 },
-  { 5, 4096, 2048, 518, 509 },
-  { 5, 4096, 8192, 518, 509 },
-  { 5, 4096, 32768, 509, 509 },
-  { 5, 5120, 1, 519, 520 },
-  { 5, 5120, 8, 519, 521 },
-  { 5, 5120, 32, 519, 522 },
-  { 5, 5120, 128, 523, 522 },
-  { 5, 5120, 512, 524, 521 },
-  { 5, 5120, 2048, 524, 521 },
-  { 5, 5120, 8192, 524, 521 },
-  { 5, 5120, 32768, 524, 521 },
-  { 5, 6144, 1, 522, 522 },
-  { 5, 6144, 8, 525, 521 },
-  { 5, 6144, 32, 522, 522 },
-  { 5, 6144, 128, 522, 522 },
-  { 5, 6144, 512, 526, 521 },
-  { 5, 6144, 2048, 527, 521 },
-  { 5, 6144, 8192, 527, 521 },
-  { 5, 6144, 32768, 528, 521 },
-  { 5, 7168, 1, 522, 522 },
-  { 5, 7168, 8, 529, 530 },
-  { 5, 7168, 32, 522, 522 },
-  { 5, 7168, 128, 522, 522 },
-  { 5, 7168, 512, 531, 530 },
-  { 5, 7168, 2048, 531, 530 },
-  { 5, 7168, 8192, 531, 530 },
-  { 5, 7168, 32768, 531, 530 },
-  { 5, 8192, 1, 532, 533 },
-  { 5, 8192, 8, 532, 533 },
-  { 5, 8192, 32, 534, 533 },
-  { 5, 8192, 128, 534, 522 },
-  { 5, 8192, 512, 535, 530 },
-  { 5, 8192, 2048, 536, 530 },
-  { 5, 8192, 8192, 535, 530 },
-  { 5, 8192, 32768, 537, 530 },
-  { 5, 12288, 1, 538, 539 },
-  { 5, 12288, 8, 538, 539 },
-  { 5, 12288, 32, 539, 539 },
-  { 5, 12288, 128, 538, 540 },
-  { 5, 12288, 512, 541, 542 },
-  { 5, 12288, 2048, 543, 544 },
-  { 5, 12288, 8192, 543, 544 },
-  { 5, 12288, 32768, 545, 544 },
-  { 5, 16384, 1, 546, 547 },
-  { 5, 16384, 8, 546, 547 },
-  { 5, 16384, 32, 548, 539 },
-  { 5, 16384, 128, 549, 540 },
-  { 5, 16384, 512, 550, 542 },
-  { 5, 16384, 2048, 550, 542 },
-  { 5, 16384, 8192, 551, 552 },
-  { 5, 16384, 32768, 551, 542 },
-  { 5, 32768, 1, 553, 552 },
-  { 5, 32768, 8, 553, 554 },
-  { 5, 32768, 32, 553, 554 },
-  { 5, 32768, 128, 555, 556 },
-  { 5, 32768, 512, 557, 556 },
-  { 5, 32768, 2048, 558, 559 },
-  { 5, 32768, 8192, 558, 542 },
-  { 5, 32768, 32768, 558, 542 },
-  { 5, 65536, 1, 560, 552 },
-  { 5, 65536, 8, 560, 561 },
-  { 5, 65536, 32, 560, 561 },
-  { 5, 65536, 128, 562, 561 },
-  { 5, 65536, 512, 563, 559 },
-  { 5, 65536, 2048, 564, 559 },
-  { 5, 65536, 8192, 565, 559 },
-  { 5, 65536, 32768, 565, 559 },
-  { 5, 131072, 1, 566, 567 },
-  { 5, 131072, 8, 566, 567 },
-  { 5, 131072, 32, 568, 569 },
-  { 5, 131072, 128, 570, 569 },
-  { 5, 131072, 512, 571, 572 },
-  { 5, 131072, 2048, 573, 572 },
-  { 5, 131072, 8192, 573, 559 },
-  { 5, 131072, 32768, 573, 559 },
-  { 6, 512, 1, 575, 576 },
-  { 6, 512, 8, 575, 576 },
-  { 6, 512, 32, 575, 576 },
-  { 6, 512, 128, 575, 576 },
-  { 6, 512, 512, 577, 576 },
-  { 6, 512, 2048, 578, 579 },
-  { 6, 512, 8192, 580, 579 },
-  { 6, 512, 32768, 578, 579 },
-  { 6, 768, 1, 581, 576 },
-  { 6, 768, 8, 581, 576 },
-  { 6, 768, 32, 582, 576 },
-  { 6, 768, 128, 581, 576 },
-  { 6, 768, 512, 581, 576 },
-  { 6, 768, 2048, 582, 583 },
-  { 6, 768, 8192, 582, 583 },
-  { 6, 768, 32768, 582, 583 },
-  { 6, 1024, 1, 584, 576 },
-  { 6, 1024, 8, 584, 576 },
-  { 6, 1024, 32, 584, 576 },
-  { 6, 1024, 128, 584, 576 },
-  { 6, 1024, 512, 584, 576 },
-  { 6, 1024, 2048, 585, 583 },
-  { 6, 1024, 8192, 585, 583 },
-  { 6, 1024, 32768, 584, 583 },
-  { 6, 1536, 1, 586, 576 },
-  { 6, 1536, 8, 586, 576 },
-  { 6, 1536, 32, 586, 587 },
-  { 6, 1536, 128, 588, 587 },
-  { 6, 1536, 512, 586, 576 },
-  { 6, 1536, 2048, 589, 576 },
-  { 6, 1536, 8192, 588, 576 },
-  { 6, 1536, 32768, 588, 576 },
-  { 6, 2048, 1, 590, 576 },
-  { 6, 2048, 8, 590, 576 },
-  { 6, 2048, 32, 590, 576 },
-  { 6, 2048, 128, 591, 587 },
-  { 6, 2048, 512, 590, 576 },
-  { 6, 2048, 2048, 590, 576 },
-  { 6, 2048, 8192, 590, 576 },
-  { 6, 2048, 32768, 590, 576 },
-  { 6, 2560, 1, 592, 593 },
-  { 6, 2560, 8, 592, 593 },
-  { 6, 2560, 32, 594, 595 },
-  { 6, 2560, 128, 596, 595 },
-  { 6, 2560, 512, 592, 593 },
-  { 6, 2560, 2048, 594, 597 },
-  { 6, 2560, 8192, 594, 597 },
-  { 6, 2560, 32768, 594, 597 },
-  { 6, 3072, 1, 598, 593 },
-  { 6, 3072, 8, 598, 593 },
-  { 6, 3072, 32, 599, 595 },
-  { 6, 3072, 128, 600, 595 },
-  { 6, 3072, 512, 598, 593 },
-  { 6, 3072, 2048, 599, 597 },
-  { 6, 3072, 8192, 599, 597 },
-  { 6, 3072, 32768, 599, 597 },
-  { 6, 4096, 1, 601, 593 },
-  { 6, 4096, 8, 601, 593 },
-  { 6, 4096, 32, 601, 595 },
-  { 6, 4096, 128, 602, 595 },
-  { 6, 4096, 512, 593, 593 },
-  { 6, 4096, 2048, 603, 593 },
-  { 6, 4096, 8192, 603, 593 },
-  { 6, 4096, 32768, 603, 593 },
-  { 6, 5120, 1, 604, 605 },
-  { 6, 5120, 8, 604, 605 },
-  { 6, 5120, 32, 606, 607 },
-  { 6, 5120, 128, 608, 607 },
-  { 6, 5120, 512, 609, 610 },
-  { 6, 5120, 2048, 611, 610 },
-  { 6, 5120, 8192, 611, 610 },
-  { 6, 5120, 32768, 611, 610 },
-  { 6, 6144, 1, 612, 613 },
-  { 6, 6144, 8, 612, 613 },
-  { 6, 6144, 32, 614, 607 },
-  { 6, 6144, 128, 614, 607 },
-  { 6, 6144, 512, 615, 616 },
-  { 6, 6144, 2048, 617, 605 },
-  { 6, 6144, 8192, 617, 605 },
-  { 6, 6144, 32768, 617, 605 },
-  { 6, 7168, 1, 618, 613 },
-  { 6, 7168, 8, 618, 613 },
-  { 6, 7168, 32, 619, 607 },
-  { 6, 7168, 128, 619, 607 },
-  { 6, 7168, 512, 620, 616 },
-  { 6, 7168, 2048, 621, 616 },
-  { 6, 7168, 8192, 622, 616 },
-  { 6, 7168, 32768, 622, 616 },
-  { 6, 8192, 1, 623, 624 },
-  { 6, 8192, 8, 623, 625 },
-  { 6, 8192, 32, 626, 625 },
-  { 6, 8192, 128, 627, 607 },
-  { 6, 8192, 512, 628, 616 },
-  { 6, 8192, 2048, 627, 616 },
-  { 6, 8192, 8192, 629, 616 },
-  { 6, 8192, 32768, 629, 616 },
-  { 6, 12288, 1, 630, 631 },
-  { 6, 12288, 8, 630, 631 },
-  { 6, 12288, 32, 632, 631 },
-  { 6, 12288, 128, 630, 633 },
-  { 6, 12288, 512, 634, 616 },
-  { 6, 12288, 2048, 634, 616 },
-  { 6, 12288, 8192, 635, 616 },
-  { 6, 12288, 32768, 635, 616 },
-  { 6, 16384, 1, 636, 637 },
-  { 6, 16384, 8, 636, 631 },
-  { 6, 16384, 32, 638, 631 },
-  { 6, 16384, 128, 636, 633 },
-  { 6, 16384, 512, 636, 616 },
-  { 6, 16384, 2048, 639, 616 },
-  { 6, 16384, 8192, 640, 616 },
-  { 6, 16384, 32768, 640, 616 },
-  { 6, 32768, 1, 641, 642 },
-  { 6, 32768, 8, 641, 643 },
-  { 6, 32768, 32, 644, 643 },
-  { 6, 32768, 128, 645, 643 },
-  { 6, 32768, 512, 646, 647 },
-  { 6, 32768, 2048, 645, 647 },
-  { 6, 32768, 8192, 645, 647 },
-  { 6, 32768, 32768, 645, 647 },
-  { 6, 65536, 1, 648, 649 },
-  { 6, 65536, 8, 650, 649 },
-  { 6, 65536, 32, 650, 651 },
-  { 6, 65536, 128, 650, 651 },
-  { 6, 65536, 512, 652, 647 },
-  { 6, 65536, 2048, 653, 647 },
-  { 6, 65536, 8192, 654, 647 },
-  { 6, 65536, 32768, 654, 647 },
-  { 6, 131072, 1, 655, 656 },
-  { 6, 131072, 8, 655, 656 },
-  { 6, 131072, 32, 657, 656 },
-  { 6, 131072, 128, 657, 656 },
-  { 6, 131072, 512, 658, 659 },
-  { 6, 131072, 2048, 658, 659 },
-  { 6, 131072, 8192, 658, 659 },
-  { 6, 131072, 32768, 660, 659 },
-  { 7, 512, 1, 662, 663 },
-  { 7, 512, 8, 664, 663 },
-  { 7, 512, 32, 664, 665 },
-  { 7, 512, 128, 664, 665 },
-  { 7, 512, 512, 666, 663 },
-  { 7, 512, 2048, 667, 668 },
-  { 7, 512, 8192, 669, 668 },
-  { 7, 512, 32768, 667, 668 },
-  { 7, 768, 1, 670, 670 },
-  { 7, 768, 8, 670, 670 },
-  { 7, 768, 32, 670, 670 },
-  { 7, 768, 128, 670, 670 },
-  { 7, 768, 512, 671, 671 },
-  { 7, 768, 2048, 672, 672 },
-  { 7, 768, 8192, 672, 672 },
-  { 7, 768, 32768, 672, 672 },
-  { 7, 1024, 1, 673, 671 },
-  { 7, 1024, 8, 673, 663 },
-  { 7, 1024, 32, 670, 670 },
-  { 7, 1024, 128, 673, 671 },
-  { 7, 1024, 512, 671, 671 },
-  { 7, 1024, 2048, 672, 672 },
-  { 7, 1024, 8192, 672, 672 },
-  { 7, 1024, 32768, 674, 663 },
-  { 7, 1536, 1, 675, 675 },
-  { 7, 1536, 8, 675, 675 },
-  { 7, 1536, 32, 676, 677 },
-  { 7, 1536, 128, 675, 675 },
-  { 7, 1536, 512, 678, 677 },
-  { 7, 1536, 2048, 678, 679 },
-  { 7, 1536, 8192, 679, 679 },
-  { 7, 1536, 32768, 679, 679 },
-  { 7, 2048, 1, 680, 679 },
-  { 7, 2048, 8, 675, 675 },
-  { 7, 2048, 32, 680, 677 },
-  { 7, 2048, 128, 681, 677 },
-  { 7, 2048, 512, 681, 677 },
-  { 7, 2048, 2048, 682, 677 },
-  { 7, 2048, 8192, 679, 679 },
-  { 7, 2048, 32768, 683, 679 },
-  { 7, 2560, 1, 684, 684 },
-  { 7, 2560, 8, 684, 684 },
-  { 7, 2560, 32, 685, 685 },
-  { 7, 2560, 128, 686, 686 },
-  { 7, 2560, 512, 687, 688 },
-  { 7, 2560, 2048, 689, 690 },
-  { 7, 2560, 8192, 689, 690 },
-  { 7, 2560, 32768, 691, 690 },
-  { 7, 3072, 1, 684, 684 },
-  { 7, 3072, 8, 684, 684 },
-  { 7, 3072, 32, 684, 684 },
-  { 7, 3072, 128, 686, 686 },
-  { 7, 3072, 512, 692, 688 },
-  { 7, 3072, 2048, 693, 690 },
-  { 7, 3072, 8192, 692, 690 },
-  { 7, 3072, 32768, 694, 694 },
-  { 7, 4096, 1, 695, 696 },
-  { 7, 4096, 8, 695, 696 },
-  { 7, 4096, 32, 695, 688 },
-  { 7, 4096, 128, 695, 688 },
-  { 7, 4096, 512, 697, 688 },
-  { 7, 4096, 2048, 697, 696 },
-  { 7, 4096, 8192, 697, 696 },
-  { 7, 4096, 32768, 694, 694 },
-  { 7, 5120, 1, 698, 699 },
-  { 7, 5120, 8, 698, 700 },
-  { 7, 5120, 32, 701, 701 },
-  { 7, 5120, 128, 698, 702 },
-  { 7, 5120, 512, 698, 703 },
-  { 7, 5120, 2048, 698, 703 },
-  { 7, 5120, 8192, 704, 690 },
-  { 7, 5120, 32768, 705, 705 },
-  { 7, 6144, 1, 706, 706 },
-  { 7, 6144, 8, 706, 706 },
-  { 7, 6144, 32, 707, 702 },
-  { 7, 6144, 128, 707, 702 },
-  { 7, 6144, 512, 708, 708 },
-  { 7, 6144, 2048, 709, 690 },
-  { 7, 6144, 8192, 709, 690 },
-  { 7, 6144, 32768, 710, 710 },
-  { 7, 7168, 1, 711, 711 },
-  { 7, 7168, 8, 711, 711 },
-  { 7, 7168, 32, 712, 713 },
-  { 7, 7168, 128, 702, 702 },
-  { 7, 7168, 512, 714, 713 },
-  { 7, 7168, 2048, 715, 715 },
-  { 7, 7168, 8192, 710, 710 },
-  { 7, 7168, 32768, 710, 710 },
-  { 7, 8192, 1, 716, 716 },
-  { 7, 8192, 8, 717, 717 },
-  { 7, 8192, 32, 716, 716 },
-  { 7, 8192, 128, 702, 702 },
-  { 7, 8192, 512, 718, 713 },
-  { 7, 8192, 2048, 715, 715 },
-  { 7, 8192, 8192, 719, 713 },
-  { 7, 8192, 32768, 719, 713 },
-  { 7, 12288, 1, 720, 720 },
-  { 7, 12288, 8, 720, 720 },
-  { 7, 12288, 32, 721, 721 },
-  { 7, 12288, 128, 720, 720 },
-  { 7, 12288, 512, 722, 723 },
-  { 7, 12288, 2048, 724, 723 },
-  { 7, 12288, 8192, 725, 725 },
-  { 7, 12288, 32768, 725, 725 },
-  { 7, 16384, 1, 726, 727 },
-  { 7, 16384, 8, 728, 728 },
-  { 7, 16384, 32, 729, 729 },
-  { 7, 16384, 128, 728, 728 },
-  { 7, 16384, 512, 730, 730 },
-  { 7, 16384, 2048, 731, 725 },
-  { 7, 16384, 8192, 725, 725 },
-  { 7, 16384, 32768, 725, 725 },
-  { 7, 32768, 1, 732, 732 },
-  { 7, 32768, 8, 732, 732 },
-  { 7, 32768, 32, 733, 733 },
-  { 7, 32768, 128, 734, 734 },
-  { 7, 32768, 512, 734, 734 },
-  { 7, 32768, 2048, 735, 735 },
-  { 7, 32768, 8192, 736, 725 },
-  { 7, 32768, 32768, 736, 725 },
-  { 7, 65536, 1, 737, 737 },
-  { 7, 65536, 8, 738, 739 },
-  { 7, 65536, 32, 740, 739 },
-  { 7, 65536, 128, 741, 739 },
-  { 7, 65536, 512, 741, 739 },
-  { 7, 65536, 2048, 742, 739 },
-  { 7, 65536, 8192, 742, 739 },
-  { 7, 65536, 32768, 742, 739 },
-  { 7, 131072, 1, 743, 744 },
-  { 7, 131072, 8, 745, 744 },
-  { 7, 131072, 32, 743, 744 },
-  { 7, 131072, 128, 746, 744 },
-  { 7, 131072, 512, 746, 744 },
-  { 7, 131072, 2048, 746, 744 },
-  { 7, 131072, 8192, 747, 744 },
-  { 7, 131072, 32768, 747, 744 },
-  { 8, 512, 1, 749, 750 },
-  { 8, 512, 8, 749, 750 },
-  { 8, 512, 32, 749, 750 },
-  { 8, 512, 128, 751, 750 },
-  { 8, 512, 512, 752, 750 },
-  { 8, 512, 2048, 753, 750 },
-  { 8, 512, 8192, 753, 750 },
-  { 8, 512, 32768, 753, 750 },
-  { 8, 768, 1, 754, 754 },
-  { 8, 768, 8, 754, 754 },
-  { 8, 768, 32, 755, 750 },
-  { 8, 768, 128, 755, 756 },
-  { 8, 768, 512, 757, 757 },
-  { 8, 768, 2048, 755, 750 },
-  { 8, 768, 8192, 758, 758 },
-  { 8, 768, 32768, 758, 758 },
-  { 8, 1024, 1, 759, 750 },
-  { 8, 1024, 8, 759, 750 },
-  { 8, 1024, 32, 759, 750 },
-  { 8, 1024, 128, 757, 757 },
-  { 8, 1024, 512, 757, 757 },
-  { 8, 1024, 2048, 757, 757 },
-  { 8, 1024, 8192, 758, 758 },
-  { 8, 1024, 32768, 758, 758 },
-  { 8, 1536, 1, 760, 761 },
-  { 8, 1536, 8, 760, 762 },
-  { 8, 1536, 32, 763, 762 },
-  { 8, 1536, 128, 760, 761 },
-  { 8, 1536, 512, 764, 764 },
-  { 8, 1536, 2048, 765, 766 },
-  { 8, 1536, 8192, 764, 764 },
-  { 8, 1536, 32768, 764, 764 },
-  { 8, 2048, 1, 767, 762 },
-  { 8, 2048, 8, 767, 762 },
-  { 8, 2048, 32, 767, 762 },
-  { 8, 2048, 128, 768, 761 },
-  { 8, 2048, 512, 764, 764 },
-  { 8, 2048, 2048, 764, 764 },
-  { 8, 2048, 8192, 769, 770 },
-  { 8, 2048, 32768, 769, 770 },
-  { 8, 2560, 1, 771, 772 },
-  { 8, 2560, 8, 771, 772 },
-  { 8, 2560, 32, 773, 774 },
-  { 8, 2560, 128, 774, 774 },
-  { 8, 2560, 512, 771, 770 },
-  { 8, 2560, 2048, 775, 775 },
-  { 8, 2560, 8192, 776, 772 },
-  { 8, 2560, 32768, 776, 772 },
-  { 8, 3072, 1, 777, 772 },
-  { 8, 3072, 8, 777, 774 },
-  { 8, 3072, 32, 774, 774 },
-  { 8, 3072, 128, 774, 774 },
-  { 8, 3072, 512, 778, 770 },
-  { 8, 3072, 2048, 775, 775 },
-  { 8, 3072, 8192, 775, 775 },
-  { 8, 3072, 32768, 778, 772 },
-  { 8, 4096, 1, 779, 779 },
-  { 8, 4096, 8, 780, 774 },
-  { 8, 4096, 32, 780, 774 },
-  { 8, 4096, 128, 780, 774 },
-  { 8, 4096, 512, 780, 770 },
-  { 8, 4096, 2048, 775, 775 },
-  { 8, 4096, 8192, 781, 770 },
-  { 8, 4096, 32768, 782, 782 },
-  { 8, 5120, 1, 783, 783 },
-  { 8, 5120, 8, 784, 785 },
-  { 8, 5120, 32, 786, 785 },
-  { 8, 5120, 128, 786, 785 },
-  { 8, 5120, 512, 784, 785 },
-  { 8, 5120, 2048, 782, 782 },
-  { 8, 5120, 8192, 787, 770 },
-  { 8, 5120, 32768, 787, 770 },
-  { 8, 6144, 1, 783, 783 },
-  { 8, 6144, 8, 783, 783 },
-  { 8, 6144, 32, 788, 785 },
-  { 8, 6144, 128, 788, 785 },
-  { 8, 6144, 512, 788, 785 },
-  { 8, 6144, 2048, 782, 782 },
-  { 8, 6144, 8192, 782, 782 },
-  { 8, 6144, 32768, 789, 770 },
-  { 8, 7168, 1, 790, 790 },
-  { 8, 7168, 8, 790, 790 },
-  { 8, 7168, 32, 791, 792 },
-  { 8, 7168, 128, 791, 792 },
-  { 8, 7168, 512, 791, 792 },
-  { 8, 7168, 2048, 782, 782 },
-  { 8, 7168, 8192, 793, 770 },
-  { 8, 7168, 32768, 794, 770 },
-  { 8, 8192, 1, 795, 795 },
-  { 8, 8192, 8, 796, 797 },
-  { 8, 8192, 32, 796, 797 },
-  { 8, 8192, 128, 798, 792 },
-  { 8, 8192, 512, 798, 792 },
-  { 8, 8192, 2048, 799, 770 },
-  { 8, 8192, 8192, 799, 770 },
-  { 8, 8192, 32768, 799, 770 },
-  { 8, 12288, 1, 800, 800 },
-  { 8, 12288, 8, 800, 800 },
-  { 8, 12288, 32, 801, 802 },
-  { 8, 12288, 128, 803, 803 },
-  { 8, 12288, 512, 804, 804 },
-  { 8, 12288, 2048, 804, 804 },
-  { 8, 12288, 8192, 805, 770 },
-  { 8, 12288, 32768, 805, 770 },
-  { 8, 16384, 1, 806, 806 },
-  { 8, 16384, 8, 807, 808 },
-  { 8, 16384, 32, 806, 806 },
-  { 8, 16384, 128, 809, 809 },
-  { 8, 16384, 512, 810, 770 },
-  { 8, 16384, 2048, 810, 770 },
-  { 8, 16384, 8192, 809, 809 },
-  { 8, 16384, 32768, 809, 809 },
-  { 8, 32768, 1, 811, 811 },
-  { 8, 32768, 8, 812, 811 },
-  { 8, 32768, 32, 813, 811 },
-  { 8, 32768, 128, 811, 811 },
-  { 8, 32768, 512, 814, 814 },
-  { 8, 32768, 2048, 814, 814 },
-  { 8, 32768, 8192, 814, 814 },
-  { 8, 32768, 32768, 814, 814 },
-  { 8, 65536, 1, 815, 815 },
-  { 8, 65536, 8, 816, 817 },
-  { 8, 65536, 32, 816, 817 },
-  { 8, 65536, 128, 815, 815 },
-  { 8, 65536, 512, 814, 814 },
-  { 8, 65536, 2048, 814, 814 },
-  { 8, 65536, 8192, 818, 814 },
-  { 8, 65536, 32768, 818, 814 },
-  { 8, 131072, 1, 819, 819 },
-  { 8, 131072, 8, 820, 820 },
-  { 8, 131072, 32, 821, 821 },
-  { 8, 131072, 128, 820, 820 },
-  { 8, 131072, 512, 821, 821 },
-  { 8, 131072, 2048, 822, 814 },
-  { 8, 131072, 8192, 822, 814 },
-  { 8, 131072, 32768, 822, 814 },
+  { 0, 1536, 128, 23, 21 },
+  { 0, 1536, 512, 24, 3 },
+  { 0, 1536, 2048, 25, 26 },
+  { 0, 1536, 8192, 25, 27 },
+  { 0, 1536, 32768, 25, 27 },
+  { 0, 2048, 1, 28, 21 },
+  { 0, 2048, 8, 28, 3 },
+  { 0, 2048, 32, 28, 3 },
+  { 0, 2048, 128, 29, 21 },
+  { 0, 2048, 512, 30, 3 },
+  { 0, 2048, 2048, 31, 26 },
+  { 0, 2048, 8192, 32, 26 },
+  { 0, 2048, 32768, 32, 26 },
+  { 0, 2560, 1, 33, 34 },
+  { 0, 2560, 8, 33, 35 },
+  { 0, 2560, 32, 36, 37 },
+  { 0, 2560, 128, 38, 34 },
+  { 0, 2560, 512, 39, 35 },
+  { 0, 2560, 2048, 40, 41 },
+  { 0, 2560, 8192, 42, 41 },
+  { 0, 2560, 32768, 42, 41 },
+  { 0, 3072, 1, 43, 34 },
+  { 0, 3072, 8, 43, 34 },
+  { 0, 3072, 32, 44, 37 },
+  { 0, 3072, 128, 45, 34 },
+  { 0, 3072, 512, 46, 35 },
+  { 0, 3072, 2048, 47, 41 },
+  { 0, 3072, 8192, 47, 41 },
+  { 0, 3072, 32768, 47, 41 },
+  { 0, 4096, 1, 48, 35 },
+  { 0, 4096, 8, 48, 35 },
+  { 0, 4096, 32, 49, 34 },
+  { 0, 4096, 128, 50, 34 },
+  { 0, 4096, 512, 49, 51 },
+  { 0, 4096, 2048, 49, 35 },
+  { 0, 4096, 8192, 52, 53 },
+  { 0, 4096, 32768, 54, 53 },
+  { 0, 5120, 1, 55, 56 },
+  { 0, 5120, 8, 55, 56 },
+  { 0, 5120, 32, 57, 58 },
+  { 0, 5120, 128, 55, 58 },
+  { 0, 5120, 512, 57, 56 },
+  { 0, 5120, 2048, 59, 56 },
+  { 0, 5120, 8192, 59, 60 },
+  { 0, 5120, 32768, 61, 60 },
+  { 0, 6144, 1, 62, 56 },
+  { 0, 6144, 8, 62, 56 },
+  { 0, 6144, 32, 62, 58 },
+  { 0, 6144, 128, 63, 58 },
+  { 0, 6144, 512, 64, 56 },
+  { 0, 6144, 2048, 64, 56 },
+  { 0, 6144, 8192, 65, 56 },
+  { 0, 6144, 32768, 65, 56 },
+  { 0, 7168, 1, 66, 58 },
+  { 0, 7168, 8, 66, 67 },
+  { 0, 7168, 32, 68, 58 },
+  { 0, 7168, 128, 66, 58 },
+  { 0, 7168, 512, 69, 70 },
+  { 0, 7168, 2048, 69, 67 },
+  { 0, 7168, 8192, 69, 67 },
+  { 0, 7168, 32768, 69, 67 },
+  { 0, 8192, 1, 71, 72 },
+  { 0, 8192, 8, 71, 67 },
+  { 0, 8192, 32, 73, 72 },
+  { 0, 8192, 128, 73, 58 },
+  { 0, 8192, 512, 74, 70 },
+  { 0, 8192, 2048, 74, 67 },
+  { 0, 8192, 8192, 74, 67 },
+  { 0, 8192, 32768, 75, 67 },
+  { 0, 12288, 1, 76, 77 },
+  { 0, 12288, 8, 76, 78 },
+  { 0, 12288, 32, 79, 77 },
+  { 0, 12288, 128, 76, 80 },
+  { 0, 12288, 512, 81, 82 },
+  { 0, 12288, 2048, 83, 82 },
+  { 0, 12288, 8192, 83, 82 },
+  { 0, 12288, 32768, 83, 82 },
+  { 0, 16384, 1, 84, 85 },
+  { 0, 16384, 8, 86, 85 },
+  { 0, 16384, 32, 86, 85 },
+  { 0, 16384, 128, 87, 88 },
+  { 0, 16384, 512, 89, 90 },
+  { 0, 16384, 2048, 91, 53 },
+  { 0, 16384, 8192, 92, 90 },
+  { 0, 16384, 32768, 92, 90 },
+  { 0, 32768, 1, 93, 90 },
+  { 0, 32768, 8, 94, 95 },
+  { 0, 32768, 32, 94, 95 },
+  { 0, 32768, 128, 96, 97 },
+  { 0, 32768, 512, 98, 99 },
+  { 0, 32768, 2048, 100, 99 },
+  { 0, 32768, 8192, 100, 99 },
+  { 0, 32768, 32768, 100, 99 },
+  { 0, 65536, 1, 101, 90 },
+  { 0, 65536, 8, 101, 102 },
+  { 0, 65536, 32, 103, 103 },
+  { 0, 65536, 128, 104, 105 },
+  { 0, 65536, 512, 106, 107 },
+  { 0, 65536, 2048, 106, 107 },
+  { 0, 65536, 8192, 106, 107 },
+  { 0, 65536, 32768, 106, 107 },
+  { 0, 131072, 1, 108, 109 },
+  { 0, 131072, 8, 108, 109 },
+  { 0, 131072, 32, 110, 111 },
+  { 0, 131072, 128, 112, 111 },
+  { 0, 131072, 512, 112, 113 },
+  { 0, 131072, 2048, 112, 113 },
+  { 0, 131072, 8192, 112, 113 },
+  { 0, 131072, 32768, 112, 113 },
+  { 1, 512, 1, 115, 116 },
+  { 1, 512, 8, 115, 116 },
+  { 1, 512, 32, 115, 116 },
+  { 1, 512, 128, 115, 116 },
+  { 1, 512, 512, 117, 116 },
+  { 1, 512, 2048, 118, 119 },
+  { 1, 512, 8192, 120, 121 },
+  { 1, 512, 32768, 122, 121 },
+  { 1, 768, 1, 123, 116 },
+  { 1, 768, 8, 123, 116 },
+  { 1, 768, 32, 123, 116 },
+  { 1, 768, 128, 123, 116 },
+  { 1, 768, 512, 123, 116 },
+  { 1, 768, 2048, 124, 125 },
+  { 1, 768, 8192, 126, 127 },
+  { 1, 768, 32768, 128, 127 },
+  { 1, 1024, 1, 129, 116 },
+  { 1, 1024, 8, 129, 116 },
+  { 1, 1024, 32, 129, 116 },
+  { 1, 1024, 128, 129, 116 },
+  { 1, 1024, 512, 129, 116 },
+  { 1, 1024, 2048, 130, 125 },
+  { 1, 1024, 8192, 130, 125 },
+  { 1, 1024, 32768, 131, 125 },
+  { 1, 1536, 1, 132, 116 },
+  { 1, 1536, 8, 132, 116 },
+  { 1, 1536, 32, 132, 116 },
+  { 1, 1536, 128, 133, 116 },
+  { 1, 1536, 512, 132, 116 },
+  { 1, 1536, 2048, 134, 135 },
+  { 1, 1536, 8192, 134, 135 },
+  { 1, 1536, 32768, 134, 135 },
+  { 1, 2048, 1, 136, 116 },
+  { 1, 2048, 8, 136, 116 },
+  { 1, 2048, 32, 136, 116 },
+  { 1, 2048, 128, 137, 138 },
+  { 1, 2048, 512, 136, 116 },
+  { 1, 2048, 2048, 139, 138 },
+  { 1, 2048, 8192, 140, 138 },
+  { 1, 2048, 32768, 140, 138 },
+  { 1, 2560, 1, 141, 142 },
+  { 1, 2560, 8, 141, 142 },
+  { 1, 2560, 32, 143, 142 },
+  { 1, 2560, 128, 141, 144 },
+  { 1, 2560, 512, 143, 142 },
+  { 1, 2560, 2048, 145, 146 },
+  { 1, 2560, 8192, 147, 146 },
+  { 1, 2560, 32768, 147, 146 },
+  { 1, 3072, 1, 148, 142 },
+  { 1, 3072, 8, 148, 142 },
+  { 1, 3072, 32, 149, 144 },
+  { 1, 3072, 128, 150, 144 },
+  { 1, 3072, 512, 149, 142 },
+  { 1, 3072, 2048, 150, 146 },
+  { 1, 3072, 8192, 150, 146 },
+  { 1, 3072, 32768, 150, 146 },
+  { 1, 4096, 1, 151, 142 },
+  { 1, 4096, 8, 151, 142 },
+  { 1, 4096, 32, 151, 142 },
+  { 1, 4096, 128, 152, 144 },
+  { 1, 4096, 512, 153, 142 },
+  { 1, 4096, 2048, 153, 154 },
+  { 1, 4096, 8192, 155, 154 },
+  { 1, 4096, 32768, 156, 154 },
+  { 1, 5120, 1, 157, 158 },
+  { 1, 5120, 8, 157, 158 },
+  { 1, 5120, 32, 159, 160 },
+  { 1, 5120, 128, 157, 160 },
+  { 1, 5120, 512, 161, 158 },
+  { 1, 5120, 2048, 162, 163 },
+  { 1, 5120, 8192, 162, 163 },
+  { 1, 5120, 32768, 162, 163 },
+  { 1, 6144, 1, 164, 158 },
+  { 1, 6144, 8, 164, 158 },
+  { 1, 6144, 32, 165, 160 },
+  { 1, 6144, 128, 166, 160 },
+  { 1, 6144, 512, 167, 158 },
+  { 1, 6144, 2048, 167, 158 },
+  { 1, 6144, 8192, 168, 158 },
+  { 1, 6144, 32768, 168, 158 },
+  { 1, 7168, 1, 169, 170 },
+  { 1, 7168, 8, 169, 170 },
+  { 1, 7168, 32, 171, 160 },
+  { 1, 7168, 128, 169, 160 },
+  { 1, 7168, 512, 172, 170 },
+  { 1, 7168, 2048, 172, 170 },
+  { 1, 7168, 8192, 172, 170 },
+  { 1, 7168, 32768, 172, 170 },
+  { 1, 8192, 1, 173, 174 },
+  { 1, 8192, 8, 173, 174 },
+  { 1, 8192, 32, 175, 174 },
+  { 1, 8192, 128, 176, 174 },
+  { 1, 8192, 512, 177, 170 },
+  { 1, 8192, 2048, 177, 170 },
+  { 1, 8192, 8192, 177, 170 },
+  { 1, 8192, 32768, 177, 170 },
+  { 1, 12288, 1, 178, 179 },
+  { 1, 12288, 8, 180, 181 },
+  { 1, 12288, 32, 178, 182 },
+  { 1, 12288, 128, 183, 181 },
+  { 1, 12288, 512, 184, 179 },
+  { 1, 12288, 2048, 185, 179 },
+  { 1, 12288, 8192, 185, 179 },
+  { 1, 12288, 32768, 185, 179 },
+  { 1, 16384, 1, 186, 187 },
+  { 1, 16384, 8, 188, 187 },
+  { 1, 16384, 32, 186, 187 },
+  { 1, 16384, 128, 189, 181 },
+  { 1, 16384, 512, 190, 191 },
+  { 1, 16384, 2048, 190, 191 },
+  { 1, 16384, 8192, 192, 191 },
+  { 1, 16384, 32768, 192, 191 },
+  { 1, 32768, 1, 193, 194 },
+  { 1, 32768, 8, 193, 194 },
+  { 1, 32768, 32, 195, 196 },
+  { 1, 32768, 128, 197, 198 },
+  { 1, 32768, 512, 199, 200 },
+  { 1, 32768, 2048, 201, 200 },
+  { 1, 32768, 8192, 201, 200 },
+  { 1, 32768, 32768, 201, 200 },
+  { 1, 65536, 1, 202, 203 },
+  { 1, 65536, 8, 202, 204 },
+  { 1, 65536, 32, 205, 206 },
+  { 1, 65536, 128, 207, 206 },
+  { 1, 65536, 512, 208, 209 },
+  { 1, 65536, 2048, 208, 209 },
+  { 1, 65536, 8192, 208, 209 },
+  { 1, 65536, 32768, 208, 209 },
+  { 1, 131072, 1, 210, 211 },
+  { 1, 131072, 8, 210, 211 },
+  { 1, 131072, 32, 212, 211 },
+  { 1, 131072, 128, 213, 214 },
+  { 1, 131072, 512, 213, 215 },
+  { 1, 131072, 2048, 213, 215 },
+  { 1, 131072, 8192, 213, 215 },
+  { 1, 131072, 32768, 213, 215 },
+  { 2, 512, 1, 217, 218 },
+  { 2, 512, 8, 219, 218 },
+  { 2, 512, 32, 219, 218 },
+  { 2, 512, 128, 220, 218 },
+  { 2, 512, 512, 220, 218 },
+  { 2, 512, 2048, 219, 221 },
+  { 2, 512, 8192, 220, 221 },
+  { 2, 512, 32768, 222, 221 },
+  { 2, 768, 1, 223, 218 },
+  { 2, 768, 8, 224, 218 },
+  { 2, 768, 32, 223, 218 },
+  { 2, 768, 128, 223, 225 },
+  { 2, 768, 512, 223, 225 },
+  { 2, 768, 2048, 226, 225 },
+  { 2, 768, 8192, 226, 225 },
+  { 2, 768, 32768, 226, 225 },
+  { 2, 1024, 1, 227, 218 },
+  { 2, 1024, 8, 227, 218 },
+  { 2, 1024, 32, 227, 218 },
+  { 2, 1024, 128, 227, 225 },
+  { 2, 1024, 512, 227, 225 },
+  { 2, 1024, 2048, 228, 225 },
+  { 2, 1024, 8192, 229, 225 },
+  { 2, 1024, 32768, 229, 225 },
+  { 2, 1536, 1, 230, 231 },
+  { 2, 1536, 8, 230, 231 },
+  { 2, 1536, 32, 232, 233 },
+  { 2, 1536, 128, 230, 233 },
+  { 2, 1536, 512, 230, 231 },
+  { 2, 1536, 2048, 232, 231 },
+  { 2, 1536, 8192, 234, 231 },
+  { 2, 1536, 32768, 234, 231 },
+  { 2, 2048, 1, 235, 231 },
+  { 2, 2048, 8, 235, 231 },
+  { 2, 2048, 32, 235, 233 },
+  { 2, 2048, 128, 235, 233 },
+  { 2, 2048, 512, 235, 236 },
+  { 2, 2048, 2048, 235, 236 },
+  { 2, 2048, 8192, 237, 231 },
+  { 2, 2048, 32768, 237, 231 },
+  { 2, 2560, 1, 238, 239 },
+  { 2, 2560, 8, 238, 240 },
+  { 2, 2560, 32, 238, 240 },
+  { 2, 2560, 128, 238, 239 },
+  { 2, 2560, 512, 238, 239 },
+  { 2, 2560, 2048, 238, 239 },
+  { 2, 2560, 8192, 241, 239 },
+  { 2, 2560, 32768, 242, 239 },
+  { 2, 3072, 1, 243, 239 },
+  { 2, 3072, 8, 243, 240 },
+  { 2, 3072, 32, 243, 240 },
+  { 2, 3072, 128, 243, 239 },
+  { 2, 3072, 512, 244, 239 },
+  { 2, 3072, 2048, 243, 239 },
+  { 2, 3072, 8192, 245, 246 },
+  { 2, 3072, 32768, 247, 246 },
+  { 2, 4096, 1, 248, 249 },
+  { 2, 4096, 8, 248, 249 },
+  { 2, 4096, 32, 248, 250 },
+  { 2, 4096, 128, 248, 250 },
+  { 2, 4096, 512, 251, 252 },
+  { 2, 4096, 2048, 251, 249 },
+  { 2, 4096, 8192, 253, 249 },
+  { 2, 4096, 32768, 254, 255 },
+  { 2, 5120, 1, 256, 257 },
+  { 2, 5120, 8, 256, 258 },
+  { 2, 5120, 32, 259, 257 },
+  { 2, 5120, 128, 259, 258 },
+  { 2, 5120, 512, 256, 260 },
+  { 2, 5120, 2048, 256, 257 },
+  { 2, 5120, 8192, 261, 260 },
+  { 2, 5120, 32768, 262, 260 },
+  { 2, 6144, 1, 263, 257 },
+  { 2, 6144, 8, 258, 258 },
+  { 2, 6144, 32, 263, 258 },
+  { 2, 6144, 128, 263, 258 },
+  { 2, 6144, 512, 264, 257 },
+  { 2, 6144, 2048, 265, 257 },
+  { 2, 6144, 8192, 265, 252 },
+  { 2, 6144, 32768, 266, 255 },
+  { 2, 7168, 1, 267, 268 },
+  { 2, 7168, 8, 269, 270 },
+  { 2, 7168, 32, 269, 270 },
+  { 2, 7168, 128, 269, 270 },
+  { 2, 7168, 512, 271, 268 },
+  { 2, 7168, 2048, 271, 268 },
+  { 2, 7168, 8192, 271, 268 },
+  { 2, 7168, 32768, 272, 255 },
+  { 2, 8192, 1, 273, 274 },
+  { 2, 8192, 8, 273, 275 },
+  { 2, 8192, 32, 273, 275 },
+  { 2, 8192, 128, 276, 270 },
+  { 2, 8192, 512, 276, 274 },
+  { 2, 8192, 2048, 277, 274 },
+  { 2, 8192, 8192, 277, 274 },
+  { 2, 8192, 32768, 277, 255 },
+  { 2, 12288, 1, 278, 279 },
+  { 2, 12288, 8, 278, 280 },
+  { 2, 12288, 32, 278, 279 },
+  { 2, 12288, 128, 281, 280 },
+  { 2, 12288, 512, 281, 282 },
+  { 2, 12288, 2048, 282, 282 },
+  { 2, 12288, 8192, 283, 282 },
+  { 2, 12288, 32768, 283, 282 },
+  { 2, 16384, 1, 284, 285 },
+  { 2, 16384, 8, 284, 286 },
+  { 2, 16384, 32, 284, 286 },
+  { 2, 16384, 128, 287, 288 },
+  { 2, 16384, 512, 287, 286 },
+  { 2, 16384, 2048, 287, 285 },
+  { 2, 16384, 8192, 289, 289 },
+  { 2, 16384, 32768, 289, 289 },
+  { 2, 32768, 1, 290, 255 },
+  { 2, 32768, 8, 291, 292 },
+  { 2, 32768, 32, 290, 292 },
+  { 2, 32768, 128, 293, 294 },
+  { 2, 32768, 512, 293, 294 },
+  { 2, 32768, 2048, 293, 294 },
+  { 2, 32768, 8192, 295, 294 },
+  { 2, 32768, 32768, 295, 294 },
+  { 2, 65536, 1, 296, 297 },
+  { 2, 65536, 8, 298, 297 },
+  { 2, 65536, 32, 298, 297 },
+  { 2, 65536, 128, 299, 297 },
+  { 2, 65536, 512, 299, 297 },
+  { 2, 65536, 2048, 299, 297 },
+  { 2, 65536, 8192, 299, 297 },
+  { 2, 65536, 32768, 299, 297 },
+  { 2, 131072, 1, 300, 301 },
+  { 2, 131072, 8, 300, 301 },
+  { 2, 131072, 32, 300, 301 },
+  { 2, 131072, 128, 302, 301 },
+  { 2, 131072, 512, 302, 301 },
+  { 2, 131072, 2048, 302, 301 },
+  { 2, 131072, 8192, 302, 301 },
+  { 2, 131072, 32768, 302, 301 },
+  { 3, 512, 1, 304, 305 },
+  { 3, 512, 8, 304, 306 },
+  { 3, 512, 32, 307, 306 },
+  { 3, 512, 128, 307, 306 },
+  { 3, 512, 512, 308, 306 },
+  { 3, 512, 2048, 309, 310 },
+  { 3, 512, 8192, 311, 310 },
+  { 3, 512, 32768, 309, 310 },
+  { 3, 768, 1, 312, 313 },
+  { 3, 768, 8, 312, 313 },
+  { 3, 768, 32, 314, 306 },
+  { 3, 768, 128, 314, 313 },
+  { 3, 768, 512, 315, 306 },
+  { 3, 768, 2048, 316, 317 },
+  { 3, 768, 8192, 318, 317 },
+  { 3, 768, 32768, 319, 317 },
+  { 3, 1024, 1, 320, 313 },
+  { 3, 1024, 8, 320, 306 },
+  { 3, 1024, 32, 320, 306 },
+  { 3, 1024, 128, 321, 313 },
+  { 3, 1024, 512, 322, 306 },
+  { 3, 1024, 2048, 323, 317 },
+  { 3, 1024, 8192, 324, 317 },
+  { 3, 1024, 32768, 324, 317 },
+  { 3, 1536, 1, 325, 325 },
+  { 3, 1536, 8, 325, 325 },
+  { 3, 1536, 32, 325, 325 },
+  { 3, 1536, 128, 325, 325 },
+  { 3, 1536, 512, 326, 306 },
+  { 3, 1536, 2048, 327, 328 },
+  { 3, 1536, 8192, 329, 328 },
+  { 3, 1536, 32768, 329, 328 },
+  { 3, 2048, 1, 330, 325 },
+  { 3, 2048, 8, 330, 325 },
+  { 3, 2048, 32, 330, 325 },
+  { 3, 2048, 128, 330, 325 },
+  { 3, 2048, 512, 331, 306 },
+  { 3, 2048, 2048, 332, 328 },
+  { 3, 2048, 8192, 333, 328 },
+  { 3, 2048, 32768, 333, 328 },
+  { 3, 2560, 1, 334, 335 },
+  { 3, 2560, 8, 334, 335 },
+  { 3, 2560, 32, 336, 335 },
+  { 3, 2560, 128, 335, 335 },
+  { 3, 2560, 512, 337, 338 },
+  { 3, 2560, 2048, 339, 340 },
+  { 3, 2560, 8192, 341, 340 },
+  { 3, 2560, 32768, 341, 340 },
+  { 3, 3072, 1, 342, 335 },
+  { 3, 3072, 8, 342, 335 },
+  { 3, 3072, 32, 342, 335 },
+  { 3, 3072, 128, 335, 335 },
+  { 3, 3072, 512, 343, 338 },
+  { 3, 3072, 2048, 344, 338 },
+  { 3, 3072, 8192, 345, 338 },
+  { 3, 3072, 32768, 345, 338 },
+  { 3, 4096, 1, 346, 347 },
+  { 3, 4096, 8, 346, 338 },
+  { 3, 4096, 32, 348, 347 },
+  { 3, 4096, 128, 346, 347 },
+  { 3, 4096, 512, 349, 338 },
+  { 3, 4096, 2048, 350, 338 },
+  { 3, 4096, 8192, 350, 338 },
+  { 3, 4096, 32768, 351, 338 },
+  { 3, 5120, 1, 352, 353 },
+  { 3, 5120, 8, 352, 353 },
+  { 3, 5120, 32, 352, 353 },
+  { 3, 5120, 128, 352, 354 },
+  { 3, 5120, 512, 355, 356 },
+  { 3, 5120, 2048, 355, 356 },
+  { 3, 5120, 8192, 355, 356 },
+  { 3, 5120, 32768, 355, 356 },
+  { 3, 6144, 1, 357, 357 },
+  { 3, 6144, 8, 358, 356 },
+  { 3, 6144, 32, 358, 353 },
+  { 3, 6144, 128, 358, 354 },
+  { 3, 6144, 512, 359, 356 },
+  { 3, 6144, 2048, 360, 356 },
+  { 3, 6144, 8192, 360, 356 },
+  { 3, 6144, 32768, 361, 356 },
+  { 3, 7168, 1, 357, 357 },
+  { 3, 7168, 8, 362, 357 },
+  { 3, 7168, 32, 362, 357 },
+  { 3, 7168, 128, 362, 354 },
+  { 3, 7168, 512, 363, 364 },
+  { 3, 7168, 2048, 363, 364 },
+  { 3, 7168, 8192, 363, 364 },
+  { 3, 7168, 32768, 365, 365 },
+  { 3, 8192, 1, 366, 366 },
+  { 3, 8192, 8, 366, 366 },
+  { 3, 8192, 32, 366, 366 },
+  { 3, 8192, 128, 367, 354 },
+  { 3, 8192, 512, 368, 364 },
+  { 3, 8192, 2048, 368, 364 },
+  { 3, 8192, 8192, 368, 364 },
+  { 3, 8192, 32768, 365, 365 },
+  { 3, 12288, 1, 369, 369 },
+  { 3, 12288, 8, 370, 369 },
+  { 3, 12288, 32, 370, 369 },
+  { 3, 12288, 128, 369, 369 },
+  { 3, 12288, 512, 371, 372 },
+  { 3, 12288, 2048, 373, 372 },
+  { 3, 12288, 8192, 373, 372 },
+  { 3, 12288, 32768, 374, 372 },
+  { 3, 16384, 1, 375, 375 },
+  { 3, 16384, 8, 376, 369 },
+  { 3, 16384, 32, 376, 369 },
+  { 3, 16384, 128, 369, 369 },
+  { 3, 16384, 512, 377, 378 },
+  { 3, 16384, 2048, 379, 378 },
+  { 3, 16384, 8192, 380, 378 },
+  { 3, 16384, 32768, 380, 378 },
+  { 3, 32768, 1, 381, 365 },
+  { 3, 32768, 8, 381, 382 },
+  { 3, 32768, 32, 381, 382 },
+  { 3, 32768, 128, 383, 383 },
+  { 3, 32768, 512, 384, 385 },
+  { 3, 32768, 2048, 386, 385 },
+  { 3, 32768, 8192, 386, 364 },
+  { 3, 32768, 32768, 386, 364 },
+  { 3, 65536, 1, 387, 388 },
+  { 3, 65536, 8, 389, 389 },
+  { 3, 65536, 32, 387, 388 },
+  { 3, 65536, 128, 390, 389 },
+  { 3, 65536, 512, 391, 385 },
+  { 3, 65536, 2048, 392, 385 },
+  { 3, 65536, 8192, 393, 385 },
+  { 3, 65536, 32768, 393, 385 },
+  { 3, 131072, 1, 394, 394 },
+  { 3, 131072, 8, 395, 396 },
+  { 3, 131072, 32, 394, 394 },
+  { 3, 131072, 128, 397, 398 },
+  { 3, 131072, 512, 397, 398 },
+  { 3, 131072, 2048, 399, 385 },
+  { 3, 131072, 8192, 399, 385 },
+  { 3, 131072, 32768, 399, 385 },
+  { 4, 512, 1, 401, 402 },
+  { 4, 512, 8, 401, 403 },
+  { 4, 512, 32, 401, 403 },
+  { 4, 512, 128, 401, 402 },
+  { 4, 512, 512, 404, 405 },
+  { 4, 512, 2048, 404, 405 },
+  { 4, 512, 8192, 406, 405 },
+  { 4, 512, 32768, 404, 405 },
+  { 4, 768, 1, 407, 403 },
+  { 4, 768, 8, 407, 403 },
+  { 4, 768, 32, 407, 403 },
+  { 4, 768, 128, 407, 403 },
+  { 4, 768, 512, 408, 403 },
+  { 4, 768, 2048, 409, 410 },
+  { 4, 768, 8192, 408, 410 },
+  { 4, 768, 32768, 409, 410 },
+  { 4, 1024, 1, 411, 403 },
+  { 4, 1024, 8, 411, 403 },
+  { 4, 1024, 32, 411, 403 },
+  { 4, 1024, 128, 411, 403 },
+  { 4, 1024, 512, 412, 403 },
+  { 4, 1024, 2048, 413, 410 },
+  { 4, 1024, 8192, 413, 410 },
+  { 4, 1024, 32768, 412, 410 },
+  { 4, 1536, 1, 414, 415 },
+  { 4, 1536, 8, 414, 403 },
+  { 4, 1536, 32, 414, 415 },
+  { 4, 1536, 128, 416, 415 },
+  { 4, 1536, 512, 417, 403 },
+  { 4, 1536, 2048, 418, 403 },
+  { 4, 1536, 8192, 416, 403 },
+  { 4, 1536, 32768, 417, 403 },
+  { 4, 2048, 1, 419, 403 },
+  { 4, 2048, 8, 419, 403 },
+  { 4, 2048, 32, 420, 415 },
+  { 4, 2048, 128, 421, 415 },
+  { 4, 2048, 512, 420, 403 },
+  { 4, 2048, 2048, 422, 403 },
+  { 4, 2048, 8192, 420, 403 },
+  { 4, 2048, 32768, 420, 403 },
+  { 4, 2560, 1, 423, 424 },
+  { 4, 2560, 8, 423, 425 },
+  { 4, 2560, 32, 426, 424 },
+  { 4, 2560, 128, 427, 424 },
+  { 4, 2560, 512, 428, 425 },
+  { 4, 2560, 2048, 429, 425 },
+  { 4, 2560, 8192, 430, 425 },
+  { 4, 2560, 32768, 430, 425 },
+  { 4, 3072, 1, 431, 424 },
+  { 4, 3072, 8, 431, 425 },
+  { 4, 3072, 32, 432, 424 },
+  { 4, 3072, 128, 433, 424 },
+  { 4, 3072, 512, 434, 425 },
+  { 4, 3072, 2048, 435, 425 },
+  { 4, 3072, 8192, 435, 425 },
+  { 4, 3072, 32768, 435, 425 },
+  { 4, 4096, 1, 436, 425 },
+  { 4, 4096, 8, 436, 425 },
+  { 4, 4096, 32, 437, 424 },
+  { 4, 4096, 128, 438, 438 },
+  { 4, 4096, 512, 439, 440 },
+  { 4, 4096, 2048, 439, 425 },
+  { 4, 4096, 8192, 439, 425 },
+  { 4, 4096, 32768, 439, 425 },
+  { 4, 5120, 1, 441, 442 },
+  { 4, 5120, 8, 441, 442 },
+  { 4, 5120, 32, 443, 444 },
+  { 4, 5120, 128, 441, 444 },
+  { 4, 5120, 512, 445, 440 },
+  { 4, 5120, 2048, 443, 442 },
+  { 4, 5120, 8192, 443, 442 },
+  { 4, 5120, 32768, 443, 442 },
+  { 4, 6144, 1, 446, 442 },
+  { 4, 6144, 8, 447, 444 },
+  { 4, 6144, 32, 448, 444 },
+  { 4, 6144, 128, 447, 444 },
+  { 4, 6144, 512, 449, 440 },
+  { 4, 6144, 2048, 450, 442 },
+  { 4, 6144, 8192, 450, 442 },
+  { 4, 6144, 32768, 450, 442 },
+  { 4, 7168, 1, 451, 444 },
+  { 4, 7168, 8, 451, 444 },
+  { 4, 7168, 32, 452, 444 },
+  { 4, 7168, 128, 453, 444 },
+  { 4, 7168, 512, 454, 440 },
+  { 4, 7168, 2048, 454, 440 },
+  { 4, 7168, 8192, 455, 456 },
+  { 4, 7168, 32768, 455, 440 },
+  { 4, 8192, 1, 457, 458 },
+  { 4, 8192, 8, 457, 458 },
+  { 4, 8192, 32, 459, 458 },
+  { 4, 8192, 128, 459, 458 },
+  { 4, 8192, 512, 460, 440 },
+  { 4, 8192, 2048, 461, 440 },
+  { 4, 8192, 8192, 461, 440 },
+  { 4, 8192, 32768, 462, 456 },
+  { 4, 12288, 1, 463, 464 },
+  { 4, 12288, 8, 465, 464 },
+  { 4, 12288, 32, 466, 464 },
+  { 4, 12288, 128, 463, 467 },
+  { 4, 12288, 512, 468, 440 },
+  { 4, 12288, 2048, 468, 440 },
+  { 4, 12288, 8192, 468, 440 },
+  { 4, 12288, 32768, 468, 440 },
+  { 4, 16384, 1, 469, 470 },
+  { 4, 16384, 8, 469, 470 },
+  { 4, 16384, 32, 471, 470 },
+  { 4, 16384, 128, 469, 467 },
+  { 4, 16384, 512, 472, 440 },
+  { 4, 16384, 2048, 472, 440 },
+  { 4, 16384, 8192, 473, 440 },
+  { 4, 16384, 32768, 474, 440 },
+  { 4, 32768, 1, 475, 456 },
+  { 4, 32768, 8, 475, 476 },
+  { 4, 32768, 32, 477, 476 },
+  { 4, 32768, 128, 478, 479 },
+  { 4, 32768, 512, 480, 481 },
+  { 4, 32768, 2048, 482, 481 },
+  { 4, 32768, 8192, 482, 481 },
+  { 4, 32768, 32768, 482, 481 },
+  { 4, 65536, 1, 483, 484 },
+  { 4, 65536, 8, 485, 484 },
+  { 4, 65536, 32, 483, 484 },
+  { 4, 65536, 128, 483, 484 },
+  { 4, 65536, 512, 485, 481 },
+  { 4, 65536, 2048, 486, 481 },
+  { 4, 65536, 8192, 487, 481 },
+  { 4, 65536, 32768, 487, 481 },
+  { 4, 131072, 1, 488, 489 },
+  { 4, 131072, 8, 488, 489 },
+  { 4, 131072, 32, 490, 491 },
+  { 4, 131072, 128, 490, 491 },
+  { 4, 131072, 512, 492, 481 },
+  { 4, 131072, 2048, 492, 481 },
+  { 4, 131072, 8192, 492, 481 },
+  { 4, 131072, 32768, 492, 481 },
+  { 5, 512, 1, 494, 495 },
+  { 5, 512, 8, 494, 495 },
+  { 5, 512, 32, 494, 495 },
+  { 5, 512, 128, 494, 495 },
+  { 5, 512, 512, 494, 495 },
+  { 5, 512, 2048, 496, 497 },
+  { 5, 512, 8192, 498, 497 },
+  { 5, 512, 32768, 496, 497 },
+  { 5, 768, 1, 499, 495 },
+  { 5, 768, 8, 499, 495 },
+  { 5, 768, 32, 499, 495 },
+  { 5, 768, 128, 499, 495 },
+  { 5, 768, 512, 499, 495 },
+  { 5, 768, 2048, 500, 501 },
+  { 5, 768, 8192, 502, 501 },
+  { 5, 768, 32768, 503, 501 },
+  { 5, 1024, 1, 504, 495 },
+  { 5, 1024, 8, 504, 495 },
+  { 5, 1024, 32, 504, 495 },
+  { 5, 1024, 128, 504, 495 },
+  { 5, 1024, 512, 504, 495 },
+  { 5, 1024, 2048, 505, 501 },
+  { 5, 1024, 8192, 506, 501 },
+  { 5, 1024, 32768, 506, 501 },
+  { 5, 1536, 1, 507, 495 },
+  { 5, 1536, 8, 507, 495 },
+  { 5, 1536, 32, 507, 495 },
+  { 5, 1536, 128, 508, 495 },
+  { 5, 1536, 512, 507, 495 },
+  { 5, 1536, 2048, 509, 510 },
+  { 5, 1536, 8192, 511, 510 },
+  { 5, 1536, 32768, 511, 510 },
+  { 5, 2048, 1, 512, 495 },
+  { 5, 2048, 8, 512, 495 },
+  { 5, 2048, 32, 512, 495 },
+  { 5, 2048, 128, 512, 495 },
+  { 5, 2048, 512, 512, 495 },
+  { 5, 2048, 2048, 513, 514 },
+  { 5, 2048, 8192, 515, 514 },
+  { 5, 2048, 32768, 515, 514 },
+  { 5, 2560, 1, 516, 516 },
+  { 5, 2560, 8, 516, 516 },
+  { 5, 2560, 32, 516, 516 },
+  { 5, 2560, 128, 516, 516 },
+  { 5, 2560, 512, 517, 518 },
+  { 5, 2560, 2048, 519, 520 },
+  { 5, 2560, 8192, 521, 520 },
+  { 5, 2560, 32768, 521, 520 },
+  { 5, 3072, 1, 522, 523 },
+  { 5, 3072, 8, 522, 523 },
+  { 5, 3072, 32, 516, 516 },
+  { 5, 3072, 128, 516, 516 },
+  { 5, 3072, 512, 522, 518 },
+  { 5, 3072, 2048, 524, 518 },
+  { 5, 3072, 8192, 525, 518 },
+  { 5, 3072, 32768, 525, 518 },
+  { 5, 4096, 1, 526, 518 },
+  { 5, 4096, 8, 526, 518 },
+  { 5, 4096, 32, 527, 518 },
+  { 5, 4096, 128, 516, 516 },
+  { 5, 4096, 512, 526, 518 },
+  { 5, 4096, 2048, 528, 518 },
+  { 5, 4096, 8192, 528, 518 },
+  { 5, 4096, 32768, 529, 518 },
+  { 5, 5120, 1, 530, 531 },
+  { 5, 5120, 8, 530, 532 },
+  { 5, 5120, 32, 530, 533 },
+  { 5, 5120, 128, 534, 533 },
+  { 5, 5120, 512, 535, 532 },
+  { 5, 5120, 2048, 535, 532 },
+  { 5, 5120, 8192, 535, 532 },
+  { 5, 5120, 32768, 536, 532 },
+  { 5, 6144, 1, 533, 533 },
+  { 5, 6144, 8, 537, 532 },
+  { 5, 6144, 32, 533, 533 },
+  { 5, 6144, 128, 533, 533 },
+  { 5, 6144, 512, 538, 532 },
+  { 5, 6144, 2048, 539, 532 },
+  { 5, 6144, 8192, 539, 532 },
+  { 5, 6144, 32768, 540, 532 },
+  { 5, 7168, 1, 541, 533 },
+  { 5, 7168, 8, 541, 542 },
+  { 5, 7168, 32, 533, 533 },
+  { 5, 7168, 128, 533, 533 },
+  { 5, 7168, 512, 543, 542 },
+  { 5, 7168, 2048, 543, 542 },
+  { 5, 7168, 8192, 543, 542 },
+  { 5, 7168, 32768, 543, 542 },
+  { 5, 8192, 1, 544, 545 },
+  { 5, 8192, 8, 544, 545 },
+  { 5, 8192, 32, 546, 545 },
+  { 5, 8192, 128, 547, 533 },
+  { 5, 8192, 512, 548, 542 },
+  { 5, 8192, 2048, 548, 542 },
+  { 5, 8192, 8192, 548, 542 },
+  { 5, 8192, 32768, 549, 542 },
+  { 5, 12288, 1, 550, 551 },
+  { 5, 12288, 8, 550, 551 },
+  { 5, 12288, 32, 551, 551 },
+  { 5, 12288, 128, 550, 552 },
+  { 5, 12288, 512, 553, 554 },
+  { 5, 12288, 2048, 555, 554 },
+  { 5, 12288, 8192, 555, 554 },
+  { 5, 12288, 32768, 556, 554 },
+  { 5, 16384, 1, 557, 558 },
+  { 5, 16384, 8, 557, 558 },
+  { 5, 16384, 32, 559, 551 },
+  { 5, 16384, 128, 560, 552 },
+  { 5, 16384, 512, 561, 554 },
+  { 5, 16384, 2048, 562, 554 },
+  { 5, 16384, 8192, 563, 554 },
+  { 5, 16384, 32768, 563, 564 },
+  { 5, 32768, 1, 565, 564 },
+  { 5, 32768, 8, 565, 566 },
+  { 5, 32768, 32, 565, 566 },
+  { 5, 32768, 128, 567, 568 },
+  { 5, 32768, 512, 569, 570 },
+  { 5, 32768, 2048, 571, 570 },
+  { 5, 32768, 8192, 571, 554 },
+  { 5, 32768, 32768, 571, 554 },
+  { 5, 65536, 1, 572, 564 },
+  { 5, 65536, 8, 572, 573 },
+  { 5, 65536, 32, 572, 573 },
+  { 5, 65536, 128, 574, 573 },
+  { 5, 65536, 512, 575, 570 },
+  { 5, 65536, 2048, 574, 570 },
+  { 5, 65536, 8192, 576, 570 },
+  { 5, 65536, 32768, 576, 570 },
+  { 5, 131072, 1, 577, 578 },
+  { 5, 131072, 8, 577, 578 },
+  { 5, 131072, 32, 579, 580 },
+  { 5, 131072, 128, 581, 580 },
+  { 5, 131072, 512, 579, 582 },
+  { 5, 131072, 2048, 583, 582 },
+  { 5, 131072, 8192, 583, 570 },
+  { 5, 131072, 32768, 583, 570 },
+  { 6, 512, 1, 585, 586 },
+  { 6, 512, 8, 587, 586 },
+  { 6, 512, 32, 587, 586 },
+  { 6, 512, 128, 587, 586 },
+  { 6, 512, 512, 588, 586 },
+  { 6, 512, 2048, 588, 589 },
+  { 6, 512, 8192, 588, 589 },
+  { 6, 512, 32768, 590, 589 },
+  { 6, 768, 1, 591, 586 },
+  { 6, 768, 8, 591, 586 },
+  { 6, 768, 32, 592, 586 },
+  { 6, 768, 128, 592, 586 },
+  { 6, 768, 512, 592, 586 },
+  { 6, 768, 2048, 593, 594 },
+  { 6, 768, 8192, 595, 594 },
+  { 6, 768, 32768, 593, 594 },
+  { 6, 1024, 1, 596, 586 },
+  { 6, 1024, 8, 596, 586 },
+  { 6, 1024, 32, 597, 586 },
+  { 6, 1024, 128, 597, 586 },
+  { 6, 1024, 512, 597, 586 },
+  { 6, 1024, 2048, 598, 594 },
+  { 6, 1024, 8192, 598, 594 },
+  { 6, 1024, 32768, 597, 594 },
+  { 6, 1536, 1, 599, 586 },
+  { 6, 1536, 8, 599, 586 },
+  { 6, 1536, 32, 599, 600 },
+  { 6, 1536, 128, 601, 600 },
+  { 6, 1536, 512, 599, 586 },
+  { 6, 1536, 2048, 602, 586 },
+  { 6, 1536, 8192, 599, 586 },
+  { 6, 1536, 32768, 601, 586 },
+  { 6, 2048, 1, 603, 586 },
+  { 6, 2048, 8, 603, 586 },
+  { 6, 2048, 32, 603, 586 },
+  { 6, 2048, 128, 604, 600 },
+  { 6, 2048, 512, 603, 586 },
+  { 6, 2048, 2048, 603, 586 },
+  { 6, 2048, 8192, 605, 586 },
+  { 6, 2048, 32768, 605, 586 },
+  { 6, 2560, 1, 606, 607 },
+  { 6, 2560, 8, 606, 607 },
+  { 6, 2560, 32, 606, 608 },
+  { 6, 2560, 128, 609, 608 },
+  { 6, 2560, 512, 606, 607 },
+  { 6, 2560, 2048, 610, 611 },
+  { 6, 2560, 8192, 610, 611 },
+  { 6, 2560, 32768, 610, 611 },
+  { 6, 3072, 1, 612, 607 },
+  { 6, 3072, 8, 612, 607 },
+  { 6, 3072, 32, 613, 608 },
+  { 6, 3072, 128, 614, 608 },
+  { 6, 3072, 512, 612, 607 },
+  { 6, 3072, 2048, 613, 607 },
+  { 6, 3072, 8192, 613, 607 },
+  { 6, 3072, 32768, 612, 607 },
+  { 6, 4096, 1, 615, 607 },
+  { 6, 4096, 8, 615, 607 },
+  { 6, 4096, 32, 616, 608 },
+  { 6, 4096, 128, 617, 608 },
+  { 6, 4096, 512, 607, 607 },
+  { 6, 4096, 2048, 615, 607 },
+  { 6, 4096, 8192, 615, 607 },
+  { 6, 4096, 32768, 615, 607 },
+  { 6, 5120, 1, 618, 619 },
+  { 6, 5120, 8, 618, 619 },
+  { 6, 5120, 32, 620, 621 },
+  { 6, 5120, 128, 622, 621 },
+  { 6, 5120, 512, 623, 624 },
+  { 6, 5120, 2048, 623, 624 },
+  { 6, 5120, 8192, 625, 619 },
+  { 6, 5120, 32768, 625, 619 },
+  { 6, 6144, 1, 626, 621 },
+  { 6, 6144, 8, 626, 621 },
+  { 6, 6144, 32, 627, 621 },
+  { 6, 6144, 128, 627, 621 },
+  { 6, 6144, 512, 628, 624 },
+  { 6, 6144, 2048, 629, 619 },
+  { 6, 6144, 8192, 630, 619 },
+  { 6, 6144, 32768, 630, 619 },
+  { 6, 7168, 1, 631, 621 },
+  { 6, 7168, 8, 631, 621 },
+  { 6, 7168, 32, 632, 621 },
+  { 6, 7168, 128, 632, 621 },
+  { 6, 7168, 512, 633, 624 },
+  { 6, 7168, 2048, 634, 624 },
+  { 6, 7168, 8192, 634, 635 },
+  { 6, 7168, 32768, 636, 635 },
+  { 6, 8192, 1, 637, 638 },
+  { 6, 8192, 8, 637, 639 },
+  { 6, 8192, 32, 640, 639 },
+  { 6, 8192, 128, 641, 639 },
+  { 6, 8192, 512, 642, 624 },
+  { 6, 8192, 2048, 641, 624 },
+  { 6, 8192, 8192, 641, 635 },
+  { 6, 8192, 32768, 643, 635 },
+  { 6, 12288, 1, 644, 645 },
+  { 6, 12288, 8, 644, 645 },
+  { 6, 12288, 32, 646, 645 },
+  { 6, 12288, 128, 644, 647 },
+  { 6, 12288, 512, 648, 635 },
+  { 6, 12288, 2048, 648, 635 },
+  { 6, 12288, 8192, 649, 635 },
+  { 6, 12288, 32768, 649, 635 },
+  { 6, 16384, 1, 650, 651 },
+  { 6, 16384, 8, 650, 645 },
+  { 6, 16384, 32, 652, 645 },
+  { 6, 16384, 128, 650, 647 },
+  { 6, 16384, 512, 653, 635 },
+  { 6, 16384, 2048, 653, 635 },
+  { 6, 16384, 8192, 654, 635 },
+  { 6, 16384, 32768, 654, 635 },
+  { 6, 32768, 1, 655, 656 },
+  { 6, 32768, 8, 655, 657 },
+  { 6, 32768, 32, 658, 657 },
+  { 6, 32768, 128, 659, 657 },
+  { 6, 32768, 512, 660, 661 },
+  { 6, 32768, 2048, 662, 661 },
+  { 6, 32768, 8192, 662, 661 },
+  { 6, 32768, 32768, 659, 661 },
+  { 6, 65536, 1, 663, 664 },
+  { 6, 65536, 8, 665, 664 },
+  { 6, 65536, 32, 665, 666 },
+  { 6, 65536, 128, 667, 666 },
+  { 6, 65536, 512, 665, 661 },
+  { 6, 65536, 2048, 668, 661 },
+  { 6, 65536, 8192, 669, 661 },
+  { 6, 65536, 32768, 669, 661 },
+  { 6, 131072, 1, 670, 671 },
+  { 6, 131072, 8, 670, 671 },
+  { 6, 131072, 32, 672, 671 },
+  { 6, 131072, 128, 672, 671 },
+  { 6, 131072, 512, 673, 674 },
+  { 6, 131072, 2048, 673, 674 },
+  { 6, 131072, 8192, 675, 674 },
+  { 6, 131072, 32768, 675, 674 },
+  { 7, 512, 1, 677, 678 },
+  { 7, 512, 8, 679, 678 },
+  { 7, 512, 32, 677, 680 },
+  { 7, 512, 128, 679, 680 },
+  { 7, 512, 512, 681, 678 },
+  { 7, 512, 2048, 682, 683 },
+  { 7, 512, 8192, 684, 683 },
+  { 7, 512, 32768, 682, 683 },
+  { 7, 768, 1, 685, 685 },
+  { 7, 768, 8, 685, 685 },
+  { 7, 768, 32, 685, 685 },
+  { 7, 768, 128, 686, 686 },
+  { 7, 768, 512, 687, 687 },
+  { 7, 768, 2048, 688, 688 },
+  { 7, 768, 8192, 688, 688 },
+  { 7, 768, 32768, 688, 688 },
+  { 7, 1024, 1, 689, 678 },
+  { 7, 1024, 8, 689, 678 },
+  { 7, 1024, 32, 685, 685 },
+  { 7, 1024, 128, 686, 686 },
+  { 7, 1024, 512, 687, 687 },
+  { 7, 1024, 2048, 688, 688 },
+  { 7, 1024, 8192, 690, 678 },
+  { 7, 1024, 32768, 690, 678 },
+  { 7, 1536, 1, 691, 691 },
+  { 7, 1536, 8, 691, 691 },
+  { 7, 1536, 32, 692, 692 },
+  { 7, 1536, 128, 691, 691 },
+  { 7, 1536, 512, 693, 694 },
+  { 7, 1536, 2048, 693, 695 },
+  { 7, 1536, 8192, 695, 695 },
+  { 7, 1536, 32768, 695, 695 },
+  { 7, 2048, 1, 696, 695 },
+  { 7, 2048, 8, 691, 691 },
+  { 7, 2048, 32, 696, 697 },
+  { 7, 2048, 128, 698, 694 },
+  { 7, 2048, 512, 698, 694 },
+  { 7, 2048, 2048, 699, 694 },
+  { 7, 2048, 8192, 695, 695 },
+  { 7, 2048, 32768, 700, 700 },
+  { 7, 2560, 1, 701, 701 },
+  { 7, 2560, 8, 701, 701 },
+  { 7, 2560, 32, 702, 702 },
+  { 7, 2560, 128, 703, 703 },
+  { 7, 2560, 512, 704, 705 },
+  { 7, 2560, 2048, 706, 707 },
+  { 7, 2560, 8192, 706, 707 },
+  { 7, 2560, 32768, 700, 700 },
+  { 7, 3072, 1, 701, 701 },
+  { 7, 3072, 8, 701, 701 },
+  { 7, 3072, 32, 701, 701 },
+  { 7, 3072, 128, 703, 703 },
+  { 7, 3072, 512, 708, 705 },
+  { 7, 3072, 2048, 709, 707 },
+  { 7, 3072, 8192, 708, 707 },
+  { 7, 3072, 32768, 710, 710 },
+  { 7, 4096, 1, 711, 712 },
+  { 7, 4096, 8, 713, 712 },
+  { 7, 4096, 32, 713, 705 },
+  { 7, 4096, 128, 713, 705 },
+  { 7, 4096, 512, 714, 705 },
+  { 7, 4096, 2048, 714, 712 },
+  { 7, 4096, 8192, 714, 712 },
+  { 7, 4096, 32768, 710, 710 },
+  { 7, 5120, 1, 715, 716 },
+  { 7, 5120, 8, 717, 717 },
+  { 7, 5120, 32, 715, 718 },
+  { 7, 5120, 128, 715, 719 },
+  { 7, 5120, 512, 715, 718 },
+  { 7, 5120, 2048, 715, 718 },
+  { 7, 5120, 8192, 720, 707 },
+  { 7, 5120, 32768, 721, 721 },
+  { 7, 6144, 1, 722, 722 },
+  { 7, 6144, 8, 722, 722 },
+  { 7, 6144, 32, 723, 719 },
+  { 7, 6144, 128, 723, 719 },
+  { 7, 6144, 512, 724, 724 },
+  { 7, 6144, 2048, 725, 707 },
+  { 7, 6144, 8192, 725, 707 },
+  { 7, 6144, 32768, 726, 726 },
+  { 7, 7168, 1, 727, 727 },
+  { 7, 7168, 8, 727, 727 },
+  { 7, 7168, 32, 728, 719 },
+  { 7, 7168, 128, 719, 719 },
+  { 7, 7168, 512, 729, 729 },
+  { 7, 7168, 2048, 730, 730 },
+  { 7, 7168, 8192, 726, 726 },
+  { 7, 7168, 32768, 726, 726 },
+  { 7, 8192, 1, 731, 731 },
+  { 7, 8192, 8, 731, 731 },
+  { 7, 8192, 32, 732, 719 },
+  { 7, 8192, 128, 719, 719 },
+  { 7, 8192, 512, 733, 734 },
+  { 7, 8192, 2048, 730, 730 },
+  { 7, 8192, 8192, 735, 734 },
+  { 7, 8192, 32768, 735, 734 },
+  { 7, 12288, 1, 736, 736 },
+  { 7, 12288, 8, 736, 736 },
+  { 7, 12288, 32, 737, 737 },
+  { 7, 12288, 128, 736, 736 },
+  { 7, 12288, 512, 738, 738 },
+  { 7, 12288, 2048, 739, 739 },
+  { 7, 12288, 8192, 740, 740 },
+  { 7, 12288, 32768, 740, 740 },
+  { 7, 16384, 1, 741, 742 },
+  { 7, 16384, 8, 743, 743 },
+  { 7, 16384, 32, 744, 744 },
+  { 7, 16384, 128, 745, 746 },
+  { 7, 16384, 512, 745, 746 },
+  { 7, 16384, 2048, 747, 746 },
+  { 7, 16384, 8192, 740, 740 },
+  { 7, 16384, 32768, 740, 740 },
+  { 7, 32768, 1, 748, 748 },
+  { 7, 32768, 8, 748, 748 },
+  { 7, 32768, 32, 749, 749 },
+  { 7, 32768, 128, 750, 751 },
+  { 7, 32768, 512, 750, 751 },
+  { 7, 32768, 2048, 752, 751 },
+  { 7, 32768, 8192, 752, 751 },
+  { 7, 32768, 32768, 752, 751 },
+  { 7, 65536, 1, 753, 753 },
+  { 7, 65536, 8, 754, 755 },
+  { 7, 65536, 32, 756, 755 },
+  { 7, 65536, 128, 757, 755 },
+  { 7, 65536, 512, 758, 755 },
+  { 7, 65536, 2048, 759, 755 },
+  { 7, 65536, 8192, 760, 755 },
+  { 7, 65536, 32768, 760, 755 },
+  { 7, 131072, 1, 761, 762 },
+  { 7, 131072, 8, 763, 763 },
+  { 7, 131072, 32, 764, 762 },
+  { 7, 131072, 128, 764, 762 },
+  { 7, 131072, 512, 764, 762 },
+  { 7, 131072, 2048, 764, 762 },
+  { 7, 131072, 8192, 765, 762 },
+  { 7, 131072, 32768, 765, 762 },
+  { 8, 512, 1, 767, 768 },
+  { 8, 512, 8, 767, 768 },
+  { 8, 512, 32, 767, 768 },
+  { 8, 512, 128, 767, 768 },
+  { 8, 512, 512, 769, 768 },
+  { 8, 512, 2048, 770, 768 },
+  { 8, 512, 8192, 771, 771 },
+  { 8, 512, 32768, 771, 771 },
+  { 8, 768, 1, 772, 773 },
+  { 8, 768, 8, 772, 773 },
+  { 8, 768, 32, 772, 773 },
+  { 8, 768, 128, 772, 773 },
+  { 8, 768, 512, 772, 768 },
+  { 8, 768, 2048, 774, 768 },
+  { 8, 768, 8192, 775, 775 },
+  { 8, 768, 32768, 775, 775 },
+  { 8, 1024, 1, 776, 768 },
+  { 8, 1024, 8, 776, 768 },
+  { 8, 1024, 32, 776, 773 },
+  { 8, 1024, 128, 776, 773 },
+  { 8, 1024, 512, 777, 768 },
+  { 8, 1024, 2048, 777, 768 },
+  { 8, 1024, 8192, 775, 775 },
+  { 8, 1024, 32768, 775, 775 },
+  { 8, 1536, 1, 778, 779 },
+  { 8, 1536, 8, 778, 780 },
+  { 8, 1536, 32, 781, 780 },
+  { 8, 1536, 128, 778, 779 },
+  { 8, 1536, 512, 782, 782 },
+  { 8, 1536, 2048, 778, 783 },
+  { 8, 1536, 8192, 782, 782 },
+  { 8, 1536, 32768, 782, 782 },
+  { 8, 2048, 1, 784, 780 },
+  { 8, 2048, 8, 784, 780 },
+  { 8, 2048, 32, 784, 780 },
+  { 8, 2048, 128, 785, 779 },
+  { 8, 2048, 512, 782, 782 },
+  { 8, 2048, 2048, 782, 782 },
+  { 8, 2048, 8192, 786, 787 },
+  { 8, 2048, 32768, 786, 787 },
+  { 8, 2560, 1, 788, 789 },
+  { 8, 2560, 8, 788, 789 },
+  { 8, 2560, 32, 790, 791 },
+  { 8, 2560, 128, 791, 791 },
+  { 8, 2560, 512, 788, 787 },
+  { 8, 2560, 2048, 792, 792 },
+  { 8, 2560, 8192, 793, 789 },
+  { 8, 2560, 32768, 793, 789 },
+  { 8, 3072, 1, 794, 789 },
+  { 8, 3072, 8, 795, 791 },
+  { 8, 3072, 32, 795, 791 },
+  { 8, 3072, 128, 791, 791 },
+  { 8, 3072, 512, 795, 787 },
+  { 8, 3072, 2048, 792, 792 },
+  { 8, 3072, 8192, 796, 789 },
+  { 8, 3072, 32768, 796, 789 },
+  { 8, 4096, 1, 797, 797 },
+  { 8, 4096, 8, 798, 791 },
+  { 8, 4096, 32, 799, 791 },
+  { 8, 4096, 128, 798, 791 },
+  { 8, 4096, 512, 798, 787 },
+  { 8, 4096, 2048, 800, 800 },
+  { 8, 4096, 8192, 800, 800 },
+  { 8, 4096, 32768, 801, 787 },
+  { 8, 5120, 1, 802, 802 },
+  { 8, 5120, 8, 803, 804 },
+  { 8, 5120, 32, 803, 804 },
+  { 8, 5120, 128, 803, 804 },
+  { 8, 5120, 512, 803, 804 },
+  { 8, 5120, 2048, 800, 800 },
+  { 8, 5120, 8192, 800, 800 },
+  { 8, 5120, 32768, 805, 787 },
+  { 8, 6144, 1, 802, 802 },
+  { 8, 6144, 8, 806, 804 },
+  { 8, 6144, 32, 806, 804 },
+  { 8, 6144, 128, 806, 804 },
+  { 8, 6144, 512, 806, 804 },
+  { 8, 6144, 2048, 800, 800 },
+  { 8, 6144, 8192, 807, 787 },
+  { 8, 6144, 32768, 808, 787 },
+  { 8, 7168, 1, 809, 809 },
+  { 8, 7168, 8, 810, 809 },
+  { 8, 7168, 32, 811, 809 },
+  { 8, 7168, 128, 811, 809 },
+  { 8, 7168, 512, 811, 787 },
+  { 8, 7168, 2048, 800, 800 },
+  { 8, 7168, 8192, 800, 800 },
+  { 8, 7168, 32768, 812, 787 },
+  { 8, 8192, 1, 813, 813 },
+  { 8, 8192, 8, 814, 814 },
+  { 8, 8192, 32, 815, 809 },
+  { 8, 8192, 128, 809, 809 },
+  { 8, 8192, 512, 815, 787 },
+  { 8, 8192, 2048, 816, 816 },
+  { 8, 8192, 8192, 817, 787 },
+  { 8, 8192, 32768, 817, 787 },
+  { 8, 12288, 1, 818, 818 },
+  { 8, 12288, 8, 818, 818 },
+  { 8, 12288, 32, 819, 820 },
+  { 8, 12288, 128, 821, 820 },
+  { 8, 12288, 512, 821, 820 },
+  { 8, 12288, 2048, 822, 820 },
+  { 8, 12288, 8192, 822, 787 },
+  { 8, 12288, 32768, 823, 787 },
+  { 8, 16384, 1, 824, 824 },
+  { 8, 16384, 8, 825, 826 },
+  { 8, 16384, 32, 824, 824 },
+  { 8, 16384, 128, 827, 827 },
+  { 8, 16384, 512, 825, 787 },
+  { 8, 16384, 2048, 825, 787 },
+  { 8, 16384, 8192, 825, 787 },
+  { 8, 16384, 32768, 825, 787 },
+  { 8, 32768, 1, 828, 829 },
+  { 8, 32768, 8, 830, 829 },
+  { 8, 32768, 32, 828, 829 },
+  { 8, 32768, 128, 830, 829 },
+  { 8, 32768, 512, 831, 831 },
+  { 8, 32768, 2048, 831, 831 },
+  { 8, 32768, 8192, 831, 831 },
+  { 8, 32768, 32768, 831, 831 },
+  { 8, 65536, 1, 832, 832 },
+  { 8, 65536, 8, 833, 834 },
+  { 8, 65536, 32, 833, 834 },
+  { 8, 65536, 128, 832, 832 },
+  { 8, 65536, 512, 831, 831 },
+  { 8, 65536, 2048, 831, 831 },
+  { 8, 65536, 8192, 835, 834 },
+  { 8, 65536, 32768, 835, 834 },
+  { 8, 131072, 1, 836, 836 },
+  { 8, 131072, 8, 836, 836 },
+  { 8, 131072, 32, 837, 838 },
+  { 8, 131072, 128, 837, 838 },
+  { 8, 131072, 512, 837, 838 },
+  { 8, 131072, 2048, 839, 838 },
+  { 8, 131072, 8192, 839, 838 },
+  { 8, 131072, 32768, 839, 838 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3261,30 +3295,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_dbc79937ebe3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_dbc79937ebe3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_15b2378d8c63(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_15b2378d8c63_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_6a47bed42f77(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_6a47bed42f77_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_891352fa2294(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_891352fa2294_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_35041a4a26f1(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_35041a4a26f1_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_13877425d1ab(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_13877425d1ab_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ec692c1ccd66(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_ec692c1ccd66_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_0214948f1706(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_0214948f1706_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_dc0cbf566b01(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_dc0cbf566b01_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8a373fae50d9(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_8a373fae50d9_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_204f7942dbb8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_204f7942dbb8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5e2368203f3b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5e2368203f3b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_55e772ed016c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_55e772ed016c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_6cb086c20316(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_6cb086c20316_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_9c959e237f4c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_9c959e237f4c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_080138cf2298(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_080138cf2298_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5c32ae2257a0(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5c32ae2257a0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_32374eb505b7(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_32374eb505b7_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5df12586b5f0(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5df12586b5f0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3298,18 +3332,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_dbc79937ebe3, (const void*)&normgen_layernorm_bwd_dbc79937ebe3_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_15b2378d8c63, (const void*)&normgen_layernorm_bwd_15b2378d8c63_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_6a47bed42f77, (const void*)&normgen_layernorm_bwd_6a47bed42f77_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_891352fa2294, (const void*)&normgen_layernorm_bwd_891352fa2294_reduce, 0, 512, 4, 512, 2, 2, 1, 2, 114688, 1 },  // regs.t512.v4.tpr512.i2.s3.lean.reread.sw.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_35041a4a26f1, (const void*)&normgen_layernorm_bwd_35041a4a26f1_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 32768, 8 },  // regs.t128.v4.tpr128.i4.s2.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_13877425d1ab, (const void*)&normgen_layernorm_bwd_13877425d1ab_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_ec692c1ccd66, (const void*)&normgen_rmsnorm_bwd_ec692c1ccd66_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_0214948f1706, (const void*)&normgen_rmsnorm_bwd_0214948f1706_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_dc0cbf566b01, (const void*)&normgen_rmsnorm_bwd_dc0cbf566b01_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_8a373fae50d9, (const void*)&normgen_rmsnorm_bwd_8a373fae50d9_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_204f7942dbb8, (const void*)&normgen_rmsnorm_bwd_204f7942dbb8_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5e2368203f3b, (const void*)&normgen_rmsnorm_bwd_5e2368203f3b_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_55e772ed016c, (const void*)&normgen_layernorm_bwd_55e772ed016c_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_6cb086c20316, (const void*)&normgen_layernorm_bwd_6cb086c20316_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_fb5bf230f3d3, (const void*)&normgen_layernorm_bwd_fb5bf230f3d3_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_9c959e237f4c, (const void*)&normgen_layernorm_bwd_9c959e237f4c_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 81920, 1 },  // regs.t256.v4.tpr256.i4.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_a2eb1d3691bc, (const void*)&normgen_layernorm_bwd_a2eb1d3691bc_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_080138cf2298, (const void*)&normgen_layernorm_bwd_080138cf2298_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5c32ae2257a0, (const void*)&normgen_rmsnorm_bwd_5c32ae2257a0_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_32374eb505b7, (const void*)&normgen_rmsnorm_bwd_32374eb505b7_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc, (const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5ce750ee4e66, (const void*)&normgen_rmsnorm_bwd_5ce750ee4e66_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5df12586b5f0, (const void*)&normgen_rmsnorm_bwd_5df12586b5f0_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.reread.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f871ac78cbbf, (const void*)&normgen_rmsnorm_bwd_f871ac78cbbf_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

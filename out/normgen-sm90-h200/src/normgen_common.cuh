@@ -313,7 +313,7 @@ struct RowReducer {
 #ifdef NORMGEN_HAS_CLUSTERS
       if (threadIdx.x == 0) {
 #pragma unroll
-        for (int k = 0; k < 2; ++k) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_address(&mailbox().full[k])) : "memory");
+        for (int k = 0; k < 2; ++k) mbarrier_init(&mailbox().full[k], 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       }
       // Waited for before the first send: no CTA writes into an uninitialized mailbox.
@@ -458,8 +458,7 @@ struct RowReducer {
     Mailbox& box = mailbox();
     const int k = cluster_turn;
     const unsigned full = smem_address(&box.full[k]);
-    if (threadIdx.x == 0)
-      asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(full), "n"(CLUSTER * 16) : "memory");
+    if (threadIdx.x == 0) mbarrier_expect_bytes(&box.full[k], CLUSTER * 16);
     if (threadIdx.x < CLUSTER) {
       unsigned slot, bar;
       const unsigned rank = cluster_rank<CLUSTER>();
@@ -483,12 +482,7 @@ struct RowReducer {
 #ifdef NORMGEN_HAS_CLUSTERS
     Mailbox& box = mailbox();
     const int k = cluster_turn;
-    const unsigned full = smem_address(&box.full[k]);
-    const unsigned parity = (phases >> k) & 1u;
-    asm volatile(
-        "{\n.reg .pred done;\nwait_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra wait_%=;\n}\n" ::"r"(full), "r"(parity) : "memory");
+    mbarrier_wait(&box.full[k], (phases >> k) & 1u);
     phases ^= 1u << k;
 #pragma unroll
     for (int r = 0; r < CLUSTER; ++r) all[r] = box.inbox[k][r];

@@ -363,20 +363,6 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   W* const w_staged = reinterpret_cast<W*>(dynamic_smem + Layout::kX + Layout::kR);
   B* const b_staged = reinterpret_cast<B*>(dynamic_smem + Layout::kX + Layout::kR + Layout::kW);
 
-  if constexpr (STAGED_WEIGHTS) {
-    // Every row group reads the same columns: the first group copies them for all.
-    if (group == 0) {
-#pragma unroll
-      for (int i = 0; i < ITEMS; ++i) {
-        const int col = column(i);
-        if (col >= hidden) continue;
-        if constexpr (C::kWeight) stage_tail<W, VEC>(w_staged + offset(i), static_cast<const W*>(p.weight), col, hidden);
-        if constexpr (C::kBias) stage_tail<B, VEC>(b_staged + offset(i), static_cast<const B*>(p.bias), col, hidden);
-      }
-    }
-    __syncthreads();
-  }
-
   __shared__ uint64_t slot_filled[kBulk ? STAGES : 1];
   __shared__ uint64_t slot_emptied[kBulk ? STAGES : 1];
   unsigned filled_parity = 0;  // kBulk: bit k, the parity of slot k's next filled phase
@@ -489,6 +475,21 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   const int64_t first = int64_t(blockIdx.x / CLUSTER) * kRows;
 #pragma unroll
   for (int s = 0; s < kAhead; ++s) issue(first + s * step + group, s);
+  if constexpr (STAGED_WEIGHTS) {
+    // Every row group reads the same columns: the first group copies them for all, while
+    // the first rows' copies are in flight (staged first, they delayed every row's loads).
+    if (group == 0) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; ++i) {
+        const int col = column(i);
+        if (col >= hidden) continue;
+        if constexpr (C::kWeight) stage_tail<W, VEC>(w_staged + offset(i), static_cast<const W*>(p.weight), col, hidden);
+        if constexpr (C::kBias) stage_tail<B, VEC>(b_staged + offset(i), static_cast<const B*>(p.bias), col, hidden);
+      }
+    }
+    __syncthreads();
+  }
+
   int slot = 0;
   int64_t deferred_row = p.rows;  // DEFER_OUTPUT: the row still to store (none yet)
   int deferred_slot = 0;
