@@ -50,12 +50,12 @@ for step in "$@"; do
         echo "resume rc=1: the first run ended before it was killed (grid too small to interrupt)"; r=1
       fi ;;
     tune)
-      # The default grid's database is ~55 MB: files that large do not come back from the
+      # Continue a tune from an earlier call: its database (gzipped), carried in .device/db/.
+      [ -f .device/db/sm90-h200.jsonl.gz ] && [ ! -f "$out/sm90-h200.jsonl" ] && gunzip -c .device/db/sm90-h200.jsonl.gz > "$out/sm90-h200.jsonl"
+      # The default grid's database is ~95 MB: files that large do not come back from the
       # machine, so it comes back gzipped. A snapshot every minute, so that a call ended
       # from outside (its time or the device budget spent) still brings back what was measured
       # (a line cut short at the end is dropped when the database is read).
-      # Continue a tune from an earlier call: its database (gzipped), carried in .device/db/.
-      [ -f .device/db/sm90-h200.jsonl.gz ] && [ ! -f "$out/sm90-h200.jsonl" ] && gunzip -c .device/db/sm90-h200.jsonl.gz > "$out/sm90-h200.jsonl"
       snapshot() { gzip -n -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz.part" && mv "$out/sm90-h200.jsonl.gz.part" "$out/sm90-h200.jsonl.gz"; }
       ( while sleep 60; do [ -f "$out/sm90-h200.jsonl" ] && snapshot; done ) &
       snapshots=$!
