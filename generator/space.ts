@@ -134,6 +134,14 @@ const LONG_ROW_BYTES = 8 * 1024;
 /** smem and reload CTAs take at most this many rows (more were never ahead on the H200). */
 const MAX_LOOPING_ROWS_PER_CTA = 4;
 /**
+ * smem and reload rows get at least this many threads, reload CTAs at least
+ * MIN_RELOAD_THREADS. In the H200 default-grid tunes of 2026-11-28 and 2026-11-29 none of
+ * the 6105 measurements of the narrower ones (4.6% of each tune) reached a final re-timing,
+ * and none came within 2.3% of the problem's best.
+ */
+const MIN_LOOPING_THREADS_PER_ROW = 64;
+const MIN_RELOAD_THREADS = 128;
+/**
  * Staged rows split over a cluster (each CTA stages its slice): from this hidden size, in
  * CTAs of at least SMEM_CLUSTER_MIN_THREADS, clusters of SMEM_CLUSTER_CHOICES. One CTA of
  * 1024 threads staging a whole 64K-element 16-bit row led every other kernel there by 4-5
@@ -250,8 +258,9 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
               out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
           }
         }
-        if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= 32 && rows <= MAX_LOOPING_ROWS_PER_CTA) {
+        if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= MIN_LOOPING_THREADS_PER_ROW && rows <= MAX_LOOPING_ROWS_PER_CTA) {
           for (const storage of ['smem', 'reload'] as const) {
+            if (storage === 'reload' && threads < MIN_RELOAD_THREADS) continue;
             const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1, stages: 0, stagedWeights: false };
             if (unsupportedReason(problem, p, arch) !== null) continue;
             out.push(p);

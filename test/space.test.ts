@@ -74,6 +74,18 @@ test('at 128 rows or fewer the looping storages come only compiled for the hidde
   assert.ok(long.length > 0 && long.every((q) => looping(q) && q.fixedHidden === 131072));
 });
 
+test('smem and reload rows get 64 threads or more, reload CTAs 128 or more', () => {
+  for (const [hidden, rows] of [[4096, 32768], [16384, 2048], [32768, 8]] as const) {
+    const space = enumerateSpace(makeProblem(spec, hidden, rows), sm90);
+    const smem = space.filter((q) => q.storage === 'smem' && q.cluster === 1);
+    const reload = space.filter((q) => q.storage === 'reload');
+    assert.ok(smem.length > 0 && reload.length > 0, `${hidden} x ${rows}: both storages offered`);
+    assert.ok([...smem, ...reload].every((q) => q.threadsPerRow >= 64), `${hidden} x ${rows}: a warp a row`);
+    assert.ok(reload.every((q) => q.threads >= 128), `${hidden} x ${rows}: 64-thread reload CTAs`);
+    assert.ok(smem.some((q) => q.threads === 64), `${hidden} x ${rows}: 64-thread smem CTAs stay`);
+  }
+});
+
 test('ring variants stage weight and bias in shared memory exactly when they fit beside the ring', () => {
   const ln = makeProblem({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } }, 131072, 4096);
   const rings = enumerateSpace(ln, sm90).filter((p) => p.storage === 'ring');
