@@ -18,28 +18,28 @@ struct Config {
 };
 }  // namespace
 
-// regs.t256.v4.tpr256.i4.s2.lean.sw.recompute
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_9c959e237f4c(const NormgenBwdParams p) {
+// regs.t256.v4.tpr256.i4.recompute
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_bwd_4f0246db65b9(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 2, true, 1, false, true>(p);
+  normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 0, false, 1, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_9c959e237f4c_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_4f0246db65b9_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t128.v4.tpr128.i4.s4.c8.recompute
+// regs.t128.v4.tpr128.i4.s3.c8.recompute
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
-normgen_layernorm_bwd_a2eb1d3691bc(const NormgenBwdParams p) {
+normgen_layernorm_bwd_9145d67b8872(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 4, false, 8, false, false>(p);
+  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 3, false, 8, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_a2eb1d3691bc_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_9145d67b8872_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -31,15 +31,15 @@ normgen_rmsnorm_bwd_5ce750ee4e66_reduce(const NormgenBwdParams p) {
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t256.v4.tpr256.i8.s2.lean.reread.sw.c2.recompute
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
-normgen_rmsnorm_bwd_5df12586b5f0(const NormgenBwdParams p) {
+// regs.t256.v4.tpr256.i8.s2.lean.sw.c2.recompute
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_bwd_4ecdb7f35ceb(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 256, 4, 256, 8, false, true, false, 2, true, 2, true, true>(p);
+  normgen::bwd_regs_kernel<Config, 256, 4, 256, 8, false, true, false, 2, true, 2, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_5df12586b5f0_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -14,20 +14,16 @@ extern "C" __global__ void normgen_layernorm_fwd_afdc07cc94d0(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c59920ffeb74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fccc2fbd842(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e95a6146bed0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_39acc6a6a4d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2ada0692e4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2a5fd0e33983(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24668b389fa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_188ea427045f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2289b8f8b579(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_144e540bd180(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_acf58918efb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36a000f6dbf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fed3667cfd3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_478243a2e2fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a93f8af38c31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_517c6e3f055d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ec081035968(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8f0be6565b50(const NormgenFwdParams p);
@@ -35,10 +31,7 @@ extern "C" __global__ void normgen_layernorm_fwd_620ec3196088(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_88b7a135f96d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a9b23dca6381(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9de240fb11c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73239dbbccc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a049b6c099d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a4ca3282726(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bea8211ea153(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8258b087f5f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_990694931d3f(const NormgenFwdParams p);
@@ -50,7 +43,7 @@ extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b42b8e3b622e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a42d030f23b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0df4cf9ec649(const NormgenFwdParams p);
@@ -60,83 +53,69 @@ extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ef0ba14c18b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5787944b079a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e13552655e63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0f8af14ca1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5175164bfe9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f84ebc20c24e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21cb04c5687c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c51b1793370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b0c3c468a4a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_460aea4070bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c0cb2272f942(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0957fea3bce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d5d6b29fc755(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5bc6472e0ca6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f51ca6e598d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f51a8e3aa740(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4f01a46e9d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09c65cd3e717(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f014f4c7eeff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de8c605c665a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4ce535d2313e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_42d0e52de563(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dde9bf0e4674(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9db8a4ad5413(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1dc080948e33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_861d92c621b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98b4e0b9a4da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55030b950a88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6883a6aa8d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f7938d28596f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_434d09b9c6b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9647980ed2f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf5a5a71b53d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_543f985b2a14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd1c90be9057(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13316d4b0bd8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_31cc9c687b33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3828a0b9bb34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_01f68fc30027(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_065b33c82960(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f988a3498ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09d3696b9242(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_644a91f01463(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c78dea779af7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3002b8a529ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e638492d8df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e0f21e93180(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a8574c4d8709(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f72c6cd3ec5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5755453eb466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0892245db65a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c9b274fb146(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_307b40043577(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2e3e9b3325c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2b4772239133(const NormgenFwdParams p);
@@ -144,16 +123,13 @@ extern "C" __global__ void normgen_layernorm_fwd_38f8b321e8cb(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_e2f057304270(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed083a64fa65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ddf5b093eedf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf475850a0d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3b596560d3dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7056a95fea7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edb8cc20f1a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9451eda06b9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c017f2b2591(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ee9590a418b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c465f323107a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_991ed1e24fb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b9e0d830f80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed31afa5cf57(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
@@ -163,16 +139,13 @@ extern "C" __global__ void normgen_layernorm_fwd_88db47fd424c(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6177cc882872(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_689188333ab5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ab29e239e386(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28252ec06ee8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b83f41d87bcc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f72bd0de6a1(const NormgenFwdParams p);
@@ -190,78 +163,71 @@ extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_2dc4864467d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ea54d9fc57f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db6ce8738dbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_19275c9733ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_485854842e2c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_895dc90dea38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1857811f81be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fa4c752ed850(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee430f4c0efb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6ca3314b3ba6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d4a4ab06255(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ce6ca59f3118(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4c518ed87a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d74d0e526ed3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ffd60c32ed0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0de49618b066(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3da4d5ef5f8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0995ef987eb5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0ec641d853ea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40c633344033(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe6fe4869167(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0672d72a26a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6335f771a15e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2dc2da30a8a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00569e0fdba8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df557f5825ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_baaf6efc1e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c34317f2c2ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d19d497a030(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9ed2cb8cd29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0184ea74e39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ed4c531181b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f17cdaafa5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f3104d9e9c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9637117db87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0902a7a947d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f17cdaafa5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac2b6c202327(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_322007904187(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a92281451b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b62dfbcf9b0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92446607ca6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2af98abd278(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d0820d48346e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e4ce51da1d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc3ef7c045a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_75e1abec36ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aebb414ca1fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_954b05b04035(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddd16e506dbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b28a6274e2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62e3af6abcfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dd3103adfdf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c842a72e1433(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
@@ -269,47 +235,55 @@ extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_b2b726ccbb51(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e90df67fe988(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc0355e645a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05b86a634f70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5db7db2d78f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_03f7adcecabb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_699561509875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62b361f8365c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5791ca16f073(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbab7e08ed8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6bddf0d66e8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f32a12ddfc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46c709f37c45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9db84bcd7f90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2fa4a801cef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64c76945930e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a75f38d6f00e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_65e32eee55f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f15a521c2549(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57b881e5566e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ddde9c07195f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0b60be861281(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc5b36148ad5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b17791576f74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5dbf8ff07818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a466296ef0b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a855bf2e614f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f6a0819a9ec8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9f995e7205a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4a9a6b18d45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab20ce479791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a615efcf451(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_af5af7aa2e96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cdbe3bf2dedf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2b93a44a5a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98b947faf30a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4676ecf5a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d1d0b139f3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_27cce33746b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7741bfe249cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8962d853f97a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e24f7d42a2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb45062c274a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
@@ -319,38 +293,42 @@ extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9aeddf87e8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db3fabc03901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cd255a8de43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c1111048bcc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_715b108185cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c41a8a96eed2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_125ae23d6a0e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_273081137289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_591fe1951647(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d8f3409635e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_668c7c15a81f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d482b2b97e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88eb51fc78c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_127a5fe80a58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bcd8c451cc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5df67d4d1de9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fb7a80868c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35641b704e50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e41883ea102a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cdb1bcd77ab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14bc7213eacc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d0cb5009457(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62f242348eb7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c442b527527(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02d3fecdea5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_010599f5efa0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1969519b8276(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e21e0b30f55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f868d3c7f3de(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d2f4af249d4(const NormgenFwdParams p);
@@ -358,9 +336,9 @@ extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd98948daacc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03f9fe351381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66ab86285588(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b67ba01060bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cd850134978(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
@@ -370,54 +348,57 @@ extern "C" __global__ void normgen_rmsnorm_fwd_4905a2719c86(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_78ddd8c1867b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_035b4cecfc3f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_920eb838b144(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9553d4212cf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3838562accc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f10ba4778a33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee76180993e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_daba1cbe8824(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52cdc03db980(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d100567c964e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a284313872e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb80cbf6722c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0baeb30c0b4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04c2e6470055(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb81d53a712c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d96cfe482b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a826c92bcef9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cd95d2576bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33f839d6dd03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f786a1db15eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da86793cdebe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddc31c0e3795(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_785b30982d74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_785b30982d74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b64d22325395(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_505b3376994a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75099830f466(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6a2c1a9d5e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80b36d4da955(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40ee1be7a011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e79f8d3a45d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6300e0df9c9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d59b0ef06ad3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bf023ecbfa7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
@@ -425,112 +406,117 @@ extern "C" __global__ void normgen_rmsnorm_fwd_79c6c95e17fc(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba7bb2e83cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4ff1d4fb1c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_29ae565a59b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_172b0ce5d3c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_edb73cd3bbf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b8fd41c29dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f532e944c2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00e5c054dd8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10c969772c4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90d87073a26e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_986ecd01fb11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15b130e1c153(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17210efe861a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab8033cca848(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_173221064529(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a19040426a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aba4f294e3e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc56fedad5bf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fec234f17d04(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e455b35db2a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddf38ef54da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4176969ff6a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97d0499d0882(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_790b417ca81c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ebec0d568dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ade63c54a987(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da1842c7437d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbd8698a52cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af6d93bc2495(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eea81706ed2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4f9537390f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fb891e234f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31ffd954533a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdead37c5f67(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5396142c9761(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53f8be5bbc27(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3bfd404541c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d61130daeb18(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1569df57e17d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_307d832b7e06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97b95b7a3e7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7eeafc9dd512(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68931bd1240e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2cdffcb637b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aec16b379753(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8240c351a178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_633c89be61ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf9ff04b6490(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48bd81f00aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86d7ad348c1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05c442a587d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cb7966fb2cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_982ac45ede51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea21bb7e49a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21760120c89e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46fd3c0a5192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_348bd3d6fd30(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6e8c3086952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf5e0272834e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37c0490f88b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccbe7a4c57ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3b47775bf58(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_818beee5af7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb58f0889732(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e2ccc516e6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d28fa1131161(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06b2cf1f61fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f4ec4955920d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1919b91c0ff2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f93eb92ccd3d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c3825350063d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc6e27434613(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb1b0d3a895c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
@@ -538,14 +524,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_8fd69497c9a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f803f496204d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38b424d81f5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90e34a057214(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06bb607ee364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_377838e5c416(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ddb4aa00c8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77e604ad9d23(const NormgenFwdParams p);
@@ -560,140 +546,133 @@ extern "C" __global__ void normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e3a1db81d0b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79df1ab7425a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_792491d7b99b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89b832ff73c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09cc16778df9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_565e1daa9b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2cbcb03ebf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7829eb94d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_492cdf944801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a71b69eed852(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1caa151ca92a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae19641d7fb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fd717328ce0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60dbbbea794d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90723652e859(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b1806178095(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b622d850d443(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a879d506d9a6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a709aeab2fe6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e684165db4a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52985b17e2be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d664b5033f5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78da48897867(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1b61dc18906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_448217f9454a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80dd4488b3e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_328e48d9eaaf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_343017c52b0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f6084a07e37c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc01a4c64d60(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39b0d4734290(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcaec5814e38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a6923713e8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_529e869c55e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6a36783c069(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee94716ba79c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1891756263d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f39e9c0685e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f588133f10c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20aee53a8f24(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27e65ca2d4f0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4157d3488419(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_915ceaaa35e6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9ccdcca3f978(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1748dbda82f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f17591f4ef3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a5d4348de70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a36f41afd337(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1dbeece5b3ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f003e521d3d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da588949e067(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91eecbb95921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7d0bd13931b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a4b100fd7f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c12169a89440(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8f77011557e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b69dc134d86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73c0388ea57f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24daed56bf37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5f744e3002d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22ea7606277c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8aa583de0e75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b47971a70cf2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15c6645b185e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c4142517486c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb6cc6430ac9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb5ab25a848b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f361cc3782b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e893d14d2bab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae26d01e4af8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b3014c11973(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3ec4139f867(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82e13cca0500(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e9ce68d8faa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f17a57c638a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed40ee476b72(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a0d2d35988e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d1cf60f2201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54e1115bc876(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f1695e7c902(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acb41b0b2922(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c168eb1cc896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_946beae2156e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f9942f57e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e88334b09c30(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c65e7bd0112f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a223ba4a48fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_780d888ca8ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fac9de86036(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be8da7c8bfc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c44021ad565(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a42ad644aa03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_430ab0c742ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca9e754a3adf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7116f3fa6877(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a82b544881d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68c17474eba6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6deafc03a4be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a4b4b6af2457(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
@@ -702,57 +681,67 @@ extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_56658afa5fd8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c11eda5a94b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64c5bf70bd4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b2f6b818add(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03185ff7819f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfd7e06612b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95644edab8c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddee21b3df16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b731553fc89e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_849087dc11fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac8fa5489922(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bac48e4bc36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e453e88f2eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e88614d3076(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_400678680c6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a841f2d37d0a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8548e626fc5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ab916cc3f19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_787bc1b4910e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_347353dc9fb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0c8ca5f51a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c758ba752fc7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96508c338e1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e76a3aace44e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d708e7faaf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a12ba8d6d1ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17493fcf3f29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86f5a14103bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2e5a083b20f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_259e6d5151e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_71f3ee3a44e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa63a96528a6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
@@ -762,12 +751,15 @@ extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f012b9bb1222(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b53d759d8497(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da3fe9939112(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c346a2dba64c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea28b22b2e39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d99e59219b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d41f05bb7c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16e808f77537(const NormgenFwdParams p);
@@ -779,8 +771,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_023c4d5250b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a83493c3e5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67c793071065(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_357ff9602c02(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f566d1984dc4(const NormgenFwdParams p);
@@ -791,64 +783,83 @@ extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4868b07911e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3543f596b3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a4cea3a72aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78cbd98f1870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec39dcad80ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_965f902a9b19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd3dd55d1c55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0ae3fa931e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb1699300f63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bedaf75e2cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_629512268cdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3427d1c9c2f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61f324e7d394(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8084d73f2318(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c11851797f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f799d9f2d382(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b33a4d376ccb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8765789c714a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0a64c27592d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1189d42eb0b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c27c31ef6ceb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5fc73eec136e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd17a0a95968(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f3d06634ebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e27241ad073(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aeb7aa5ef1d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d95a55998cbc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07e449ee0dd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57fbf735b1d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e722e2f3aadb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15e265352f07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eccf14677ad1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a6a186bcff8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e0780f79316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7aa07d9c977(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_666009d09856(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0d0dfe0d472(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_772fc78bd6cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5d075f93158(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ba4dfd8c70e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_108c8ac2adcc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e2cbc6f8c48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a6775e138d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2e6700396d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b0cd3c9ff31(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f966a365cd87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f847e1c2ce17(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e20228adc3a(const NormgenFwdParams p);
 
 namespace {
@@ -870,20 +881,16 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_c59920ffeb74, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_1fccc2fbd842, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_e95a6146bed0, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_39acc6a6a4d5, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_layernorm_fwd_b2ada0692e4e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_2a5fd0e33983, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_24668b389fa0, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_188ea427045f, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_2289b8f8b579, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_144e540bd180, 4, 128, 8, 32, 3, 1, 2, 15360, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_acf58918efb3, 4, 256, 8, 32, 3, 1, 2, 27648, 0 },  // ring.t256.v8.tpr32.i3.s2.sw
+  {(const void*)&normgen_layernorm_fwd_36a000f6dbf9, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_fed3667cfd3d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_478243a2e2fc, 4, 256, 8, 32, 3, 1, 2, 39936, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_a93f8af38c31, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_517c6e3f055d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_layernorm_fwd_3ec081035968, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_8f0be6565b50, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
@@ -891,10 +898,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_88b7a135f96d, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
   {(const void*)&normgen_layernorm_fwd_a9b23dca6381, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_layernorm_fwd_9de240fb11c8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_73239dbbccc5, 4, 1024, 8, 128, 2, 1, 2, 73728, 0 },  // ring.t1024.v8.tpr128.i2.s2.sw
-  {(const void*)&normgen_layernorm_fwd_a049b6c099d1, 4, 512, 8, 64, 3, 1, 2, 79872, 0 },  // ring.t512.v8.tpr64.i3.s3.sw
   {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_1a4ca3282726, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.early.h2048
   {(const void*)&normgen_layernorm_fwd_bea8211ea153, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_layernorm_fwd_8258b087f5f7, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_990694931d3f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
@@ -906,7 +910,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
   {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_layernorm_fwd_b40adb5397d0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_b42b8e3b622e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_1a42d030f23b, 0, 256, 8, 64, 5, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_0df4cf9ec649, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
@@ -916,83 +920,69 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_6ef0ba14c18b, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2
   {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_5787944b079a, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_layernorm_fwd_e13552655e63, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_b0f8af14ca1d, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
   {(const void*)&normgen_layernorm_fwd_5175164bfe9c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_56965113d140, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_f84ebc20c24e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_21cb04c5687c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_3c51b1793370, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b290063cddd4, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_b0c3c468a4a4, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_460aea4070bd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_c0cb2272f942, 0, 512, 8, 256, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_0957fea3bce6, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_d5d6b29fc755, 0, 64, 8, 64, 4, 4, 2, 0, 8192 },  // regs.t64.v8.tpr64.i4.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_5bc6472e0ca6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
   {(const void*)&normgen_layernorm_fwd_f51ca6e598d1, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_layernorm_fwd_648ae112e84a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_f51a8e3aa740, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_f4f01a46e9d9, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_09c65cd3e717, 0, 128, 8, 128, 4, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_f014f4c7eeff, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_de8c605c665a, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_4ce535d2313e, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_layernorm_fwd_42d0e52de563, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
   {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_dde9bf0e4674, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_9db8a4ad5413, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_1dc080948e33, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_layernorm_fwd_861d92c621b7, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
   {(const void*)&normgen_layernorm_fwd_98b4e0b9a4da, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
   {(const void*)&normgen_layernorm_fwd_0c1fa3e05c87, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
   {(const void*)&normgen_layernorm_fwd_4c55cd2b95bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_55030b950a88, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_b6883a6aa8d2, 0, 256, 8, 256, 8, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c4.early
   {(const void*)&normgen_layernorm_fwd_f7938d28596f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_434d09b9c6b9, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_layernorm_fwd_9647980ed2f3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
   {(const void*)&normgen_layernorm_fwd_cf5a5a71b53d, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_543f985b2a14, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_fd1c90be9057, 0, 128, 8, 128, 8, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_13316d4b0bd8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
   {(const void*)&normgen_layernorm_fwd_31cc9c687b33, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_3828a0b9bb34, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_layernorm_fwd_01f68fc30027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_065b33c82960, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_layernorm_fwd_d511b6f60534, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_3f988a3498ab, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_09d3696b9242, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_644a91f01463, 4, 512, 8, 32, 2, 1, 2, 51200, 0 },  // ring.t512.v8.tpr32.i2.s3.sw
-  {(const void*)&normgen_layernorm_fwd_c78dea779af7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_3002b8a529ab, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_005936a6c0a2, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_9e638492d8df, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
   {(const void*)&normgen_layernorm_fwd_8e0f21e93180, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_layernorm_fwd_a8574c4d8709, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_8f72c6cd3ec5, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_5755453eb466, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_0892245db65a, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_layernorm_fwd_3c9b274fb146, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
   {(const void*)&normgen_layernorm_fwd_307b40043577, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_2e3e9b3325c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_layernorm_fwd_2b4772239133, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
@@ -1000,16 +990,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_e2f057304270, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_layernorm_fwd_ed083a64fa65, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
   {(const void*)&normgen_layernorm_fwd_ddf5b093eedf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_bf475850a0d6, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_layernorm_fwd_3b596560d3dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_layernorm_fwd_7056a95fea7a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_edb8cc20f1a5, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_9451eda06b9f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_9c017f2b2591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_ee9590a418b7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_layernorm_fwd_c465f323107a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_991ed1e24fb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_8b9e0d830f80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_93bc273bc988, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_layernorm_fwd_ed31afa5cf57, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
@@ -1019,16 +1006,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_6177cc882872, 0, 128, 8, 128, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i4
   {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
   {(const void*)&normgen_layernorm_fwd_23047883ebaa, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
   {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_layernorm_fwd_d70d83af5876, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_689188333ab5, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_ab29e239e386, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_28252ec06ee8, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_b83f41d87bcc, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_layernorm_fwd_0f72bd0de6a1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
@@ -1046,78 +1030,71 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_2dc4864467d0, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_ea54d9fc57f8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_db6ce8738dbf, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_layernorm_fwd_19275c9733ba, 1, 256, 8, 256, 2, 4, 2, 0, 0 },  // pipelined.t256.v8.tpr256.i2.c4
   {(const void*)&normgen_layernorm_fwd_485854842e2c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
   {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b3f1189ad704, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_layernorm_fwd_0900a53fbf4f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
   {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_895dc90dea38, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_layernorm_fwd_627529ad3374, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_1857811f81be, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
   {(const void*)&normgen_layernorm_fwd_fa4c752ed850, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_ee430f4c0efb, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_layernorm_fwd_6ca3314b3ba6, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
   {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
   {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_1d4a4ab06255, 0, 512, 8, 512, 8, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i8
   {(const void*)&normgen_layernorm_fwd_ce6ca59f3118, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_b4c518ed87a7, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap
   {(const void*)&normgen_layernorm_fwd_d74d0e526ed3, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
   {(const void*)&normgen_layernorm_fwd_7ffd60c32ed0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_0de49618b066, 1, 512, 8, 512, 2, 8, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c8
   {(const void*)&normgen_layernorm_fwd_3da4d5ef5f8f, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
   {(const void*)&normgen_layernorm_fwd_0995ef987eb5, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
   {(const void*)&normgen_layernorm_fwd_0ec641d853ea, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_layernorm_fwd_40c633344033, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_fe6fe4869167, 4, 512, 8, 512, 4, 4, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c4.s3.sw
   {(const void*)&normgen_layernorm_fwd_0672d72a26a4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
   {(const void*)&normgen_layernorm_fwd_6335f771a15e, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_layernorm_fwd_2dc2da30a8a7, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_00569e0fdba8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
   {(const void*)&normgen_layernorm_fwd_d6ea7428585b, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_df557f5825ff, 0, 512, 8, 512, 8, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i8.c4
-  {(const void*)&normgen_layernorm_fwd_baaf6efc1e9e, 4, 512, 8, 512, 4, 8, 2, 163840, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
   {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_c34317f2c2ad, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_1d19d497a030, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_c9ed2cb8cd29, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_e0184ea74e39, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_3ed4c531181b, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_1f17cdaafa5a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
   {(const void*)&normgen_layernorm_fwd_f3104d9e9c55, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_e9637117db87, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_0902a7a947d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_1f17cdaafa5a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_ac2b6c202327, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_layernorm_fwd_322007904187, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_4a92281451b2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_5b62dfbcf9b0, 1, 256, 4, 128, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i4
   {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_a4d944975e9d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_92446607ca6d, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_f2af98abd278, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_layernorm_fwd_d0820d48346e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_1e4ce51da1d8, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_layernorm_fwd_fc3ef7c045a9, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
   {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_layernorm_fwd_e911c7d9c7f5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_75e1abec36ac, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6
   {(const void*)&normgen_layernorm_fwd_aebb414ca1fc, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
   {(const void*)&normgen_layernorm_fwd_954b05b04035, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
   {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_ddd16e506dbf, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_5b28a6274e2a, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_62e3af6abcfc, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_6dd3103adfdf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_layernorm_fwd_c842a72e1433, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
   {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
   {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
@@ -1125,47 +1102,55 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_b2b726ccbb51, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
   {(const void*)&normgen_layernorm_fwd_e90df67fe988, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_layernorm_fwd_344e6ed03887, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_fc0355e645a8, 0, 512, 4, 256, 5, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_05b86a634f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_5db7db2d78f2, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_layernorm_fwd_03f7adcecabb, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_699561509875, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_62b361f8365c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_5791ca16f073, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_cbab7e08ed8f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_6bddf0d66e8a, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_3f32a12ddfc6, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_46c709f37c45, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_9db84bcd7f90, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_e2fa4a801cef, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
   {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_64c76945930e, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
   {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
   {(const void*)&normgen_layernorm_fwd_a75f38d6f00e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_65e32eee55f4, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
   {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_f15a521c2549, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_layernorm_fwd_57b881e5566e, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_layernorm_fwd_ddde9c07195f, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
   {(const void*)&normgen_layernorm_fwd_0b60be861281, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
   {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_cc5b36148ad5, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_b17791576f74, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
   {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_5dbf8ff07818, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_a466296ef0b8, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2
   {(const void*)&normgen_layernorm_fwd_a855bf2e614f, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
   {(const void*)&normgen_layernorm_fwd_f6a0819a9ec8, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
   {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
   {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_b9f995e7205a, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_layernorm_fwd_b4a9a6b18d45, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_ab20ce479791, 0, 256, 4, 256, 8, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c2.early
+  {(const void*)&normgen_layernorm_fwd_7a615efcf451, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
   {(const void*)&normgen_layernorm_fwd_af5af7aa2e96, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
   {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_cdbe3bf2dedf, 1, 512, 4, 512, 2, 8, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_e2b93a44a5a8, 0, 64, 4, 64, 8, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c16.early
+  {(const void*)&normgen_layernorm_fwd_98b947faf30a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_5f4676ecf5a9, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_0d1d0b139f3e, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
   {(const void*)&normgen_layernorm_fwd_27cce33746b9, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_7741bfe249cc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_8962d853f97a, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_layernorm_fwd_e24f7d42a2a5, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_cb45062c274a, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
   {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
   {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
@@ -1175,38 +1160,42 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_c9aeddf87e8b, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_db3fabc03901, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_9cd255a8de43, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_3c1111048bcc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_715b108185cf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_d0108a911ece, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_c41a8a96eed2, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.early.h768
   {(const void*)&normgen_rmsnorm_fwd_125ae23d6a0e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_273081137289, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_591fe1951647, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_9d8f3409635e, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_668c7c15a81f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_72d482b2b97e, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_88eb51fc78c8, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_127a5fe80a58, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9bcd8c451cc6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_5df67d4d1de9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_7fb7a80868c3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_35641b704e50, 0, 512, 8, 32, 6, 1, 2, 0, 1536 },  // regs.t512.v8.tpr32.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_e41883ea102a, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
   {(const void*)&normgen_rmsnorm_fwd_cdb1bcd77ab2, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_14bc7213eacc, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_7d0cb5009457, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_62f242348eb7, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_4c442b527527, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f4829559bf56, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
   {(const void*)&normgen_rmsnorm_fwd_02d3fecdea5f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_010599f5efa0, 0, 256, 8, 64, 5, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_1969519b8276, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1e21e0b30f55, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_43d1da2a3cf0, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_f868d3c7f3de, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_7d2f4af249d4, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
@@ -1214,9 +1203,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_bd98948daacc, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_03f9fe351381, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_66ab86285588, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b67ba01060bf, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2cd850134978, 3, 256, 8, 128, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr128
   {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
   {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
@@ -1226,54 +1215,57 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_78ddd8c1867b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_035b4cecfc3f, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_920eb838b144, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9553d4212cf4, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3838562accc8, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_f10ba4778a33, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_0641c2fb6f6e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ee76180993e2, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_daba1cbe8824, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_52cdc03db980, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d100567c964e, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e49cecca323a, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_a284313872e0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_74988da99cb3, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fb80cbf6722c, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_0baeb30c0b4e, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_04c2e6470055, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_fb81d53a712c, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_9d96cfe482b4, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a826c92bcef9, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3cd95d2576bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_33f839d6dd03, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f786a1db15eb, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_65ad2b0e8268, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_da86793cdebe, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ddc31c0e3795, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_785b30982d74, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_785b30982d74, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_b64d22325395, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_505b3376994a, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_b16b3beb93fd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_75099830f466, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
   {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a6a2c1a9d5e5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_80b36d4da955, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_40ee1be7a011, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_7e79f8d3a45d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_5919baf94f5e, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_b36bbfd310e0, 0, 128, 8, 16, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr16.i4
   {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_6300e0df9c9c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_d59b0ef06ad3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_bf023ecbfa7d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
@@ -1281,112 +1273,117 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_6fc29d6eb0a8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_ba7bb2e83cf8, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a4ff1d4fb1c6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e4e8022ea0be, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_29ae565a59b5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_172b0ce5d3c9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_edb73cd3bbf6, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_8b8fd41c29dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1f532e944c2c, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_00e5c054dd8a, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_10c969772c4d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
   {(const void*)&normgen_rmsnorm_fwd_90d87073a26e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_704cce2e57c1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_986ecd01fb11, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_15b130e1c153, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_17210efe861a, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ab8033cca848, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_173221064529, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_4b1f166f3e9f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_4a19040426a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_aba4f294e3e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dc56fedad5bf, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_fec234f17d04, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_e455b35db2a5, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_44899ad2d6ca, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_ddf38ef54da9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4176969ff6a0, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_97d0499d0882, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_790b417ca81c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_0ebec0d568dd, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_475045003fd0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ade63c54a987, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_da1842c7437d, 2, 512, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_11bee4ba7a30, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_61ca64b65190, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_cbd8698a52cb, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_af6d93bc2495, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8eea81706ed2, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e4f9537390f5, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5fb891e234f7, 3, 512, 8, 512, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_cd3984588da4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_31ffd954533a, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bdead37c5f67, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
   {(const void*)&normgen_rmsnorm_fwd_129c8e395558, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5396142c9761, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_53f8be5bbc27, 2, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_f3bfd404541c, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_1e127f792159, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d61130daeb18, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_fe77d9223280, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_1569df57e17d, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_307d832b7e06, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_97b95b7a3e7a, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_7eeafc9dd512, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_68931bd1240e, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_34881398fe32, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_2cdffcb637b8, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_aec16b379753, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8240c351a178, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_420879787f92, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
   {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_633c89be61ab, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_bf9ff04b6490, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_48bd81f00aa5, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_86d7ad348c1b, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_05c442a587d5, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5cb7966fb2cb, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d52e6d301228, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_982ac45ede51, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ea21bb7e49a8, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_50fc4cfeff70, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_21760120c89e, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_490d602ce429, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6d23a089dd47, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_b0c156c25116, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_46fd3c0a5192, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6d23a089dd47, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_348bd3d6fd30, 2, 512, 8, 512, 0, 4, 2, 0, 65536 },  // smem.t512.v8.tpr512.c4.h65536
   {(const void*)&normgen_rmsnorm_fwd_b70acbdf0191, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c6e8c3086952, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_cf5e0272834e, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_3dfd00485950, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_fe5cb2f16da1, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_37c0490f88b4, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_db24cc7d53d9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3e8736d7f174, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_ddb6ac4d3e3b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_a92a0cf3ec23, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_ccbe7a4c57ae, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_b3b47775bf58, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_4889bf252640, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_818beee5af7a, 0, 64, 8, 16, 6, 1, 2, 0, 768 },  // regs.t64.v8.tpr16.i6.h768
   {(const void*)&normgen_rmsnorm_fwd_cb58f0889732, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_55952fd306ff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9e2ccc516e6e, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d28fa1131161, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_06b2cf1f61fb, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_f4ec4955920d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_e458bbf5af2b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_971237e349eb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1919b91c0ff2, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_f265aca7cc82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f93eb92ccd3d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_c3825350063d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_c88522edb4b9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_dc6e27434613, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3dfd4da5184b, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_6091343298e2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_fb1b0d3a895c, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
@@ -1394,14 +1391,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_8fd69497c9a3, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_f803f496204d, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_38b424d81f5e, 2, 64, 8, 64, 0, 1, 2, 0, 4096 },  // smem.t64.v8.tpr64.h4096
   {(const void*)&normgen_rmsnorm_fwd_90e34a057214, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5da65466bab8, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_06bb607ee364, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_377838e5c416, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_rmsnorm_fwd_4ddb4aa00c8d, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_77e604ad9d23, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
@@ -1416,140 +1413,133 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e3a1db81d0b6, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_79df1ab7425a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_9aca6d8bce14, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_792491d7b99b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_89b832ff73c8, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_09cc16778df9, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_565e1daa9b36, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_97f13bf35bbd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f2cbcb03ebf4, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_2cb1505851c1, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
   {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a7829eb94d12, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_492cdf944801, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_a71b69eed852, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_16d8415db4a9, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_a83ef963e79d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2d579f70a7ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_919437acfee8, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
   {(const void*)&normgen_rmsnorm_fwd_1caa151ca92a, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_bca13de67923, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_ae19641d7fb4, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8fd717328ce0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_60dbbbea794d, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_90723652e859, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_e910cb3908e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8b1806178095, 0, 512, 8, 512, 4, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c8
   {(const void*)&normgen_rmsnorm_fwd_b622d850d443, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a879d506d9a6, 4, 1024, 8, 1024, 2, 8, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i2.c8.s3.sw.defer
   {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a709aeab2fe6, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_e684165db4a8, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_52985b17e2be, 4, 128, 8, 64, 1, 1, 2, 9216, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_d664b5033f5d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_78da48897867, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_d1b61dc18906, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_448217f9454a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_80dd4488b3e9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_328e48d9eaaf, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_343017c52b0d, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_f6084a07e37c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_dc01a4c64d60, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_39b0d4734290, 4, 128, 8, 32, 3, 1, 2, 26112, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bcaec5814e38, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_1a6923713e8e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_529e869c55e7, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e6a36783c069, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_ee94716ba79c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
   {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_1891756263d2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3f39e9c0685e, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f588133f10c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_20aee53a8f24, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_27e65ca2d4f0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_be26beb129cf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4157d3488419, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_915ceaaa35e6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_9ccdcca3f978, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e1748dbda82f, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3f17591f4ef3, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_9a5d4348de70, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a36f41afd337, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_1dbeece5b3ef, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6f003e521d3d, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
   {(const void*)&normgen_rmsnorm_fwd_da588949e067, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
   {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_91eecbb95921, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b7d0bd13931b, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_5a4b100fd7f3, 3, 512, 8, 512, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c12169a89440, 2, 1024, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t1024.v8.tpr256.h7168
   {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_b8f77011557e, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0b69dc134d86, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_73c0388ea57f, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_24daed56bf37, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b5f744e3002d, 3, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // reload.t1024.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_22ea7606277c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_8aa583de0e75, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b47971a70cf2, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_15c6645b185e, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_c4142517486c, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cb6cc6430ac9, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cb5ab25a848b, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_f361cc3782b6, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_e893d14d2bab, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ae26d01e4af8, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_6b3014c11973, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a3ec4139f867, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_82e13cca0500, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1e9ce68d8faa, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_f17a57c638a8, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ed40ee476b72, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_0a0d2d35988e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6d1cf60f2201, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_54e1115bc876, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
   {(const void*)&normgen_rmsnorm_fwd_7f1695e7c902, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_acb41b0b2922, 1, 512, 8, 512, 1, 16, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c16
   {(const void*)&normgen_rmsnorm_fwd_c168eb1cc896, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_946beae2156e, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_7f9942f57e2e, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e88334b09c30, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_c65e7bd0112f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a223ba4a48fe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_780d888ca8ef, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
   {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3fac9de86036, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_be8da7c8bfc8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_7c44021ad565, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a42ad644aa03, 4, 512, 8, 512, 4, 8, 2, 229376, 0 },  // ring.t512.v8.tpr512.i4.c8.s3.sw
   {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_430ab0c742ca, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ca9e754a3adf, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_7116f3fa6877, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_a82b544881d6, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_68c17474eba6, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_6deafc03a4be, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_a4b4b6af2457, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
   {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
@@ -1558,57 +1548,67 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_56658afa5fd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_c11eda5a94b1, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_b64c5bf70bd4, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
   {(const void*)&normgen_rmsnorm_fwd_4b2f6b818add, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_03185ff7819f, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bfd7e06612b2, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
   {(const void*)&normgen_rmsnorm_fwd_95644edab8c6, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
   {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
   {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_ddee21b3df16, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_b731553fc89e, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_849087dc11fe, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ac8fa5489922, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
   {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2bac48e4bc36, 2, 256, 4, 256, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr256.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3e453e88f2eb, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_1e88614d3076, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_400678680c6c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a841f2d37d0a, 0, 128, 4, 128, 4, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_b8548e626fc5, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
   {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9ab916cc3f19, 2, 512, 4, 512, 0, 1, 4, 0, 5120 },  // smem.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_787bc1b4910e, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_347353dc9fb7, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b0c8ca5f51a4, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_c758ba752fc7, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_96508c338e1f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e76a3aace44e, 0, 512, 4, 512, 1, 4, 4, 0, 8192 },  // regs.t512.v4.tpr512.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0d708e7faaf8, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
   {(const void*)&normgen_rmsnorm_fwd_a12ba8d6d1ef, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_17493fcf3f29, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_86f5a14103bc, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_b2e5a083b20f, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
   {(const void*)&normgen_rmsnorm_fwd_259e6d5151e3, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
   {(const void*)&normgen_rmsnorm_fwd_71f3ee3a44e1, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_aa63a96528a6, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
@@ -1618,12 +1618,15 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_37f3b26c4bc4, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_f012b9bb1222, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b53d759d8497, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_da3fe9939112, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
   {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_c346a2dba64c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_ea28b22b2e39, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_3d99e59219b1, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_d41f05bb7c14, 4, 512, 4, 512, 4, 8, 4, 131072, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_16e808f77537, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
@@ -1635,8 +1638,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_023c4d5250b4, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_5a83493c3e5e, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_67c793071065, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_357ff9602c02, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_f566d1984dc4, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
@@ -1647,64 +1650,83 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_c4868b07911e, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_d3543f596b3e, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_3a4cea3a72aa, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_78cbd98f1870, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ec39dcad80ac, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_965f902a9b19, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_bd3dd55d1c55, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_f0ae3fa931e0, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b829baf7a949, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8fde791728ae, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_fb1699300f63, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7bedaf75e2cc, 2, 512, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr128.h3072
   {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_629512268cdf, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3427d1c9c2f9, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_61f324e7d394, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_8084d73f2318, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_5c11851797f4, 0, 1024, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f799d9f2d382, 3, 1024, 4, 512, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_b33a4d376ccb, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_8765789c714a, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e0a64c27592d, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1189d42eb0b1, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_c27c31ef6ceb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1e9ac950f8b0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_5fc73eec136e, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_bd17a0a95968, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8f3d06634ebb, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_9e27241ad073, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_aeb7aa5ef1d1, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8521ecac3a6f, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d95a55998cbc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_rmsnorm_fwd_07e449ee0dd2, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_57fbf735b1d3, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e722e2f3aadb, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_15e265352f07, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_23c364cdc80b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_eccf14677ad1, 0, 1024, 4, 512, 6, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_4a6a186bcff8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_0e0780f79316, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_b7aa07d9c977, 1, 256, 4, 256, 2, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_412808a8951b, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_666009d09856, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_f0d0dfe0d472, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_772fc78bd6cf, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c5d075f93158, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_a77c4c248566, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1ba4dfd8c70e, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_108c8ac2adcc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_b94319a20cd5, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1e2cbc6f8c48, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6a6775e138d3, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_a2e6700396d9, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d33e85e2dbd6, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
   {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1b0cd3c9ff31, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_f966a365cd87, 2, 1024, 4, 1024, 0, 4, 4, 0, 131072 },  // smem.t1024.v4.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f847e1c2ce17, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
   {(const void*)&normgen_rmsnorm_fwd_6e20228adc3a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
@@ -1714,15 +1736,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 114 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 216 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 303 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 400 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 493 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 584 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 676 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 766 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 840 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 98 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 180 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 277 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 379 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 477 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 571 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 656 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 758 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 851 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1735,1225 +1757,1225 @@ const Entry kEntries[] = {
   { 0, 512, 32, 2, 3 },
   { 0, 512, 128, 2, 3 },
   { 0, 512, 512, 4, 3 },
-  { 0, 512, 2048, 5, 6 },
-  { 0, 512, 8192, 7, 8 },
-  { 0, 512, 32768, 4, 8 },
-  { 0, 768, 1, 9, 10 },
-  { 0, 768, 8, 9, 10 },
-  { 0, 768, 32, 9, 10 },
-  { 0, 768, 128, 9, 10 },
-  { 0, 768, 512, 11, 3 },
-  { 0, 768, 2048, 12, 13 },
-  { 0, 768, 8192, 14, 15 },
-  { 0, 768, 32768, 16, 15 },
-  { 0, 1024, 1, 17, 10 },
-  { 0, 1024, 8, 17, 3 },
-  { 0, 1024, 32, 17, 3 },
-  { 0, 1024, 128, 17, 10 },
-  { 0, 1024, 512, 18, 3 },
-  { 0, 1024, 2048, 19, 13 },
-  { 0, 1024, 8192, 19, 13 },
-  { 0, 1024, 32768, 19, 13 },
-  { 0, 1536, 1, 20, 21 },
-  { 0, 1536, 8, 20, 21 },
-  { 0, 1536, 32, 22, 3 },
-  { 0, 1536, 128, 23, 21 },
-  { 0, 1536, 512, 24, 3 },
-  { 0, 1536, 2048, 25, 26 },
-  { 0, 1536, 8192, 25, 27 },
-  { 0, 1536, 32768, 25, 27 },
-  { 0, 2048, 1, 28, 21 },
-  { 0, 2048, 8, 28, 3 },
-  { 0, 2048, 32, 28, 3 },
-  { 0, 2048, 128, 29, 21 },
-  { 0, 2048, 512, 30, 3 },
-  { 0, 2048, 2048, 31, 26 },
-  { 0, 2048, 8192, 32, 26 },
-  { 0, 2048, 32768, 32, 26 },
-  { 0, 2560, 1, 33, 34 },
-  { 0, 2560, 8, 33, 35 },
-  { 0, 2560, 32, 36, 37 },
-  { 0, 2560, 128, 38, 34 },
-  { 0, 2560, 512, 39, 35 },
-  { 0, 2560, 2048, 40, 41 },
-  { 0, 2560, 8192, 42, 41 },
-  { 0, 2560, 32768, 42, 41 },
-  { 0, 3072, 1, 43, 34 },
-  { 0, 3072, 8, 43, 34 },
-  { 0, 3072, 32, 44, 37 },
-  { 0, 3072, 128, 45, 34 },
-  { 0, 3072, 512, 46, 35 },
-  { 0, 3072, 2048, 47, 41 },
-  { 0, 3072, 8192, 47, 41 },
-  { 0, 3072, 32768, 47, 41 },
-  { 0, 4096, 1, 48, 35 },
-  { 0, 4096, 8, 48, 35 },
-  { 0, 4096, 32, 49, 34 },
-  { 0, 4096, 128, 50, 34 },
-  { 0, 4096, 512, 49, 51 },
-  { 0, 4096, 2048, 49, 35 },
-  { 0, 4096, 8192, 52, 53 },
-  { 0, 4096, 32768, 54, 53 },
-  { 0, 5120, 1, 55, 56 },
-  { 0, 5120, 8, 55, 56 },
-  { 0, 5120, 32, 57, 58 },
-  { 0, 5120, 128, 55, 58 },
-  { 0, 5120, 512, 57, 56 },
-  { 0, 5120, 2048, 59, 56 },
-  { 0, 5120, 8192, 59, 60 },
-  { 0, 5120, 32768, 61, 60 },
-  { 0, 6144, 1, 62, 56 },
-  { 0, 6144, 8, 62, 56 },
-  { 0, 6144, 32, 62, 58 },
-  { 0, 6144, 128, 63, 58 },
-  { 0, 6144, 512, 64, 56 },
-  { 0, 6144, 2048, 64, 56 },
-  { 0, 6144, 8192, 65, 56 },
-  { 0, 6144, 32768, 65, 56 },
-  { 0, 7168, 1, 66, 58 },
-  { 0, 7168, 8, 66, 67 },
-  { 0, 7168, 32, 68, 58 },
-  { 0, 7168, 128, 66, 58 },
-  { 0, 7168, 512, 69, 70 },
-  { 0, 7168, 2048, 69, 67 },
-  { 0, 7168, 8192, 69, 67 },
-  { 0, 7168, 32768, 69, 67 },
-  { 0, 8192, 1, 71, 72 },
-  { 0, 8192, 8, 71, 67 },
-  { 0, 8192, 32, 73, 72 },
-  { 0, 8192, 128, 73, 58 },
-  { 0, 8192, 512, 74, 70 },
-  { 0, 8192, 2048, 74, 67 },
-  { 0, 8192, 8192, 74, 67 },
-  { 0, 8192, 32768, 75, 67 },
-  { 0, 12288, 1, 76, 77 },
-  { 0, 12288, 8, 76, 78 },
-  { 0, 12288, 32, 79, 77 },
-  { 0, 12288, 128, 76, 80 },
-  { 0, 12288, 512, 81, 82 },
-  { 0, 12288, 2048, 83, 82 },
-  { 0, 12288, 8192, 83, 82 },
-  { 0, 12288, 32768, 83, 82 },
-  { 0, 16384, 1, 84, 85 },
-  { 0, 16384, 8, 86, 85 },
-  { 0, 16384, 32, 86, 85 },
-  { 0, 16384, 128, 87, 88 },
-  { 0, 16384, 512, 89, 90 },
-  { 0, 16384, 2048, 91, 53 },
-  { 0, 16384, 8192, 92, 90 },
-  { 0, 16384, 32768, 92, 90 },
-  { 0, 32768, 1, 93, 90 },
-  { 0, 32768, 8, 94, 95 },
-  { 0, 32768, 32, 94, 95 },
-  { 0, 32768, 128, 96, 97 },
-  { 0, 32768, 512, 98, 99 },
-  { 0, 32768, 2048, 100, 99 },
-  { 0, 32768, 8192, 100, 99 },
-  { 0, 32768, 32768, 100, 99 },
-  { 0, 65536, 1, 101, 90 },
-  { 0, 65536, 8, 101, 102 },
-  { 0, 65536, 32, 103, 103 },
-  { 0, 65536, 128, 104, 105 },
-  { 0, 65536, 512, 106, 107 },
-  { 0, 65536, 2048, 106, 107 },
-  { 0, 65536, 8192, 106, 107 },
-  { 0, 65536, 32768, 106, 107 },
-  { 0, 131072, 1, 108, 109 },
-  { 0, 131072, 8, 108, 109 },
-  { 0, 131072, 32, 110, 111 },
-  { 0, 131072, 128, 112, 111 },
-  { 0, 131072, 512, 112, 113 },
-  { 0, 131072, 2048, 112, 113 },
-  { 0, 131072, 8192, 112, 113 },
-  { 0, 131072, 32768, 112, 113 },
-  { 1, 512, 1, 115, 116 },
-  { 1, 512, 8, 115, 116 },
-  { 1, 512, 32, 115, 116 },
-  { 1, 512, 128, 115, 116 },
-  { 1, 512, 512, 117, 116 },
-  { 1, 512, 2048, 118, 119 },
-  { 1, 512, 8192, 120, 121 },
-  { 1, 512, 32768, 122, 121 },
-  { 1, 768, 1, 123, 116 },
-  { 1, 768, 8, 123, 116 },
-  { 1, 768, 32, 123, 116 },
-  { 1, 768, 128, 123, 116 },
-  { 1, 768, 512, 123, 116 },
-  { 1, 768, 2048, 124, 125 },
-  { 1, 768, 8192, 126, 127 },
-  { 1, 768, 32768, 128, 127 },
-  { 1, 1024, 1, 129, 116 },
-  { 1, 1024, 8, 129, 116 },
-  { 1, 1024, 32, 129, 116 },
-  { 1, 1024, 128, 129, 116 },
-  { 1, 1024, 512, 129, 116 },
-  { 1, 1024, 2048, 130, 125 },
-  { 1, 1024, 8192, 130, 125 },
-  { 1, 1024, 32768, 131, 125 },
-  { 1, 1536, 1, 132, 116 },
-  { 1, 1536, 8, 132, 116 },
-  { 1, 1536, 32, 132, 116 },
-  { 1, 1536, 128, 133, 116 },
-  { 1, 1536, 512, 132, 116 },
-  { 1, 1536, 2048, 134, 135 },
-  { 1, 1536, 8192, 134, 135 },
-  { 1, 1536, 32768, 134, 135 },
-  { 1, 2048, 1, 136, 116 },
-  { 1, 2048, 8, 136, 116 },
-  { 1, 2048, 32, 136, 116 },
-  { 1, 2048, 128, 137, 138 },
-  { 1, 2048, 512, 136, 116 },
-  { 1, 2048, 2048, 139, 138 },
-  { 1, 2048, 8192, 140, 138 },
-  { 1, 2048, 32768, 140, 138 },
-  { 1, 2560, 1, 141, 142 },
-  { 1, 2560, 8, 141, 142 },
-  { 1, 2560, 32, 143, 142 },
-  { 1, 2560, 128, 141, 144 },
-  { 1, 2560, 512, 143, 142 },
-  { 1, 2560, 2048, 145, 146 },
-  { 1, 2560, 8192, 147, 146 },
-  { 1, 2560, 32768, 147, 146 },
-  { 1, 3072, 1, 148, 142 },
-  { 1, 3072, 8, 148, 142 },
-  { 1, 3072, 32, 149, 144 },
-  { 1, 3072, 128, 150, 144 },
-  { 1, 3072, 512, 149, 142 },
-  { 1, 3072, 2048, 150, 146 },
-  { 1, 3072, 8192, 150, 146 },
-  { 1, 3072, 32768, 150, 146 },
-  { 1, 4096, 1, 151, 142 },
-  { 1, 4096, 8, 151, 142 },
-  { 1, 4096, 32, 151, 142 },
-  { 1, 4096, 128, 152, 144 },
-  { 1, 4096, 512, 153, 142 },
-  { 1, 4096, 2048, 153, 154 },
-  { 1, 4096, 8192, 155, 154 },
-  { 1, 4096, 32768, 156, 154 },
-  { 1, 5120, 1, 157, 158 },
-  { 1, 5120, 8, 157, 158 },
-  { 1, 5120, 32, 159, 160 },
-  { 1, 5120, 128, 157, 160 },
-  { 1, 5120, 512, 161, 158 },
-  { 1, 5120, 2048, 162, 163 },
-  { 1, 5120, 8192, 162, 163 },
-  { 1, 5120, 32768, 162, 163 },
-  { 1, 6144, 1, 164, 158 },
-  { 1, 6144, 8, 164, 158 },
-  { 1, 6144, 32, 165, 160 },
-  { 1, 6144, 128, 166, 160 },
-  { 1, 6144, 512, 167, 158 },
-  { 1, 6144, 2048, 167, 158 },
-  { 1, 6144, 8192, 168, 158 },
-  { 1, 6144, 32768, 168, 158 },
-  { 1, 7168, 1, 169, 170 },
-  { 1, 7168, 8, 169, 170 },
-  { 1, 7168, 32, 171, 160 },
-  { 1, 7168, 128, 169, 160 },
-  { 1, 7168, 512, 172, 170 },
-  { 1, 7168, 2048, 172, 170 },
-  { 1, 7168, 8192, 172, 170 },
-  { 1, 7168, 32768, 172, 170 },
-  { 1, 8192, 1, 173, 174 },
-  { 1, 8192, 8, 173, 174 },
-  { 1, 8192, 32, 175, 174 },
-  { 1, 8192, 128, 176, 174 },
-  { 1, 8192, 512, 177, 170 },
-  { 1, 8192, 2048, 177, 170 },
-  { 1, 8192, 8192, 177, 170 },
-  { 1, 8192, 32768, 177, 170 },
-  { 1, 12288, 1, 178, 179 },
-  { 1, 12288, 8, 180, 181 },
-  { 1, 12288, 32, 178, 182 },
-  { 1, 12288, 128, 183, 181 },
-  { 1, 12288, 512, 184, 179 },
-  { 1, 12288, 2048, 185, 179 },
-  { 1, 12288, 8192, 185, 179 },
-  { 1, 12288, 32768, 185, 179 },
-  { 1, 16384, 1, 186, 187 },
-  { 1, 16384, 8, 188, 187 },
-  { 1, 16384, 32, 186, 187 },
-  { 1, 16384, 128, 189, 181 },
-  { 1, 16384, 512, 190, 191 },
-  { 1, 16384, 2048, 190, 191 },
-  { 1, 16384, 8192, 192, 191 },
-  { 1, 16384, 32768, 192, 191 },
-  { 1, 32768, 1, 193, 194 },
-  { 1, 32768, 8, 193, 194 },
-  { 1, 32768, 32, 195, 196 },
-  { 1, 32768, 128, 197, 198 },
-  { 1, 32768, 512, 199, 200 },
-  { 1, 32768, 2048, 201, 200 },
-  { 1, 32768, 8192, 201, 200 },
-  { 1, 32768, 32768, 201, 200 },
-  { 1, 65536, 1, 202, 203 },
-  { 1, 65536, 8, 202, 204 },
-  { 1, 65536, 32, 205, 206 },
-  { 1, 65536, 128, 207, 206 },
-  { 1, 65536, 512, 208, 209 },
-  { 1, 65536, 2048, 208, 209 },
-  { 1, 65536, 8192, 208, 209 },
-  { 1, 65536, 32768, 208, 209 },
-  { 1, 131072, 1, 210, 211 },
-  { 1, 131072, 8, 210, 211 },
-  { 1, 131072, 32, 212, 211 },
-  { 1, 131072, 128, 213, 214 },
-  { 1, 131072, 512, 213, 215 },
-  { 1, 131072, 2048, 213, 215 },
-  { 1, 131072, 8192, 213, 215 },
-  { 1, 131072, 32768, 213, 215 },
-  { 2, 512, 1, 217, 218 },
-  { 2, 512, 8, 219, 218 },
-  { 2, 512, 32, 219, 218 },
-  { 2, 512, 128, 220, 218 },
-  { 2, 512, 512, 220, 218 },
-  { 2, 512, 2048, 219, 221 },
-  { 2, 512, 8192, 220, 221 },
-  { 2, 512, 32768, 222, 221 },
-  { 2, 768, 1, 223, 218 },
-  { 2, 768, 8, 224, 218 },
-  { 2, 768, 32, 223, 218 },
-  { 2, 768, 128, 223, 225 },
-  { 2, 768, 512, 223, 225 },
-  { 2, 768, 2048, 226, 225 },
-  { 2, 768, 8192, 226, 225 },
-  { 2, 768, 32768, 226, 225 },
-  { 2, 1024, 1, 227, 218 },
-  { 2, 1024, 8, 227, 218 },
-  { 2, 1024, 32, 227, 218 },
-  { 2, 1024, 128, 227, 225 },
-  { 2, 1024, 512, 227, 225 },
-  { 2, 1024, 2048, 228, 225 },
-  { 2, 1024, 8192, 229, 225 },
-  { 2, 1024, 32768, 229, 225 },
-  { 2, 1536, 1, 230, 231 },
-  { 2, 1536, 8, 230, 231 },
-  { 2, 1536, 32, 232, 233 },
-  { 2, 1536, 128, 230, 233 },
-  { 2, 1536, 512, 230, 231 },
-  { 2, 1536, 2048, 232, 231 },
-  { 2, 1536, 8192, 234, 231 },
-  { 2, 1536, 32768, 234, 231 },
-  { 2, 2048, 1, 235, 231 },
-  { 2, 2048, 8, 235, 231 },
-  { 2, 2048, 32, 235, 233 },
-  { 2, 2048, 128, 235, 233 },
-  { 2, 2048, 512, 235, 236 },
-  { 2, 2048, 2048, 235, 236 },
-  { 2, 2048, 8192, 237, 231 },
-  { 2, 2048, 32768, 237, 231 },
-  { 2, 2560, 1, 238, 239 },
-  { 2, 2560, 8, 238, 240 },
-  { 2, 2560, 32, 238, 240 },
-  { 2, 2560, 128, 238, 239 },
-  { 2, 2560, 512, 238, 239 },
-  { 2, 2560, 2048, 238, 239 },
-  { 2, 2560, 8192, 241, 239 },
-  { 2, 2560, 32768, 242, 239 },
-  { 2, 3072, 1, 243, 239 },
-  { 2, 3072, 8, 243, 240 },
-  { 2, 3072, 32, 243, 240 },
-  { 2, 3072, 128, 243, 239 },
-  { 2, 3072, 512, 244, 239 },
-  { 2, 3072, 2048, 243, 239 },
-  { 2, 3072, 8192, 245, 246 },
-  { 2, 3072, 32768, 247, 246 },
-  { 2, 4096, 1, 248, 249 },
-  { 2, 4096, 8, 248, 249 },
-  { 2, 4096, 32, 248, 250 },
-  { 2, 4096, 128, 248, 250 },
-  { 2, 4096, 512, 251, 252 },
-  { 2, 4096, 2048, 251, 249 },
-  { 2, 4096, 8192, 253, 249 },
-  { 2, 4096, 32768, 254, 255 },
-  { 2, 5120, 1, 256, 257 },
-  { 2, 5120, 8, 256, 258 },
-  { 2, 5120, 32, 259, 257 },
-  { 2, 5120, 128, 259, 258 },
-  { 2, 5120, 512, 256, 260 },
-  { 2, 5120, 2048, 256, 257 },
-  { 2, 5120, 8192, 261, 260 },
-  { 2, 5120, 32768, 262, 260 },
-  { 2, 6144, 1, 263, 257 },
-  { 2, 6144, 8, 258, 258 },
-  { 2, 6144, 32, 263, 258 },
-  { 2, 6144, 128, 263, 258 },
-  { 2, 6144, 512, 264, 257 },
-  { 2, 6144, 2048, 265, 257 },
-  { 2, 6144, 8192, 265, 252 },
-  { 2, 6144, 32768, 266, 255 },
-  { 2, 7168, 1, 267, 268 },
-  { 2, 7168, 8, 269, 270 },
-  { 2, 7168, 32, 269, 270 },
-  { 2, 7168, 128, 269, 270 },
-  { 2, 7168, 512, 271, 268 },
-  { 2, 7168, 2048, 271, 268 },
-  { 2, 7168, 8192, 271, 268 },
-  { 2, 7168, 32768, 272, 255 },
-  { 2, 8192, 1, 273, 274 },
-  { 2, 8192, 8, 273, 275 },
-  { 2, 8192, 32, 273, 275 },
-  { 2, 8192, 128, 276, 270 },
-  { 2, 8192, 512, 276, 274 },
-  { 2, 8192, 2048, 277, 274 },
-  { 2, 8192, 8192, 277, 274 },
-  { 2, 8192, 32768, 277, 255 },
-  { 2, 12288, 1, 278, 279 },
-  { 2, 12288, 8, 278, 280 },
-  { 2, 12288, 32, 278, 279 },
-  { 2, 12288, 128, 281, 280 },
-  { 2, 12288, 512, 281, 282 },
-  { 2, 12288, 2048, 282, 282 },
-  { 2, 12288, 8192, 283, 282 },
-  { 2, 12288, 32768, 283, 282 },
-  { 2, 16384, 1, 284, 285 },
-  { 2, 16384, 8, 284, 286 },
-  { 2, 16384, 32, 284, 286 },
-  { 2, 16384, 128, 287, 288 },
-  { 2, 16384, 512, 287, 286 },
-  { 2, 16384, 2048, 287, 285 },
-  { 2, 16384, 8192, 289, 289 },
-  { 2, 16384, 32768, 289, 289 },
-  { 2, 32768, 1, 290, 255 },
-  { 2, 32768, 8, 291, 292 },
-  { 2, 32768, 32, 290, 292 },
-  { 2, 32768, 128, 293, 294 },
-  { 2, 32768, 512, 293, 294 },
-  { 2, 32768, 2048, 293, 294 },
-  { 2, 32768, 8192, 295, 294 },
-  { 2, 32768, 32768, 295, 294 },
-  { 2, 65536, 1, 296, 297 },
-  { 2, 65536, 8, 298, 297 },
-  { 2, 65536, 32, 298, 297 },
-  { 2, 65536, 128, 299, 297 },
-  { 2, 65536, 512, 299, 297 },
-  { 2, 65536, 2048, 299, 297 },
-  { 2, 65536, 8192, 299, 297 },
-  { 2, 65536, 32768, 299, 297 },
-  { 2, 131072, 1, 300, 301 },
-  { 2, 131072, 8, 300, 301 },
-  { 2, 131072, 32, 300, 301 },
-  { 2, 131072, 128, 302, 301 },
-  { 2, 131072, 512, 302, 301 },
-  { 2, 131072, 2048, 302, 301 },
-  { 2, 131072, 8192, 302, 301 },
-  { 2, 131072, 32768, 302, 301 },
-  { 3, 512, 1, 304, 305 },
-  { 3, 512, 8, 304, 306 },
-  { 3, 512, 32, 307, 306 },
-  { 3, 512, 128, 307, 306 },
-  { 3, 512, 512, 308, 306 },
-  { 3, 512, 2048, 309, 310 },
-  { 3, 512, 8192, 311, 310 },
-  { 3, 512, 32768, 309, 310 },
-  { 3, 768, 1, 312, 313 },
-  { 3, 768, 8, 312, 313 },
-  { 3, 768, 32, 314, 306 },
-  { 3, 768, 128, 314, 313 },
-  { 3, 768, 512, 315, 306 },
-  { 3, 768, 2048, 316, 317 },
-  { 3, 768, 8192, 318, 317 },
-  { 3, 768, 32768, 319, 317 },
-  { 3, 1024, 1, 320, 313 },
-  { 3, 1024, 8, 320, 306 },
-  { 3, 1024, 32, 320, 306 },
-  { 3, 1024, 128, 321, 313 },
-  { 3, 1024, 512, 322, 306 },
-  { 3, 1024, 2048, 323, 317 },
-  { 3, 1024, 8192, 324, 317 },
-  { 3, 1024, 32768, 324, 317 },
-  { 3, 1536, 1, 325, 325 },
-  { 3, 1536, 8, 325, 325 },
-  { 3, 1536, 32, 325, 325 },
-  { 3, 1536, 128, 325, 325 },
-  { 3, 1536, 512, 326, 306 },
-  { 3, 1536, 2048, 327, 328 },
-  { 3, 1536, 8192, 329, 328 },
-  { 3, 1536, 32768, 329, 328 },
-  { 3, 2048, 1, 330, 325 },
-  { 3, 2048, 8, 330, 325 },
-  { 3, 2048, 32, 330, 325 },
-  { 3, 2048, 128, 330, 325 },
-  { 3, 2048, 512, 331, 306 },
-  { 3, 2048, 2048, 332, 328 },
-  { 3, 2048, 8192, 333, 328 },
-  { 3, 2048, 32768, 333, 328 },
-  { 3, 2560, 1, 334, 335 },
-  { 3, 2560, 8, 334, 335 },
-  { 3, 2560, 32, 336, 335 },
-  { 3, 2560, 128, 335, 335 },
-  { 3, 2560, 512, 337, 338 },
-  { 3, 2560, 2048, 339, 340 },
-  { 3, 2560, 8192, 341, 340 },
-  { 3, 2560, 32768, 341, 340 },
-  { 3, 3072, 1, 342, 335 },
-  { 3, 3072, 8, 342, 335 },
-  { 3, 3072, 32, 342, 335 },
-  { 3, 3072, 128, 335, 335 },
-  { 3, 3072, 512, 343, 338 },
-  { 3, 3072, 2048, 344, 338 },
-  { 3, 3072, 8192, 345, 338 },
-  { 3, 3072, 32768, 345, 338 },
-  { 3, 4096, 1, 346, 347 },
-  { 3, 4096, 8, 346, 338 },
-  { 3, 4096, 32, 348, 347 },
-  { 3, 4096, 128, 346, 347 },
-  { 3, 4096, 512, 349, 338 },
-  { 3, 4096, 2048, 350, 338 },
-  { 3, 4096, 8192, 350, 338 },
-  { 3, 4096, 32768, 351, 338 },
-  { 3, 5120, 1, 352, 353 },
-  { 3, 5120, 8, 352, 353 },
-  { 3, 5120, 32, 352, 353 },
-  { 3, 5120, 128, 352, 354 },
-  { 3, 5120, 512, 355, 356 },
-  { 3, 5120, 2048, 355, 356 },
-  { 3, 5120, 8192, 355, 356 },
-  { 3, 5120, 32768, 355, 356 },
-  { 3, 6144, 1, 357, 357 },
-  { 3, 6144, 8, 358, 356 },
-  { 3, 6144, 32, 358, 353 },
-  { 3, 6144, 128, 358, 354 },
-  { 3, 6144, 512, 359, 356 },
-  { 3, 6144, 2048, 360, 356 },
-  { 3, 6144, 8192, 360, 356 },
-  { 3, 6144, 32768, 361, 356 },
-  { 3, 7168, 1, 357, 357 },
-  { 3, 7168, 8, 362, 357 },
-  { 3, 7168, 32, 362, 357 },
-  { 3, 7168, 128, 362, 354 },
-  { 3, 7168, 512, 363, 364 },
-  { 3, 7168, 2048, 363, 364 },
-  { 3, 7168, 8192, 363, 364 },
-  { 3, 7168, 32768, 365, 365 },
-  { 3, 8192, 1, 366, 366 },
-  { 3, 8192, 8, 366, 366 },
-  { 3, 8192, 32, 366, 366 },
-  { 3, 8192, 128, 367, 354 },
-  { 3, 8192, 512, 368, 364 },
-  { 3, 8192, 2048, 368, 364 },
-  { 3, 8192, 8192, 368, 364 },
-  { 3, 8192, 32768, 365, 365 },
-  { 3, 12288, 1, 369, 369 },
-  { 3, 12288, 8, 370, 369 },
-  { 3, 12288, 32, 370, 369 },
-  { 3, 12288, 128, 369, 369 },
-  { 3, 12288, 512, 371, 372 },
-  { 3, 12288, 2048, 373, 372 },
-  { 3, 12288, 8192, 373, 372 },
-  { 3, 12288, 32768, 374, 372 },
-  { 3, 16384, 1, 375, 375 },
-  { 3, 16384, 8, 376, 369 },
-  { 3, 16384, 32, 376, 369 },
-  { 3, 16384, 128, 369, 369 },
-  { 3, 16384, 512, 377, 378 },
-  { 3, 16384, 2048, 379, 378 },
-  { 3, 16384, 8192, 380, 378 },
-  { 3, 16384, 32768, 380, 378 },
-  { 3, 32768, 1, 381, 365 },
-  { 3, 32768, 8, 381, 382 },
-  { 3, 32768, 32, 381, 382 },
-  { 3, 32768, 128, 383, 383 },
-  { 3, 32768, 512, 384, 385 },
-  { 3, 32768, 2048, 386, 385 },
-  { 3, 32768, 8192, 386, 364 },
-  { 3, 32768, 32768, 386, 364 },
-  { 3, 65536, 1, 387, 388 },
-  { 3, 65536, 8, 389, 389 },
-  { 3, 65536, 32, 387, 388 },
-  { 3, 65536, 128, 390, 389 },
-  { 3, 65536, 512, 391, 385 },
-  { 3, 65536, 2048, 392, 385 },
-  { 3, 65536, 8192, 393, 385 },
-  { 3, 65536, 32768, 393, 385 },
-  { 3, 131072, 1, 394, 394 },
-  { 3, 131072, 8, 395, 396 },
-  { 3, 131072, 32, 394, 394 },
-  { 3, 131072, 128, 397, 398 },
-  { 3, 131072, 512, 397, 398 },
-  { 3, 131072, 2048, 399, 385 },
-  { 3, 131072, 8192, 399, 385 },
-  { 3, 131072, 32768, 399, 385 },
-  { 4, 512, 1, 401, 402 },
-  { 4, 512, 8, 401, 403 },
-  { 4, 512, 32, 401, 403 },
-  { 4, 512, 128, 401, 402 },
-  { 4, 512, 512, 404, 405 },
-  { 4, 512, 2048, 404, 405 },
-  { 4, 512, 8192, 406, 405 },
-  { 4, 512, 32768, 404, 405 },
-  { 4, 768, 1, 407, 403 },
-  { 4, 768, 8, 407, 403 },
-  { 4, 768, 32, 407, 403 },
-  { 4, 768, 128, 407, 403 },
-  { 4, 768, 512, 408, 403 },
-  { 4, 768, 2048, 409, 410 },
-  { 4, 768, 8192, 408, 410 },
-  { 4, 768, 32768, 409, 410 },
-  { 4, 1024, 1, 411, 403 },
-  { 4, 1024, 8, 411, 403 },
-  { 4, 1024, 32, 411, 403 },
-  { 4, 1024, 128, 411, 403 },
-  { 4, 1024, 512, 412, 403 },
-  { 4, 1024, 2048, 413, 410 },
-  { 4, 1024, 8192, 413, 410 },
-  { 4, 1024, 32768, 412, 410 },
-  { 4, 1536, 1, 414, 415 },
-  { 4, 1536, 8, 414, 403 },
-  { 4, 1536, 32, 414, 415 },
-  { 4, 1536, 128, 416, 415 },
-  { 4, 1536, 512, 417, 403 },
-  { 4, 1536, 2048, 418, 403 },
-  { 4, 1536, 8192, 416, 403 },
-  { 4, 1536, 32768, 417, 403 },
-  { 4, 2048, 1, 419, 403 },
-  { 4, 2048, 8, 419, 403 },
-  { 4, 2048, 32, 420, 415 },
-  { 4, 2048, 128, 421, 415 },
-  { 4, 2048, 512, 420, 403 },
-  { 4, 2048, 2048, 422, 403 },
-  { 4, 2048, 8192, 420, 403 },
-  { 4, 2048, 32768, 420, 403 },
-  { 4, 2560, 1, 423, 424 },
-  { 4, 2560, 8, 423, 425 },
-  { 4, 2560, 32, 426, 424 },
-  { 4, 2560, 128, 427, 424 },
-  { 4, 2560, 512, 428, 425 },
-  { 4, 2560, 2048, 429, 425 },
-  { 4, 2560, 8192, 430, 425 },
-  { 4, 2560, 32768, 430, 425 },
-  { 4, 3072, 1, 431, 424 },
-  { 4, 3072, 8, 431, 425 },
-  { 4, 3072, 32, 432, 424 },
-  { 4, 3072, 128, 433, 424 },
-  { 4, 3072, 512, 434, 425 },
-  { 4, 3072, 2048, 435, 425 },
-  { 4, 3072, 8192, 435, 425 },
-  { 4, 3072, 32768, 435, 425 },
-  { 4, 4096, 1, 436, 425 },
-  { 4, 4096, 8, 436, 425 },
-  { 4, 4096, 32, 437, 424 },
-  { 4, 4096, 128, 438, 438 },
-  { 4, 4096, 512, 439, 440 },
-  { 4, 4096, 2048, 439, 425 },
-  { 4, 4096, 8192, 439, 425 },
-  { 4, 4096, 32768, 439, 425 },
-  { 4, 5120, 1, 441, 442 },
-  { 4, 5120, 8, 441, 442 },
-  { 4, 5120, 32, 443, 444 },
-  { 4, 5120, 128, 441, 444 },
-  { 4, 5120, 512, 445, 440 },
-  { 4, 5120, 2048, 443, 442 },
-  { 4, 5120, 8192, 443, 442 },
-  { 4, 5120, 32768, 443, 442 },
-  { 4, 6144, 1, 446, 442 },
-  { 4, 6144, 8, 447, 444 },
-  { 4, 6144, 32, 448, 444 },
-  { 4, 6144, 128, 447, 444 },
-  { 4, 6144, 512, 449, 440 },
-  { 4, 6144, 2048, 450, 442 },
-  { 4, 6144, 8192, 450, 442 },
-  { 4, 6144, 32768, 450, 442 },
-  { 4, 7168, 1, 451, 444 },
-  { 4, 7168, 8, 451, 444 },
-  { 4, 7168, 32, 452, 444 },
-  { 4, 7168, 128, 453, 444 },
-  { 4, 7168, 512, 454, 440 },
-  { 4, 7168, 2048, 454, 440 },
-  { 4, 7168, 8192, 455, 456 },
-  { 4, 7168, 32768, 455, 440 },
-  { 4, 8192, 1, 457, 458 },
-  { 4, 8192, 8, 457, 458 },
-  { 4, 8192, 32, 459, 458 },
-  { 4, 8192, 128, 459, 458 },
-  { 4, 8192, 512, 460, 440 },
-  { 4, 8192, 2048, 461, 440 },
-  { 4, 8192, 8192, 461, 440 },
-  { 4, 8192, 32768, 462, 456 },
-  { 4, 12288, 1, 463, 464 },
-  { 4, 12288, 8, 465, 464 },
-  { 4, 12288, 32, 466, 464 },
-  { 4, 12288, 128, 463, 467 },
-  { 4, 12288, 512, 468, 440 },
-  { 4, 12288, 2048, 468, 440 },
-  { 4, 12288, 8192, 468, 440 },
-  { 4, 12288, 32768, 468, 440 },
-  { 4, 16384, 1, 469, 470 },
-  { 4, 16384, 8, 469, 470 },
-  { 4, 16384, 32, 471, 470 },
-  { 4, 16384, 128, 469, 467 },
-  { 4, 16384, 512, 472, 440 },
-  { 4, 16384, 2048, 472, 440 },
-  { 4, 16384, 8192, 473, 440 },
-  { 4, 16384, 32768, 474, 440 },
-  { 4, 32768, 1, 475, 456 },
-  { 4, 32768, 8, 475, 476 },
-  { 4, 32768, 32, 477, 476 },
-  { 4, 32768, 128, 478, 479 },
-  { 4, 32768, 512, 480, 481 },
-  { 4, 32768, 2048, 482, 481 },
-  { 4, 32768, 8192, 482, 481 },
-  { 4, 32768, 32768, 482, 481 },
-  { 4, 65536, 1, 483, 484 },
-  { 4, 65536, 8, 485, 484 },
-  { 4, 65536, 32, 483, 484 },
-  { 4, 65536, 128, 483, 484 },
-  { 4, 65536, 512, 485, 481 },
-  { 4, 65536, 2048, 486, 481 },
-  { 4, 65536, 8192, 487, 481 },
-  { 4, 65536, 32768, 487, 481 },
-  { 4, 131072, 1, 488, 489 },
-  { 4, 131072, 8, 488, 489 },
-  { 4, 131072, 32, 490, 491 },
-  { 4, 131072, 128, 490, 491 },
-  { 4, 131072, 512, 492, 481 },
-  { 4, 131072, 2048, 492, 481 },
-  { 4, 131072, 8192, 492, 481 },
-  { 4, 131072, 32768, 492, 481 },
-  { 5, 512, 1, 494, 495 },
-  { 5, 512, 8, 494, 495 },
-  { 5, 512, 32, 494, 495 },
-  { 5, 512, 128, 494, 495 },
-  { 5, 512, 512, 494, 495 },
-  { 5, 512, 2048, 496, 497 },
-  { 5, 512, 8192, 498, 497 },
-  { 5, 512, 32768, 496, 497 },
-  { 5, 768, 1, 499, 495 },
-  { 5, 768, 8, 499, 495 },
-  { 5, 768, 32, 499, 495 },
-  { 5, 768, 128, 499, 495 },
-  { 5, 768, 512, 499, 495 },
-  { 5, 768, 2048, 500, 501 },
-  { 5, 768, 8192, 502, 501 },
-  { 5, 768, 32768, 503, 501 },
-  { 5, 1024, 1, 504, 495 },
-  { 5, 1024, 8, 504, 495 },
-  { 5, 1024, 32, 504, 495 },
-  { 5, 1024, 128, 504, 495 },
-  { 5, 1024, 512, 504, 495 },
-  { 5, 1024, 2048, 505, 501 },
-  { 5, 1024, 8192, 506, 501 },
-  { 5, 1024, 32768, 506, 501 },
-  { 5, 1536, 1, 507, 495 },
-  { 5, 1536, 8, 507, 495 },
-  { 5, 1536, 32, 507, 495 },
-  { 5, 1536, 128, 508, 495 },
-  { 5, 1536, 512, 507, 495 },
-  { 5, 1536, 2048, 509, 510 },
-  { 5, 1536, 8192, 511, 510 },
-  { 5, 1536, 32768, 511, 510 },
-  { 5, 2048, 1, 512, 495 },
-  { 5, 2048, 8, 512, 495 },
-  { 5, 2048, 32, 512, 495 },
-  { 5, 2048, 128, 512, 495 },
-  { 5, 2048, 512, 512, 495 },
-  { 5, 2048, 2048, 513, 514 },
-  { 5, 2048, 8192, 515, 514 },
-  { 5, 2048, 32768, 515, 514 },
-  { 5, 2560, 1, 516, 516 },
-  { 5, 2560, 8, 516, 516 },
-  { 5, 2560, 32, 516, 516 },
-  { 5, 2560, 128, 516, 516 },
-  { 5, 2560, 512, 517, 518 },
-  { 5, 2560, 2048, 519, 520 },
-  { 5, 2560, 8192, 521, 520 },
-  { 5, 2560, 32768, 521, 520 },
-  { 5, 3072, 1, 522, 523 },
-  { 5, 3072, 8, 522, 523 },
-  { 5, 3072, 32, 516, 516 },
-  { 5, 3072, 128, 516, 516 },
-  { 5, 3072, 512, 522, 518 },
-  { 5, 3072, 2048, 524, 518 },
-  { 5, 3072, 8192, 525, 518 },
-  { 5, 3072, 32768, 525, 518 },
-  { 5, 4096, 1, 526, 518 },
-  { 5, 4096, 8, 526, 518 },
-  { 5, 4096, 32, 527, 518 },
-  { 5, 4096, 128, 516, 516 },
-  { 5, 4096, 512, 526, 518 },
-  { 5, 4096, 2048, 528, 518 },
-  { 5, 4096, 8192, 528, 518 },
-  { 5, 4096, 32768, 529, 518 },
-  { 5, 5120, 1, 530, 531 },
-  { 5, 5120, 8, 530, 532 },
-  { 5, 5120, 32, 530, 533 },
-  { 5, 5120, 128, 534, 533 },
-  { 5, 5120, 512, 535, 532 },
-  { 5, 5120, 2048, 535, 532 },
-  { 5, 5120, 8192, 535, 532 },
-  { 5, 5120, 32768, 536, 532 },
-  { 5, 6144, 1, 533, 533 },
-  { 5, 6144, 8, 537, 532 },
-  { 5, 6144, 32, 533, 533 },
-  { 5, 6144, 128, 533, 533 },
-  { 5, 6144, 512, 538, 532 },
-  { 5, 6144, 2048, 539, 532 },
-  { 5, 6144, 8192, 539, 532 },
-  { 5, 6144, 32768, 540, 532 },
-  { 5, 7168, 1, 541, 533 },
-  { 5, 7168, 8, 541, 542 },
-  { 5, 7168, 32, 533, 533 },
-  { 5, 7168, 128, 533, 533 },
-  { 5, 7168, 512, 543, 542 },
-  { 5, 7168, 2048, 543, 542 },
-  { 5, 7168, 8192, 543, 542 },
-  { 5, 7168, 32768, 543, 542 },
-  { 5, 8192, 1, 544, 545 },
-  { 5, 8192, 8, 544, 545 },
-  { 5, 8192, 32, 546, 545 },
-  { 5, 8192, 128, 547, 533 },
-  { 5, 8192, 512, 548, 542 },
-  { 5, 8192, 2048, 548, 542 },
-  { 5, 8192, 8192, 548, 542 },
-  { 5, 8192, 32768, 549, 542 },
-  { 5, 12288, 1, 550, 551 },
-  { 5, 12288, 8, 550, 551 },
-  { 5, 12288, 32, 551, 551 },
-  { 5, 12288, 128, 550, 552 },
-  { 5, 12288, 512, 553, 554 },
-  { 5, 12288, 2048, 555, 554 },
-  { 5, 12288, 8192, 555, 554 },
-  { 5, 12288, 32768, 556, 554 },
-  { 5, 16384, 1, 557, 558 },
-  { 5, 16384, 8, 557, 558 },
-  { 5, 16384, 32, 559, 551 },
-  { 5, 16384, 128, 560, 552 },
-  { 5, 16384, 512, 561, 554 },
-  { 5, 16384, 2048, 562, 554 },
-  { 5, 16384, 8192, 563, 554 },
-  { 5, 16384, 32768, 563, 564 },
-  { 5, 32768, 1, 565, 564 },
-  { 5, 32768, 8, 565, 566 },
-  { 5, 32768, 32, 565, 566 },
-  { 5, 32768, 128, 567, 568 },
-  { 5, 32768, 512, 569, 570 },
-  { 5, 32768, 2048, 571, 570 },
-  { 5, 32768, 8192, 571, 554 },
-  { 5, 32768, 32768, 571, 554 },
-  { 5, 65536, 1, 572, 564 },
-  { 5, 65536, 8, 572, 573 },
-  { 5, 65536, 32, 572, 573 },
-  { 5, 65536, 128, 574, 573 },
-  { 5, 65536, 512, 575, 570 },
-  { 5, 65536, 2048, 574, 570 },
-  { 5, 65536, 8192, 576, 570 },
-  { 5, 65536, 32768, 576, 570 },
-  { 5, 131072, 1, 577, 578 },
-  { 5, 131072, 8, 577, 578 },
-  { 5, 131072, 32, 579, 580 },
-  { 5, 131072, 128, 581, 580 },
-  { 5, 131072, 512, 579, 582 },
-  { 5, 131072, 2048, 583, 582 },
-  { 5, 131072, 8192, 583, 570 },
-  { 5, 131072, 32768, 583, 570 },
-  { 6, 512, 1, 585, 586 },
-  { 6, 512, 8, 587, 586 },
-  { 6, 512, 32, 587, 586 },
-  { 6, 512, 128, 587, 586 },
-  { 6, 512, 512, 588, 586 },
-  { 6, 512, 2048, 588, 589 },
-  { 6, 512, 8192, 588, 589 },
-  { 6, 512, 32768, 590, 589 },
-  { 6, 768, 1, 591, 586 },
-  { 6, 768, 8, 591, 586 },
-  { 6, 768, 32, 592, 586 },
-  { 6, 768, 128, 592, 586 },
-  { 6, 768, 512, 592, 586 },
-  { 6, 768, 2048, 593, 594 },
-  { 6, 768, 8192, 595, 594 },
-  { 6, 768, 32768, 593, 594 },
-  { 6, 1024, 1, 596, 586 },
-  { 6, 1024, 8, 596, 586 },
-  { 6, 1024, 32, 597, 586 },
-  { 6, 1024, 128, 597, 586 },
-  { 6, 1024, 512, 597, 586 },
-  { 6, 1024, 2048, 598, 594 },
-  { 6, 1024, 8192, 598, 594 },
-  { 6, 1024, 32768, 597, 594 },
-  { 6, 1536, 1, 599, 586 },
-  { 6, 1536, 8, 599, 586 },
-  { 6, 1536, 32, 599, 600 },
-  { 6, 1536, 128, 601, 600 },
-  { 6, 1536, 512, 599, 586 },
-  { 6, 1536, 2048, 602, 586 },
-  { 6, 1536, 8192, 599, 586 },
-  { 6, 1536, 32768, 601, 586 },
-  { 6, 2048, 1, 603, 586 },
-  { 6, 2048, 8, 603, 586 },
-  { 6, 2048, 32, 603, 586 },
-  { 6, 2048, 128, 604, 600 },
-  { 6, 2048, 512, 603, 586 },
-  { 6, 2048, 2048, 603, 586 },
-  { 6, 2048, 8192, 605, 586 },
-  { 6, 2048, 32768, 605, 586 },
-  { 6, 2560, 1, 606, 607 },
-  { 6, 2560, 8, 606, 607 },
-  { 6, 2560, 32, 606, 608 },
-  { 6, 2560, 128, 609, 608 },
-  { 6, 2560, 512, 606, 607 },
-  { 6, 2560, 2048, 610, 611 },
-  { 6, 2560, 8192, 610, 611 },
-  { 6, 2560, 32768, 610, 611 },
-  { 6, 3072, 1, 612, 607 },
-  { 6, 3072, 8, 612, 607 },
-  { 6, 3072, 32, 613, 608 },
-  { 6, 3072, 128, 614, 608 },
-  { 6, 3072, 512, 612, 607 },
-  { 6, 3072, 2048, 613, 607 },
-  { 6, 3072, 8192, 613, 607 },
-  { 6, 3072, 32768, 612, 607 },
-  { 6, 4096, 1, 615, 607 },
-  { 6, 4096, 8, 615, 607 },
-  { 6, 4096, 32, 616, 608 },
-  { 6, 4096, 128, 617, 608 },
-  { 6, 4096, 512, 607, 607 },
-  { 6, 4096, 2048, 615, 607 },
-  { 6, 4096, 8192, 615, 607 },
-  { 6, 4096, 32768, 615, 607 },
-  { 6, 5120, 1, 618, 619 },
-  { 6, 5120, 8, 618, 619 },
-  { 6, 5120, 32, 620, 621 },
-  { 6, 5120, 128, 622, 621 },
-  { 6, 5120, 512, 623, 624 },
-  { 6, 5120, 2048, 623, 624 },
-  { 6, 5120, 8192, 625, 619 },
-  { 6, 5120, 32768, 625, 619 },
-  { 6, 6144, 1, 626, 621 },
-  { 6, 6144, 8, 626, 621 },
-  { 6, 6144, 32, 627, 621 },
-  { 6, 6144, 128, 627, 621 },
-  { 6, 6144, 512, 628, 624 },
-  { 6, 6144, 2048, 629, 619 },
-  { 6, 6144, 8192, 630, 619 },
-  { 6, 6144, 32768, 630, 619 },
-  { 6, 7168, 1, 631, 621 },
-  { 6, 7168, 8, 631, 621 },
-  { 6, 7168, 32, 632, 621 },
-  { 6, 7168, 128, 632, 621 },
-  { 6, 7168, 512, 633, 624 },
-  { 6, 7168, 2048, 634, 624 },
-  { 6, 7168, 8192, 634, 635 },
-  { 6, 7168, 32768, 636, 635 },
-  { 6, 8192, 1, 637, 638 },
-  { 6, 8192, 8, 637, 639 },
-  { 6, 8192, 32, 640, 639 },
-  { 6, 8192, 128, 641, 639 },
-  { 6, 8192, 512, 642, 624 },
-  { 6, 8192, 2048, 641, 624 },
-  { 6, 8192, 8192, 641, 635 },
-  { 6, 8192, 32768, 643, 635 },
-  { 6, 12288, 1, 644, 645 },
-  { 6, 12288, 8, 644, 645 },
-  { 6, 12288, 32, 646, 645 },
-  { 6, 12288, 128, 644, 647 },
-  { 6, 12288, 512, 648, 635 },
-  { 6, 12288, 2048, 648, 635 },
-  { 6, 12288, 8192, 649, 635 },
-  { 6, 12288, 32768, 649, 635 },
-  { 6, 16384, 1, 650, 651 },
-  { 6, 16384, 8, 650, 645 },
-  { 6, 16384, 32, 652, 645 },
-  { 6, 16384, 128, 650, 647 },
-  { 6, 16384, 512, 653, 635 },
-  { 6, 16384, 2048, 653, 635 },
-  { 6, 16384, 8192, 654, 635 },
-  { 6, 16384, 32768, 654, 635 },
-  { 6, 32768, 1, 655, 656 },
-  { 6, 32768, 8, 655, 657 },
-  { 6, 32768, 32, 658, 657 },
-  { 6, 32768, 128, 659, 657 },
-  { 6, 32768, 512, 660, 661 },
-  { 6, 32768, 2048, 662, 661 },
-  { 6, 32768, 8192, 662, 661 },
-  { 6, 32768, 32768, 659, 661 },
-  { 6, 65536, 1, 663, 664 },
-  { 6, 65536, 8, 665, 664 },
-  { 6, 65536, 32, 665, 666 },
-  { 6, 65536, 128, 667, 666 },
-  { 6, 65536, 512, 665, 661 },
-  { 6, 65536, 2048, 668, 661 },
-  { 6, 65536, 8192, 669, 661 },
-  { 6, 65536, 32768, 669, 661 },
-  { 6, 131072, 1, 670, 671 },
-  { 6, 131072, 8, 670, 671 },
-  { 6, 131072, 32, 672, 671 },
-  { 6, 131072, 128, 672, 671 },
-  { 6, 131072, 512, 673, 674 },
-  { 6, 131072, 2048, 673, 674 },
-  { 6, 131072, 8192, 675, 674 },
-  { 6, 131072, 32768, 675, 674 },
-  { 7, 512, 1, 677, 678 },
-  { 7, 512, 8, 679, 678 },
-  { 7, 512, 32, 677, 680 },
-  { 7, 512, 128, 679, 680 },
-  { 7, 512, 512, 681, 678 },
-  { 7, 512, 2048, 682, 683 },
-  { 7, 512, 8192, 684, 683 },
-  { 7, 512, 32768, 682, 683 },
-  { 7, 768, 1, 685, 685 },
-  { 7, 768, 8, 685, 685 },
-  { 7, 768, 32, 685, 685 },
-  { 7, 768, 128, 686, 686 },
-  { 7, 768, 512, 687, 687 },
-  { 7, 768, 2048, 688, 688 },
-  { 7, 768, 8192, 688, 688 },
-  { 7, 768, 32768, 688, 688 },
-  { 7, 1024, 1, 689, 678 },
-  { 7, 1024, 8, 689, 678 },
-  { 7, 1024, 32, 685, 685 },
-  { 7, 1024, 128, 686, 686 },
-  { 7, 1024, 512, 687, 687 },
-  { 7, 1024, 2048, 688, 688 },
-  { 7, 1024, 8192, 690, 678 },
-  { 7, 1024, 32768, 690, 678 },
-  { 7, 1536, 1, 691, 691 },
-  { 7, 1536, 8, 691, 691 },
-  { 7, 1536, 32, 692, 692 },
-  { 7, 1536, 128, 691, 691 },
-  { 7, 1536, 512, 693, 694 },
-  { 7, 1536, 2048, 693, 695 },
-  { 7, 1536, 8192, 695, 695 },
-  { 7, 1536, 32768, 695, 695 },
-  { 7, 2048, 1, 696, 695 },
-  { 7, 2048, 8, 691, 691 },
-  { 7, 2048, 32, 696, 697 },
-  { 7, 2048, 128, 698, 694 },
-  { 7, 2048, 512, 698, 694 },
-  { 7, 2048, 2048, 699, 694 },
-  { 7, 2048, 8192, 695, 695 },
-  { 7, 2048, 32768, 700, 700 },
-  { 7, 2560, 1, 701, 701 },
-  { 7, 2560, 8, 701, 701 },
-  { 7, 2560, 32, 702, 702 },
-  { 7, 2560, 128, 703, 703 },
-  { 7, 2560, 512, 704, 705 },
-  { 7, 2560, 2048, 706, 707 },
-  { 7, 2560, 8192, 706, 707 },
-  { 7, 2560, 32768, 700, 700 },
-  { 7, 3072, 1, 701, 701 },
-  { 7, 3072, 8, 701, 701 },
-  { 7, 3072, 32, 701, 701 },
-  { 7, 3072, 128, 703, 703 },
-  { 7, 3072, 512, 708, 705 },
-  { 7, 3072, 2048, 709, 707 },
-  { 7, 3072, 8192, 708, 707 },
-  { 7, 3072, 32768, 710, 710 },
-  { 7, 4096, 1, 711, 712 },
-  { 7, 4096, 8, 713, 712 },
-  { 7, 4096, 32, 713, 705 },
-  { 7, 4096, 128, 713, 705 },
-  { 7, 4096, 512, 714, 705 },
-  { 7, 4096, 2048, 714, 712 },
-  { 7, 4096, 8192, 714, 712 },
-  { 7, 4096, 32768, 710, 710 },
-  { 7, 5120, 1, 715, 716 },
-  { 7, 5120, 8, 717, 717 },
-  { 7, 5120, 32, 715, 718 },
-  { 7, 5120, 128, 715, 719 },
-  { 7, 5120, 512, 715, 718 },
-  { 7, 5120, 2048, 715, 718 },
-  { 7, 5120, 8192, 720, 707 },
-  { 7, 5120, 32768, 721, 721 },
-  { 7, 6144, 1, 722, 722 },
-  { 7, 6144, 8, 722, 722 },
-  { 7, 6144, 32, 723, 719 },
-  { 7, 6144, 128, 723, 719 },
-  { 7, 6144, 512, 724, 724 },
-  { 7, 6144, 2048, 725, 707 },
-  { 7, 6144, 8192, 725, 707 },
-  { 7, 6144, 32768, 726, 726 },
-  { 7, 7168, 1, 727, 727 },
-  { 7, 7168, 8, 727, 727 },
-  { 7, 7168, 32, 728, 719 },
-  { 7, 7168, 128, 719, 719 },
-  { 7, 7168, 512, 729, 729 },
-  { 7, 7168, 2048, 730, 730 },
-  { 7, 7168, 8192, 726, 726 },
-  { 7, 7168, 32768, 726, 726 },
-  { 7, 8192, 1, 731, 731 },
-  { 7, 8192, 8, 731, 731 },
-  { 7, 8192, 32, 732, 719 },
-  { 7, 8192, 128, 719, 719 },
-  { 7, 8192, 512, 733, 734 },
-  { 7, 8192, 2048, 730, 730 },
-  { 7, 8192, 8192, 735, 734 },
-  { 7, 8192, 32768, 735, 734 },
-  { 7, 12288, 1, 736, 736 },
-  { 7, 12288, 8, 736, 736 },
-  { 7, 12288, 32, 737, 737 },
-  { 7, 12288, 128, 736, 736 },
-  { 7, 12288, 512, 738, 738 },
-  { 7, 12288, 2048, 739, 739 },
-  { 7, 12288, 8192, 740, 740 },
-  { 7, 12288, 32768, 740, 740 },
-  { 7, 16384, 1, 741, 742 },
-  { 7, 16384, 8, 743, 743 },
-  { 7, 16384, 32, 744, 744 },
-  { 7, 16384, 128, 745, 746 },
-  { 7, 16384, 512, 745, 746 },
-  { 7, 16384, 2048, 747, 746 },
-  { 7, 16384, 8192, 740, 740 },
-  { 7, 16384, 32768, 740, 740 },
-  { 7, 32768, 1, 748, 748 },
-  { 7, 32768, 8, 748, 748 },
-  { 7, 32768, 32, 749, 749 },
-  { 7, 32768, 128, 750, 751 },
-  { 7, 32768, 512, 750, 751 },
-  { 7, 32768, 2048, 752, 751 },
-  { 7, 32768, 8192, 752, 751 },
-  { 7, 32768, 32768, 752, 751 },
-  { 7, 65536, 1, 753, 753 },
-  { 7, 65536, 8, 754, 755 },
-  { 7, 65536, 32, 756, 755 },
-  { 7, 65536, 128, 757, 755 },
-  { 7, 65536, 512, 758, 755 },
-  { 7, 65536, 2048, 759, 755 },
-  { 7, 65536, 8192, 760, 755 },
-  { 7, 65536, 32768, 760, 755 },
-  { 7, 131072, 1, 761, 762 },
-  { 7, 131072, 8, 763, 763 },
-  { 7, 131072, 32, 764, 762 },
-  { 7, 131072, 128, 764, 762 },
-  { 7, 131072, 512, 764, 762 },
-  { 7, 131072, 2048, 764, 762 },
-  { 7, 131072, 8192, 765, 762 },
-  { 7, 131072, 32768, 765, 762 },
-  { 8, 512, 1, 767, 768 },
-  { 8, 512, 8, 767, 768 },
-  { 8, 512, 32, 767, 768 },
-  { 8, 512, 128, 767, 768 },
-  { 8, 512, 512, 769, 768 },
-  { 8, 512, 2048, 770, 768 },
-  { 8, 512, 8192, 771, 771 },
-  { 8, 512, 32768, 771, 771 },
-  { 8, 768, 1, 772, 773 },
-  { 8, 768, 8, 772, 773 },
-  { 8, 768, 32, 772, 773 },
-  { 8, 768, 128, 772, 773 },
-  { 8, 768, 512, 772, 768 },
-  { 8, 768, 2048, 774, 768 },
-  { 8, 768, 8192, 775, 775 },
-  { 8, 768, 32768, 775, 775 },
-  { 8, 1024, 1, 776, 768 },
-  { 8, 1024, 8, 776, 768 },
-  { 8, 1024, 32, 776, 773 },
-  { 8, 1024, 128, 776, 773 },
-  { 8, 1024, 512, 777, 768 },
-  { 8, 1024, 2048, 777, 768 },
-  { 8, 1024, 8192, 775, 775 },
-  { 8, 1024, 32768, 775, 775 },
-  { 8, 1536, 1, 778, 779 },
-  { 8, 1536, 8, 778, 780 },
-  { 8, 1536, 32, 781, 780 },
-  { 8, 1536, 128, 778, 779 },
-  { 8, 1536, 512, 782, 782 },
-  { 8, 1536, 2048, 778, 783 },
-  { 8, 1536, 8192, 782, 782 },
-  { 8, 1536, 32768, 782, 782 },
-  { 8, 2048, 1, 784, 780 },
-  { 8, 2048, 8, 784, 780 },
-  { 8, 2048, 32, 784, 780 },
-  { 8, 2048, 128, 785, 779 },
-  { 8, 2048, 512, 782, 782 },
-  { 8, 2048, 2048, 782, 782 },
-  { 8, 2048, 8192, 786, 787 },
-  { 8, 2048, 32768, 786, 787 },
-  { 8, 2560, 1, 788, 789 },
-  { 8, 2560, 8, 788, 789 },
-  { 8, 2560, 32, 790, 791 },
-  { 8, 2560, 128, 791, 791 },
-  { 8, 2560, 512, 788, 787 },
-  { 8, 2560, 2048, 792, 792 },
-  { 8, 2560, 8192, 793, 789 },
-  { 8, 2560, 32768, 793, 789 },
-  { 8, 3072, 1, 794, 789 },
-  { 8, 3072, 8, 795, 791 },
-  { 8, 3072, 32, 795, 791 },
-  { 8, 3072, 128, 791, 791 },
-  { 8, 3072, 512, 795, 787 },
-  { 8, 3072, 2048, 792, 792 },
-  { 8, 3072, 8192, 796, 789 },
-  { 8, 3072, 32768, 796, 789 },
-  { 8, 4096, 1, 797, 797 },
-  { 8, 4096, 8, 798, 791 },
-  { 8, 4096, 32, 799, 791 },
-  { 8, 4096, 128, 798, 791 },
-  { 8, 4096, 512, 798, 787 },
-  { 8, 4096, 2048, 800, 800 },
-  { 8, 4096, 8192, 800, 800 },
-  { 8, 4096, 32768, 801, 787 },
-  { 8, 5120, 1, 802, 802 },
-  { 8, 5120, 8, 803, 804 },
-  { 8, 5120, 32, 803, 804 },
-  { 8, 5120, 128, 803, 804 },
-  { 8, 5120, 512, 803, 804 },
-  { 8, 5120, 2048, 800, 800 },
-  { 8, 5120, 8192, 800, 800 },
-  { 8, 5120, 32768, 805, 787 },
-  { 8, 6144, 1, 802, 802 },
-  { 8, 6144, 8, 806, 804 },
-  { 8, 6144, 32, 806, 804 },
-  { 8, 6144, 128, 806, 804 },
-  { 8, 6144, 512, 806, 804 },
-  { 8, 6144, 2048, 800, 800 },
-  { 8, 6144, 8192, 807, 787 },
-  { 8, 6144, 32768, 808, 787 },
-  { 8, 7168, 1, 809, 809 },
-  { 8, 7168, 8, 810, 809 },
-  { 8, 7168, 32, 811, 809 },
-  { 8, 7168, 128, 811, 809 },
-  { 8, 7168, 512, 811, 787 },
-  { 8, 7168, 2048, 800, 800 },
-  { 8, 7168, 8192, 800, 800 },
-  { 8, 7168, 32768, 812, 787 },
-  { 8, 8192, 1, 813, 813 },
-  { 8, 8192, 8, 814, 814 },
-  { 8, 8192, 32, 815, 809 },
-  { 8, 8192, 128, 809, 809 },
-  { 8, 8192, 512, 815, 787 },
-  { 8, 8192, 2048, 816, 816 },
-  { 8, 8192, 8192, 817, 787 },
-  { 8, 8192, 32768, 817, 787 },
-  { 8, 12288, 1, 818, 818 },
-  { 8, 12288, 8, 818, 818 },
-  { 8, 12288, 32, 819, 820 },
-  { 8, 12288, 128, 821, 820 },
-  { 8, 12288, 512, 821, 820 },
-  { 8, 12288, 2048, 822, 820 },
-  { 8, 12288, 8192, 822, 787 },
-  { 8, 12288, 32768, 823, 787 },
-  { 8, 16384, 1, 824, 824 },
-  { 8, 16384, 8, 825, 826 },
-  { 8, 16384, 32, 824, 824 },
-  { 8, 16384, 128, 827, 827 },
-  { 8, 16384, 512, 825, 787 },
-  { 8, 16384, 2048, 825, 787 },
-  { 8, 16384, 8192, 825, 787 },
-  { 8, 16384, 32768, 825, 787 },
-  { 8, 32768, 1, 828, 829 },
-  { 8, 32768, 8, 830, 829 },
-  { 8, 32768, 32, 828, 829 },
-  { 8, 32768, 128, 830, 829 },
-  { 8, 32768, 512, 831, 831 },
-  { 8, 32768, 2048, 831, 831 },
-  { 8, 32768, 8192, 831, 831 },
-  { 8, 32768, 32768, 831, 831 },
-  { 8, 65536, 1, 832, 832 },
-  { 8, 65536, 8, 833, 834 },
-  { 8, 65536, 32, 833, 834 },
-  { 8, 65536, 128, 832, 832 },
-  { 8, 65536, 512, 831, 831 },
-  { 8, 65536, 2048, 831, 831 },
-  { 8, 65536, 8192, 835, 834 },
-  { 8, 65536, 32768, 835, 834 },
-  { 8, 131072, 1, 836, 836 },
-  { 8, 131072, 8, 836, 836 },
-  { 8, 131072, 32, 837, 838 },
-  { 8, 131072, 128, 837, 838 },
-  { 8, 131072, 512, 837, 838 },
-  { 8, 131072, 2048, 839, 838 },
-  { 8, 131072, 8192, 839, 838 },
-  { 8, 131072, 32768, 839, 838 },
+  { 0, 512, 2048, 5, 3 },
+  { 0, 512, 8192, 6, 3 },
+  { 0, 512, 32768, 4, 3 },
+  { 0, 768, 1, 7, 8 },
+  { 0, 768, 8, 7, 8 },
+  { 0, 768, 32, 7, 8 },
+  { 0, 768, 128, 7, 8 },
+  { 0, 768, 512, 9, 9 },
+  { 0, 768, 2048, 10, 3 },
+  { 0, 768, 8192, 11, 3 },
+  { 0, 768, 32768, 12, 3 },
+  { 0, 1024, 1, 13, 8 },
+  { 0, 1024, 8, 13, 3 },
+  { 0, 1024, 32, 13, 3 },
+  { 0, 1024, 128, 13, 3 },
+  { 0, 1024, 512, 14, 3 },
+  { 0, 1024, 2048, 15, 3 },
+  { 0, 1024, 8192, 15, 3 },
+  { 0, 1024, 32768, 15, 3 },
+  { 0, 1536, 1, 16, 17 },
+  { 0, 1536, 8, 16, 17 },
+  { 0, 1536, 32, 18, 3 },
+  { 0, 1536, 128, 19, 3 },
+  { 0, 1536, 512, 20, 3 },
+  { 0, 1536, 2048, 21, 3 },
+  { 0, 1536, 8192, 21, 3 },
+  { 0, 1536, 32768, 21, 3 },
+  { 0, 2048, 1, 22, 17 },
+  { 0, 2048, 8, 22, 3 },
+  { 0, 2048, 32, 22, 3 },
+  { 0, 2048, 128, 22, 3 },
+  { 0, 2048, 512, 23, 3 },
+  { 0, 2048, 2048, 24, 3 },
+  { 0, 2048, 8192, 25, 3 },
+  { 0, 2048, 32768, 25, 3 },
+  { 0, 2560, 1, 26, 27 },
+  { 0, 2560, 8, 26, 28 },
+  { 0, 2560, 32, 29, 30 },
+  { 0, 2560, 128, 31, 27 },
+  { 0, 2560, 512, 32, 28 },
+  { 0, 2560, 2048, 33, 34 },
+  { 0, 2560, 8192, 35, 28 },
+  { 0, 2560, 32768, 35, 28 },
+  { 0, 3072, 1, 36, 27 },
+  { 0, 3072, 8, 36, 27 },
+  { 0, 3072, 32, 37, 30 },
+  { 0, 3072, 128, 38, 27 },
+  { 0, 3072, 512, 39, 28 },
+  { 0, 3072, 2048, 40, 28 },
+  { 0, 3072, 8192, 40, 28 },
+  { 0, 3072, 32768, 40, 28 },
+  { 0, 4096, 1, 41, 28 },
+  { 0, 4096, 8, 41, 28 },
+  { 0, 4096, 32, 42, 28 },
+  { 0, 4096, 128, 43, 28 },
+  { 0, 4096, 512, 42, 28 },
+  { 0, 4096, 2048, 42, 28 },
+  { 0, 4096, 8192, 44, 28 },
+  { 0, 4096, 32768, 45, 28 },
+  { 0, 5120, 1, 46, 47 },
+  { 0, 5120, 8, 46, 47 },
+  { 0, 5120, 32, 48, 47 },
+  { 0, 5120, 128, 46, 47 },
+  { 0, 5120, 512, 48, 47 },
+  { 0, 5120, 2048, 49, 47 },
+  { 0, 5120, 8192, 49, 47 },
+  { 0, 5120, 32768, 50, 47 },
+  { 0, 6144, 1, 51, 47 },
+  { 0, 6144, 8, 51, 47 },
+  { 0, 6144, 32, 51, 47 },
+  { 0, 6144, 128, 52, 47 },
+  { 0, 6144, 512, 53, 47 },
+  { 0, 6144, 2048, 53, 47 },
+  { 0, 6144, 8192, 54, 47 },
+  { 0, 6144, 32768, 54, 47 },
+  { 0, 7168, 1, 55, 56 },
+  { 0, 7168, 8, 55, 57 },
+  { 0, 7168, 32, 58, 57 },
+  { 0, 7168, 128, 55, 57 },
+  { 0, 7168, 512, 59, 57 },
+  { 0, 7168, 2048, 59, 57 },
+  { 0, 7168, 8192, 59, 57 },
+  { 0, 7168, 32768, 59, 57 },
+  { 0, 8192, 1, 60, 61 },
+  { 0, 8192, 8, 60, 57 },
+  { 0, 8192, 32, 62, 57 },
+  { 0, 8192, 128, 63, 57 },
+  { 0, 8192, 512, 64, 57 },
+  { 0, 8192, 2048, 64, 57 },
+  { 0, 8192, 8192, 64, 57 },
+  { 0, 8192, 32768, 65, 57 },
+  { 0, 12288, 1, 66, 67 },
+  { 0, 12288, 8, 66, 68 },
+  { 0, 12288, 32, 69, 70 },
+  { 0, 12288, 128, 66, 71 },
+  { 0, 12288, 512, 72, 70 },
+  { 0, 12288, 2048, 73, 70 },
+  { 0, 12288, 8192, 73, 70 },
+  { 0, 12288, 32768, 73, 70 },
+  { 0, 16384, 1, 74, 75 },
+  { 0, 16384, 8, 76, 77 },
+  { 0, 16384, 32, 76, 77 },
+  { 0, 16384, 128, 78, 77 },
+  { 0, 16384, 512, 79, 77 },
+  { 0, 16384, 2048, 80, 77 },
+  { 0, 16384, 8192, 81, 77 },
+  { 0, 16384, 32768, 81, 77 },
+  { 0, 32768, 1, 82, 83 },
+  { 0, 32768, 8, 84, 83 },
+  { 0, 32768, 32, 84, 83 },
+  { 0, 32768, 128, 85, 86 },
+  { 0, 32768, 512, 87, 83 },
+  { 0, 32768, 2048, 88, 83 },
+  { 0, 32768, 8192, 88, 89 },
+  { 0, 32768, 32768, 88, 83 },
+  { 0, 65536, 1, 90, 83 },
+  { 0, 65536, 8, 90, 83 },
+  { 0, 65536, 32, 91, 91 },
+  { 0, 65536, 128, 92, 83 },
+  { 0, 65536, 512, 93, 83 },
+  { 0, 65536, 2048, 93, 83 },
+  { 0, 65536, 8192, 93, 83 },
+  { 0, 65536, 32768, 93, 83 },
+  { 0, 131072, 1, 94, 83 },
+  { 0, 131072, 8, 94, 95 },
+  { 0, 131072, 32, 96, 83 },
+  { 0, 131072, 128, 97, 83 },
+  { 0, 131072, 512, 97, 83 },
+  { 0, 131072, 2048, 97, 83 },
+  { 0, 131072, 8192, 97, 83 },
+  { 0, 131072, 32768, 97, 83 },
+  { 1, 512, 1, 99, 100 },
+  { 1, 512, 8, 99, 100 },
+  { 1, 512, 32, 99, 100 },
+  { 1, 512, 128, 99, 100 },
+  { 1, 512, 512, 101, 100 },
+  { 1, 512, 2048, 102, 100 },
+  { 1, 512, 8192, 103, 100 },
+  { 1, 512, 32768, 101, 100 },
+  { 1, 768, 1, 104, 100 },
+  { 1, 768, 8, 104, 100 },
+  { 1, 768, 32, 104, 100 },
+  { 1, 768, 128, 104, 100 },
+  { 1, 768, 512, 104, 100 },
+  { 1, 768, 2048, 105, 100 },
+  { 1, 768, 8192, 106, 100 },
+  { 1, 768, 32768, 107, 100 },
+  { 1, 1024, 1, 108, 100 },
+  { 1, 1024, 8, 108, 100 },
+  { 1, 1024, 32, 108, 100 },
+  { 1, 1024, 128, 108, 100 },
+  { 1, 1024, 512, 108, 100 },
+  { 1, 1024, 2048, 109, 100 },
+  { 1, 1024, 8192, 109, 100 },
+  { 1, 1024, 32768, 110, 100 },
+  { 1, 1536, 1, 111, 100 },
+  { 1, 1536, 8, 111, 100 },
+  { 1, 1536, 32, 111, 100 },
+  { 1, 1536, 128, 112, 100 },
+  { 1, 1536, 512, 111, 100 },
+  { 1, 1536, 2048, 113, 100 },
+  { 1, 1536, 8192, 113, 100 },
+  { 1, 1536, 32768, 113, 100 },
+  { 1, 2048, 1, 114, 100 },
+  { 1, 2048, 8, 114, 100 },
+  { 1, 2048, 32, 114, 100 },
+  { 1, 2048, 128, 115, 100 },
+  { 1, 2048, 512, 114, 100 },
+  { 1, 2048, 2048, 116, 100 },
+  { 1, 2048, 8192, 117, 100 },
+  { 1, 2048, 32768, 117, 100 },
+  { 1, 2560, 1, 118, 119 },
+  { 1, 2560, 8, 118, 119 },
+  { 1, 2560, 32, 120, 119 },
+  { 1, 2560, 128, 118, 119 },
+  { 1, 2560, 512, 120, 119 },
+  { 1, 2560, 2048, 121, 122 },
+  { 1, 2560, 8192, 123, 119 },
+  { 1, 2560, 32768, 123, 119 },
+  { 1, 3072, 1, 124, 119 },
+  { 1, 3072, 8, 124, 119 },
+  { 1, 3072, 32, 125, 119 },
+  { 1, 3072, 128, 124, 119 },
+  { 1, 3072, 512, 125, 119 },
+  { 1, 3072, 2048, 126, 122 },
+  { 1, 3072, 8192, 126, 119 },
+  { 1, 3072, 32768, 126, 119 },
+  { 1, 4096, 1, 127, 119 },
+  { 1, 4096, 8, 127, 119 },
+  { 1, 4096, 32, 127, 119 },
+  { 1, 4096, 128, 128, 119 },
+  { 1, 4096, 512, 129, 119 },
+  { 1, 4096, 2048, 129, 119 },
+  { 1, 4096, 8192, 130, 119 },
+  { 1, 4096, 32768, 131, 119 },
+  { 1, 5120, 1, 132, 133 },
+  { 1, 5120, 8, 132, 133 },
+  { 1, 5120, 32, 134, 133 },
+  { 1, 5120, 128, 132, 133 },
+  { 1, 5120, 512, 135, 133 },
+  { 1, 5120, 2048, 136, 133 },
+  { 1, 5120, 8192, 136, 133 },
+  { 1, 5120, 32768, 136, 133 },
+  { 1, 6144, 1, 137, 133 },
+  { 1, 6144, 8, 137, 133 },
+  { 1, 6144, 32, 138, 133 },
+  { 1, 6144, 128, 139, 133 },
+  { 1, 6144, 512, 140, 133 },
+  { 1, 6144, 2048, 140, 133 },
+  { 1, 6144, 8192, 141, 133 },
+  { 1, 6144, 32768, 141, 133 },
+  { 1, 7168, 1, 142, 143 },
+  { 1, 7168, 8, 142, 143 },
+  { 1, 7168, 32, 144, 143 },
+  { 1, 7168, 128, 142, 143 },
+  { 1, 7168, 512, 145, 143 },
+  { 1, 7168, 2048, 145, 143 },
+  { 1, 7168, 8192, 145, 143 },
+  { 1, 7168, 32768, 145, 143 },
+  { 1, 8192, 1, 146, 147 },
+  { 1, 8192, 8, 146, 147 },
+  { 1, 8192, 32, 148, 143 },
+  { 1, 8192, 128, 149, 143 },
+  { 1, 8192, 512, 150, 143 },
+  { 1, 8192, 2048, 150, 143 },
+  { 1, 8192, 8192, 150, 143 },
+  { 1, 8192, 32768, 150, 143 },
+  { 1, 12288, 1, 151, 152 },
+  { 1, 12288, 8, 153, 152 },
+  { 1, 12288, 32, 151, 152 },
+  { 1, 12288, 128, 154, 152 },
+  { 1, 12288, 512, 155, 152 },
+  { 1, 12288, 2048, 156, 152 },
+  { 1, 12288, 8192, 156, 152 },
+  { 1, 12288, 32768, 156, 152 },
+  { 1, 16384, 1, 157, 158 },
+  { 1, 16384, 8, 159, 160 },
+  { 1, 16384, 32, 157, 160 },
+  { 1, 16384, 128, 161, 160 },
+  { 1, 16384, 512, 162, 160 },
+  { 1, 16384, 2048, 162, 160 },
+  { 1, 16384, 8192, 163, 160 },
+  { 1, 16384, 32768, 163, 160 },
+  { 1, 32768, 1, 164, 165 },
+  { 1, 32768, 8, 164, 166 },
+  { 1, 32768, 32, 167, 166 },
+  { 1, 32768, 128, 168, 166 },
+  { 1, 32768, 512, 169, 166 },
+  { 1, 32768, 2048, 170, 166 },
+  { 1, 32768, 8192, 170, 166 },
+  { 1, 32768, 32768, 170, 166 },
+  { 1, 65536, 1, 171, 166 },
+  { 1, 65536, 8, 171, 166 },
+  { 1, 65536, 32, 172, 173 },
+  { 1, 65536, 128, 174, 166 },
+  { 1, 65536, 512, 175, 166 },
+  { 1, 65536, 2048, 175, 166 },
+  { 1, 65536, 8192, 175, 166 },
+  { 1, 65536, 32768, 175, 166 },
+  { 1, 131072, 1, 176, 166 },
+  { 1, 131072, 8, 176, 177 },
+  { 1, 131072, 32, 178, 166 },
+  { 1, 131072, 128, 179, 166 },
+  { 1, 131072, 512, 179, 166 },
+  { 1, 131072, 2048, 179, 166 },
+  { 1, 131072, 8192, 179, 166 },
+  { 1, 131072, 32768, 179, 166 },
+  { 2, 512, 1, 181, 182 },
+  { 2, 512, 8, 183, 182 },
+  { 2, 512, 32, 183, 182 },
+  { 2, 512, 128, 184, 182 },
+  { 2, 512, 512, 184, 182 },
+  { 2, 512, 2048, 183, 182 },
+  { 2, 512, 8192, 184, 185 },
+  { 2, 512, 32768, 186, 186 },
+  { 2, 768, 1, 187, 182 },
+  { 2, 768, 8, 188, 182 },
+  { 2, 768, 32, 187, 189 },
+  { 2, 768, 128, 187, 189 },
+  { 2, 768, 512, 187, 182 },
+  { 2, 768, 2048, 190, 182 },
+  { 2, 768, 8192, 190, 182 },
+  { 2, 768, 32768, 190, 191 },
+  { 2, 1024, 1, 192, 182 },
+  { 2, 1024, 8, 192, 182 },
+  { 2, 1024, 32, 192, 182 },
+  { 2, 1024, 128, 192, 182 },
+  { 2, 1024, 512, 192, 182 },
+  { 2, 1024, 2048, 193, 194 },
+  { 2, 1024, 8192, 195, 191 },
+  { 2, 1024, 32768, 195, 191 },
+  { 2, 1536, 1, 196, 197 },
+  { 2, 1536, 8, 196, 197 },
+  { 2, 1536, 32, 198, 199 },
+  { 2, 1536, 128, 196, 200 },
+  { 2, 1536, 512, 196, 197 },
+  { 2, 1536, 2048, 198, 197 },
+  { 2, 1536, 8192, 201, 197 },
+  { 2, 1536, 32768, 201, 197 },
+  { 2, 2048, 1, 202, 197 },
+  { 2, 2048, 8, 202, 197 },
+  { 2, 2048, 32, 202, 197 },
+  { 2, 2048, 128, 202, 197 },
+  { 2, 2048, 512, 202, 197 },
+  { 2, 2048, 2048, 202, 197 },
+  { 2, 2048, 8192, 203, 197 },
+  { 2, 2048, 32768, 203, 197 },
+  { 2, 2560, 1, 204, 205 },
+  { 2, 2560, 8, 204, 206 },
+  { 2, 2560, 32, 204, 207 },
+  { 2, 2560, 128, 204, 208 },
+  { 2, 2560, 512, 204, 209 },
+  { 2, 2560, 2048, 204, 209 },
+  { 2, 2560, 8192, 210, 209 },
+  { 2, 2560, 32768, 211, 209 },
+  { 2, 3072, 1, 212, 205 },
+  { 2, 3072, 8, 212, 206 },
+  { 2, 3072, 32, 212, 207 },
+  { 2, 3072, 128, 212, 205 },
+  { 2, 3072, 512, 213, 209 },
+  { 2, 3072, 2048, 212, 205 },
+  { 2, 3072, 8192, 214, 209 },
+  { 2, 3072, 32768, 215, 209 },
+  { 2, 4096, 1, 216, 217 },
+  { 2, 4096, 8, 216, 217 },
+  { 2, 4096, 32, 216, 217 },
+  { 2, 4096, 128, 218, 217 },
+  { 2, 4096, 512, 218, 217 },
+  { 2, 4096, 2048, 218, 217 },
+  { 2, 4096, 8192, 219, 217 },
+  { 2, 4096, 32768, 220, 221 },
+  { 2, 5120, 1, 222, 223 },
+  { 2, 5120, 8, 222, 224 },
+  { 2, 5120, 32, 225, 226 },
+  { 2, 5120, 128, 225, 226 },
+  { 2, 5120, 512, 222, 227 },
+  { 2, 5120, 2048, 222, 227 },
+  { 2, 5120, 8192, 228, 229 },
+  { 2, 5120, 32768, 230, 229 },
+  { 2, 6144, 1, 231, 223 },
+  { 2, 6144, 8, 224, 224 },
+  { 2, 6144, 32, 231, 232 },
+  { 2, 6144, 128, 231, 226 },
+  { 2, 6144, 512, 233, 223 },
+  { 2, 6144, 2048, 234, 232 },
+  { 2, 6144, 8192, 234, 232 },
+  { 2, 6144, 32768, 235, 232 },
+  { 2, 7168, 1, 236, 237 },
+  { 2, 7168, 8, 238, 238 },
+  { 2, 7168, 32, 239, 237 },
+  { 2, 7168, 128, 239, 240 },
+  { 2, 7168, 512, 241, 237 },
+  { 2, 7168, 2048, 241, 237 },
+  { 2, 7168, 8192, 241, 237 },
+  { 2, 7168, 32768, 242, 221 },
+  { 2, 8192, 1, 243, 244 },
+  { 2, 8192, 8, 243, 245 },
+  { 2, 8192, 32, 243, 244 },
+  { 2, 8192, 128, 246, 244 },
+  { 2, 8192, 512, 246, 244 },
+  { 2, 8192, 2048, 247, 244 },
+  { 2, 8192, 8192, 247, 244 },
+  { 2, 8192, 32768, 247, 221 },
+  { 2, 12288, 1, 248, 249 },
+  { 2, 12288, 8, 248, 250 },
+  { 2, 12288, 32, 248, 251 },
+  { 2, 12288, 128, 252, 253 },
+  { 2, 12288, 512, 254, 255 },
+  { 2, 12288, 2048, 256, 256 },
+  { 2, 12288, 8192, 257, 251 },
+  { 2, 12288, 32768, 257, 251 },
+  { 2, 16384, 1, 258, 259 },
+  { 2, 16384, 8, 258, 259 },
+  { 2, 16384, 32, 258, 260 },
+  { 2, 16384, 128, 261, 262 },
+  { 2, 16384, 512, 261, 262 },
+  { 2, 16384, 2048, 261, 259 },
+  { 2, 16384, 8192, 263, 263 },
+  { 2, 16384, 32768, 263, 263 },
+  { 2, 32768, 1, 264, 221 },
+  { 2, 32768, 8, 265, 221 },
+  { 2, 32768, 32, 264, 266 },
+  { 2, 32768, 128, 267, 221 },
+  { 2, 32768, 512, 267, 221 },
+  { 2, 32768, 2048, 267, 221 },
+  { 2, 32768, 8192, 268, 221 },
+  { 2, 32768, 32768, 268, 269 },
+  { 2, 65536, 1, 270, 221 },
+  { 2, 65536, 8, 271, 221 },
+  { 2, 65536, 32, 271, 221 },
+  { 2, 65536, 128, 272, 221 },
+  { 2, 65536, 512, 272, 221 },
+  { 2, 65536, 2048, 272, 221 },
+  { 2, 65536, 8192, 272, 221 },
+  { 2, 65536, 32768, 272, 221 },
+  { 2, 131072, 1, 273, 221 },
+  { 2, 131072, 8, 273, 274 },
+  { 2, 131072, 32, 273, 275 },
+  { 2, 131072, 128, 276, 221 },
+  { 2, 131072, 512, 276, 221 },
+  { 2, 131072, 2048, 276, 221 },
+  { 2, 131072, 8192, 276, 221 },
+  { 2, 131072, 32768, 276, 221 },
+  { 3, 512, 1, 278, 279 },
+  { 3, 512, 8, 278, 280 },
+  { 3, 512, 32, 281, 280 },
+  { 3, 512, 128, 281, 280 },
+  { 3, 512, 512, 282, 280 },
+  { 3, 512, 2048, 283, 280 },
+  { 3, 512, 8192, 284, 280 },
+  { 3, 512, 32768, 283, 280 },
+  { 3, 768, 1, 285, 286 },
+  { 3, 768, 8, 287, 286 },
+  { 3, 768, 32, 287, 280 },
+  { 3, 768, 128, 288, 286 },
+  { 3, 768, 512, 289, 280 },
+  { 3, 768, 2048, 290, 280 },
+  { 3, 768, 8192, 291, 280 },
+  { 3, 768, 32768, 292, 293 },
+  { 3, 1024, 1, 294, 286 },
+  { 3, 1024, 8, 294, 280 },
+  { 3, 1024, 32, 294, 280 },
+  { 3, 1024, 128, 295, 280 },
+  { 3, 1024, 512, 296, 280 },
+  { 3, 1024, 2048, 297, 298 },
+  { 3, 1024, 8192, 299, 280 },
+  { 3, 1024, 32768, 299, 300 },
+  { 3, 1536, 1, 301, 301 },
+  { 3, 1536, 8, 301, 301 },
+  { 3, 1536, 32, 301, 301 },
+  { 3, 1536, 128, 301, 301 },
+  { 3, 1536, 512, 302, 280 },
+  { 3, 1536, 2048, 303, 280 },
+  { 3, 1536, 8192, 304, 280 },
+  { 3, 1536, 32768, 304, 305 },
+  { 3, 2048, 1, 306, 301 },
+  { 3, 2048, 8, 306, 301 },
+  { 3, 2048, 32, 306, 301 },
+  { 3, 2048, 128, 306, 301 },
+  { 3, 2048, 512, 307, 280 },
+  { 3, 2048, 2048, 308, 280 },
+  { 3, 2048, 8192, 309, 310 },
+  { 3, 2048, 32768, 309, 310 },
+  { 3, 2560, 1, 311, 312 },
+  { 3, 2560, 8, 311, 312 },
+  { 3, 2560, 32, 313, 314 },
+  { 3, 2560, 128, 312, 312 },
+  { 3, 2560, 512, 315, 316 },
+  { 3, 2560, 2048, 317, 316 },
+  { 3, 2560, 8192, 318, 319 },
+  { 3, 2560, 32768, 318, 319 },
+  { 3, 3072, 1, 320, 312 },
+  { 3, 3072, 8, 320, 312 },
+  { 3, 3072, 32, 320, 314 },
+  { 3, 3072, 128, 312, 312 },
+  { 3, 3072, 512, 321, 316 },
+  { 3, 3072, 2048, 322, 316 },
+  { 3, 3072, 8192, 323, 316 },
+  { 3, 3072, 32768, 323, 319 },
+  { 3, 4096, 1, 324, 325 },
+  { 3, 4096, 8, 324, 316 },
+  { 3, 4096, 32, 326, 316 },
+  { 3, 4096, 128, 324, 325 },
+  { 3, 4096, 512, 327, 316 },
+  { 3, 4096, 2048, 328, 316 },
+  { 3, 4096, 8192, 328, 316 },
+  { 3, 4096, 32768, 329, 329 },
+  { 3, 5120, 1, 330, 331 },
+  { 3, 5120, 8, 330, 331 },
+  { 3, 5120, 32, 330, 331 },
+  { 3, 5120, 128, 330, 332 },
+  { 3, 5120, 512, 333, 334 },
+  { 3, 5120, 2048, 333, 334 },
+  { 3, 5120, 8192, 333, 334 },
+  { 3, 5120, 32768, 333, 334 },
+  { 3, 6144, 1, 335, 335 },
+  { 3, 6144, 8, 336, 334 },
+  { 3, 6144, 32, 336, 331 },
+  { 3, 6144, 128, 336, 332 },
+  { 3, 6144, 512, 337, 334 },
+  { 3, 6144, 2048, 338, 334 },
+  { 3, 6144, 8192, 338, 334 },
+  { 3, 6144, 32768, 339, 334 },
+  { 3, 7168, 1, 335, 335 },
+  { 3, 7168, 8, 340, 335 },
+  { 3, 7168, 32, 340, 335 },
+  { 3, 7168, 128, 340, 332 },
+  { 3, 7168, 512, 341, 342 },
+  { 3, 7168, 2048, 341, 342 },
+  { 3, 7168, 8192, 341, 342 },
+  { 3, 7168, 32768, 343, 343 },
+  { 3, 8192, 1, 344, 344 },
+  { 3, 8192, 8, 344, 344 },
+  { 3, 8192, 32, 345, 345 },
+  { 3, 8192, 128, 346, 332 },
+  { 3, 8192, 512, 347, 342 },
+  { 3, 8192, 2048, 347, 342 },
+  { 3, 8192, 8192, 347, 342 },
+  { 3, 8192, 32768, 343, 343 },
+  { 3, 12288, 1, 348, 348 },
+  { 3, 12288, 8, 349, 350 },
+  { 3, 12288, 32, 349, 350 },
+  { 3, 12288, 128, 348, 348 },
+  { 3, 12288, 512, 351, 352 },
+  { 3, 12288, 2048, 353, 352 },
+  { 3, 12288, 8192, 353, 352 },
+  { 3, 12288, 32768, 354, 352 },
+  { 3, 16384, 1, 355, 355 },
+  { 3, 16384, 8, 355, 355 },
+  { 3, 16384, 32, 356, 356 },
+  { 3, 16384, 128, 348, 348 },
+  { 3, 16384, 512, 357, 358 },
+  { 3, 16384, 2048, 359, 358 },
+  { 3, 16384, 8192, 360, 358 },
+  { 3, 16384, 32768, 360, 358 },
+  { 3, 32768, 1, 361, 343 },
+  { 3, 32768, 8, 361, 362 },
+  { 3, 32768, 32, 361, 362 },
+  { 3, 32768, 128, 363, 363 },
+  { 3, 32768, 512, 364, 343 },
+  { 3, 32768, 2048, 365, 366 },
+  { 3, 32768, 8192, 365, 343 },
+  { 3, 32768, 32768, 365, 366 },
+  { 3, 65536, 1, 367, 367 },
+  { 3, 65536, 8, 368, 368 },
+  { 3, 65536, 32, 367, 367 },
+  { 3, 65536, 128, 369, 343 },
+  { 3, 65536, 512, 370, 343 },
+  { 3, 65536, 2048, 371, 343 },
+  { 3, 65536, 8192, 372, 373 },
+  { 3, 65536, 32768, 372, 373 },
+  { 3, 131072, 1, 374, 374 },
+  { 3, 131072, 8, 374, 374 },
+  { 3, 131072, 32, 375, 375 },
+  { 3, 131072, 128, 376, 343 },
+  { 3, 131072, 512, 376, 343 },
+  { 3, 131072, 2048, 377, 343 },
+  { 3, 131072, 8192, 377, 343 },
+  { 3, 131072, 32768, 377, 378 },
+  { 4, 512, 1, 380, 381 },
+  { 4, 512, 8, 380, 382 },
+  { 4, 512, 32, 380, 382 },
+  { 4, 512, 128, 380, 382 },
+  { 4, 512, 512, 383, 382 },
+  { 4, 512, 2048, 384, 382 },
+  { 4, 512, 8192, 385, 386 },
+  { 4, 512, 32768, 384, 382 },
+  { 4, 768, 1, 387, 382 },
+  { 4, 768, 8, 387, 382 },
+  { 4, 768, 32, 387, 382 },
+  { 4, 768, 128, 387, 382 },
+  { 4, 768, 512, 388, 389 },
+  { 4, 768, 2048, 390, 391 },
+  { 4, 768, 8192, 390, 382 },
+  { 4, 768, 32768, 390, 382 },
+  { 4, 1024, 1, 392, 382 },
+  { 4, 1024, 8, 392, 382 },
+  { 4, 1024, 32, 392, 382 },
+  { 4, 1024, 128, 392, 382 },
+  { 4, 1024, 512, 393, 382 },
+  { 4, 1024, 2048, 394, 391 },
+  { 4, 1024, 8192, 394, 382 },
+  { 4, 1024, 32768, 393, 389 },
+  { 4, 1536, 1, 395, 396 },
+  { 4, 1536, 8, 395, 382 },
+  { 4, 1536, 32, 395, 382 },
+  { 4, 1536, 128, 397, 382 },
+  { 4, 1536, 512, 398, 382 },
+  { 4, 1536, 2048, 399, 382 },
+  { 4, 1536, 8192, 400, 382 },
+  { 4, 1536, 32768, 398, 382 },
+  { 4, 2048, 1, 401, 382 },
+  { 4, 2048, 8, 401, 382 },
+  { 4, 2048, 32, 402, 382 },
+  { 4, 2048, 128, 401, 382 },
+  { 4, 2048, 512, 402, 382 },
+  { 4, 2048, 2048, 403, 403 },
+  { 4, 2048, 8192, 402, 382 },
+  { 4, 2048, 32768, 402, 382 },
+  { 4, 2560, 1, 404, 405 },
+  { 4, 2560, 8, 404, 406 },
+  { 4, 2560, 32, 407, 406 },
+  { 4, 2560, 128, 408, 405 },
+  { 4, 2560, 512, 409, 406 },
+  { 4, 2560, 2048, 410, 406 },
+  { 4, 2560, 8192, 411, 406 },
+  { 4, 2560, 32768, 411, 406 },
+  { 4, 3072, 1, 412, 405 },
+  { 4, 3072, 8, 412, 406 },
+  { 4, 3072, 32, 413, 406 },
+  { 4, 3072, 128, 414, 405 },
+  { 4, 3072, 512, 415, 406 },
+  { 4, 3072, 2048, 416, 406 },
+  { 4, 3072, 8192, 415, 406 },
+  { 4, 3072, 32768, 415, 406 },
+  { 4, 4096, 1, 417, 406 },
+  { 4, 4096, 8, 417, 406 },
+  { 4, 4096, 32, 418, 406 },
+  { 4, 4096, 128, 419, 420 },
+  { 4, 4096, 512, 421, 422 },
+  { 4, 4096, 2048, 421, 406 },
+  { 4, 4096, 8192, 421, 406 },
+  { 4, 4096, 32768, 421, 406 },
+  { 4, 5120, 1, 423, 424 },
+  { 4, 5120, 8, 423, 424 },
+  { 4, 5120, 32, 425, 424 },
+  { 4, 5120, 128, 423, 426 },
+  { 4, 5120, 512, 427, 424 },
+  { 4, 5120, 2048, 428, 424 },
+  { 4, 5120, 8192, 428, 424 },
+  { 4, 5120, 32768, 428, 424 },
+  { 4, 6144, 1, 429, 424 },
+  { 4, 6144, 8, 430, 424 },
+  { 4, 6144, 32, 431, 424 },
+  { 4, 6144, 128, 430, 426 },
+  { 4, 6144, 512, 432, 424 },
+  { 4, 6144, 2048, 433, 424 },
+  { 4, 6144, 8192, 433, 424 },
+  { 4, 6144, 32768, 433, 424 },
+  { 4, 7168, 1, 434, 435 },
+  { 4, 7168, 8, 434, 436 },
+  { 4, 7168, 32, 437, 436 },
+  { 4, 7168, 128, 437, 426 },
+  { 4, 7168, 512, 438, 436 },
+  { 4, 7168, 2048, 438, 436 },
+  { 4, 7168, 8192, 439, 436 },
+  { 4, 7168, 32768, 439, 436 },
+  { 4, 8192, 1, 440, 441 },
+  { 4, 8192, 8, 440, 436 },
+  { 4, 8192, 32, 442, 436 },
+  { 4, 8192, 128, 442, 441 },
+  { 4, 8192, 512, 443, 436 },
+  { 4, 8192, 2048, 444, 436 },
+  { 4, 8192, 8192, 444, 436 },
+  { 4, 8192, 32768, 445, 436 },
+  { 4, 12288, 1, 446, 447 },
+  { 4, 12288, 8, 448, 449 },
+  { 4, 12288, 32, 450, 449 },
+  { 4, 12288, 128, 446, 451 },
+  { 4, 12288, 512, 452, 449 },
+  { 4, 12288, 2048, 452, 449 },
+  { 4, 12288, 8192, 452, 449 },
+  { 4, 12288, 32768, 453, 449 },
+  { 4, 16384, 1, 454, 455 },
+  { 4, 16384, 8, 454, 456 },
+  { 4, 16384, 32, 457, 455 },
+  { 4, 16384, 128, 454, 451 },
+  { 4, 16384, 512, 458, 456 },
+  { 4, 16384, 2048, 458, 456 },
+  { 4, 16384, 8192, 459, 459 },
+  { 4, 16384, 32768, 459, 459 },
+  { 4, 32768, 1, 460, 461 },
+  { 4, 32768, 8, 460, 461 },
+  { 4, 32768, 32, 462, 462 },
+  { 4, 32768, 128, 463, 461 },
+  { 4, 32768, 512, 464, 461 },
+  { 4, 32768, 2048, 465, 466 },
+  { 4, 32768, 8192, 465, 466 },
+  { 4, 32768, 32768, 465, 466 },
+  { 4, 65536, 1, 467, 461 },
+  { 4, 65536, 8, 468, 461 },
+  { 4, 65536, 32, 467, 469 },
+  { 4, 65536, 128, 467, 461 },
+  { 4, 65536, 512, 468, 461 },
+  { 4, 65536, 2048, 470, 461 },
+  { 4, 65536, 8192, 471, 466 },
+  { 4, 65536, 32768, 471, 466 },
+  { 4, 131072, 1, 472, 461 },
+  { 4, 131072, 8, 472, 473 },
+  { 4, 131072, 32, 474, 461 },
+  { 4, 131072, 128, 474, 461 },
+  { 4, 131072, 512, 475, 461 },
+  { 4, 131072, 2048, 475, 476 },
+  { 4, 131072, 8192, 475, 476 },
+  { 4, 131072, 32768, 475, 476 },
+  { 5, 512, 1, 478, 479 },
+  { 5, 512, 8, 478, 479 },
+  { 5, 512, 32, 478, 479 },
+  { 5, 512, 128, 478, 479 },
+  { 5, 512, 512, 478, 479 },
+  { 5, 512, 2048, 480, 479 },
+  { 5, 512, 8192, 481, 482 },
+  { 5, 512, 32768, 480, 483 },
+  { 5, 768, 1, 484, 479 },
+  { 5, 768, 8, 484, 479 },
+  { 5, 768, 32, 484, 479 },
+  { 5, 768, 128, 484, 479 },
+  { 5, 768, 512, 484, 479 },
+  { 5, 768, 2048, 485, 479 },
+  { 5, 768, 8192, 486, 479 },
+  { 5, 768, 32768, 487, 479 },
+  { 5, 1024, 1, 488, 479 },
+  { 5, 1024, 8, 488, 479 },
+  { 5, 1024, 32, 488, 479 },
+  { 5, 1024, 128, 488, 479 },
+  { 5, 1024, 512, 488, 479 },
+  { 5, 1024, 2048, 489, 490 },
+  { 5, 1024, 8192, 491, 479 },
+  { 5, 1024, 32768, 491, 492 },
+  { 5, 1536, 1, 493, 479 },
+  { 5, 1536, 8, 493, 479 },
+  { 5, 1536, 32, 493, 479 },
+  { 5, 1536, 128, 494, 479 },
+  { 5, 1536, 512, 493, 479 },
+  { 5, 1536, 2048, 495, 496 },
+  { 5, 1536, 8192, 497, 498 },
+  { 5, 1536, 32768, 497, 498 },
+  { 5, 2048, 1, 499, 479 },
+  { 5, 2048, 8, 499, 479 },
+  { 5, 2048, 32, 499, 479 },
+  { 5, 2048, 128, 499, 479 },
+  { 5, 2048, 512, 499, 479 },
+  { 5, 2048, 2048, 500, 479 },
+  { 5, 2048, 8192, 501, 501 },
+  { 5, 2048, 32768, 501, 501 },
+  { 5, 2560, 1, 502, 502 },
+  { 5, 2560, 8, 502, 502 },
+  { 5, 2560, 32, 502, 502 },
+  { 5, 2560, 128, 502, 502 },
+  { 5, 2560, 512, 503, 504 },
+  { 5, 2560, 2048, 505, 504 },
+  { 5, 2560, 8192, 506, 507 },
+  { 5, 2560, 32768, 506, 507 },
+  { 5, 3072, 1, 508, 509 },
+  { 5, 3072, 8, 508, 509 },
+  { 5, 3072, 32, 502, 502 },
+  { 5, 3072, 128, 502, 502 },
+  { 5, 3072, 512, 508, 504 },
+  { 5, 3072, 2048, 510, 504 },
+  { 5, 3072, 8192, 511, 507 },
+  { 5, 3072, 32768, 511, 507 },
+  { 5, 4096, 1, 512, 504 },
+  { 5, 4096, 8, 512, 504 },
+  { 5, 4096, 32, 513, 504 },
+  { 5, 4096, 128, 502, 502 },
+  { 5, 4096, 512, 504, 504 },
+  { 5, 4096, 2048, 514, 504 },
+  { 5, 4096, 8192, 514, 504 },
+  { 5, 4096, 32768, 504, 504 },
+  { 5, 5120, 1, 515, 516 },
+  { 5, 5120, 8, 515, 517 },
+  { 5, 5120, 32, 515, 518 },
+  { 5, 5120, 128, 519, 518 },
+  { 5, 5120, 512, 520, 517 },
+  { 5, 5120, 2048, 520, 517 },
+  { 5, 5120, 8192, 520, 517 },
+  { 5, 5120, 32768, 521, 517 },
+  { 5, 6144, 1, 522, 522 },
+  { 5, 6144, 8, 523, 517 },
+  { 5, 6144, 32, 522, 522 },
+  { 5, 6144, 128, 522, 522 },
+  { 5, 6144, 512, 524, 517 },
+  { 5, 6144, 2048, 525, 517 },
+  { 5, 6144, 8192, 525, 517 },
+  { 5, 6144, 32768, 526, 517 },
+  { 5, 7168, 1, 527, 516 },
+  { 5, 7168, 8, 527, 528 },
+  { 5, 7168, 32, 522, 522 },
+  { 5, 7168, 128, 522, 522 },
+  { 5, 7168, 512, 529, 528 },
+  { 5, 7168, 2048, 529, 528 },
+  { 5, 7168, 8192, 529, 528 },
+  { 5, 7168, 32768, 529, 528 },
+  { 5, 8192, 1, 530, 531 },
+  { 5, 8192, 8, 530, 531 },
+  { 5, 8192, 32, 532, 528 },
+  { 5, 8192, 128, 533, 528 },
+  { 5, 8192, 512, 534, 528 },
+  { 5, 8192, 2048, 534, 528 },
+  { 5, 8192, 8192, 534, 528 },
+  { 5, 8192, 32768, 535, 528 },
+  { 5, 12288, 1, 536, 537 },
+  { 5, 12288, 8, 536, 538 },
+  { 5, 12288, 32, 539, 539 },
+  { 5, 12288, 128, 536, 540 },
+  { 5, 12288, 512, 541, 538 },
+  { 5, 12288, 2048, 542, 538 },
+  { 5, 12288, 8192, 542, 538 },
+  { 5, 12288, 32768, 543, 538 },
+  { 5, 16384, 1, 544, 545 },
+  { 5, 16384, 8, 544, 545 },
+  { 5, 16384, 32, 546, 547 },
+  { 5, 16384, 128, 548, 547 },
+  { 5, 16384, 512, 549, 547 },
+  { 5, 16384, 2048, 550, 551 },
+  { 5, 16384, 8192, 552, 551 },
+  { 5, 16384, 32768, 552, 551 },
+  { 5, 32768, 1, 553, 554 },
+  { 5, 32768, 8, 553, 555 },
+  { 5, 32768, 32, 553, 555 },
+  { 5, 32768, 128, 556, 557 },
+  { 5, 32768, 512, 558, 554 },
+  { 5, 32768, 2048, 559, 554 },
+  { 5, 32768, 8192, 559, 554 },
+  { 5, 32768, 32768, 559, 554 },
+  { 5, 65536, 1, 560, 554 },
+  { 5, 65536, 8, 560, 561 },
+  { 5, 65536, 32, 560, 561 },
+  { 5, 65536, 128, 562, 554 },
+  { 5, 65536, 512, 563, 554 },
+  { 5, 65536, 2048, 562, 554 },
+  { 5, 65536, 8192, 564, 564 },
+  { 5, 65536, 32768, 564, 564 },
+  { 5, 131072, 1, 565, 554 },
+  { 5, 131072, 8, 565, 566 },
+  { 5, 131072, 32, 567, 554 },
+  { 5, 131072, 128, 568, 554 },
+  { 5, 131072, 512, 567, 554 },
+  { 5, 131072, 2048, 569, 554 },
+  { 5, 131072, 8192, 569, 554 },
+  { 5, 131072, 32768, 569, 570 },
+  { 6, 512, 1, 572, 573 },
+  { 6, 512, 8, 574, 573 },
+  { 6, 512, 32, 574, 573 },
+  { 6, 512, 128, 574, 573 },
+  { 6, 512, 512, 575, 573 },
+  { 6, 512, 2048, 576, 573 },
+  { 6, 512, 8192, 577, 573 },
+  { 6, 512, 32768, 576, 573 },
+  { 6, 768, 1, 578, 573 },
+  { 6, 768, 8, 578, 573 },
+  { 6, 768, 32, 579, 573 },
+  { 6, 768, 128, 579, 573 },
+  { 6, 768, 512, 579, 573 },
+  { 6, 768, 2048, 580, 581 },
+  { 6, 768, 8192, 582, 573 },
+  { 6, 768, 32768, 580, 573 },
+  { 6, 1024, 1, 583, 573 },
+  { 6, 1024, 8, 583, 573 },
+  { 6, 1024, 32, 584, 573 },
+  { 6, 1024, 128, 584, 573 },
+  { 6, 1024, 512, 584, 573 },
+  { 6, 1024, 2048, 585, 585 },
+  { 6, 1024, 8192, 584, 573 },
+  { 6, 1024, 32768, 584, 573 },
+  { 6, 1536, 1, 586, 573 },
+  { 6, 1536, 8, 586, 573 },
+  { 6, 1536, 32, 586, 573 },
+  { 6, 1536, 128, 587, 573 },
+  { 6, 1536, 512, 586, 573 },
+  { 6, 1536, 2048, 588, 573 },
+  { 6, 1536, 8192, 586, 573 },
+  { 6, 1536, 32768, 587, 573 },
+  { 6, 2048, 1, 589, 573 },
+  { 6, 2048, 8, 589, 573 },
+  { 6, 2048, 32, 589, 573 },
+  { 6, 2048, 128, 589, 573 },
+  { 6, 2048, 512, 589, 573 },
+  { 6, 2048, 2048, 589, 573 },
+  { 6, 2048, 8192, 589, 573 },
+  { 6, 2048, 32768, 590, 590 },
+  { 6, 2560, 1, 591, 592 },
+  { 6, 2560, 8, 591, 592 },
+  { 6, 2560, 32, 591, 592 },
+  { 6, 2560, 128, 593, 594 },
+  { 6, 2560, 512, 591, 592 },
+  { 6, 2560, 2048, 595, 592 },
+  { 6, 2560, 8192, 595, 592 },
+  { 6, 2560, 32768, 595, 592 },
+  { 6, 3072, 1, 596, 592 },
+  { 6, 3072, 8, 596, 592 },
+  { 6, 3072, 32, 597, 592 },
+  { 6, 3072, 128, 598, 594 },
+  { 6, 3072, 512, 596, 592 },
+  { 6, 3072, 2048, 597, 592 },
+  { 6, 3072, 8192, 597, 592 },
+  { 6, 3072, 32768, 596, 592 },
+  { 6, 4096, 1, 599, 592 },
+  { 6, 4096, 8, 599, 592 },
+  { 6, 4096, 32, 600, 592 },
+  { 6, 4096, 128, 601, 594 },
+  { 6, 4096, 512, 592, 592 },
+  { 6, 4096, 2048, 599, 592 },
+  { 6, 4096, 8192, 599, 592 },
+  { 6, 4096, 32768, 599, 592 },
+  { 6, 5120, 1, 602, 603 },
+  { 6, 5120, 8, 602, 603 },
+  { 6, 5120, 32, 604, 603 },
+  { 6, 5120, 128, 605, 606 },
+  { 6, 5120, 512, 607, 603 },
+  { 6, 5120, 2048, 607, 603 },
+  { 6, 5120, 8192, 608, 603 },
+  { 6, 5120, 32768, 608, 603 },
+  { 6, 6144, 1, 609, 610 },
+  { 6, 6144, 8, 609, 603 },
+  { 6, 6144, 32, 611, 603 },
+  { 6, 6144, 128, 611, 606 },
+  { 6, 6144, 512, 612, 603 },
+  { 6, 6144, 2048, 613, 603 },
+  { 6, 6144, 8192, 614, 603 },
+  { 6, 6144, 32768, 614, 603 },
+  { 6, 7168, 1, 615, 610 },
+  { 6, 7168, 8, 615, 616 },
+  { 6, 7168, 32, 617, 616 },
+  { 6, 7168, 128, 617, 618 },
+  { 6, 7168, 512, 619, 616 },
+  { 6, 7168, 2048, 620, 616 },
+  { 6, 7168, 8192, 620, 616 },
+  { 6, 7168, 32768, 621, 616 },
+  { 6, 8192, 1, 622, 616 },
+  { 6, 8192, 8, 622, 616 },
+  { 6, 8192, 32, 623, 616 },
+  { 6, 8192, 128, 624, 618 },
+  { 6, 8192, 512, 625, 616 },
+  { 6, 8192, 2048, 624, 616 },
+  { 6, 8192, 8192, 624, 616 },
+  { 6, 8192, 32768, 626, 616 },
+  { 6, 12288, 1, 627, 628 },
+  { 6, 12288, 8, 627, 629 },
+  { 6, 12288, 32, 630, 629 },
+  { 6, 12288, 128, 627, 629 },
+  { 6, 12288, 512, 631, 629 },
+  { 6, 12288, 2048, 631, 629 },
+  { 6, 12288, 8192, 632, 629 },
+  { 6, 12288, 32768, 632, 629 },
+  { 6, 16384, 1, 633, 634 },
+  { 6, 16384, 8, 633, 634 },
+  { 6, 16384, 32, 635, 634 },
+  { 6, 16384, 128, 633, 636 },
+  { 6, 16384, 512, 637, 634 },
+  { 6, 16384, 2048, 637, 634 },
+  { 6, 16384, 8192, 637, 634 },
+  { 6, 16384, 32768, 638, 634 },
+  { 6, 32768, 1, 639, 640 },
+  { 6, 32768, 8, 639, 640 },
+  { 6, 32768, 32, 641, 642 },
+  { 6, 32768, 128, 643, 640 },
+  { 6, 32768, 512, 644, 640 },
+  { 6, 32768, 2048, 643, 640 },
+  { 6, 32768, 8192, 643, 640 },
+  { 6, 32768, 32768, 645, 640 },
+  { 6, 65536, 1, 646, 640 },
+  { 6, 65536, 8, 647, 640 },
+  { 6, 65536, 32, 647, 640 },
+  { 6, 65536, 128, 648, 640 },
+  { 6, 65536, 512, 647, 640 },
+  { 6, 65536, 2048, 649, 640 },
+  { 6, 65536, 8192, 650, 640 },
+  { 6, 65536, 32768, 650, 640 },
+  { 6, 131072, 1, 651, 640 },
+  { 6, 131072, 8, 651, 652 },
+  { 6, 131072, 32, 653, 640 },
+  { 6, 131072, 128, 653, 640 },
+  { 6, 131072, 512, 654, 640 },
+  { 6, 131072, 2048, 654, 640 },
+  { 6, 131072, 8192, 655, 640 },
+  { 6, 131072, 32768, 655, 640 },
+  { 7, 512, 1, 657, 658 },
+  { 7, 512, 8, 659, 658 },
+  { 7, 512, 32, 657, 660 },
+  { 7, 512, 128, 661, 660 },
+  { 7, 512, 512, 659, 658 },
+  { 7, 512, 2048, 659, 658 },
+  { 7, 512, 8192, 662, 658 },
+  { 7, 512, 32768, 663, 663 },
+  { 7, 768, 1, 664, 664 },
+  { 7, 768, 8, 664, 664 },
+  { 7, 768, 32, 664, 664 },
+  { 7, 768, 128, 665, 665 },
+  { 7, 768, 512, 666, 666 },
+  { 7, 768, 2048, 667, 667 },
+  { 7, 768, 8192, 667, 667 },
+  { 7, 768, 32768, 667, 667 },
+  { 7, 1024, 1, 668, 658 },
+  { 7, 1024, 8, 668, 658 },
+  { 7, 1024, 32, 664, 664 },
+  { 7, 1024, 128, 665, 665 },
+  { 7, 1024, 512, 666, 666 },
+  { 7, 1024, 2048, 667, 667 },
+  { 7, 1024, 8192, 669, 658 },
+  { 7, 1024, 32768, 669, 658 },
+  { 7, 1536, 1, 670, 670 },
+  { 7, 1536, 8, 670, 670 },
+  { 7, 1536, 32, 671, 671 },
+  { 7, 1536, 128, 672, 672 },
+  { 7, 1536, 512, 672, 672 },
+  { 7, 1536, 2048, 673, 674 },
+  { 7, 1536, 8192, 674, 674 },
+  { 7, 1536, 32768, 674, 674 },
+  { 7, 2048, 1, 675, 674 },
+  { 7, 2048, 8, 670, 670 },
+  { 7, 2048, 32, 675, 676 },
+  { 7, 2048, 128, 677, 678 },
+  { 7, 2048, 512, 677, 674 },
+  { 7, 2048, 2048, 679, 674 },
+  { 7, 2048, 8192, 674, 674 },
+  { 7, 2048, 32768, 680, 680 },
+  { 7, 2560, 1, 681, 681 },
+  { 7, 2560, 8, 681, 681 },
+  { 7, 2560, 32, 682, 682 },
+  { 7, 2560, 128, 683, 683 },
+  { 7, 2560, 512, 684, 685 },
+  { 7, 2560, 2048, 686, 685 },
+  { 7, 2560, 8192, 686, 685 },
+  { 7, 2560, 32768, 680, 680 },
+  { 7, 3072, 1, 681, 681 },
+  { 7, 3072, 8, 681, 681 },
+  { 7, 3072, 32, 687, 688 },
+  { 7, 3072, 128, 683, 683 },
+  { 7, 3072, 512, 689, 685 },
+  { 7, 3072, 2048, 690, 685 },
+  { 7, 3072, 8192, 689, 685 },
+  { 7, 3072, 32768, 691, 691 },
+  { 7, 4096, 1, 692, 693 },
+  { 7, 4096, 8, 692, 693 },
+  { 7, 4096, 32, 694, 694 },
+  { 7, 4096, 128, 692, 683 },
+  { 7, 4096, 512, 695, 696 },
+  { 7, 4096, 2048, 692, 693 },
+  { 7, 4096, 8192, 695, 693 },
+  { 7, 4096, 32768, 691, 691 },
+  { 7, 5120, 1, 697, 698 },
+  { 7, 5120, 8, 699, 699 },
+  { 7, 5120, 32, 697, 699 },
+  { 7, 5120, 128, 697, 700 },
+  { 7, 5120, 512, 697, 701 },
+  { 7, 5120, 2048, 702, 698 },
+  { 7, 5120, 8192, 702, 698 },
+  { 7, 5120, 32768, 703, 703 },
+  { 7, 6144, 1, 704, 704 },
+  { 7, 6144, 8, 704, 704 },
+  { 7, 6144, 32, 705, 706 },
+  { 7, 6144, 128, 705, 706 },
+  { 7, 6144, 512, 707, 707 },
+  { 7, 6144, 2048, 708, 709 },
+  { 7, 6144, 8192, 708, 709 },
+  { 7, 6144, 32768, 710, 710 },
+  { 7, 7168, 1, 711, 711 },
+  { 7, 7168, 8, 711, 711 },
+  { 7, 7168, 32, 712, 713 },
+  { 7, 7168, 128, 714, 714 },
+  { 7, 7168, 512, 715, 715 },
+  { 7, 7168, 2048, 716, 716 },
+  { 7, 7168, 8192, 710, 710 },
+  { 7, 7168, 32768, 710, 710 },
+  { 7, 8192, 1, 717, 717 },
+  { 7, 8192, 8, 717, 717 },
+  { 7, 8192, 32, 718, 717 },
+  { 7, 8192, 128, 714, 714 },
+  { 7, 8192, 512, 719, 720 },
+  { 7, 8192, 2048, 716, 716 },
+  { 7, 8192, 8192, 721, 720 },
+  { 7, 8192, 32768, 721, 720 },
+  { 7, 12288, 1, 722, 722 },
+  { 7, 12288, 8, 722, 722 },
+  { 7, 12288, 32, 723, 723 },
+  { 7, 12288, 128, 722, 722 },
+  { 7, 12288, 512, 724, 725 },
+  { 7, 12288, 2048, 726, 727 },
+  { 7, 12288, 8192, 728, 728 },
+  { 7, 12288, 32768, 728, 728 },
+  { 7, 16384, 1, 729, 730 },
+  { 7, 16384, 8, 731, 731 },
+  { 7, 16384, 32, 732, 733 },
+  { 7, 16384, 128, 732, 730 },
+  { 7, 16384, 512, 734, 735 },
+  { 7, 16384, 2048, 736, 730 },
+  { 7, 16384, 8192, 728, 728 },
+  { 7, 16384, 32768, 728, 728 },
+  { 7, 32768, 1, 737, 737 },
+  { 7, 32768, 8, 737, 737 },
+  { 7, 32768, 32, 738, 738 },
+  { 7, 32768, 128, 739, 740 },
+  { 7, 32768, 512, 739, 740 },
+  { 7, 32768, 2048, 741, 742 },
+  { 7, 32768, 8192, 741, 743 },
+  { 7, 32768, 32768, 741, 742 },
+  { 7, 65536, 1, 744, 744 },
+  { 7, 65536, 8, 745, 746 },
+  { 7, 65536, 32, 747, 691 },
+  { 7, 65536, 128, 748, 691 },
+  { 7, 65536, 512, 749, 750 },
+  { 7, 65536, 2048, 751, 691 },
+  { 7, 65536, 8192, 752, 691 },
+  { 7, 65536, 32768, 752, 691 },
+  { 7, 131072, 1, 753, 754 },
+  { 7, 131072, 8, 755, 755 },
+  { 7, 131072, 32, 756, 691 },
+  { 7, 131072, 128, 756, 691 },
+  { 7, 131072, 512, 756, 691 },
+  { 7, 131072, 2048, 756, 691 },
+  { 7, 131072, 8192, 757, 691 },
+  { 7, 131072, 32768, 757, 691 },
+  { 8, 512, 1, 759, 760 },
+  { 8, 512, 8, 759, 760 },
+  { 8, 512, 32, 759, 760 },
+  { 8, 512, 128, 759, 760 },
+  { 8, 512, 512, 761, 760 },
+  { 8, 512, 2048, 762, 760 },
+  { 8, 512, 8192, 763, 763 },
+  { 8, 512, 32768, 763, 763 },
+  { 8, 768, 1, 764, 765 },
+  { 8, 768, 8, 764, 765 },
+  { 8, 768, 32, 764, 765 },
+  { 8, 768, 128, 764, 765 },
+  { 8, 768, 512, 764, 760 },
+  { 8, 768, 2048, 766, 760 },
+  { 8, 768, 8192, 767, 767 },
+  { 8, 768, 32768, 767, 767 },
+  { 8, 1024, 1, 768, 760 },
+  { 8, 1024, 8, 768, 760 },
+  { 8, 1024, 32, 768, 765 },
+  { 8, 1024, 128, 768, 760 },
+  { 8, 1024, 512, 769, 760 },
+  { 8, 1024, 2048, 769, 760 },
+  { 8, 1024, 8192, 767, 767 },
+  { 8, 1024, 32768, 767, 767 },
+  { 8, 1536, 1, 770, 771 },
+  { 8, 1536, 8, 770, 772 },
+  { 8, 1536, 32, 773, 772 },
+  { 8, 1536, 128, 770, 774 },
+  { 8, 1536, 512, 775, 775 },
+  { 8, 1536, 2048, 770, 776 },
+  { 8, 1536, 8192, 775, 775 },
+  { 8, 1536, 32768, 775, 775 },
+  { 8, 2048, 1, 777, 772 },
+  { 8, 2048, 8, 777, 772 },
+  { 8, 2048, 32, 777, 776 },
+  { 8, 2048, 128, 778, 774 },
+  { 8, 2048, 512, 775, 775 },
+  { 8, 2048, 2048, 775, 775 },
+  { 8, 2048, 8192, 779, 776 },
+  { 8, 2048, 32768, 779, 780 },
+  { 8, 2560, 1, 781, 782 },
+  { 8, 2560, 8, 781, 782 },
+  { 8, 2560, 32, 783, 782 },
+  { 8, 2560, 128, 784, 784 },
+  { 8, 2560, 512, 781, 782 },
+  { 8, 2560, 2048, 785, 785 },
+  { 8, 2560, 8192, 786, 782 },
+  { 8, 2560, 32768, 786, 782 },
+  { 8, 3072, 1, 787, 782 },
+  { 8, 3072, 8, 787, 788 },
+  { 8, 3072, 32, 789, 789 },
+  { 8, 3072, 128, 784, 784 },
+  { 8, 3072, 512, 790, 782 },
+  { 8, 3072, 2048, 785, 785 },
+  { 8, 3072, 8192, 785, 785 },
+  { 8, 3072, 32768, 791, 782 },
+  { 8, 4096, 1, 792, 792 },
+  { 8, 4096, 8, 793, 794 },
+  { 8, 4096, 32, 793, 795 },
+  { 8, 4096, 128, 793, 788 },
+  { 8, 4096, 512, 793, 794 },
+  { 8, 4096, 2048, 796, 796 },
+  { 8, 4096, 8192, 796, 796 },
+  { 8, 4096, 32768, 797, 794 },
+  { 8, 5120, 1, 798, 798 },
+  { 8, 5120, 8, 799, 798 },
+  { 8, 5120, 32, 799, 800 },
+  { 8, 5120, 128, 799, 800 },
+  { 8, 5120, 512, 799, 801 },
+  { 8, 5120, 2048, 796, 796 },
+  { 8, 5120, 8192, 796, 796 },
+  { 8, 5120, 32768, 802, 801 },
+  { 8, 6144, 1, 798, 798 },
+  { 8, 6144, 8, 803, 798 },
+  { 8, 6144, 32, 803, 800 },
+  { 8, 6144, 128, 803, 800 },
+  { 8, 6144, 512, 803, 800 },
+  { 8, 6144, 2048, 796, 796 },
+  { 8, 6144, 8192, 804, 805 },
+  { 8, 6144, 32768, 806, 805 },
+  { 8, 7168, 1, 807, 808 },
+  { 8, 7168, 8, 807, 809 },
+  { 8, 7168, 32, 810, 811 },
+  { 8, 7168, 128, 810, 808 },
+  { 8, 7168, 512, 810, 780 },
+  { 8, 7168, 2048, 796, 796 },
+  { 8, 7168, 8192, 796, 796 },
+  { 8, 7168, 32768, 812, 813 },
+  { 8, 8192, 1, 814, 814 },
+  { 8, 8192, 8, 815, 815 },
+  { 8, 8192, 32, 816, 817 },
+  { 8, 8192, 128, 818, 808 },
+  { 8, 8192, 512, 816, 819 },
+  { 8, 8192, 2048, 820, 820 },
+  { 8, 8192, 8192, 821, 819 },
+  { 8, 8192, 32768, 821, 819 },
+  { 8, 12288, 1, 822, 822 },
+  { 8, 12288, 8, 822, 822 },
+  { 8, 12288, 32, 823, 823 },
+  { 8, 12288, 128, 824, 824 },
+  { 8, 12288, 512, 824, 824 },
+  { 8, 12288, 2048, 825, 826 },
+  { 8, 12288, 8192, 825, 826 },
+  { 8, 12288, 32768, 827, 827 },
+  { 8, 16384, 1, 828, 829 },
+  { 8, 16384, 8, 828, 829 },
+  { 8, 16384, 32, 828, 830 },
+  { 8, 16384, 128, 831, 831 },
+  { 8, 16384, 512, 832, 833 },
+  { 8, 16384, 2048, 832, 834 },
+  { 8, 16384, 8192, 832, 834 },
+  { 8, 16384, 32768, 832, 834 },
+  { 8, 32768, 1, 835, 836 },
+  { 8, 32768, 8, 837, 837 },
+  { 8, 32768, 32, 835, 838 },
+  { 8, 32768, 128, 835, 836 },
+  { 8, 32768, 512, 839, 839 },
+  { 8, 32768, 2048, 839, 839 },
+  { 8, 32768, 8192, 839, 839 },
+  { 8, 32768, 32768, 839, 839 },
+  { 8, 65536, 1, 840, 840 },
+  { 8, 65536, 8, 840, 840 },
+  { 8, 65536, 32, 841, 841 },
+  { 8, 65536, 128, 842, 843 },
+  { 8, 65536, 512, 839, 839 },
+  { 8, 65536, 2048, 839, 839 },
+  { 8, 65536, 8192, 844, 845 },
+  { 8, 65536, 32768, 844, 845 },
+  { 8, 131072, 1, 846, 846 },
+  { 8, 131072, 8, 847, 847 },
+  { 8, 131072, 32, 848, 849 },
+  { 8, 131072, 128, 848, 849 },
+  { 8, 131072, 512, 848, 849 },
+  { 8, 131072, 2048, 850, 850 },
+  { 8, 131072, 8192, 850, 850 },
+  { 8, 131072, 32768, 850, 850 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3301,10 +3323,10 @@ extern "C" __global__ void normgen_layernorm_bwd_6cb086c20316(const NormgenBwdPa
 extern "C" __global__ void normgen_layernorm_bwd_6cb086c20316_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_9c959e237f4c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_9c959e237f4c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4f0246db65b9(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4f0246db65b9_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_9145d67b8872(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_9145d67b8872_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_080138cf2298(const NormgenBwdParams p);
 extern "C" __global__ void normgen_layernorm_bwd_080138cf2298_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_rmsnorm_bwd_5c32ae2257a0(const NormgenBwdParams p);
@@ -3315,8 +3337,8 @@ extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc(const NormgenBwdPara
 extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66(const NormgenBwdParams p);
 extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5df12586b5f0(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5df12586b5f0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4ecdb7f35ceb(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce(const NormgenBwdParams p);
 extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf(const NormgenBwdParams p);
 extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf_reduce(const NormgenBwdParams p);
 
@@ -3335,14 +3357,14 @@ const BwdVariant kBwdVariants[] = {
   {(const void*)&normgen_layernorm_bwd_55e772ed016c, (const void*)&normgen_layernorm_bwd_55e772ed016c_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
   {(const void*)&normgen_layernorm_bwd_6cb086c20316, (const void*)&normgen_layernorm_bwd_6cb086c20316_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
   {(const void*)&normgen_layernorm_bwd_fb5bf230f3d3, (const void*)&normgen_layernorm_bwd_fb5bf230f3d3_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_9c959e237f4c, (const void*)&normgen_layernorm_bwd_9c959e237f4c_reduce, 0, 256, 4, 256, 4, 1, 1, 2, 81920, 1 },  // regs.t256.v4.tpr256.i4.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_a2eb1d3691bc, (const void*)&normgen_layernorm_bwd_a2eb1d3691bc_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_4f0246db65b9, (const void*)&normgen_layernorm_bwd_4f0246db65b9_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_9145d67b8872, (const void*)&normgen_layernorm_bwd_9145d67b8872_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
   {(const void*)&normgen_layernorm_bwd_080138cf2298, (const void*)&normgen_layernorm_bwd_080138cf2298_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
   {(const void*)&normgen_rmsnorm_bwd_5c32ae2257a0, (const void*)&normgen_rmsnorm_bwd_5c32ae2257a0_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
   {(const void*)&normgen_rmsnorm_bwd_32374eb505b7, (const void*)&normgen_rmsnorm_bwd_32374eb505b7_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
   {(const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc, (const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
   {(const void*)&normgen_rmsnorm_bwd_5ce750ee4e66, (const void*)&normgen_rmsnorm_bwd_5ce750ee4e66_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5df12586b5f0, (const void*)&normgen_rmsnorm_bwd_5df12586b5f0_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.reread.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_4ecdb7f35ceb, (const void*)&normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
   {(const void*)&normgen_rmsnorm_bwd_f871ac78cbbf, (const void*)&normgen_rmsnorm_bwd_f871ac78cbbf_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
