@@ -28,7 +28,7 @@ from torch_common import (call_normgen, call_torch, import_binding, log_header, 
                           time_events, tuned_grid, warm_up, write_log)
 
 EPS = 1e-5
-L2_COLD_FACTOR = 3.5  # the rotated inputs and outputs span this many L2 sizes
+L2_COLD_FACTOR = 3.5  # the rotated inputs (what a call reads) span this many L2 sizes; the tuner rotates as many
 MAX_COPIES = 4096  # also the most calls in one graph
 GRAPH_US = 2000  # aim for at least this much GPU time per graph replay
 

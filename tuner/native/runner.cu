@@ -805,14 +805,18 @@ static CUfunction load_request_kernel(const Json& req, unsigned smem) {
   return k.fn;
 }
 
-// Input copies to rotate over when timing, so every timed launch starts with a cold L2: enough
-// that one pass over them moves 1.5 L2s (at most kMaxCopies: the tiniest problems stay partly
-// warm), as many as fit in 60% of the free memory (plus what the workspace already holds,
-// `have` bytes). Before 2026-11-27 at most 64 copies: problems under ~1.4 MB rotated over
-// less than 1.5 L2s, their inputs partly warm.
+// Input copies to rotate over when timing, so every timed launch reads from a cold L2: enough
+// that the bytes read in one pass over them (x, residual) span 3.5 L2s, as in
+// test/gpu/bench_torch.py (at most kMaxCopies: the tiniest problems stay partly warm), as many
+// as fit in 60% of the free memory (plus what the workspace already holds, `have` bytes).
+// Before 2026-11-29 one pass moved 1.5 L2s, reads and writes counted: x alone spanned 0.75 L2
+// or less, and kernels of a few microseconds that stall on every load timed up to 40% faster
+// than in the benchmark (fp32 RMSNorm 32 x 4096: 1.99 us in the tune, 2.78 us there).
 static const size_t kMaxCopies = 4096;
-static size_t copies_spanning_l2(size_t per_copy, size_t free_b, size_t have) {
-  size_t copies = std::max<size_t>(1, std::min<size_t>((3ull * g_l2_bytes / 2 + per_copy - 1) / per_copy, kMaxCopies));
+static const double kColdL2Factor = 3.5;
+static size_t copies_spanning_l2(size_t read_bytes, size_t per_copy, size_t free_b, size_t have) {
+  const size_t span = (size_t)std::ceil(kColdL2Factor * g_l2_bytes / (double)std::max<size_t>(read_bytes, 1));
+  size_t copies = std::max<size_t>(1, std::min(span, kMaxCopies));
   while (copies > 1 && copies * per_copy > (free_b + have) * 0.6) --copies;
   return copies;
 }
@@ -820,9 +824,9 @@ static size_t copies_spanning_l2(size_t per_copy, size_t free_b, size_t have) {
 // A request may ask for fewer (maxCopies): screening ranks variants over a shorter rotation,
 // as capturing, instantiating and replaying a graph of 4096 launches for each variant of a
 // 1-row problem took 29 ms a variant (H200); finalists are then timed over the whole rotation.
-static size_t rotation_copies(const Json& req, size_t per_copy, size_t free_b, size_t have) {
+static size_t rotation_copies(const Json& req, size_t read_bytes, size_t per_copy, size_t free_b, size_t have) {
   if (!req.flag("time")) return 1;
-  const size_t copies = copies_spanning_l2(per_copy, free_b, have);
+  const size_t copies = copies_spanning_l2(read_bytes, per_copy, free_b, have);
   const long long cap = req.integer("maxCopies", 0);
   return cap > 0 ? std::min<size_t>(copies, (size_t)cap) : copies;
 }
@@ -864,7 +868,8 @@ static void cmd_run(const Json& req) {
   CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
   const size_t have = (g_have_ws && g_ws.d.key == d.key) ? g_ws.copies.size() * per_copy : 0;
   if (per_copy > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
-  const size_t copies = rotation_copies(req, per_copy, free_b, have);
+  const size_t read_bytes = d.rows * d.hidden * (xb + (d.res != NONE ? rb : 0));
+  const size_t copies = rotation_copies(req, read_bytes, per_copy, free_b, have);
   release_bwd_workspace();  // not needed by forward runs
   setup_workspace(d, copies);
 
@@ -930,7 +935,7 @@ static void cmd_copy_like_kernel(const Json& req, size_t bytes) {
   bytes = size_t(n) * 16;
   size_t free_b, total_b;
   CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
-  const size_t pairs = n == 0 ? 1 : copies_spanning_l2(2 * bytes, free_b, 0);
+  const size_t pairs = n == 0 ? 1 : copies_spanning_l2(bytes, 2 * bytes, free_b, 0);
   if (n == 0 || pairs * 2 * bytes > free_b * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the copy is empty or does not fit in GPU memory\""); return; }
   std::vector<int4*> src(pairs), dst(pairs);
   for (size_t i = 0; i < pairs; ++i) {
@@ -1324,7 +1329,8 @@ static void cmd_bwd(const Json& req) {
   CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
   const size_t have = (g_have_bws && g_bws.d.key == d.key) ? g_bws.copies.size() * per_copy : 0;
   if (g_have_ws) { g_ws.release(); g_have_ws = false; }  // the forward workspace is not needed now
-  const size_t copies = rotation_copies(req, per_copy, free_b, have);
+  const size_t read_bytes = d.rows * d.hidden * ((d.dres ? 2 : 1) * dtype_bytes(d.x) + dtype_bytes(d.t));  // x, dy (and dresidual)
+  const size_t copies = rotation_copies(req, read_bytes, per_copy, free_b, have);
   if (per_copy + partial_bytes > (free_b + have) * 0.9) { reply("\"status\":\"TOO_LARGE\",\"error\":\"the problem does not fit in GPU memory\""); return; }
   bwd_setup(d, copies, partial_bytes);
 
