@@ -810,8 +810,9 @@ static CUfunction load_request_kernel(const Json& req, unsigned smem) {
 // test/gpu/bench_torch.py (at most kMaxCopies: the tiniest problems stay partly warm), as many
 // as fit in 60% of the free memory (plus what the workspace already holds, `have` bytes).
 // Before 2026-11-29 one pass moved 1.5 L2s, reads and writes counted: x alone spanned 0.75 L2
-// or less, and kernels of a few microseconds that stall on every load timed up to 40% faster
-// than in the benchmark (fp32 RMSNorm 32 x 4096: 1.99 us in the tune, 2.78 us there).
+// or less, and kernels of a few microseconds that stall on every load ran up to 1.4x their
+// tuned time in the benchmark (fp32 RMSNorm 32 x 4096: 1.99 us in the tune, 2.78 us there;
+// test/gpu/cold-l2-reads.md).
 static const size_t kMaxCopies = 4096;
 static const double kColdL2Factor = 3.5;
 static size_t copies_spanning_l2(size_t read_bytes, size_t per_copy, size_t free_b, size_t have) {

@@ -32,18 +32,18 @@ normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
-}
-
 // regs.t64.v8.tpr32.i2.early.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
 normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+
+// regs.t256.v8.tpr256.i1
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
 // regs.t64.v8.tpr64.i1.h512
@@ -67,13 +67,6 @@ normgen_rmsnorm_fwd_db3fabc03901(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
 }
 
-// regs.t128.v8.tpr128.i1.early.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_3c1111048bcc(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
-}
-
 // regs.t128.v8.tpr128.i1.early
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p) {
@@ -81,18 +74,11 @@ normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
 }
 
-// regs.t128.v8.tpr64.i2.early.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p) {
+// regs.t64.v8.tpr32.i3.early.h768
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_715b108185cf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768, true>(p);
-}
-
-// regs.t128.v8.tpr32.i3.early.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c41a8a96eed2(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768, true>(p);
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768, true>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h768
@@ -135,13 +121,6 @@ extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
-}
-
-// regs.t64.v8.tpr64.i2.early.h1024
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_668c7c15a81f(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h1024
@@ -249,13 +228,6 @@ normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i2.early.h2560
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
-}
-
 // regs.t512.v8.tpr512.i1.early
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p) {
@@ -270,11 +242,11 @@ normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
 }
 
-// regs.t128.v8.tpr128.i3.early
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.early
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_5b07e12def20(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h2560
@@ -319,6 +291,13 @@ normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
 }
 
+// regs.t128.v8.tpr128.i3.early.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_8ff1aa1ce9cd(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+}
+
 // regs.t256.v8.tpr256.i2.h3072
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_f868d3c7f3de(const NormgenFwdParams p) {
@@ -354,11 +333,11 @@ normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i4.early.h4096
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_bd98948daacc(const NormgenFwdParams p) {
+// smem.t256.v8.tpr256.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_bc784af91c8f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
 }
 
 // smem.t512.v8.tpr512.h4096
@@ -394,6 +373,13 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0, true>(p);
+}
+
+// regs.t128.v8.tpr128.i5.early
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_35d4d6017c73(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 0, true>(p);
 }
 
 // regs.t512.v8.tpr512.i2.early
@@ -487,18 +473,18 @@ normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c4.early
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 0, true>(p);
-}
-
 // regs.t512.v8.tpr512.i2.early.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
+}
+
+// regs.t128.v8.tpr128.i2.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 0, true>(p);
 }
 
 // smem.t512.v8.tpr512.h8192
@@ -529,11 +515,25 @@ normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
 }
 
-// smem.t512.v8.tpr256.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i3.c2.early.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 256, 0, 1, 12288>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
+}
+
+// ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_0f4c3007c3ec(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i6
@@ -564,18 +564,11 @@ normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c8.early
+// pipelined.t128.v8.tpr128.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fcbef12eb462(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 0, true>(p);
-}
-
-// ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 4, 2, 3, true, false, 16384>(p);
+  normgen::pipelined_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i8
@@ -583,6 +576,13 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+
+// ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 2, 3, true, false, 16384>(p);
 }
 
 // regs.t512.v8.tpr512.i4.h16384
@@ -606,11 +606,18 @@ normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c16.early
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_fb81d53a712c(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.c16.early
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.c8.early
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_dcdb36309b26(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 8, 0, true>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.early
@@ -620,11 +627,11 @@ normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 0, true>(p);
 }
 
-// ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9d96cfe482b4(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_5ad7f9e10f7d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, 32768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 2, 16, 3, true, false, 32768>(p);
 }
 
 // smem.t512.v8.tpr512.h32768
@@ -662,13 +669,6 @@ normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, 65536>(p);
 }
 
-// ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_da86793cdebe(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, 65536>(p);
-}
-
 // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p) {
@@ -704,11 +704,11 @@ normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0>(p);
 }
 
-// ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_785b30982d74(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_bf70766655b3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, true, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, 131072>(p);
 }
 
 // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072

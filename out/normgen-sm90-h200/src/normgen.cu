@@ -46,11 +46,10 @@ extern "C" __global__ void normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_1a42d030f23b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0df4cf9ec649(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_46a037416990(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_593a722708ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
@@ -61,17 +60,17 @@ extern "C" __global__ void normgen_layernorm_fwd_f84ebc20c24e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c51b1793370(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0c3c468a4a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_753547a82230(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_460aea4070bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d5d6b29fc755(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4888ae0b5eaf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5bc6472e0ca6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
@@ -79,9 +78,9 @@ extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f51ca6e598d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
@@ -134,11 +133,11 @@ extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_ed31afa5cf57(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_88db47fd424c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
@@ -157,12 +156,13 @@ extern "C" __global__ void normgen_layernorm_fwd_dc3d3d2f7a06(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_7077ad8ef266(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9fb87fc0368d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bb3b580e7c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_324918f53ab1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e13f4868781(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2dc4864467d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ea54d9fc57f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b235f39743c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_485854842e2c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
@@ -177,6 +177,7 @@ extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ce6ca59f3118(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d74d0e526ed3(const NormgenFwdParams p);
@@ -192,26 +193,28 @@ extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c34317f2c2ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0184ea74e39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1d19d497a030(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9ed2cb8cd29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ed4c531181b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f17cdaafa5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f3104d9e9c55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e9637117db87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4dbe12d5b7a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0902a7a947d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f17cdaafa5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_322007904187(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a92281451b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64aa072dd9af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
@@ -225,10 +228,9 @@ extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aebb414ca1fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_954b05b04035(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6dd3103adfdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c842a72e1433(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ae0faa3c387(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
@@ -249,6 +251,7 @@ extern "C" __global__ void normgen_layernorm_fwd_e2fa4a801cef(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64c76945930e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38671eaf1d98(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a75f38d6f00e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_65e32eee55f4(const NormgenFwdParams p);
@@ -260,7 +263,6 @@ extern "C" __global__ void normgen_layernorm_fwd_0b60be861281(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc5b36148ad5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b17791576f74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5dbf8ff07818(const NormgenFwdParams p);
@@ -289,22 +291,19 @@ extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db3fabc03901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c1111048bcc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c41a8a96eed2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_715b108185cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_125ae23d6a0e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_273081137289(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_668c7c15a81f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d482b2b97e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_88eb51fc78c8(const NormgenFwdParams p);
@@ -320,27 +319,28 @@ extern "C" __global__ void normgen_rmsnorm_fwd_62f242348eb7(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c442b527527(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b07e12def20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02d3fecdea5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1969519b8276(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e21e0b30f55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff1aa1ce9cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f868d3c7f3de(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d2f4af249d4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd98948daacc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc784af91c8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66ab86285588(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2cd850134978(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35d4d6017c73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f56df85bb0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
@@ -354,43 +354,46 @@ extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_daba1cbe8824(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52cdc03db980(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f4c3007c3ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcbef12eb462(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0baeb30c0b4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04c2e6470055(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb81d53a712c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcdb36309b26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d96cfe482b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad7f9e10f7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33f839d6dd03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da86793cdebe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_785b30982d74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf70766655b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b64d22325395(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_505b3376994a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75099830f466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6a2c1a9d5e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80b36d4da955(const NormgenFwdParams p);
@@ -402,6 +405,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_d59b0ef06ad3(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_bf023ecbfa7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79c6c95e17fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
@@ -410,7 +414,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_29ae565a59b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_172b0ce5d3c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_edb73cd3bbf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a10215cd0283(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b8fd41c29dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10c969772c4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90d87073a26e(const NormgenFwdParams p);
@@ -426,7 +430,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a19040426a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc56fedad5bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec234f17d04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
@@ -434,11 +438,11 @@ extern "C" __global__ void normgen_rmsnorm_fwd_e455b35db2a5(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddf38ef54da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39cf53658e5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4176969ff6a0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97d0499d0882(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_790b417ca81c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ade63c54a987(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
@@ -447,8 +451,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4f9537390f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fb891e234f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af6d93bc2495(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8eea81706ed2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
@@ -467,6 +471,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_2cdffcb637b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2c1fd971c91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
@@ -483,6 +488,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_348bd3d6fd30(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf5e0272834e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae028ca1c8bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p);
@@ -494,6 +500,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccbe7a4c57ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3b47775bf58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_818beee5af7a(const NormgenFwdParams p);
@@ -503,7 +510,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_d28fa1131161(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06b2cf1f61fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4ec4955920d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p);
@@ -521,44 +528,42 @@ extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_fb1b0d3a895c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fd69497c9a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f803f496204d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_316f958279d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9afae8cadfaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90e34a057214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58baa4d848c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c80015a02695(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_377838e5c416(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ddb4aa00c8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77e604ad9d23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cf959f589b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_550f203dc270(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3008b2e10993(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d271f030c6fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3a1db81d0b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79df1ab7425a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_792491d7b99b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_492cdf944801(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a71b69eed852(const NormgenFwdParams p);
@@ -572,34 +577,34 @@ extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae19641d7fb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90723652e859(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b622d850d443(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f8a5ab06783(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a709aeab2fe6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e684165db4a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52985b17e2be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_448217f9454a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2b63e7c08ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80dd4488b3e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_448217f9454a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_328e48d9eaaf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_343017c52b0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6084a07e37c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc01a4c64d60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2390a53cb833(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa7123a20451(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcaec5814e38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a6923713e8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_529e869c55e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee94716ba79c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c6b792f1452(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1891756263d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20aee53a8f24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f588133f10c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27e65ca2d4f0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
@@ -608,33 +613,33 @@ extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_915ceaaa35e6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ccdcca3f978(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18a259c36fdd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f17591f4ef3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1834a0906d20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a5d4348de70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a168765ca6a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a36f41afd337(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1dbeece5b3ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da588949e067(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91eecbb95921(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c12169a89440(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24daed56bf37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbb08326181b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5f744e3002d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
@@ -662,19 +667,17 @@ extern "C" __global__ void normgen_rmsnorm_fwd_c65e7bd0112f(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_780d888ca8ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be8da7c8bfc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c44021ad565(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4b6a930c8b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca9e754a3adf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7116f3fa6877(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6deafc03a4be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca9e754a3adf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4b4b6af2457(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
@@ -686,54 +689,52 @@ extern "C" __global__ void normgen_rmsnorm_fwd_b64c5bf70bd4(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b2f6b818add(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03185ff7819f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfd7e06612b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95644edab8c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc5f07262d67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddee21b3df16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b731553fc89e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac8fa5489922(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e453e88f2eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b68ccadbc3ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_400678680c6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a841f2d37d0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b8548e626fc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_787bc1b4910e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d850ea7f3ac9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_347353dc9fb7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0c8ca5f51a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c758ba752fc7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96508c338e1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f5b1fdeebe3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d708e7faaf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a12ba8d6d1ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17493fcf3f29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f0ab2893355(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86f5a14103bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2e5a083b20f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_259e6d5151e3(const NormgenFwdParams p);
@@ -741,7 +742,6 @@ extern "C" __global__ void normgen_rmsnorm_fwd_71f3ee3a44e1(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa63a96528a6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
@@ -750,19 +750,18 @@ extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1604cf0319bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f012b9bb1222(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b53d759d8497(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da3fe9939112(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c346a2dba64c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea28b22b2e39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d41f05bb7c14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d49668fed444(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16e808f77537(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_854300d68546(const NormgenFwdParams p);
@@ -770,48 +769,50 @@ extern "C" __global__ void normgen_rmsnorm_fwd_fa4a4d07b315(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a9a8822c36e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbc558beb45d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67c793071065(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_357ff9602c02(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f024fa09dbdd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff5d19f88bda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f566d1984dc4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d0e6fee50d43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_568983f3249d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_743c3adf1d07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3543f596b3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a4cea3a72aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec39dcad80ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_965f902a9b19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd3dd55d1c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0ae3fa931e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb1699300f63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7bedaf75e2cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61f324e7d394(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8084d73f2318(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67c2fe0adf69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d235805e02b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f799d9f2d382(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fceac507e6d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8765789c714a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed7c2c4649f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1189d42eb0b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
@@ -821,42 +822,43 @@ extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fa573f364e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5fc73eec136e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd17a0a95968(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e27241ad073(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aeb7aa5ef1d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d95a55998cbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07e449ee0dd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57fbf735b1d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b134f7810a80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c69b56a7950(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eccf14677ad1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a6a186bcff8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e0780f79316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7aa07d9c977(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6fa70e87e4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15e265352f07(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_666009d09856(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0d0dfe0d472(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5e37d468684(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5d075f93158(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ba4dfd8c70e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_108c8ac2adcc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a6775e138d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2e6700396d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b0cd3c9ff31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_068d63198c41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f847e1c2ce17(const NormgenFwdParams p);
@@ -913,11 +915,10 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_1a42d030f23b, 0, 256, 8, 64, 5, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_0df4cf9ec649, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_layernorm_fwd_46a037416990, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_6f7b86a7be0f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_593a722708ae, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
@@ -928,17 +929,17 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_b290063cddd4, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_3c51b1793370, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_b0c3c468a4a4, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_753547a82230, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_layernorm_fwd_460aea4070bd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_d5d6b29fc755, 0, 64, 8, 64, 4, 4, 2, 0, 8192 },  // regs.t64.v8.tpr64.i4.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_4888ae0b5eaf, 0, 512, 8, 512, 1, 2, 2, 0, 8192 },  // regs.t512.v8.tpr512.i1.c2.early.h8192
   {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_5bc6472e0ca6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
@@ -946,9 +947,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
   {(const void*)&normgen_layernorm_fwd_f51ca6e598d1, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
@@ -1001,11 +1002,11 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_ed31afa5cf57, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_fb51c30c8802, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_88db47fd424c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
   {(const void*)&normgen_layernorm_fwd_23047883ebaa, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
   {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
@@ -1024,12 +1025,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_7077ad8ef266, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_layernorm_fwd_9fb87fc0368d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_eccca7f5c193, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_8bb3b580e7c4, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_324918f53ab1, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_1e13f4868781, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_3530d9d282a1, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_2dc4864467d0, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_ea54d9fc57f8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_b235f39743c1, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
   {(const void*)&normgen_layernorm_fwd_485854842e2c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
   {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
@@ -1044,6 +1046,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
   {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
   {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_layernorm_fwd_ce6ca59f3118, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
   {(const void*)&normgen_layernorm_fwd_d74d0e526ed3, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
@@ -1059,26 +1062,28 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_c34317f2c2ad, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_e0184ea74e39, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_1d19d497a030, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_c9ed2cb8cd29, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_3ed4c531181b, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_layernorm_fwd_1f17cdaafa5a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_f3104d9e9c55, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
   {(const void*)&normgen_layernorm_fwd_e9637117db87, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_4dbe12d5b7a9, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
   {(const void*)&normgen_layernorm_fwd_0902a7a947d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_1f17cdaafa5a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
   {(const void*)&normgen_layernorm_fwd_322007904187, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_4a92281451b2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_64aa072dd9af, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
   {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
@@ -1092,10 +1097,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_layernorm_fwd_e911c7d9c7f5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_aebb414ca1fc, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_954b05b04035, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_6dd3103adfdf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_c842a72e1433, 0, 512, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t512.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_1ae0faa3c387, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
   {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
   {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
@@ -1116,6 +1120,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
   {(const void*)&normgen_layernorm_fwd_64c76945930e, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
   {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_38671eaf1d98, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
   {(const void*)&normgen_layernorm_fwd_a75f38d6f00e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_65e32eee55f4, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
@@ -1127,7 +1132,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_cc5b36148ad5, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_b17791576f74, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
   {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
   {(const void*)&normgen_layernorm_fwd_5dbf8ff07818, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
@@ -1156,22 +1160,19 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_2fdf51c7bb47, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_db3fabc03901, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_3c1111048bcc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d0108a911ece, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_c41a8a96eed2, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_715b108185cf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
   {(const void*)&normgen_rmsnorm_fwd_125ae23d6a0e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_273081137289, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_668c7c15a81f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_72d482b2b97e, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_88eb51fc78c8, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
@@ -1187,27 +1188,28 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_4c442b527527, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f4829559bf56, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_5b07e12def20, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_02d3fecdea5f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_1969519b8276, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_1e21e0b30f55, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_43d1da2a3cf0, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8ff1aa1ce9cd, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_f868d3c7f3de, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_7d2f4af249d4, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_ccb4689d22e1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_bd98948daacc, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_bc784af91c8f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_66ab86285588, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_2cd850134978, 3, 256, 8, 128, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr128
   {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_35d4d6017c73, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_4f56df85bb0d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
@@ -1221,43 +1223,46 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_daba1cbe8824, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_52cdc03db980, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e49cecca323a, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8d5fe09dc507, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_77f6b0f30942, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0f4c3007c3ec, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
   {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_74988da99cb3, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_fcbef12eb462, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_0baeb30c0b4e, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_04c2e6470055, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fb81d53a712c, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6dc584670682, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_dcdb36309b26, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9d96cfe482b4, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5ad7f9e10f7d, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_33f839d6dd03, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_65ad2b0e8268, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_da86793cdebe, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_785b30982d74, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_bf70766655b3, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_b64d22325395, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_505b3376994a, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_b16b3beb93fd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_75099830f466, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_5bad680a2e6b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_a6a2c1a9d5e5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_80b36d4da955, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
@@ -1269,6 +1274,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_bf023ecbfa7d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8590994b92f6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_79c6c95e17fc, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_6fc29d6eb0a8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
@@ -1277,7 +1283,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_29ae565a59b5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_172b0ce5d3c9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_edb73cd3bbf6, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a10215cd0283, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_8b8fd41c29dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_10c969772c4d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
   {(const void*)&normgen_rmsnorm_fwd_90d87073a26e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
@@ -1293,7 +1299,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_4a19040426a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_dc56fedad5bf, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fec234f17d04, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_58bb97ea16fc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
@@ -1301,11 +1307,11 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_44899ad2d6ca, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_ddf38ef54da9, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_39cf53658e5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
   {(const void*)&normgen_rmsnorm_fwd_4176969ff6a0, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_97d0499d0882, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_790b417ca81c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ade63c54a987, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_475045003fd0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
@@ -1314,8 +1320,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_61ca64b65190, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e4f9537390f5, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5fb891e234f7, 3, 512, 8, 512, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_af6d93bc2495, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8eea81706ed2, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_cd3984588da4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
@@ -1334,6 +1340,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_2cdffcb637b8, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d2c1fd971c91, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_420879787f92, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
   {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
@@ -1350,6 +1357,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b70acbdf0191, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
   {(const void*)&normgen_rmsnorm_fwd_cf5e0272834e, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_3dfd00485950, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ae028ca1c8bd, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_fe5cb2f16da1, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_db24cc7d53d9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_3e8736d7f174, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
@@ -1361,6 +1369,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
   {(const void*)&normgen_rmsnorm_fwd_ccbe7a4c57ae, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_b3b47775bf58, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_3c63c431d31b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_818beee5af7a, 0, 64, 8, 16, 6, 1, 2, 0, 768 },  // regs.t64.v8.tpr16.i6.h768
@@ -1370,7 +1379,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_06b2cf1f61fb, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f4ec4955920d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a19f11c1e93f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
   {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_e458bbf5af2b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
@@ -1388,44 +1397,42 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_fb1b0d3a895c, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_388888239a90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8fd69497c9a3, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f803f496204d, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_316f958279d3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9afae8cadfaa, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3e253c34b20e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_90e34a057214, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_58baa4d848c6, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_c80015a02695, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_5da65466bab8, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_377838e5c416, 2, 512, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4ddb4aa00c8d, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_77e604ad9d23, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_42d1aa6c207f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_8cf959f589b6, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_a1d054eede0d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_550f203dc270, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_3008b2e10993, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d271f030c6fb, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_e474e05e04d6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_e3a1db81d0b6, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_79df1ab7425a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_9aca6d8bce14, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_792491d7b99b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_4d33e1f312eb, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_97f13bf35bbd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_2cb1505851c1, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
   {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_492cdf944801, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_a71b69eed852, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
@@ -1439,34 +1446,34 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ae19641d7fb4, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_90723652e859, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_e910cb3908e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b622d850d443, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6f8a5ab06783, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_a709aeab2fe6, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_e684165db4a8, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_52985b17e2be, 4, 128, 8, 64, 1, 1, 2, 9216, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_448217f9454a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_e2b63e7c08ec, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_80dd4488b3e9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_448217f9454a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_328e48d9eaaf, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_343017c52b0d, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_f6084a07e37c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_dc01a4c64d60, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_2390a53cb833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_fa7123a20451, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bcaec5814e38, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_1a6923713e8e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_529e869c55e7, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ee94716ba79c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9c6b792f1452, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_1891756263d2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_20aee53a8f24, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_f588133f10c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_27e65ca2d4f0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
@@ -1475,33 +1482,33 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_915ceaaa35e6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9ccdcca3f978, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_18a259c36fdd, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_3f17591f4ef3, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1834a0906d20, 3, 1024, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t1024.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9a5d4348de70, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2a168765ca6a, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
   {(const void*)&normgen_rmsnorm_fwd_a36f41afd337, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_1dbeece5b3ef, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_da588949e067, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
   {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_91eecbb95921, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
   {(const void*)&normgen_rmsnorm_fwd_c12169a89440, 2, 1024, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t1024.v8.tpr256.h7168
   {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_24daed56bf37, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_cbb08326181b, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_b5f744e3002d, 3, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // reload.t1024.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
@@ -1529,19 +1536,17 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_780d888ca8ef, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
   {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_be8da7c8bfc8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_7c44021ad565, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e4b6a930c8b2, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_ca9e754a3adf, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_7116f3fa6877, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_6deafc03a4be, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ca9e754a3adf, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
   {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a4b4b6af2457, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
   {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
@@ -1553,54 +1558,52 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_4b2f6b818add, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_03185ff7819f, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bfd7e06612b2, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
   {(const void*)&normgen_rmsnorm_fwd_95644edab8c6, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
   {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_bc5f07262d67, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_ddee21b3df16, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_b731553fc89e, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
   {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_ac8fa5489922, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
   {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3e453e88f2eb, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b68ccadbc3ac, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_400678680c6c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_a841f2d37d0a, 0, 128, 4, 128, 4, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_rmsnorm_fwd_b8548e626fc5, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_787bc1b4910e, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d850ea7f3ac9, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_347353dc9fb7, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_b0c8ca5f51a4, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_c758ba752fc7, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_96508c338e1f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3f5b1fdeebe3, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0d708e7faaf8, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
   {(const void*)&normgen_rmsnorm_fwd_a12ba8d6d1ef, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_17493fcf3f29, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9f0ab2893355, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_86f5a14103bc, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
   {(const void*)&normgen_rmsnorm_fwd_b2e5a083b20f, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
   {(const void*)&normgen_rmsnorm_fwd_259e6d5151e3, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
@@ -1608,7 +1611,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_aa63a96528a6, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
@@ -1617,19 +1619,18 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_37f3b26c4bc4, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_1604cf0319bd, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_f012b9bb1222, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_b53d759d8497, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_da3fe9939112, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
   {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c346a2dba64c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_ea28b22b2e39, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d41f05bb7c14, 4, 512, 4, 512, 4, 8, 4, 131072, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d49668fed444, 4, 128, 4, 128, 8, 16, 4, 65536, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_16e808f77537, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_854300d68546, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
@@ -1637,48 +1638,50 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_27b841744dca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_8a9a8822c36e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_fbc558beb45d, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_67c793071065, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_357ff9602c02, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_f024fa09dbdd, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ff5d19f88bda, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_f566d1984dc4, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_d0e6fee50d43, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_568983f3249d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_743c3adf1d07, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8cf13a55d46a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_d3543f596b3e, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_3a4cea3a72aa, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ec39dcad80ac, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_965f902a9b19, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bd3dd55d1c55, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_f0ae3fa931e0, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_fb1699300f63, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_7bedaf75e2cc, 2, 512, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr128.h3072
   {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_61f324e7d394, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_8084d73f2318, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_67c2fe0adf69, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d235805e02b9, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_f799d9f2d382, 3, 1024, 4, 512, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_fceac507e6d8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_8765789c714a, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ed7c2c4649f3, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_1189d42eb0b1, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
@@ -1688,42 +1691,43 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_1e9ac950f8b0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_6fa573f364e4, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_5fc73eec136e, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_bd17a0a95968, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_42efda211e3a, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_9e27241ad073, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_aeb7aa5ef1d1, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8521ecac3a6f, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_d95a55998cbc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_07e449ee0dd2, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_57fbf735b1d3, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b134f7810a80, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_23c364cdc80b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_4c69b56a7950, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
   {(const void*)&normgen_rmsnorm_fwd_eccf14677ad1, 0, 1024, 4, 512, 6, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_4a6a186bcff8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0e0780f79316, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_b7aa07d9c977, 1, 256, 4, 256, 2, 8, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_c6fa70e87e4e, 1, 512, 4, 512, 2, 4, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_15e265352f07, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_412808a8951b, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_666009d09856, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_f0d0dfe0d472, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f5e37d468684, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c5d075f93158, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_a77c4c248566, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1ba4dfd8c70e, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_108c8ac2adcc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b94319a20cd5, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6a6775e138d3, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_a2e6700396d9, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_d33e85e2dbd6, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
   {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1b0cd3c9ff31, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_068d63198c41, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
   {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_rmsnorm_fwd_f847e1c2ce17, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
@@ -1736,15 +1740,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 98 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 180 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 277 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 379 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 477 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 571 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 656 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 758 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 851 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 97 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 181 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 279 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 381 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 483 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 575 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 661 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 757 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 853 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1803,198 +1807,198 @@ const Entry kEntries[] = {
   { 0, 3072, 1, 36, 27 },
   { 0, 3072, 8, 36, 27 },
   { 0, 3072, 32, 37, 30 },
-  { 0, 3072, 128, 38, 27 },
-  { 0, 3072, 512, 39, 28 },
-  { 0, 3072, 2048, 40, 28 },
-  { 0, 3072, 8192, 40, 28 },
-  { 0, 3072, 32768, 40, 28 },
-  { 0, 4096, 1, 41, 28 },
-  { 0, 4096, 8, 41, 28 },
-  { 0, 4096, 32, 42, 28 },
-  { 0, 4096, 128, 43, 28 },
-  { 0, 4096, 512, 42, 28 },
-  { 0, 4096, 2048, 42, 28 },
-  { 0, 4096, 8192, 44, 28 },
-  { 0, 4096, 32768, 45, 28 },
-  { 0, 5120, 1, 46, 47 },
-  { 0, 5120, 8, 46, 47 },
-  { 0, 5120, 32, 48, 47 },
-  { 0, 5120, 128, 46, 47 },
-  { 0, 5120, 512, 48, 47 },
-  { 0, 5120, 2048, 49, 47 },
-  { 0, 5120, 8192, 49, 47 },
-  { 0, 5120, 32768, 50, 47 },
-  { 0, 6144, 1, 51, 47 },
-  { 0, 6144, 8, 51, 47 },
-  { 0, 6144, 32, 51, 47 },
-  { 0, 6144, 128, 52, 47 },
-  { 0, 6144, 512, 53, 47 },
-  { 0, 6144, 2048, 53, 47 },
-  { 0, 6144, 8192, 54, 47 },
-  { 0, 6144, 32768, 54, 47 },
-  { 0, 7168, 1, 55, 56 },
-  { 0, 7168, 8, 55, 57 },
-  { 0, 7168, 32, 58, 57 },
-  { 0, 7168, 128, 55, 57 },
-  { 0, 7168, 512, 59, 57 },
-  { 0, 7168, 2048, 59, 57 },
-  { 0, 7168, 8192, 59, 57 },
-  { 0, 7168, 32768, 59, 57 },
-  { 0, 8192, 1, 60, 61 },
-  { 0, 8192, 8, 60, 57 },
-  { 0, 8192, 32, 62, 57 },
-  { 0, 8192, 128, 63, 57 },
-  { 0, 8192, 512, 64, 57 },
-  { 0, 8192, 2048, 64, 57 },
-  { 0, 8192, 8192, 64, 57 },
-  { 0, 8192, 32768, 65, 57 },
-  { 0, 12288, 1, 66, 67 },
-  { 0, 12288, 8, 66, 68 },
-  { 0, 12288, 32, 69, 70 },
-  { 0, 12288, 128, 66, 71 },
-  { 0, 12288, 512, 72, 70 },
-  { 0, 12288, 2048, 73, 70 },
-  { 0, 12288, 8192, 73, 70 },
-  { 0, 12288, 32768, 73, 70 },
-  { 0, 16384, 1, 74, 75 },
-  { 0, 16384, 8, 76, 77 },
-  { 0, 16384, 32, 76, 77 },
-  { 0, 16384, 128, 78, 77 },
-  { 0, 16384, 512, 79, 77 },
-  { 0, 16384, 2048, 80, 77 },
-  { 0, 16384, 8192, 81, 77 },
-  { 0, 16384, 32768, 81, 77 },
-  { 0, 32768, 1, 82, 83 },
-  { 0, 32768, 8, 84, 83 },
-  { 0, 32768, 32, 84, 83 },
-  { 0, 32768, 128, 85, 86 },
-  { 0, 32768, 512, 87, 83 },
-  { 0, 32768, 2048, 88, 83 },
-  { 0, 32768, 8192, 88, 89 },
-  { 0, 32768, 32768, 88, 83 },
-  { 0, 65536, 1, 90, 83 },
-  { 0, 65536, 8, 90, 83 },
-  { 0, 65536, 32, 91, 91 },
-  { 0, 65536, 128, 92, 83 },
-  { 0, 65536, 512, 93, 83 },
-  { 0, 65536, 2048, 93, 83 },
-  { 0, 65536, 8192, 93, 83 },
-  { 0, 65536, 32768, 93, 83 },
-  { 0, 131072, 1, 94, 83 },
-  { 0, 131072, 8, 94, 95 },
-  { 0, 131072, 32, 96, 83 },
-  { 0, 131072, 128, 97, 83 },
-  { 0, 131072, 512, 97, 83 },
-  { 0, 131072, 2048, 97, 83 },
-  { 0, 131072, 8192, 97, 83 },
-  { 0, 131072, 32768, 97, 83 },
-  { 1, 512, 1, 99, 100 },
-  { 1, 512, 8, 99, 100 },
-  { 1, 512, 32, 99, 100 },
-  { 1, 512, 128, 99, 100 },
-  { 1, 512, 512, 101, 100 },
-  { 1, 512, 2048, 102, 100 },
-  { 1, 512, 8192, 103, 100 },
-  { 1, 512, 32768, 101, 100 },
-  { 1, 768, 1, 104, 100 },
-  { 1, 768, 8, 104, 100 },
-  { 1, 768, 32, 104, 100 },
-  { 1, 768, 128, 104, 100 },
-  { 1, 768, 512, 104, 100 },
-  { 1, 768, 2048, 105, 100 },
-  { 1, 768, 8192, 106, 100 },
-  { 1, 768, 32768, 107, 100 },
-  { 1, 1024, 1, 108, 100 },
-  { 1, 1024, 8, 108, 100 },
-  { 1, 1024, 32, 108, 100 },
-  { 1, 1024, 128, 108, 100 },
-  { 1, 1024, 512, 108, 100 },
-  { 1, 1024, 2048, 109, 100 },
-  { 1, 1024, 8192, 109, 100 },
-  { 1, 1024, 32768, 110, 100 },
-  { 1, 1536, 1, 111, 100 },
-  { 1, 1536, 8, 111, 100 },
-  { 1, 1536, 32, 111, 100 },
-  { 1, 1536, 128, 112, 100 },
-  { 1, 1536, 512, 111, 100 },
-  { 1, 1536, 2048, 113, 100 },
-  { 1, 1536, 8192, 113, 100 },
-  { 1, 1536, 32768, 113, 100 },
-  { 1, 2048, 1, 114, 100 },
-  { 1, 2048, 8, 114, 100 },
-  { 1, 2048, 32, 114, 100 },
-  { 1, 2048, 128, 115, 100 },
-  { 1, 2048, 512, 114, 100 },
-  { 1, 2048, 2048, 116, 100 },
-  { 1, 2048, 8192, 117, 100 },
-  { 1, 2048, 32768, 117, 100 },
-  { 1, 2560, 1, 118, 119 },
-  { 1, 2560, 8, 118, 119 },
-  { 1, 2560, 32, 120, 119 },
-  { 1, 2560, 128, 118, 119 },
-  { 1, 2560, 512, 120, 119 },
-  { 1, 2560, 2048, 121, 122 },
-  { 1, 2560, 8192, 123, 119 },
-  { 1, 2560, 32768, 123, 119 },
-  { 1, 3072, 1, 124, 119 },
-  { 1, 3072, 8, 124, 119 },
-  { 1, 3072, 32, 125, 119 },
-  { 1, 3072, 128, 124, 119 },
-  { 1, 3072, 512, 125, 119 },
-  { 1, 3072, 2048, 126, 122 },
-  { 1, 3072, 8192, 126, 119 },
-  { 1, 3072, 32768, 126, 119 },
-  { 1, 4096, 1, 127, 119 },
-  { 1, 4096, 8, 127, 119 },
-  { 1, 4096, 32, 127, 119 },
-  { 1, 4096, 128, 128, 119 },
-  { 1, 4096, 512, 129, 119 },
-  { 1, 4096, 2048, 129, 119 },
-  { 1, 4096, 8192, 130, 119 },
-  { 1, 4096, 32768, 131, 119 },
-  { 1, 5120, 1, 132, 133 },
-  { 1, 5120, 8, 132, 133 },
-  { 1, 5120, 32, 134, 133 },
-  { 1, 5120, 128, 132, 133 },
-  { 1, 5120, 512, 135, 133 },
-  { 1, 5120, 2048, 136, 133 },
-  { 1, 5120, 8192, 136, 133 },
-  { 1, 5120, 32768, 136, 133 },
-  { 1, 6144, 1, 137, 133 },
-  { 1, 6144, 8, 137, 133 },
-  { 1, 6144, 32, 138, 133 },
-  { 1, 6144, 128, 139, 133 },
-  { 1, 6144, 512, 140, 133 },
-  { 1, 6144, 2048, 140, 133 },
-  { 1, 6144, 8192, 141, 133 },
-  { 1, 6144, 32768, 141, 133 },
-  { 1, 7168, 1, 142, 143 },
-  { 1, 7168, 8, 142, 143 },
-  { 1, 7168, 32, 144, 143 },
-  { 1, 7168, 128, 142, 143 },
-  { 1, 7168, 512, 145, 143 },
-  { 1, 7168, 2048, 145, 143 },
-  { 1, 7168, 8192, 145, 143 },
-  { 1, 7168, 32768, 145, 143 },
-  { 1, 8192, 1, 146, 147 },
-  { 1, 8192, 8, 146, 147 },
-  { 1, 8192, 32, 148, 143 },
-  { 1, 8192, 128, 149, 143 },
-  { 1, 8192, 512, 150, 143 },
-  { 1, 8192, 2048, 150, 143 },
-  { 1, 8192, 8192, 150, 143 },
-  { 1, 8192, 32768, 150, 143 },
-  { 1, 12288, 1, 151, 152 },
-  { 1, 12288, 8, 153, 152 },
-  { 1, 12288, 32, 151, 152 },
-  { 1, 12288, 128, 154, 152 },
-  { 1, 12288, 512, 155, 152 },
-  { 1, 12288, 2048, 156, 152 },
-  { 1, 12288, 8192, 156, 152 },
-  { 1, 12288, 32768, 156, 152 },
+  { 0, 3072, 128, 37, 27 },
+  { 0, 3072, 512, 38, 28 },
+  { 0, 3072, 2048, 39, 28 },
+  { 0, 3072, 8192, 39, 28 },
+  { 0, 3072, 32768, 39, 28 },
+  { 0, 4096, 1, 40, 28 },
+  { 0, 4096, 8, 40, 28 },
+  { 0, 4096, 32, 41, 28 },
+  { 0, 4096, 128, 42, 28 },
+  { 0, 4096, 512, 41, 28 },
+  { 0, 4096, 2048, 41, 28 },
+  { 0, 4096, 8192, 43, 28 },
+  { 0, 4096, 32768, 44, 28 },
+  { 0, 5120, 1, 45, 46 },
+  { 0, 5120, 8, 45, 46 },
+  { 0, 5120, 32, 45, 46 },
+  { 0, 5120, 128, 45, 46 },
+  { 0, 5120, 512, 47, 46 },
+  { 0, 5120, 2048, 48, 46 },
+  { 0, 5120, 8192, 48, 46 },
+  { 0, 5120, 32768, 49, 46 },
+  { 0, 6144, 1, 50, 46 },
+  { 0, 6144, 8, 50, 46 },
+  { 0, 6144, 32, 50, 46 },
+  { 0, 6144, 128, 51, 46 },
+  { 0, 6144, 512, 52, 46 },
+  { 0, 6144, 2048, 52, 46 },
+  { 0, 6144, 8192, 53, 46 },
+  { 0, 6144, 32768, 53, 46 },
+  { 0, 7168, 1, 54, 55 },
+  { 0, 7168, 8, 54, 56 },
+  { 0, 7168, 32, 57, 57 },
+  { 0, 7168, 128, 54, 56 },
+  { 0, 7168, 512, 58, 56 },
+  { 0, 7168, 2048, 58, 56 },
+  { 0, 7168, 8192, 58, 56 },
+  { 0, 7168, 32768, 58, 56 },
+  { 0, 8192, 1, 59, 60 },
+  { 0, 8192, 8, 59, 56 },
+  { 0, 8192, 32, 61, 56 },
+  { 0, 8192, 128, 62, 56 },
+  { 0, 8192, 512, 63, 56 },
+  { 0, 8192, 2048, 63, 56 },
+  { 0, 8192, 8192, 63, 56 },
+  { 0, 8192, 32768, 64, 56 },
+  { 0, 12288, 1, 65, 66 },
+  { 0, 12288, 8, 65, 67 },
+  { 0, 12288, 32, 68, 66 },
+  { 0, 12288, 128, 65, 69 },
+  { 0, 12288, 512, 70, 71 },
+  { 0, 12288, 2048, 72, 71 },
+  { 0, 12288, 8192, 72, 71 },
+  { 0, 12288, 32768, 72, 71 },
+  { 0, 16384, 1, 73, 74 },
+  { 0, 16384, 8, 75, 76 },
+  { 0, 16384, 32, 75, 76 },
+  { 0, 16384, 128, 77, 76 },
+  { 0, 16384, 512, 78, 76 },
+  { 0, 16384, 2048, 79, 76 },
+  { 0, 16384, 8192, 80, 76 },
+  { 0, 16384, 32768, 80, 76 },
+  { 0, 32768, 1, 81, 82 },
+  { 0, 32768, 8, 83, 82 },
+  { 0, 32768, 32, 83, 82 },
+  { 0, 32768, 128, 84, 85 },
+  { 0, 32768, 512, 86, 82 },
+  { 0, 32768, 2048, 87, 82 },
+  { 0, 32768, 8192, 87, 88 },
+  { 0, 32768, 32768, 87, 82 },
+  { 0, 65536, 1, 89, 82 },
+  { 0, 65536, 8, 89, 82 },
+  { 0, 65536, 32, 90, 90 },
+  { 0, 65536, 128, 91, 82 },
+  { 0, 65536, 512, 92, 82 },
+  { 0, 65536, 2048, 92, 82 },
+  { 0, 65536, 8192, 92, 82 },
+  { 0, 65536, 32768, 92, 82 },
+  { 0, 131072, 1, 93, 82 },
+  { 0, 131072, 8, 93, 94 },
+  { 0, 131072, 32, 95, 82 },
+  { 0, 131072, 128, 96, 82 },
+  { 0, 131072, 512, 96, 82 },
+  { 0, 131072, 2048, 96, 82 },
+  { 0, 131072, 8192, 96, 82 },
+  { 0, 131072, 32768, 96, 82 },
+  { 1, 512, 1, 98, 99 },
+  { 1, 512, 8, 98, 99 },
+  { 1, 512, 32, 98, 99 },
+  { 1, 512, 128, 98, 99 },
+  { 1, 512, 512, 100, 99 },
+  { 1, 512, 2048, 101, 99 },
+  { 1, 512, 8192, 102, 99 },
+  { 1, 512, 32768, 100, 99 },
+  { 1, 768, 1, 103, 99 },
+  { 1, 768, 8, 103, 99 },
+  { 1, 768, 32, 103, 99 },
+  { 1, 768, 128, 103, 99 },
+  { 1, 768, 512, 103, 99 },
+  { 1, 768, 2048, 104, 99 },
+  { 1, 768, 8192, 105, 99 },
+  { 1, 768, 32768, 106, 99 },
+  { 1, 1024, 1, 107, 99 },
+  { 1, 1024, 8, 107, 99 },
+  { 1, 1024, 32, 107, 99 },
+  { 1, 1024, 128, 107, 99 },
+  { 1, 1024, 512, 107, 99 },
+  { 1, 1024, 2048, 108, 99 },
+  { 1, 1024, 8192, 108, 99 },
+  { 1, 1024, 32768, 109, 99 },
+  { 1, 1536, 1, 110, 99 },
+  { 1, 1536, 8, 110, 99 },
+  { 1, 1536, 32, 110, 99 },
+  { 1, 1536, 128, 111, 99 },
+  { 1, 1536, 512, 110, 99 },
+  { 1, 1536, 2048, 112, 99 },
+  { 1, 1536, 8192, 112, 99 },
+  { 1, 1536, 32768, 112, 99 },
+  { 1, 2048, 1, 113, 99 },
+  { 1, 2048, 8, 113, 99 },
+  { 1, 2048, 32, 113, 99 },
+  { 1, 2048, 128, 114, 99 },
+  { 1, 2048, 512, 113, 99 },
+  { 1, 2048, 2048, 115, 99 },
+  { 1, 2048, 8192, 116, 99 },
+  { 1, 2048, 32768, 116, 99 },
+  { 1, 2560, 1, 117, 118 },
+  { 1, 2560, 8, 117, 118 },
+  { 1, 2560, 32, 119, 118 },
+  { 1, 2560, 128, 117, 118 },
+  { 1, 2560, 512, 119, 118 },
+  { 1, 2560, 2048, 120, 121 },
+  { 1, 2560, 8192, 122, 118 },
+  { 1, 2560, 32768, 122, 118 },
+  { 1, 3072, 1, 123, 118 },
+  { 1, 3072, 8, 123, 118 },
+  { 1, 3072, 32, 124, 118 },
+  { 1, 3072, 128, 123, 118 },
+  { 1, 3072, 512, 125, 118 },
+  { 1, 3072, 2048, 124, 121 },
+  { 1, 3072, 8192, 124, 118 },
+  { 1, 3072, 32768, 124, 118 },
+  { 1, 4096, 1, 126, 118 },
+  { 1, 4096, 8, 126, 118 },
+  { 1, 4096, 32, 127, 118 },
+  { 1, 4096, 128, 128, 118 },
+  { 1, 4096, 512, 127, 118 },
+  { 1, 4096, 2048, 127, 118 },
+  { 1, 4096, 8192, 129, 118 },
+  { 1, 4096, 32768, 130, 118 },
+  { 1, 5120, 1, 131, 132 },
+  { 1, 5120, 8, 131, 132 },
+  { 1, 5120, 32, 133, 132 },
+  { 1, 5120, 128, 131, 132 },
+  { 1, 5120, 512, 134, 132 },
+  { 1, 5120, 2048, 135, 132 },
+  { 1, 5120, 8192, 135, 132 },
+  { 1, 5120, 32768, 135, 132 },
+  { 1, 6144, 1, 136, 132 },
+  { 1, 6144, 8, 136, 132 },
+  { 1, 6144, 32, 137, 132 },
+  { 1, 6144, 128, 138, 132 },
+  { 1, 6144, 512, 139, 132 },
+  { 1, 6144, 2048, 139, 132 },
+  { 1, 6144, 8192, 140, 132 },
+  { 1, 6144, 32768, 140, 132 },
+  { 1, 7168, 1, 141, 142 },
+  { 1, 7168, 8, 141, 142 },
+  { 1, 7168, 32, 143, 142 },
+  { 1, 7168, 128, 141, 142 },
+  { 1, 7168, 512, 144, 142 },
+  { 1, 7168, 2048, 144, 142 },
+  { 1, 7168, 8192, 144, 142 },
+  { 1, 7168, 32768, 144, 142 },
+  { 1, 8192, 1, 145, 146 },
+  { 1, 8192, 8, 145, 146 },
+  { 1, 8192, 32, 147, 142 },
+  { 1, 8192, 128, 148, 142 },
+  { 1, 8192, 512, 149, 142 },
+  { 1, 8192, 2048, 149, 142 },
+  { 1, 8192, 8192, 149, 142 },
+  { 1, 8192, 32768, 149, 142 },
+  { 1, 12288, 1, 150, 151 },
+  { 1, 12288, 8, 152, 151 },
+  { 1, 12288, 32, 153, 151 },
+  { 1, 12288, 128, 154, 151 },
+  { 1, 12288, 512, 155, 151 },
+  { 1, 12288, 2048, 156, 151 },
+  { 1, 12288, 8192, 156, 151 },
+  { 1, 12288, 32768, 156, 151 },
   { 1, 16384, 1, 157, 158 },
   { 1, 16384, 8, 159, 160 },
-  { 1, 16384, 32, 157, 160 },
+  { 1, 16384, 32, 159, 160 },
   { 1, 16384, 128, 161, 160 },
   { 1, 16384, 512, 162, 160 },
   { 1, 16384, 2048, 162, 160 },
@@ -2002,239 +2006,239 @@ const Entry kEntries[] = {
   { 1, 16384, 32768, 163, 160 },
   { 1, 32768, 1, 164, 165 },
   { 1, 32768, 8, 164, 166 },
-  { 1, 32768, 32, 167, 166 },
-  { 1, 32768, 128, 168, 166 },
-  { 1, 32768, 512, 169, 166 },
-  { 1, 32768, 2048, 170, 166 },
-  { 1, 32768, 8192, 170, 166 },
-  { 1, 32768, 32768, 170, 166 },
-  { 1, 65536, 1, 171, 166 },
-  { 1, 65536, 8, 171, 166 },
-  { 1, 65536, 32, 172, 173 },
-  { 1, 65536, 128, 174, 166 },
-  { 1, 65536, 512, 175, 166 },
-  { 1, 65536, 2048, 175, 166 },
-  { 1, 65536, 8192, 175, 166 },
-  { 1, 65536, 32768, 175, 166 },
-  { 1, 131072, 1, 176, 166 },
-  { 1, 131072, 8, 176, 177 },
-  { 1, 131072, 32, 178, 166 },
-  { 1, 131072, 128, 179, 166 },
-  { 1, 131072, 512, 179, 166 },
-  { 1, 131072, 2048, 179, 166 },
-  { 1, 131072, 8192, 179, 166 },
-  { 1, 131072, 32768, 179, 166 },
-  { 2, 512, 1, 181, 182 },
-  { 2, 512, 8, 183, 182 },
-  { 2, 512, 32, 183, 182 },
-  { 2, 512, 128, 184, 182 },
-  { 2, 512, 512, 184, 182 },
-  { 2, 512, 2048, 183, 182 },
-  { 2, 512, 8192, 184, 185 },
-  { 2, 512, 32768, 186, 186 },
-  { 2, 768, 1, 187, 182 },
-  { 2, 768, 8, 188, 182 },
-  { 2, 768, 32, 187, 189 },
-  { 2, 768, 128, 187, 189 },
-  { 2, 768, 512, 187, 182 },
-  { 2, 768, 2048, 190, 182 },
-  { 2, 768, 8192, 190, 182 },
-  { 2, 768, 32768, 190, 191 },
-  { 2, 1024, 1, 192, 182 },
-  { 2, 1024, 8, 192, 182 },
-  { 2, 1024, 32, 192, 182 },
-  { 2, 1024, 128, 192, 182 },
-  { 2, 1024, 512, 192, 182 },
-  { 2, 1024, 2048, 193, 194 },
-  { 2, 1024, 8192, 195, 191 },
-  { 2, 1024, 32768, 195, 191 },
-  { 2, 1536, 1, 196, 197 },
-  { 2, 1536, 8, 196, 197 },
-  { 2, 1536, 32, 198, 199 },
-  { 2, 1536, 128, 196, 200 },
-  { 2, 1536, 512, 196, 197 },
-  { 2, 1536, 2048, 198, 197 },
-  { 2, 1536, 8192, 201, 197 },
-  { 2, 1536, 32768, 201, 197 },
-  { 2, 2048, 1, 202, 197 },
-  { 2, 2048, 8, 202, 197 },
-  { 2, 2048, 32, 202, 197 },
-  { 2, 2048, 128, 202, 197 },
-  { 2, 2048, 512, 202, 197 },
-  { 2, 2048, 2048, 202, 197 },
-  { 2, 2048, 8192, 203, 197 },
-  { 2, 2048, 32768, 203, 197 },
-  { 2, 2560, 1, 204, 205 },
-  { 2, 2560, 8, 204, 206 },
-  { 2, 2560, 32, 204, 207 },
-  { 2, 2560, 128, 204, 208 },
-  { 2, 2560, 512, 204, 209 },
-  { 2, 2560, 2048, 204, 209 },
-  { 2, 2560, 8192, 210, 209 },
-  { 2, 2560, 32768, 211, 209 },
-  { 2, 3072, 1, 212, 205 },
-  { 2, 3072, 8, 212, 206 },
-  { 2, 3072, 32, 212, 207 },
-  { 2, 3072, 128, 212, 205 },
-  { 2, 3072, 512, 213, 209 },
-  { 2, 3072, 2048, 212, 205 },
-  { 2, 3072, 8192, 214, 209 },
-  { 2, 3072, 32768, 215, 209 },
-  { 2, 4096, 1, 216, 217 },
-  { 2, 4096, 8, 216, 217 },
-  { 2, 4096, 32, 216, 217 },
-  { 2, 4096, 128, 218, 217 },
-  { 2, 4096, 512, 218, 217 },
-  { 2, 4096, 2048, 218, 217 },
-  { 2, 4096, 8192, 219, 217 },
-  { 2, 4096, 32768, 220, 221 },
-  { 2, 5120, 1, 222, 223 },
-  { 2, 5120, 8, 222, 224 },
-  { 2, 5120, 32, 225, 226 },
-  { 2, 5120, 128, 225, 226 },
-  { 2, 5120, 512, 222, 227 },
-  { 2, 5120, 2048, 222, 227 },
-  { 2, 5120, 8192, 228, 229 },
-  { 2, 5120, 32768, 230, 229 },
-  { 2, 6144, 1, 231, 223 },
-  { 2, 6144, 8, 224, 224 },
-  { 2, 6144, 32, 231, 232 },
-  { 2, 6144, 128, 231, 226 },
-  { 2, 6144, 512, 233, 223 },
-  { 2, 6144, 2048, 234, 232 },
-  { 2, 6144, 8192, 234, 232 },
-  { 2, 6144, 32768, 235, 232 },
-  { 2, 7168, 1, 236, 237 },
-  { 2, 7168, 8, 238, 238 },
-  { 2, 7168, 32, 239, 237 },
-  { 2, 7168, 128, 239, 240 },
-  { 2, 7168, 512, 241, 237 },
-  { 2, 7168, 2048, 241, 237 },
-  { 2, 7168, 8192, 241, 237 },
-  { 2, 7168, 32768, 242, 221 },
-  { 2, 8192, 1, 243, 244 },
-  { 2, 8192, 8, 243, 245 },
-  { 2, 8192, 32, 243, 244 },
-  { 2, 8192, 128, 246, 244 },
-  { 2, 8192, 512, 246, 244 },
-  { 2, 8192, 2048, 247, 244 },
-  { 2, 8192, 8192, 247, 244 },
-  { 2, 8192, 32768, 247, 221 },
-  { 2, 12288, 1, 248, 249 },
-  { 2, 12288, 8, 248, 250 },
-  { 2, 12288, 32, 248, 251 },
-  { 2, 12288, 128, 252, 253 },
-  { 2, 12288, 512, 254, 255 },
-  { 2, 12288, 2048, 256, 256 },
-  { 2, 12288, 8192, 257, 251 },
-  { 2, 12288, 32768, 257, 251 },
-  { 2, 16384, 1, 258, 259 },
-  { 2, 16384, 8, 258, 259 },
-  { 2, 16384, 32, 258, 260 },
-  { 2, 16384, 128, 261, 262 },
-  { 2, 16384, 512, 261, 262 },
-  { 2, 16384, 2048, 261, 259 },
-  { 2, 16384, 8192, 263, 263 },
-  { 2, 16384, 32768, 263, 263 },
-  { 2, 32768, 1, 264, 221 },
-  { 2, 32768, 8, 265, 221 },
-  { 2, 32768, 32, 264, 266 },
-  { 2, 32768, 128, 267, 221 },
-  { 2, 32768, 512, 267, 221 },
-  { 2, 32768, 2048, 267, 221 },
-  { 2, 32768, 8192, 268, 221 },
-  { 2, 32768, 32768, 268, 269 },
-  { 2, 65536, 1, 270, 221 },
-  { 2, 65536, 8, 271, 221 },
-  { 2, 65536, 32, 271, 221 },
-  { 2, 65536, 128, 272, 221 },
-  { 2, 65536, 512, 272, 221 },
-  { 2, 65536, 2048, 272, 221 },
-  { 2, 65536, 8192, 272, 221 },
-  { 2, 65536, 32768, 272, 221 },
-  { 2, 131072, 1, 273, 221 },
-  { 2, 131072, 8, 273, 274 },
-  { 2, 131072, 32, 273, 275 },
-  { 2, 131072, 128, 276, 221 },
-  { 2, 131072, 512, 276, 221 },
-  { 2, 131072, 2048, 276, 221 },
-  { 2, 131072, 8192, 276, 221 },
-  { 2, 131072, 32768, 276, 221 },
-  { 3, 512, 1, 278, 279 },
-  { 3, 512, 8, 278, 280 },
-  { 3, 512, 32, 281, 280 },
-  { 3, 512, 128, 281, 280 },
-  { 3, 512, 512, 282, 280 },
-  { 3, 512, 2048, 283, 280 },
-  { 3, 512, 8192, 284, 280 },
-  { 3, 512, 32768, 283, 280 },
-  { 3, 768, 1, 285, 286 },
-  { 3, 768, 8, 287, 286 },
-  { 3, 768, 32, 287, 280 },
-  { 3, 768, 128, 288, 286 },
-  { 3, 768, 512, 289, 280 },
-  { 3, 768, 2048, 290, 280 },
-  { 3, 768, 8192, 291, 280 },
+  { 1, 32768, 32, 167, 168 },
+  { 1, 32768, 128, 169, 166 },
+  { 1, 32768, 512, 170, 166 },
+  { 1, 32768, 2048, 171, 166 },
+  { 1, 32768, 8192, 171, 166 },
+  { 1, 32768, 32768, 171, 166 },
+  { 1, 65536, 1, 172, 166 },
+  { 1, 65536, 8, 172, 166 },
+  { 1, 65536, 32, 173, 174 },
+  { 1, 65536, 128, 175, 166 },
+  { 1, 65536, 512, 176, 166 },
+  { 1, 65536, 2048, 176, 166 },
+  { 1, 65536, 8192, 176, 166 },
+  { 1, 65536, 32768, 176, 166 },
+  { 1, 131072, 1, 177, 166 },
+  { 1, 131072, 8, 177, 178 },
+  { 1, 131072, 32, 179, 166 },
+  { 1, 131072, 128, 180, 166 },
+  { 1, 131072, 512, 180, 166 },
+  { 1, 131072, 2048, 180, 166 },
+  { 1, 131072, 8192, 180, 166 },
+  { 1, 131072, 32768, 180, 166 },
+  { 2, 512, 1, 182, 183 },
+  { 2, 512, 8, 184, 183 },
+  { 2, 512, 32, 182, 183 },
+  { 2, 512, 128, 184, 183 },
+  { 2, 512, 512, 184, 183 },
+  { 2, 512, 2048, 185, 183 },
+  { 2, 512, 8192, 184, 186 },
+  { 2, 512, 32768, 185, 187 },
+  { 2, 768, 1, 188, 183 },
+  { 2, 768, 8, 189, 183 },
+  { 2, 768, 32, 188, 190 },
+  { 2, 768, 128, 188, 190 },
+  { 2, 768, 512, 188, 191 },
+  { 2, 768, 2048, 192, 183 },
+  { 2, 768, 8192, 192, 183 },
+  { 2, 768, 32768, 192, 193 },
+  { 2, 1024, 1, 194, 183 },
+  { 2, 1024, 8, 195, 183 },
+  { 2, 1024, 32, 194, 183 },
+  { 2, 1024, 128, 194, 183 },
+  { 2, 1024, 512, 194, 183 },
+  { 2, 1024, 2048, 196, 191 },
+  { 2, 1024, 8192, 197, 193 },
+  { 2, 1024, 32768, 197, 193 },
+  { 2, 1536, 1, 198, 199 },
+  { 2, 1536, 8, 198, 200 },
+  { 2, 1536, 32, 201, 202 },
+  { 2, 1536, 128, 198, 200 },
+  { 2, 1536, 512, 201, 199 },
+  { 2, 1536, 2048, 201, 199 },
+  { 2, 1536, 8192, 203, 199 },
+  { 2, 1536, 32768, 203, 199 },
+  { 2, 2048, 1, 204, 199 },
+  { 2, 2048, 8, 204, 199 },
+  { 2, 2048, 32, 205, 199 },
+  { 2, 2048, 128, 204, 200 },
+  { 2, 2048, 512, 204, 199 },
+  { 2, 2048, 2048, 204, 199 },
+  { 2, 2048, 8192, 206, 199 },
+  { 2, 2048, 32768, 206, 199 },
+  { 2, 2560, 1, 207, 208 },
+  { 2, 2560, 8, 207, 209 },
+  { 2, 2560, 32, 207, 210 },
+  { 2, 2560, 128, 207, 211 },
+  { 2, 2560, 512, 207, 212 },
+  { 2, 2560, 2048, 207, 212 },
+  { 2, 2560, 8192, 213, 212 },
+  { 2, 2560, 32768, 214, 212 },
+  { 2, 3072, 1, 215, 208 },
+  { 2, 3072, 8, 215, 209 },
+  { 2, 3072, 32, 215, 210 },
+  { 2, 3072, 128, 215, 210 },
+  { 2, 3072, 512, 216, 212 },
+  { 2, 3072, 2048, 215, 208 },
+  { 2, 3072, 8192, 217, 212 },
+  { 2, 3072, 32768, 218, 212 },
+  { 2, 4096, 1, 219, 220 },
+  { 2, 4096, 8, 219, 220 },
+  { 2, 4096, 32, 219, 220 },
+  { 2, 4096, 128, 219, 220 },
+  { 2, 4096, 512, 219, 220 },
+  { 2, 4096, 2048, 219, 220 },
+  { 2, 4096, 8192, 221, 220 },
+  { 2, 4096, 32768, 222, 223 },
+  { 2, 5120, 1, 224, 225 },
+  { 2, 5120, 8, 224, 226 },
+  { 2, 5120, 32, 227, 228 },
+  { 2, 5120, 128, 227, 228 },
+  { 2, 5120, 512, 224, 229 },
+  { 2, 5120, 2048, 224, 229 },
+  { 2, 5120, 8192, 230, 231 },
+  { 2, 5120, 32768, 232, 231 },
+  { 2, 6144, 1, 233, 225 },
+  { 2, 6144, 8, 226, 226 },
+  { 2, 6144, 32, 233, 234 },
+  { 2, 6144, 128, 233, 228 },
+  { 2, 6144, 512, 235, 225 },
+  { 2, 6144, 2048, 236, 234 },
+  { 2, 6144, 8192, 236, 234 },
+  { 2, 6144, 32768, 237, 234 },
+  { 2, 7168, 1, 238, 239 },
+  { 2, 7168, 8, 240, 240 },
+  { 2, 7168, 32, 241, 242 },
+  { 2, 7168, 128, 241, 243 },
+  { 2, 7168, 512, 244, 239 },
+  { 2, 7168, 2048, 244, 239 },
+  { 2, 7168, 8192, 244, 239 },
+  { 2, 7168, 32768, 245, 223 },
+  { 2, 8192, 1, 246, 247 },
+  { 2, 8192, 8, 246, 248 },
+  { 2, 8192, 32, 246, 247 },
+  { 2, 8192, 128, 249, 247 },
+  { 2, 8192, 512, 249, 247 },
+  { 2, 8192, 2048, 250, 247 },
+  { 2, 8192, 8192, 250, 247 },
+  { 2, 8192, 32768, 250, 223 },
+  { 2, 12288, 1, 251, 252 },
+  { 2, 12288, 8, 251, 253 },
+  { 2, 12288, 32, 251, 252 },
+  { 2, 12288, 128, 254, 255 },
+  { 2, 12288, 512, 256, 257 },
+  { 2, 12288, 2048, 258, 258 },
+  { 2, 12288, 8192, 259, 258 },
+  { 2, 12288, 32768, 259, 258 },
+  { 2, 16384, 1, 260, 261 },
+  { 2, 16384, 8, 260, 261 },
+  { 2, 16384, 32, 260, 262 },
+  { 2, 16384, 128, 263, 264 },
+  { 2, 16384, 512, 263, 264 },
+  { 2, 16384, 2048, 263, 261 },
+  { 2, 16384, 8192, 265, 265 },
+  { 2, 16384, 32768, 265, 265 },
+  { 2, 32768, 1, 266, 223 },
+  { 2, 32768, 8, 267, 223 },
+  { 2, 32768, 32, 266, 268 },
+  { 2, 32768, 128, 269, 223 },
+  { 2, 32768, 512, 269, 223 },
+  { 2, 32768, 2048, 269, 223 },
+  { 2, 32768, 8192, 270, 223 },
+  { 2, 32768, 32768, 270, 271 },
+  { 2, 65536, 1, 272, 223 },
+  { 2, 65536, 8, 273, 223 },
+  { 2, 65536, 32, 273, 223 },
+  { 2, 65536, 128, 274, 223 },
+  { 2, 65536, 512, 274, 223 },
+  { 2, 65536, 2048, 274, 223 },
+  { 2, 65536, 8192, 274, 223 },
+  { 2, 65536, 32768, 274, 223 },
+  { 2, 131072, 1, 275, 223 },
+  { 2, 131072, 8, 275, 276 },
+  { 2, 131072, 32, 275, 277 },
+  { 2, 131072, 128, 278, 223 },
+  { 2, 131072, 512, 278, 223 },
+  { 2, 131072, 2048, 278, 223 },
+  { 2, 131072, 8192, 278, 223 },
+  { 2, 131072, 32768, 278, 223 },
+  { 3, 512, 1, 280, 281 },
+  { 3, 512, 8, 282, 283 },
+  { 3, 512, 32, 282, 283 },
+  { 3, 512, 128, 282, 283 },
+  { 3, 512, 512, 284, 283 },
+  { 3, 512, 2048, 285, 283 },
+  { 3, 512, 8192, 286, 283 },
+  { 3, 512, 32768, 285, 283 },
+  { 3, 768, 1, 287, 287 },
+  { 3, 768, 8, 287, 287 },
+  { 3, 768, 32, 288, 287 },
+  { 3, 768, 128, 288, 287 },
+  { 3, 768, 512, 289, 283 },
+  { 3, 768, 2048, 290, 283 },
+  { 3, 768, 8192, 291, 283 },
   { 3, 768, 32768, 292, 293 },
-  { 3, 1024, 1, 294, 286 },
-  { 3, 1024, 8, 294, 280 },
-  { 3, 1024, 32, 294, 280 },
-  { 3, 1024, 128, 295, 280 },
-  { 3, 1024, 512, 296, 280 },
-  { 3, 1024, 2048, 297, 298 },
-  { 3, 1024, 8192, 299, 280 },
-  { 3, 1024, 32768, 299, 300 },
-  { 3, 1536, 1, 301, 301 },
-  { 3, 1536, 8, 301, 301 },
-  { 3, 1536, 32, 301, 301 },
-  { 3, 1536, 128, 301, 301 },
-  { 3, 1536, 512, 302, 280 },
-  { 3, 1536, 2048, 303, 280 },
-  { 3, 1536, 8192, 304, 280 },
-  { 3, 1536, 32768, 304, 305 },
-  { 3, 2048, 1, 306, 301 },
-  { 3, 2048, 8, 306, 301 },
-  { 3, 2048, 32, 306, 301 },
-  { 3, 2048, 128, 306, 301 },
-  { 3, 2048, 512, 307, 280 },
-  { 3, 2048, 2048, 308, 280 },
-  { 3, 2048, 8192, 309, 310 },
-  { 3, 2048, 32768, 309, 310 },
-  { 3, 2560, 1, 311, 312 },
-  { 3, 2560, 8, 311, 312 },
-  { 3, 2560, 32, 313, 314 },
-  { 3, 2560, 128, 312, 312 },
-  { 3, 2560, 512, 315, 316 },
-  { 3, 2560, 2048, 317, 316 },
-  { 3, 2560, 8192, 318, 319 },
-  { 3, 2560, 32768, 318, 319 },
-  { 3, 3072, 1, 320, 312 },
-  { 3, 3072, 8, 320, 312 },
-  { 3, 3072, 32, 320, 314 },
-  { 3, 3072, 128, 312, 312 },
-  { 3, 3072, 512, 321, 316 },
-  { 3, 3072, 2048, 322, 316 },
-  { 3, 3072, 8192, 323, 316 },
-  { 3, 3072, 32768, 323, 319 },
-  { 3, 4096, 1, 324, 325 },
-  { 3, 4096, 8, 324, 316 },
-  { 3, 4096, 32, 326, 316 },
-  { 3, 4096, 128, 324, 325 },
-  { 3, 4096, 512, 327, 316 },
-  { 3, 4096, 2048, 328, 316 },
-  { 3, 4096, 8192, 328, 316 },
-  { 3, 4096, 32768, 329, 329 },
-  { 3, 5120, 1, 330, 331 },
-  { 3, 5120, 8, 330, 331 },
-  { 3, 5120, 32, 330, 331 },
-  { 3, 5120, 128, 330, 332 },
+  { 3, 1024, 1, 294, 287 },
+  { 3, 1024, 8, 294, 283 },
+  { 3, 1024, 32, 294, 283 },
+  { 3, 1024, 128, 294, 283 },
+  { 3, 1024, 512, 295, 283 },
+  { 3, 1024, 2048, 296, 297 },
+  { 3, 1024, 8192, 298, 283 },
+  { 3, 1024, 32768, 298, 299 },
+  { 3, 1536, 1, 300, 300 },
+  { 3, 1536, 8, 300, 300 },
+  { 3, 1536, 32, 300, 300 },
+  { 3, 1536, 128, 300, 300 },
+  { 3, 1536, 512, 301, 283 },
+  { 3, 1536, 2048, 302, 283 },
+  { 3, 1536, 8192, 303, 283 },
+  { 3, 1536, 32768, 303, 304 },
+  { 3, 2048, 1, 305, 300 },
+  { 3, 2048, 8, 305, 300 },
+  { 3, 2048, 32, 305, 300 },
+  { 3, 2048, 128, 305, 283 },
+  { 3, 2048, 512, 306, 283 },
+  { 3, 2048, 2048, 307, 283 },
+  { 3, 2048, 8192, 308, 309 },
+  { 3, 2048, 32768, 308, 309 },
+  { 3, 2560, 1, 310, 310 },
+  { 3, 2560, 8, 311, 310 },
+  { 3, 2560, 32, 311, 312 },
+  { 3, 2560, 128, 310, 310 },
+  { 3, 2560, 512, 313, 314 },
+  { 3, 2560, 2048, 315, 314 },
+  { 3, 2560, 8192, 316, 317 },
+  { 3, 2560, 32768, 316, 317 },
+  { 3, 3072, 1, 318, 312 },
+  { 3, 3072, 8, 318, 312 },
+  { 3, 3072, 32, 319, 312 },
+  { 3, 3072, 128, 310, 310 },
+  { 3, 3072, 512, 320, 314 },
+  { 3, 3072, 2048, 321, 314 },
+  { 3, 3072, 8192, 322, 314 },
+  { 3, 3072, 32768, 322, 317 },
+  { 3, 4096, 1, 323, 324 },
+  { 3, 4096, 8, 323, 314 },
+  { 3, 4096, 32, 325, 314 },
+  { 3, 4096, 128, 323, 324 },
+  { 3, 4096, 512, 326, 314 },
+  { 3, 4096, 2048, 327, 314 },
+  { 3, 4096, 8192, 327, 314 },
+  { 3, 4096, 32768, 328, 328 },
+  { 3, 5120, 1, 329, 330 },
+  { 3, 5120, 8, 329, 330 },
+  { 3, 5120, 32, 329, 331 },
+  { 3, 5120, 128, 329, 332 },
   { 3, 5120, 512, 333, 334 },
   { 3, 5120, 2048, 333, 334 },
   { 3, 5120, 8192, 333, 334 },
   { 3, 5120, 32768, 333, 334 },
   { 3, 6144, 1, 335, 335 },
   { 3, 6144, 8, 336, 334 },
-  { 3, 6144, 32, 336, 331 },
+  { 3, 6144, 32, 336, 332 },
   { 3, 6144, 128, 336, 332 },
   { 3, 6144, 512, 337, 334 },
   { 3, 6144, 2048, 338, 334 },
@@ -2242,7 +2246,7 @@ const Entry kEntries[] = {
   { 3, 6144, 32768, 339, 334 },
   { 3, 7168, 1, 335, 335 },
   { 3, 7168, 8, 340, 335 },
-  { 3, 7168, 32, 340, 335 },
+  { 3, 7168, 32, 340, 332 },
   { 3, 7168, 128, 340, 332 },
   { 3, 7168, 512, 341, 342 },
   { 3, 7168, 2048, 341, 342 },
@@ -2250,732 +2254,732 @@ const Entry kEntries[] = {
   { 3, 7168, 32768, 343, 343 },
   { 3, 8192, 1, 344, 344 },
   { 3, 8192, 8, 344, 344 },
-  { 3, 8192, 32, 345, 345 },
-  { 3, 8192, 128, 346, 332 },
+  { 3, 8192, 32, 345, 346 },
+  { 3, 8192, 128, 345, 342 },
   { 3, 8192, 512, 347, 342 },
   { 3, 8192, 2048, 347, 342 },
   { 3, 8192, 8192, 347, 342 },
   { 3, 8192, 32768, 343, 343 },
   { 3, 12288, 1, 348, 348 },
   { 3, 12288, 8, 349, 350 },
-  { 3, 12288, 32, 349, 350 },
+  { 3, 12288, 32, 351, 352 },
   { 3, 12288, 128, 348, 348 },
-  { 3, 12288, 512, 351, 352 },
-  { 3, 12288, 2048, 353, 352 },
-  { 3, 12288, 8192, 353, 352 },
-  { 3, 12288, 32768, 354, 352 },
-  { 3, 16384, 1, 355, 355 },
-  { 3, 16384, 8, 355, 355 },
-  { 3, 16384, 32, 356, 356 },
+  { 3, 12288, 512, 353, 354 },
+  { 3, 12288, 2048, 355, 354 },
+  { 3, 12288, 8192, 355, 354 },
+  { 3, 12288, 32768, 356, 354 },
+  { 3, 16384, 1, 357, 357 },
+  { 3, 16384, 8, 357, 357 },
+  { 3, 16384, 32, 358, 359 },
   { 3, 16384, 128, 348, 348 },
-  { 3, 16384, 512, 357, 358 },
-  { 3, 16384, 2048, 359, 358 },
-  { 3, 16384, 8192, 360, 358 },
-  { 3, 16384, 32768, 360, 358 },
-  { 3, 32768, 1, 361, 343 },
-  { 3, 32768, 8, 361, 362 },
-  { 3, 32768, 32, 361, 362 },
-  { 3, 32768, 128, 363, 363 },
-  { 3, 32768, 512, 364, 343 },
-  { 3, 32768, 2048, 365, 366 },
-  { 3, 32768, 8192, 365, 343 },
-  { 3, 32768, 32768, 365, 366 },
-  { 3, 65536, 1, 367, 367 },
-  { 3, 65536, 8, 368, 368 },
-  { 3, 65536, 32, 367, 367 },
-  { 3, 65536, 128, 369, 343 },
-  { 3, 65536, 512, 370, 343 },
-  { 3, 65536, 2048, 371, 343 },
-  { 3, 65536, 8192, 372, 373 },
-  { 3, 65536, 32768, 372, 373 },
-  { 3, 131072, 1, 374, 374 },
-  { 3, 131072, 8, 374, 374 },
-  { 3, 131072, 32, 375, 375 },
-  { 3, 131072, 128, 376, 343 },
-  { 3, 131072, 512, 376, 343 },
-  { 3, 131072, 2048, 377, 343 },
-  { 3, 131072, 8192, 377, 343 },
-  { 3, 131072, 32768, 377, 378 },
-  { 4, 512, 1, 380, 381 },
-  { 4, 512, 8, 380, 382 },
-  { 4, 512, 32, 380, 382 },
-  { 4, 512, 128, 380, 382 },
-  { 4, 512, 512, 383, 382 },
-  { 4, 512, 2048, 384, 382 },
-  { 4, 512, 8192, 385, 386 },
-  { 4, 512, 32768, 384, 382 },
-  { 4, 768, 1, 387, 382 },
-  { 4, 768, 8, 387, 382 },
-  { 4, 768, 32, 387, 382 },
-  { 4, 768, 128, 387, 382 },
-  { 4, 768, 512, 388, 389 },
-  { 4, 768, 2048, 390, 391 },
-  { 4, 768, 8192, 390, 382 },
-  { 4, 768, 32768, 390, 382 },
-  { 4, 1024, 1, 392, 382 },
-  { 4, 1024, 8, 392, 382 },
-  { 4, 1024, 32, 392, 382 },
-  { 4, 1024, 128, 392, 382 },
-  { 4, 1024, 512, 393, 382 },
-  { 4, 1024, 2048, 394, 391 },
-  { 4, 1024, 8192, 394, 382 },
-  { 4, 1024, 32768, 393, 389 },
-  { 4, 1536, 1, 395, 396 },
-  { 4, 1536, 8, 395, 382 },
-  { 4, 1536, 32, 395, 382 },
-  { 4, 1536, 128, 397, 382 },
-  { 4, 1536, 512, 398, 382 },
-  { 4, 1536, 2048, 399, 382 },
-  { 4, 1536, 8192, 400, 382 },
-  { 4, 1536, 32768, 398, 382 },
-  { 4, 2048, 1, 401, 382 },
-  { 4, 2048, 8, 401, 382 },
-  { 4, 2048, 32, 402, 382 },
-  { 4, 2048, 128, 401, 382 },
-  { 4, 2048, 512, 402, 382 },
-  { 4, 2048, 2048, 403, 403 },
-  { 4, 2048, 8192, 402, 382 },
-  { 4, 2048, 32768, 402, 382 },
-  { 4, 2560, 1, 404, 405 },
-  { 4, 2560, 8, 404, 406 },
-  { 4, 2560, 32, 407, 406 },
-  { 4, 2560, 128, 408, 405 },
-  { 4, 2560, 512, 409, 406 },
-  { 4, 2560, 2048, 410, 406 },
-  { 4, 2560, 8192, 411, 406 },
-  { 4, 2560, 32768, 411, 406 },
-  { 4, 3072, 1, 412, 405 },
-  { 4, 3072, 8, 412, 406 },
-  { 4, 3072, 32, 413, 406 },
-  { 4, 3072, 128, 414, 405 },
-  { 4, 3072, 512, 415, 406 },
-  { 4, 3072, 2048, 416, 406 },
-  { 4, 3072, 8192, 415, 406 },
-  { 4, 3072, 32768, 415, 406 },
-  { 4, 4096, 1, 417, 406 },
-  { 4, 4096, 8, 417, 406 },
-  { 4, 4096, 32, 418, 406 },
-  { 4, 4096, 128, 419, 420 },
-  { 4, 4096, 512, 421, 422 },
-  { 4, 4096, 2048, 421, 406 },
-  { 4, 4096, 8192, 421, 406 },
-  { 4, 4096, 32768, 421, 406 },
-  { 4, 5120, 1, 423, 424 },
-  { 4, 5120, 8, 423, 424 },
-  { 4, 5120, 32, 425, 424 },
-  { 4, 5120, 128, 423, 426 },
-  { 4, 5120, 512, 427, 424 },
-  { 4, 5120, 2048, 428, 424 },
-  { 4, 5120, 8192, 428, 424 },
-  { 4, 5120, 32768, 428, 424 },
-  { 4, 6144, 1, 429, 424 },
-  { 4, 6144, 8, 430, 424 },
-  { 4, 6144, 32, 431, 424 },
-  { 4, 6144, 128, 430, 426 },
-  { 4, 6144, 512, 432, 424 },
-  { 4, 6144, 2048, 433, 424 },
-  { 4, 6144, 8192, 433, 424 },
-  { 4, 6144, 32768, 433, 424 },
-  { 4, 7168, 1, 434, 435 },
-  { 4, 7168, 8, 434, 436 },
-  { 4, 7168, 32, 437, 436 },
-  { 4, 7168, 128, 437, 426 },
-  { 4, 7168, 512, 438, 436 },
-  { 4, 7168, 2048, 438, 436 },
-  { 4, 7168, 8192, 439, 436 },
-  { 4, 7168, 32768, 439, 436 },
-  { 4, 8192, 1, 440, 441 },
-  { 4, 8192, 8, 440, 436 },
-  { 4, 8192, 32, 442, 436 },
-  { 4, 8192, 128, 442, 441 },
-  { 4, 8192, 512, 443, 436 },
-  { 4, 8192, 2048, 444, 436 },
-  { 4, 8192, 8192, 444, 436 },
-  { 4, 8192, 32768, 445, 436 },
-  { 4, 12288, 1, 446, 447 },
-  { 4, 12288, 8, 448, 449 },
-  { 4, 12288, 32, 450, 449 },
-  { 4, 12288, 128, 446, 451 },
-  { 4, 12288, 512, 452, 449 },
-  { 4, 12288, 2048, 452, 449 },
-  { 4, 12288, 8192, 452, 449 },
-  { 4, 12288, 32768, 453, 449 },
-  { 4, 16384, 1, 454, 455 },
-  { 4, 16384, 8, 454, 456 },
-  { 4, 16384, 32, 457, 455 },
-  { 4, 16384, 128, 454, 451 },
-  { 4, 16384, 512, 458, 456 },
-  { 4, 16384, 2048, 458, 456 },
-  { 4, 16384, 8192, 459, 459 },
-  { 4, 16384, 32768, 459, 459 },
-  { 4, 32768, 1, 460, 461 },
-  { 4, 32768, 8, 460, 461 },
-  { 4, 32768, 32, 462, 462 },
-  { 4, 32768, 128, 463, 461 },
-  { 4, 32768, 512, 464, 461 },
-  { 4, 32768, 2048, 465, 466 },
-  { 4, 32768, 8192, 465, 466 },
-  { 4, 32768, 32768, 465, 466 },
-  { 4, 65536, 1, 467, 461 },
-  { 4, 65536, 8, 468, 461 },
-  { 4, 65536, 32, 467, 469 },
-  { 4, 65536, 128, 467, 461 },
-  { 4, 65536, 512, 468, 461 },
-  { 4, 65536, 2048, 470, 461 },
-  { 4, 65536, 8192, 471, 466 },
-  { 4, 65536, 32768, 471, 466 },
-  { 4, 131072, 1, 472, 461 },
-  { 4, 131072, 8, 472, 473 },
-  { 4, 131072, 32, 474, 461 },
-  { 4, 131072, 128, 474, 461 },
-  { 4, 131072, 512, 475, 461 },
-  { 4, 131072, 2048, 475, 476 },
-  { 4, 131072, 8192, 475, 476 },
-  { 4, 131072, 32768, 475, 476 },
-  { 5, 512, 1, 478, 479 },
-  { 5, 512, 8, 478, 479 },
-  { 5, 512, 32, 478, 479 },
-  { 5, 512, 128, 478, 479 },
-  { 5, 512, 512, 478, 479 },
-  { 5, 512, 2048, 480, 479 },
-  { 5, 512, 8192, 481, 482 },
-  { 5, 512, 32768, 480, 483 },
-  { 5, 768, 1, 484, 479 },
-  { 5, 768, 8, 484, 479 },
-  { 5, 768, 32, 484, 479 },
-  { 5, 768, 128, 484, 479 },
-  { 5, 768, 512, 484, 479 },
-  { 5, 768, 2048, 485, 479 },
-  { 5, 768, 8192, 486, 479 },
-  { 5, 768, 32768, 487, 479 },
-  { 5, 1024, 1, 488, 479 },
-  { 5, 1024, 8, 488, 479 },
-  { 5, 1024, 32, 488, 479 },
-  { 5, 1024, 128, 488, 479 },
-  { 5, 1024, 512, 488, 479 },
-  { 5, 1024, 2048, 489, 490 },
-  { 5, 1024, 8192, 491, 479 },
-  { 5, 1024, 32768, 491, 492 },
-  { 5, 1536, 1, 493, 479 },
-  { 5, 1536, 8, 493, 479 },
-  { 5, 1536, 32, 493, 479 },
-  { 5, 1536, 128, 494, 479 },
-  { 5, 1536, 512, 493, 479 },
-  { 5, 1536, 2048, 495, 496 },
-  { 5, 1536, 8192, 497, 498 },
-  { 5, 1536, 32768, 497, 498 },
-  { 5, 2048, 1, 499, 479 },
-  { 5, 2048, 8, 499, 479 },
-  { 5, 2048, 32, 499, 479 },
-  { 5, 2048, 128, 499, 479 },
-  { 5, 2048, 512, 499, 479 },
-  { 5, 2048, 2048, 500, 479 },
-  { 5, 2048, 8192, 501, 501 },
-  { 5, 2048, 32768, 501, 501 },
-  { 5, 2560, 1, 502, 502 },
-  { 5, 2560, 8, 502, 502 },
-  { 5, 2560, 32, 502, 502 },
-  { 5, 2560, 128, 502, 502 },
-  { 5, 2560, 512, 503, 504 },
-  { 5, 2560, 2048, 505, 504 },
-  { 5, 2560, 8192, 506, 507 },
-  { 5, 2560, 32768, 506, 507 },
-  { 5, 3072, 1, 508, 509 },
-  { 5, 3072, 8, 508, 509 },
-  { 5, 3072, 32, 502, 502 },
-  { 5, 3072, 128, 502, 502 },
-  { 5, 3072, 512, 508, 504 },
-  { 5, 3072, 2048, 510, 504 },
-  { 5, 3072, 8192, 511, 507 },
-  { 5, 3072, 32768, 511, 507 },
-  { 5, 4096, 1, 512, 504 },
-  { 5, 4096, 8, 512, 504 },
-  { 5, 4096, 32, 513, 504 },
-  { 5, 4096, 128, 502, 502 },
-  { 5, 4096, 512, 504, 504 },
-  { 5, 4096, 2048, 514, 504 },
-  { 5, 4096, 8192, 514, 504 },
-  { 5, 4096, 32768, 504, 504 },
-  { 5, 5120, 1, 515, 516 },
-  { 5, 5120, 8, 515, 517 },
-  { 5, 5120, 32, 515, 518 },
-  { 5, 5120, 128, 519, 518 },
-  { 5, 5120, 512, 520, 517 },
-  { 5, 5120, 2048, 520, 517 },
-  { 5, 5120, 8192, 520, 517 },
-  { 5, 5120, 32768, 521, 517 },
-  { 5, 6144, 1, 522, 522 },
-  { 5, 6144, 8, 523, 517 },
-  { 5, 6144, 32, 522, 522 },
-  { 5, 6144, 128, 522, 522 },
-  { 5, 6144, 512, 524, 517 },
-  { 5, 6144, 2048, 525, 517 },
-  { 5, 6144, 8192, 525, 517 },
-  { 5, 6144, 32768, 526, 517 },
-  { 5, 7168, 1, 527, 516 },
-  { 5, 7168, 8, 527, 528 },
-  { 5, 7168, 32, 522, 522 },
-  { 5, 7168, 128, 522, 522 },
-  { 5, 7168, 512, 529, 528 },
-  { 5, 7168, 2048, 529, 528 },
-  { 5, 7168, 8192, 529, 528 },
-  { 5, 7168, 32768, 529, 528 },
-  { 5, 8192, 1, 530, 531 },
-  { 5, 8192, 8, 530, 531 },
-  { 5, 8192, 32, 532, 528 },
-  { 5, 8192, 128, 533, 528 },
-  { 5, 8192, 512, 534, 528 },
-  { 5, 8192, 2048, 534, 528 },
-  { 5, 8192, 8192, 534, 528 },
-  { 5, 8192, 32768, 535, 528 },
-  { 5, 12288, 1, 536, 537 },
-  { 5, 12288, 8, 536, 538 },
-  { 5, 12288, 32, 539, 539 },
-  { 5, 12288, 128, 536, 540 },
-  { 5, 12288, 512, 541, 538 },
-  { 5, 12288, 2048, 542, 538 },
-  { 5, 12288, 8192, 542, 538 },
-  { 5, 12288, 32768, 543, 538 },
-  { 5, 16384, 1, 544, 545 },
-  { 5, 16384, 8, 544, 545 },
-  { 5, 16384, 32, 546, 547 },
-  { 5, 16384, 128, 548, 547 },
-  { 5, 16384, 512, 549, 547 },
-  { 5, 16384, 2048, 550, 551 },
-  { 5, 16384, 8192, 552, 551 },
-  { 5, 16384, 32768, 552, 551 },
-  { 5, 32768, 1, 553, 554 },
-  { 5, 32768, 8, 553, 555 },
-  { 5, 32768, 32, 553, 555 },
-  { 5, 32768, 128, 556, 557 },
-  { 5, 32768, 512, 558, 554 },
-  { 5, 32768, 2048, 559, 554 },
-  { 5, 32768, 8192, 559, 554 },
-  { 5, 32768, 32768, 559, 554 },
-  { 5, 65536, 1, 560, 554 },
-  { 5, 65536, 8, 560, 561 },
-  { 5, 65536, 32, 560, 561 },
-  { 5, 65536, 128, 562, 554 },
-  { 5, 65536, 512, 563, 554 },
-  { 5, 65536, 2048, 562, 554 },
-  { 5, 65536, 8192, 564, 564 },
-  { 5, 65536, 32768, 564, 564 },
-  { 5, 131072, 1, 565, 554 },
-  { 5, 131072, 8, 565, 566 },
-  { 5, 131072, 32, 567, 554 },
-  { 5, 131072, 128, 568, 554 },
-  { 5, 131072, 512, 567, 554 },
-  { 5, 131072, 2048, 569, 554 },
-  { 5, 131072, 8192, 569, 554 },
-  { 5, 131072, 32768, 569, 570 },
-  { 6, 512, 1, 572, 573 },
-  { 6, 512, 8, 574, 573 },
-  { 6, 512, 32, 574, 573 },
-  { 6, 512, 128, 574, 573 },
-  { 6, 512, 512, 575, 573 },
-  { 6, 512, 2048, 576, 573 },
-  { 6, 512, 8192, 577, 573 },
-  { 6, 512, 32768, 576, 573 },
-  { 6, 768, 1, 578, 573 },
-  { 6, 768, 8, 578, 573 },
-  { 6, 768, 32, 579, 573 },
-  { 6, 768, 128, 579, 573 },
-  { 6, 768, 512, 579, 573 },
-  { 6, 768, 2048, 580, 581 },
-  { 6, 768, 8192, 582, 573 },
-  { 6, 768, 32768, 580, 573 },
-  { 6, 1024, 1, 583, 573 },
-  { 6, 1024, 8, 583, 573 },
-  { 6, 1024, 32, 584, 573 },
-  { 6, 1024, 128, 584, 573 },
-  { 6, 1024, 512, 584, 573 },
-  { 6, 1024, 2048, 585, 585 },
-  { 6, 1024, 8192, 584, 573 },
-  { 6, 1024, 32768, 584, 573 },
-  { 6, 1536, 1, 586, 573 },
-  { 6, 1536, 8, 586, 573 },
-  { 6, 1536, 32, 586, 573 },
-  { 6, 1536, 128, 587, 573 },
-  { 6, 1536, 512, 586, 573 },
-  { 6, 1536, 2048, 588, 573 },
-  { 6, 1536, 8192, 586, 573 },
-  { 6, 1536, 32768, 587, 573 },
-  { 6, 2048, 1, 589, 573 },
-  { 6, 2048, 8, 589, 573 },
-  { 6, 2048, 32, 589, 573 },
-  { 6, 2048, 128, 589, 573 },
-  { 6, 2048, 512, 589, 573 },
-  { 6, 2048, 2048, 589, 573 },
-  { 6, 2048, 8192, 589, 573 },
-  { 6, 2048, 32768, 590, 590 },
-  { 6, 2560, 1, 591, 592 },
-  { 6, 2560, 8, 591, 592 },
-  { 6, 2560, 32, 591, 592 },
-  { 6, 2560, 128, 593, 594 },
-  { 6, 2560, 512, 591, 592 },
-  { 6, 2560, 2048, 595, 592 },
-  { 6, 2560, 8192, 595, 592 },
-  { 6, 2560, 32768, 595, 592 },
-  { 6, 3072, 1, 596, 592 },
-  { 6, 3072, 8, 596, 592 },
-  { 6, 3072, 32, 597, 592 },
-  { 6, 3072, 128, 598, 594 },
-  { 6, 3072, 512, 596, 592 },
-  { 6, 3072, 2048, 597, 592 },
-  { 6, 3072, 8192, 597, 592 },
-  { 6, 3072, 32768, 596, 592 },
-  { 6, 4096, 1, 599, 592 },
-  { 6, 4096, 8, 599, 592 },
-  { 6, 4096, 32, 600, 592 },
-  { 6, 4096, 128, 601, 594 },
-  { 6, 4096, 512, 592, 592 },
-  { 6, 4096, 2048, 599, 592 },
-  { 6, 4096, 8192, 599, 592 },
-  { 6, 4096, 32768, 599, 592 },
-  { 6, 5120, 1, 602, 603 },
-  { 6, 5120, 8, 602, 603 },
-  { 6, 5120, 32, 604, 603 },
-  { 6, 5120, 128, 605, 606 },
-  { 6, 5120, 512, 607, 603 },
-  { 6, 5120, 2048, 607, 603 },
-  { 6, 5120, 8192, 608, 603 },
-  { 6, 5120, 32768, 608, 603 },
-  { 6, 6144, 1, 609, 610 },
-  { 6, 6144, 8, 609, 603 },
-  { 6, 6144, 32, 611, 603 },
-  { 6, 6144, 128, 611, 606 },
-  { 6, 6144, 512, 612, 603 },
-  { 6, 6144, 2048, 613, 603 },
-  { 6, 6144, 8192, 614, 603 },
-  { 6, 6144, 32768, 614, 603 },
-  { 6, 7168, 1, 615, 610 },
-  { 6, 7168, 8, 615, 616 },
-  { 6, 7168, 32, 617, 616 },
-  { 6, 7168, 128, 617, 618 },
-  { 6, 7168, 512, 619, 616 },
-  { 6, 7168, 2048, 620, 616 },
-  { 6, 7168, 8192, 620, 616 },
-  { 6, 7168, 32768, 621, 616 },
-  { 6, 8192, 1, 622, 616 },
-  { 6, 8192, 8, 622, 616 },
-  { 6, 8192, 32, 623, 616 },
-  { 6, 8192, 128, 624, 618 },
-  { 6, 8192, 512, 625, 616 },
-  { 6, 8192, 2048, 624, 616 },
-  { 6, 8192, 8192, 624, 616 },
-  { 6, 8192, 32768, 626, 616 },
-  { 6, 12288, 1, 627, 628 },
-  { 6, 12288, 8, 627, 629 },
-  { 6, 12288, 32, 630, 629 },
-  { 6, 12288, 128, 627, 629 },
-  { 6, 12288, 512, 631, 629 },
-  { 6, 12288, 2048, 631, 629 },
-  { 6, 12288, 8192, 632, 629 },
-  { 6, 12288, 32768, 632, 629 },
-  { 6, 16384, 1, 633, 634 },
-  { 6, 16384, 8, 633, 634 },
-  { 6, 16384, 32, 635, 634 },
-  { 6, 16384, 128, 633, 636 },
-  { 6, 16384, 512, 637, 634 },
-  { 6, 16384, 2048, 637, 634 },
-  { 6, 16384, 8192, 637, 634 },
-  { 6, 16384, 32768, 638, 634 },
-  { 6, 32768, 1, 639, 640 },
-  { 6, 32768, 8, 639, 640 },
-  { 6, 32768, 32, 641, 642 },
-  { 6, 32768, 128, 643, 640 },
-  { 6, 32768, 512, 644, 640 },
-  { 6, 32768, 2048, 643, 640 },
-  { 6, 32768, 8192, 643, 640 },
-  { 6, 32768, 32768, 645, 640 },
-  { 6, 65536, 1, 646, 640 },
-  { 6, 65536, 8, 647, 640 },
-  { 6, 65536, 32, 647, 640 },
-  { 6, 65536, 128, 648, 640 },
-  { 6, 65536, 512, 647, 640 },
-  { 6, 65536, 2048, 649, 640 },
-  { 6, 65536, 8192, 650, 640 },
-  { 6, 65536, 32768, 650, 640 },
-  { 6, 131072, 1, 651, 640 },
-  { 6, 131072, 8, 651, 652 },
-  { 6, 131072, 32, 653, 640 },
-  { 6, 131072, 128, 653, 640 },
-  { 6, 131072, 512, 654, 640 },
-  { 6, 131072, 2048, 654, 640 },
-  { 6, 131072, 8192, 655, 640 },
-  { 6, 131072, 32768, 655, 640 },
-  { 7, 512, 1, 657, 658 },
-  { 7, 512, 8, 659, 658 },
-  { 7, 512, 32, 657, 660 },
-  { 7, 512, 128, 661, 660 },
-  { 7, 512, 512, 659, 658 },
-  { 7, 512, 2048, 659, 658 },
-  { 7, 512, 8192, 662, 658 },
-  { 7, 512, 32768, 663, 663 },
-  { 7, 768, 1, 664, 664 },
-  { 7, 768, 8, 664, 664 },
-  { 7, 768, 32, 664, 664 },
-  { 7, 768, 128, 665, 665 },
-  { 7, 768, 512, 666, 666 },
-  { 7, 768, 2048, 667, 667 },
-  { 7, 768, 8192, 667, 667 },
-  { 7, 768, 32768, 667, 667 },
-  { 7, 1024, 1, 668, 658 },
-  { 7, 1024, 8, 668, 658 },
-  { 7, 1024, 32, 664, 664 },
-  { 7, 1024, 128, 665, 665 },
-  { 7, 1024, 512, 666, 666 },
-  { 7, 1024, 2048, 667, 667 },
-  { 7, 1024, 8192, 669, 658 },
-  { 7, 1024, 32768, 669, 658 },
-  { 7, 1536, 1, 670, 670 },
-  { 7, 1536, 8, 670, 670 },
-  { 7, 1536, 32, 671, 671 },
-  { 7, 1536, 128, 672, 672 },
-  { 7, 1536, 512, 672, 672 },
-  { 7, 1536, 2048, 673, 674 },
-  { 7, 1536, 8192, 674, 674 },
-  { 7, 1536, 32768, 674, 674 },
-  { 7, 2048, 1, 675, 674 },
-  { 7, 2048, 8, 670, 670 },
-  { 7, 2048, 32, 675, 676 },
-  { 7, 2048, 128, 677, 678 },
-  { 7, 2048, 512, 677, 674 },
-  { 7, 2048, 2048, 679, 674 },
-  { 7, 2048, 8192, 674, 674 },
-  { 7, 2048, 32768, 680, 680 },
-  { 7, 2560, 1, 681, 681 },
-  { 7, 2560, 8, 681, 681 },
-  { 7, 2560, 32, 682, 682 },
-  { 7, 2560, 128, 683, 683 },
-  { 7, 2560, 512, 684, 685 },
-  { 7, 2560, 2048, 686, 685 },
-  { 7, 2560, 8192, 686, 685 },
-  { 7, 2560, 32768, 680, 680 },
-  { 7, 3072, 1, 681, 681 },
-  { 7, 3072, 8, 681, 681 },
-  { 7, 3072, 32, 687, 688 },
-  { 7, 3072, 128, 683, 683 },
-  { 7, 3072, 512, 689, 685 },
-  { 7, 3072, 2048, 690, 685 },
-  { 7, 3072, 8192, 689, 685 },
-  { 7, 3072, 32768, 691, 691 },
-  { 7, 4096, 1, 692, 693 },
-  { 7, 4096, 8, 692, 693 },
-  { 7, 4096, 32, 694, 694 },
-  { 7, 4096, 128, 692, 683 },
-  { 7, 4096, 512, 695, 696 },
-  { 7, 4096, 2048, 692, 693 },
-  { 7, 4096, 8192, 695, 693 },
-  { 7, 4096, 32768, 691, 691 },
-  { 7, 5120, 1, 697, 698 },
-  { 7, 5120, 8, 699, 699 },
-  { 7, 5120, 32, 697, 699 },
-  { 7, 5120, 128, 697, 700 },
-  { 7, 5120, 512, 697, 701 },
-  { 7, 5120, 2048, 702, 698 },
-  { 7, 5120, 8192, 702, 698 },
-  { 7, 5120, 32768, 703, 703 },
-  { 7, 6144, 1, 704, 704 },
-  { 7, 6144, 8, 704, 704 },
-  { 7, 6144, 32, 705, 706 },
-  { 7, 6144, 128, 705, 706 },
-  { 7, 6144, 512, 707, 707 },
-  { 7, 6144, 2048, 708, 709 },
-  { 7, 6144, 8192, 708, 709 },
-  { 7, 6144, 32768, 710, 710 },
-  { 7, 7168, 1, 711, 711 },
-  { 7, 7168, 8, 711, 711 },
-  { 7, 7168, 32, 712, 713 },
-  { 7, 7168, 128, 714, 714 },
+  { 3, 16384, 512, 360, 359 },
+  { 3, 16384, 2048, 361, 359 },
+  { 3, 16384, 8192, 362, 359 },
+  { 3, 16384, 32768, 362, 359 },
+  { 3, 32768, 1, 363, 343 },
+  { 3, 32768, 8, 363, 364 },
+  { 3, 32768, 32, 363, 365 },
+  { 3, 32768, 128, 366, 366 },
+  { 3, 32768, 512, 367, 343 },
+  { 3, 32768, 2048, 368, 369 },
+  { 3, 32768, 8192, 368, 343 },
+  { 3, 32768, 32768, 368, 369 },
+  { 3, 65536, 1, 370, 370 },
+  { 3, 65536, 8, 371, 371 },
+  { 3, 65536, 32, 370, 370 },
+  { 3, 65536, 128, 372, 343 },
+  { 3, 65536, 512, 372, 343 },
+  { 3, 65536, 2048, 373, 343 },
+  { 3, 65536, 8192, 374, 375 },
+  { 3, 65536, 32768, 374, 375 },
+  { 3, 131072, 1, 376, 376 },
+  { 3, 131072, 8, 376, 376 },
+  { 3, 131072, 32, 377, 377 },
+  { 3, 131072, 128, 378, 343 },
+  { 3, 131072, 512, 379, 343 },
+  { 3, 131072, 2048, 379, 343 },
+  { 3, 131072, 8192, 379, 343 },
+  { 3, 131072, 32768, 379, 380 },
+  { 4, 512, 1, 382, 383 },
+  { 4, 512, 8, 384, 385 },
+  { 4, 512, 32, 384, 385 },
+  { 4, 512, 128, 384, 385 },
+  { 4, 512, 512, 386, 385 },
+  { 4, 512, 2048, 387, 385 },
+  { 4, 512, 8192, 388, 389 },
+  { 4, 512, 32768, 387, 385 },
+  { 4, 768, 1, 390, 385 },
+  { 4, 768, 8, 390, 385 },
+  { 4, 768, 32, 390, 385 },
+  { 4, 768, 128, 390, 385 },
+  { 4, 768, 512, 391, 392 },
+  { 4, 768, 2048, 393, 394 },
+  { 4, 768, 8192, 393, 385 },
+  { 4, 768, 32768, 393, 385 },
+  { 4, 1024, 1, 395, 385 },
+  { 4, 1024, 8, 395, 385 },
+  { 4, 1024, 32, 395, 385 },
+  { 4, 1024, 128, 396, 385 },
+  { 4, 1024, 512, 397, 385 },
+  { 4, 1024, 2048, 398, 394 },
+  { 4, 1024, 8192, 398, 385 },
+  { 4, 1024, 32768, 397, 392 },
+  { 4, 1536, 1, 399, 400 },
+  { 4, 1536, 8, 399, 385 },
+  { 4, 1536, 32, 399, 385 },
+  { 4, 1536, 128, 401, 400 },
+  { 4, 1536, 512, 402, 385 },
+  { 4, 1536, 2048, 403, 385 },
+  { 4, 1536, 8192, 404, 385 },
+  { 4, 1536, 32768, 402, 385 },
+  { 4, 2048, 1, 405, 385 },
+  { 4, 2048, 8, 405, 385 },
+  { 4, 2048, 32, 405, 385 },
+  { 4, 2048, 128, 405, 385 },
+  { 4, 2048, 512, 406, 385 },
+  { 4, 2048, 2048, 407, 407 },
+  { 4, 2048, 8192, 406, 385 },
+  { 4, 2048, 32768, 406, 385 },
+  { 4, 2560, 1, 408, 409 },
+  { 4, 2560, 8, 408, 410 },
+  { 4, 2560, 32, 411, 410 },
+  { 4, 2560, 128, 412, 409 },
+  { 4, 2560, 512, 413, 410 },
+  { 4, 2560, 2048, 414, 410 },
+  { 4, 2560, 8192, 415, 410 },
+  { 4, 2560, 32768, 415, 410 },
+  { 4, 3072, 1, 416, 409 },
+  { 4, 3072, 8, 416, 410 },
+  { 4, 3072, 32, 417, 410 },
+  { 4, 3072, 128, 418, 409 },
+  { 4, 3072, 512, 419, 410 },
+  { 4, 3072, 2048, 420, 410 },
+  { 4, 3072, 8192, 419, 410 },
+  { 4, 3072, 32768, 419, 410 },
+  { 4, 4096, 1, 421, 410 },
+  { 4, 4096, 8, 421, 410 },
+  { 4, 4096, 32, 422, 410 },
+  { 4, 4096, 128, 423, 424 },
+  { 4, 4096, 512, 425, 426 },
+  { 4, 4096, 2048, 425, 410 },
+  { 4, 4096, 8192, 425, 410 },
+  { 4, 4096, 32768, 425, 410 },
+  { 4, 5120, 1, 427, 428 },
+  { 4, 5120, 8, 427, 428 },
+  { 4, 5120, 32, 429, 428 },
+  { 4, 5120, 128, 427, 430 },
+  { 4, 5120, 512, 431, 428 },
+  { 4, 5120, 2048, 432, 428 },
+  { 4, 5120, 8192, 432, 428 },
+  { 4, 5120, 32768, 432, 428 },
+  { 4, 6144, 1, 433, 428 },
+  { 4, 6144, 8, 434, 428 },
+  { 4, 6144, 32, 435, 428 },
+  { 4, 6144, 128, 434, 430 },
+  { 4, 6144, 512, 436, 428 },
+  { 4, 6144, 2048, 437, 428 },
+  { 4, 6144, 8192, 437, 428 },
+  { 4, 6144, 32768, 437, 428 },
+  { 4, 7168, 1, 438, 439 },
+  { 4, 7168, 8, 438, 440 },
+  { 4, 7168, 32, 441, 440 },
+  { 4, 7168, 128, 441, 430 },
+  { 4, 7168, 512, 442, 440 },
+  { 4, 7168, 2048, 442, 440 },
+  { 4, 7168, 8192, 443, 440 },
+  { 4, 7168, 32768, 443, 440 },
+  { 4, 8192, 1, 444, 445 },
+  { 4, 8192, 8, 444, 440 },
+  { 4, 8192, 32, 446, 440 },
+  { 4, 8192, 128, 446, 445 },
+  { 4, 8192, 512, 447, 440 },
+  { 4, 8192, 2048, 448, 440 },
+  { 4, 8192, 8192, 448, 440 },
+  { 4, 8192, 32768, 449, 440 },
+  { 4, 12288, 1, 450, 451 },
+  { 4, 12288, 8, 452, 453 },
+  { 4, 12288, 32, 454, 453 },
+  { 4, 12288, 128, 450, 455 },
+  { 4, 12288, 512, 456, 453 },
+  { 4, 12288, 2048, 456, 453 },
+  { 4, 12288, 8192, 456, 453 },
+  { 4, 12288, 32768, 457, 453 },
+  { 4, 16384, 1, 458, 459 },
+  { 4, 16384, 8, 458, 460 },
+  { 4, 16384, 32, 461, 460 },
+  { 4, 16384, 128, 462, 455 },
+  { 4, 16384, 512, 463, 460 },
+  { 4, 16384, 2048, 463, 460 },
+  { 4, 16384, 8192, 464, 464 },
+  { 4, 16384, 32768, 464, 464 },
+  { 4, 32768, 1, 465, 466 },
+  { 4, 32768, 8, 465, 466 },
+  { 4, 32768, 32, 467, 467 },
+  { 4, 32768, 128, 468, 466 },
+  { 4, 32768, 512, 469, 466 },
+  { 4, 32768, 2048, 470, 471 },
+  { 4, 32768, 8192, 470, 471 },
+  { 4, 32768, 32768, 470, 471 },
+  { 4, 65536, 1, 472, 466 },
+  { 4, 65536, 8, 473, 466 },
+  { 4, 65536, 32, 472, 474 },
+  { 4, 65536, 128, 472, 466 },
+  { 4, 65536, 512, 473, 466 },
+  { 4, 65536, 2048, 475, 466 },
+  { 4, 65536, 8192, 476, 471 },
+  { 4, 65536, 32768, 476, 471 },
+  { 4, 131072, 1, 477, 466 },
+  { 4, 131072, 8, 477, 478 },
+  { 4, 131072, 32, 479, 466 },
+  { 4, 131072, 128, 480, 466 },
+  { 4, 131072, 512, 481, 466 },
+  { 4, 131072, 2048, 481, 482 },
+  { 4, 131072, 8192, 481, 482 },
+  { 4, 131072, 32768, 481, 482 },
+  { 5, 512, 1, 484, 485 },
+  { 5, 512, 8, 484, 485 },
+  { 5, 512, 32, 484, 485 },
+  { 5, 512, 128, 484, 485 },
+  { 5, 512, 512, 484, 485 },
+  { 5, 512, 2048, 486, 485 },
+  { 5, 512, 8192, 487, 488 },
+  { 5, 512, 32768, 486, 489 },
+  { 5, 768, 1, 490, 485 },
+  { 5, 768, 8, 490, 485 },
+  { 5, 768, 32, 490, 485 },
+  { 5, 768, 128, 491, 491 },
+  { 5, 768, 512, 490, 485 },
+  { 5, 768, 2048, 492, 485 },
+  { 5, 768, 8192, 493, 485 },
+  { 5, 768, 32768, 494, 485 },
+  { 5, 1024, 1, 495, 485 },
+  { 5, 1024, 8, 495, 485 },
+  { 5, 1024, 32, 495, 485 },
+  { 5, 1024, 128, 495, 485 },
+  { 5, 1024, 512, 495, 485 },
+  { 5, 1024, 2048, 496, 497 },
+  { 5, 1024, 8192, 498, 485 },
+  { 5, 1024, 32768, 498, 499 },
+  { 5, 1536, 1, 500, 485 },
+  { 5, 1536, 8, 501, 501 },
+  { 5, 1536, 32, 500, 485 },
+  { 5, 1536, 128, 501, 501 },
+  { 5, 1536, 512, 500, 485 },
+  { 5, 1536, 2048, 502, 503 },
+  { 5, 1536, 8192, 504, 505 },
+  { 5, 1536, 32768, 504, 505 },
+  { 5, 2048, 1, 506, 485 },
+  { 5, 2048, 8, 506, 485 },
+  { 5, 2048, 32, 506, 485 },
+  { 5, 2048, 128, 501, 501 },
+  { 5, 2048, 512, 506, 485 },
+  { 5, 2048, 2048, 507, 485 },
+  { 5, 2048, 8192, 508, 508 },
+  { 5, 2048, 32768, 508, 508 },
+  { 5, 2560, 1, 509, 509 },
+  { 5, 2560, 8, 509, 509 },
+  { 5, 2560, 32, 509, 509 },
+  { 5, 2560, 128, 509, 509 },
+  { 5, 2560, 512, 510, 511 },
+  { 5, 2560, 2048, 512, 511 },
+  { 5, 2560, 8192, 513, 514 },
+  { 5, 2560, 32768, 513, 514 },
+  { 5, 3072, 1, 515, 516 },
+  { 5, 3072, 8, 515, 516 },
+  { 5, 3072, 32, 509, 509 },
+  { 5, 3072, 128, 509, 509 },
+  { 5, 3072, 512, 515, 511 },
+  { 5, 3072, 2048, 517, 511 },
+  { 5, 3072, 8192, 518, 514 },
+  { 5, 3072, 32768, 518, 514 },
+  { 5, 4096, 1, 519, 511 },
+  { 5, 4096, 8, 520, 511 },
+  { 5, 4096, 32, 521, 511 },
+  { 5, 4096, 128, 519, 509 },
+  { 5, 4096, 512, 522, 511 },
+  { 5, 4096, 2048, 522, 511 },
+  { 5, 4096, 8192, 522, 511 },
+  { 5, 4096, 32768, 523, 523 },
+  { 5, 5120, 1, 524, 525 },
+  { 5, 5120, 8, 524, 526 },
+  { 5, 5120, 32, 527, 527 },
+  { 5, 5120, 128, 527, 527 },
+  { 5, 5120, 512, 528, 526 },
+  { 5, 5120, 2048, 528, 526 },
+  { 5, 5120, 8192, 528, 526 },
+  { 5, 5120, 32768, 526, 526 },
+  { 5, 6144, 1, 529, 529 },
+  { 5, 6144, 8, 530, 526 },
+  { 5, 6144, 32, 529, 529 },
+  { 5, 6144, 128, 529, 529 },
+  { 5, 6144, 512, 526, 526 },
+  { 5, 6144, 2048, 531, 526 },
+  { 5, 6144, 8192, 531, 526 },
+  { 5, 6144, 32768, 532, 526 },
+  { 5, 7168, 1, 533, 525 },
+  { 5, 7168, 8, 533, 534 },
+  { 5, 7168, 32, 529, 529 },
+  { 5, 7168, 128, 529, 529 },
+  { 5, 7168, 512, 535, 534 },
+  { 5, 7168, 2048, 535, 534 },
+  { 5, 7168, 8192, 535, 534 },
+  { 5, 7168, 32768, 535, 534 },
+  { 5, 8192, 1, 536, 537 },
+  { 5, 8192, 8, 536, 537 },
+  { 5, 8192, 32, 529, 529 },
+  { 5, 8192, 128, 538, 537 },
+  { 5, 8192, 512, 539, 534 },
+  { 5, 8192, 2048, 539, 534 },
+  { 5, 8192, 8192, 539, 534 },
+  { 5, 8192, 32768, 540, 534 },
+  { 5, 12288, 1, 541, 542 },
+  { 5, 12288, 8, 541, 543 },
+  { 5, 12288, 32, 544, 542 },
+  { 5, 12288, 128, 541, 543 },
+  { 5, 12288, 512, 545, 543 },
+  { 5, 12288, 2048, 546, 543 },
+  { 5, 12288, 8192, 546, 543 },
+  { 5, 12288, 32768, 547, 543 },
+  { 5, 16384, 1, 548, 549 },
+  { 5, 16384, 8, 548, 549 },
+  { 5, 16384, 32, 550, 542 },
+  { 5, 16384, 128, 551, 552 },
+  { 5, 16384, 512, 553, 554 },
+  { 5, 16384, 2048, 555, 556 },
+  { 5, 16384, 8192, 557, 556 },
+  { 5, 16384, 32768, 557, 556 },
+  { 5, 32768, 1, 558, 559 },
+  { 5, 32768, 8, 558, 560 },
+  { 5, 32768, 32, 558, 560 },
+  { 5, 32768, 128, 561, 562 },
+  { 5, 32768, 512, 563, 559 },
+  { 5, 32768, 2048, 564, 559 },
+  { 5, 32768, 8192, 564, 559 },
+  { 5, 32768, 32768, 564, 559 },
+  { 5, 65536, 1, 565, 559 },
+  { 5, 65536, 8, 565, 566 },
+  { 5, 65536, 32, 565, 566 },
+  { 5, 65536, 128, 567, 559 },
+  { 5, 65536, 512, 567, 559 },
+  { 5, 65536, 2048, 567, 559 },
+  { 5, 65536, 8192, 568, 568 },
+  { 5, 65536, 32768, 568, 568 },
+  { 5, 131072, 1, 569, 559 },
+  { 5, 131072, 8, 569, 570 },
+  { 5, 131072, 32, 571, 559 },
+  { 5, 131072, 128, 571, 559 },
+  { 5, 131072, 512, 572, 559 },
+  { 5, 131072, 2048, 573, 559 },
+  { 5, 131072, 8192, 573, 559 },
+  { 5, 131072, 32768, 573, 574 },
+  { 6, 512, 1, 576, 577 },
+  { 6, 512, 8, 578, 577 },
+  { 6, 512, 32, 578, 577 },
+  { 6, 512, 128, 579, 577 },
+  { 6, 512, 512, 580, 577 },
+  { 6, 512, 2048, 579, 577 },
+  { 6, 512, 8192, 581, 577 },
+  { 6, 512, 32768, 579, 577 },
+  { 6, 768, 1, 582, 577 },
+  { 6, 768, 8, 582, 577 },
+  { 6, 768, 32, 583, 577 },
+  { 6, 768, 128, 584, 577 },
+  { 6, 768, 512, 585, 585 },
+  { 6, 768, 2048, 583, 586 },
+  { 6, 768, 8192, 587, 577 },
+  { 6, 768, 32768, 583, 577 },
+  { 6, 1024, 1, 588, 577 },
+  { 6, 1024, 8, 588, 577 },
+  { 6, 1024, 32, 589, 577 },
+  { 6, 1024, 128, 589, 577 },
+  { 6, 1024, 512, 589, 577 },
+  { 6, 1024, 2048, 590, 590 },
+  { 6, 1024, 8192, 589, 577 },
+  { 6, 1024, 32768, 589, 577 },
+  { 6, 1536, 1, 591, 577 },
+  { 6, 1536, 8, 591, 577 },
+  { 6, 1536, 32, 591, 577 },
+  { 6, 1536, 128, 592, 577 },
+  { 6, 1536, 512, 591, 577 },
+  { 6, 1536, 2048, 593, 577 },
+  { 6, 1536, 8192, 591, 577 },
+  { 6, 1536, 32768, 591, 577 },
+  { 6, 2048, 1, 594, 577 },
+  { 6, 2048, 8, 594, 577 },
+  { 6, 2048, 32, 594, 577 },
+  { 6, 2048, 128, 595, 577 },
+  { 6, 2048, 512, 594, 577 },
+  { 6, 2048, 2048, 594, 577 },
+  { 6, 2048, 8192, 595, 577 },
+  { 6, 2048, 32768, 595, 577 },
+  { 6, 2560, 1, 596, 597 },
+  { 6, 2560, 8, 596, 597 },
+  { 6, 2560, 32, 598, 597 },
+  { 6, 2560, 128, 598, 599 },
+  { 6, 2560, 512, 596, 597 },
+  { 6, 2560, 2048, 600, 597 },
+  { 6, 2560, 8192, 600, 597 },
+  { 6, 2560, 32768, 600, 597 },
+  { 6, 3072, 1, 601, 597 },
+  { 6, 3072, 8, 601, 597 },
+  { 6, 3072, 32, 602, 597 },
+  { 6, 3072, 128, 603, 599 },
+  { 6, 3072, 512, 601, 597 },
+  { 6, 3072, 2048, 602, 597 },
+  { 6, 3072, 8192, 602, 597 },
+  { 6, 3072, 32768, 601, 597 },
+  { 6, 4096, 1, 604, 597 },
+  { 6, 4096, 8, 604, 597 },
+  { 6, 4096, 32, 605, 597 },
+  { 6, 4096, 128, 606, 599 },
+  { 6, 4096, 512, 597, 597 },
+  { 6, 4096, 2048, 604, 597 },
+  { 6, 4096, 8192, 604, 597 },
+  { 6, 4096, 32768, 607, 597 },
+  { 6, 5120, 1, 608, 609 },
+  { 6, 5120, 8, 608, 609 },
+  { 6, 5120, 32, 610, 609 },
+  { 6, 5120, 128, 610, 611 },
+  { 6, 5120, 512, 612, 609 },
+  { 6, 5120, 2048, 612, 609 },
+  { 6, 5120, 8192, 613, 609 },
+  { 6, 5120, 32768, 613, 609 },
+  { 6, 6144, 1, 614, 615 },
+  { 6, 6144, 8, 616, 609 },
+  { 6, 6144, 32, 617, 609 },
+  { 6, 6144, 128, 617, 618 },
+  { 6, 6144, 512, 619, 609 },
+  { 6, 6144, 2048, 616, 609 },
+  { 6, 6144, 8192, 620, 609 },
+  { 6, 6144, 32768, 620, 609 },
+  { 6, 7168, 1, 621, 615 },
+  { 6, 7168, 8, 621, 622 },
+  { 6, 7168, 32, 623, 622 },
+  { 6, 7168, 128, 623, 618 },
+  { 6, 7168, 512, 624, 622 },
+  { 6, 7168, 2048, 625, 622 },
+  { 6, 7168, 8192, 625, 622 },
+  { 6, 7168, 32768, 626, 622 },
+  { 6, 8192, 1, 627, 622 },
+  { 6, 8192, 8, 627, 622 },
+  { 6, 8192, 32, 628, 622 },
+  { 6, 8192, 128, 629, 618 },
+  { 6, 8192, 512, 630, 622 },
+  { 6, 8192, 2048, 629, 622 },
+  { 6, 8192, 8192, 629, 622 },
+  { 6, 8192, 32768, 631, 622 },
+  { 6, 12288, 1, 632, 633 },
+  { 6, 12288, 8, 632, 634 },
+  { 6, 12288, 32, 635, 634 },
+  { 6, 12288, 128, 632, 634 },
+  { 6, 12288, 512, 636, 634 },
+  { 6, 12288, 2048, 636, 634 },
+  { 6, 12288, 8192, 637, 634 },
+  { 6, 12288, 32768, 637, 634 },
+  { 6, 16384, 1, 638, 639 },
+  { 6, 16384, 8, 638, 639 },
+  { 6, 16384, 32, 640, 639 },
+  { 6, 16384, 128, 638, 641 },
+  { 6, 16384, 512, 642, 639 },
+  { 6, 16384, 2048, 642, 639 },
+  { 6, 16384, 8192, 642, 639 },
+  { 6, 16384, 32768, 643, 639 },
+  { 6, 32768, 1, 644, 645 },
+  { 6, 32768, 8, 644, 645 },
+  { 6, 32768, 32, 646, 647 },
+  { 6, 32768, 128, 648, 645 },
+  { 6, 32768, 512, 649, 645 },
+  { 6, 32768, 2048, 648, 645 },
+  { 6, 32768, 8192, 648, 645 },
+  { 6, 32768, 32768, 650, 645 },
+  { 6, 65536, 1, 651, 645 },
+  { 6, 65536, 8, 652, 645 },
+  { 6, 65536, 32, 652, 645 },
+  { 6, 65536, 128, 653, 645 },
+  { 6, 65536, 512, 652, 645 },
+  { 6, 65536, 2048, 654, 645 },
+  { 6, 65536, 8192, 655, 645 },
+  { 6, 65536, 32768, 655, 645 },
+  { 6, 131072, 1, 656, 645 },
+  { 6, 131072, 8, 656, 657 },
+  { 6, 131072, 32, 658, 645 },
+  { 6, 131072, 128, 658, 645 },
+  { 6, 131072, 512, 659, 645 },
+  { 6, 131072, 2048, 659, 645 },
+  { 6, 131072, 8192, 660, 645 },
+  { 6, 131072, 32768, 660, 645 },
+  { 7, 512, 1, 662, 663 },
+  { 7, 512, 8, 662, 663 },
+  { 7, 512, 32, 662, 664 },
+  { 7, 512, 128, 662, 663 },
+  { 7, 512, 512, 665, 663 },
+  { 7, 512, 2048, 665, 663 },
+  { 7, 512, 8192, 666, 663 },
+  { 7, 512, 32768, 667, 667 },
+  { 7, 768, 1, 668, 668 },
+  { 7, 768, 8, 668, 668 },
+  { 7, 768, 32, 668, 668 },
+  { 7, 768, 128, 668, 668 },
+  { 7, 768, 512, 669, 669 },
+  { 7, 768, 2048, 670, 670 },
+  { 7, 768, 8192, 670, 670 },
+  { 7, 768, 32768, 670, 670 },
+  { 7, 1024, 1, 671, 663 },
+  { 7, 1024, 8, 671, 663 },
+  { 7, 1024, 32, 668, 668 },
+  { 7, 1024, 128, 671, 668 },
+  { 7, 1024, 512, 669, 669 },
+  { 7, 1024, 2048, 670, 670 },
+  { 7, 1024, 8192, 672, 663 },
+  { 7, 1024, 32768, 672, 663 },
+  { 7, 1536, 1, 673, 673 },
+  { 7, 1536, 8, 673, 673 },
+  { 7, 1536, 32, 674, 674 },
+  { 7, 1536, 128, 675, 675 },
+  { 7, 1536, 512, 675, 675 },
+  { 7, 1536, 2048, 676, 677 },
+  { 7, 1536, 8192, 677, 677 },
+  { 7, 1536, 32768, 677, 677 },
+  { 7, 2048, 1, 678, 677 },
+  { 7, 2048, 8, 673, 673 },
+  { 7, 2048, 32, 678, 679 },
+  { 7, 2048, 128, 675, 675 },
+  { 7, 2048, 512, 675, 675 },
+  { 7, 2048, 2048, 680, 677 },
+  { 7, 2048, 8192, 677, 677 },
+  { 7, 2048, 32768, 681, 681 },
+  { 7, 2560, 1, 682, 682 },
+  { 7, 2560, 8, 683, 684 },
+  { 7, 2560, 32, 685, 685 },
+  { 7, 2560, 128, 686, 686 },
+  { 7, 2560, 512, 687, 684 },
+  { 7, 2560, 2048, 688, 684 },
+  { 7, 2560, 8192, 688, 684 },
+  { 7, 2560, 32768, 681, 681 },
+  { 7, 3072, 1, 682, 682 },
+  { 7, 3072, 8, 686, 686 },
+  { 7, 3072, 32, 689, 690 },
+  { 7, 3072, 128, 686, 686 },
+  { 7, 3072, 512, 691, 684 },
+  { 7, 3072, 2048, 692, 684 },
+  { 7, 3072, 8192, 691, 684 },
+  { 7, 3072, 32768, 693, 693 },
+  { 7, 4096, 1, 694, 695 },
+  { 7, 4096, 8, 694, 695 },
+  { 7, 4096, 32, 694, 695 },
+  { 7, 4096, 128, 694, 696 },
+  { 7, 4096, 512, 697, 696 },
+  { 7, 4096, 2048, 694, 695 },
+  { 7, 4096, 8192, 697, 695 },
+  { 7, 4096, 32768, 693, 693 },
+  { 7, 5120, 1, 698, 699 },
+  { 7, 5120, 8, 698, 700 },
+  { 7, 5120, 32, 701, 701 },
+  { 7, 5120, 128, 698, 702 },
+  { 7, 5120, 512, 698, 699 },
+  { 7, 5120, 2048, 703, 699 },
+  { 7, 5120, 8192, 703, 699 },
+  { 7, 5120, 32768, 704, 704 },
+  { 7, 6144, 1, 705, 705 },
+  { 7, 6144, 8, 705, 705 },
+  { 7, 6144, 32, 706, 707 },
+  { 7, 6144, 128, 706, 702 },
+  { 7, 6144, 512, 708, 709 },
+  { 7, 6144, 2048, 710, 711 },
+  { 7, 6144, 8192, 710, 711 },
+  { 7, 6144, 32768, 712, 712 },
+  { 7, 7168, 1, 713, 713 },
+  { 7, 7168, 8, 713, 713 },
+  { 7, 7168, 32, 714, 707 },
+  { 7, 7168, 128, 707, 707 },
   { 7, 7168, 512, 715, 715 },
   { 7, 7168, 2048, 716, 716 },
-  { 7, 7168, 8192, 710, 710 },
-  { 7, 7168, 32768, 710, 710 },
+  { 7, 7168, 8192, 712, 712 },
+  { 7, 7168, 32768, 712, 712 },
   { 7, 8192, 1, 717, 717 },
-  { 7, 8192, 8, 717, 717 },
-  { 7, 8192, 32, 718, 717 },
-  { 7, 8192, 128, 714, 714 },
-  { 7, 8192, 512, 719, 720 },
+  { 7, 8192, 8, 718, 718 },
+  { 7, 8192, 32, 719, 707 },
+  { 7, 8192, 128, 707, 707 },
+  { 7, 8192, 512, 720, 721 },
   { 7, 8192, 2048, 716, 716 },
-  { 7, 8192, 8192, 721, 720 },
-  { 7, 8192, 32768, 721, 720 },
-  { 7, 12288, 1, 722, 722 },
-  { 7, 12288, 8, 722, 722 },
-  { 7, 12288, 32, 723, 723 },
-  { 7, 12288, 128, 722, 722 },
-  { 7, 12288, 512, 724, 725 },
-  { 7, 12288, 2048, 726, 727 },
-  { 7, 12288, 8192, 728, 728 },
-  { 7, 12288, 32768, 728, 728 },
-  { 7, 16384, 1, 729, 730 },
-  { 7, 16384, 8, 731, 731 },
-  { 7, 16384, 32, 732, 733 },
-  { 7, 16384, 128, 732, 730 },
+  { 7, 8192, 8192, 722, 721 },
+  { 7, 8192, 32768, 722, 721 },
+  { 7, 12288, 1, 723, 723 },
+  { 7, 12288, 8, 723, 723 },
+  { 7, 12288, 32, 724, 725 },
+  { 7, 12288, 128, 723, 723 },
+  { 7, 12288, 512, 726, 726 },
+  { 7, 12288, 2048, 727, 728 },
+  { 7, 12288, 8192, 729, 729 },
+  { 7, 12288, 32768, 729, 729 },
+  { 7, 16384, 1, 730, 731 },
+  { 7, 16384, 8, 732, 732 },
+  { 7, 16384, 32, 733, 733 },
+  { 7, 16384, 128, 732, 732 },
   { 7, 16384, 512, 734, 735 },
-  { 7, 16384, 2048, 736, 730 },
-  { 7, 16384, 8192, 728, 728 },
-  { 7, 16384, 32768, 728, 728 },
+  { 7, 16384, 2048, 736, 731 },
+  { 7, 16384, 8192, 729, 729 },
+  { 7, 16384, 32768, 729, 729 },
   { 7, 32768, 1, 737, 737 },
   { 7, 32768, 8, 737, 737 },
   { 7, 32768, 32, 738, 738 },
   { 7, 32768, 128, 739, 740 },
-  { 7, 32768, 512, 739, 740 },
-  { 7, 32768, 2048, 741, 742 },
-  { 7, 32768, 8192, 741, 743 },
-  { 7, 32768, 32768, 741, 742 },
-  { 7, 65536, 1, 744, 744 },
-  { 7, 65536, 8, 745, 746 },
-  { 7, 65536, 32, 747, 691 },
-  { 7, 65536, 128, 748, 691 },
-  { 7, 65536, 512, 749, 750 },
-  { 7, 65536, 2048, 751, 691 },
-  { 7, 65536, 8192, 752, 691 },
-  { 7, 65536, 32768, 752, 691 },
-  { 7, 131072, 1, 753, 754 },
-  { 7, 131072, 8, 755, 755 },
-  { 7, 131072, 32, 756, 691 },
-  { 7, 131072, 128, 756, 691 },
-  { 7, 131072, 512, 756, 691 },
-  { 7, 131072, 2048, 756, 691 },
-  { 7, 131072, 8192, 757, 691 },
-  { 7, 131072, 32768, 757, 691 },
-  { 8, 512, 1, 759, 760 },
-  { 8, 512, 8, 759, 760 },
-  { 8, 512, 32, 759, 760 },
-  { 8, 512, 128, 759, 760 },
-  { 8, 512, 512, 761, 760 },
-  { 8, 512, 2048, 762, 760 },
+  { 7, 32768, 512, 741, 740 },
+  { 7, 32768, 2048, 742, 743 },
+  { 7, 32768, 8192, 742, 744 },
+  { 7, 32768, 32768, 742, 743 },
+  { 7, 65536, 1, 745, 745 },
+  { 7, 65536, 8, 746, 746 },
+  { 7, 65536, 32, 747, 748 },
+  { 7, 65536, 128, 749, 748 },
+  { 7, 65536, 512, 750, 748 },
+  { 7, 65536, 2048, 751, 693 },
+  { 7, 65536, 8192, 752, 693 },
+  { 7, 65536, 32768, 752, 693 },
+  { 7, 131072, 1, 753, 753 },
+  { 7, 131072, 8, 754, 754 },
+  { 7, 131072, 32, 755, 693 },
+  { 7, 131072, 128, 755, 693 },
+  { 7, 131072, 512, 755, 693 },
+  { 7, 131072, 2048, 755, 693 },
+  { 7, 131072, 8192, 756, 693 },
+  { 7, 131072, 32768, 756, 693 },
+  { 8, 512, 1, 758, 759 },
+  { 8, 512, 8, 758, 759 },
+  { 8, 512, 32, 758, 759 },
+  { 8, 512, 128, 760, 759 },
+  { 8, 512, 512, 761, 759 },
+  { 8, 512, 2048, 762, 759 },
   { 8, 512, 8192, 763, 763 },
   { 8, 512, 32768, 763, 763 },
   { 8, 768, 1, 764, 765 },
   { 8, 768, 8, 764, 765 },
   { 8, 768, 32, 764, 765 },
-  { 8, 768, 128, 764, 765 },
-  { 8, 768, 512, 764, 760 },
-  { 8, 768, 2048, 766, 760 },
-  { 8, 768, 8192, 767, 767 },
-  { 8, 768, 32768, 767, 767 },
-  { 8, 1024, 1, 768, 760 },
-  { 8, 1024, 8, 768, 760 },
-  { 8, 1024, 32, 768, 765 },
-  { 8, 1024, 128, 768, 760 },
-  { 8, 1024, 512, 769, 760 },
-  { 8, 1024, 2048, 769, 760 },
-  { 8, 1024, 8192, 767, 767 },
-  { 8, 1024, 32768, 767, 767 },
-  { 8, 1536, 1, 770, 771 },
-  { 8, 1536, 8, 770, 772 },
-  { 8, 1536, 32, 773, 772 },
-  { 8, 1536, 128, 770, 774 },
-  { 8, 1536, 512, 775, 775 },
-  { 8, 1536, 2048, 770, 776 },
-  { 8, 1536, 8192, 775, 775 },
-  { 8, 1536, 32768, 775, 775 },
-  { 8, 2048, 1, 777, 772 },
-  { 8, 2048, 8, 777, 772 },
-  { 8, 2048, 32, 777, 776 },
-  { 8, 2048, 128, 778, 774 },
-  { 8, 2048, 512, 775, 775 },
-  { 8, 2048, 2048, 775, 775 },
-  { 8, 2048, 8192, 779, 776 },
-  { 8, 2048, 32768, 779, 780 },
-  { 8, 2560, 1, 781, 782 },
-  { 8, 2560, 8, 781, 782 },
-  { 8, 2560, 32, 783, 782 },
-  { 8, 2560, 128, 784, 784 },
-  { 8, 2560, 512, 781, 782 },
-  { 8, 2560, 2048, 785, 785 },
-  { 8, 2560, 8192, 786, 782 },
-  { 8, 2560, 32768, 786, 782 },
-  { 8, 3072, 1, 787, 782 },
-  { 8, 3072, 8, 787, 788 },
-  { 8, 3072, 32, 789, 789 },
-  { 8, 3072, 128, 784, 784 },
-  { 8, 3072, 512, 790, 782 },
-  { 8, 3072, 2048, 785, 785 },
-  { 8, 3072, 8192, 785, 785 },
-  { 8, 3072, 32768, 791, 782 },
-  { 8, 4096, 1, 792, 792 },
-  { 8, 4096, 8, 793, 794 },
-  { 8, 4096, 32, 793, 795 },
-  { 8, 4096, 128, 793, 788 },
-  { 8, 4096, 512, 793, 794 },
+  { 8, 768, 128, 764, 766 },
+  { 8, 768, 512, 764, 767 },
+  { 8, 768, 2048, 768, 759 },
+  { 8, 768, 8192, 769, 769 },
+  { 8, 768, 32768, 769, 769 },
+  { 8, 1024, 1, 770, 759 },
+  { 8, 1024, 8, 770, 759 },
+  { 8, 1024, 32, 770, 765 },
+  { 8, 1024, 128, 771, 767 },
+  { 8, 1024, 512, 772, 767 },
+  { 8, 1024, 2048, 772, 767 },
+  { 8, 1024, 8192, 769, 769 },
+  { 8, 1024, 32768, 769, 769 },
+  { 8, 1536, 1, 773, 774 },
+  { 8, 1536, 8, 773, 775 },
+  { 8, 1536, 32, 776, 775 },
+  { 8, 1536, 128, 773, 774 },
+  { 8, 1536, 512, 777, 777 },
+  { 8, 1536, 2048, 773, 778 },
+  { 8, 1536, 8192, 777, 777 },
+  { 8, 1536, 32768, 777, 777 },
+  { 8, 2048, 1, 779, 775 },
+  { 8, 2048, 8, 779, 775 },
+  { 8, 2048, 32, 779, 778 },
+  { 8, 2048, 128, 780, 774 },
+  { 8, 2048, 512, 777, 777 },
+  { 8, 2048, 2048, 777, 777 },
+  { 8, 2048, 8192, 781, 778 },
+  { 8, 2048, 32768, 781, 778 },
+  { 8, 2560, 1, 782, 783 },
+  { 8, 2560, 8, 782, 783 },
+  { 8, 2560, 32, 784, 784 },
+  { 8, 2560, 128, 785, 785 },
+  { 8, 2560, 512, 782, 783 },
+  { 8, 2560, 2048, 786, 786 },
+  { 8, 2560, 8192, 787, 783 },
+  { 8, 2560, 32768, 787, 783 },
+  { 8, 3072, 1, 788, 783 },
+  { 8, 3072, 8, 785, 785 },
+  { 8, 3072, 32, 784, 784 },
+  { 8, 3072, 128, 785, 785 },
+  { 8, 3072, 512, 789, 783 },
+  { 8, 3072, 2048, 786, 786 },
+  { 8, 3072, 8192, 786, 786 },
+  { 8, 3072, 32768, 790, 783 },
+  { 8, 4096, 1, 791, 791 },
+  { 8, 4096, 8, 792, 793 },
+  { 8, 4096, 32, 794, 795 },
+  { 8, 4096, 128, 792, 785 },
+  { 8, 4096, 512, 792, 793 },
   { 8, 4096, 2048, 796, 796 },
   { 8, 4096, 8192, 796, 796 },
-  { 8, 4096, 32768, 797, 794 },
+  { 8, 4096, 32768, 797, 793 },
   { 8, 5120, 1, 798, 798 },
   { 8, 5120, 8, 799, 798 },
-  { 8, 5120, 32, 799, 800 },
-  { 8, 5120, 128, 799, 800 },
+  { 8, 5120, 32, 800, 801 },
+  { 8, 5120, 128, 800, 801 },
   { 8, 5120, 512, 799, 801 },
   { 8, 5120, 2048, 796, 796 },
   { 8, 5120, 8192, 796, 796 },
-  { 8, 5120, 32768, 802, 801 },
+  { 8, 5120, 32768, 802, 803 },
   { 8, 6144, 1, 798, 798 },
-  { 8, 6144, 8, 803, 798 },
-  { 8, 6144, 32, 803, 800 },
-  { 8, 6144, 128, 803, 800 },
-  { 8, 6144, 512, 803, 800 },
+  { 8, 6144, 8, 804, 798 },
+  { 8, 6144, 32, 804, 801 },
+  { 8, 6144, 128, 804, 801 },
+  { 8, 6144, 512, 804, 801 },
   { 8, 6144, 2048, 796, 796 },
-  { 8, 6144, 8192, 804, 805 },
-  { 8, 6144, 32768, 806, 805 },
-  { 8, 7168, 1, 807, 808 },
-  { 8, 7168, 8, 807, 809 },
-  { 8, 7168, 32, 810, 811 },
-  { 8, 7168, 128, 810, 808 },
-  { 8, 7168, 512, 810, 780 },
+  { 8, 6144, 8192, 805, 806 },
+  { 8, 6144, 32768, 807, 806 },
+  { 8, 7168, 1, 808, 809 },
+  { 8, 7168, 8, 808, 810 },
+  { 8, 7168, 32, 811, 812 },
+  { 8, 7168, 128, 811, 809 },
+  { 8, 7168, 512, 811, 813 },
   { 8, 7168, 2048, 796, 796 },
   { 8, 7168, 8192, 796, 796 },
-  { 8, 7168, 32768, 812, 813 },
-  { 8, 8192, 1, 814, 814 },
-  { 8, 8192, 8, 815, 815 },
-  { 8, 8192, 32, 816, 817 },
-  { 8, 8192, 128, 818, 808 },
-  { 8, 8192, 512, 816, 819 },
-  { 8, 8192, 2048, 820, 820 },
-  { 8, 8192, 8192, 821, 819 },
-  { 8, 8192, 32768, 821, 819 },
-  { 8, 12288, 1, 822, 822 },
-  { 8, 12288, 8, 822, 822 },
-  { 8, 12288, 32, 823, 823 },
-  { 8, 12288, 128, 824, 824 },
-  { 8, 12288, 512, 824, 824 },
-  { 8, 12288, 2048, 825, 826 },
-  { 8, 12288, 8192, 825, 826 },
-  { 8, 12288, 32768, 827, 827 },
-  { 8, 16384, 1, 828, 829 },
-  { 8, 16384, 8, 828, 829 },
-  { 8, 16384, 32, 828, 830 },
-  { 8, 16384, 128, 831, 831 },
-  { 8, 16384, 512, 832, 833 },
-  { 8, 16384, 2048, 832, 834 },
-  { 8, 16384, 8192, 832, 834 },
-  { 8, 16384, 32768, 832, 834 },
-  { 8, 32768, 1, 835, 836 },
-  { 8, 32768, 8, 837, 837 },
-  { 8, 32768, 32, 835, 838 },
-  { 8, 32768, 128, 835, 836 },
-  { 8, 32768, 512, 839, 839 },
-  { 8, 32768, 2048, 839, 839 },
-  { 8, 32768, 8192, 839, 839 },
-  { 8, 32768, 32768, 839, 839 },
-  { 8, 65536, 1, 840, 840 },
-  { 8, 65536, 8, 840, 840 },
-  { 8, 65536, 32, 841, 841 },
-  { 8, 65536, 128, 842, 843 },
-  { 8, 65536, 512, 839, 839 },
-  { 8, 65536, 2048, 839, 839 },
-  { 8, 65536, 8192, 844, 845 },
-  { 8, 65536, 32768, 844, 845 },
-  { 8, 131072, 1, 846, 846 },
-  { 8, 131072, 8, 847, 847 },
-  { 8, 131072, 32, 848, 849 },
-  { 8, 131072, 128, 848, 849 },
-  { 8, 131072, 512, 848, 849 },
-  { 8, 131072, 2048, 850, 850 },
-  { 8, 131072, 8192, 850, 850 },
-  { 8, 131072, 32768, 850, 850 },
+  { 8, 7168, 32768, 814, 815 },
+  { 8, 8192, 1, 816, 816 },
+  { 8, 8192, 8, 817, 817 },
+  { 8, 8192, 32, 818, 819 },
+  { 8, 8192, 128, 820, 809 },
+  { 8, 8192, 512, 796, 796 },
+  { 8, 8192, 2048, 821, 821 },
+  { 8, 8192, 8192, 822, 823 },
+  { 8, 8192, 32768, 822, 823 },
+  { 8, 12288, 1, 824, 824 },
+  { 8, 12288, 8, 824, 824 },
+  { 8, 12288, 32, 825, 826 },
+  { 8, 12288, 128, 827, 828 },
+  { 8, 12288, 512, 829, 830 },
+  { 8, 12288, 2048, 829, 830 },
+  { 8, 12288, 8192, 829, 830 },
+  { 8, 12288, 32768, 831, 831 },
+  { 8, 16384, 1, 832, 832 },
+  { 8, 16384, 8, 833, 834 },
+  { 8, 16384, 32, 832, 832 },
+  { 8, 16384, 128, 835, 835 },
+  { 8, 16384, 512, 836, 836 },
+  { 8, 16384, 2048, 837, 838 },
+  { 8, 16384, 8192, 837, 838 },
+  { 8, 16384, 32768, 837, 838 },
+  { 8, 32768, 1, 839, 840 },
+  { 8, 32768, 8, 841, 841 },
+  { 8, 32768, 32, 839, 842 },
+  { 8, 32768, 128, 841, 841 },
+  { 8, 32768, 512, 843, 843 },
+  { 8, 32768, 2048, 843, 843 },
+  { 8, 32768, 8192, 843, 843 },
+  { 8, 32768, 32768, 843, 843 },
+  { 8, 65536, 1, 844, 844 },
+  { 8, 65536, 8, 845, 845 },
+  { 8, 65536, 32, 845, 845 },
+  { 8, 65536, 128, 845, 845 },
+  { 8, 65536, 512, 845, 845 },
+  { 8, 65536, 2048, 843, 843 },
+  { 8, 65536, 8192, 846, 847 },
+  { 8, 65536, 32768, 846, 847 },
+  { 8, 131072, 1, 848, 848 },
+  { 8, 131072, 8, 849, 849 },
+  { 8, 131072, 32, 850, 851 },
+  { 8, 131072, 128, 849, 849 },
+  { 8, 131072, 512, 850, 851 },
+  { 8, 131072, 2048, 852, 852 },
+  { 8, 131072, 8192, 852, 852 },
+  { 8, 131072, 32768, 852, 852 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
