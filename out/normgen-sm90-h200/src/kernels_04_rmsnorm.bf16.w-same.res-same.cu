@@ -81,25 +81,18 @@ normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1.h768
+// regs.t128.v8.tpr64.i2.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_6300e0df9c9c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768>(p);
 }
 
-// regs.t128.v8.tpr128.i1
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d59b0ef06ad3(const NormgenFwdParams p) {
+// regs.t512.v8.tpr64.i2.h768
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
-}
-
-// regs.t256.v8.tpr128.i1.h768
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_bf023ecbfa7d(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768>(p);
+  normgen::regs_kernel<Config, 512, 8, 64, 2, 1, 768>(p);
 }
 
 // regs.t256.v8.tpr128.i1
@@ -284,13 +277,6 @@ normgen_rmsnorm_fwd_4a19040426a8(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
 }
 
-// ring.t128.v8.tpr128.i3.s3.sw.h3072
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_dc56fedad5bf(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, 3072>(p);
-}
-
 // regs.t256.v8.tpr256.i1.c2.early.h4096
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p) {
@@ -319,11 +305,11 @@ normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 0, true>(p);
 }
 
-// smem.t512.v8.tpr512.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_e455b35db2a5(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i2.s2.sw.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_ae6f350ba7ee(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 4096>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 2, 1, 2, true, false, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c2
@@ -331,6 +317,13 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 0>(p);
+}
+
+// regs.t512.v8.tpr512.i1.h4096
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_925bbd50dc5d(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
 }
 
 // regs.t512.v8.tpr512.i2.early.h5120
@@ -403,11 +396,18 @@ normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 256, 3, 1, 6144>(p);
 }
 
-// smem.t512.v8.tpr512.h6144
+// regs.t512.v8.tpr512.i2.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f1f78b2cc0f3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144>(p);
+}
+
+// reload.t512.v8.tpr512.h6144
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_dcd5e6ee3a00(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h7168
@@ -585,18 +585,18 @@ normgen_rmsnorm_fwd_d2c1fd971c91(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 16384, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c4.h16384
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p) {
+// smem.t512.v8.tpr512.h16384
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_aec16b379753(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
 }
 
-// smem.t512.v8.tpr512
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p) {
+// regs.t1024.v8.tpr1024.i2.h16384
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_8240c351a178(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
+  normgen::regs_kernel<Config, 1024, 8, 1024, 2, 1, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.early.h32768

@@ -13,22 +13,23 @@ extern "C" __global__ void normgen_layernorm_fwd_02d4e2256c7e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_afdc07cc94d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da75e615c108(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b2ada0692e4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2a5fd0e33983(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36a000f6dbf9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fed3667cfd3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_478243a2e2fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b42a9b19a10a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_517c6e3f055d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_995d972111b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ec081035968(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ff3e6966146(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8f0be6565b50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_620ec3196088(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88b7a135f96d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a9b23dca6381(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9de240fb11c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
@@ -37,41 +38,43 @@ extern "C" __global__ void normgen_layernorm_fwd_8258b087f5f7(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_990694931d3f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1a42d030f23b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a5fc511496b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_46a037416990(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_593a722708ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b0ff5a912da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0f8af14ca1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e13552655e63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5175164bfe9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e916974e978b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f84ebc20c24e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3c51b1793370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_753547a82230(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_460aea4070bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4888ae0b5eaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5bc6472e0ca6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
@@ -85,10 +88,10 @@ extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_323fe2aca009(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f51a8e3aa740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4f01a46e9d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de8c605c665a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ce535d2313e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4e93d6a5422(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f014f4c7eeff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_42d0e52de563(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
@@ -102,6 +105,7 @@ extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f7938d28596f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c942ee3352d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9647980ed2f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf5a5a71b53d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_13316d4b0bd8(const NormgenFwdParams p);
@@ -109,31 +113,36 @@ extern "C" __global__ void normgen_layernorm_fwd_31cc9c687b33(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_01f68fc30027(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_065b33c82960(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d8579409763(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e638492d8df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37236956c132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e0f21e93180(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a8574c4d8709(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3c9b274fb146(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_307b40043577(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2e3e9b3325c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa4f56ae7151(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2b4772239133(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_38f8b321e8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e2f057304270(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed083a64fa65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_719ab43e33cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ddf5b093eedf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3b596560d3dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7056a95fea7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9451eda06b9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c017f2b2591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62fd2f81082e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ee9590a418b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c465f323107a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_991ed1e24fb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed31afa5cf57(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62adb943590b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2449ee7b5e0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_88db47fd424c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b9e0d830f80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
@@ -145,6 +154,7 @@ extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ab29e239e386(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28252ec06ee8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b83f41d87bcc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f72bd0de6a1(const NormgenFwdParams p);
@@ -153,6 +163,7 @@ extern "C" __global__ void normgen_layernorm_fwd_8b478c148e1b(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_fe03385951eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_91808bf8792c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dc3d3d2f7a06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7b33883f980(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7077ad8ef266(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9fb87fc0368d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdParams p);
@@ -161,7 +172,7 @@ extern "C" __global__ void normgen_layernorm_fwd_1e13f4868781(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2dc4864467d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea54d9fc57f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_436ebb748485(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b235f39743c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_485854842e2c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
@@ -171,11 +182,11 @@ extern "C" __global__ void normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1857811f81be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa4c752ed850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb6b1ade3273(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6ca3314b3ba6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
@@ -191,21 +202,20 @@ extern "C" __global__ void normgen_layernorm_fwd_6335f771a15e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_00569e0fdba8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c34317f2c2ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0794a7713539(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0184ea74e39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d19d497a030(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9ed2cb8cd29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ed4c531181b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f17cdaafa5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f3104d9e9c55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e9637117db87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4dbe12d5b7a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0902a7a947d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c2f126bf750(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
@@ -222,7 +232,6 @@ extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_92446607ca6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f2af98abd278(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d0820d48346e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e4ce51da1d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc3ef7c045a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
@@ -230,7 +239,6 @@ extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_aebb414ca1fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6dd3103adfdf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ae0faa3c387(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
@@ -239,21 +247,22 @@ extern "C" __global__ void normgen_layernorm_fwd_e90df67fe988(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_05b86a634f70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5db7db2d78f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_03f7adcecabb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62b361f8365c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03f7adcecabb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5791ca16f073(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cbab7e08ed8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6bddf0d66e8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9db84bcd7f90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f32a12ddfc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e2fa4a801cef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3de6dd83cbdb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64c76945930e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_38671eaf1d98(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a75f38d6f00e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70c2f6a2b260(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_65e32eee55f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
@@ -267,26 +276,29 @@ extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5dbf8ff07818(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a466296ef0b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a855bf2e614f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f6a0819a9ec8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a855bf2e614f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c08388b1eafb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b4a9a6b18d45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a615efcf451(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_597aaa1cb256(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_af5af7aa2e96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98b947faf30a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f4676ecf5a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f090312abed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d1d0b139f3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_27cce33746b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e24f7d42a2a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cb45062c274a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
@@ -296,13 +308,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db3fabc03901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9aeddf87e8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_715b108185cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_125ae23d6a0e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_273081137289(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fde751a6e878(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d482b2b97e(const NormgenFwdParams p);
@@ -356,13 +369,13 @@ extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9402e8ace310(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52cdc03db980(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f4c3007c3ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
@@ -370,7 +383,6 @@ extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_fcbef12eb462(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0baeb30c0b4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04c2e6470055(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p);
@@ -385,6 +397,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bf70766655b3(const NormgenFwdParams p);
@@ -400,9 +413,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_80b36d4da955(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6300e0df9c9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d59b0ef06ad3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf023ecbfa7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p);
@@ -429,13 +441,13 @@ extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a19040426a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc56fedad5bf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e455b35db2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae6f350ba7ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_925bbd50dc5d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39cf53658e5e(const NormgenFwdParams p);
@@ -446,7 +458,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1f78b2cc0f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcd5e6ee3a00(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
@@ -472,8 +485,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_2cdffcb637b8(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d2c1fd971c91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aec16b379753(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8240c351a178(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p);
@@ -495,34 +508,35 @@ extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c86ba47f01ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccbe7a4c57ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3b47775bf58(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_818beee5af7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27be3bad5a94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a872457a3010(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb58f0889732(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d28fa1131161(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06b2cf1f61fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cffd1b6651a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27fc73f3500b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5aec4f19ccae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f93eb92ccd3d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c3825350063d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57605f549d3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfbb1bb6f147(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb1b0d3a895c(const NormgenFwdParams p);
@@ -540,11 +554,9 @@ extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77e604ad9d23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cf959f589b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d271f030c6fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p);
@@ -554,7 +566,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09cc16778df9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
@@ -564,9 +576,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_492cdf944801(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a71b69eed852(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p);
@@ -599,7 +610,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcaec5814e38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a6923713e8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_529e869c55e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9c6b792f1452(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
@@ -621,15 +632,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a168765ca6a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a36f41afd337(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1dbeece5b3ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da588949e067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_598ed2e08916(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25550848424c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
@@ -645,8 +655,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_22ea7606277c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8aa583de0e75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15c6645b185e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85599fafab5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b47971a70cf2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
@@ -680,8 +690,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be2bb49c53ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56658afa5fd8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
@@ -697,35 +707,35 @@ extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddee21b3df16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b731553fc89e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65d83692ad6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_849087dc11fe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac8fa5489922(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b68ccadbc3ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb7ca2b67168(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_400678680c6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b8548e626fc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_787bc1b4910e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62ff87df9b8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d850ea7f3ac9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_347353dc9fb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0c8ca5f51a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c758ba752fc7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a24fd01be2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_989947ea0f5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f5b1fdeebe3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d708e7faaf8(const NormgenFwdParams p);
@@ -736,16 +746,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_9f0ab2893355(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2e5a083b20f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_259e6d5151e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71f3ee3a44e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96a70543bb39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b864d883e9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_539d49fdd140(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
@@ -762,6 +770,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d49668fed444(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_022b6cd859a0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_854300d68546(const NormgenFwdParams p);
@@ -771,8 +780,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a9a8822c36e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbc558beb45d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67c793071065(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_357ff9602c02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59efaa097edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a83493c3e5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f024fa09dbdd(const NormgenFwdParams p);
@@ -782,15 +791,15 @@ extern "C" __global__ void normgen_rmsnorm_fwd_d0e6fee50d43(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_743c3adf1d07(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8804ca7fbfa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3543f596b3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a4cea3a72aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec39dcad80ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
@@ -798,8 +807,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f0ae3fa931e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb1699300f63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bedaf75e2cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2173b4bdafa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61f324e7d394(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
@@ -814,9 +823,9 @@ extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_8765789c714a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed7c2c4649f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1189d42eb0b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2313ca8a2b47(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acabe0f1b3c2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c27c31ef6ceb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
@@ -826,11 +835,10 @@ extern "C" __global__ void normgen_rmsnorm_fwd_6fa573f364e4(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5fc73eec136e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42461bded981(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e27241ad073(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aeb7aa5ef1d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
@@ -840,7 +848,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_57fbf735b1d3(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b134f7810a80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c69b56a7950(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eccf14677ad1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_324af8da88fa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c6fa70e87e4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15e265352f07(const NormgenFwdParams p);
@@ -848,8 +856,6 @@ extern "C" __global__ void normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_666009d09856(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0d0dfe0d472(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5e37d468684(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
@@ -857,7 +863,6 @@ extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_6a6775e138d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2e6700396d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_068d63198c41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
@@ -882,22 +887,23 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_afdc07cc94d0, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
   {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_da75e615c108, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_b2ada0692e4e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_2a5fd0e33983, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_layernorm_fwd_36a000f6dbf9, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
   {(const void*)&normgen_layernorm_fwd_fed3667cfd3d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_478243a2e2fc, 4, 256, 8, 32, 3, 1, 2, 39936, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_b42a9b19a10a, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_517c6e3f055d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_995d972111b5, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_layernorm_fwd_3ec081035968, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_5ff3e6966146, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_8f0be6565b50, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_layernorm_fwd_620ec3196088, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_88b7a135f96d, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
   {(const void*)&normgen_layernorm_fwd_a9b23dca6381, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_layernorm_fwd_9de240fb11c8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
@@ -906,41 +912,43 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_990694931d3f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_7a3c18355732, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
   {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
   {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
   {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_b40adb5397d0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_layernorm_fwd_1a42d030f23b, 0, 256, 8, 64, 5, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_8a5fc511496b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_layernorm_fwd_46a037416990, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_6f7b86a7be0f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_593a722708ae, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_5b0ff5a912da, 0, 64, 8, 64, 6, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i6
+  {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_b0f8af14ca1d, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_e13552655e63, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
   {(const void*)&normgen_layernorm_fwd_5175164bfe9c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_56965113d140, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_e916974e978b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_layernorm_fwd_f84ebc20c24e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_3c51b1793370, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_753547a82230, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_layernorm_fwd_460aea4070bd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_4888ae0b5eaf, 0, 512, 8, 512, 1, 2, 2, 0, 8192 },  // regs.t512.v8.tpr512.i1.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_5bc6472e0ca6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
@@ -954,10 +962,10 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_layernorm_fwd_648ae112e84a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_323fe2aca009, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_f51a8e3aa740, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_f4f01a46e9d9, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_de8c605c665a, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_4ce535d2313e, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_layernorm_fwd_f4e93d6a5422, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_f014f4c7eeff, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
   {(const void*)&normgen_layernorm_fwd_42d0e52de563, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
   {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
   {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
@@ -971,6 +979,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_layernorm_fwd_f7938d28596f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_c942ee3352d2, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
   {(const void*)&normgen_layernorm_fwd_9647980ed2f3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
   {(const void*)&normgen_layernorm_fwd_cf5a5a71b53d, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
   {(const void*)&normgen_layernorm_fwd_13316d4b0bd8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
@@ -978,31 +987,36 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_01f68fc30027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_065b33c82960, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_layernorm_fwd_d511b6f60534, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_3d8579409763, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_005936a6c0a2, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_9e638492d8df, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_37236956c132, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_8e0f21e93180, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_layernorm_fwd_a8574c4d8709, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_layernorm_fwd_3c9b274fb146, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
   {(const void*)&normgen_layernorm_fwd_307b40043577, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_2e3e9b3325c5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_fa4f56ae7151, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_2b4772239133, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_38f8b321e8cb, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_layernorm_fwd_e2f057304270, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_ed083a64fa65, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_719ab43e33cd, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_layernorm_fwd_ddf5b093eedf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_layernorm_fwd_3b596560d3dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_7056a95fea7a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_layernorm_fwd_9451eda06b9f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_9c017f2b2591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_62fd2f81082e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
   {(const void*)&normgen_layernorm_fwd_ee9590a418b7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_layernorm_fwd_c465f323107a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_991ed1e24fb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_layernorm_fwd_93bc273bc988, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_layernorm_fwd_ed31afa5cf57, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_62adb943590b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_fb51c30c8802, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_2449ee7b5e0d, 1, 128, 8, 128, 3, 1, 2, 0, 3072 },  // pipelined.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_layernorm_fwd_88db47fd424c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_8b9e0d830f80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
@@ -1014,6 +1028,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_layernorm_fwd_ab29e239e386, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_28252ec06ee8, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_b83f41d87bcc, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_layernorm_fwd_0f72bd0de6a1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
@@ -1022,6 +1037,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_fe03385951eb, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_91808bf8792c, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_dc3d3d2f7a06, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_layernorm_fwd_f7b33883f980, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_layernorm_fwd_7077ad8ef266, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_layernorm_fwd_9fb87fc0368d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_eccca7f5c193, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
@@ -1030,7 +1046,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_3530d9d282a1, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_2dc4864467d0, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_ea54d9fc57f8, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_436ebb748485, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_b235f39743c1, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
   {(const void*)&normgen_layernorm_fwd_485854842e2c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
   {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
@@ -1040,11 +1056,11 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_627529ad3374, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_1857811f81be, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_fa4c752ed850, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_bb6b1ade3273, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
   {(const void*)&normgen_layernorm_fwd_6ca3314b3ba6, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
   {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
   {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
   {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
   {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
@@ -1060,21 +1076,20 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_00569e0fdba8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
   {(const void*)&normgen_layernorm_fwd_d6ea7428585b, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
   {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_c34317f2c2ad, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_0794a7713539, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
   {(const void*)&normgen_layernorm_fwd_e0184ea74e39, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_1d19d497a030, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_c9ed2cb8cd29, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_3ed4c531181b, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_layernorm_fwd_1f17cdaafa5a, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_f3104d9e9c55, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
   {(const void*)&normgen_layernorm_fwd_e9637117db87, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_4dbe12d5b7a9, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_0902a7a947d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_7c2f126bf750, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
@@ -1091,7 +1106,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_92446607ca6d, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
   {(const void*)&normgen_layernorm_fwd_f2af98abd278, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_layernorm_fwd_d0820d48346e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_1e4ce51da1d8, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_layernorm_fwd_fc3ef7c045a9, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
   {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
@@ -1099,7 +1113,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_aebb414ca1fc, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
   {(const void*)&normgen_layernorm_fwd_6dd3103adfdf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_1ae0faa3c387, 2, 256, 4, 256, 0, 1, 4, 0, 4096 },  // smem.t256.v4.tpr256.h4096
   {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
   {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
@@ -1108,21 +1121,22 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_344e6ed03887, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_layernorm_fwd_05b86a634f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_layernorm_fwd_5db7db2d78f2, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_03f7adcecabb, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_layernorm_fwd_62b361f8365c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_03f7adcecabb, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_layernorm_fwd_5791ca16f073, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
   {(const void*)&normgen_layernorm_fwd_cbab7e08ed8f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_6bddf0d66e8a, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_9db84bcd7f90, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_3f32a12ddfc6, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
   {(const void*)&normgen_layernorm_fwd_e2fa4a801cef, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
   {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_3de6dd83cbdb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
   {(const void*)&normgen_layernorm_fwd_64c76945930e, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
-  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_layernorm_fwd_38671eaf1d98, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
   {(const void*)&normgen_layernorm_fwd_a75f38d6f00e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_70c2f6a2b260, 0, 512, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t512.v4.tpr256.i7.h7168
   {(const void*)&normgen_layernorm_fwd_65e32eee55f4, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
   {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
   {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
@@ -1136,26 +1150,29 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
   {(const void*)&normgen_layernorm_fwd_5dbf8ff07818, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_layernorm_fwd_a466296ef0b8, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_layernorm_fwd_a855bf2e614f, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
   {(const void*)&normgen_layernorm_fwd_f6a0819a9ec8, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_a855bf2e614f, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
   {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
   {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_c08388b1eafb, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
   {(const void*)&normgen_layernorm_fwd_b4a9a6b18d45, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_7a615efcf451, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_597aaa1cb256, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
   {(const void*)&normgen_layernorm_fwd_af5af7aa2e96, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
   {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_98b947faf30a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
   {(const void*)&normgen_layernorm_fwd_5f4676ecf5a9, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_7f090312abed, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_0d1d0b139f3e, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
   {(const void*)&normgen_layernorm_fwd_27cce33746b9, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
   {(const void*)&normgen_layernorm_fwd_e24f7d42a2a5, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
   {(const void*)&normgen_layernorm_fwd_cb45062c274a, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
   {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
   {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
@@ -1165,13 +1182,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_db3fabc03901, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_c9aeddf87e8b, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_rmsnorm_fwd_715b108185cf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
   {(const void*)&normgen_rmsnorm_fwd_125ae23d6a0e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_273081137289, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_fde751a6e878, 0, 256, 8, 32, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_72d482b2b97e, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
@@ -1225,13 +1243,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9402e8ace310, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_52cdc03db980, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_8d5fe09dc507, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_77f6b0f30942, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0f4c3007c3ec, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e49cecca323a, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
@@ -1239,7 +1257,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_fcbef12eb462, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0baeb30c0b4e, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_04c2e6470055, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_6dc584670682, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
@@ -1254,6 +1271,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_bf70766655b3, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
@@ -1269,9 +1287,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_5919baf94f5e, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_b36bbfd310e0, 0, 128, 8, 16, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr16.i4
   {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_6300e0df9c9c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_d59b0ef06ad3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_bf023ecbfa7d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_8c807c5367b2, 0, 512, 8, 64, 2, 1, 2, 0, 768 },  // regs.t512.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_8590994b92f6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
@@ -1298,13 +1315,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_4a19040426a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dc56fedad5bf, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_58bb97ea16fc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e455b35db2a5, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ae6f350ba7ee, 4, 256, 8, 256, 2, 1, 2, 40960, 4096 },  // ring.t256.v8.tpr256.i2.s2.sw.h4096
   {(const void*)&normgen_rmsnorm_fwd_44899ad2d6ca, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_925bbd50dc5d, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_39cf53658e5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
@@ -1315,7 +1332,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_11bee4ba7a30, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f1f78b2cc0f3, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_dcd5e6ee3a00, 3, 512, 8, 512, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
@@ -1341,8 +1359,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_d2c1fd971c91, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_420879787f92, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_aec16b379753, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8240c351a178, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
   {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_d52e6d301228, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
@@ -1364,34 +1382,35 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_ddb6ac4d3e3b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_c86ba47f01ac, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
   {(const void*)&normgen_rmsnorm_fwd_ccbe7a4c57ae, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_b3b47775bf58, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_3c63c431d31b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_818beee5af7a, 0, 64, 8, 16, 6, 1, 2, 0, 768 },  // regs.t64.v8.tpr16.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_27be3bad5a94, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_4889bf252640, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_a872457a3010, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_cb58f0889732, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_55952fd306ff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d28fa1131161, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_06b2cf1f61fb, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_a19f11c1e93f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9cffd1b6651a, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_e458bbf5af2b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_27fc73f3500b, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5aec4f19ccae, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_971237e349eb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c649275c4a1d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
   {(const void*)&normgen_rmsnorm_fwd_f93eb92ccd3d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_c3825350063d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_c88522edb4b9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_57605f549d3d, 0, 256, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t256.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bfbb1bb6f147, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_3dfd4da5184b, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_6091343298e2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_fb1b0d3a895c, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
@@ -1409,11 +1428,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_77e604ad9d23, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_42d1aa6c207f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_8cf959f589b6, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_a1d054eede0d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_d271f030c6fb, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_e474e05e04d6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
@@ -1423,7 +1440,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_4d33e1f312eb, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_97f13bf35bbd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_09cc16778df9, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
@@ -1433,9 +1450,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_492cdf944801, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_a71b69eed852, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_16d8415db4a9, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_a83ef963e79d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
@@ -1468,7 +1484,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bcaec5814e38, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_1a6923713e8e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_529e869c55e7, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_9c6b792f1452, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
@@ -1490,15 +1506,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_2a168765ca6a, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
   {(const void*)&normgen_rmsnorm_fwd_a36f41afd337, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_1dbeece5b3ef, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_da588949e067, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_598ed2e08916, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_25550848424c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
@@ -1514,8 +1529,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_22ea7606277c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8aa583de0e75, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_15c6645b185e, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_85599fafab5b, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b47971a70cf2, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
@@ -1549,8 +1564,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_be2bb49c53ab, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_56658afa5fd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
   {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
@@ -1566,35 +1581,35 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_ddee21b3df16, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b731553fc89e, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_65d83692ad6a, 1, 512, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_849087dc11fe, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_ac8fa5489922, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
   {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b68ccadbc3ac, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fb7ca2b67168, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
   {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_400678680c6c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
   {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_b8548e626fc5, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_787bc1b4910e, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_62ff87df9b8c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
   {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_d850ea7f3ac9, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_347353dc9fb7, 2, 512, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b0c8ca5f51a4, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_c758ba752fc7, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_1a24fd01be2e, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_989947ea0f5a, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_3f5b1fdeebe3, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0d708e7faaf8, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
@@ -1605,16 +1620,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_9f0ab2893355, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_b2e5a083b20f, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_259e6d5151e3, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_71f3ee3a44e1, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_96a70543bb39, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_b864d883e9d1, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_539d49fdd140, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_6af8daea8cbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
@@ -1631,6 +1644,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d49668fed444, 4, 128, 4, 128, 8, 16, 4, 65536, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_022b6cd859a0, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_854300d68546, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
@@ -1640,8 +1654,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_8a9a8822c36e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_fbc558beb45d, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_67c793071065, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_357ff9602c02, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_59efaa097edc, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_5a83493c3e5e, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_f024fa09dbdd, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
@@ -1651,15 +1665,15 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_743c3adf1d07, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_8cf13a55d46a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_e8804ca7fbfa, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
   {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d3543f596b3e, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3a4cea3a72aa, 2, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ec39dcad80ac, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
@@ -1667,8 +1681,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f0ae3fa931e0, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fb1699300f63, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7bedaf75e2cc, 2, 512, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr128.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b2173b4bdafa, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8fde791728ae, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
   {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_61f324e7d394, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
@@ -1683,9 +1697,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_8765789c714a, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_ed7c2c4649f3, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1189d42eb0b1, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_2313ca8a2b47, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_acabe0f1b3c2, 0, 1024, 4, 512, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i3
   {(const void*)&normgen_rmsnorm_fwd_c27c31ef6ceb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
@@ -1695,11 +1709,10 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_5fc73eec136e, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_42461bded981, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_rmsnorm_fwd_42efda211e3a, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_9e27241ad073, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_aeb7aa5ef1d1, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
@@ -1709,7 +1722,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b134f7810a80, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
   {(const void*)&normgen_rmsnorm_fwd_4c69b56a7950, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_rmsnorm_fwd_eccf14677ad1, 0, 1024, 4, 512, 6, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_324af8da88fa, 0, 1024, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr512.i6.h12288
   {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_c6fa70e87e4e, 1, 512, 4, 512, 2, 4, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i2.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_15e265352f07, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
@@ -1717,8 +1730,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_666009d09856, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_f0d0dfe0d472, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f5e37d468684, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
@@ -1726,7 +1737,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_6a6775e138d3, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_a2e6700396d9, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_d33e85e2dbd6, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_068d63198c41, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
   {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
@@ -1740,15 +1750,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 97 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 181 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 279 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 381 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 483 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 575 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 661 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 757 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 853 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 101 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 192 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 291 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 394 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 496 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 586 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 671 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 766 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 858 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1763,1223 +1773,1223 @@ const Entry kEntries[] = {
   { 0, 512, 512, 4, 3 },
   { 0, 512, 2048, 5, 3 },
   { 0, 512, 8192, 6, 3 },
-  { 0, 512, 32768, 4, 3 },
-  { 0, 768, 1, 7, 8 },
-  { 0, 768, 8, 7, 8 },
-  { 0, 768, 32, 7, 8 },
-  { 0, 768, 128, 7, 8 },
-  { 0, 768, 512, 9, 9 },
-  { 0, 768, 2048, 10, 3 },
-  { 0, 768, 8192, 11, 3 },
-  { 0, 768, 32768, 12, 3 },
-  { 0, 1024, 1, 13, 8 },
-  { 0, 1024, 8, 13, 3 },
-  { 0, 1024, 32, 13, 3 },
-  { 0, 1024, 128, 13, 3 },
-  { 0, 1024, 512, 14, 3 },
-  { 0, 1024, 2048, 15, 3 },
-  { 0, 1024, 8192, 15, 3 },
-  { 0, 1024, 32768, 15, 3 },
-  { 0, 1536, 1, 16, 17 },
-  { 0, 1536, 8, 16, 17 },
-  { 0, 1536, 32, 18, 3 },
-  { 0, 1536, 128, 19, 3 },
-  { 0, 1536, 512, 20, 3 },
-  { 0, 1536, 2048, 21, 3 },
-  { 0, 1536, 8192, 21, 3 },
-  { 0, 1536, 32768, 21, 3 },
-  { 0, 2048, 1, 22, 17 },
-  { 0, 2048, 8, 22, 3 },
-  { 0, 2048, 32, 22, 3 },
-  { 0, 2048, 128, 22, 3 },
-  { 0, 2048, 512, 23, 3 },
-  { 0, 2048, 2048, 24, 3 },
-  { 0, 2048, 8192, 25, 3 },
-  { 0, 2048, 32768, 25, 3 },
-  { 0, 2560, 1, 26, 27 },
-  { 0, 2560, 8, 26, 28 },
+  { 0, 512, 32768, 7, 3 },
+  { 0, 768, 1, 8, 9 },
+  { 0, 768, 8, 8, 9 },
+  { 0, 768, 32, 8, 9 },
+  { 0, 768, 128, 8, 3 },
+  { 0, 768, 512, 10, 10 },
+  { 0, 768, 2048, 11, 3 },
+  { 0, 768, 8192, 12, 3 },
+  { 0, 768, 32768, 13, 3 },
+  { 0, 1024, 1, 14, 9 },
+  { 0, 1024, 8, 14, 3 },
+  { 0, 1024, 32, 14, 3 },
+  { 0, 1024, 128, 15, 3 },
+  { 0, 1024, 512, 3, 3 },
+  { 0, 1024, 2048, 16, 3 },
+  { 0, 1024, 8192, 16, 3 },
+  { 0, 1024, 32768, 17, 3 },
+  { 0, 1536, 1, 18, 19 },
+  { 0, 1536, 8, 18, 19 },
+  { 0, 1536, 32, 20, 3 },
+  { 0, 1536, 128, 3, 3 },
+  { 0, 1536, 512, 21, 3 },
+  { 0, 1536, 2048, 22, 3 },
+  { 0, 1536, 8192, 22, 3 },
+  { 0, 1536, 32768, 22, 3 },
+  { 0, 2048, 1, 23, 19 },
+  { 0, 2048, 8, 23, 3 },
+  { 0, 2048, 32, 23, 3 },
+  { 0, 2048, 128, 23, 3 },
+  { 0, 2048, 512, 24, 3 },
+  { 0, 2048, 2048, 25, 3 },
+  { 0, 2048, 8192, 26, 3 },
+  { 0, 2048, 32768, 26, 3 },
+  { 0, 2560, 1, 27, 28 },
+  { 0, 2560, 8, 27, 28 },
   { 0, 2560, 32, 29, 30 },
-  { 0, 2560, 128, 31, 27 },
-  { 0, 2560, 512, 32, 28 },
-  { 0, 2560, 2048, 33, 34 },
-  { 0, 2560, 8192, 35, 28 },
-  { 0, 2560, 32768, 35, 28 },
-  { 0, 3072, 1, 36, 27 },
-  { 0, 3072, 8, 36, 27 },
-  { 0, 3072, 32, 37, 30 },
-  { 0, 3072, 128, 37, 27 },
-  { 0, 3072, 512, 38, 28 },
-  { 0, 3072, 2048, 39, 28 },
-  { 0, 3072, 8192, 39, 28 },
-  { 0, 3072, 32768, 39, 28 },
-  { 0, 4096, 1, 40, 28 },
-  { 0, 4096, 8, 40, 28 },
-  { 0, 4096, 32, 41, 28 },
-  { 0, 4096, 128, 42, 28 },
-  { 0, 4096, 512, 41, 28 },
-  { 0, 4096, 2048, 41, 28 },
-  { 0, 4096, 8192, 43, 28 },
-  { 0, 4096, 32768, 44, 28 },
-  { 0, 5120, 1, 45, 46 },
-  { 0, 5120, 8, 45, 46 },
-  { 0, 5120, 32, 45, 46 },
-  { 0, 5120, 128, 45, 46 },
-  { 0, 5120, 512, 47, 46 },
-  { 0, 5120, 2048, 48, 46 },
-  { 0, 5120, 8192, 48, 46 },
-  { 0, 5120, 32768, 49, 46 },
-  { 0, 6144, 1, 50, 46 },
-  { 0, 6144, 8, 50, 46 },
-  { 0, 6144, 32, 50, 46 },
-  { 0, 6144, 128, 51, 46 },
-  { 0, 6144, 512, 52, 46 },
-  { 0, 6144, 2048, 52, 46 },
-  { 0, 6144, 8192, 53, 46 },
-  { 0, 6144, 32768, 53, 46 },
-  { 0, 7168, 1, 54, 55 },
-  { 0, 7168, 8, 54, 56 },
-  { 0, 7168, 32, 57, 57 },
-  { 0, 7168, 128, 54, 56 },
-  { 0, 7168, 512, 58, 56 },
-  { 0, 7168, 2048, 58, 56 },
-  { 0, 7168, 8192, 58, 56 },
-  { 0, 7168, 32768, 58, 56 },
-  { 0, 8192, 1, 59, 60 },
-  { 0, 8192, 8, 59, 56 },
-  { 0, 8192, 32, 61, 56 },
-  { 0, 8192, 128, 62, 56 },
-  { 0, 8192, 512, 63, 56 },
-  { 0, 8192, 2048, 63, 56 },
-  { 0, 8192, 8192, 63, 56 },
-  { 0, 8192, 32768, 64, 56 },
-  { 0, 12288, 1, 65, 66 },
-  { 0, 12288, 8, 65, 67 },
-  { 0, 12288, 32, 68, 66 },
-  { 0, 12288, 128, 65, 69 },
-  { 0, 12288, 512, 70, 71 },
-  { 0, 12288, 2048, 72, 71 },
-  { 0, 12288, 8192, 72, 71 },
-  { 0, 12288, 32768, 72, 71 },
-  { 0, 16384, 1, 73, 74 },
-  { 0, 16384, 8, 75, 76 },
-  { 0, 16384, 32, 75, 76 },
-  { 0, 16384, 128, 77, 76 },
-  { 0, 16384, 512, 78, 76 },
-  { 0, 16384, 2048, 79, 76 },
-  { 0, 16384, 8192, 80, 76 },
-  { 0, 16384, 32768, 80, 76 },
-  { 0, 32768, 1, 81, 82 },
-  { 0, 32768, 8, 83, 82 },
-  { 0, 32768, 32, 83, 82 },
-  { 0, 32768, 128, 84, 85 },
-  { 0, 32768, 512, 86, 82 },
-  { 0, 32768, 2048, 87, 82 },
-  { 0, 32768, 8192, 87, 88 },
-  { 0, 32768, 32768, 87, 82 },
-  { 0, 65536, 1, 89, 82 },
-  { 0, 65536, 8, 89, 82 },
-  { 0, 65536, 32, 90, 90 },
-  { 0, 65536, 128, 91, 82 },
-  { 0, 65536, 512, 92, 82 },
-  { 0, 65536, 2048, 92, 82 },
-  { 0, 65536, 8192, 92, 82 },
-  { 0, 65536, 32768, 92, 82 },
-  { 0, 131072, 1, 93, 82 },
-  { 0, 131072, 8, 93, 94 },
-  { 0, 131072, 32, 95, 82 },
-  { 0, 131072, 128, 96, 82 },
-  { 0, 131072, 512, 96, 82 },
-  { 0, 131072, 2048, 96, 82 },
-  { 0, 131072, 8192, 96, 82 },
-  { 0, 131072, 32768, 96, 82 },
-  { 1, 512, 1, 98, 99 },
-  { 1, 512, 8, 98, 99 },
-  { 1, 512, 32, 98, 99 },
-  { 1, 512, 128, 98, 99 },
-  { 1, 512, 512, 100, 99 },
-  { 1, 512, 2048, 101, 99 },
-  { 1, 512, 8192, 102, 99 },
-  { 1, 512, 32768, 100, 99 },
-  { 1, 768, 1, 103, 99 },
-  { 1, 768, 8, 103, 99 },
-  { 1, 768, 32, 103, 99 },
-  { 1, 768, 128, 103, 99 },
-  { 1, 768, 512, 103, 99 },
-  { 1, 768, 2048, 104, 99 },
-  { 1, 768, 8192, 105, 99 },
-  { 1, 768, 32768, 106, 99 },
-  { 1, 1024, 1, 107, 99 },
-  { 1, 1024, 8, 107, 99 },
-  { 1, 1024, 32, 107, 99 },
-  { 1, 1024, 128, 107, 99 },
-  { 1, 1024, 512, 107, 99 },
-  { 1, 1024, 2048, 108, 99 },
-  { 1, 1024, 8192, 108, 99 },
-  { 1, 1024, 32768, 109, 99 },
-  { 1, 1536, 1, 110, 99 },
-  { 1, 1536, 8, 110, 99 },
-  { 1, 1536, 32, 110, 99 },
-  { 1, 1536, 128, 111, 99 },
-  { 1, 1536, 512, 110, 99 },
-  { 1, 1536, 2048, 112, 99 },
-  { 1, 1536, 8192, 112, 99 },
-  { 1, 1536, 32768, 112, 99 },
-  { 1, 2048, 1, 113, 99 },
-  { 1, 2048, 8, 113, 99 },
-  { 1, 2048, 32, 113, 99 },
-  { 1, 2048, 128, 114, 99 },
-  { 1, 2048, 512, 113, 99 },
-  { 1, 2048, 2048, 115, 99 },
-  { 1, 2048, 8192, 116, 99 },
-  { 1, 2048, 32768, 116, 99 },
-  { 1, 2560, 1, 117, 118 },
-  { 1, 2560, 8, 117, 118 },
-  { 1, 2560, 32, 119, 118 },
-  { 1, 2560, 128, 117, 118 },
-  { 1, 2560, 512, 119, 118 },
-  { 1, 2560, 2048, 120, 121 },
-  { 1, 2560, 8192, 122, 118 },
-  { 1, 2560, 32768, 122, 118 },
-  { 1, 3072, 1, 123, 118 },
-  { 1, 3072, 8, 123, 118 },
-  { 1, 3072, 32, 124, 118 },
-  { 1, 3072, 128, 123, 118 },
-  { 1, 3072, 512, 125, 118 },
-  { 1, 3072, 2048, 124, 121 },
-  { 1, 3072, 8192, 124, 118 },
-  { 1, 3072, 32768, 124, 118 },
-  { 1, 4096, 1, 126, 118 },
-  { 1, 4096, 8, 126, 118 },
-  { 1, 4096, 32, 127, 118 },
-  { 1, 4096, 128, 128, 118 },
-  { 1, 4096, 512, 127, 118 },
-  { 1, 4096, 2048, 127, 118 },
-  { 1, 4096, 8192, 129, 118 },
-  { 1, 4096, 32768, 130, 118 },
-  { 1, 5120, 1, 131, 132 },
-  { 1, 5120, 8, 131, 132 },
-  { 1, 5120, 32, 133, 132 },
-  { 1, 5120, 128, 131, 132 },
-  { 1, 5120, 512, 134, 132 },
-  { 1, 5120, 2048, 135, 132 },
-  { 1, 5120, 8192, 135, 132 },
-  { 1, 5120, 32768, 135, 132 },
-  { 1, 6144, 1, 136, 132 },
-  { 1, 6144, 8, 136, 132 },
-  { 1, 6144, 32, 137, 132 },
-  { 1, 6144, 128, 138, 132 },
-  { 1, 6144, 512, 139, 132 },
-  { 1, 6144, 2048, 139, 132 },
-  { 1, 6144, 8192, 140, 132 },
-  { 1, 6144, 32768, 140, 132 },
-  { 1, 7168, 1, 141, 142 },
-  { 1, 7168, 8, 141, 142 },
-  { 1, 7168, 32, 143, 142 },
-  { 1, 7168, 128, 141, 142 },
-  { 1, 7168, 512, 144, 142 },
-  { 1, 7168, 2048, 144, 142 },
-  { 1, 7168, 8192, 144, 142 },
-  { 1, 7168, 32768, 144, 142 },
-  { 1, 8192, 1, 145, 146 },
-  { 1, 8192, 8, 145, 146 },
-  { 1, 8192, 32, 147, 142 },
-  { 1, 8192, 128, 148, 142 },
-  { 1, 8192, 512, 149, 142 },
-  { 1, 8192, 2048, 149, 142 },
-  { 1, 8192, 8192, 149, 142 },
-  { 1, 8192, 32768, 149, 142 },
-  { 1, 12288, 1, 150, 151 },
-  { 1, 12288, 8, 152, 151 },
-  { 1, 12288, 32, 153, 151 },
-  { 1, 12288, 128, 154, 151 },
-  { 1, 12288, 512, 155, 151 },
-  { 1, 12288, 2048, 156, 151 },
-  { 1, 12288, 8192, 156, 151 },
-  { 1, 12288, 32768, 156, 151 },
-  { 1, 16384, 1, 157, 158 },
-  { 1, 16384, 8, 159, 160 },
-  { 1, 16384, 32, 159, 160 },
-  { 1, 16384, 128, 161, 160 },
-  { 1, 16384, 512, 162, 160 },
-  { 1, 16384, 2048, 162, 160 },
-  { 1, 16384, 8192, 163, 160 },
-  { 1, 16384, 32768, 163, 160 },
-  { 1, 32768, 1, 164, 165 },
-  { 1, 32768, 8, 164, 166 },
-  { 1, 32768, 32, 167, 168 },
-  { 1, 32768, 128, 169, 166 },
-  { 1, 32768, 512, 170, 166 },
-  { 1, 32768, 2048, 171, 166 },
-  { 1, 32768, 8192, 171, 166 },
-  { 1, 32768, 32768, 171, 166 },
-  { 1, 65536, 1, 172, 166 },
-  { 1, 65536, 8, 172, 166 },
-  { 1, 65536, 32, 173, 174 },
-  { 1, 65536, 128, 175, 166 },
-  { 1, 65536, 512, 176, 166 },
-  { 1, 65536, 2048, 176, 166 },
-  { 1, 65536, 8192, 176, 166 },
-  { 1, 65536, 32768, 176, 166 },
-  { 1, 131072, 1, 177, 166 },
-  { 1, 131072, 8, 177, 178 },
-  { 1, 131072, 32, 179, 166 },
-  { 1, 131072, 128, 180, 166 },
-  { 1, 131072, 512, 180, 166 },
-  { 1, 131072, 2048, 180, 166 },
-  { 1, 131072, 8192, 180, 166 },
-  { 1, 131072, 32768, 180, 166 },
-  { 2, 512, 1, 182, 183 },
-  { 2, 512, 8, 184, 183 },
-  { 2, 512, 32, 182, 183 },
-  { 2, 512, 128, 184, 183 },
-  { 2, 512, 512, 184, 183 },
-  { 2, 512, 2048, 185, 183 },
-  { 2, 512, 8192, 184, 186 },
-  { 2, 512, 32768, 185, 187 },
-  { 2, 768, 1, 188, 183 },
-  { 2, 768, 8, 189, 183 },
-  { 2, 768, 32, 188, 190 },
-  { 2, 768, 128, 188, 190 },
-  { 2, 768, 512, 188, 191 },
-  { 2, 768, 2048, 192, 183 },
-  { 2, 768, 8192, 192, 183 },
-  { 2, 768, 32768, 192, 193 },
-  { 2, 1024, 1, 194, 183 },
-  { 2, 1024, 8, 195, 183 },
-  { 2, 1024, 32, 194, 183 },
-  { 2, 1024, 128, 194, 183 },
-  { 2, 1024, 512, 194, 183 },
-  { 2, 1024, 2048, 196, 191 },
-  { 2, 1024, 8192, 197, 193 },
-  { 2, 1024, 32768, 197, 193 },
-  { 2, 1536, 1, 198, 199 },
-  { 2, 1536, 8, 198, 200 },
-  { 2, 1536, 32, 201, 202 },
-  { 2, 1536, 128, 198, 200 },
-  { 2, 1536, 512, 201, 199 },
-  { 2, 1536, 2048, 201, 199 },
-  { 2, 1536, 8192, 203, 199 },
-  { 2, 1536, 32768, 203, 199 },
-  { 2, 2048, 1, 204, 199 },
-  { 2, 2048, 8, 204, 199 },
-  { 2, 2048, 32, 205, 199 },
-  { 2, 2048, 128, 204, 200 },
-  { 2, 2048, 512, 204, 199 },
-  { 2, 2048, 2048, 204, 199 },
-  { 2, 2048, 8192, 206, 199 },
-  { 2, 2048, 32768, 206, 199 },
-  { 2, 2560, 1, 207, 208 },
-  { 2, 2560, 8, 207, 209 },
-  { 2, 2560, 32, 207, 210 },
-  { 2, 2560, 128, 207, 211 },
-  { 2, 2560, 512, 207, 212 },
-  { 2, 2560, 2048, 207, 212 },
-  { 2, 2560, 8192, 213, 212 },
-  { 2, 2560, 32768, 214, 212 },
-  { 2, 3072, 1, 215, 208 },
-  { 2, 3072, 8, 215, 209 },
-  { 2, 3072, 32, 215, 210 },
-  { 2, 3072, 128, 215, 210 },
-  { 2, 3072, 512, 216, 212 },
-  { 2, 3072, 2048, 215, 208 },
-  { 2, 3072, 8192, 217, 212 },
-  { 2, 3072, 32768, 218, 212 },
-  { 2, 4096, 1, 219, 220 },
-  { 2, 4096, 8, 219, 220 },
-  { 2, 4096, 32, 219, 220 },
-  { 2, 4096, 128, 219, 220 },
-  { 2, 4096, 512, 219, 220 },
-  { 2, 4096, 2048, 219, 220 },
-  { 2, 4096, 8192, 221, 220 },
-  { 2, 4096, 32768, 222, 223 },
-  { 2, 5120, 1, 224, 225 },
-  { 2, 5120, 8, 224, 226 },
-  { 2, 5120, 32, 227, 228 },
-  { 2, 5120, 128, 227, 228 },
-  { 2, 5120, 512, 224, 229 },
-  { 2, 5120, 2048, 224, 229 },
-  { 2, 5120, 8192, 230, 231 },
-  { 2, 5120, 32768, 232, 231 },
-  { 2, 6144, 1, 233, 225 },
-  { 2, 6144, 8, 226, 226 },
-  { 2, 6144, 32, 233, 234 },
-  { 2, 6144, 128, 233, 228 },
-  { 2, 6144, 512, 235, 225 },
-  { 2, 6144, 2048, 236, 234 },
-  { 2, 6144, 8192, 236, 234 },
-  { 2, 6144, 32768, 237, 234 },
-  { 2, 7168, 1, 238, 239 },
-  { 2, 7168, 8, 240, 240 },
-  { 2, 7168, 32, 241, 242 },
-  { 2, 7168, 128, 241, 243 },
-  { 2, 7168, 512, 244, 239 },
-  { 2, 7168, 2048, 244, 239 },
-  { 2, 7168, 8192, 244, 239 },
-  { 2, 7168, 32768, 245, 223 },
-  { 2, 8192, 1, 246, 247 },
-  { 2, 8192, 8, 246, 248 },
-  { 2, 8192, 32, 246, 247 },
-  { 2, 8192, 128, 249, 247 },
-  { 2, 8192, 512, 249, 247 },
-  { 2, 8192, 2048, 250, 247 },
-  { 2, 8192, 8192, 250, 247 },
-  { 2, 8192, 32768, 250, 223 },
-  { 2, 12288, 1, 251, 252 },
-  { 2, 12288, 8, 251, 253 },
-  { 2, 12288, 32, 251, 252 },
-  { 2, 12288, 128, 254, 255 },
-  { 2, 12288, 512, 256, 257 },
-  { 2, 12288, 2048, 258, 258 },
-  { 2, 12288, 8192, 259, 258 },
-  { 2, 12288, 32768, 259, 258 },
-  { 2, 16384, 1, 260, 261 },
-  { 2, 16384, 8, 260, 261 },
-  { 2, 16384, 32, 260, 262 },
-  { 2, 16384, 128, 263, 264 },
-  { 2, 16384, 512, 263, 264 },
-  { 2, 16384, 2048, 263, 261 },
-  { 2, 16384, 8192, 265, 265 },
-  { 2, 16384, 32768, 265, 265 },
-  { 2, 32768, 1, 266, 223 },
-  { 2, 32768, 8, 267, 223 },
-  { 2, 32768, 32, 266, 268 },
-  { 2, 32768, 128, 269, 223 },
-  { 2, 32768, 512, 269, 223 },
-  { 2, 32768, 2048, 269, 223 },
-  { 2, 32768, 8192, 270, 223 },
-  { 2, 32768, 32768, 270, 271 },
-  { 2, 65536, 1, 272, 223 },
-  { 2, 65536, 8, 273, 223 },
-  { 2, 65536, 32, 273, 223 },
-  { 2, 65536, 128, 274, 223 },
-  { 2, 65536, 512, 274, 223 },
-  { 2, 65536, 2048, 274, 223 },
-  { 2, 65536, 8192, 274, 223 },
-  { 2, 65536, 32768, 274, 223 },
-  { 2, 131072, 1, 275, 223 },
-  { 2, 131072, 8, 275, 276 },
-  { 2, 131072, 32, 275, 277 },
-  { 2, 131072, 128, 278, 223 },
-  { 2, 131072, 512, 278, 223 },
-  { 2, 131072, 2048, 278, 223 },
-  { 2, 131072, 8192, 278, 223 },
-  { 2, 131072, 32768, 278, 223 },
-  { 3, 512, 1, 280, 281 },
-  { 3, 512, 8, 282, 283 },
-  { 3, 512, 32, 282, 283 },
-  { 3, 512, 128, 282, 283 },
-  { 3, 512, 512, 284, 283 },
-  { 3, 512, 2048, 285, 283 },
-  { 3, 512, 8192, 286, 283 },
-  { 3, 512, 32768, 285, 283 },
-  { 3, 768, 1, 287, 287 },
-  { 3, 768, 8, 287, 287 },
-  { 3, 768, 32, 288, 287 },
-  { 3, 768, 128, 288, 287 },
-  { 3, 768, 512, 289, 283 },
-  { 3, 768, 2048, 290, 283 },
-  { 3, 768, 8192, 291, 283 },
-  { 3, 768, 32768, 292, 293 },
-  { 3, 1024, 1, 294, 287 },
-  { 3, 1024, 8, 294, 283 },
-  { 3, 1024, 32, 294, 283 },
-  { 3, 1024, 128, 294, 283 },
-  { 3, 1024, 512, 295, 283 },
-  { 3, 1024, 2048, 296, 297 },
-  { 3, 1024, 8192, 298, 283 },
-  { 3, 1024, 32768, 298, 299 },
-  { 3, 1536, 1, 300, 300 },
-  { 3, 1536, 8, 300, 300 },
-  { 3, 1536, 32, 300, 300 },
-  { 3, 1536, 128, 300, 300 },
-  { 3, 1536, 512, 301, 283 },
-  { 3, 1536, 2048, 302, 283 },
-  { 3, 1536, 8192, 303, 283 },
-  { 3, 1536, 32768, 303, 304 },
-  { 3, 2048, 1, 305, 300 },
-  { 3, 2048, 8, 305, 300 },
-  { 3, 2048, 32, 305, 300 },
-  { 3, 2048, 128, 305, 283 },
-  { 3, 2048, 512, 306, 283 },
-  { 3, 2048, 2048, 307, 283 },
-  { 3, 2048, 8192, 308, 309 },
-  { 3, 2048, 32768, 308, 309 },
-  { 3, 2560, 1, 310, 310 },
-  { 3, 2560, 8, 311, 310 },
-  { 3, 2560, 32, 311, 312 },
-  { 3, 2560, 128, 310, 310 },
-  { 3, 2560, 512, 313, 314 },
-  { 3, 2560, 2048, 315, 314 },
-  { 3, 2560, 8192, 316, 317 },
-  { 3, 2560, 32768, 316, 317 },
-  { 3, 3072, 1, 318, 312 },
-  { 3, 3072, 8, 318, 312 },
-  { 3, 3072, 32, 319, 312 },
-  { 3, 3072, 128, 310, 310 },
-  { 3, 3072, 512, 320, 314 },
-  { 3, 3072, 2048, 321, 314 },
-  { 3, 3072, 8192, 322, 314 },
-  { 3, 3072, 32768, 322, 317 },
-  { 3, 4096, 1, 323, 324 },
-  { 3, 4096, 8, 323, 314 },
-  { 3, 4096, 32, 325, 314 },
-  { 3, 4096, 128, 323, 324 },
-  { 3, 4096, 512, 326, 314 },
-  { 3, 4096, 2048, 327, 314 },
-  { 3, 4096, 8192, 327, 314 },
-  { 3, 4096, 32768, 328, 328 },
-  { 3, 5120, 1, 329, 330 },
-  { 3, 5120, 8, 329, 330 },
-  { 3, 5120, 32, 329, 331 },
-  { 3, 5120, 128, 329, 332 },
-  { 3, 5120, 512, 333, 334 },
-  { 3, 5120, 2048, 333, 334 },
-  { 3, 5120, 8192, 333, 334 },
-  { 3, 5120, 32768, 333, 334 },
-  { 3, 6144, 1, 335, 335 },
-  { 3, 6144, 8, 336, 334 },
-  { 3, 6144, 32, 336, 332 },
-  { 3, 6144, 128, 336, 332 },
-  { 3, 6144, 512, 337, 334 },
-  { 3, 6144, 2048, 338, 334 },
-  { 3, 6144, 8192, 338, 334 },
-  { 3, 6144, 32768, 339, 334 },
-  { 3, 7168, 1, 335, 335 },
-  { 3, 7168, 8, 340, 335 },
-  { 3, 7168, 32, 340, 332 },
-  { 3, 7168, 128, 340, 332 },
-  { 3, 7168, 512, 341, 342 },
-  { 3, 7168, 2048, 341, 342 },
-  { 3, 7168, 8192, 341, 342 },
-  { 3, 7168, 32768, 343, 343 },
-  { 3, 8192, 1, 344, 344 },
-  { 3, 8192, 8, 344, 344 },
-  { 3, 8192, 32, 345, 346 },
-  { 3, 8192, 128, 345, 342 },
-  { 3, 8192, 512, 347, 342 },
-  { 3, 8192, 2048, 347, 342 },
-  { 3, 8192, 8192, 347, 342 },
-  { 3, 8192, 32768, 343, 343 },
-  { 3, 12288, 1, 348, 348 },
-  { 3, 12288, 8, 349, 350 },
-  { 3, 12288, 32, 351, 352 },
-  { 3, 12288, 128, 348, 348 },
-  { 3, 12288, 512, 353, 354 },
-  { 3, 12288, 2048, 355, 354 },
-  { 3, 12288, 8192, 355, 354 },
-  { 3, 12288, 32768, 356, 354 },
-  { 3, 16384, 1, 357, 357 },
-  { 3, 16384, 8, 357, 357 },
-  { 3, 16384, 32, 358, 359 },
-  { 3, 16384, 128, 348, 348 },
-  { 3, 16384, 512, 360, 359 },
-  { 3, 16384, 2048, 361, 359 },
-  { 3, 16384, 8192, 362, 359 },
-  { 3, 16384, 32768, 362, 359 },
-  { 3, 32768, 1, 363, 343 },
-  { 3, 32768, 8, 363, 364 },
-  { 3, 32768, 32, 363, 365 },
-  { 3, 32768, 128, 366, 366 },
-  { 3, 32768, 512, 367, 343 },
-  { 3, 32768, 2048, 368, 369 },
-  { 3, 32768, 8192, 368, 343 },
-  { 3, 32768, 32768, 368, 369 },
-  { 3, 65536, 1, 370, 370 },
-  { 3, 65536, 8, 371, 371 },
-  { 3, 65536, 32, 370, 370 },
-  { 3, 65536, 128, 372, 343 },
-  { 3, 65536, 512, 372, 343 },
-  { 3, 65536, 2048, 373, 343 },
-  { 3, 65536, 8192, 374, 375 },
-  { 3, 65536, 32768, 374, 375 },
-  { 3, 131072, 1, 376, 376 },
-  { 3, 131072, 8, 376, 376 },
-  { 3, 131072, 32, 377, 377 },
-  { 3, 131072, 128, 378, 343 },
-  { 3, 131072, 512, 379, 343 },
-  { 3, 131072, 2048, 379, 343 },
-  { 3, 131072, 8192, 379, 343 },
-  { 3, 131072, 32768, 379, 380 },
-  { 4, 512, 1, 382, 383 },
-  { 4, 512, 8, 384, 385 },
-  { 4, 512, 32, 384, 385 },
-  { 4, 512, 128, 384, 385 },
-  { 4, 512, 512, 386, 385 },
-  { 4, 512, 2048, 387, 385 },
-  { 4, 512, 8192, 388, 389 },
-  { 4, 512, 32768, 387, 385 },
-  { 4, 768, 1, 390, 385 },
-  { 4, 768, 8, 390, 385 },
-  { 4, 768, 32, 390, 385 },
-  { 4, 768, 128, 390, 385 },
-  { 4, 768, 512, 391, 392 },
-  { 4, 768, 2048, 393, 394 },
-  { 4, 768, 8192, 393, 385 },
-  { 4, 768, 32768, 393, 385 },
-  { 4, 1024, 1, 395, 385 },
-  { 4, 1024, 8, 395, 385 },
-  { 4, 1024, 32, 395, 385 },
-  { 4, 1024, 128, 396, 385 },
-  { 4, 1024, 512, 397, 385 },
-  { 4, 1024, 2048, 398, 394 },
-  { 4, 1024, 8192, 398, 385 },
-  { 4, 1024, 32768, 397, 392 },
-  { 4, 1536, 1, 399, 400 },
-  { 4, 1536, 8, 399, 385 },
-  { 4, 1536, 32, 399, 385 },
-  { 4, 1536, 128, 401, 400 },
-  { 4, 1536, 512, 402, 385 },
-  { 4, 1536, 2048, 403, 385 },
-  { 4, 1536, 8192, 404, 385 },
-  { 4, 1536, 32768, 402, 385 },
-  { 4, 2048, 1, 405, 385 },
-  { 4, 2048, 8, 405, 385 },
-  { 4, 2048, 32, 405, 385 },
-  { 4, 2048, 128, 405, 385 },
-  { 4, 2048, 512, 406, 385 },
-  { 4, 2048, 2048, 407, 407 },
-  { 4, 2048, 8192, 406, 385 },
-  { 4, 2048, 32768, 406, 385 },
-  { 4, 2560, 1, 408, 409 },
-  { 4, 2560, 8, 408, 410 },
-  { 4, 2560, 32, 411, 410 },
-  { 4, 2560, 128, 412, 409 },
-  { 4, 2560, 512, 413, 410 },
-  { 4, 2560, 2048, 414, 410 },
-  { 4, 2560, 8192, 415, 410 },
-  { 4, 2560, 32768, 415, 410 },
-  { 4, 3072, 1, 416, 409 },
-  { 4, 3072, 8, 416, 410 },
-  { 4, 3072, 32, 417, 410 },
-  { 4, 3072, 128, 418, 409 },
-  { 4, 3072, 512, 419, 410 },
-  { 4, 3072, 2048, 420, 410 },
-  { 4, 3072, 8192, 419, 410 },
-  { 4, 3072, 32768, 419, 410 },
-  { 4, 4096, 1, 421, 410 },
-  { 4, 4096, 8, 421, 410 },
-  { 4, 4096, 32, 422, 410 },
-  { 4, 4096, 128, 423, 424 },
-  { 4, 4096, 512, 425, 426 },
-  { 4, 4096, 2048, 425, 410 },
-  { 4, 4096, 8192, 425, 410 },
-  { 4, 4096, 32768, 425, 410 },
-  { 4, 5120, 1, 427, 428 },
-  { 4, 5120, 8, 427, 428 },
-  { 4, 5120, 32, 429, 428 },
-  { 4, 5120, 128, 427, 430 },
-  { 4, 5120, 512, 431, 428 },
-  { 4, 5120, 2048, 432, 428 },
-  { 4, 5120, 8192, 432, 428 },
-  { 4, 5120, 32768, 432, 428 },
-  { 4, 6144, 1, 433, 428 },
-  { 4, 6144, 8, 434, 428 },
-  { 4, 6144, 32, 435, 428 },
-  { 4, 6144, 128, 434, 430 },
-  { 4, 6144, 512, 436, 428 },
-  { 4, 6144, 2048, 437, 428 },
-  { 4, 6144, 8192, 437, 428 },
-  { 4, 6144, 32768, 437, 428 },
-  { 4, 7168, 1, 438, 439 },
-  { 4, 7168, 8, 438, 440 },
-  { 4, 7168, 32, 441, 440 },
-  { 4, 7168, 128, 441, 430 },
-  { 4, 7168, 512, 442, 440 },
-  { 4, 7168, 2048, 442, 440 },
-  { 4, 7168, 8192, 443, 440 },
-  { 4, 7168, 32768, 443, 440 },
-  { 4, 8192, 1, 444, 445 },
-  { 4, 8192, 8, 444, 440 },
-  { 4, 8192, 32, 446, 440 },
-  { 4, 8192, 128, 446, 445 },
-  { 4, 8192, 512, 447, 440 },
-  { 4, 8192, 2048, 448, 440 },
-  { 4, 8192, 8192, 448, 440 },
-  { 4, 8192, 32768, 449, 440 },
-  { 4, 12288, 1, 450, 451 },
-  { 4, 12288, 8, 452, 453 },
-  { 4, 12288, 32, 454, 453 },
-  { 4, 12288, 128, 450, 455 },
-  { 4, 12288, 512, 456, 453 },
-  { 4, 12288, 2048, 456, 453 },
-  { 4, 12288, 8192, 456, 453 },
-  { 4, 12288, 32768, 457, 453 },
-  { 4, 16384, 1, 458, 459 },
-  { 4, 16384, 8, 458, 460 },
-  { 4, 16384, 32, 461, 460 },
-  { 4, 16384, 128, 462, 455 },
-  { 4, 16384, 512, 463, 460 },
-  { 4, 16384, 2048, 463, 460 },
-  { 4, 16384, 8192, 464, 464 },
-  { 4, 16384, 32768, 464, 464 },
-  { 4, 32768, 1, 465, 466 },
-  { 4, 32768, 8, 465, 466 },
-  { 4, 32768, 32, 467, 467 },
-  { 4, 32768, 128, 468, 466 },
-  { 4, 32768, 512, 469, 466 },
-  { 4, 32768, 2048, 470, 471 },
-  { 4, 32768, 8192, 470, 471 },
-  { 4, 32768, 32768, 470, 471 },
-  { 4, 65536, 1, 472, 466 },
-  { 4, 65536, 8, 473, 466 },
-  { 4, 65536, 32, 472, 474 },
-  { 4, 65536, 128, 472, 466 },
-  { 4, 65536, 512, 473, 466 },
-  { 4, 65536, 2048, 475, 466 },
-  { 4, 65536, 8192, 476, 471 },
-  { 4, 65536, 32768, 476, 471 },
-  { 4, 131072, 1, 477, 466 },
-  { 4, 131072, 8, 477, 478 },
-  { 4, 131072, 32, 479, 466 },
-  { 4, 131072, 128, 480, 466 },
-  { 4, 131072, 512, 481, 466 },
-  { 4, 131072, 2048, 481, 482 },
-  { 4, 131072, 8192, 481, 482 },
-  { 4, 131072, 32768, 481, 482 },
-  { 5, 512, 1, 484, 485 },
-  { 5, 512, 8, 484, 485 },
-  { 5, 512, 32, 484, 485 },
-  { 5, 512, 128, 484, 485 },
-  { 5, 512, 512, 484, 485 },
-  { 5, 512, 2048, 486, 485 },
-  { 5, 512, 8192, 487, 488 },
-  { 5, 512, 32768, 486, 489 },
-  { 5, 768, 1, 490, 485 },
-  { 5, 768, 8, 490, 485 },
-  { 5, 768, 32, 490, 485 },
-  { 5, 768, 128, 491, 491 },
-  { 5, 768, 512, 490, 485 },
-  { 5, 768, 2048, 492, 485 },
-  { 5, 768, 8192, 493, 485 },
-  { 5, 768, 32768, 494, 485 },
-  { 5, 1024, 1, 495, 485 },
-  { 5, 1024, 8, 495, 485 },
-  { 5, 1024, 32, 495, 485 },
-  { 5, 1024, 128, 495, 485 },
-  { 5, 1024, 512, 495, 485 },
-  { 5, 1024, 2048, 496, 497 },
-  { 5, 1024, 8192, 498, 485 },
-  { 5, 1024, 32768, 498, 499 },
-  { 5, 1536, 1, 500, 485 },
-  { 5, 1536, 8, 501, 501 },
-  { 5, 1536, 32, 500, 485 },
-  { 5, 1536, 128, 501, 501 },
-  { 5, 1536, 512, 500, 485 },
-  { 5, 1536, 2048, 502, 503 },
-  { 5, 1536, 8192, 504, 505 },
-  { 5, 1536, 32768, 504, 505 },
-  { 5, 2048, 1, 506, 485 },
-  { 5, 2048, 8, 506, 485 },
-  { 5, 2048, 32, 506, 485 },
-  { 5, 2048, 128, 501, 501 },
-  { 5, 2048, 512, 506, 485 },
-  { 5, 2048, 2048, 507, 485 },
-  { 5, 2048, 8192, 508, 508 },
-  { 5, 2048, 32768, 508, 508 },
-  { 5, 2560, 1, 509, 509 },
-  { 5, 2560, 8, 509, 509 },
-  { 5, 2560, 32, 509, 509 },
-  { 5, 2560, 128, 509, 509 },
-  { 5, 2560, 512, 510, 511 },
-  { 5, 2560, 2048, 512, 511 },
-  { 5, 2560, 8192, 513, 514 },
-  { 5, 2560, 32768, 513, 514 },
-  { 5, 3072, 1, 515, 516 },
-  { 5, 3072, 8, 515, 516 },
-  { 5, 3072, 32, 509, 509 },
-  { 5, 3072, 128, 509, 509 },
-  { 5, 3072, 512, 515, 511 },
-  { 5, 3072, 2048, 517, 511 },
-  { 5, 3072, 8192, 518, 514 },
-  { 5, 3072, 32768, 518, 514 },
-  { 5, 4096, 1, 519, 511 },
-  { 5, 4096, 8, 520, 511 },
-  { 5, 4096, 32, 521, 511 },
-  { 5, 4096, 128, 519, 509 },
-  { 5, 4096, 512, 522, 511 },
-  { 5, 4096, 2048, 522, 511 },
-  { 5, 4096, 8192, 522, 511 },
-  { 5, 4096, 32768, 523, 523 },
-  { 5, 5120, 1, 524, 525 },
-  { 5, 5120, 8, 524, 526 },
-  { 5, 5120, 32, 527, 527 },
-  { 5, 5120, 128, 527, 527 },
-  { 5, 5120, 512, 528, 526 },
-  { 5, 5120, 2048, 528, 526 },
-  { 5, 5120, 8192, 528, 526 },
-  { 5, 5120, 32768, 526, 526 },
-  { 5, 6144, 1, 529, 529 },
-  { 5, 6144, 8, 530, 526 },
-  { 5, 6144, 32, 529, 529 },
-  { 5, 6144, 128, 529, 529 },
-  { 5, 6144, 512, 526, 526 },
-  { 5, 6144, 2048, 531, 526 },
-  { 5, 6144, 8192, 531, 526 },
-  { 5, 6144, 32768, 532, 526 },
-  { 5, 7168, 1, 533, 525 },
-  { 5, 7168, 8, 533, 534 },
-  { 5, 7168, 32, 529, 529 },
-  { 5, 7168, 128, 529, 529 },
-  { 5, 7168, 512, 535, 534 },
-  { 5, 7168, 2048, 535, 534 },
-  { 5, 7168, 8192, 535, 534 },
-  { 5, 7168, 32768, 535, 534 },
-  { 5, 8192, 1, 536, 537 },
-  { 5, 8192, 8, 536, 537 },
-  { 5, 8192, 32, 529, 529 },
-  { 5, 8192, 128, 538, 537 },
-  { 5, 8192, 512, 539, 534 },
-  { 5, 8192, 2048, 539, 534 },
-  { 5, 8192, 8192, 539, 534 },
-  { 5, 8192, 32768, 540, 534 },
-  { 5, 12288, 1, 541, 542 },
-  { 5, 12288, 8, 541, 543 },
-  { 5, 12288, 32, 544, 542 },
-  { 5, 12288, 128, 541, 543 },
-  { 5, 12288, 512, 545, 543 },
-  { 5, 12288, 2048, 546, 543 },
-  { 5, 12288, 8192, 546, 543 },
-  { 5, 12288, 32768, 547, 543 },
-  { 5, 16384, 1, 548, 549 },
-  { 5, 16384, 8, 548, 549 },
-  { 5, 16384, 32, 550, 542 },
-  { 5, 16384, 128, 551, 552 },
-  { 5, 16384, 512, 553, 554 },
-  { 5, 16384, 2048, 555, 556 },
-  { 5, 16384, 8192, 557, 556 },
-  { 5, 16384, 32768, 557, 556 },
-  { 5, 32768, 1, 558, 559 },
-  { 5, 32768, 8, 558, 560 },
-  { 5, 32768, 32, 558, 560 },
-  { 5, 32768, 128, 561, 562 },
-  { 5, 32768, 512, 563, 559 },
-  { 5, 32768, 2048, 564, 559 },
-  { 5, 32768, 8192, 564, 559 },
-  { 5, 32768, 32768, 564, 559 },
-  { 5, 65536, 1, 565, 559 },
-  { 5, 65536, 8, 565, 566 },
-  { 5, 65536, 32, 565, 566 },
-  { 5, 65536, 128, 567, 559 },
-  { 5, 65536, 512, 567, 559 },
-  { 5, 65536, 2048, 567, 559 },
-  { 5, 65536, 8192, 568, 568 },
-  { 5, 65536, 32768, 568, 568 },
-  { 5, 131072, 1, 569, 559 },
-  { 5, 131072, 8, 569, 570 },
-  { 5, 131072, 32, 571, 559 },
-  { 5, 131072, 128, 571, 559 },
-  { 5, 131072, 512, 572, 559 },
-  { 5, 131072, 2048, 573, 559 },
-  { 5, 131072, 8192, 573, 559 },
-  { 5, 131072, 32768, 573, 574 },
-  { 6, 512, 1, 576, 577 },
-  { 6, 512, 8, 578, 577 },
-  { 6, 512, 32, 578, 577 },
-  { 6, 512, 128, 579, 577 },
-  { 6, 512, 512, 580, 577 },
-  { 6, 512, 2048, 579, 577 },
-  { 6, 512, 8192, 581, 577 },
-  { 6, 512, 32768, 579, 577 },
-  { 6, 768, 1, 582, 577 },
-  { 6, 768, 8, 582, 577 },
-  { 6, 768, 32, 583, 577 },
-  { 6, 768, 128, 584, 577 },
-  { 6, 768, 512, 585, 585 },
-  { 6, 768, 2048, 583, 586 },
-  { 6, 768, 8192, 587, 577 },
-  { 6, 768, 32768, 583, 577 },
-  { 6, 1024, 1, 588, 577 },
-  { 6, 1024, 8, 588, 577 },
-  { 6, 1024, 32, 589, 577 },
-  { 6, 1024, 128, 589, 577 },
-  { 6, 1024, 512, 589, 577 },
-  { 6, 1024, 2048, 590, 590 },
-  { 6, 1024, 8192, 589, 577 },
-  { 6, 1024, 32768, 589, 577 },
-  { 6, 1536, 1, 591, 577 },
-  { 6, 1536, 8, 591, 577 },
-  { 6, 1536, 32, 591, 577 },
-  { 6, 1536, 128, 592, 577 },
-  { 6, 1536, 512, 591, 577 },
-  { 6, 1536, 2048, 593, 577 },
-  { 6, 1536, 8192, 591, 577 },
-  { 6, 1536, 32768, 591, 577 },
-  { 6, 2048, 1, 594, 577 },
-  { 6, 2048, 8, 594, 577 },
-  { 6, 2048, 32, 594, 577 },
-  { 6, 2048, 128, 595, 577 },
-  { 6, 2048, 512, 594, 577 },
-  { 6, 2048, 2048, 594, 577 },
-  { 6, 2048, 8192, 595, 577 },
-  { 6, 2048, 32768, 595, 577 },
-  { 6, 2560, 1, 596, 597 },
-  { 6, 2560, 8, 596, 597 },
-  { 6, 2560, 32, 598, 597 },
-  { 6, 2560, 128, 598, 599 },
-  { 6, 2560, 512, 596, 597 },
-  { 6, 2560, 2048, 600, 597 },
-  { 6, 2560, 8192, 600, 597 },
-  { 6, 2560, 32768, 600, 597 },
-  { 6, 3072, 1, 601, 597 },
-  { 6, 3072, 8, 601, 597 },
-  { 6, 3072, 32, 602, 597 },
-  { 6, 3072, 128, 603, 599 },
-  { 6, 3072, 512, 601, 597 },
-  { 6, 3072, 2048, 602, 597 },
-  { 6, 3072, 8192, 602, 597 },
-  { 6, 3072, 32768, 601, 597 },
-  { 6, 4096, 1, 604, 597 },
-  { 6, 4096, 8, 604, 597 },
-  { 6, 4096, 32, 605, 597 },
-  { 6, 4096, 128, 606, 599 },
-  { 6, 4096, 512, 597, 597 },
-  { 6, 4096, 2048, 604, 597 },
-  { 6, 4096, 8192, 604, 597 },
-  { 6, 4096, 32768, 607, 597 },
-  { 6, 5120, 1, 608, 609 },
-  { 6, 5120, 8, 608, 609 },
-  { 6, 5120, 32, 610, 609 },
-  { 6, 5120, 128, 610, 611 },
-  { 6, 5120, 512, 612, 609 },
-  { 6, 5120, 2048, 612, 609 },
-  { 6, 5120, 8192, 613, 609 },
-  { 6, 5120, 32768, 613, 609 },
-  { 6, 6144, 1, 614, 615 },
-  { 6, 6144, 8, 616, 609 },
-  { 6, 6144, 32, 617, 609 },
-  { 6, 6144, 128, 617, 618 },
-  { 6, 6144, 512, 619, 609 },
-  { 6, 6144, 2048, 616, 609 },
-  { 6, 6144, 8192, 620, 609 },
-  { 6, 6144, 32768, 620, 609 },
-  { 6, 7168, 1, 621, 615 },
-  { 6, 7168, 8, 621, 622 },
-  { 6, 7168, 32, 623, 622 },
-  { 6, 7168, 128, 623, 618 },
-  { 6, 7168, 512, 624, 622 },
-  { 6, 7168, 2048, 625, 622 },
-  { 6, 7168, 8192, 625, 622 },
-  { 6, 7168, 32768, 626, 622 },
-  { 6, 8192, 1, 627, 622 },
-  { 6, 8192, 8, 627, 622 },
-  { 6, 8192, 32, 628, 622 },
-  { 6, 8192, 128, 629, 618 },
-  { 6, 8192, 512, 630, 622 },
-  { 6, 8192, 2048, 629, 622 },
-  { 6, 8192, 8192, 629, 622 },
-  { 6, 8192, 32768, 631, 622 },
-  { 6, 12288, 1, 632, 633 },
-  { 6, 12288, 8, 632, 634 },
-  { 6, 12288, 32, 635, 634 },
-  { 6, 12288, 128, 632, 634 },
-  { 6, 12288, 512, 636, 634 },
-  { 6, 12288, 2048, 636, 634 },
-  { 6, 12288, 8192, 637, 634 },
-  { 6, 12288, 32768, 637, 634 },
-  { 6, 16384, 1, 638, 639 },
-  { 6, 16384, 8, 638, 639 },
-  { 6, 16384, 32, 640, 639 },
-  { 6, 16384, 128, 638, 641 },
-  { 6, 16384, 512, 642, 639 },
-  { 6, 16384, 2048, 642, 639 },
-  { 6, 16384, 8192, 642, 639 },
-  { 6, 16384, 32768, 643, 639 },
-  { 6, 32768, 1, 644, 645 },
-  { 6, 32768, 8, 644, 645 },
-  { 6, 32768, 32, 646, 647 },
-  { 6, 32768, 128, 648, 645 },
-  { 6, 32768, 512, 649, 645 },
-  { 6, 32768, 2048, 648, 645 },
-  { 6, 32768, 8192, 648, 645 },
-  { 6, 32768, 32768, 650, 645 },
-  { 6, 65536, 1, 651, 645 },
-  { 6, 65536, 8, 652, 645 },
-  { 6, 65536, 32, 652, 645 },
-  { 6, 65536, 128, 653, 645 },
-  { 6, 65536, 512, 652, 645 },
-  { 6, 65536, 2048, 654, 645 },
-  { 6, 65536, 8192, 655, 645 },
-  { 6, 65536, 32768, 655, 645 },
-  { 6, 131072, 1, 656, 645 },
-  { 6, 131072, 8, 656, 657 },
-  { 6, 131072, 32, 658, 645 },
-  { 6, 131072, 128, 658, 645 },
-  { 6, 131072, 512, 659, 645 },
-  { 6, 131072, 2048, 659, 645 },
-  { 6, 131072, 8192, 660, 645 },
-  { 6, 131072, 32768, 660, 645 },
-  { 7, 512, 1, 662, 663 },
-  { 7, 512, 8, 662, 663 },
-  { 7, 512, 32, 662, 664 },
-  { 7, 512, 128, 662, 663 },
-  { 7, 512, 512, 665, 663 },
-  { 7, 512, 2048, 665, 663 },
-  { 7, 512, 8192, 666, 663 },
-  { 7, 512, 32768, 667, 667 },
-  { 7, 768, 1, 668, 668 },
-  { 7, 768, 8, 668, 668 },
-  { 7, 768, 32, 668, 668 },
-  { 7, 768, 128, 668, 668 },
-  { 7, 768, 512, 669, 669 },
-  { 7, 768, 2048, 670, 670 },
-  { 7, 768, 8192, 670, 670 },
-  { 7, 768, 32768, 670, 670 },
-  { 7, 1024, 1, 671, 663 },
-  { 7, 1024, 8, 671, 663 },
-  { 7, 1024, 32, 668, 668 },
-  { 7, 1024, 128, 671, 668 },
-  { 7, 1024, 512, 669, 669 },
-  { 7, 1024, 2048, 670, 670 },
-  { 7, 1024, 8192, 672, 663 },
-  { 7, 1024, 32768, 672, 663 },
-  { 7, 1536, 1, 673, 673 },
-  { 7, 1536, 8, 673, 673 },
-  { 7, 1536, 32, 674, 674 },
-  { 7, 1536, 128, 675, 675 },
-  { 7, 1536, 512, 675, 675 },
-  { 7, 1536, 2048, 676, 677 },
-  { 7, 1536, 8192, 677, 677 },
-  { 7, 1536, 32768, 677, 677 },
-  { 7, 2048, 1, 678, 677 },
-  { 7, 2048, 8, 673, 673 },
-  { 7, 2048, 32, 678, 679 },
-  { 7, 2048, 128, 675, 675 },
-  { 7, 2048, 512, 675, 675 },
-  { 7, 2048, 2048, 680, 677 },
-  { 7, 2048, 8192, 677, 677 },
-  { 7, 2048, 32768, 681, 681 },
-  { 7, 2560, 1, 682, 682 },
-  { 7, 2560, 8, 683, 684 },
-  { 7, 2560, 32, 685, 685 },
-  { 7, 2560, 128, 686, 686 },
-  { 7, 2560, 512, 687, 684 },
-  { 7, 2560, 2048, 688, 684 },
-  { 7, 2560, 8192, 688, 684 },
-  { 7, 2560, 32768, 681, 681 },
-  { 7, 3072, 1, 682, 682 },
-  { 7, 3072, 8, 686, 686 },
-  { 7, 3072, 32, 689, 690 },
-  { 7, 3072, 128, 686, 686 },
-  { 7, 3072, 512, 691, 684 },
-  { 7, 3072, 2048, 692, 684 },
-  { 7, 3072, 8192, 691, 684 },
-  { 7, 3072, 32768, 693, 693 },
-  { 7, 4096, 1, 694, 695 },
-  { 7, 4096, 8, 694, 695 },
-  { 7, 4096, 32, 694, 695 },
-  { 7, 4096, 128, 694, 696 },
-  { 7, 4096, 512, 697, 696 },
-  { 7, 4096, 2048, 694, 695 },
-  { 7, 4096, 8192, 697, 695 },
-  { 7, 4096, 32768, 693, 693 },
-  { 7, 5120, 1, 698, 699 },
-  { 7, 5120, 8, 698, 700 },
-  { 7, 5120, 32, 701, 701 },
-  { 7, 5120, 128, 698, 702 },
-  { 7, 5120, 512, 698, 699 },
-  { 7, 5120, 2048, 703, 699 },
-  { 7, 5120, 8192, 703, 699 },
-  { 7, 5120, 32768, 704, 704 },
-  { 7, 6144, 1, 705, 705 },
-  { 7, 6144, 8, 705, 705 },
-  { 7, 6144, 32, 706, 707 },
-  { 7, 6144, 128, 706, 702 },
-  { 7, 6144, 512, 708, 709 },
-  { 7, 6144, 2048, 710, 711 },
-  { 7, 6144, 8192, 710, 711 },
-  { 7, 6144, 32768, 712, 712 },
-  { 7, 7168, 1, 713, 713 },
-  { 7, 7168, 8, 713, 713 },
-  { 7, 7168, 32, 714, 707 },
-  { 7, 7168, 128, 707, 707 },
-  { 7, 7168, 512, 715, 715 },
-  { 7, 7168, 2048, 716, 716 },
-  { 7, 7168, 8192, 712, 712 },
-  { 7, 7168, 32768, 712, 712 },
-  { 7, 8192, 1, 717, 717 },
-  { 7, 8192, 8, 718, 718 },
-  { 7, 8192, 32, 719, 707 },
-  { 7, 8192, 128, 707, 707 },
-  { 7, 8192, 512, 720, 721 },
-  { 7, 8192, 2048, 716, 716 },
-  { 7, 8192, 8192, 722, 721 },
-  { 7, 8192, 32768, 722, 721 },
-  { 7, 12288, 1, 723, 723 },
-  { 7, 12288, 8, 723, 723 },
-  { 7, 12288, 32, 724, 725 },
-  { 7, 12288, 128, 723, 723 },
-  { 7, 12288, 512, 726, 726 },
-  { 7, 12288, 2048, 727, 728 },
-  { 7, 12288, 8192, 729, 729 },
-  { 7, 12288, 32768, 729, 729 },
-  { 7, 16384, 1, 730, 731 },
-  { 7, 16384, 8, 732, 732 },
-  { 7, 16384, 32, 733, 733 },
-  { 7, 16384, 128, 732, 732 },
-  { 7, 16384, 512, 734, 735 },
-  { 7, 16384, 2048, 736, 731 },
-  { 7, 16384, 8192, 729, 729 },
-  { 7, 16384, 32768, 729, 729 },
-  { 7, 32768, 1, 737, 737 },
-  { 7, 32768, 8, 737, 737 },
-  { 7, 32768, 32, 738, 738 },
-  { 7, 32768, 128, 739, 740 },
-  { 7, 32768, 512, 741, 740 },
-  { 7, 32768, 2048, 742, 743 },
-  { 7, 32768, 8192, 742, 744 },
-  { 7, 32768, 32768, 742, 743 },
-  { 7, 65536, 1, 745, 745 },
-  { 7, 65536, 8, 746, 746 },
-  { 7, 65536, 32, 747, 748 },
-  { 7, 65536, 128, 749, 748 },
-  { 7, 65536, 512, 750, 748 },
-  { 7, 65536, 2048, 751, 693 },
-  { 7, 65536, 8192, 752, 693 },
-  { 7, 65536, 32768, 752, 693 },
-  { 7, 131072, 1, 753, 753 },
-  { 7, 131072, 8, 754, 754 },
-  { 7, 131072, 32, 755, 693 },
-  { 7, 131072, 128, 755, 693 },
-  { 7, 131072, 512, 755, 693 },
-  { 7, 131072, 2048, 755, 693 },
-  { 7, 131072, 8192, 756, 693 },
-  { 7, 131072, 32768, 756, 693 },
-  { 8, 512, 1, 758, 759 },
-  { 8, 512, 8, 758, 759 },
-  { 8, 512, 32, 758, 759 },
-  { 8, 512, 128, 760, 759 },
-  { 8, 512, 512, 761, 759 },
-  { 8, 512, 2048, 762, 759 },
-  { 8, 512, 8192, 763, 763 },
-  { 8, 512, 32768, 763, 763 },
-  { 8, 768, 1, 764, 765 },
-  { 8, 768, 8, 764, 765 },
-  { 8, 768, 32, 764, 765 },
-  { 8, 768, 128, 764, 766 },
-  { 8, 768, 512, 764, 767 },
-  { 8, 768, 2048, 768, 759 },
-  { 8, 768, 8192, 769, 769 },
-  { 8, 768, 32768, 769, 769 },
-  { 8, 1024, 1, 770, 759 },
-  { 8, 1024, 8, 770, 759 },
-  { 8, 1024, 32, 770, 765 },
-  { 8, 1024, 128, 771, 767 },
-  { 8, 1024, 512, 772, 767 },
-  { 8, 1024, 2048, 772, 767 },
-  { 8, 1024, 8192, 769, 769 },
-  { 8, 1024, 32768, 769, 769 },
-  { 8, 1536, 1, 773, 774 },
-  { 8, 1536, 8, 773, 775 },
-  { 8, 1536, 32, 776, 775 },
-  { 8, 1536, 128, 773, 774 },
-  { 8, 1536, 512, 777, 777 },
-  { 8, 1536, 2048, 773, 778 },
-  { 8, 1536, 8192, 777, 777 },
-  { 8, 1536, 32768, 777, 777 },
-  { 8, 2048, 1, 779, 775 },
-  { 8, 2048, 8, 779, 775 },
-  { 8, 2048, 32, 779, 778 },
-  { 8, 2048, 128, 780, 774 },
-  { 8, 2048, 512, 777, 777 },
-  { 8, 2048, 2048, 777, 777 },
-  { 8, 2048, 8192, 781, 778 },
-  { 8, 2048, 32768, 781, 778 },
-  { 8, 2560, 1, 782, 783 },
-  { 8, 2560, 8, 782, 783 },
-  { 8, 2560, 32, 784, 784 },
-  { 8, 2560, 128, 785, 785 },
-  { 8, 2560, 512, 782, 783 },
-  { 8, 2560, 2048, 786, 786 },
-  { 8, 2560, 8192, 787, 783 },
-  { 8, 2560, 32768, 787, 783 },
-  { 8, 3072, 1, 788, 783 },
-  { 8, 3072, 8, 785, 785 },
-  { 8, 3072, 32, 784, 784 },
-  { 8, 3072, 128, 785, 785 },
-  { 8, 3072, 512, 789, 783 },
-  { 8, 3072, 2048, 786, 786 },
-  { 8, 3072, 8192, 786, 786 },
-  { 8, 3072, 32768, 790, 783 },
-  { 8, 4096, 1, 791, 791 },
-  { 8, 4096, 8, 792, 793 },
-  { 8, 4096, 32, 794, 795 },
-  { 8, 4096, 128, 792, 785 },
-  { 8, 4096, 512, 792, 793 },
-  { 8, 4096, 2048, 796, 796 },
-  { 8, 4096, 8192, 796, 796 },
-  { 8, 4096, 32768, 797, 793 },
-  { 8, 5120, 1, 798, 798 },
-  { 8, 5120, 8, 799, 798 },
-  { 8, 5120, 32, 800, 801 },
-  { 8, 5120, 128, 800, 801 },
-  { 8, 5120, 512, 799, 801 },
-  { 8, 5120, 2048, 796, 796 },
-  { 8, 5120, 8192, 796, 796 },
-  { 8, 5120, 32768, 802, 803 },
-  { 8, 6144, 1, 798, 798 },
-  { 8, 6144, 8, 804, 798 },
-  { 8, 6144, 32, 804, 801 },
-  { 8, 6144, 128, 804, 801 },
-  { 8, 6144, 512, 804, 801 },
-  { 8, 6144, 2048, 796, 796 },
-  { 8, 6144, 8192, 805, 806 },
-  { 8, 6144, 32768, 807, 806 },
-  { 8, 7168, 1, 808, 809 },
-  { 8, 7168, 8, 808, 810 },
-  { 8, 7168, 32, 811, 812 },
-  { 8, 7168, 128, 811, 809 },
-  { 8, 7168, 512, 811, 813 },
-  { 8, 7168, 2048, 796, 796 },
-  { 8, 7168, 8192, 796, 796 },
-  { 8, 7168, 32768, 814, 815 },
-  { 8, 8192, 1, 816, 816 },
-  { 8, 8192, 8, 817, 817 },
-  { 8, 8192, 32, 818, 819 },
-  { 8, 8192, 128, 820, 809 },
-  { 8, 8192, 512, 796, 796 },
-  { 8, 8192, 2048, 821, 821 },
-  { 8, 8192, 8192, 822, 823 },
-  { 8, 8192, 32768, 822, 823 },
-  { 8, 12288, 1, 824, 824 },
-  { 8, 12288, 8, 824, 824 },
-  { 8, 12288, 32, 825, 826 },
-  { 8, 12288, 128, 827, 828 },
-  { 8, 12288, 512, 829, 830 },
-  { 8, 12288, 2048, 829, 830 },
-  { 8, 12288, 8192, 829, 830 },
-  { 8, 12288, 32768, 831, 831 },
-  { 8, 16384, 1, 832, 832 },
-  { 8, 16384, 8, 833, 834 },
-  { 8, 16384, 32, 832, 832 },
-  { 8, 16384, 128, 835, 835 },
-  { 8, 16384, 512, 836, 836 },
-  { 8, 16384, 2048, 837, 838 },
-  { 8, 16384, 8192, 837, 838 },
-  { 8, 16384, 32768, 837, 838 },
-  { 8, 32768, 1, 839, 840 },
-  { 8, 32768, 8, 841, 841 },
-  { 8, 32768, 32, 839, 842 },
-  { 8, 32768, 128, 841, 841 },
-  { 8, 32768, 512, 843, 843 },
-  { 8, 32768, 2048, 843, 843 },
-  { 8, 32768, 8192, 843, 843 },
-  { 8, 32768, 32768, 843, 843 },
-  { 8, 65536, 1, 844, 844 },
-  { 8, 65536, 8, 845, 845 },
-  { 8, 65536, 32, 845, 845 },
-  { 8, 65536, 128, 845, 845 },
-  { 8, 65536, 512, 845, 845 },
-  { 8, 65536, 2048, 843, 843 },
-  { 8, 65536, 8192, 846, 847 },
-  { 8, 65536, 32768, 846, 847 },
-  { 8, 131072, 1, 848, 848 },
-  { 8, 131072, 8, 849, 849 },
-  { 8, 131072, 32, 850, 851 },
-  { 8, 131072, 128, 849, 849 },
-  { 8, 131072, 512, 850, 851 },
-  { 8, 131072, 2048, 852, 852 },
-  { 8, 131072, 8192, 852, 852 },
-  { 8, 131072, 32768, 852, 852 },
+  { 0, 2560, 128, 31, 28 },
+  { 0, 2560, 512, 32, 33 },
+  { 0, 2560, 2048, 34, 35 },
+  { 0, 2560, 8192, 36, 33 },
+  { 0, 2560, 32768, 36, 37 },
+  { 0, 3072, 1, 38, 28 },
+  { 0, 3072, 8, 38, 28 },
+  { 0, 3072, 32, 39, 30 },
+  { 0, 3072, 128, 39, 28 },
+  { 0, 3072, 512, 40, 33 },
+  { 0, 3072, 2048, 41, 33 },
+  { 0, 3072, 8192, 41, 33 },
+  { 0, 3072, 32768, 41, 42 },
+  { 0, 4096, 1, 43, 33 },
+  { 0, 4096, 8, 43, 33 },
+  { 0, 4096, 32, 44, 33 },
+  { 0, 4096, 128, 45, 33 },
+  { 0, 4096, 512, 44, 33 },
+  { 0, 4096, 2048, 44, 33 },
+  { 0, 4096, 8192, 46, 33 },
+  { 0, 4096, 32768, 47, 33 },
+  { 0, 5120, 1, 48, 49 },
+  { 0, 5120, 8, 50, 49 },
+  { 0, 5120, 32, 48, 49 },
+  { 0, 5120, 128, 50, 49 },
+  { 0, 5120, 512, 51, 49 },
+  { 0, 5120, 2048, 52, 49 },
+  { 0, 5120, 8192, 52, 49 },
+  { 0, 5120, 32768, 53, 49 },
+  { 0, 6144, 1, 54, 49 },
+  { 0, 6144, 8, 54, 49 },
+  { 0, 6144, 32, 54, 49 },
+  { 0, 6144, 128, 55, 56 },
+  { 0, 6144, 512, 57, 49 },
+  { 0, 6144, 2048, 57, 49 },
+  { 0, 6144, 8192, 58, 49 },
+  { 0, 6144, 32768, 58, 49 },
+  { 0, 7168, 1, 59, 56 },
+  { 0, 7168, 8, 59, 60 },
+  { 0, 7168, 32, 61, 61 },
+  { 0, 7168, 128, 59, 56 },
+  { 0, 7168, 512, 62, 60 },
+  { 0, 7168, 2048, 62, 60 },
+  { 0, 7168, 8192, 62, 60 },
+  { 0, 7168, 32768, 62, 60 },
+  { 0, 8192, 1, 63, 64 },
+  { 0, 8192, 8, 63, 60 },
+  { 0, 8192, 32, 65, 60 },
+  { 0, 8192, 128, 65, 60 },
+  { 0, 8192, 512, 66, 60 },
+  { 0, 8192, 2048, 66, 60 },
+  { 0, 8192, 8192, 66, 60 },
+  { 0, 8192, 32768, 67, 60 },
+  { 0, 12288, 1, 68, 69 },
+  { 0, 12288, 8, 68, 70 },
+  { 0, 12288, 32, 71, 69 },
+  { 0, 12288, 128, 68, 72 },
+  { 0, 12288, 512, 73, 74 },
+  { 0, 12288, 2048, 75, 74 },
+  { 0, 12288, 8192, 75, 74 },
+  { 0, 12288, 32768, 75, 74 },
+  { 0, 16384, 1, 76, 77 },
+  { 0, 16384, 8, 78, 79 },
+  { 0, 16384, 32, 78, 80 },
+  { 0, 16384, 128, 81, 80 },
+  { 0, 16384, 512, 82, 80 },
+  { 0, 16384, 2048, 83, 80 },
+  { 0, 16384, 8192, 83, 80 },
+  { 0, 16384, 32768, 83, 80 },
+  { 0, 32768, 1, 84, 85 },
+  { 0, 32768, 8, 86, 85 },
+  { 0, 32768, 32, 86, 85 },
+  { 0, 32768, 128, 87, 88 },
+  { 0, 32768, 512, 89, 85 },
+  { 0, 32768, 2048, 90, 85 },
+  { 0, 32768, 8192, 90, 91 },
+  { 0, 32768, 32768, 90, 85 },
+  { 0, 65536, 1, 92, 85 },
+  { 0, 65536, 8, 92, 85 },
+  { 0, 65536, 32, 93, 93 },
+  { 0, 65536, 128, 94, 85 },
+  { 0, 65536, 512, 95, 85 },
+  { 0, 65536, 2048, 95, 85 },
+  { 0, 65536, 8192, 95, 85 },
+  { 0, 65536, 32768, 95, 85 },
+  { 0, 131072, 1, 96, 85 },
+  { 0, 131072, 8, 97, 98 },
+  { 0, 131072, 32, 99, 85 },
+  { 0, 131072, 128, 100, 85 },
+  { 0, 131072, 512, 100, 85 },
+  { 0, 131072, 2048, 100, 85 },
+  { 0, 131072, 8192, 100, 85 },
+  { 0, 131072, 32768, 100, 85 },
+  { 1, 512, 1, 102, 103 },
+  { 1, 512, 8, 102, 103 },
+  { 1, 512, 32, 102, 103 },
+  { 1, 512, 128, 102, 103 },
+  { 1, 512, 512, 104, 103 },
+  { 1, 512, 2048, 105, 103 },
+  { 1, 512, 8192, 106, 103 },
+  { 1, 512, 32768, 107, 103 },
+  { 1, 768, 1, 108, 103 },
+  { 1, 768, 8, 108, 103 },
+  { 1, 768, 32, 108, 103 },
+  { 1, 768, 128, 108, 103 },
+  { 1, 768, 512, 108, 103 },
+  { 1, 768, 2048, 109, 103 },
+  { 1, 768, 8192, 110, 103 },
+  { 1, 768, 32768, 111, 103 },
+  { 1, 1024, 1, 112, 103 },
+  { 1, 1024, 8, 112, 103 },
+  { 1, 1024, 32, 112, 103 },
+  { 1, 1024, 128, 113, 103 },
+  { 1, 1024, 512, 112, 103 },
+  { 1, 1024, 2048, 114, 103 },
+  { 1, 1024, 8192, 114, 103 },
+  { 1, 1024, 32768, 115, 103 },
+  { 1, 1536, 1, 116, 103 },
+  { 1, 1536, 8, 116, 103 },
+  { 1, 1536, 32, 116, 103 },
+  { 1, 1536, 128, 117, 117 },
+  { 1, 1536, 512, 116, 103 },
+  { 1, 1536, 2048, 118, 103 },
+  { 1, 1536, 8192, 118, 103 },
+  { 1, 1536, 32768, 118, 103 },
+  { 1, 2048, 1, 119, 103 },
+  { 1, 2048, 8, 119, 103 },
+  { 1, 2048, 32, 119, 103 },
+  { 1, 2048, 128, 117, 117 },
+  { 1, 2048, 512, 119, 103 },
+  { 1, 2048, 2048, 120, 103 },
+  { 1, 2048, 8192, 121, 103 },
+  { 1, 2048, 32768, 121, 122 },
+  { 1, 2560, 1, 123, 124 },
+  { 1, 2560, 8, 123, 124 },
+  { 1, 2560, 32, 125, 124 },
+  { 1, 2560, 128, 123, 124 },
+  { 1, 2560, 512, 125, 124 },
+  { 1, 2560, 2048, 126, 127 },
+  { 1, 2560, 8192, 128, 124 },
+  { 1, 2560, 32768, 128, 129 },
+  { 1, 3072, 1, 130, 124 },
+  { 1, 3072, 8, 131, 124 },
+  { 1, 3072, 32, 132, 124 },
+  { 1, 3072, 128, 130, 133 },
+  { 1, 3072, 512, 134, 124 },
+  { 1, 3072, 2048, 132, 127 },
+  { 1, 3072, 8192, 132, 124 },
+  { 1, 3072, 32768, 132, 124 },
+  { 1, 4096, 1, 135, 124 },
+  { 1, 4096, 8, 135, 124 },
+  { 1, 4096, 32, 136, 124 },
+  { 1, 4096, 128, 137, 124 },
+  { 1, 4096, 512, 136, 124 },
+  { 1, 4096, 2048, 136, 124 },
+  { 1, 4096, 8192, 138, 124 },
+  { 1, 4096, 32768, 139, 124 },
+  { 1, 5120, 1, 140, 141 },
+  { 1, 5120, 8, 140, 141 },
+  { 1, 5120, 32, 142, 141 },
+  { 1, 5120, 128, 140, 141 },
+  { 1, 5120, 512, 143, 141 },
+  { 1, 5120, 2048, 144, 145 },
+  { 1, 5120, 8192, 144, 145 },
+  { 1, 5120, 32768, 144, 141 },
+  { 1, 6144, 1, 146, 141 },
+  { 1, 6144, 8, 146, 141 },
+  { 1, 6144, 32, 147, 141 },
+  { 1, 6144, 128, 148, 141 },
+  { 1, 6144, 512, 149, 141 },
+  { 1, 6144, 2048, 149, 141 },
+  { 1, 6144, 8192, 150, 141 },
+  { 1, 6144, 32768, 150, 141 },
+  { 1, 7168, 1, 151, 152 },
+  { 1, 7168, 8, 151, 152 },
+  { 1, 7168, 32, 153, 152 },
+  { 1, 7168, 128, 151, 154 },
+  { 1, 7168, 512, 155, 152 },
+  { 1, 7168, 2048, 155, 152 },
+  { 1, 7168, 8192, 155, 152 },
+  { 1, 7168, 32768, 155, 152 },
+  { 1, 8192, 1, 156, 157 },
+  { 1, 8192, 8, 156, 157 },
+  { 1, 8192, 32, 158, 152 },
+  { 1, 8192, 128, 159, 152 },
+  { 1, 8192, 512, 160, 152 },
+  { 1, 8192, 2048, 160, 152 },
+  { 1, 8192, 8192, 160, 152 },
+  { 1, 8192, 32768, 160, 152 },
+  { 1, 12288, 1, 161, 162 },
+  { 1, 12288, 8, 163, 162 },
+  { 1, 12288, 32, 164, 162 },
+  { 1, 12288, 128, 165, 162 },
+  { 1, 12288, 512, 166, 162 },
+  { 1, 12288, 2048, 167, 162 },
+  { 1, 12288, 8192, 167, 162 },
+  { 1, 12288, 32768, 167, 162 },
+  { 1, 16384, 1, 168, 169 },
+  { 1, 16384, 8, 170, 171 },
+  { 1, 16384, 32, 170, 171 },
+  { 1, 16384, 128, 172, 171 },
+  { 1, 16384, 512, 173, 171 },
+  { 1, 16384, 2048, 174, 171 },
+  { 1, 16384, 8192, 174, 171 },
+  { 1, 16384, 32768, 174, 171 },
+  { 1, 32768, 1, 175, 176 },
+  { 1, 32768, 8, 175, 177 },
+  { 1, 32768, 32, 178, 179 },
+  { 1, 32768, 128, 180, 176 },
+  { 1, 32768, 512, 181, 176 },
+  { 1, 32768, 2048, 182, 176 },
+  { 1, 32768, 8192, 182, 176 },
+  { 1, 32768, 32768, 182, 176 },
+  { 1, 65536, 1, 183, 176 },
+  { 1, 65536, 8, 183, 176 },
+  { 1, 65536, 32, 184, 185 },
+  { 1, 65536, 128, 186, 176 },
+  { 1, 65536, 512, 187, 176 },
+  { 1, 65536, 2048, 187, 176 },
+  { 1, 65536, 8192, 187, 176 },
+  { 1, 65536, 32768, 187, 176 },
+  { 1, 131072, 1, 188, 176 },
+  { 1, 131072, 8, 188, 189 },
+  { 1, 131072, 32, 190, 176 },
+  { 1, 131072, 128, 191, 176 },
+  { 1, 131072, 512, 191, 176 },
+  { 1, 131072, 2048, 191, 176 },
+  { 1, 131072, 8192, 191, 176 },
+  { 1, 131072, 32768, 191, 176 },
+  { 2, 512, 1, 193, 194 },
+  { 2, 512, 8, 195, 194 },
+  { 2, 512, 32, 195, 194 },
+  { 2, 512, 128, 196, 194 },
+  { 2, 512, 512, 196, 194 },
+  { 2, 512, 2048, 195, 194 },
+  { 2, 512, 8192, 196, 194 },
+  { 2, 512, 32768, 197, 198 },
+  { 2, 768, 1, 199, 194 },
+  { 2, 768, 8, 200, 194 },
+  { 2, 768, 32, 199, 201 },
+  { 2, 768, 128, 199, 201 },
+  { 2, 768, 512, 199, 194 },
+  { 2, 768, 2048, 202, 194 },
+  { 2, 768, 8192, 200, 194 },
+  { 2, 768, 32768, 202, 203 },
+  { 2, 1024, 1, 204, 194 },
+  { 2, 1024, 8, 205, 194 },
+  { 2, 1024, 32, 204, 194 },
+  { 2, 1024, 128, 204, 194 },
+  { 2, 1024, 512, 204, 194 },
+  { 2, 1024, 2048, 206, 206 },
+  { 2, 1024, 8192, 207, 203 },
+  { 2, 1024, 32768, 207, 203 },
+  { 2, 1536, 1, 208, 209 },
+  { 2, 1536, 8, 208, 210 },
+  { 2, 1536, 32, 211, 212 },
+  { 2, 1536, 128, 208, 210 },
+  { 2, 1536, 512, 211, 209 },
+  { 2, 1536, 2048, 211, 209 },
+  { 2, 1536, 8192, 213, 209 },
+  { 2, 1536, 32768, 213, 209 },
+  { 2, 2048, 1, 214, 209 },
+  { 2, 2048, 8, 214, 209 },
+  { 2, 2048, 32, 215, 209 },
+  { 2, 2048, 128, 214, 210 },
+  { 2, 2048, 512, 214, 209 },
+  { 2, 2048, 2048, 214, 210 },
+  { 2, 2048, 8192, 216, 209 },
+  { 2, 2048, 32768, 216, 209 },
+  { 2, 2560, 1, 217, 218 },
+  { 2, 2560, 8, 217, 219 },
+  { 2, 2560, 32, 217, 220 },
+  { 2, 2560, 128, 217, 221 },
+  { 2, 2560, 512, 217, 222 },
+  { 2, 2560, 2048, 217, 222 },
+  { 2, 2560, 8192, 223, 222 },
+  { 2, 2560, 32768, 223, 222 },
+  { 2, 3072, 1, 224, 218 },
+  { 2, 3072, 8, 224, 219 },
+  { 2, 3072, 32, 224, 220 },
+  { 2, 3072, 128, 224, 220 },
+  { 2, 3072, 512, 225, 222 },
+  { 2, 3072, 2048, 224, 218 },
+  { 2, 3072, 8192, 226, 222 },
+  { 2, 3072, 32768, 227, 222 },
+  { 2, 4096, 1, 228, 229 },
+  { 2, 4096, 8, 228, 229 },
+  { 2, 4096, 32, 228, 229 },
+  { 2, 4096, 128, 228, 229 },
+  { 2, 4096, 512, 228, 229 },
+  { 2, 4096, 2048, 228, 229 },
+  { 2, 4096, 8192, 230, 231 },
+  { 2, 4096, 32768, 230, 231 },
+  { 2, 5120, 1, 232, 233 },
+  { 2, 5120, 8, 232, 234 },
+  { 2, 5120, 32, 235, 236 },
+  { 2, 5120, 128, 235, 236 },
+  { 2, 5120, 512, 232, 237 },
+  { 2, 5120, 2048, 232, 238 },
+  { 2, 5120, 8192, 239, 238 },
+  { 2, 5120, 32768, 240, 238 },
+  { 2, 6144, 1, 241, 233 },
+  { 2, 6144, 8, 234, 234 },
+  { 2, 6144, 32, 241, 242 },
+  { 2, 6144, 128, 241, 236 },
+  { 2, 6144, 512, 243, 242 },
+  { 2, 6144, 2048, 244, 242 },
+  { 2, 6144, 8192, 245, 242 },
+  { 2, 6144, 32768, 245, 242 },
+  { 2, 7168, 1, 246, 247 },
+  { 2, 7168, 8, 248, 249 },
+  { 2, 7168, 32, 248, 250 },
+  { 2, 7168, 128, 251, 251 },
+  { 2, 7168, 512, 252, 247 },
+  { 2, 7168, 2048, 253, 247 },
+  { 2, 7168, 8192, 252, 247 },
+  { 2, 7168, 32768, 254, 231 },
+  { 2, 8192, 1, 255, 256 },
+  { 2, 8192, 8, 257, 257 },
+  { 2, 8192, 32, 255, 256 },
+  { 2, 8192, 128, 258, 256 },
+  { 2, 8192, 512, 258, 256 },
+  { 2, 8192, 2048, 259, 256 },
+  { 2, 8192, 8192, 259, 256 },
+  { 2, 8192, 32768, 259, 231 },
+  { 2, 12288, 1, 260, 261 },
+  { 2, 12288, 8, 260, 262 },
+  { 2, 12288, 32, 260, 261 },
+  { 2, 12288, 128, 263, 264 },
+  { 2, 12288, 512, 265, 266 },
+  { 2, 12288, 2048, 267, 268 },
+  { 2, 12288, 8192, 267, 268 },
+  { 2, 12288, 32768, 267, 268 },
+  { 2, 16384, 1, 269, 270 },
+  { 2, 16384, 8, 269, 271 },
+  { 2, 16384, 32, 269, 272 },
+  { 2, 16384, 128, 273, 274 },
+  { 2, 16384, 512, 273, 274 },
+  { 2, 16384, 2048, 275, 270 },
+  { 2, 16384, 8192, 276, 276 },
+  { 2, 16384, 32768, 276, 276 },
+  { 2, 32768, 1, 277, 231 },
+  { 2, 32768, 8, 277, 231 },
+  { 2, 32768, 32, 277, 278 },
+  { 2, 32768, 128, 279, 231 },
+  { 2, 32768, 512, 280, 281 },
+  { 2, 32768, 2048, 279, 231 },
+  { 2, 32768, 8192, 282, 231 },
+  { 2, 32768, 32768, 282, 283 },
+  { 2, 65536, 1, 284, 231 },
+  { 2, 65536, 8, 285, 231 },
+  { 2, 65536, 32, 285, 231 },
+  { 2, 65536, 128, 286, 231 },
+  { 2, 65536, 512, 286, 231 },
+  { 2, 65536, 2048, 286, 231 },
+  { 2, 65536, 8192, 286, 231 },
+  { 2, 65536, 32768, 286, 231 },
+  { 2, 131072, 1, 287, 288 },
+  { 2, 131072, 8, 287, 289 },
+  { 2, 131072, 32, 287, 288 },
+  { 2, 131072, 128, 290, 231 },
+  { 2, 131072, 512, 290, 231 },
+  { 2, 131072, 2048, 290, 231 },
+  { 2, 131072, 8192, 290, 231 },
+  { 2, 131072, 32768, 290, 231 },
+  { 3, 512, 1, 292, 293 },
+  { 3, 512, 8, 294, 295 },
+  { 3, 512, 32, 294, 295 },
+  { 3, 512, 128, 294, 295 },
+  { 3, 512, 512, 296, 295 },
+  { 3, 512, 2048, 297, 295 },
+  { 3, 512, 8192, 298, 295 },
+  { 3, 512, 32768, 299, 299 },
+  { 3, 768, 1, 300, 300 },
+  { 3, 768, 8, 300, 300 },
+  { 3, 768, 32, 301, 300 },
+  { 3, 768, 128, 301, 300 },
+  { 3, 768, 512, 302, 295 },
+  { 3, 768, 2048, 303, 295 },
+  { 3, 768, 8192, 304, 295 },
+  { 3, 768, 32768, 305, 306 },
+  { 3, 1024, 1, 307, 300 },
+  { 3, 1024, 8, 307, 295 },
+  { 3, 1024, 32, 307, 295 },
+  { 3, 1024, 128, 307, 295 },
+  { 3, 1024, 512, 308, 295 },
+  { 3, 1024, 2048, 309, 310 },
+  { 3, 1024, 8192, 311, 295 },
+  { 3, 1024, 32768, 311, 312 },
+  { 3, 1536, 1, 313, 313 },
+  { 3, 1536, 8, 313, 313 },
+  { 3, 1536, 32, 313, 313 },
+  { 3, 1536, 128, 313, 313 },
+  { 3, 1536, 512, 314, 295 },
+  { 3, 1536, 2048, 315, 295 },
+  { 3, 1536, 8192, 316, 295 },
+  { 3, 1536, 32768, 316, 317 },
+  { 3, 2048, 1, 318, 313 },
+  { 3, 2048, 8, 318, 313 },
+  { 3, 2048, 32, 318, 313 },
+  { 3, 2048, 128, 318, 295 },
+  { 3, 2048, 512, 319, 295 },
+  { 3, 2048, 2048, 320, 295 },
+  { 3, 2048, 8192, 321, 295 },
+  { 3, 2048, 32768, 321, 322 },
+  { 3, 2560, 1, 323, 323 },
+  { 3, 2560, 8, 324, 323 },
+  { 3, 2560, 32, 324, 325 },
+  { 3, 2560, 128, 323, 323 },
+  { 3, 2560, 512, 326, 327 },
+  { 3, 2560, 2048, 328, 327 },
+  { 3, 2560, 8192, 329, 330 },
+  { 3, 2560, 32768, 329, 330 },
+  { 3, 3072, 1, 331, 325 },
+  { 3, 3072, 8, 331, 325 },
+  { 3, 3072, 32, 332, 325 },
+  { 3, 3072, 128, 323, 323 },
+  { 3, 3072, 512, 333, 327 },
+  { 3, 3072, 2048, 334, 327 },
+  { 3, 3072, 8192, 335, 330 },
+  { 3, 3072, 32768, 335, 330 },
+  { 3, 4096, 1, 336, 337 },
+  { 3, 4096, 8, 336, 327 },
+  { 3, 4096, 32, 338, 327 },
+  { 3, 4096, 128, 336, 337 },
+  { 3, 4096, 512, 339, 327 },
+  { 3, 4096, 2048, 340, 327 },
+  { 3, 4096, 8192, 340, 327 },
+  { 3, 4096, 32768, 341, 341 },
+  { 3, 5120, 1, 342, 343 },
+  { 3, 5120, 8, 342, 343 },
+  { 3, 5120, 32, 342, 344 },
+  { 3, 5120, 128, 342, 345 },
+  { 3, 5120, 512, 346, 347 },
+  { 3, 5120, 2048, 346, 347 },
+  { 3, 5120, 8192, 346, 347 },
+  { 3, 5120, 32768, 346, 347 },
+  { 3, 6144, 1, 348, 348 },
+  { 3, 6144, 8, 349, 347 },
+  { 3, 6144, 32, 349, 345 },
+  { 3, 6144, 128, 349, 345 },
+  { 3, 6144, 512, 350, 347 },
+  { 3, 6144, 2048, 351, 347 },
+  { 3, 6144, 8192, 351, 347 },
+  { 3, 6144, 32768, 352, 347 },
+  { 3, 7168, 1, 348, 348 },
+  { 3, 7168, 8, 353, 348 },
+  { 3, 7168, 32, 353, 345 },
+  { 3, 7168, 128, 353, 345 },
+  { 3, 7168, 512, 354, 355 },
+  { 3, 7168, 2048, 354, 355 },
+  { 3, 7168, 8192, 356, 356 },
+  { 3, 7168, 32768, 356, 356 },
+  { 3, 8192, 1, 357, 357 },
+  { 3, 8192, 8, 357, 357 },
+  { 3, 8192, 32, 358, 359 },
+  { 3, 8192, 128, 358, 355 },
+  { 3, 8192, 512, 360, 355 },
+  { 3, 8192, 2048, 360, 355 },
+  { 3, 8192, 8192, 356, 356 },
+  { 3, 8192, 32768, 356, 356 },
+  { 3, 12288, 1, 361, 361 },
+  { 3, 12288, 8, 362, 363 },
+  { 3, 12288, 32, 364, 365 },
+  { 3, 12288, 128, 361, 361 },
+  { 3, 12288, 512, 366, 367 },
+  { 3, 12288, 2048, 368, 367 },
+  { 3, 12288, 8192, 369, 367 },
+  { 3, 12288, 32768, 369, 367 },
+  { 3, 16384, 1, 370, 370 },
+  { 3, 16384, 8, 370, 370 },
+  { 3, 16384, 32, 371, 372 },
+  { 3, 16384, 128, 361, 361 },
+  { 3, 16384, 512, 373, 372 },
+  { 3, 16384, 2048, 374, 372 },
+  { 3, 16384, 8192, 374, 372 },
+  { 3, 16384, 32768, 374, 372 },
+  { 3, 32768, 1, 375, 356 },
+  { 3, 32768, 8, 375, 376 },
+  { 3, 32768, 32, 375, 377 },
+  { 3, 32768, 128, 378, 378 },
+  { 3, 32768, 512, 379, 356 },
+  { 3, 32768, 2048, 380, 381 },
+  { 3, 32768, 8192, 380, 356 },
+  { 3, 32768, 32768, 380, 381 },
+  { 3, 65536, 1, 382, 382 },
+  { 3, 65536, 8, 383, 383 },
+  { 3, 65536, 32, 382, 382 },
+  { 3, 65536, 128, 384, 356 },
+  { 3, 65536, 512, 384, 356 },
+  { 3, 65536, 2048, 385, 356 },
+  { 3, 65536, 8192, 386, 387 },
+  { 3, 65536, 32768, 386, 387 },
+  { 3, 131072, 1, 388, 389 },
+  { 3, 131072, 8, 388, 389 },
+  { 3, 131072, 32, 390, 390 },
+  { 3, 131072, 128, 391, 356 },
+  { 3, 131072, 512, 392, 356 },
+  { 3, 131072, 2048, 392, 356 },
+  { 3, 131072, 8192, 392, 356 },
+  { 3, 131072, 32768, 392, 393 },
+  { 4, 512, 1, 395, 396 },
+  { 4, 512, 8, 397, 398 },
+  { 4, 512, 32, 397, 398 },
+  { 4, 512, 128, 397, 398 },
+  { 4, 512, 512, 399, 398 },
+  { 4, 512, 2048, 400, 398 },
+  { 4, 512, 8192, 401, 402 },
+  { 4, 512, 32768, 400, 398 },
+  { 4, 768, 1, 403, 398 },
+  { 4, 768, 8, 403, 398 },
+  { 4, 768, 32, 403, 398 },
+  { 4, 768, 128, 403, 398 },
+  { 4, 768, 512, 404, 398 },
+  { 4, 768, 2048, 405, 406 },
+  { 4, 768, 8192, 404, 398 },
+  { 4, 768, 32768, 404, 398 },
+  { 4, 1024, 1, 407, 398 },
+  { 4, 1024, 8, 407, 398 },
+  { 4, 1024, 32, 407, 398 },
+  { 4, 1024, 128, 408, 398 },
+  { 4, 1024, 512, 409, 398 },
+  { 4, 1024, 2048, 410, 406 },
+  { 4, 1024, 8192, 410, 398 },
+  { 4, 1024, 32768, 410, 398 },
+  { 4, 1536, 1, 411, 412 },
+  { 4, 1536, 8, 411, 398 },
+  { 4, 1536, 32, 411, 398 },
+  { 4, 1536, 128, 413, 412 },
+  { 4, 1536, 512, 414, 398 },
+  { 4, 1536, 2048, 415, 398 },
+  { 4, 1536, 8192, 416, 398 },
+  { 4, 1536, 32768, 414, 398 },
+  { 4, 2048, 1, 417, 398 },
+  { 4, 2048, 8, 417, 398 },
+  { 4, 2048, 32, 417, 398 },
+  { 4, 2048, 128, 417, 398 },
+  { 4, 2048, 512, 418, 398 },
+  { 4, 2048, 2048, 419, 419 },
+  { 4, 2048, 8192, 418, 398 },
+  { 4, 2048, 32768, 418, 398 },
+  { 4, 2560, 1, 420, 421 },
+  { 4, 2560, 8, 420, 422 },
+  { 4, 2560, 32, 423, 422 },
+  { 4, 2560, 128, 424, 421 },
+  { 4, 2560, 512, 425, 422 },
+  { 4, 2560, 2048, 426, 422 },
+  { 4, 2560, 8192, 427, 422 },
+  { 4, 2560, 32768, 427, 422 },
+  { 4, 3072, 1, 428, 421 },
+  { 4, 3072, 8, 428, 422 },
+  { 4, 3072, 32, 429, 422 },
+  { 4, 3072, 128, 430, 421 },
+  { 4, 3072, 512, 431, 422 },
+  { 4, 3072, 2048, 431, 422 },
+  { 4, 3072, 8192, 431, 422 },
+  { 4, 3072, 32768, 431, 422 },
+  { 4, 4096, 1, 432, 422 },
+  { 4, 4096, 8, 432, 422 },
+  { 4, 4096, 32, 433, 422 },
+  { 4, 4096, 128, 434, 435 },
+  { 4, 4096, 512, 436, 437 },
+  { 4, 4096, 2048, 438, 422 },
+  { 4, 4096, 8192, 438, 422 },
+  { 4, 4096, 32768, 438, 422 },
+  { 4, 5120, 1, 439, 440 },
+  { 4, 5120, 8, 439, 440 },
+  { 4, 5120, 32, 441, 440 },
+  { 4, 5120, 128, 439, 442 },
+  { 4, 5120, 512, 443, 440 },
+  { 4, 5120, 2048, 444, 440 },
+  { 4, 5120, 8192, 444, 440 },
+  { 4, 5120, 32768, 444, 440 },
+  { 4, 6144, 1, 445, 440 },
+  { 4, 6144, 8, 446, 440 },
+  { 4, 6144, 32, 447, 440 },
+  { 4, 6144, 128, 446, 442 },
+  { 4, 6144, 512, 448, 440 },
+  { 4, 6144, 2048, 449, 440 },
+  { 4, 6144, 8192, 450, 440 },
+  { 4, 6144, 32768, 450, 440 },
+  { 4, 7168, 1, 451, 452 },
+  { 4, 7168, 8, 451, 453 },
+  { 4, 7168, 32, 454, 453 },
+  { 4, 7168, 128, 454, 442 },
+  { 4, 7168, 512, 455, 453 },
+  { 4, 7168, 2048, 455, 453 },
+  { 4, 7168, 8192, 456, 453 },
+  { 4, 7168, 32768, 456, 453 },
+  { 4, 8192, 1, 457, 458 },
+  { 4, 8192, 8, 457, 453 },
+  { 4, 8192, 32, 459, 453 },
+  { 4, 8192, 128, 459, 458 },
+  { 4, 8192, 512, 460, 453 },
+  { 4, 8192, 2048, 461, 453 },
+  { 4, 8192, 8192, 461, 453 },
+  { 4, 8192, 32768, 462, 453 },
+  { 4, 12288, 1, 463, 464 },
+  { 4, 12288, 8, 465, 466 },
+  { 4, 12288, 32, 467, 466 },
+  { 4, 12288, 128, 463, 468 },
+  { 4, 12288, 512, 469, 466 },
+  { 4, 12288, 2048, 469, 466 },
+  { 4, 12288, 8192, 469, 466 },
+  { 4, 12288, 32768, 470, 466 },
+  { 4, 16384, 1, 471, 472 },
+  { 4, 16384, 8, 471, 473 },
+  { 4, 16384, 32, 474, 473 },
+  { 4, 16384, 128, 475, 468 },
+  { 4, 16384, 512, 476, 473 },
+  { 4, 16384, 2048, 476, 473 },
+  { 4, 16384, 8192, 476, 473 },
+  { 4, 16384, 32768, 477, 473 },
+  { 4, 32768, 1, 478, 479 },
+  { 4, 32768, 8, 478, 479 },
+  { 4, 32768, 32, 480, 480 },
+  { 4, 32768, 128, 481, 479 },
+  { 4, 32768, 512, 482, 479 },
+  { 4, 32768, 2048, 483, 484 },
+  { 4, 32768, 8192, 483, 484 },
+  { 4, 32768, 32768, 483, 484 },
+  { 4, 65536, 1, 485, 479 },
+  { 4, 65536, 8, 486, 479 },
+  { 4, 65536, 32, 485, 487 },
+  { 4, 65536, 128, 485, 479 },
+  { 4, 65536, 512, 486, 479 },
+  { 4, 65536, 2048, 488, 479 },
+  { 4, 65536, 8192, 489, 484 },
+  { 4, 65536, 32768, 489, 484 },
+  { 4, 131072, 1, 490, 479 },
+  { 4, 131072, 8, 490, 491 },
+  { 4, 131072, 32, 492, 479 },
+  { 4, 131072, 128, 493, 479 },
+  { 4, 131072, 512, 494, 479 },
+  { 4, 131072, 2048, 494, 495 },
+  { 4, 131072, 8192, 494, 495 },
+  { 4, 131072, 32768, 494, 495 },
+  { 5, 512, 1, 497, 498 },
+  { 5, 512, 8, 497, 498 },
+  { 5, 512, 32, 497, 498 },
+  { 5, 512, 128, 497, 498 },
+  { 5, 512, 512, 497, 498 },
+  { 5, 512, 2048, 499, 498 },
+  { 5, 512, 8192, 500, 501 },
+  { 5, 512, 32768, 499, 502 },
+  { 5, 768, 1, 503, 498 },
+  { 5, 768, 8, 503, 498 },
+  { 5, 768, 32, 503, 498 },
+  { 5, 768, 128, 504, 504 },
+  { 5, 768, 512, 503, 498 },
+  { 5, 768, 2048, 505, 498 },
+  { 5, 768, 8192, 506, 498 },
+  { 5, 768, 32768, 507, 508 },
+  { 5, 1024, 1, 509, 498 },
+  { 5, 1024, 8, 509, 498 },
+  { 5, 1024, 32, 509, 498 },
+  { 5, 1024, 128, 509, 498 },
+  { 5, 1024, 512, 509, 498 },
+  { 5, 1024, 2048, 510, 498 },
+  { 5, 1024, 8192, 511, 512 },
+  { 5, 1024, 32768, 511, 512 },
+  { 5, 1536, 1, 513, 498 },
+  { 5, 1536, 8, 514, 514 },
+  { 5, 1536, 32, 513, 498 },
+  { 5, 1536, 128, 514, 514 },
+  { 5, 1536, 512, 513, 498 },
+  { 5, 1536, 2048, 515, 516 },
+  { 5, 1536, 8192, 517, 498 },
+  { 5, 1536, 32768, 515, 518 },
+  { 5, 2048, 1, 519, 498 },
+  { 5, 2048, 8, 519, 498 },
+  { 5, 2048, 32, 519, 498 },
+  { 5, 2048, 128, 514, 514 },
+  { 5, 2048, 512, 519, 498 },
+  { 5, 2048, 2048, 520, 521 },
+  { 5, 2048, 8192, 522, 522 },
+  { 5, 2048, 32768, 522, 522 },
+  { 5, 2560, 1, 523, 523 },
+  { 5, 2560, 8, 523, 523 },
+  { 5, 2560, 32, 523, 523 },
+  { 5, 2560, 128, 523, 523 },
+  { 5, 2560, 512, 524, 525 },
+  { 5, 2560, 2048, 526, 525 },
+  { 5, 2560, 8192, 527, 528 },
+  { 5, 2560, 32768, 527, 528 },
+  { 5, 3072, 1, 529, 530 },
+  { 5, 3072, 8, 529, 530 },
+  { 5, 3072, 32, 523, 523 },
+  { 5, 3072, 128, 523, 523 },
+  { 5, 3072, 512, 529, 525 },
+  { 5, 3072, 2048, 531, 525 },
+  { 5, 3072, 8192, 532, 528 },
+  { 5, 3072, 32768, 532, 528 },
+  { 5, 4096, 1, 533, 525 },
+  { 5, 4096, 8, 534, 525 },
+  { 5, 4096, 32, 535, 525 },
+  { 5, 4096, 128, 533, 523 },
+  { 5, 4096, 512, 536, 525 },
+  { 5, 4096, 2048, 536, 525 },
+  { 5, 4096, 8192, 536, 525 },
+  { 5, 4096, 32768, 537, 537 },
+  { 5, 5120, 1, 538, 539 },
+  { 5, 5120, 8, 538, 540 },
+  { 5, 5120, 32, 541, 541 },
+  { 5, 5120, 128, 541, 541 },
+  { 5, 5120, 512, 542, 540 },
+  { 5, 5120, 2048, 542, 540 },
+  { 5, 5120, 8192, 542, 540 },
+  { 5, 5120, 32768, 540, 540 },
+  { 5, 6144, 1, 543, 543 },
+  { 5, 6144, 8, 544, 540 },
+  { 5, 6144, 32, 543, 543 },
+  { 5, 6144, 128, 543, 543 },
+  { 5, 6144, 512, 540, 540 },
+  { 5, 6144, 2048, 540, 540 },
+  { 5, 6144, 8192, 540, 540 },
+  { 5, 6144, 32768, 545, 540 },
+  { 5, 7168, 1, 543, 543 },
+  { 5, 7168, 8, 546, 547 },
+  { 5, 7168, 32, 543, 543 },
+  { 5, 7168, 128, 543, 543 },
+  { 5, 7168, 512, 547, 547 },
+  { 5, 7168, 2048, 547, 547 },
+  { 5, 7168, 8192, 547, 547 },
+  { 5, 7168, 32768, 547, 547 },
+  { 5, 8192, 1, 548, 549 },
+  { 5, 8192, 8, 548, 549 },
+  { 5, 8192, 32, 543, 543 },
+  { 5, 8192, 128, 550, 549 },
+  { 5, 8192, 512, 551, 547 },
+  { 5, 8192, 2048, 551, 547 },
+  { 5, 8192, 8192, 551, 547 },
+  { 5, 8192, 32768, 552, 547 },
+  { 5, 12288, 1, 553, 554 },
+  { 5, 12288, 8, 553, 555 },
+  { 5, 12288, 32, 556, 554 },
+  { 5, 12288, 128, 553, 555 },
+  { 5, 12288, 512, 557, 555 },
+  { 5, 12288, 2048, 558, 555 },
+  { 5, 12288, 8192, 558, 555 },
+  { 5, 12288, 32768, 559, 555 },
+  { 5, 16384, 1, 560, 561 },
+  { 5, 16384, 8, 560, 561 },
+  { 5, 16384, 32, 562, 554 },
+  { 5, 16384, 128, 563, 564 },
+  { 5, 16384, 512, 565, 566 },
+  { 5, 16384, 2048, 567, 568 },
+  { 5, 16384, 8192, 567, 568 },
+  { 5, 16384, 32768, 567, 568 },
+  { 5, 32768, 1, 569, 570 },
+  { 5, 32768, 8, 569, 571 },
+  { 5, 32768, 32, 569, 571 },
+  { 5, 32768, 128, 572, 573 },
+  { 5, 32768, 512, 574, 570 },
+  { 5, 32768, 2048, 575, 570 },
+  { 5, 32768, 8192, 575, 570 },
+  { 5, 32768, 32768, 575, 570 },
+  { 5, 65536, 1, 576, 570 },
+  { 5, 65536, 8, 576, 577 },
+  { 5, 65536, 32, 576, 577 },
+  { 5, 65536, 128, 578, 570 },
+  { 5, 65536, 512, 578, 570 },
+  { 5, 65536, 2048, 578, 570 },
+  { 5, 65536, 8192, 579, 579 },
+  { 5, 65536, 32768, 579, 579 },
+  { 5, 131072, 1, 580, 570 },
+  { 5, 131072, 8, 580, 581 },
+  { 5, 131072, 32, 582, 570 },
+  { 5, 131072, 128, 582, 570 },
+  { 5, 131072, 512, 583, 570 },
+  { 5, 131072, 2048, 584, 570 },
+  { 5, 131072, 8192, 584, 570 },
+  { 5, 131072, 32768, 584, 585 },
+  { 6, 512, 1, 587, 588 },
+  { 6, 512, 8, 589, 588 },
+  { 6, 512, 32, 589, 588 },
+  { 6, 512, 128, 590, 588 },
+  { 6, 512, 512, 591, 588 },
+  { 6, 512, 2048, 590, 588 },
+  { 6, 512, 8192, 592, 588 },
+  { 6, 512, 32768, 590, 588 },
+  { 6, 768, 1, 593, 588 },
+  { 6, 768, 8, 593, 588 },
+  { 6, 768, 32, 594, 588 },
+  { 6, 768, 128, 595, 588 },
+  { 6, 768, 512, 596, 596 },
+  { 6, 768, 2048, 594, 597 },
+  { 6, 768, 8192, 598, 588 },
+  { 6, 768, 32768, 594, 588 },
+  { 6, 1024, 1, 599, 588 },
+  { 6, 1024, 8, 599, 588 },
+  { 6, 1024, 32, 600, 588 },
+  { 6, 1024, 128, 600, 588 },
+  { 6, 1024, 512, 600, 588 },
+  { 6, 1024, 2048, 601, 597 },
+  { 6, 1024, 8192, 601, 588 },
+  { 6, 1024, 32768, 601, 588 },
+  { 6, 1536, 1, 602, 588 },
+  { 6, 1536, 8, 602, 588 },
+  { 6, 1536, 32, 602, 588 },
+  { 6, 1536, 128, 603, 588 },
+  { 6, 1536, 512, 602, 588 },
+  { 6, 1536, 2048, 604, 588 },
+  { 6, 1536, 8192, 602, 588 },
+  { 6, 1536, 32768, 602, 588 },
+  { 6, 2048, 1, 605, 588 },
+  { 6, 2048, 8, 605, 588 },
+  { 6, 2048, 32, 605, 588 },
+  { 6, 2048, 128, 606, 588 },
+  { 6, 2048, 512, 605, 588 },
+  { 6, 2048, 2048, 605, 588 },
+  { 6, 2048, 8192, 605, 588 },
+  { 6, 2048, 32768, 606, 588 },
+  { 6, 2560, 1, 607, 608 },
+  { 6, 2560, 8, 607, 608 },
+  { 6, 2560, 32, 609, 608 },
+  { 6, 2560, 128, 609, 610 },
+  { 6, 2560, 512, 607, 608 },
+  { 6, 2560, 2048, 611, 608 },
+  { 6, 2560, 8192, 611, 608 },
+  { 6, 2560, 32768, 611, 608 },
+  { 6, 3072, 1, 612, 608 },
+  { 6, 3072, 8, 612, 608 },
+  { 6, 3072, 32, 613, 608 },
+  { 6, 3072, 128, 614, 610 },
+  { 6, 3072, 512, 612, 608 },
+  { 6, 3072, 2048, 613, 608 },
+  { 6, 3072, 8192, 613, 608 },
+  { 6, 3072, 32768, 612, 608 },
+  { 6, 4096, 1, 615, 608 },
+  { 6, 4096, 8, 615, 608 },
+  { 6, 4096, 32, 616, 608 },
+  { 6, 4096, 128, 617, 610 },
+  { 6, 4096, 512, 608, 608 },
+  { 6, 4096, 2048, 615, 608 },
+  { 6, 4096, 8192, 615, 608 },
+  { 6, 4096, 32768, 618, 608 },
+  { 6, 5120, 1, 619, 620 },
+  { 6, 5120, 8, 619, 620 },
+  { 6, 5120, 32, 621, 620 },
+  { 6, 5120, 128, 621, 622 },
+  { 6, 5120, 512, 623, 620 },
+  { 6, 5120, 2048, 624, 620 },
+  { 6, 5120, 8192, 624, 620 },
+  { 6, 5120, 32768, 624, 620 },
+  { 6, 6144, 1, 625, 626 },
+  { 6, 6144, 8, 627, 620 },
+  { 6, 6144, 32, 628, 620 },
+  { 6, 6144, 128, 628, 629 },
+  { 6, 6144, 512, 630, 620 },
+  { 6, 6144, 2048, 627, 620 },
+  { 6, 6144, 8192, 627, 620 },
+  { 6, 6144, 32768, 627, 620 },
+  { 6, 7168, 1, 631, 626 },
+  { 6, 7168, 8, 631, 632 },
+  { 6, 7168, 32, 633, 632 },
+  { 6, 7168, 128, 633, 629 },
+  { 6, 7168, 512, 634, 632 },
+  { 6, 7168, 2048, 635, 632 },
+  { 6, 7168, 8192, 635, 632 },
+  { 6, 7168, 32768, 636, 632 },
+  { 6, 8192, 1, 637, 632 },
+  { 6, 8192, 8, 637, 632 },
+  { 6, 8192, 32, 638, 632 },
+  { 6, 8192, 128, 639, 629 },
+  { 6, 8192, 512, 640, 632 },
+  { 6, 8192, 2048, 639, 632 },
+  { 6, 8192, 8192, 639, 632 },
+  { 6, 8192, 32768, 641, 632 },
+  { 6, 12288, 1, 642, 643 },
+  { 6, 12288, 8, 642, 644 },
+  { 6, 12288, 32, 645, 644 },
+  { 6, 12288, 128, 642, 644 },
+  { 6, 12288, 512, 646, 644 },
+  { 6, 12288, 2048, 647, 644 },
+  { 6, 12288, 8192, 647, 644 },
+  { 6, 12288, 32768, 647, 644 },
+  { 6, 16384, 1, 648, 649 },
+  { 6, 16384, 8, 648, 649 },
+  { 6, 16384, 32, 650, 649 },
+  { 6, 16384, 128, 648, 651 },
+  { 6, 16384, 512, 652, 649 },
+  { 6, 16384, 2048, 652, 649 },
+  { 6, 16384, 8192, 652, 649 },
+  { 6, 16384, 32768, 653, 649 },
+  { 6, 32768, 1, 654, 655 },
+  { 6, 32768, 8, 654, 655 },
+  { 6, 32768, 32, 656, 657 },
+  { 6, 32768, 128, 658, 655 },
+  { 6, 32768, 512, 659, 655 },
+  { 6, 32768, 2048, 658, 655 },
+  { 6, 32768, 8192, 658, 655 },
+  { 6, 32768, 32768, 660, 655 },
+  { 6, 65536, 1, 661, 655 },
+  { 6, 65536, 8, 662, 655 },
+  { 6, 65536, 32, 662, 655 },
+  { 6, 65536, 128, 663, 655 },
+  { 6, 65536, 512, 662, 655 },
+  { 6, 65536, 2048, 664, 655 },
+  { 6, 65536, 8192, 665, 655 },
+  { 6, 65536, 32768, 665, 655 },
+  { 6, 131072, 1, 666, 655 },
+  { 6, 131072, 8, 666, 667 },
+  { 6, 131072, 32, 668, 655 },
+  { 6, 131072, 128, 668, 655 },
+  { 6, 131072, 512, 669, 655 },
+  { 6, 131072, 2048, 669, 655 },
+  { 6, 131072, 8192, 670, 655 },
+  { 6, 131072, 32768, 670, 655 },
+  { 7, 512, 1, 672, 673 },
+  { 7, 512, 8, 672, 673 },
+  { 7, 512, 32, 672, 674 },
+  { 7, 512, 128, 672, 673 },
+  { 7, 512, 512, 675, 673 },
+  { 7, 512, 2048, 675, 673 },
+  { 7, 512, 8192, 676, 673 },
+  { 7, 512, 32768, 677, 677 },
+  { 7, 768, 1, 678, 678 },
+  { 7, 768, 8, 678, 678 },
+  { 7, 768, 32, 678, 678 },
+  { 7, 768, 128, 678, 678 },
+  { 7, 768, 512, 679, 679 },
+  { 7, 768, 2048, 680, 680 },
+  { 7, 768, 8192, 680, 680 },
+  { 7, 768, 32768, 681, 681 },
+  { 7, 1024, 1, 682, 673 },
+  { 7, 1024, 8, 682, 673 },
+  { 7, 1024, 32, 678, 678 },
+  { 7, 1024, 128, 682, 678 },
+  { 7, 1024, 512, 679, 679 },
+  { 7, 1024, 2048, 680, 680 },
+  { 7, 1024, 8192, 680, 680 },
+  { 7, 1024, 32768, 681, 681 },
+  { 7, 1536, 1, 683, 683 },
+  { 7, 1536, 8, 683, 683 },
+  { 7, 1536, 32, 684, 684 },
+  { 7, 1536, 128, 685, 685 },
+  { 7, 1536, 512, 685, 685 },
+  { 7, 1536, 2048, 686, 687 },
+  { 7, 1536, 8192, 687, 687 },
+  { 7, 1536, 32768, 687, 687 },
+  { 7, 2048, 1, 688, 687 },
+  { 7, 2048, 8, 683, 683 },
+  { 7, 2048, 32, 688, 689 },
+  { 7, 2048, 128, 685, 685 },
+  { 7, 2048, 512, 685, 685 },
+  { 7, 2048, 2048, 690, 687 },
+  { 7, 2048, 8192, 687, 687 },
+  { 7, 2048, 32768, 691, 691 },
+  { 7, 2560, 1, 692, 692 },
+  { 7, 2560, 8, 693, 694 },
+  { 7, 2560, 32, 695, 695 },
+  { 7, 2560, 128, 696, 696 },
+  { 7, 2560, 512, 697, 694 },
+  { 7, 2560, 2048, 698, 694 },
+  { 7, 2560, 8192, 699, 699 },
+  { 7, 2560, 32768, 691, 691 },
+  { 7, 3072, 1, 692, 692 },
+  { 7, 3072, 8, 696, 696 },
+  { 7, 3072, 32, 700, 701 },
+  { 7, 3072, 128, 696, 696 },
+  { 7, 3072, 512, 702, 694 },
+  { 7, 3072, 2048, 703, 703 },
+  { 7, 3072, 8192, 704, 704 },
+  { 7, 3072, 32768, 704, 704 },
+  { 7, 4096, 1, 705, 706 },
+  { 7, 4096, 8, 705, 706 },
+  { 7, 4096, 32, 705, 706 },
+  { 7, 4096, 128, 705, 707 },
+  { 7, 4096, 512, 708, 707 },
+  { 7, 4096, 2048, 708, 706 },
+  { 7, 4096, 8192, 704, 704 },
+  { 7, 4096, 32768, 704, 704 },
+  { 7, 5120, 1, 709, 709 },
+  { 7, 5120, 8, 709, 709 },
+  { 7, 5120, 32, 710, 710 },
+  { 7, 5120, 128, 711, 712 },
+  { 7, 5120, 512, 711, 713 },
+  { 7, 5120, 2048, 714, 714 },
+  { 7, 5120, 8192, 704, 704 },
+  { 7, 5120, 32768, 715, 715 },
+  { 7, 6144, 1, 716, 716 },
+  { 7, 6144, 8, 716, 716 },
+  { 7, 6144, 32, 717, 718 },
+  { 7, 6144, 128, 717, 712 },
+  { 7, 6144, 512, 719, 720 },
+  { 7, 6144, 2048, 714, 714 },
+  { 7, 6144, 8192, 704, 704 },
+  { 7, 6144, 32768, 721, 721 },
+  { 7, 7168, 1, 722, 722 },
+  { 7, 7168, 8, 722, 722 },
+  { 7, 7168, 32, 723, 718 },
+  { 7, 7168, 128, 718, 718 },
+  { 7, 7168, 512, 724, 724 },
+  { 7, 7168, 2048, 725, 726 },
+  { 7, 7168, 8192, 721, 721 },
+  { 7, 7168, 32768, 721, 721 },
+  { 7, 8192, 1, 727, 727 },
+  { 7, 8192, 8, 728, 728 },
+  { 7, 8192, 32, 729, 718 },
+  { 7, 8192, 128, 718, 718 },
+  { 7, 8192, 512, 730, 731 },
+  { 7, 8192, 2048, 732, 731 },
+  { 7, 8192, 8192, 732, 731 },
+  { 7, 8192, 32768, 732, 731 },
+  { 7, 12288, 1, 733, 733 },
+  { 7, 12288, 8, 733, 733 },
+  { 7, 12288, 32, 734, 735 },
+  { 7, 12288, 128, 733, 733 },
+  { 7, 12288, 512, 736, 736 },
+  { 7, 12288, 2048, 737, 737 },
+  { 7, 12288, 8192, 737, 737 },
+  { 7, 12288, 32768, 737, 737 },
+  { 7, 16384, 1, 738, 739 },
+  { 7, 16384, 8, 740, 740 },
+  { 7, 16384, 32, 741, 741 },
+  { 7, 16384, 128, 740, 740 },
+  { 7, 16384, 512, 742, 743 },
+  { 7, 16384, 2048, 744, 739 },
+  { 7, 16384, 8192, 737, 737 },
+  { 7, 16384, 32768, 737, 737 },
+  { 7, 32768, 1, 745, 745 },
+  { 7, 32768, 8, 745, 745 },
+  { 7, 32768, 32, 746, 746 },
+  { 7, 32768, 128, 747, 748 },
+  { 7, 32768, 512, 749, 748 },
+  { 7, 32768, 2048, 750, 751 },
+  { 7, 32768, 8192, 750, 752 },
+  { 7, 32768, 32768, 750, 751 },
+  { 7, 65536, 1, 753, 753 },
+  { 7, 65536, 8, 754, 754 },
+  { 7, 65536, 32, 755, 756 },
+  { 7, 65536, 128, 757, 756 },
+  { 7, 65536, 512, 758, 756 },
+  { 7, 65536, 2048, 759, 704 },
+  { 7, 65536, 8192, 760, 704 },
+  { 7, 65536, 32768, 760, 704 },
+  { 7, 131072, 1, 761, 762 },
+  { 7, 131072, 8, 763, 763 },
+  { 7, 131072, 32, 764, 704 },
+  { 7, 131072, 128, 764, 704 },
+  { 7, 131072, 512, 764, 704 },
+  { 7, 131072, 2048, 764, 704 },
+  { 7, 131072, 8192, 765, 704 },
+  { 7, 131072, 32768, 765, 704 },
+  { 8, 512, 1, 767, 768 },
+  { 8, 512, 8, 767, 768 },
+  { 8, 512, 32, 767, 768 },
+  { 8, 512, 128, 769, 768 },
+  { 8, 512, 512, 770, 768 },
+  { 8, 512, 2048, 771, 768 },
+  { 8, 512, 8192, 771, 768 },
+  { 8, 512, 32768, 772, 772 },
+  { 8, 768, 1, 773, 774 },
+  { 8, 768, 8, 773, 774 },
+  { 8, 768, 32, 773, 774 },
+  { 8, 768, 128, 773, 775 },
+  { 8, 768, 512, 773, 776 },
+  { 8, 768, 2048, 777, 768 },
+  { 8, 768, 8192, 778, 778 },
+  { 8, 768, 32768, 778, 778 },
+  { 8, 1024, 1, 779, 768 },
+  { 8, 1024, 8, 779, 768 },
+  { 8, 1024, 32, 779, 774 },
+  { 8, 1024, 128, 780, 776 },
+  { 8, 1024, 512, 781, 776 },
+  { 8, 1024, 2048, 781, 776 },
+  { 8, 1024, 8192, 778, 778 },
+  { 8, 1024, 32768, 778, 778 },
+  { 8, 1536, 1, 782, 783 },
+  { 8, 1536, 8, 782, 784 },
+  { 8, 1536, 32, 782, 784 },
+  { 8, 1536, 128, 785, 785 },
+  { 8, 1536, 512, 786, 786 },
+  { 8, 1536, 2048, 787, 788 },
+  { 8, 1536, 8192, 786, 786 },
+  { 8, 1536, 32768, 786, 786 },
+  { 8, 2048, 1, 789, 784 },
+  { 8, 2048, 8, 789, 784 },
+  { 8, 2048, 32, 789, 788 },
+  { 8, 2048, 128, 785, 785 },
+  { 8, 2048, 512, 786, 786 },
+  { 8, 2048, 2048, 786, 786 },
+  { 8, 2048, 8192, 786, 786 },
+  { 8, 2048, 32768, 790, 790 },
+  { 8, 2560, 1, 791, 792 },
+  { 8, 2560, 8, 791, 792 },
+  { 8, 2560, 32, 793, 793 },
+  { 8, 2560, 128, 794, 794 },
+  { 8, 2560, 512, 791, 792 },
+  { 8, 2560, 2048, 795, 795 },
+  { 8, 2560, 8192, 796, 792 },
+  { 8, 2560, 32768, 796, 792 },
+  { 8, 3072, 1, 797, 792 },
+  { 8, 3072, 8, 794, 794 },
+  { 8, 3072, 32, 793, 793 },
+  { 8, 3072, 128, 794, 794 },
+  { 8, 3072, 512, 798, 792 },
+  { 8, 3072, 2048, 798, 792 },
+  { 8, 3072, 8192, 795, 795 },
+  { 8, 3072, 32768, 799, 792 },
+  { 8, 4096, 1, 800, 800 },
+  { 8, 4096, 8, 801, 802 },
+  { 8, 4096, 32, 803, 804 },
+  { 8, 4096, 128, 801, 794 },
+  { 8, 4096, 512, 801, 802 },
+  { 8, 4096, 2048, 805, 805 },
+  { 8, 4096, 8192, 805, 805 },
+  { 8, 4096, 32768, 806, 802 },
+  { 8, 5120, 1, 807, 807 },
+  { 8, 5120, 8, 808, 807 },
+  { 8, 5120, 32, 809, 810 },
+  { 8, 5120, 128, 809, 810 },
+  { 8, 5120, 512, 808, 810 },
+  { 8, 5120, 2048, 805, 805 },
+  { 8, 5120, 8192, 805, 805 },
+  { 8, 5120, 32768, 811, 812 },
+  { 8, 6144, 1, 807, 807 },
+  { 8, 6144, 8, 813, 807 },
+  { 8, 6144, 32, 813, 810 },
+  { 8, 6144, 128, 813, 810 },
+  { 8, 6144, 512, 813, 810 },
+  { 8, 6144, 2048, 805, 805 },
+  { 8, 6144, 8192, 814, 814 },
+  { 8, 6144, 32768, 815, 816 },
+  { 8, 7168, 1, 817, 818 },
+  { 8, 7168, 8, 817, 819 },
+  { 8, 7168, 32, 820, 821 },
+  { 8, 7168, 128, 820, 818 },
+  { 8, 7168, 512, 820, 822 },
+  { 8, 7168, 2048, 814, 814 },
+  { 8, 7168, 8192, 805, 805 },
+  { 8, 7168, 32768, 823, 824 },
+  { 8, 8192, 1, 825, 825 },
+  { 8, 8192, 8, 826, 826 },
+  { 8, 8192, 32, 827, 828 },
+  { 8, 8192, 128, 829, 818 },
+  { 8, 8192, 512, 805, 805 },
+  { 8, 8192, 2048, 830, 831 },
+  { 8, 8192, 8192, 830, 831 },
+  { 8, 8192, 32768, 830, 831 },
+  { 8, 12288, 1, 832, 832 },
+  { 8, 12288, 8, 832, 832 },
+  { 8, 12288, 32, 833, 834 },
+  { 8, 12288, 128, 835, 836 },
+  { 8, 12288, 512, 837, 838 },
+  { 8, 12288, 2048, 837, 838 },
+  { 8, 12288, 8192, 837, 838 },
+  { 8, 12288, 32768, 839, 838 },
+  { 8, 16384, 1, 840, 840 },
+  { 8, 16384, 8, 841, 842 },
+  { 8, 16384, 32, 840, 840 },
+  { 8, 16384, 128, 843, 843 },
+  { 8, 16384, 512, 844, 844 },
+  { 8, 16384, 2048, 845, 846 },
+  { 8, 16384, 8192, 845, 846 },
+  { 8, 16384, 32768, 845, 846 },
+  { 8, 32768, 1, 847, 847 },
+  { 8, 32768, 8, 847, 847 },
+  { 8, 32768, 32, 848, 848 },
+  { 8, 32768, 128, 847, 847 },
+  { 8, 32768, 512, 849, 849 },
+  { 8, 32768, 2048, 849, 849 },
+  { 8, 32768, 8192, 849, 849 },
+  { 8, 32768, 32768, 849, 849 },
+  { 8, 65536, 1, 850, 850 },
+  { 8, 65536, 8, 851, 851 },
+  { 8, 65536, 32, 851, 851 },
+  { 8, 65536, 128, 851, 851 },
+  { 8, 65536, 512, 851, 851 },
+  { 8, 65536, 2048, 849, 849 },
+  { 8, 65536, 8192, 852, 853 },
+  { 8, 65536, 32768, 852, 853 },
+  { 8, 131072, 1, 854, 854 },
+  { 8, 131072, 8, 854, 854 },
+  { 8, 131072, 32, 855, 856 },
+  { 8, 131072, 128, 854, 854 },
+  { 8, 131072, 512, 855, 856 },
+  { 8, 131072, 2048, 857, 857 },
+  { 8, 131072, 8192, 857, 857 },
+  { 8, 131072, 32768, 857, 857 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
