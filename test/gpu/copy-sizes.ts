@@ -69,7 +69,7 @@ const text = [
   `- command: \`node dist/test/gpu/copy-sizes.js ${process.argv.slice(2).join(' ')}\``,
   `- winners from ${dbPath} (last session ${db.sessions.at(-1)?.started ?? '?'}, its 1 GiB copy ${db.sessions.at(-1)?.copyGbps.toFixed(0) ?? '?'} GB/s); 1 GiB copy now: ${copyGbps.toFixed(0)} GB/s`,
   `- sized copy: the runner's copy kernel (16-byte vectors, 4 loads in flight per thread) over half the problem's bytes`,
-  `  (the other half is the write), timed as kernels are (CUDA graph of back-to-back launches over buffers spanning 3x L2,`,
+  `  (the other half is the write), timed as kernels are (CUDA graph of back-to-back launches over buffers whose reads span 3.5x L2,`,
   `  median of 15 samples); the same kernel over 1 GiB: ${copyKernelGiB.toFixed(0)} GB/s (${((100 * copyKernelGiB) / copyGbps).toFixed(1)}% of cudaMemcpy's)`,
   `- problems with rows x hidden >= ${minElements}: ${chosen.length}; winner >= 92% of the 1 GiB copy: ${atTarget};`,
   `  winner within 2% of (or faster than) the copy of its own size: ${atSizedCopy}`,
