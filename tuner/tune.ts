@@ -54,7 +54,7 @@ export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleM
  * (test/gpu/tune-time.md). Its finalists are timed over the whole rotation.
  */
 export const SCREEN_MAX_COPIES = 256;
-const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1, maxCopies: SCREEN_MAX_COPIES };
+export const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1, maxCopies: SCREEN_MAX_COPIES };
 
 /** A hang is a launch that outlives any honest one: seconds, plus 200 ms per GB moved (backward: about twice the forward's bytes). */
 export const hangTimeoutMs = (p: Problem, baseSeconds = 10) => baseSeconds * 1000 + (2 * bytesMoved(p)) / 5e6;

@@ -18,7 +18,7 @@ import { FORWARD } from '../../tuner/direction.js';
 import { gridProblems } from '../../tuner/grid.js';
 import { runRequest, type RunOptions } from '../../tuner/measure.js';
 import { buildRunner, Runner, type RunnerReply } from '../../tuner/runner.js';
-import { FULL, SCREEN_MAX_COPIES } from '../../tuner/tune.js';
+import { FULL, SCREEN } from '../../tuner/tune.js';
 
 const arg = (name: string, d: string) => {
   const i = process.argv.indexOf(name);
@@ -28,7 +28,6 @@ const perProblem = Number(arg('--variants', '12'));
 const busy = Number(arg('--busy', '0'));
 const log = arg('--log', '');
 
-const SCREEN: RunOptions = { verify: true, time: true, samples: 3, sampleMs: 0.3, minSamples: 1, maxCopies: SCREEN_MAX_COPIES };
 const KINDS: [string, RunOptions][] = [
   ['screen', SCREEN],
   ['screen, no verify', { ...SCREEN, verify: false }],
