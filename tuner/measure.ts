@@ -25,6 +25,10 @@ export interface RunOptions {
   cutoffUs?: number;
   /** Rotate over at most this many input copies (screening; fewer than a cold L2 may need). */
   maxCopies?: number;
+  /** Capture a graph of its own rather than retarget the last variant's (a check of the reuse). */
+  freshGraph?: boolean;
+  /** Ask the runner for its host time by phase (phasesUs in the reply). */
+  phases?: boolean;
   /** With programmatic launch: at least this many launches a graph (a chain's steady state, up to ~8 ms). */
   chainLaunches?: number;
 }
@@ -41,6 +45,8 @@ export function timingFields(o: RunOptions): Record<string, unknown> {
     ...(o.cutoffUs ? { cutoffUs: o.cutoffUs } : {}),
     ...(o.maxCopies ? { maxCopies: o.maxCopies } : {}),
     ...(o.chainLaunches ? { chainLaunches: o.chainLaunches } : {}),
+    ...(o.freshGraph ? { freshGraph: true } : {}),
+    ...(o.phases ? { phases: true } : {}),
   };
 }
 

@@ -19,6 +19,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -122,6 +123,22 @@ static void reply(const std::string& body) {
   fflush(stdout);
 }
 
+// Where a request's host time goes ("phases": true): the time since the mark before, by name.
+struct HostPhases {
+  bool on = false;
+  std::chrono::steady_clock::time_point last;
+  std::string json;
+  void start(bool enabled) { on = enabled; json.clear(); last = std::chrono::steady_clock::now(); }
+  void mark(const char* name) {
+    if (!on) return;
+    const auto now = std::chrono::steady_clock::now();
+    json += (json.empty() ? "\"" : ",\"") + std::string(name) + "\":" + num(std::chrono::duration<double, std::micro>(now - last).count());
+    last = now;
+  }
+  std::string field() const { return on ? ",\"phasesUs\":{" + json + "}" : ""; }
+};
+static HostPhases g_phases;
+
 // A CUDA failure that poisons the context: report and exit so the tuner restarts us.
 [[noreturn]] static void fatal(const std::string& status, const std::string& msg) {
   reply("\"status\":" + quote(status) + ",\"error\":" + quote(msg));
@@ -145,6 +162,8 @@ struct Driver {
   decltype(&::cuGetErrorString) getErrorString;
   decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy;
   decltype(&::cuOccupancyMaxActiveClusters) clusterOccupancy;
+  decltype(&::cuGraphKernelNodeGetParams) graphKernelNodeGetParams;
+  decltype(&::cuGraphExecKernelNodeSetParams) graphExecKernelNodeSetParams;
 };
 static Driver g_cu;
 
@@ -166,6 +185,8 @@ static void resolve_driver() {
   resolve("cuGetErrorString", g_cu.getErrorString);
   resolve("cuOccupancyMaxActiveBlocksPerMultiprocessor", g_cu.occupancy);
   resolve("cuOccupancyMaxActiveClusters", g_cu.clusterOccupancy);
+  resolve("cuGraphKernelNodeGetParams", g_cu.graphKernelNodeGetParams);
+  resolve("cuGraphExecKernelNodeSetParams", g_cu.graphExecKernelNodeSetParams);
 }
 
 static std::string cu_error(CUresult r) {
@@ -237,13 +258,14 @@ __device__ __forceinline__ void store_as(void* p, DType d, long long i, float v)
 // several times as long as timing its kernel.
 constexpr int kCheckUnroll = 8;
 using CheckBits = unsigned[kCheckUnroll];
-__device__ __forceinline__ void load_bits(const void* p, DType d, long long offset, long long first, long long step, long long end, CheckBits& bits) {
+template <int U>
+__device__ __forceinline__ void load_bits(const void* p, DType d, long long offset, long long first, long long step, long long end, unsigned (&bits)[U]) {
   if (dtype_bytes(d) == 4) {
 #pragma unroll
-    for (int u = 0; u < kCheckUnroll; ++u) { const long long c = first + u * step; bits[u] = c < end ? static_cast<const unsigned*>(p)[offset + c] : 0u; }
+    for (int u = 0; u < U; ++u) { const long long c = first + u * step; bits[u] = c < end ? static_cast<const unsigned*>(p)[offset + c] : 0u; }
   } else {
 #pragma unroll
-    for (int u = 0; u < kCheckUnroll; ++u) { const long long c = first + u * step; bits[u] = c < end ? static_cast<const unsigned short*>(p)[offset + c] : 0u; }
+    for (int u = 0; u < U; ++u) { const long long c = first + u * step; bits[u] = c < end ? static_cast<const unsigned short*>(p)[offset + c] : 0u; }
   }
 }
 __device__ __forceinline__ double bits_as_double(unsigned b, DType d) {
@@ -279,33 +301,50 @@ struct Check {
 enum CheckIndex { C_Y = 0, C_RESOUT, C_MEAN, C_RSTD, C_PADDING, C_GUARD, C_INPUT, C_COUNT };
 static const char* kCheckNames[C_COUNT] = {"y", "residual_out", "mean", "rstd", "padding", "guard", "inputs"};
 
-// Each thread tallies locally and flushes once: an atomic per element would serialize
-// billions of updates on one address.
+struct Tol { double atol, rtol; };
+
+// Each thread tallies one checked thing locally and flushes once: an atomic per element
+// would serialize billions of updates on one address.
 struct Tally {
-  unsigned long long bad[C_COUNT], first[C_COUNT];
-  double worst[C_COUNT];
-  __device__ Tally() {
-    for (int i = 0; i < C_COUNT; ++i) { bad[i] = 0; first[i] = ~0ull; worst[i] = 0; }
-  }
-  __device__ void add(int what, double err_over_tol, long long index) {
+  int what;
+  unsigned long long bad = 0, first = ~0ull;
+  double worst = 0;
+  __device__ explicit Tally(CheckIndex w) : what(w) {}
+  __device__ void add(double err_over_tol, long long index) {
     if (!(err_over_tol <= 1.0)) {  // NaN counts as bad
-      ++bad[what];
-      first[what] = min(first[what], (unsigned long long)index);
+      ++bad;
+      first = min(first, (unsigned long long)index);
     }
-    worst[what] = fmax(worst[what], isnan(err_over_tol) ? 1e300 : err_over_tol);
+    worst = fmax(worst, isnan(err_over_tol) ? 1e300 : err_over_tol);
   }
+  // The same for one output element, without a float64 division where it passes (the worst
+  // ratio of passing elements, at most 1, is kept to float precision).
+  __device__ void add(double got, double ref, Tol t, long long index) {
+    const double err = fabs(got - ref), tol = t.atol + t.rtol * fabs(ref);
+    if (err <= tol) worst = fmax(worst, (double)__fdividef((float)err, (float)tol));
+    else add(err / tol, index);
+  }
+  // A warp's tallies are combined before one lane's atomics: one atomic a thread on the same
+  // address took a check of 2 M elements 0.2 ms (H200). Every lane of the warp must call it.
   __device__ void flush(Check* c) const {
-    for (int i = 0; i < C_COUNT; ++i) {
-      if (bad[i]) { atomicAdd(&c->bad[i], bad[i]); atomicMin(&c->first[i], first[i]); }
-      if (worst[i] > 0) atomicMax(&c->worst[i], (unsigned long long)__double_as_longlong(worst[i]));
+    unsigned long long b = bad, f = first;
+    double w = worst;
+    for (int o = 16; o > 0; o /= 2) {
+      b += __shfl_xor_sync(0xffffffffu, b, o);
+      f = min(f, __shfl_xor_sync(0xffffffffu, f, o));
+      w = fmax(w, __shfl_xor_sync(0xffffffffu, w, o));
     }
+    if (threadIdx.x % 32 != 0) return;
+    if (b) { atomicAdd(&c->bad[what], b); atomicMin(&c->first[what], f); }
+    if (w > 0) atomicMax(&c->worst[what], (unsigned long long)__double_as_longlong(w));
   }
 };
 
-struct Tol { double atol, rtol; };
 __device__ __forceinline__ double scaled_error(double got, double ref, Tol t) {
   return fabs(got - ref) / (t.atol + t.rtol * fabs(ref));
 }
+
+struct ProblemDescView { DType x, res, w, b; bool offset; };
 
 struct RefArgs {
   NormgenFwdParams p;
@@ -324,31 +363,28 @@ __device__ double block_sum(double v, double* scratch) {
   return t;
 }
 
-// The float64 reference, row by row, compared with what the kernel wrote.
-__global__ void check_outputs(RefArgs a, Check* c) {
+// The float64 reference's row statistics (mean, 1 / standard deviation), computed once per
+// problem from the generated inputs: every variant timed at the problem is checked against
+// them, so a check is one pass over the outputs (the statistics' two reduction passes per
+// variant were most of a large problem's verification time).
+struct RowStats { double mean, rstd; };
+
+__global__ void reference_row_stats(RefArgs a, RowStats* out) {
   __shared__ double scratch[32];
   constexpr int U = kCheckUnroll;
-  Tally t;
   const NormgenFwdParams& p = a.p;
   const long long H = p.hidden, step = blockDim.x;
   for (long long row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    // The normalized input at columns first + u * step: x, or x plus the residual rounded
-    // as the kernel stores the sum (loaded, then converted: other loads may go between).
-    auto load_input_bits = [&](long long first, CheckBits& xb, CheckBits& rb) {
+    // The normalized input: x, or x plus the residual rounded as the kernel stores the sum.
+    auto load_inputs = [&](long long first, double (&s)[U]) {
+      CheckBits xb, rb;
       load_bits(p.x, a.x, row * p.x_stride, first, step, H, xb);
       if (a.res != NONE) load_bits(p.residual, a.res, row * p.residual_stride, first, step, H, rb);
-    };
-    auto inputs = [&](const CheckBits& xb, const CheckBits& rb, double (&s)[U]) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         s[u] = bits_as_double(xb[u], a.x);
         if (a.res != NONE) s[u] = round_double(s[u] + bits_as_double(rb[u], a.res), a.res);
       }
-    };
-    auto load_inputs = [&](long long first, double (&s)[U]) {
-      CheckBits xb, rb;
-      load_input_bits(first, xb, rb);
-      inputs(xb, rb, s);
     };
     double mean = 0;
     if (a.layernorm) {
@@ -369,44 +405,142 @@ __global__ void check_outputs(RefArgs a, Check* c) {
       for (int u = 0; u < U; ++u) if (first + u * step < H) sq += (s[u] - mean) * (s[u] - mean);
     }
     const double rstd = 1.0 / sqrt(block_sum(sq, scratch) / H + (double)p.eps);
-    for (long long first = threadIdx.x; first < H; first += U * step) {
-      double s[U];
-      CheckBits xb, rb, yb, rob, wb, bb;
-      load_input_bits(first, xb, rb);
-      load_bits(p.y, a.x, row * p.y_stride, first, step, H, yb);
-      if (a.res != NONE) load_bits(p.residual_out, a.res, row * p.residual_out_stride, first, step, H, rob);
-      if (a.w != NONE) load_bits(p.weight, a.w, 0, first, step, H, wb);
-      if (a.b != NONE) load_bits(p.bias, a.b, 0, first, step, H, bb);
-      inputs(xb, rb, s);
+    if (threadIdx.x == 0) out[row] = {mean, rstd};
+  }
+}
+
+// Eight consecutive elements' bits from column `col` of a row (`offset` elements into p): one
+// or two 16-byte loads where the row and column are aligned, element by element otherwise (a
+// row's end, strides that are not a multiple of 16 bytes).
+__device__ __forceinline__ void load8(const void* p, DType d, long long offset, long long col, long long end, unsigned (&bits)[8]) {
+  const long long at = offset + col;
+  if (dtype_bytes(d) == 2) {
+    const unsigned short* q = static_cast<const unsigned short*>(p);
+    if (col + 8 <= end && at % 8 == 0) {
+      const uint4 v = *reinterpret_cast<const uint4*>(q + at);
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const long long col = first + u * step;
-        if (col >= H) continue;
-        double ref = (s[u] - mean) * rstd;
-        if (a.w != NONE) { const double w = bits_as_double(wb[u], a.w); ref *= a.offset ? 1.0 + w : w; }
-        if (a.b != NONE) ref += bits_as_double(bb[u], a.b);
-        const long long idx = row * H + col;
-        t.add(C_Y, scaled_error(bits_as_double(yb[u], a.x), ref, a.y_tol), idx);
-        if (a.res != NONE) t.add(C_RESOUT, scaled_error(bits_as_double(rob[u], a.res), s[u], a.res_tol), idx);
+      for (int u = 0; u < 4; ++u) { bits[2 * u] = w[u] & 0xffffu; bits[2 * u + 1] = w[u] >> 16; }
+    } else {
+#pragma unroll
+      for (int u = 0; u < 8; ++u) bits[u] = col + u < end ? q[at + u] : 0u;
+    }
+  } else {
+    const unsigned* q = static_cast<const unsigned*>(p);
+    if (col + 8 <= end && at % 4 == 0) {
+      const uint4 v0 = *reinterpret_cast<const uint4*>(q + at), v1 = *reinterpret_cast<const uint4*>(q + at + 4);
+      bits[0] = v0.x; bits[1] = v0.y; bits[2] = v0.z; bits[3] = v0.w;
+      bits[4] = v1.x; bits[5] = v1.y; bits[6] = v1.z; bits[7] = v1.w;
+    } else {
+#pragma unroll
+      for (int u = 0; u < 8; ++u) bits[u] = col + u < end ? q[at + u] : 0u;
+    }
+  }
+}
+
+// Every output element against the float64 reference. A thread takes eight consecutive
+// columns of a row, a block 8 * blockDim.x of them (many rows in flight, no reduction between
+// the loads; two blocks an SM keep the loads in registers). The tensors' dtypes and the weight
+// offset are template arguments for the kinds the tune's grid has (no branch between one
+// element's arithmetic and the next's, so their float64 chains overlap); ANY reads them from
+// the arguments (every other kind).
+constexpr int ANY = -2;
+template <int D> __device__ __forceinline__ DType dtype_or(DType given) { return D == ANY ? given : (DType)D; }
+
+template <int X, int R, int W, int B, int OFFSET>
+__global__ void __launch_bounds__(256, 2) check_outputs(RefArgs a, const RowStats* stats, Check* c) {
+  const NormgenFwdParams& p = a.p;
+  const DType xd = dtype_or<X>(a.x), rd = dtype_or<R>(a.res), wd = dtype_or<W>(a.w), bd = dtype_or<B>(a.b);
+  const bool offset = OFFSET == ANY ? a.offset : OFFSET;
+  const long long H = p.hidden, tile = 8 * blockDim.x, tiles = (H + tile - 1) / tile;
+  Tally t_y(C_Y), t_resout(C_RESOUT);
+  float worst_y = 0, worst_res = 0;  // passing elements' largest error / tolerance
+  for (long long job = blockIdx.x; job < p.rows * tiles; job += gridDim.x) {
+    const long long row = job / tiles, first = job % tiles * tile + 8 * threadIdx.x;
+    if (first >= H) continue;
+    unsigned xb[8], rb[8], yb[8], rob[8], wb[8], bb[8];
+    load8(p.x, xd, row * p.x_stride, first, H, xb);
+    if (rd != NONE) load8(p.residual, rd, row * p.residual_stride, first, H, rb);
+    load8(p.y, xd, row * p.y_stride, first, H, yb);
+    if (rd != NONE) load8(p.residual_out, rd, row * p.residual_out_stride, first, H, rob);
+    if (wd != NONE) load8(p.weight, wd, 0, first, H, wb);
+    if (bd != NONE) load8(p.bias, bd, 0, first, H, bb);
+    const RowStats st = stats[row];
+    // Element u's |error| and tolerance: y against the reference, residual_out against the sum.
+    struct Errors { double y, y_tol, res, res_tol; };
+    auto errors = [&](int u) {
+      double s = bits_as_double(xb[u], xd);
+      if (rd != NONE) s = round_double(s + bits_as_double(rb[u], rd), rd);
+      double ref = (s - st.mean) * st.rstd;
+      if (wd != NONE) { const double w = bits_as_double(wb[u], wd); ref *= offset ? 1.0 + w : w; }
+      if (bd != NONE) ref += bits_as_double(bb[u], bd);
+      Errors e;
+      e.y = fabs(bits_as_double(yb[u], xd) - ref);
+      e.y_tol = a.y_tol.atol + a.y_tol.rtol * fabs(ref);
+      if (rd != NONE) { e.res = fabs(bits_as_double(rob[u], rd) - s); e.res_tol = a.res_tol.atol + a.res_tol.rtol * fabs(s); }
+      return e;
+    };
+    // Passing elements need no branch and no float64 division; a tile with a failing (or
+    // NaN) element is gone through again to count it exactly.
+    const int n = (int)min(8LL, H - first);
+    unsigned failing = 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      if (u >= n) break;
+      const Errors e = errors(u);
+      failing |= (unsigned)!(e.y <= e.y_tol) << u;
+      worst_y = fmaxf(worst_y, __fdividef((float)e.y, (float)e.y_tol));
+      if (rd != NONE) {
+        failing |= (unsigned)!(e.res <= e.res_tol) << u;
+        worst_res = fmaxf(worst_res, __fdividef((float)e.res, (float)e.res_tol));
       }
     }
-    // Padding between rows must keep its poison (0xFF bytes).
-    const size_t xb = dtype_bytes(a.x), rb = dtype_bytes(a.res);
-    for (long long col = H + threadIdx.x; col < p.y_stride; col += blockDim.x) {
-      const unsigned char* b = static_cast<const unsigned char*>(p.y) + (row * p.y_stride + col) * xb;
-      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) t.add(C_PADDING, 2.0, row * p.y_stride + col);
-    }
-    if (a.res != NONE)
-      for (long long col = H + threadIdx.x; col < p.residual_out_stride; col += blockDim.x) {
-        const unsigned char* b = static_cast<const unsigned char*>(p.residual_out) + (row * p.residual_out_stride + col) * rb;
-        for (size_t k = 0; k < rb; ++k) if (b[k] != 0xFF) t.add(C_PADDING, 2.0, row * p.residual_out_stride + col);
+    if (failing)
+      for (int u = 0; u < n; ++u) {
+        const Errors e = errors(u);
+        t_y.add(e.y / e.y_tol, row * H + first + u);
+        if (rd != NONE) t_resout.add(e.res / e.res_tol, row * H + first + u);
       }
-    if (threadIdx.x == 0) {
-      if (a.stats) {
-        t.add(C_RSTD, scaled_error(p.rstd[row], rstd, a.stats_tol), row);
-        if (a.layernorm) t.add(C_MEAN, scaled_error(p.mean[row], mean, a.stats_tol), row);
-      }
-    }
+  }
+  t_y.add(fminf(worst_y, 1.0f), 0);  // at most 1: counts as passing
+  if (R != NONE) t_resout.add(fminf(worst_res, 1.0f), 0);
+  t_y.flush(c); t_resout.flush(c);
+}
+
+// The kinds of forward problem the tune's grid has: the weight (and bias, and residual) in x's
+// dtype, no weight offset; each its own check_outputs.
+template <int X>
+static void check_outputs_as(bool res, bool bias, unsigned blocks, const RefArgs& a, const RowStats* stats, Check* check) {
+  if (!res && !bias) check_outputs<X, NONE, X, NONE, 0><<<blocks, 256>>>(a, stats, check);
+  else if (!res) check_outputs<X, NONE, X, X, 0><<<blocks, 256>>>(a, stats, check);
+  else if (!bias) check_outputs<X, X, X, NONE, 0><<<blocks, 256>>>(a, stats, check);
+  else check_outputs<X, X, X, X, 0><<<blocks, 256>>>(a, stats, check);
+}
+static void launch_check_outputs(const ProblemDescView& d, unsigned blocks, const RefArgs& a, const RowStats* stats, Check* check) {
+  const bool common = d.w == d.x && (d.res == NONE || d.res == d.x) && (d.b == NONE || d.b == d.x) && !d.offset;
+  if (!common) check_outputs<ANY, ANY, ANY, ANY, ANY><<<blocks, 256>>>(a, stats, check);
+  else if (d.x == F32) check_outputs_as<F32>(d.res != NONE, d.b != NONE, blocks, a, stats, check);
+  else if (d.x == F16) check_outputs_as<F16>(d.res != NONE, d.b != NONE, blocks, a, stats, check);
+  else check_outputs_as<BF16>(d.res != NONE, d.b != NONE, blocks, a, stats, check);
+}
+
+// The statistics the kernel wrote (mean, rstd as float) against the reference's.
+__global__ void check_stats(RefArgs a, const RowStats* stats, Check* c) {
+  Tally t_rstd(C_RSTD), t_mean(C_MEAN);
+  for (long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x; row < a.p.rows; row += (long long)gridDim.x * blockDim.x) {
+    t_rstd.add(scaled_error(a.p.rstd[row], stats[row].rstd, a.stats_tol), row);
+    if (a.layernorm) t_mean.add(scaled_error(a.p.mean[row], stats[row].mean, a.stats_tol), row);
+  }
+  t_rstd.flush(c); t_mean.flush(c);
+}
+
+// Padding between rows (columns cols..stride) must keep its poison (0xFF bytes).
+__global__ void check_padding(const unsigned char* p, size_t elt, long long rows, long long cols, long long stride, Check* c) {
+  Tally t(C_PADDING);
+  const long long pad = stride - cols;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * pad; i += (long long)gridDim.x * blockDim.x) {
+    const long long at = i / pad * stride + cols + i % pad;
+    for (size_t k = 0; k < elt; ++k) if (p[at * elt + k] != 0xFF) t.add(2.0, at);
   }
   t.flush(c);
 }
@@ -417,7 +551,7 @@ __global__ void check_input(const void* p, DType d, long long rows, long long co
   constexpr int U = kCheckUnroll;
   const long long tile = (long long)blockDim.x * U, tiles = (stride + tile - 1) / tile;
   const unsigned poison = dtype_bytes(d) == 4 ? 0xFFFFFFFFu : 0xFFFFu;
-  Tally t;
+  Tally t(C_INPUT);
   for (long long job = blockIdx.x; job < rows * tiles; job += gridDim.x) {
     const long long r = job / tiles, first = job % tiles * tile + threadIdx.x;
     CheckBits bits;
@@ -427,22 +561,52 @@ __global__ void check_input(const void* p, DType d, long long rows, long long co
       const long long col = first + u * (long long)blockDim.x;
       if (col >= stride) continue;
       const unsigned want = col < cols ? stored_bits(raw_input(seed, stream, r * cols + col, offset), d) : poison;
-      if (bits[u] != want) t.add(C_INPUT, 2.0, r * stride + col);
+      if (bits[u] != want) t.add(2.0, r * stride + col);
     }
   }
   t.flush(c);
 }
 
-__global__ void check_guard(const unsigned char* p, long long n, Check* c) {
-  Tally t;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-    if (p[i] != 0xFF) t.add(C_GUARD, 2.0, i);
+static const size_t kGuard = 1024;  // bytes of poison before and after every buffer
+
+// The guard zones around buffers, one block a zone.
+struct GuardZones { const unsigned char* at[32]; int n; };
+__global__ void check_guards(GuardZones g, Check* c) {
+  Tally t(C_GUARD);
+  for (int z = blockIdx.x; z < g.n; z += gridDim.x)
+    for (int i = threadIdx.x; i < (int)kGuard; i += blockDim.x)
+      if (g.at[z][i] != 0xFF) t.add(2.0, i);
   t.flush(c);
 }
 
-// ------------------------------------------------------------------ buffers ---
+// A buffer's 64-bit fingerprint: the sum of its 32-bit words, each times an odd weight hashed
+// from the word's index (mod 2^64). One changed word always changes it (a nonzero difference
+// below 2^32 times an odd number is nonzero mod 2^64); several changes would have to cancel
+// through the hashed weights. It reads at memory speed, where regenerating every input
+// element (check_input) costs three hashes an element: verification compares each input
+// with the fingerprint taken when it was generated, and runs check_input only to say where
+// an input changed.
+__device__ __forceinline__ unsigned fingerprint_weight(unsigned long long word) {
+  return mix32((unsigned)word + 0x9e3779b9u * (unsigned)(word >> 32)) | 1u;
+}
+__global__ void fingerprint(const unsigned char* p, unsigned long long bytes, unsigned long long* out) {
+  const unsigned long long vectors = bytes / 16, stride = (unsigned long long)gridDim.x * blockDim.x;
+  const uint4* v = reinterpret_cast<const uint4*>(p);
+  unsigned long long acc = 0;
+#pragma unroll 4
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < vectors; i += stride) {
+    const uint4 q = v[i];
+    const unsigned long long w = 4 * i;
+    acc += (unsigned long long)q.x * fingerprint_weight(w) + (unsigned long long)q.y * fingerprint_weight(w + 1) +
+           (unsigned long long)q.z * fingerprint_weight(w + 2) + (unsigned long long)q.w * fingerprint_weight(w + 3);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0)  // the last bytes, byte by byte (a word's bytes sum to the word)
+    for (unsigned long long b = vectors * 16; b < bytes; ++b) acc += ((unsigned long long)p[b] << (8 * (b % 4))) * fingerprint_weight(b / 4);
+  for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (threadIdx.x % 32 == 0) atomicAdd(out, acc);
+}
 
-static const size_t kGuard = 1024;  // bytes of poison before and after every buffer
+// ------------------------------------------------------------------ buffers ---
 
 // A device buffer with poisoned guard zones on both sides.
 struct Buffer {
@@ -471,16 +635,24 @@ struct Copy {
   void release() { x.release(); r.release(); y.release(); ro.release(); mean.release(); rstd.release(); }
 };
 
+// The inputs verification reads (copy 0's): x, residual, weight, bias.
+enum InputIndex { I_X = 0, I_RES, I_W, I_B, I_COUNT };
+
 struct Workspace {
   ProblemDesc d;
   Buffer w, b;
   std::vector<Copy> copies;
   size_t bytes_per_copy = 0;
+  Buffer ref_stats;                                // RowStats of copy 0's rows, for ref_eps
+  float ref_eps = NAN;
+  unsigned long long fingerprints[I_COUNT] = {};  // of the inputs as generated
   void release() {
     for (auto& c : copies) c.release();
     copies.clear();
     w.release();
     b.release();
+    ref_stats.release();
+    ref_eps = NAN;
   }
 };
 
@@ -521,6 +693,39 @@ static void fill(const Buffer& buf, DType d, long long rows, long long cols, lon
   CUDA_OK(cudaGetLastError());
 }
 
+// Verification's scratch on the device: the tallies and the inputs' fingerprints.
+struct CheckScratch { Check check; unsigned long long fingerprints[I_COUNT]; };
+static CheckScratch* g_scratch = nullptr;
+
+static CheckScratch* reset_scratch() {
+  if (!g_scratch) CUDA_OK(cudaMalloc(&g_scratch, sizeof(CheckScratch)));
+  CheckScratch init;
+  for (int i = 0; i < 8; ++i) { init.check.bad[i] = 0; init.check.worst[i] = 0; init.check.first[i] = ~0ull; }
+  for (auto& f : init.fingerprints) f = 0;
+  CUDA_OK(cudaMemcpy(g_scratch, &init, sizeof init, cudaMemcpyHostToDevice));
+  return g_scratch;
+}
+
+static void fingerprint_of(const Buffer& b, unsigned long long* out) {
+  if (!b.base) return;
+  const long long blocks = std::min<long long>(g_sms * 8, (long long)(b.bytes / 16 + 255) / 256);  // a block per 4096 bytes, at most
+  fingerprint<<<(unsigned)std::max(1LL, blocks), 256>>>(static_cast<const unsigned char*>(b.data()), b.bytes, out);
+}
+
+// Each verified input's buffer (copy 0's).
+static const Buffer* verified_input(int i) {
+  const Copy& c = g_ws.copies[0];
+  return i == I_X ? &c.x : i == I_RES ? &c.r : i == I_W ? &g_ws.w : &g_ws.b;
+}
+
+static void check_guards_of(std::initializer_list<const Buffer*> buffers, Check* check) {
+  GuardZones g;
+  g.n = 0;
+  for (const Buffer* b : buffers)
+    if (b->base) { g.at[g.n++] = b->base; g.at[g.n++] = b->base + kGuard + b->bytes; }
+  if (g.n) check_guards<<<g.n, 256>>>(g, check);
+}
+
 static void setup_workspace(const ProblemDesc& d, size_t copies_wanted) {
   if (g_have_ws && g_ws.d.key == d.key && g_ws.copies.size() >= copies_wanted) return;
   if (g_have_ws) g_ws.release();
@@ -543,7 +748,9 @@ static void setup_workspace(const ProblemDesc& d, size_t copies_wanted) {
       if (d.layernorm) c.mean.alloc(d.rows * 4);
     }
   }
-  CUDA_OK(cudaDeviceSynchronize());
+  CheckScratch* scratch = reset_scratch();
+  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(i), &scratch->fingerprints[i]);
+  CUDA_OK(cudaMemcpy(g_ws.fingerprints, scratch->fingerprints, sizeof g_ws.fingerprints, cudaMemcpyDeviceToHost));
   g_have_ws = true;
 }
 
@@ -623,39 +830,64 @@ static void write_dump(const std::string& prefix, const char* name, const Buffer
 
 static std::string verify(const Launch& l, const ProblemDesc& d, float eps, const Json& req) {
   Copy& c = g_ws.copies[0];
-  for (Buffer* b : {&c.y, &c.ro, &c.mean, &c.rstd}) b->poison();
-  NormgenFwdParams p = params_for(c, d, eps);
-  CUresult lr = launch(l, p, 0);
-  if (lr != CUDA_SUCCESS) return "LAUNCH_ERROR:" + cu_error(lr);
-  CUDA_OK(cudaDeviceSynchronize());
-
-  Check* check;
-  CUDA_OK(cudaMalloc(&check, sizeof(Check)));
-  Check init;
-  for (int i = 0; i < 8; ++i) { init.bad[i] = 0; init.worst[i] = 0; init.first[i] = ~0ull; }
-  CUDA_OK(cudaMemcpy(check, &init, sizeof init, cudaMemcpyHostToDevice));
   RefArgs a;
-  a.p = p; a.x = d.x; a.res = d.res; a.w = d.w; a.b = d.b;
+  a.p = params_for(c, d, eps); a.x = d.x; a.res = d.res; a.w = d.w; a.b = d.b;
   a.layernorm = d.layernorm; a.offset = d.offset; a.stats = d.stats;
   a.y_tol = {req.num("atol"), req.num("rtol")};
   a.res_tol = {req.num("resAtol"), req.num("resRtol")};
   a.stats_tol = {req.num("statsAtol"), req.num("statsRtol")};
-  check_outputs<<<(unsigned)std::min<long long>(d.rows, 8192), 256>>>(a, check);
-  int blocks;
-  grid_for(d.rows * d.xs, blocks);
-  check_input<<<blocks, 256>>>(c.x.data(), d.x, d.rows, d.hidden, d.xs, d.seed, S_X, false, check);
-  if (d.res != NONE) check_input<<<blocks, 256>>>(c.r.data(), d.res, d.rows, d.hidden, d.rs, d.seed, S_RES, false, check);
-  if (d.w != NONE) check_input<<<blocks, 256>>>(g_ws.w.data(), d.w, 1, d.hidden, d.hidden, d.seed, S_W, d.offset, check);
-  if (d.b != NONE) check_input<<<blocks, 256>>>(g_ws.b.data(), d.b, 1, d.hidden, d.hidden, d.seed, S_B, d.offset, check);
-  for (const Buffer* b : {&c.y, &c.ro, &c.mean, &c.rstd, &c.x, &c.r, &g_ws.w, &g_ws.b}) {
-    if (!b->base) continue;
-    check_guard<<<4, 256>>>(b->base, kGuard, check);
-    check_guard<<<4, 256>>>(b->base + kGuard + b->bytes, kGuard, check);
+  // From copy 0's inputs as they are now: if a kernel timed before changed them, their
+  // fingerprints (taken when they were generated) fail this verification anyway.
+  if (!(g_ws.ref_eps == eps)) {
+    if (!g_ws.ref_stats.base) g_ws.ref_stats.alloc(d.rows * sizeof(RowStats));
+    reference_row_stats<<<(unsigned)std::min<long long>(d.rows, 8192), 256>>>(a, static_cast<RowStats*>(g_ws.ref_stats.data()));
+    CUDA_OK(cudaGetLastError());
+    g_ws.ref_eps = eps;
   }
+  const RowStats* stats = static_cast<const RowStats*>(g_ws.ref_stats.data());
+
+  for (Buffer* b : {&c.y, &c.ro, &c.mean, &c.rstd}) b->poison();
+  NormgenFwdParams p = a.p;
+  CUresult lr = launch(l, p, 0);
+  if (lr != CUDA_SUCCESS) return "LAUNCH_ERROR:" + cu_error(lr);
+  CUDA_OK(cudaDeviceSynchronize());
+
+  CheckScratch* scratch = reset_scratch();
+  Check* check = &scratch->check;
+  const unsigned output_blocks = (unsigned)std::min<long long>(d.rows * ((d.hidden + 2047) / 2048), g_sms * 16);
+  launch_check_outputs({d.x, d.res, d.w, d.b, d.offset}, output_blocks, a, stats, check);
+  if (d.stats) check_stats<<<(unsigned)std::min<long long>((d.rows + 255) / 256, 1024), 256>>>(a, stats, check);
+  int blocks;
+  if (d.ys > d.hidden) {
+    grid_for(d.rows * (d.ys - d.hidden), blocks);
+    check_padding<<<blocks, 256>>>(static_cast<const unsigned char*>(c.y.data()), dtype_bytes(d.x), d.rows, d.hidden, d.ys, check);
+  }
+  if (d.res != NONE && d.ros > d.hidden) {
+    grid_for(d.rows * (d.ros - d.hidden), blocks);
+    check_padding<<<blocks, 256>>>(static_cast<const unsigned char*>(c.ro.data()), dtype_bytes(d.res), d.rows, d.hidden, d.ros, check);
+  }
+  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(i), &scratch->fingerprints[i]);
+  check_guards_of({&c.y, &c.ro, &c.mean, &c.rstd, &c.x, &c.r, &g_ws.w, &g_ws.b}, check);
   CUDA_OK(cudaGetLastError());
-  Check got;
-  CUDA_OK(cudaMemcpy(&got, check, sizeof got, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaFree(check));
+  CheckScratch got;
+  CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
+  // An input that changed: regenerate it element by element to say where.
+  bool inputs_changed = false;
+  for (int i = 0; i < I_COUNT; ++i) {
+    if (got.fingerprints[i] == g_ws.fingerprints[i]) continue;
+    inputs_changed = true;
+    const bool matrix = i == I_X || i == I_RES;
+    const long long rows = matrix ? d.rows : 1, stride = i == I_X ? d.xs : i == I_RES ? d.rs : d.hidden;
+    const DType dt = i == I_X ? d.x : i == I_RES ? d.res : i == I_W ? d.w : d.b;
+    const int stream = i == I_X ? S_X : i == I_RES ? S_RES : i == I_W ? S_W : S_B;
+    grid_for(rows * stride, blocks);
+    check_input<<<blocks, 256>>>(verified_input(i)->data(), dt, rows, d.hidden, stride, d.seed, stream, i == I_W && d.offset, check);
+    // A change check_input cannot place (none of the elements differs from what was
+    // generated, which the fingerprint says is not so) still fails the variant.
+  }
+  if (inputs_changed) CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
+  if (inputs_changed && got.check.bad[C_INPUT] == 0) { got.check.bad[C_INPUT] = 1; got.check.first[C_INPUT] = 0; }
+  const Check& checked = got.check;
 
   std::string dump = req.str("dump");
   if (!dump.empty()) {
@@ -671,10 +903,10 @@ static std::string verify(const Launch& l, const ProblemDesc& d, float eps, cons
   unsigned long long total_bad = 0;
   for (int i = 0; i < C_COUNT; ++i) {
     double worst;
-    memcpy(&worst, &got.worst[i], sizeof worst);
-    total_bad += got.bad[i];
+    memcpy(&worst, &checked.worst[i], sizeof worst);
+    total_bad += checked.bad[i];
     if (i <= C_RSTD) out += "\"err_" + std::string(kCheckNames[i]) + "\":" + num(worst) + ",";
-    if (got.bad[i]) out += "\"bad_" + std::string(kCheckNames[i]) + "\":" + num((double)got.bad[i]) + ",\"first_bad_" + kCheckNames[i] + "\":" + num((double)got.first[i]) + ",";
+    if (checked.bad[i]) out += "\"bad_" + std::string(kCheckNames[i]) + "\":" + num((double)checked.bad[i]) + ",\"first_bad_" + kCheckNames[i] + "\":" + num((double)checked.first[i]) + ",";
   }
   if (total_bad) { g_have_ws = false; g_ws.release(); }  // inputs may be damaged: rebuild next time
   return std::string(total_bad ? "INCORRECT" : "OK") + "|" + out;
@@ -688,8 +920,68 @@ static double median(std::vector<double> v) {
 // Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
 // captured in a CUDA graph so small problems measure the kernels and not the launch
 // path. Returns the body of the reply. Shared by forward and backward runs.
+// Timing the next variant of a problem can reuse the last one's instantiated graph: the same
+// chain of launches over the same copies, each kernel node given the new kernel and launch
+// shape (capturing and instantiating a graph of 256 launches cost about a millisecond of host
+// time, more than a small problem's timed samples). Forward runs only (one kernel a launch,
+// its one parameter the copy's NormgenFwdParams).
+struct GraphReuse {
+  std::string key;                      // the problem and everything else the graph fixes
+  CUfunction fn; unsigned grid, block, smem;
+  std::vector<NormgenFwdParams>* params;  // per copy
+};
+struct CachedGraph {
+  std::string key;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<std::pair<CUgraphNode, size_t>> nodes;  // kernel node, its copy
+  void release() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    exec = nullptr; graph = nullptr; nodes.clear(); key.clear();
+  }
+};
+static CachedGraph g_graph;
+
+// Each kernel node of a captured forward graph with the copy it reads (by its x pointer);
+// false where the graph is not such a chain.
+static bool map_graph_nodes(CachedGraph& g, const std::vector<NormgenFwdParams>& params) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(g.graph, nullptr, &n) != cudaSuccess) return false;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (cudaGraphGetNodes(g.graph, nodes.data(), &n) != cudaSuccess) return false;
+  std::map<const void*, size_t> copy_of;
+  for (size_t k = 0; k < params.size(); ++k) copy_of[params[k].x] = k;
+  for (cudaGraphNode_t node : nodes) {
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    if (g_cu.graphKernelNodeGetParams((CUgraphNode)node, &kp) != CUDA_SUCCESS || !kp.kernelParams) return false;
+    auto it = copy_of.find(static_cast<const NormgenFwdParams*>(kp.kernelParams[0])->x);
+    if (it == copy_of.end()) return false;
+    g.nodes.push_back({(CUgraphNode)node, it->second});
+  }
+  return true;
+}
+
+// Point every node of the cached graph at the new kernel; false (the graph then released)
+// where the driver refuses.
+static bool retarget_graph(CachedGraph& g, const GraphReuse& r) {
+  for (auto& [node, copy] : g.nodes) {
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = r.fn;
+    kp.gridDimX = r.grid; kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = r.block; kp.blockDimY = kp.blockDimZ = 1;
+    kp.sharedMemBytes = r.smem;
+    void* args[] = {&(*r.params)[copy]};
+    kp.kernelParams = args;
+    if (g_cu.graphExecKernelNodeSetParams((CUgraphExec)g.exec, node, &kp) != CUDA_SUCCESS) { g.release(); return false; }
+  }
+  return true;
+}
+
 template <typename LaunchFn>
-static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req) {
+static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req, const GraphReuse* reuse = nullptr) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -712,6 +1004,7 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   const bool single_launch_estimate = per >= 0.5;
   if (!single_launch_estimate) per = timed_launches(8);
   per = std::max(1e-4, per);
+  g_phases.mark("estimate");
   const double target_ms = req.num("sampleMs", 1.0);
   const int per_target = (int)std::ceil(target_ms / per);  // launches that make one sample
   // Every copy once per replay (fewer would leave the replayed ones in L2), at most 2000
@@ -723,6 +1016,14 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   // (test/gpu/pdl-chain.md). Full timings ask for a chain of chainLaunches, up to ~8 ms of work.
   const int chain = (int)req.integer("chainLaunches", 0);
   if (g_pdl && chain > per_graph) per_graph = std::max(per_graph, std::min(chain, (int)std::ceil(8.0 / per)));
+  // The last variant's graph of this problem and rotation serves if it has as many launches
+  // as a sample needs, or up to twice as many (its samples then hold more launches): variants'
+  // estimates differ, and each new length would be a graph captured again.
+  const std::string key = reuse ? reuse->key + "|" + std::to_string(K) : "";
+  const size_t cached = g_graph.nodes.size();
+  const bool reusable = reuse && g_graph.key == key &&
+                        (cached == (size_t)per_graph || (per_graph >= 16 && cached > (size_t)per_graph && cached <= 2 * (size_t)per_graph));
+  if (reusable) per_graph = (int)cached;
   int samples = (int)req.integer("samples", 15);
   // A replay visits every copy. Where that takes more launches than a sample needs (tiny
   // problems rotate over thousands of copies), fewer replays time as many launches, but
@@ -738,13 +1039,18 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   const double cutoff_us = req.num("cutoffUs", 0.0);
   const auto over_cutoff = [&] { return us.size() == 1 && cutoff_us > 0 && per >= 0.2 && us[0] > cutoff_us; };
   if ((int)us.size() < samples && !over_cutoff()) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < per_graph; ++i) launch_copy(i % K, s);
-    CUDA_OK(cudaStreamEndCapture(s, &graph));
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    const bool reused = reusable && retarget_graph(g_graph, *reuse);
+    if (!reused) {
+      g_graph.release();
+      CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < per_graph; ++i) launch_copy(i % K, s);
+      CUDA_OK(cudaStreamEndCapture(s, &g_graph.graph));
+      CUDA_OK(cudaGraphInstantiate(&g_graph.exec, g_graph.graph, 0));
+      if (reuse && map_graph_nodes(g_graph, *reuse->params)) g_graph.key = key;
+    }
+    cudaGraphExec_t exec = g_graph.exec;
     CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
+    g_phases.mark(reused ? "graph retargeted" : reusable ? "graph captured, retarget refused" : !reuse || !g_graph.key.empty() ? "graph captured" : "graph captured, not mappable");
     float ms;
     while ((int)us.size() < samples) {
       CUDA_OK(cudaEventRecord(e0, s));
@@ -755,8 +1061,8 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
       us.push_back(1000.0 * ms / per_graph);
       if (over_cutoff()) break;
     }
-    CUDA_OK(cudaGraphExecDestroy(exec));
-    CUDA_OK(cudaGraphDestroy(graph));
+    g_phases.mark("samples");
+    if (g_graph.key.empty()) g_graph.release();  // not reusable: keep nothing
   }
   CUDA_OK(cudaEventDestroy(e0));
   CUDA_OK(cudaEventDestroy(e1));
@@ -769,10 +1075,16 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
 }
 
 // The workspace may hold more copies than this request rotates over (a finalist's came first).
-static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
+static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, unsigned cluster, const Json& req) {
   std::vector<NormgenFwdParams> ps;
   for (size_t i = 0; i < copies; ++i) ps.push_back(params_for(g_ws.copies[i], d, eps));
-  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s, g_pdl); }, req);
+  // The graph fixes the problem, the copies, eps, the launch kind and the cluster shape (a
+  // kernel attribute the node may carry); every node's buffers are set again on reuse.
+  // freshGraph asks for a graph of its own.
+  const GraphReuse reuse{d.key + "|" + num(eps) + "|" + std::to_string(cluster) + (g_pdl ? "|pdl" : ""),
+                         l.fn, l.grid, l.block, l.smem, &ps};
+  return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s, g_pdl); }, req,
+                       req.flag("freshGraph") ? nullptr : &reuse);
 }
 
 // What forward and backward requests share: the op's kind, the weight and bias dtypes, the shape.
@@ -833,6 +1145,7 @@ static size_t rotation_copies(const Json& req, size_t read_bytes, size_t per_cop
 }
 
 static void cmd_run(const Json& req) {
+  g_phases.start(req.flag("phases"));
   ProblemDesc d;
   read_common(req, d);
   d.x = parse_dtype(req.str("dtype"));
@@ -872,7 +1185,9 @@ static void cmd_run(const Json& req) {
   const size_t read_bytes = d.rows * d.hidden * (xb + (d.res != NONE ? rb : 0));
   const size_t copies = rotation_copies(req, read_bytes, per_copy, free_b, have);
   release_bwd_workspace();  // not needed by forward runs
+  g_phases.mark("kernel");
   setup_workspace(d, copies);
+  g_phases.mark("workspace");
 
   std::string body;
   std::string status = "OK";
@@ -882,12 +1197,14 @@ static void cmd_run(const Json& req) {
     status = v.substr(0, v.find('|'));
     body += v.substr(v.find('|') + 1);
     if (status != "OK") { reply("\"status\":" + quote(status) + "," + body + "\"verified\":true"); return; }
+    g_phases.mark("verify");
     setup_workspace(d, copies);
   }
-  if (req.flag("time")) body += time_kernel(l, d, eps, copies, req) + ",";
+  if (req.flag("time")) body += time_kernel(l, d, eps, copies, (unsigned)req.integer("cluster", 1), req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
-  reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":" + (req.flag("verify") ? "true" : "false"));
+  g_phases.mark("rest");
+  reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":" + (req.flag("verify") ? "true" : "false") + g_phases.field());
 }
 
 static void cmd_info() {
@@ -1066,7 +1383,7 @@ struct BwdRef {
 // is made of (fp32 sums of them in the kernel); and the padding of dx kept poisoned.
 __global__ void bwd_check_dx(BwdRef a, Check* c) {
   __shared__ double scratch[32];
-  Tally t;
+  Tally t_y(C_Y), t_padding(C_PADDING);
   const NormgenBwdParams& p = a.p;
   const BwdKinds& d = a.d;
   const long long H = p.hidden;
@@ -1088,20 +1405,20 @@ __global__ void bwd_check_dx(BwdRef a, Check* c) {
       if (d.dres) { const double r = load_as_double(p.dresidual, d.x, row * p.dresidual_stride + col); ref += r; mag += fabs(r); }
       const double got = load_as_double(p.dx, d.x, row * p.dx_stride + col);
       const double err = fabs(got - ref) / (a.dx_tol.atol + a.dx_tol.rtol * fabs(ref) + a.acc_rtol * mag);
-      t.add(C_Y, err, row * H + col);
+      t_y.add(err, row * H + col);
     }
     const size_t xb = dtype_bytes(d.x);
     for (long long col = H + threadIdx.x; col < p.dx_stride; col += blockDim.x) {
       const unsigned char* b = static_cast<const unsigned char*>(p.dx) + (row * p.dx_stride + col) * xb;
-      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) t.add(C_PADDING, 2.0, row * p.dx_stride + col);
+      for (size_t k = 0; k < xb; ++k) if (b[k] != 0xFF) t_padding.add(2.0, row * p.dx_stride + col);
     }
   }
-  t.flush(c);
+  t_y.flush(c); t_padding.flush(c);
 }
 
 // dweight and dbias: one thread per column sums over all rows in float64.
 __global__ void bwd_check_sums(BwdRef a, Check* c) {
-  Tally t;
+  Tally t_mean(C_MEAN), t_rstd(C_RSTD);
   const NormgenBwdParams& p = a.p;
   const BwdKinds& d = a.d;
   for (long long col = blockIdx.x * (long long)blockDim.x + threadIdx.x; col < p.hidden; col += (long long)gridDim.x * blockDim.x) {
@@ -1113,14 +1430,14 @@ __global__ void bwd_check_sums(BwdRef a, Check* c) {
     }
     if (d.w != NONE) {
       const double got = load_as_double(p.dweight, d.w, col);
-      t.add(C_MEAN, fabs(got - sw) / (a.dw_tol.atol + a.dw_tol.rtol * fabs(sw) + a.acc_rtol * aw), col);
+      t_mean.add(fabs(got - sw) / (a.dw_tol.atol + a.dw_tol.rtol * fabs(sw) + a.acc_rtol * aw), col);
     }
     if (d.b != NONE) {
       const double got = load_as_double(p.dbias, d.b, col);
-      t.add(C_RSTD, fabs(got - sb) / (a.db_tol.atol + a.db_tol.rtol * fabs(sb) + a.acc_rtol * ab), col);
+      t_rstd.add(fabs(got - sb) / (a.db_tol.atol + a.db_tol.rtol * fabs(sb) + a.acc_rtol * ab), col);
     }
   }
-  t.flush(c);
+  t_mean.flush(c); t_rstd.flush(c);
 }
 
 // Count bytes that differ between two buffers (determinism).
@@ -1223,11 +1540,7 @@ static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, c
   check_input<<<blocks, 256>>>(c.dy.data(), d.t, d.rows, d.hidden, d.dys, d.seed, S_DY, false, check);
   if (d.dres) check_input<<<blocks, 256>>>(c.dres.data(), d.x, d.rows, d.hidden, d.drs, d.seed, S_RES, false, check);
   if (d.w != NONE) check_input<<<blocks, 256>>>(g_bws.w.data(), d.w, 1, d.hidden, d.hidden, d.seed, S_W, d.offset, check);
-  for (const Buffer* b : std::initializer_list<const Buffer*>{&c.x, &c.dy, &c.dres, &c.dx, &c.mean, &c.rstd, &g_bws.w, &g_bws.partial, &g_bws.dw, &g_bws.db}) {
-    if (!b->base) continue;
-    check_guard<<<4, 256>>>(b->base, kGuard, check);
-    check_guard<<<4, 256>>>(b->base + kGuard + b->bytes, kGuard, check);
-  }
+  check_guards_of({&c.x, &c.dy, &c.dres, &c.dx, &c.mean, &c.rstd, &g_bws.w, &g_bws.partial, &g_bws.dw, &g_bws.db}, check);
   CUDA_OK(cudaGetLastError());
   Check got;
   CUDA_OK(cudaMemcpy(&got, check, sizeof got, cudaMemcpyDeviceToHost));
