@@ -1,5 +1,5 @@
 // Number formats and the deterministic input generator shared with the GPU runner.
-// The runner (tuner/native/runner.cu) implements inputValue() bit for bit, so both
+// The runner (tuner/native/checks.cuh) implements inputValue() bit for bit, so both
 // sides see the same random inputs without moving them between machines.
 
 import type { DType } from './problem.js';
@@ -99,7 +99,7 @@ function mix32(h: number): number {
 
 /**
  * Uniform in [0, 1) on a 2^-22 grid from (seed, stream, 64-bit index); identical in
- * runner.cu. 22 bits keep every rawInput() exact in fp32, so the runner's float
+ * the runner (checks.cuh). 22 bits keep every rawInput() exact in fp32, so the runner's float
  * arithmetic and this double arithmetic round to a 16-bit type identically.
  */
 export function uniform(seed: number, stream: number, index: number): number {

@@ -12,7 +12,9 @@ import { TEMPLATE_ROOT } from '../generator/templates.js';
 import { cacheDir } from './cache.js';
 import { findNvcc, nvccVersion, ToolchainError } from './nvcc.js';
 
-const SOURCE = join(TEMPLATE_ROOT, '..', 'tuner', 'native', 'runner.cu');
+const NATIVE = join(TEMPLATE_ROOT, '..', 'tuner', 'native');
+const SOURCE = join(NATIVE, 'runner.cu');
+const INCLUDES = [join(NATIVE, 'checks.cuh')]; // runner.cu's own headers, part of its hash
 const PARAMS_HEADERS = [join(TEMPLATE_ROOT, 'cuda', 'normgen_params.h'), join(TEMPLATE_ROOT, 'cuda-bwd', 'normgen_bwd_params.h')];
 
 /**
@@ -26,7 +28,7 @@ export async function buildRunner(): Promise<string> {
     return given;
   }
   const sha = createHash('sha256').update(readFileSync(SOURCE));
-  for (const h of PARAMS_HEADERS) sha.update(readFileSync(h));
+  for (const h of [...INCLUDES, ...PARAMS_HEADERS]) sha.update(readFileSync(h));
   const hash = sha.update(await nvccVersion()).digest('hex').slice(0, 16);
   const exe = join(cacheDir('runner'), `normgen-runner-${hash}`);
   if (existsSync(exe)) return exe;
