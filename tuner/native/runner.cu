@@ -305,10 +305,16 @@ static void fingerprint_of(const Buffer& b, unsigned long long* out) {
   fingerprint<<<(unsigned)std::max(1LL, blocks), 256>>>(static_cast<const unsigned char*>(b.data()), b.bytes, out);
 }
 
-// Each verified input's buffer (copy 0's).
-static const Buffer* verified_input(int i) {
+// A verified input (copy 0's) and how it was generated.
+struct VerifiedInput { const Buffer* buffer; DType dtype; long long rows, stride; int stream; bool offset; };
+static VerifiedInput verified_input(const ProblemDesc& d, int i) {
   const Copy& c = g_ws.copies[0];
-  return i == I_X ? &c.x : i == I_RES ? &c.r : i == I_W ? &g_ws.w : &g_ws.b;
+  switch (i) {
+    case I_X: return {&c.x, d.x, d.rows, d.xs, S_X, false};
+    case I_RES: return {&c.r, d.res, d.rows, d.rs, S_RES, false};
+    case I_W: return {&g_ws.w, d.w, 1, d.hidden, S_W, d.offset};
+    default: return {&g_ws.b, d.b, 1, d.hidden, S_B, d.offset};
+  }
 }
 
 static void check_guards_of(std::initializer_list<const Buffer*> buffers, Check* check) {
@@ -342,7 +348,7 @@ static void setup_workspace(const ProblemDesc& d, size_t copies_wanted) {
     }
   }
   CheckScratch* scratch = reset_scratch();
-  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(i), &scratch->fingerprints[i]);
+  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(d, i).buffer, &scratch->fingerprints[i]);
   CUDA_OK(cudaMemcpy(g_ws.fingerprints, scratch->fingerprints, sizeof g_ws.fingerprints, cudaMemcpyDeviceToHost));
   g_have_ws = true;
 }
@@ -459,7 +465,7 @@ static std::string verify(const Launch& l, const ProblemDesc& d, float eps, cons
     grid_for(d.rows * (d.ros - d.hidden), blocks);
     check_padding<<<blocks, 256>>>(static_cast<const unsigned char*>(c.ro.data()), dtype_bytes(d.res), d.rows, d.hidden, d.ros, check);
   }
-  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(i), &scratch->fingerprints[i]);
+  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(d, i).buffer, &scratch->fingerprints[i]);
   check_guards_of({&c.y, &c.ro, &c.mean, &c.rstd, &c.x, &c.r, &g_ws.w, &g_ws.b}, check);
   CUDA_OK(cudaGetLastError());
   CheckScratch got;
@@ -469,16 +475,13 @@ static std::string verify(const Launch& l, const ProblemDesc& d, float eps, cons
   for (int i = 0; i < I_COUNT; ++i) {
     if (got.fingerprints[i] == g_ws.fingerprints[i]) continue;
     inputs_changed = true;
-    const bool matrix = i == I_X || i == I_RES;
-    const long long rows = matrix ? d.rows : 1, stride = i == I_X ? d.xs : i == I_RES ? d.rs : d.hidden;
-    const DType dt = i == I_X ? d.x : i == I_RES ? d.res : i == I_W ? d.w : d.b;
-    const int stream = i == I_X ? S_X : i == I_RES ? S_RES : i == I_W ? S_W : S_B;
-    grid_for(rows * stride, blocks);
-    check_input<<<blocks, 256>>>(verified_input(i)->data(), dt, rows, d.hidden, stride, d.seed, stream, i == I_W && d.offset, check);
-    // A change check_input cannot place (none of the elements differs from what was
-    // generated, which the fingerprint says is not so) still fails the variant.
+    const VerifiedInput in = verified_input(d, i);
+    grid_for(in.rows * in.stride, blocks);
+    check_input<<<blocks, 256>>>(in.buffer->data(), in.dtype, in.rows, d.hidden, in.stride, d.seed, in.stream, in.offset, check);
   }
   if (inputs_changed) CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
+  // A change check_input cannot place (no element differs from what was generated, which
+  // the fingerprint says is not so) still fails the variant.
   if (inputs_changed && got.check.bad[C_INPUT] == 0) { got.check.bad[C_INPUT] = 1; got.check.first[C_INPUT] = 0; }
   const Check& checked = got.check;
 
@@ -510,9 +513,6 @@ static double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
-// captured in a CUDA graph so small problems measure the kernels and not the launch
-// path. Returns the body of the reply. Shared by forward and backward runs.
 // Timing the next variant of a problem can reuse the last one's instantiated graph: the same
 // chain of launches over the same copies, each kernel node given the new kernel and launch
 // shape (capturing and instantiating a graph of 256 launches cost about a millisecond of host
@@ -573,6 +573,10 @@ static bool retarget_graph(CachedGraph& g, const GraphReuse& r) {
   return true;
 }
 
+// Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
+// captured in a CUDA graph so small problems measure the kernels and not the launch
+// path. Returns the body of the reply. Shared by forward and backward runs (forward ones
+// pass `reuse`).
 template <typename LaunchFn>
 static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req, const GraphReuse* reuse = nullptr) {
   cudaStream_t s;
@@ -643,7 +647,8 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
     }
     cudaGraphExec_t exec = g_graph.exec;
     CUDA_OK(cudaGraphUpload(exec, s));  // ready to launch without running it once more
-    g_phases.mark(reused ? "graph retargeted" : reusable ? "graph captured, retarget refused" : !reuse || !g_graph.key.empty() ? "graph captured" : "graph captured, not mappable");
+    const bool unmappable = reuse && g_graph.key.empty();
+    g_phases.mark(reused ? "graph retargeted" : reusable ? "graph captured, retarget refused" : unmappable ? "graph captured, not mappable" : "graph captured");
     float ms;
     while ((int)us.size() < samples) {
       CUDA_OK(cudaEventRecord(e0, s));
@@ -1110,13 +1115,9 @@ static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, c
   if (lr != CUDA_SUCCESS) return "LAUNCH_ERROR:" + cu_error(lr);
   CUDA_OK(cudaDeviceSynchronize());
 
-  Check* check;
+  Check* check = &reset_scratch()->check;
   double* stats;
-  CUDA_OK(cudaMalloc(&check, sizeof(Check)));
   CUDA_OK(cudaMalloc(&stats, 2 * d.rows * sizeof(double)));
-  Check init;
-  for (int i = 0; i < 8; ++i) { init.bad[i] = 0; init.worst[i] = 0; init.first[i] = ~0ull; }
-  CUDA_OK(cudaMemcpy(check, &init, sizeof init, cudaMemcpyHostToDevice));
   const unsigned row_blocks = (unsigned)std::min<long long>(d.rows, 8192);
   bwd_row_stats<<<row_blocks, 256>>>(c.x.data(), d.x, d.rows, d.hidden, d.xs, eps, d.layernorm, stats, stats + d.rows, nullptr, nullptr);
   BwdRef a;
@@ -1137,7 +1138,6 @@ static std::string bwd_verify(const BwdLaunch& l, const BwdDesc& d, float eps, c
   CUDA_OK(cudaGetLastError());
   Check got;
   CUDA_OK(cudaMemcpy(&got, check, sizeof got, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaFree(check));
   CUDA_OK(cudaFree(stats));
 
   // Names in the reply: dx, dweight, dbias, padding, guard, inputs.
