@@ -3,14 +3,20 @@
 // A wrong result must be INCORRECT, a write past the buffer INCORRECT (guard zone),
 // an illegal address RUNTIME_ERROR (runner restarted), a hang TIMEOUT (runner killed),
 // a syntax error COMPILE_ERROR; healthy variants of the same problems still win.
+// A kernel that writes into one of its inputs is stood in for by the runner (corruptInput:
+// one bit flipped after the kernel ran, as a template fault would change every variant id):
+// INCORRECT through the inputs' fingerprints, and the next run of the problem is not blamed.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArch } from '../../generator/arch.js';
-import { problemKey } from '../../generator/problem.js';
+import { biasDType, problemKey, residualDType, weightDType } from '../../generator/problem.js';
 import { GENERIC_PARAMS } from '../../generator/space.js';
 import { FAULTS, makeVariant, type Fault } from '../../generator/variant.js';
+import { CompilePool } from '../../tuner/compile-pool.js';
+import { runRequest } from '../../tuner/measure.js';
+import { buildRunner, Runner } from '../../tuner/runner.js';
 import { winners } from '../../tuner/select.js';
 import { tune } from '../../tuner/tune.js';
 
@@ -64,6 +70,30 @@ const healthyBad = healthy.filter((r) => r.status !== 'OK');
 if (healthyBad.length) failed += healthyBad.length;
 const expectedCount = outcome.problems.length * FAULTS.length;
 if (lines.length < expectedCount) failed++;
+// Input writes, through the runner: each input of each problem corrupted once after a
+// healthy kernel, then the same kernel again on a clean workspace.
+const pool = new CompilePool(arch, 8);
+const runner = new Runner(await buildRunner(), 0);
+for (const p of outcome.problems) {
+  const v = makeVariant(p, GENERIC_PARAMS);
+  const build = (await pool.build({ spec: v.spec, variants: [v] })).get(v.id);
+  if (build?.status !== 'OK' || !('cubin' in build)) throw new Error(`${problemKey(p)}: the generic variant did not compile`);
+  const inputs = ['x', residualDType(p) && 'residual', weightDType(p) && 'weight', biasDType(p) && 'bias'].filter((n): n is string => !!n);
+  for (const input of inputs) {
+    for (const [fault, corrupt, expected] of [[`input-write (${input})`, true, 'INCORRECT'], ['next run', false, 'OK']] as const) {
+      const req = { ...runRequest(p, v, build.cubin as string, { verify: true, time: false }), ...(corrupt ? { corruptInput: input } : {}) };
+      const r = await runner.request(req, 60_000);
+      const caught = corrupt ? r.bad_inputs === 1 : r.bad_inputs === undefined;
+      const ok = r.status === expected && caught;
+      if (!ok) failed++;
+      const detail = r.error ?? (r.bad_inputs ? `{"inputs":${r.bad_inputs},"first":${r.first_bad_inputs}}` : '{}');
+      lines.push(`| ${problemKey(p)} | ${fault} | ${expected} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${String(detail).slice(0, 80).replace(/\|/g, '/')} |`);
+    }
+  }
+}
+await runner.close();
+await pool.close();
+
 const report = [
   `# GPU fault handling: ${failed === 0 ? 'PASS' : 'FAIL'}`,
   '',

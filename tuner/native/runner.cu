@@ -317,6 +317,25 @@ static VerifiedInput verified_input(const ProblemDesc& d, int i) {
   }
 }
 
+// The fault tests' stand-in for a kernel that writes into one of its inputs: after the
+// kernel ran, one bit of the named input ("x", "residual", "weight", "bias") is flipped in
+// the middle of copy 0. Only a request's corruptInput field asks for it.
+static std::string corrupt_input(const ProblemDesc& d, const std::string& name) {
+  static const char* names[I_COUNT] = {"x", "residual", "weight", "bias"};
+  for (int i = 0; i < I_COUNT; ++i) {
+    if (name != names[i]) continue;
+    const VerifiedInput in = verified_input(d, i);
+    if (!in.buffer->base) return "corruptInput: the problem has no " + name;
+    unsigned char* at = static_cast<unsigned char*>(in.buffer->data()) + ((in.rows / 2) * in.stride + d.hidden / 2) * dtype_bytes(in.dtype);
+    unsigned char byte;
+    CUDA_OK(cudaMemcpy(&byte, at, 1, cudaMemcpyDeviceToHost));
+    byte ^= 1;
+    CUDA_OK(cudaMemcpy(at, &byte, 1, cudaMemcpyHostToDevice));
+    return "";
+  }
+  return "corruptInput: unknown input '" + name + "'";
+}
+
 static void check_guards_of(std::initializer_list<const Buffer*> buffers, Check* check) {
   GuardZones g;
   g.n = 0;
@@ -450,6 +469,10 @@ static std::string verify(const Launch& l, const ProblemDesc& d, float eps, cons
   CUresult lr = launch(l, p, 0);
   if (lr != CUDA_SUCCESS) return "LAUNCH_ERROR:" + cu_error(lr);
   CUDA_OK(cudaDeviceSynchronize());
+  if (!req.str("corruptInput").empty()) {
+    const std::string e = corrupt_input(d, req.str("corruptInput"));
+    if (!e.empty()) return "BAD_REQUEST|\"error\":" + quote(e) + ",";
+  }
 
   CheckScratch* scratch = reset_scratch();
   Check* check = &scratch->check;
