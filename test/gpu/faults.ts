@@ -3,9 +3,10 @@
 // A wrong result must be INCORRECT, a write past the buffer INCORRECT (guard zone),
 // an illegal address RUNTIME_ERROR (runner restarted), a hang TIMEOUT (runner killed),
 // a syntax error COMPILE_ERROR; healthy variants of the same problems still win.
-// A kernel that writes into one of its inputs is stood in for by the runner (corruptInput:
-// one bit flipped after the kernel ran, as a template fault would change every variant id):
-// INCORRECT through the inputs' fingerprints, and the next run of the problem is not blamed.
+// A kernel that writes into one of its inputs is stood in for by the runner (one bit flipped
+// after the kernel ran, corruptInput, or after it was timed, corruptInputWhileTimed: a
+// template fault would change every variant id): INCORRECT through the inputs'
+// fingerprints, and the next run of the problem is not blamed.
 
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +19,7 @@ import { CompilePool } from '../../tuner/compile-pool.js';
 import { runRequest } from '../../tuner/measure.js';
 import { buildRunner, Runner } from '../../tuner/runner.js';
 import { winners } from '../../tuner/select.js';
-import { tune } from '../../tuner/tune.js';
+import { SCREEN, tune } from '../../tuner/tune.js';
 
 const EXPECTED: Record<Fault, string> = {
   'wrong-value': 'INCORRECT',
@@ -79,15 +80,21 @@ for (const p of outcome.problems) {
   const build = (await pool.build({ spec: v.spec, variants: [v] })).get(v.id);
   if (build?.status !== 'OK' || !('cubin' in build)) throw new Error(`${problemKey(p)}: the generic variant did not compile`);
   const inputs = ['x', residualDType(p) && 'residual', weightDType(p) && 'weight', biasDType(p) && 'bias'].filter((n): n is string => !!n);
+  const runs = [
+    { fault: 'input-write', field: 'corruptInput', time: false },
+    { fault: 'input-write while timed', field: 'corruptInputWhileTimed', time: true },
+  ];
   for (const input of inputs) {
-    for (const [fault, corrupt, expected] of [[`input-write (${input})`, true, 'INCORRECT'], ['next run', false, 'OK']] as const) {
-      const req = { ...runRequest(p, v, build.cubin as string, { verify: true, time: false }), ...(corrupt ? { corruptInput: input } : {}) };
-      const r = await runner.request(req, 60_000);
-      const caught = corrupt ? r.bad_inputs === 1 : r.bad_inputs === undefined;
-      const ok = r.status === expected && caught;
-      if (!ok) failed++;
-      const detail = r.error ?? (r.bad_inputs ? `{"inputs":${r.bad_inputs},"first":${r.first_bad_inputs}}` : '{}');
-      lines.push(`| ${problemKey(p)} | ${fault} | ${expected} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${String(detail).slice(0, 80).replace(/\|/g, '/')} |`);
+    for (const run of runs) {
+      for (const [fault, corrupt, expected] of [[`${run.fault} (${input})`, true, 'INCORRECT'], ['next run', false, 'OK']] as const) {
+        const req = { ...runRequest(p, v, build.cubin as string, { ...SCREEN, time: run.time }), ...(corrupt ? { [run.field]: input } : {}) };
+        const r = await runner.request(req, 60_000);
+        const caught = corrupt ? r.bad_inputs === 1 : r.bad_inputs === undefined;
+        const ok = r.status === expected && caught;
+        if (!ok) failed++;
+        const detail = r.bad_inputs ? `{"inputs":${r.bad_inputs},"first":${r.first_bad_inputs}}${r.error ? ` ${r.error}` : ''}` : (r.error ?? '{}');
+        lines.push(`| ${problemKey(p)} | ${fault} | ${expected} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${String(detail).slice(0, 80).replace(/\|/g, '/')} |`);
+      }
     }
   }
 }

@@ -336,6 +336,46 @@ static std::string corrupt_input(const ProblemDesc& d, const std::string& name) 
   return "corruptInput: unknown input '" + name + "'";
 }
 
+// Copy 0's inputs whose fingerprints (in got) differ from those taken when they were
+// generated are checked element by element, to say where; got is then read again. A change
+// check_input cannot place (no element differs from what was generated, which the
+// fingerprint says is not so) still counts as one bad input element.
+static bool locate_changed_inputs(const ProblemDesc& d, CheckScratch* scratch, CheckScratch& got) {
+  bool changed = false;
+  for (int i = 0; i < I_COUNT; ++i) {
+    if (got.fingerprints[i] == g_ws.fingerprints[i]) continue;
+    changed = true;
+    const VerifiedInput in = verified_input(d, i);
+    int blocks;
+    grid_for(in.rows * in.stride, blocks);
+    check_input<<<blocks, 256>>>(in.buffer->data(), in.dtype, in.rows, d.hidden, in.stride, d.seed, in.stream, in.offset, &scratch->check);
+  }
+  if (!changed) return false;
+  CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
+  if (got.check.bad[C_INPUT] == 0) { got.check.bad[C_INPUT] = 1; got.check.first[C_INPUT] = 0; }
+  return true;
+}
+
+// After a verified variant was timed: copy 0's inputs must be as generated, or the variant
+// wrote into them (through another copy's rotation, out of every guard zone) and the next
+// variant's verification would fail in its place. status is empty when they are intact.
+struct InputsAfterTiming { std::string status, fields; };
+static InputsAfterTiming inputs_after_timing(const ProblemDesc& d, const Json& req) {
+  if (!req.str("corruptInputWhileTimed").empty()) {  // the fault tests' stand-in for such a kernel
+    const std::string e = corrupt_input(d, req.str("corruptInputWhileTimed"));
+    if (!e.empty()) return {"BAD_REQUEST", "\"error\":" + quote(e) + ","};
+  }
+  CheckScratch* scratch = reset_scratch();
+  for (int i = 0; i < I_COUNT; ++i) fingerprint_of(*verified_input(d, i).buffer, &scratch->fingerprints[i]);
+  CheckScratch got;
+  CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
+  if (!locate_changed_inputs(d, scratch, got)) return {};
+  g_have_ws = false;
+  g_ws.release();  // rebuilt for the next request
+  return {"INCORRECT", "\"bad_inputs\":" + num((double)got.check.bad[C_INPUT]) + ",\"first_bad_inputs\":" +
+                           num((double)got.check.first[C_INPUT]) + ",\"error\":\"an input changed while the variant was timed\","};
+}
+
 static void check_guards_of(std::initializer_list<const Buffer*> buffers, Check* check) {
   GuardZones g;
   g.n = 0;
@@ -493,19 +533,7 @@ static std::string verify(const Launch& l, const ProblemDesc& d, float eps, cons
   CUDA_OK(cudaGetLastError());
   CheckScratch got;
   CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
-  // An input that changed: regenerate it element by element to say where.
-  bool inputs_changed = false;
-  for (int i = 0; i < I_COUNT; ++i) {
-    if (got.fingerprints[i] == g_ws.fingerprints[i]) continue;
-    inputs_changed = true;
-    const VerifiedInput in = verified_input(d, i);
-    grid_for(in.rows * in.stride, blocks);
-    check_input<<<blocks, 256>>>(in.buffer->data(), in.dtype, in.rows, d.hidden, in.stride, d.seed, in.stream, in.offset, check);
-  }
-  if (inputs_changed) CUDA_OK(cudaMemcpy(&got, scratch, sizeof got, cudaMemcpyDeviceToHost));
-  // A change check_input cannot place (no element differs from what was generated, which
-  // the fingerprint says is not so) still fails the variant.
-  if (inputs_changed && got.check.bad[C_INPUT] == 0) { got.check.bad[C_INPUT] = 1; got.check.first[C_INPUT] = 0; }
+  locate_changed_inputs(d, scratch, got);
   const Check& checked = got.check;
 
   std::string dump = req.str("dump");
@@ -821,9 +849,15 @@ static void cmd_run(const Json& req) {
     g_phases.mark("verify");
     setup_workspace(d, copies);
   }
+  const std::string verified = body;
   if (req.flag("time")) body += time_kernel(l, d, eps, copies, (unsigned)req.integer("cluster", 1), req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
+  if (req.flag("time") && req.flag("verify")) {
+    const InputsAfterTiming after = inputs_after_timing(d, req);
+    if (!after.status.empty()) { reply("\"status\":" + quote(after.status) + "," + verified + after.fields + "\"verified\":true"); return; }
+    g_phases.mark("inputs after timing");
+  }
   g_phases.mark("rest");
   reply("\"status\":" + quote(status) + "," + body + "\"grid\":" + num(l.grid) + ",\"verified\":" + (req.flag("verify") ? "true" : "false") + g_phases.field());
 }
