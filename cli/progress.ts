@@ -11,15 +11,19 @@ export function progressReporter(label: string, stream: NodeJS.WriteStream = pro
   // The rate over the last minute of measurements: a tune's first minutes wait on the
   // compiler, and a rate since the first measurement kept the ETA several times too long
   // for most of the tune (36 minutes shown with 8 left, H200 default grid).
+  // Where the tuner gives the work's cost (work, workDone), the rate is of that cost, not of
+  // measurements: a tiny problem's final or a huge problem's screening costs several
+  // screenings of a small one.
   const samples: { done: number; at: number }[] = [];
   return (p) => {
     const finished = p.done >= p.total;
+    const [done, total] = p.work !== undefined && p.workDone !== undefined ? [p.workDone, p.work] : [p.done, p.total];
     const last = samples[samples.length - 1];
-    if (p.done > 0 && (!last || p.elapsedS - last.at >= 1)) samples.push({ done: p.done, at: p.elapsedS });
+    if (done > 0 && (!last || p.elapsedS - last.at >= 1)) samples.push({ done, at: p.elapsedS });
     while (samples.length > 2 && p.elapsedS - samples[1].at >= RATE_WINDOW_S) samples.shift();
     const oldest = samples[0];
-    const rate = oldest && p.done > oldest.done && p.elapsedS > oldest.at ? (p.done - oldest.done) / (p.elapsedS - oldest.at) : 0;
-    const eta = rate > 0 ? (p.total - p.done) / rate : NaN;
+    const rate = oldest && done > oldest.done && p.elapsedS > oldest.at ? (done - oldest.done) / (p.elapsedS - oldest.at) : 0;
+    const eta = rate > 0 ? Math.max(0, total - done) / rate : NaN;
     const etaText = Number.isFinite(eta) ? `ETA ${formatDuration(eta)}` : 'ETA --';
     const skipped = p.skipped > 0 ? `, ${p.skipped} already in the database` : '';
     const text = `${label}: ${p.done}/${p.total} measured, ${p.failures} failed${skipped}, ${formatDuration(p.elapsedS)} elapsed, ${etaText}`;

@@ -23,6 +23,16 @@ test('the ETA follows the recent rate, not the rate since the first measurement'
   assert.ok(last.endsWith(`ETA ${formatDuration((total - done) / 10)}`), last); // 700 left at 10/s: 1m10s
 });
 
+test("where the work's cost is given, the ETA follows its rate, not the measurements'", () => {
+  const { stream, lines } = capture();
+  const report = progressReporter('tune', stream);
+  // 60 s of cheap measurements (one a second, 2 units each); 940 units remain, of 40 measurements.
+  for (let t = 1; t <= RATE_WINDOW_S; t++) report({ done: t, total: 100, skipped: 0, failures: 0, elapsedS: t, work: 1060, workDone: 2 * t });
+  const last = lines[lines.length - 1];
+  assert.ok(last.startsWith(`tune: ${RATE_WINDOW_S}/100 measured`), last); // the count still shows measurements
+  assert.ok(last.endsWith(`ETA ${formatDuration((1060 - 2 * RATE_WINDOW_S) / 2)}`), last); // 940 units at 2/s: 7m50s, not 40 s
+});
+
 test('no ETA before a rate exists; a plain line at the end', () => {
   const { stream, lines } = capture();
   const report = progressReporter('tune', stream);

@@ -43,6 +43,9 @@ export interface Progress {
   skipped: number;
   failures: number;
   elapsedS: number;
+  /** The cost of all the work planned and of what is done (search.ts measurementCost; finals included): the ETA's measure where given. */
+  work?: number;
+  workDone?: number;
 }
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
@@ -133,8 +136,8 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const units = planUnits(o, problems);
   const plan = new SearchPlan(db, o.search, (p) => ops(o).baseline(p, o.arch).id);
   const ids = (vs: AnyVariant[]) => vs.map((v) => v.id);
-  const { total, skipped } = plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)])));
-  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0 };
+  const { total, skipped, work } = plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)])));
+  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0, work, workDone: 0 };
   const started = performance.now();
   const tick = () => {
     progress.elapsedS = (performance.now() - started) / 1000;
@@ -167,7 +170,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       progress.done++;
       if (r.status !== 'OK') progress.failures++;
       tick();
-    });
+    }, (cost) => (progress.workDone! += cost));
   };
 
   // GPUs take units in the order their builds finish (the grid's order among finished

@@ -107,8 +107,8 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
 
   const plan = new SearchPlan(db, o.search, WGSL_NAMING.baselineId);
   const variants = new Map(problems.map((p) => [p, wgslVariantsOf(p, dawn)]));
-  const { total, skipped } = plan.count([...variants].map(([p, vs]) => [p, [...vs.keys()]]));
-  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0 };
+  const { total, skipped, work } = plan.count([...variants].map(([p, vs]) => [p, [...vs.keys()]]));
+  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0, work, workDone: 0 };
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
   const tick = () => {
@@ -140,7 +140,7 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
         progress.done++;
         if (r.status !== 'OK') progress.failures++;
         tick();
-      });
+      }, (cost) => (progress.workDone! += cost));
     } finally {
       if (prepared instanceof WgslProblemRun) prepared.destroy();
     }
