@@ -317,15 +317,15 @@ static VerifiedInput verified_input(const ProblemDesc& d, int i) {
   }
 }
 
-// The fault tests' stand-in for a kernel that writes into one of its inputs: after the
-// kernel ran, one bit of the named input ("x", "residual", "weight", "bias") is flipped in
-// the middle of copy 0. Only a request's corruptInput field asks for it.
+// The fault tests' stand-in for a kernel that writes into one of its inputs: one bit of the
+// named input ("x", "residual", "weight", "bias") flipped in the middle of copy 0, after the
+// verification launch (a request's corruptInput) or after the timing (corruptInputWhileTimed).
 static std::string corrupt_input(const ProblemDesc& d, const std::string& name) {
   static const char* names[I_COUNT] = {"x", "residual", "weight", "bias"};
   for (int i = 0; i < I_COUNT; ++i) {
     if (name != names[i]) continue;
     const VerifiedInput in = verified_input(d, i);
-    if (!in.buffer->base) return "corruptInput: the problem has no " + name;
+    if (!in.buffer->base) return "the problem has no input '" + name + "' to corrupt";
     unsigned char* at = static_cast<unsigned char*>(in.buffer->data()) + ((in.rows / 2) * in.stride + d.hidden / 2) * dtype_bytes(in.dtype);
     unsigned char byte;
     CUDA_OK(cudaMemcpy(&byte, at, 1, cudaMemcpyDeviceToHost));
@@ -333,7 +333,7 @@ static std::string corrupt_input(const ProblemDesc& d, const std::string& name) 
     CUDA_OK(cudaMemcpy(at, &byte, 1, cudaMemcpyHostToDevice));
     return "";
   }
-  return "corruptInput: unknown input '" + name + "'";
+  return "cannot corrupt unknown input '" + name + "'";
 }
 
 // Copy 0's inputs whose fingerprints (in got) differ from those taken when they were
