@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tests and the committed tune, run on the GPU machine through the device tool:
 #   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune] [focus] [exhaustive] [cluster-select]
+#   bash .device/run.sh bash test/gpu/run.sh tune-start, then tune-wait (again, in each next call, until it says done)
 #   bash test/gpu/run.sh [torch] [bench-torch]     (Python and PyTorch only, no Node)
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
 set -uo pipefail
@@ -64,6 +65,25 @@ for step in "$@"; do
       r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log"
       kill $snapshots; wait $snapshots 2>/dev/null
       snapshot && rm "$out/sm90-h200.jsonl" ;;
+    tune-start|tune-wait)
+      # The tune step detached from the call (setsid), so that one uninterrupted tune can outlast
+      # the device tool's call limit: tune-start starts it, each tune-wait waits up to
+      # TUNE_WAIT seconds (default 570) and copies its files so far to $out. The machine must
+      # stay held between calls (the next call at once), or the tune is lost with it.
+      detached=/tmp/normgen-detached-tune
+      if [ "$step" = tune-start ]; then
+        rm -rf "$detached" && mkdir -p "$detached"
+        setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" bash "$0" tune > "$detached/run.log" 2>&1 < /dev/null &
+        echo "tune-start: detached (pid $!)"; r=0
+      else
+        waited=0
+        while ! grep -q '^tune rc=' "$detached/run.log" 2>/dev/null && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
+        cp "$detached"/*.gz "$detached"/*.md "$detached"/*.log "$out"/ 2>/dev/null
+        if grep -q '^tune rc=0' "$detached/run.log" 2>/dev/null; then echo "tune-wait: done"; r=0
+        elif grep -q '^tune rc=' "$detached/run.log" 2>/dev/null; then echo "tune-wait: the tune failed"; r=1
+        else echo "tune-wait: still running, call tune-wait again"; r=0; fi
+        tail -1 "$detached/tune.log" 2>/dev/null
+      fi ;;
     focus)
       # A quick tune of the problems still short of the target, compared with the committed
       # database per storage: how a template change does, in about a minute.
