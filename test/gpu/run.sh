@@ -73,15 +73,17 @@ for step in "$@"; do
       detached=/tmp/normgen-detached-tune
       if [ "$step" = tune-start ]; then
         rm -rf "$detached" && mkdir -p "$detached"
-        setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" bash "$0" tune > "$detached/run.log" 2>&1 < /dev/null &
+        # 'finished' appears once the step is over, its database's last snapshot written.
+        setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" \
+          bash -c 'bash "$1" tune > "$2/run.log" 2>&1; touch "$2/finished"' _ "$0" "$detached" < /dev/null > /dev/null 2>&1 &
         echo "tune-start: detached (pid $!)"; r=0
       else
         waited=0
-        while ! grep -q '^tune rc=' "$detached/run.log" 2>/dev/null && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
+        while [ ! -f "$detached/finished" ] && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
         cp "$detached"/*.gz "$detached"/*.md "$detached"/*.log "$out"/ 2>/dev/null
-        if grep -q '^tune rc=0' "$detached/run.log" 2>/dev/null; then echo "tune-wait: done"; r=0
-        elif grep -q '^tune rc=' "$detached/run.log" 2>/dev/null; then echo "tune-wait: the tune failed"; r=1
-        else echo "tune-wait: still running, call tune-wait again"; r=0; fi
+        if [ ! -f "$detached/finished" ]; then echo "tune-wait: still running, call tune-wait again"; r=0
+        elif grep -q '^tune rc=0' "$detached/run.log"; then echo "tune-wait: done"; r=0
+        else echo "tune-wait: the tune failed"; r=1; fi
         tail -1 "$detached/tune.log" 2>/dev/null
       fi ;;
     focus)
