@@ -105,7 +105,7 @@ export const unitFlags = (nvccArch: string, families = includeFamilies(false)) =
  */
 let niceAvailable: Promise<boolean> | undefined;
 const lowPriority = () => (niceAvailable ??= execa('sh', ['-c', 'command -v nice'], { reject: false }).then((r) => r.exitCode === 0 && !!r.stdout.trim()));
-export const COMPILE_NICENESS = 10;
+const COMPILE_NICENESS = 10;
 
 /** nvcc -cubin for one arch; a failed compile is a result, not an exception. */
 export async function compileCubin(source: string, cubin: string, nvccArch: string, families = includeFamilies(false)): Promise<CompileResult> {

@@ -37,7 +37,6 @@ export class SearchPlan<P extends object> {
     private readonly search: Search,
     /** The baseline variant of a problem: always timed in full, for the report's comparison. */
     private readonly baselineId: (p: Problem) => string,
-    private readonly cost: (p: Problem, stage: Stage) => number = measurementCost,
   ) {
     this.firstStage = search.kind === 'exhaustive' ? 'final' : 'screen';
   }
@@ -56,6 +55,12 @@ export class SearchPlan<P extends object> {
     return new Set([...screened.slice(0, keep).map((r) => r.variantId), this.baselineId(p)]);
   }
 
+  /** The finalists whose full timing is still missing (screening done). */
+  private pendingFinals(p: Problem, ids: string[]): string[] {
+    const chosen = this.finalists(p, ids);
+    return ids.filter((id) => chosen.has(id) && this.pending(p, id, 'final'));
+  }
+
   /** Finals a screening of these variants will choose, at most. */
   private plannedFinals(ids: string[]): number {
     return this.search.kind === 'screen' ? Math.min(ids.length, this.search.keep + 1) : 0;
@@ -64,9 +69,7 @@ export class SearchPlan<P extends object> {
   /** Nothing left to measure for this problem (a resumed tune skips it). */
   problemDone(p: Problem, ids: string[]): boolean {
     if (ids.some((id) => this.pending(p, id, this.firstStage))) return false;
-    if (this.search.kind === 'exhaustive') return true;
-    const chosen = this.finalists(p, ids);
-    return ids.every((id) => !chosen.has(id) || !this.pending(p, id, 'final'));
+    return this.search.kind === 'exhaustive' || this.pendingFinals(p, ids).length === 0;
   }
 
   /**
@@ -81,11 +84,11 @@ export class SearchPlan<P extends object> {
       const pending = ids.filter((id) => this.pending(p, id, this.firstStage));
       total += pending.length;
       skipped += ids.length - pending.length;
-      work += pending.length * this.cost(p, this.firstStage);
+      work += pending.length * measurementCost(p, this.firstStage);
       if (this.search.kind === 'exhaustive') continue;
       // The best `keep` and the baseline, once screened; where screening is done, those chosen.
-      const finals = pending.length ? this.plannedFinals(ids) : [...this.finalists(p, ids)].filter((id) => this.pending(p, id, 'final')).length;
-      work += finals * this.cost(p, 'final');
+      const finals = pending.length ? this.plannedFinals(ids) : this.pendingFinals(p, ids).length;
+      work += finals * measurementCost(p, 'final');
     }
     return { total, skipped, work };
   }
@@ -109,19 +112,18 @@ export class SearchPlan<P extends object> {
       if (!this.pending(p, id, this.firstStage)) continue;
       const r = await measure(id, this.firstStage, screening && Number.isFinite(best) ? SCREEN_CUTOFF * best : undefined);
       if (screening && r.status === 'OK' && r.medianUs !== undefined) best = Math.min(best, r.medianUs);
-      worked(this.cost(p, this.firstStage));
+      worked(measurementCost(p, this.firstStage));
       counted(r);
     }
     if (this.search.kind === 'exhaustive') return;
-    const chosen = this.finalists(p, ids);
-    const finals = ids.filter((id) => chosen.has(id) && this.pending(p, id, 'final'));
+    const finals = this.pendingFinals(p, ids);
     // count() planned keep + 1 finals where screening was to come; fewer chosen (the
     // baseline among the best, variants that failed) leaves that work done too.
     const planned = screenedNow ? this.plannedFinals(ids) : finals.length;
     for (const id of finals) {
       await measure(id, 'final');
-      worked(this.cost(p, 'final'));
+      worked(measurementCost(p, 'final'));
     }
-    if (finals.length < planned) worked((planned - finals.length) * this.cost(p, 'final'));
+    if (finals.length < planned) worked((planned - finals.length) * measurementCost(p, 'final'));
   }
 }
