@@ -42,7 +42,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'fixedHidden', type: 'number', hasQuestionToken: true, docs: ['The hidden size the kernel was compiled for; absent: any.'] },
       { name: 'earlyAffine', type: 'boolean', hasQuestionToken: true, docs: ['Weight and bias loaded with x, before the reductions; absent: at the stores.'] },
       { name: 'deferOutput', type: 'boolean', hasQuestionToken: true, docs: ["Each row's output written while the next row's cluster exchange is in flight."] },
-      { name: 'registerCap', type: 'boolean', hasQuestionToken: true, docs: ['Registers capped at 64 a thread so that 1024 threads fit per SM.'] },
+      { name: 'registerCap', type: 'number', hasQuestionToken: true, docs: ['Resident threads per SM the launch bounds ask for (registers capped to fit them).'] },
     ],
   });
   file.addInterface({

@@ -3,7 +3,6 @@
 
 import { residualDType, weightDType, biasDType, specKey, type DType, type KernelSpec } from './problem.js';
 import { render } from './templates.js';
-import { CAPPED_THREADS_PER_SM } from './space.js';
 import { describeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
 
@@ -39,7 +38,7 @@ export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
       params: v.params,
       description: describeVariant(v),
       clusterDims: v.params.cluster > 1,
-      minBlocks: v.params.registerCap ? CAPPED_THREADS_PER_SM / v.params.threads : 1,
+      minBlocks: v.params.registerCap ? v.params.registerCap / v.params.threads : 1,
       fault: v.fault ?? false,
     })),
   });

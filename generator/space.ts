@@ -61,13 +61,15 @@ export interface CudaParams {
    */
   deferOutput?: boolean;
   /**
-   * reload only, LayerNorm without a residual: the launch bounds ask for 1024 resident
-   * threads per SM, which caps registers at 64 a thread (ptxas takes 79 otherwise: three
-   * CTAs of 256 per SM, not four). Capped, these kernels gained 5-16 points of copy
-   * bandwidth on long grids (test/gpu/occupancy-reload.md) and lost 2.5-3 on short ones
-   * (131072 x 128): the tuner decides. Absent: no cap.
+   * reload only: the launch bounds ask for this many resident threads per SM (one of
+   * REGISTER_CAPS), which caps registers a thread: 1024 at 64 (LayerNorm without a residual,
+   * where ptxas takes 79 otherwise: three CTAs of 256 per SM, not four), 1536 at 40 (every
+   * reload CTA of up to 512 threads; ptxas takes 44-64 otherwise). Capped at 1024, LayerNorm
+   * gained 5-16 points of copy bandwidth on long grids (test/gpu/occupancy-reload.md) and
+   * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Absent: no cap.
+   * (Databases before 2026-11-29 record the 1024 cap as `true`; they load as 1024.)
    */
-  registerCap?: boolean;
+  registerCap?: number;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
@@ -264,7 +266,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             const p: CudaParams = { storage, threads, vec, threadsPerRow, items: 0, cluster: 1, stages: 0, stagedWeights: false };
             if (unsupportedReason(problem, p, arch) !== null) continue;
             out.push(p);
-            if (storage === 'reload' && registerCapOffered(problem, threads)) out.push({ ...p, registerCap: true });
+            if (storage === 'reload') for (const registerCap of registerCapsOffered(problem, threads)) out.push({ ...p, registerCap });
           }
         }
         if (problem.hidden >= SMEM_CLUSTER_MIN_HIDDEN && threads >= SMEM_CLUSTER_MIN_THREADS)
@@ -286,12 +288,23 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
   return [...anyHidden, ...out.map((p) => ({ ...p, fixedHidden: problem.hidden }))];
 }
 
-/** Resident threads per SM a register-capped reload CTA asks for in its launch bounds. */
-export const CAPPED_THREADS_PER_SM = 1024;
+/**
+ * Resident threads per SM a register-capped reload CTA may ask for in its launch bounds
+ * (registers a thread: 64 and 40). 2048 (32 registers) spilled every reload kernel of
+ * four chunks a step (test/gpu/occupancy-reload.md).
+ */
+export const REGISTER_CAPS = [1024, 1536] as const;
 
-/** Register caps are offered to LayerNorm reload CTAs without a residual that a cap can change. */
-const registerCapOffered = (problem: Problem, threads: number) =>
-  problem.op === 'layernorm' && residualDType(problem) === null && threads < CAPPED_THREADS_PER_SM;
+/**
+ * The caps offered to a reload CTA of this size: 1024 to LayerNorm without a residual (the
+ * only kernels above 64 registers), 1536 to every CTA that divides it; none that a CTA
+ * reaches uncapped (1024 threads).
+ */
+export function registerCapsOffered(problem: Problem, threads: number): number[] {
+  return REGISTER_CAPS.filter(
+    (cap) => threads < cap && cap % threads === 0 && (cap !== 1024 || (problem.op === 'layernorm' && residualDType(problem) === null)),
+  );
+}
 
 /**
  * Clusters split one row (one row per CTA) over CTAs that each keep at least 2048 columns.
@@ -381,6 +394,9 @@ export function baselineParams(problem: Problem): CudaParams {
   return { storage: 'reload', threads: 256, vec, threadsPerRow: 256, items: 0, cluster: 1, stages: 0, stagedWeights: false };
 }
 
+/** A cap's part of a variant's name and id: `cap` for 1024 (the first, named before there were others), else `cap<threads>`. */
+export const capName = (cap: number) => (cap === 1024 ? 'cap' : `cap${cap}`);
+
 export function describeParams(p: CudaParams): string {
   const parts = [p.storage, `t${p.threads}`, `v${p.vec}`, `tpr${p.threadsPerRow}`];
   if (inRegisters(p) || p.storage === 'ring') parts.push(`i${p.items}`);
@@ -389,7 +405,7 @@ export function describeParams(p: CudaParams): string {
   if (p.stagedWeights) parts.push('sw');
   if (p.earlyAffine) parts.push('early');
   if (p.deferOutput) parts.push('defer');
-  if (p.registerCap) parts.push('cap');
+  if (p.registerCap) parts.push(capName(p.registerCap));
   if (p.fixedHidden) parts.push(`h${p.fixedHidden}`);
   return parts.join('.');
 }

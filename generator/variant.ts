@@ -3,7 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { specKey, type KernelSpec } from './problem.js';
-import { describeParams, dynamicSharedBytes, rowsPerCta, type CudaParams } from './space.js';
+import { capName, describeParams, dynamicSharedBytes, rowsPerCta, type CudaParams } from './space.js';
 import { templateHash } from './templates.js';
 
 /** Deliberate failures, rendered only by tests that prove the tuner catches them. */
@@ -26,7 +26,7 @@ export function makeVariant(spec: KernelSpec, params: CudaParams, fault?: Fault)
     spec: specKey(spec),
     params: [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.cluster, params.stages, params.stagedWeights,
       ...(params.fixedHidden ? [params.fixedHidden] : []), ...(params.earlyAffine ? ['early'] : []), ...(params.deferOutput ? ['defer'] : []),
-      ...(params.registerCap ? ['cap'] : [])],
+      ...(params.registerCap ? [capName(params.registerCap)] : [])],
     ...(fault ? { fault } : {}),
   });
   const id = createHash('sha256').update(templateHash('cuda')).update(canonical).digest('hex').slice(0, 12);

@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { makeProblem, problemKey, type KernelSpec } from '../generator/problem.js';
 import { baselineParams, GENERIC_PARAMS } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
-import { DbError, TuningDb } from '../tuner/db.js';
+import { DbError, fwdParams, TuningDb } from '../tuner/db.js';
 import type { DeviceId } from '../tuner/device.js';
 import { winners } from '../tuner/select.js';
 import { sessionsSeconds, tuneReport } from '../tuner/tune-report.js';
+import { DB } from './paths.js';
 
 const device: DeviceId = { name: 'NVIDIA H200', arch: 'sm90', computeCapability: '9.0', sms: 132, memoryBytes: 150e9, l2Bytes: 62914560, driver: '580.1', driverCuda: 13000, cudaRuntime: 13000, uuid: 'x' };
 const spec: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
@@ -129,6 +130,18 @@ test('results carry their time; a tune resumed over several runs reports their t
   other.record({ ...result(4), at: undefined });  // as an older database's results are
   assert.is(sessionsSeconds(other), undefined, 'no total without every result\'s time');
   assert.not.match(tuneReport(other, 45, 0), /a tune resumed/);
+});
+
+test('a database from before the 1536 cap, which wrote the 1024 cap as `true`, loads it as 1024 with its variant id', () => {
+  const committed = TuningDb.read(DB);
+  const capped = committed.results.find((r) => fwdParams(r).registerCap === 1024)!;
+  const path = tmp();
+  const old = { ...capped, params: { ...capped.params, registerCap: true } };
+  const lines = [committed.header, ...committed.sessions.filter((s) => s.session === capped.session), old].map((l) => JSON.stringify(l));
+  writeFileSync(path, lines.join('\n') + '\n');
+  const [r] = TuningDb.read(path).results;
+  assert.is(fwdParams(r).registerCap, 1024);
+  assert.is(makeVariant(r.problem, fwdParams(r)).id, capped.variantId, 'the id the old database recorded');
 });
 
 test.run();

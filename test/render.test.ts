@@ -37,10 +37,11 @@ test('cluster variants carry their cluster dimensions', () => {
   assert.match(renderCudaUnit(spec, [v]), /__cluster_dims__\(4, 1, 1\) __launch_bounds__\(256, 1\)/);
 });
 
-test('a register-capped variant asks for 1024 resident threads per SM in its launch bounds', () => {
+test('a register-capped variant asks for its resident threads per SM in its launch bounds', () => {
   const spec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: allFeatureCombos()[0] };
   const params = { storage: 'reload', threads: 256, vec: 8, threadsPerRow: 256, items: 0, cluster: 1, stages: 0, stagedWeights: false } as const;
-  assert.match(renderCudaUnit(spec, [makeVariant(spec, { ...params, registerCap: true })]), /__launch_bounds__\(256, 4\)/);
+  assert.match(renderCudaUnit(spec, [makeVariant(spec, { ...params, registerCap: 1024 })]), /__launch_bounds__\(256, 4\)/);
+  assert.match(renderCudaUnit(spec, [makeVariant(spec, { ...params, registerCap: 1536 })]), /__launch_bounds__\(256, 6\)/);
   assert.match(renderCudaUnit(spec, [makeVariant(spec, params)]), /__launch_bounds__\(256, 1\)/);
 });
 

@@ -123,21 +123,24 @@ test('deferred output: ring variants with clusters and a slot to spare, each its
   assert.ok(shorter.some((p) => p.storage === 'ring' && p.cluster > 1) && shorter.every((p) => !p.deferOutput), 'rows shorter than 65536: never ahead');
 });
 
-test('register caps: LayerNorm reload variants without a residual, under 1024 threads, each its own kernel', () => {
+test('register caps: reload variants only, each its own kernel beside its uncapped twin; 1024 for LayerNorm without a residual', () => {
   const lnSpec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
   const ln = makeProblem(lnSpec, 16384, 32768);
-  const space = enumerateSpace(ln, sm90);
-  const capped = space.filter((p) => p.registerCap);
-  assert.ok(capped.length > 0);
-  for (const p of capped) {
-    assert.ok(p.storage === 'reload' && p.threads < 1024, JSON.stringify(p));
-    const uncapped = { ...p, registerCap: undefined };
-    assert.ok(space.some((q) => describeParams(q) === describeParams(uncapped)), 'the uncapped twin too');
-    assert.is.not(makeVariant(ln, p).id, makeVariant(ln, uncapped).id);
-    assert.match(describeParams(p), /\.cap/);
+  const rms = makeProblem({ ...lnSpec, op: 'rmsnorm', features: { ...lnSpec.features, bias: false } }, 16384, 32768);
+  for (const problem of [ln, rms, makeProblem(spec, 16384, 32768)]) {
+    const space = enumerateSpace(problem, sm90);
+    const capped = space.filter((p) => p.registerCap);
+    assert.ok(capped.some((p) => p.registerCap === 1536), problem.op);
+    for (const p of capped) {
+      assert.ok(p.storage === 'reload' && p.threads < p.registerCap! && p.registerCap! % p.threads === 0, JSON.stringify(p));
+      const uncapped = { ...p, registerCap: undefined };
+      assert.ok(space.some((q) => describeParams(q) === describeParams(uncapped)), 'the uncapped twin too');
+      assert.is.not(makeVariant(problem, p).id, makeVariant(problem, uncapped).id);
+      assert.match(describeParams(p), p.registerCap === 1024 ? /\.cap(\.|$)/ : /\.cap1536(\.|$)/);
+    }
+    const has1024 = capped.some((p) => p.registerCap === 1024);
+    assert.is(has1024, problem === ln, 'the 1024 cap: LayerNorm without a residual only');
   }
-  for (const other of [makeProblem(spec, 16384, 32768), makeProblem({ ...lnSpec, op: 'rmsnorm', features: { ...lnSpec.features, bias: false } }, 16384, 32768)])
-    assert.ok(enumerateSpace(other, sm90).every((p) => !p.registerCap), 'a residual, or RMSNorm: none');
 });
 
 test('vector width follows the strides: odd strides get scalar access', () => {

@@ -93,6 +93,12 @@ export function fwdParams(r: DbResult): CudaParams {
   return r.params as CudaParams;
 }
 
+/** A result as this normgen names its parameters: databases before the 1536-thread register cap wrote the 1024 one as `true`. */
+function upgradeResult(r: DbResult<object>): DbResult<object> {
+  const params = r.params as { registerCap?: unknown } | undefined;
+  return params?.registerCap === true ? { ...r, params: { ...params, registerCap: 1024 } } : r;
+}
+
 export class DbError extends InputError {
   override name = 'DbError';
 }
@@ -169,7 +175,7 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
   private static fill<P extends object, H extends AnyDbHeader>(db: TuningDb<P, H>, lines: AnyDbLine[]): TuningDb<P, H> {
     for (const l of lines.slice(1)) {
       if (l.kind === 'session') db.sessions.push(l);
-      else if (l.kind === 'result') db.results.push(l as DbResult<P>);
+      else if (l.kind === 'result') db.results.push(upgradeResult(l) as DbResult<P>);
     }
     return db;
   }
