@@ -46,11 +46,11 @@ normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
-// regs.t64.v8.tpr32.i2.h512
+// regs.t64.v8.tpr64.i1.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_da75e615c108(const NormgenFwdParams p) {
+normgen_layernorm_fwd_dbb6ef11e107(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t1024.v8.tpr32.i2.h512
@@ -95,18 +95,18 @@ normgen_layernorm_fwd_36a000f6dbf9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr128.i1.h768
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_fed3667cfd3d(const NormgenFwdParams p) {
+// regs.t128.v8.tpr64.i2.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_188ea427045f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768>(p);
 }
 
-// ring.t128.v8.tpr32.i3.s3.sw.h768
+// ring.t128.v8.tpr16.i6.s2.sw.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_b42a9b19a10a(const NormgenFwdParams p) {
+normgen_layernorm_fwd_976b14536c8a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 16, 6, 1, 2, true, false, 768>(p);
 }
 
 // regs.t128.v8.tpr32.i3.h768
@@ -123,11 +123,18 @@ normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
 }
 
-// regs.t128.v8.tpr64.i2.early.h1024
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_995d972111b5(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i2.early.h1024
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_2b007dd7a63e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 1024, true>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
+}
+
+// regs.t128.v8.tpr128.i1.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_517c6e3f055d(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
 // regs.t128.v8.tpr64.i2.h1024
@@ -186,6 +193,13 @@ normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
 }
 
+// regs.t64.v8.tpr64.i4.early.h2048
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_1a4ca3282726(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048, true>(p);
+}
+
 // regs.t256.v8.tpr256.i1.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_layernorm_fwd_bea8211ea153(const NormgenFwdParams p) {
@@ -214,11 +228,11 @@ normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.early
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i3.early.h2560
@@ -228,18 +242,18 @@ normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
 }
 
-// regs.t128.v8.tpr128.i3.early
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
-}
-
 // regs.t512.v8.tpr512.i1.early.h2560
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.early
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h2560
@@ -249,13 +263,6 @@ normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
 }
 
-// regs.t256.v8.tpr256.i2
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
-}
-
 // regs.t128.v8.tpr128.i3.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdParams p) {
@@ -263,11 +270,11 @@ normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
-// regs.t256.v8.tpr64.i5
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_1a42d030f23b(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i3
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_b42b8e3b622e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 64, 5, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
 }
 
 // regs.t64.v8.tpr64.i5.h2560
@@ -275,13 +282,6 @@ extern "C" __global__ void __launch_bounds__(64, 1)
 normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
-}
-
-// regs.t64.v8.tpr64.i5
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_8a5fc511496b(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i2.early.h3072
@@ -296,6 +296,13 @@ extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072, true>(p);
+}
+
+// regs.t128.v8.tpr128.i3.early
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h3072
@@ -347,11 +354,11 @@ normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096>(p);
 }
 
-// reload.t128.v8.tpr128.cap.h4096
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_e13552655e63(const NormgenFwdParams p) {
+// reload.t256.v8.tpr128.cap1536.h4096
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_58ad6c3044f9(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
+  normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h5120
@@ -389,13 +396,6 @@ normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120>(p);
 }
 
-// smem.t128.v8.tpr128.h5120
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 5120>(p);
-}
-
 // regs.t128.v8.tpr128.i3.c2.early.h6144
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
 normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p) {
@@ -403,11 +403,11 @@ normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
 }
 
-// regs.t512.v8.tpr512.i2.early.h6144
+// regs.t512.v8.tpr512.i2.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_3c51b1793370(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.early
@@ -445,13 +445,6 @@ normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
 }
 
-// pipelined.t512.v8.tpr512.i1.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_753547a82230(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 512, 8, 512, 1, 2, 0>(p);
-}
-
 // regs.t256.v8.tpr256.i4.h7168
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_layernorm_fwd_460aea4070bd(const NormgenFwdParams p) {
@@ -473,11 +466,11 @@ normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c2.early.h8192
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_4888ae0b5eaf(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i2.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 8192, true>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i4.h8192
@@ -487,11 +480,11 @@ normgen_layernorm_fwd_5bc6472e0ca6(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
 }
 
-// regs.t512.v8.tpr256.i4.h8192
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p) {
+// reload.t256.v8.tpr256.cap1536.h8192
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_610c2f1f2687(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 256, 4, 1, 8192>(p);
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c4.early.h12288
@@ -501,11 +494,11 @@ normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c4.early
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_305338f6ee78(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 0, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c4.early
@@ -520,6 +513,13 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
 normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
 }
 
 // regs.t512.v8.tpr512.i3.early
@@ -564,11 +564,11 @@ normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c8.early.h16384
+// regs.t128.v8.tpr128.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1488a1be4b7e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.early
@@ -592,18 +592,18 @@ normgen_layernorm_fwd_f4e93d6a5422(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 2, 16384, true>(p);
 }
 
-// reload.t256.v8.tpr256.h16384
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_f014f4c7eeff(const NormgenFwdParams p) {
+// reload.t256.v8.tpr256.cap.h16384
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_9e69840df0f5(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
 }
 
-// ring.t1024.v8.tpr512.i4.s3.h16384
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_42d0e52de563(const NormgenFwdParams p) {
+// reload.t512.v8.tpr512.cap1536.h16384
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_de16a815bd5f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 1024, 8, 512, 4, 1, 3, false, false, 16384>(p);
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c16.early.h32768
@@ -655,11 +655,11 @@ normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, 32768>(p);
 }
 
-// ring.t1024.v8.tpr1024.i4.s2
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i4.c16.early.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_6ffed170966e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.early.h65536

@@ -32,13 +32,6 @@ normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
-// regs.t64.v8.tpr32.i2.h512
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_3d8579409763(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512>(p);
-}
-
 // regs.t1024.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(1024, 1)
 normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p) {
@@ -46,11 +39,11 @@ normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 1024, 8, 32, 2, 1, 512>(p);
 }
 
-// regs.t256.v8.tpr16.i4.h512
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_37236956c132(const NormgenFwdParams p) {
+// regs.t512.v8.tpr16.i4.h512
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_9e638492d8df(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
+  normgen::regs_kernel<Config, 512, 8, 16, 4, 1, 512>(p);
 }
 
 // regs.t128.v8.tpr32.i2.h512
@@ -221,11 +214,11 @@ normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
 }
 
-// pipelined.t128.v8.tpr128.i3.h3072
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_2449ee7b5e0d(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.h3072
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
@@ -235,18 +228,18 @@ normgen_layernorm_fwd_88db47fd424c(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
+// regs.t1024.v8.tpr512.i1.h3072
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_84c660b39f88(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 1024, 8, 512, 1, 1, 3072>(p);
+}
+
 // regs.t512.v8.tpr512.i1.early
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_layernorm_fwd_8b9e0d830f80(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2.h3072
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c2.h4096
@@ -284,11 +277,11 @@ normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
 }
 
-// regs.t512.v8.tpr512.i2.h5120
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c2.early.h5120
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_51f7e66dc791(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3
@@ -303,6 +296,13 @@ extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
+}
+
+// regs.t512.v8.tpr512.i2.h5120
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
 }
 
 // regs.t256.v8.tpr256.i3.h5120
@@ -431,11 +431,18 @@ normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c4.early.h12288
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_2dc4864467d0(const NormgenFwdParams p) {
+// reload.t256.v8.tpr256.cap1536.h8192
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_b408561b7871(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 12288, true>(p);
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
+}
+
+// regs.t256.v8.tpr256.i2.c4.early.h12288
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_63bb18f8abec(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 12288, true>(p);
 }
 
 // regs.t256.v8.tpr256.i6
@@ -487,11 +494,11 @@ normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c8
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i8
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.h16384
@@ -499,13 +506,6 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
 normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
-}
-
-// regs.t256.v8.tpr256.i8
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i2.c2.h16384
@@ -522,11 +522,11 @@ normgen_layernorm_fwd_bb6b1ade3273(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
 }
 
-// ring.t1024.v8.tpr512.i4.s3.h16384
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_6ca3314b3ba6(const NormgenFwdParams p) {
+// reload.t512.v8.tpr512.cap1536.h16384
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_991f6f14cd21(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 1024, 8, 512, 4, 1, 3, false, false, 16384>(p);
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.h32768
@@ -534,13 +534,6 @@ extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
 normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
-}
-
-// reload.t256.v8.tpr256
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16
@@ -569,6 +562,13 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
 normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
+}
+
+// reload.t256.v8.tpr256
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768

@@ -13,18 +13,19 @@ extern "C" __global__ void normgen_layernorm_fwd_02d4e2256c7e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_afdc07cc94d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da75e615c108(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbb6ef11e107(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b2ada0692e4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2a5fd0e33983(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36a000f6dbf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fed3667cfd3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b42a9b19a10a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_188ea427045f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_976b14536c8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_995d972111b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b007dd7a63e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_517c6e3f055d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ec081035968(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5ff3e6966146(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
@@ -33,22 +34,22 @@ extern "C" __global__ void normgen_layernorm_fwd_620ec3196088(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_a9b23dca6381(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9de240fb11c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a4ca3282726(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bea8211ea153(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8258b087f5f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_990694931d3f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b40adb5397d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a42d030f23b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b42b8e3b622e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a5fc511496b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_46a037416990(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5b0ff5a912da(const NormgenFwdParams p);
@@ -56,43 +57,42 @@ extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e13552655e63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58ad6c3044f9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5175164bfe9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e916974e978b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f84ebc20c24e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c51b1793370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_753547a82230(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_460aea4070bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4888ae0b5eaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5bc6472e0ca6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_610c2f1f2687(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_305338f6ee78(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f51ca6e598d1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1488a1be4b7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_323fe2aca009(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f51a8e3aa740(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4e93d6a5422(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f014f4c7eeff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42d0e52de563(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e69840df0f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de16a815bd5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dde9bf0e4674(const NormgenFwdParams p);
@@ -100,7 +100,7 @@ extern "C" __global__ void normgen_layernorm_fwd_1dc080948e33(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_861d92c621b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98b4e0b9a4da(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ffed170966e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
@@ -113,9 +113,8 @@ extern "C" __global__ void normgen_layernorm_fwd_31cc9c687b33(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_01f68fc30027(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_065b33c82960(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d8579409763(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37236956c132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e638492d8df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e0f21e93180(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a8574c4d8709(const NormgenFwdParams p);
@@ -140,18 +139,19 @@ extern "C" __global__ void normgen_layernorm_fwd_ed31afa5cf57(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62adb943590b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2449ee7b5e0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88db47fd424c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b9e0d830f80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88db47fd424c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84c660b39f88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b9e0d830f80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51f7e66dc791(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ab29e239e386(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
@@ -170,7 +170,8 @@ extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_324918f53ab1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e13f4868781(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2dc4864467d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b408561b7871(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63bb18f8abec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_436ebb748485(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b235f39743c1(const NormgenFwdParams p);
@@ -178,18 +179,17 @@ extern "C" __global__ void normgen_layernorm_fwd_485854842e2c(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1857811f81be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb6b1ade3273(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ca3314b3ba6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_991f6f14cd21(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ce6ca59f3118(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d74d0e526ed3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ffd60c32ed0(const NormgenFwdParams p);
@@ -202,29 +202,28 @@ extern "C" __global__ void normgen_layernorm_fwd_6335f771a15e(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_00569e0fdba8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0794a7713539(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c34317f2c2ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0184ea74e39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d19d497a030(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9ed2cb8cd29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0ea877411b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ed4c531181b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f3104d9e9c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c2f126bf750(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e9637117db87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4dbe12d5b7a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c2f126bf750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0902a7a947d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_322007904187(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a92281451b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64aa072dd9af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
@@ -232,15 +231,16 @@ extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_92446607ca6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f2af98abd278(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d0820d48346e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc3ef7c045a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fcaabb87e453(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aebb414ca1fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e79ee299230(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6dd3103adfdf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0716e2738af4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99d7a6d1223a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b2b726ccbb51(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e90df67fe988(const NormgenFwdParams p);
@@ -248,74 +248,72 @@ extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_05b86a634f70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5db7db2d78f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62b361f8365c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_03f7adcecabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f10c1cec73e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5791ca16f073(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cbab7e08ed8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6bddf0d66e8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f32a12ddfc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9db84bcd7f90(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e2fa4a801cef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3de6dd83cbdb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64c76945930e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38671eaf1d98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a75f38d6f00e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70c2f6a2b260(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65e32eee55f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2bee27d6bf2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_704a89d7ae85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6d3afa6594e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57b881e5566e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddde9c07195f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0b60be861281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f396850070ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99d79c5526b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6209f23b614(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc5b36148ad5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b17791576f74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5dbf8ff07818(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a466296ef0b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6a0819a9ec8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a855bf2e614f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3ad290d4faf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c33d319bd3f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c08388b1eafb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b4a9a6b18d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f33b551f1b30(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a615efcf451(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_597aaa1cb256(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_af5af7aa2e96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f4676ecf5a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f090312abed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0d1d0b139f3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_27cce33746b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e24f7d42a2a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cb45062c274a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e8983a12732f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cc7a629ba0c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db3fabc03901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9aeddf87e8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d6a698390bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_715b108185cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_125ae23d6a0e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_273081137289(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fde751a6e878(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d482b2b97e(const NormgenFwdParams p);
@@ -324,17 +322,16 @@ extern "C" __global__ void normgen_rmsnorm_fwd_127a5fe80a58(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_9bcd8c451cc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5df67d4d1de9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fb7a80868c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e41883ea102a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdb1bcd77ab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1de11b7ed22b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7e5ee58cd0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14bc7213eacc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d0cb5009457(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62f242348eb7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c442b527527(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b07e12def20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02d3fecdea5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
@@ -348,30 +345,32 @@ extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc784af91c8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da85675021bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66ab86285588(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cd850134978(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c9834a8ba9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35d4d6017c73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f56df85bb0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b67aa5a5dad7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4905a2719c86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78ddd8c1867b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_035b4cecfc3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_920eb838b144(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b5285d6d27d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3838562accc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f10ba4778a33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_daba1cbe8824(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7f4c254c15c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e296c31478f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_029f46c16e34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9402e8ace310(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52cdc03db980(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdParams p);
@@ -379,23 +378,24 @@ extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a284313872e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcbef12eb462(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04c2e6470055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b834204e6ba7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dcdb36309b26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ad7f9e10f7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33f839d6dd03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
@@ -405,35 +405,33 @@ extern "C" __global__ void normgen_rmsnorm_fwd_b64d22325395(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_505b3376994a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75099830f466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6a2c1a9d5e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80b36d4da955(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40ee1be7a011(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6300e0df9c9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d59b0ef06ad3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf023ecbfa7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79c6c95e17fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba7bb2e83cf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_29ae565a59b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_172b0ce5d3c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a10215cd0283(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b8fd41c29dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10c969772c4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90d87073a26e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9dae38bf0b6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_986ecd01fb11(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab8033cca848(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_173221064529(const NormgenFwdParams p);
@@ -441,6 +439,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a19040426a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87a22e2f99c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
@@ -458,91 +457,83 @@ extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1f78b2cc0f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcd5e6ee3a00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af6d93bc2495(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eea81706ed2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3029f308b558(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdead37c5f67(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53f8be5bbc27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3bfd404541c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5396142c9761(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d61130daeb18(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45d920b6f873(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97b95b7a3e7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7eeafc9dd512(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68931bd1240e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cdffcb637b8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2c1fd971c91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aec16b379753(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8240c351a178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c4a63678d10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_982ac45ede51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea21bb7e49a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48bd81f00aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05c442a587d5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21760120c89e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_348bd3d6fd30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a566c65f6ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b224c6492f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf5e0272834e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae028ca1c8bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c86ba47f01ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccbe7a4c57ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3b47775bf58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5ab453b18a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27be3bad5a94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a872457a3010(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb58f0889732(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d28fa1131161(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06b2cf1f61fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cffd1b6651a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27fc73f3500b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5aec4f19ccae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f93eb92ccd3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb1b0d3a895c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c3825350063d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_57605f549d3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfbb1bb6f147(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb1b0d3a895c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_316f958279d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9afae8cadfaa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
@@ -550,10 +541,13 @@ extern "C" __global__ void normgen_rmsnorm_fwd_58baa4d848c6(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_c80015a02695(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ddb4aa00c8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77e604ad9d23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
@@ -566,14 +560,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09cc16778df9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2cbcb03ebf4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a71b69eed852(const NormgenFwdParams p);
@@ -585,9 +579,12 @@ extern "C" __global__ void normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1caa151ca92a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95c64f1ee861(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85f96332f5cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80f4a6fbfe62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90723652e859(const NormgenFwdParams p);
@@ -596,26 +593,26 @@ extern "C" __global__ void normgen_rmsnorm_fwd_6f8a5ab06783(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a709aeab2fe6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e684165db4a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e5dada607b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e2b63e7c08ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80dd4488b3e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_448217f9454a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_328e48d9eaaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d664b5033f5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_522cf8698be4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_343017c52b0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc01a4c64d60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6084a07e37c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2390a53cb833(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa7123a20451(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9b09cb41fde(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcaec5814e38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a6923713e8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c18b0cd85384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e2898351f7c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9c6b792f1452(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1891756263d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f588133f10c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_135b0937808c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27e65ca2d4f0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
@@ -624,45 +621,48 @@ extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_915ceaaa35e6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18a259c36fdd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ccdcca3f978(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8dd32c1724f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f17591f4ef3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1834a0906d20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a168765ca6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a5d4348de70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a36f41afd337(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_598ed2e08916(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25550848424c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67d1860f23fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a5112939b15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29e74ab0bad3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91eecbb95921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c12169a89440(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e404df14646(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbb08326181b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5f744e3002d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24daed56bf37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66710d5ab637(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_22ea7606277c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6268cfac2555(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85599fafab5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b47971a70cf2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8cdba820248(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e57440df45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c4142517486c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb5ab25a848b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f361cc3782b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e893d14d2bab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f17a57c638a8(const NormgenFwdParams p);
@@ -672,88 +672,92 @@ extern "C" __global__ void normgen_rmsnorm_fwd_6d1cf60f2201(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_54e1115bc876(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f1695e7c902(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c168eb1cc896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e88334b09c30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c65e7bd0112f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_780d888ca8ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99a57e3a5bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f9942f57e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b50983294680(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a223ba4a48fe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be8da7c8bfc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4b6a930c8b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7116f3fa6877(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca9e754a3adf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65325d899ff6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59eb756a1b9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be2bb49c53ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be2bb49c53ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ebc9a083e85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b64c5bf70bd4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfd7e06612b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95644edab8c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d54e614cf1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2682f2d5ecc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82f5425fd4ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95f6ed495a77(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc5f07262d67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddee21b3df16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65d83692ad6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_849087dc11fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b731553fc89e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80a8ee41e897(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c93a0870262(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac8fa5489922(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb7ca2b67168(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_400678680c6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac139938563b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8548e626fc5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8548e626fc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62ff87df9b8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30216cb4a745(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d850ea7f3ac9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d8116de6064(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58ce68b10aec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b689c700468a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c758ba752fc7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a24fd01be2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_989947ea0f5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_790134710b1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f5b1fdeebe3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d708e7faaf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8a93405a1a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a12ba8d6d1ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17493fcf3f29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f0ab2893355(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86f5a14103bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_96a70543bb39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_411361046bfe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_539d49fdd140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b864d883e9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1559a25e763(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
@@ -761,15 +765,15 @@ extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_1604cf0319bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f012b9bb1222(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b53d759d8497(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da3fe9939112(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea28b22b2e39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea0d33fa40c2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d49668fed444(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be1036cfbd4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_022b6cd859a0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
@@ -779,90 +783,96 @@ extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a9a8822c36e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbc558beb45d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59efaa097edc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a83493c3e5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_023c4d5250b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b93d1d6d825(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f024fa09dbdd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ff5d19f88bda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f566d1984dc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0e6fee50d43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_743c3adf1d07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_654b6b37fe69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c38cff936161(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3ef5a0e7a6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8804ca7fbfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec39dcad80ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3543f596b3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2186f627f0af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd3dd55d1c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fa573f364e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0ae3fa931e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_257b39671907(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9139aed9e1d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2173b4bdafa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9cb4b8bfe9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61f324e7d394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67c2fe0adf69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d235805e02b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f799d9f2d382(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fd15e5cb915(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fceac507e6d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8765789c714a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed7c2c4649f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7224c61e1367(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2313ca8a2b47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab10f153b222(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acabe0f1b3c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c27c31ef6ceb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fa573f364e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5fbd403ca7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_796e449f52de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a39e829ced1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fc73eec136e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42461bded981(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d65d152628a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae813e22c76f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd17a0a95968(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e27241ad073(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54efc353e551(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d95a55998cbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57fbf735b1d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b134f7810a80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41f5e96d09c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91740d2f0798(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c69b56a7950(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_324af8da88fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2505c5c7397c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c6fa70e87e4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15e265352f07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f2f21fecbb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9666de0ff91d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_666009d09856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_772fc78bd6cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a6775e138d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2e6700396d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cd80c26ff95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fdf380e0e1c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db853e0a7f48(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_068d63198c41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
@@ -887,18 +897,19 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_afdc07cc94d0, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
   {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_da75e615c108, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_dbb6ef11e107, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_layernorm_fwd_b2ada0692e4e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_2a5fd0e33983, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_layernorm_fwd_36a000f6dbf9, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_fed3667cfd3d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_b42a9b19a10a, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_188ea427045f, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_976b14536c8a, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
   {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_995d972111b5, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_2b007dd7a63e, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_517c6e3f055d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_layernorm_fwd_3ec081035968, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_5ff3e6966146, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
@@ -907,22 +918,22 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_a9b23dca6381, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_layernorm_fwd_9de240fb11c8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_1a4ca3282726, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.early.h2048
   {(const void*)&normgen_layernorm_fwd_bea8211ea153, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_layernorm_fwd_8258b087f5f7, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_990694931d3f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_7a3c18355732, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_layernorm_fwd_b40adb5397d0, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_1a42d030f23b, 0, 256, 8, 64, 5, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_b42b8e3b622e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_8a5fc511496b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
   {(const void*)&normgen_layernorm_fwd_46a037416990, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_6f7b86a7be0f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_layernorm_fwd_5b0ff5a912da, 0, 64, 8, 64, 6, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i6
@@ -930,43 +941,42 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_e13552655e63, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_58ad6c3044f9, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.cap1536.h4096
   {(const void*)&normgen_layernorm_fwd_5175164bfe9c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_56965113d140, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_e916974e978b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_layernorm_fwd_f84ebc20c24e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_3c51b1793370, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b290063cddd4, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_753547a82230, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_layernorm_fwd_460aea4070bd, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_4888ae0b5eaf, 0, 512, 8, 512, 1, 2, 2, 0, 8192 },  // regs.t512.v8.tpr512.i1.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_5bc6472e0ca6, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_610c2f1f2687, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.cap1536.h8192
   {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_305338f6ee78, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
   {(const void*)&normgen_layernorm_fwd_f51ca6e598d1, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_648ae112e84a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_1488a1be4b7e, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_323fe2aca009, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_f51a8e3aa740, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_f4e93d6a5422, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_f014f4c7eeff, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_42d0e52de563, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_9e69840df0f5, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_de16a815bd5f, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
   {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
   {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_dde9bf0e4674, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
@@ -974,7 +984,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_861d92c621b7, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
   {(const void*)&normgen_layernorm_fwd_98b4e0b9a4da, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
   {(const void*)&normgen_layernorm_fwd_0c1fa3e05c87, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_6ffed170966e, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
   {(const void*)&normgen_layernorm_fwd_4c55cd2b95bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
   {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
@@ -987,9 +997,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_01f68fc30027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_065b33c82960, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_layernorm_fwd_d511b6f60534, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_3d8579409763, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_005936a6c0a2, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_37236956c132, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_9e638492d8df, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
   {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_8e0f21e93180, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_layernorm_fwd_a8574c4d8709, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
@@ -1014,18 +1023,19 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_62adb943590b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_fb51c30c8802, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_2449ee7b5e0d, 1, 128, 8, 128, 3, 1, 2, 0, 3072 },  // pipelined.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_88db47fd424c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_8b9e0d830f80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_88db47fd424c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_84c660b39f88, 0, 1024, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t1024.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_8b9e0d830f80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
   {(const void*)&normgen_layernorm_fwd_23047883ebaa, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_51f7e66dc791, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_layernorm_fwd_d70d83af5876, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_layernorm_fwd_ab29e239e386, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
@@ -1044,7 +1054,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_324918f53ab1, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_1e13f4868781, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_3530d9d282a1, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_2dc4864467d0, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_b408561b7871, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_63bb18f8abec, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_436ebb748485, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_b235f39743c1, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
@@ -1052,18 +1063,17 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b3f1189ad704, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_0900a53fbf4f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_627529ad3374, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_1857811f81be, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
   {(const void*)&normgen_layernorm_fwd_bb6b1ade3273, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_6ca3314b3ba6, 4, 1024, 8, 512, 4, 1, 2, 196608, 16384 },  // ring.t1024.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_layernorm_fwd_991f6f14cd21, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
   {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
   {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
   {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_ce6ca59f3118, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
   {(const void*)&normgen_layernorm_fwd_d74d0e526ed3, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
   {(const void*)&normgen_layernorm_fwd_7ffd60c32ed0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
@@ -1076,29 +1086,28 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_00569e0fdba8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
   {(const void*)&normgen_layernorm_fwd_d6ea7428585b, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
   {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_0794a7713539, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_c34317f2c2ad, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_e0184ea74e39, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_1d19d497a030, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_c9ed2cb8cd29, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_e0ea877411b8, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_3ed4c531181b, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
   {(const void*)&normgen_layernorm_fwd_f3104d9e9c55, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_7c2f126bf750, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_e9637117db87, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_4dbe12d5b7a9, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_7c2f126bf750, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_0902a7a947d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
   {(const void*)&normgen_layernorm_fwd_322007904187, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_4a92281451b2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_64aa072dd9af, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
   {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
@@ -1106,15 +1115,16 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_92446607ca6d, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
   {(const void*)&normgen_layernorm_fwd_f2af98abd278, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_layernorm_fwd_d0820d48346e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_fc3ef7c045a9, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_fcaabb87e453, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
   {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
   {(const void*)&normgen_layernorm_fwd_e911c7d9c7f5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_aebb414ca1fc, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_2e79ee299230, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.h3072
   {(const void*)&normgen_layernorm_fwd_6dd3103adfdf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_0716e2738af4, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
   {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_99d7a6d1223a, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256.cap1536
   {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
   {(const void*)&normgen_layernorm_fwd_b2b726ccbb51, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
   {(const void*)&normgen_layernorm_fwd_e90df67fe988, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
@@ -1122,74 +1132,72 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_05b86a634f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_layernorm_fwd_5db7db2d78f2, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_layernorm_fwd_62b361f8365c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_03f7adcecabb, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_2f10c1cec73e, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_5791ca16f073, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
   {(const void*)&normgen_layernorm_fwd_cbab7e08ed8f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_6bddf0d66e8a, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_3f32a12ddfc6, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_9db84bcd7f90, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
   {(const void*)&normgen_layernorm_fwd_e2fa4a801cef, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
   {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_3de6dd83cbdb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_64c76945930e, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
-  {(const void*)&normgen_layernorm_fwd_38671eaf1d98, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_a75f38d6f00e, 2, 256, 4, 256, 0, 1, 4, 0, 7168 },  // smem.t256.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_70c2f6a2b260, 0, 512, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t512.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_65e32eee55f4, 3, 512, 4, 256, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_2bee27d6bf2f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_704a89d7ae85, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_6d3afa6594e7, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
   {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_57b881e5566e, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_ddde9c07195f, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_0b60be861281, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_f396850070ac, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_99d79c5526b6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_d6209f23b614, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_cc5b36148ad5, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_b17791576f74, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
   {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_5dbf8ff07818, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_layernorm_fwd_a466296ef0b8, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_layernorm_fwd_f6a0819a9ec8, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_a855bf2e614f, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_layernorm_fwd_b3ad290d4faf, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_c33d319bd3f1, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
   {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
   {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_layernorm_fwd_c08388b1eafb, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
   {(const void*)&normgen_layernorm_fwd_b4a9a6b18d45, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_f33b551f1b30, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
   {(const void*)&normgen_layernorm_fwd_7a615efcf451, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
   {(const void*)&normgen_layernorm_fwd_597aaa1cb256, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
   {(const void*)&normgen_layernorm_fwd_af5af7aa2e96, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
   {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
   {(const void*)&normgen_layernorm_fwd_5f4676ecf5a9, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_7f090312abed, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
   {(const void*)&normgen_layernorm_fwd_0d1d0b139f3e, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
   {(const void*)&normgen_layernorm_fwd_27cce33746b9, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
   {(const void*)&normgen_layernorm_fwd_e24f7d42a2a5, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
   {(const void*)&normgen_layernorm_fwd_cb45062c274a, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
   {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
   {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_e8983a12732f, 4, 128, 4, 128, 8, 16, 4, 81920, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_2fdf51c7bb47, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3cc7a629ba0c, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_db3fabc03901, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_c9aeddf87e8b, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_2d6a698390bb, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_715b108185cf, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_d0108a911ece, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
   {(const void*)&normgen_rmsnorm_fwd_125ae23d6a0e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_273081137289, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_fde751a6e878, 0, 256, 8, 32, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_72d482b2b97e, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
@@ -1198,17 +1206,16 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_9bcd8c451cc6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_5df67d4d1de9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_7fb7a80868c3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e41883ea102a, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_cdb1bcd77ab2, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_1de11b7ed22b, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b7e5ee58cd0d, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_14bc7213eacc, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_7d0cb5009457, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_62f242348eb7, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4c442b527527, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5b07e12def20, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_02d3fecdea5f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
@@ -1222,30 +1229,32 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_bc784af91c8f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_da85675021bc, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_66ab86285588, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
   {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2cd850134978, 3, 256, 8, 128, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_73c9834a8ba9, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
   {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_35d4d6017c73, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_4f56df85bb0d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_b67aa5a5dad7, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
   {(const void*)&normgen_rmsnorm_fwd_4905a2719c86, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_78ddd8c1867b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_035b4cecfc3f, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_920eb838b144, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3b5285d6d27d, 2, 256, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr256.h6144
   {(const void*)&normgen_rmsnorm_fwd_3838562accc8, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_f10ba4778a33, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_0641c2fb6f6e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_daba1cbe8824, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a7f4c254c15c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_e296c31478f3, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_029f46c16e34, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
   {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9402e8ace310, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_52cdc03db980, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_8d5fe09dc507, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_77f6b0f30942, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
@@ -1253,23 +1262,24 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a284313872e0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_fcbef12eb462, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_74988da99cb3, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_04c2e6470055, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b834204e6ba7, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
   {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_6dc584670682, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_dcdb36309b26, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_5ad7f9e10f7d, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_33f839d6dd03, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_65ad2b0e8268, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
@@ -1279,35 +1289,33 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_505b3376994a, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_b16b3beb93fd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_75099830f466, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_5bad680a2e6b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_5bad680a2e6b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_a6a2c1a9d5e5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_80b36d4da955, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_5919baf94f5e, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_b36bbfd310e0, 0, 128, 8, 16, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_40ee1be7a011, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
   {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_8c807c5367b2, 0, 512, 8, 64, 2, 1, 2, 0, 768 },  // regs.t512.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_6300e0df9c9c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_d59b0ef06ad3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_bf023ecbfa7d, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_8590994b92f6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_79c6c95e17fc, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6fc29d6eb0a8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_ba7bb2e83cf8, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e4e8022ea0be, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_29ae565a59b5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_172b0ce5d3c9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_a10215cd0283, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_8b8fd41c29dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_10c969772c4d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_90d87073a26e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9dae38bf0b6c, 0, 128, 8, 64, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i4
   {(const void*)&normgen_rmsnorm_fwd_704cce2e57c1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_986ecd01fb11, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_ab8033cca848, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_173221064529, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
@@ -1315,6 +1323,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_4a19040426a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_87a22e2f99c5, 0, 64, 8, 64, 6, 1, 2, 0, 3072 },  // regs.t64.v8.tpr64.i6.h3072
   {(const void*)&normgen_rmsnorm_fwd_58bb97ea16fc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
@@ -1332,91 +1341,83 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f1f78b2cc0f3, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_dcd5e6ee3a00, 3, 512, 8, 512, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_11bee4ba7a30, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_61ca64b65190, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_af6d93bc2495, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8eea81706ed2, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3029f308b558, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
   {(const void*)&normgen_rmsnorm_fwd_cd3984588da4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bdead37c5f67, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
   {(const void*)&normgen_rmsnorm_fwd_129c8e395558, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_53f8be5bbc27, 2, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f3bfd404541c, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_5396142c9761, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_1e127f792159, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_d61130daeb18, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_fe77d9223280, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_45d920b6f873, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_97b95b7a3e7a, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_7eeafc9dd512, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_68931bd1240e, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_34881398fe32, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2cdffcb637b8, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d2c1fd971c91, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_aec16b379753, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8240c351a178, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2c4a63678d10, 4, 256, 8, 256, 1, 8, 2, 20480, 16384 },  // ring.t256.v8.tpr256.i1.c8.s2.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_420879787f92, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
   {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_d52e6d301228, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_982ac45ede51, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ea21bb7e49a8, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_48bd81f00aa5, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_05c442a587d5, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_50fc4cfeff70, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_21760120c89e, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_490d602ce429, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_b0c156c25116, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_6d23a089dd47, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_348bd3d6fd30, 2, 512, 8, 512, 0, 4, 2, 0, 65536 },  // smem.t512.v8.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b70acbdf0191, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0a566c65f6ac, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4b224c6492f4, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_rmsnorm_fwd_cf5e0272834e, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_3dfd00485950, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_ae028ca1c8bd, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fe5cb2f16da1, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_db24cc7d53d9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_3e8736d7f174, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_ddb6ac4d3e3b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_c86ba47f01ac, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_ccbe7a4c57ae, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_a92a0cf3ec23, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
   {(const void*)&normgen_rmsnorm_fwd_b3b47775bf58, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_c5ab453b18a3, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_3c63c431d31b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_27be3bad5a94, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_4889bf252640, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_a872457a3010, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_cb58f0889732, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_55952fd306ff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d28fa1131161, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
   {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_06b2cf1f61fb, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_a19f11c1e93f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_9cffd1b6651a, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
   {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_27fc73f3500b, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5aec4f19ccae, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_971237e349eb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c649275c4a1d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_f93eb92ccd3d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_f265aca7cc82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_fb1b0d3a895c, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_c3825350063d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_57605f549d3d, 0, 256, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t256.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bfbb1bb6f147, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_3dfd4da5184b, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_6091343298e2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fb1b0d3a895c, 1, 512, 8, 512, 1, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_388888239a90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_316f958279d3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_9afae8cadfaa, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_3e253c34b20e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
@@ -1424,10 +1425,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_c80015a02695, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_5da65466bab8, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4ddb4aa00c8d, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_77e604ad9d23, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_42d1aa6c207f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
@@ -1440,14 +1444,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_4d33e1f312eb, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_09cc16778df9, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2cb1505851c1, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_f2cbcb03ebf4, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_a71b69eed852, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
@@ -1459,9 +1463,12 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_919437acfee8, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
   {(const void*)&normgen_rmsnorm_fwd_1caa151ca92a, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_bca13de67923, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_95c64f1ee861, 4, 1024, 8, 1024, 4, 1, 2, 196608, 0 },  // ring.t1024.v8.tpr1024.i4.s3
+  {(const void*)&normgen_rmsnorm_fwd_85f96332f5cf, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_80f4a6fbfe62, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_90723652e859, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
@@ -1470,26 +1477,26 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_a709aeab2fe6, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e684165db4a8, 1, 64, 8, 64, 1, 1, 2, 0, 512 },  // pipelined.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_1e5dada607b5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_e2b63e7c08ec, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_80dd4488b3e9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_448217f9454a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_328e48d9eaaf, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_d664b5033f5d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_522cf8698be4, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_343017c52b0d, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_dc01a4c64d60, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_f6084a07e37c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_2390a53cb833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_fa7123a20451, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_b9b09cb41fde, 0, 512, 8, 64, 2, 1, 2, 0, 768 },  // regs.t512.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bcaec5814e38, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_1a6923713e8e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c18b0cd85384, 4, 128, 8, 64, 2, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr64.i2.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1e2898351f7c, 0, 64, 8, 64, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_9c6b792f1452, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_1891756263d2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f588133f10c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_135b0937808c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_27e65ca2d4f0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
@@ -1498,45 +1505,48 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_915ceaaa35e6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_18a259c36fdd, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9ccdcca3f978, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a8dd32c1724f, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_3f17591f4ef3, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1834a0906d20, 3, 1024, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t1024.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_2a168765ca6a, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9a5d4348de70, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_a36f41afd337, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_598ed2e08916, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_25550848424c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_67d1860f23fd, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7a5112939b15, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_29e74ab0bad3, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
   {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_91eecbb95921, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c12169a89440, 2, 1024, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t1024.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3e404df14646, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_cbb08326181b, 2, 512, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b5f744e3002d, 3, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // reload.t1024.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_24daed56bf37, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_66710d5ab637, 2, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_22ea7606277c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6268cfac2555, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_85599fafab5b, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b47971a70cf2, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f8cdba820248, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e3e57440df45, 2, 256, 8, 64, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr64.h12288
   {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_c4142517486c, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cb5ab25a848b, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_f361cc3782b6, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_e893d14d2bab, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_f17a57c638a8, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
@@ -1546,88 +1556,92 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_54e1115bc876, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
   {(const void*)&normgen_rmsnorm_fwd_7f1695e7c902, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_c168eb1cc896, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e88334b09c30, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c65e7bd0112f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_780d888ca8ef, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_99a57e3a5bd2, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_7f9942f57e2e, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b50983294680, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a223ba4a48fe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
   {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_be8da7c8bfc8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_e4b6a930c8b2, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_7116f3fa6877, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
   {(const void*)&normgen_rmsnorm_fwd_ca9e754a3adf, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_65325d899ff6, 1, 128, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr16.i8.h512
   {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_59eb756a1b9c, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
   {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_be2bb49c53ab, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_be2bb49c53ab, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3ebc9a083e85, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
   {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_b64c5bf70bd4, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_bfd7e06612b2, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_95644edab8c6, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_0d54e614cf1b, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d2682f2d5ecc, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_82f5425fd4ec, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_95f6ed495a77, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_bc5f07262d67, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_ddee21b3df16, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_65d83692ad6a, 1, 512, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_849087dc11fe, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_b731553fc89e, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_80a8ee41e897, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_0c93a0870262, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ac8fa5489922, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
   {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fb7ca2b67168, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
   {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_400678680c6c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ac139938563b, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
   {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b8548e626fc5, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
   {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_b8548e626fc5, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_62ff87df9b8c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_30216cb4a745, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
   {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d850ea7f3ac9, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0d8116de6064, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_58ce68b10aec, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_b689c700468a, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_c758ba752fc7, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_1a24fd01be2e, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_989947ea0f5a, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_790134710b1e, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_3f5b1fdeebe3, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0d708e7faaf8, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a8a93405a1a5, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
   {(const void*)&normgen_rmsnorm_fwd_a12ba8d6d1ef, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_17493fcf3f29, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_9f0ab2893355, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_86f5a14103bc, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
   {(const void*)&normgen_rmsnorm_fwd_96a70543bb39, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_411361046bfe, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_539d49fdd140, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b864d883e9d1, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a1559a25e763, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
   {(const void*)&normgen_rmsnorm_fwd_6af8daea8cbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
@@ -1635,15 +1649,15 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_1604cf0319bd, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_f012b9bb1222, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_b53d759d8497, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_da3fe9939112, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
   {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_ea28b22b2e39, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_ea0d33fa40c2, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
   {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d49668fed444, 4, 128, 4, 128, 8, 16, 4, 65536, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_be1036cfbd4d, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_022b6cd859a0, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
@@ -1653,90 +1667,96 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_8a9a8822c36e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_fbc558beb45d, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_59efaa097edc, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_5a83493c3e5e, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_023c4d5250b4, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_3b93d1d6d825, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f024fa09dbdd, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_ff5d19f88bda, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_f566d1984dc4, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_d0e6fee50d43, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_743c3adf1d07, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_654b6b37fe69, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_8cf13a55d46a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_c38cff936161, 1, 256, 4, 32, 8, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr32.i8.h1024
+  {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_c3ef5a0e7a6c, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
   {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_e8804ca7fbfa, 1, 128, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ec39dcad80ac, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_d3543f596b3e, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2186f627f0af, 3, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // reload.t1024.v4.tpr512.h2048
   {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_bd3dd55d1c55, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_6fa573f364e4, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_f0ae3fa931e0, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_257b39671907, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_b829baf7a949, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_9139aed9e1d6, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_b2173b4bdafa, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8fde791728ae, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e9cb4b8bfe9c, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_61f324e7d394, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_67c2fe0adf69, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d235805e02b9, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_f799d9f2d382, 3, 1024, 4, 512, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7fd15e5cb915, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
   {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_fceac507e6d8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_8765789c714a, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ed7c2c4649f3, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_7224c61e1367, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2313ca8a2b47, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_ab10f153b222, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_acabe0f1b3c2, 0, 1024, 4, 512, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_c27c31ef6ceb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1e9ac950f8b0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_6fa573f364e4, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c5fbd403ca7e, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_796e449f52de, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_9a39e829ced1, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_5fc73eec136e, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_42461bded981, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_42efda211e3a, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d65d152628a4, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ae813e22c76f, 0, 128, 4, 128, 4, 4, 4, 0, 8192 },  // regs.t128.v4.tpr128.i4.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bd17a0a95968, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_9e27241ad073, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_54efc353e551, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_8521ecac3a6f, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_d95a55998cbc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_57fbf735b1d3, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b134f7810a80, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_41f5e96d09c2, 0, 512, 4, 512, 3, 2, 4, 0, 12288 },  // regs.t512.v4.tpr512.i3.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_91740d2f0798, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2.early
   {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_4c69b56a7950, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_rmsnorm_fwd_324af8da88fa, 0, 1024, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_23c364cdc80b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_2505c5c7397c, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
   {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_c6fa70e87e4e, 1, 512, 4, 512, 2, 4, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_15e265352f07, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_412808a8951b, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_7f2f21fecbb6, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_9666de0ff91d, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
   {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_666009d09856, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_772fc78bd6cf, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_a77c4c248566, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_6a6775e138d3, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_a2e6700396d9, 2, 1024, 4, 1024, 0, 2, 4, 0, 65536 },  // smem.t1024.v4.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8cd80c26ff95, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b94319a20cd5, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_3fdf380e0e1c, 2, 512, 4, 512, 0, 2, 4, 0, 65536 },  // smem.t512.v4.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_d33e85e2dbd6, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_db853e0a7f48, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_068d63198c41, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
   {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
@@ -1752,13 +1772,13 @@ struct Spec {
 const Spec kSpecs[] = {
   { 1, 2, 2, 1, 0, -1, 0, 101 },  // layernorm.bf16.w-same.bias
   { 1, 1, 1, 1, 0, -1, 0, 192 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 291 },  // layernorm.fp32.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 289 },  // layernorm.fp32.w-same.bias
   { 0, 2, 2, 0, 0, -1, 0, 394 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 496 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 586 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 671 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 766 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 858 },  // rmsnorm.fp32.w-same.res-same
+  { 0, 2, 2, 0, 0, 2, 0, 490 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 583 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 670 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 770 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 868 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1786,93 +1806,93 @@ const Entry kEntries[] = {
   { 0, 1024, 8, 14, 3 },
   { 0, 1024, 32, 14, 3 },
   { 0, 1024, 128, 15, 3 },
-  { 0, 1024, 512, 3, 3 },
-  { 0, 1024, 2048, 16, 3 },
-  { 0, 1024, 8192, 16, 3 },
-  { 0, 1024, 32768, 17, 3 },
-  { 0, 1536, 1, 18, 19 },
-  { 0, 1536, 8, 18, 19 },
-  { 0, 1536, 32, 20, 3 },
-  { 0, 1536, 128, 3, 3 },
-  { 0, 1536, 512, 21, 3 },
-  { 0, 1536, 2048, 22, 3 },
-  { 0, 1536, 8192, 22, 3 },
-  { 0, 1536, 32768, 22, 3 },
-  { 0, 2048, 1, 23, 19 },
-  { 0, 2048, 8, 23, 3 },
-  { 0, 2048, 32, 23, 3 },
-  { 0, 2048, 128, 23, 3 },
-  { 0, 2048, 512, 24, 3 },
-  { 0, 2048, 2048, 25, 3 },
-  { 0, 2048, 8192, 26, 3 },
-  { 0, 2048, 32768, 26, 3 },
-  { 0, 2560, 1, 27, 28 },
-  { 0, 2560, 8, 27, 28 },
-  { 0, 2560, 32, 29, 30 },
-  { 0, 2560, 128, 31, 28 },
-  { 0, 2560, 512, 32, 33 },
-  { 0, 2560, 2048, 34, 35 },
-  { 0, 2560, 8192, 36, 33 },
-  { 0, 2560, 32768, 36, 37 },
-  { 0, 3072, 1, 38, 28 },
-  { 0, 3072, 8, 38, 28 },
-  { 0, 3072, 32, 39, 30 },
-  { 0, 3072, 128, 39, 28 },
-  { 0, 3072, 512, 40, 33 },
-  { 0, 3072, 2048, 41, 33 },
-  { 0, 3072, 8192, 41, 33 },
-  { 0, 3072, 32768, 41, 42 },
-  { 0, 4096, 1, 43, 33 },
-  { 0, 4096, 8, 43, 33 },
-  { 0, 4096, 32, 44, 33 },
-  { 0, 4096, 128, 45, 33 },
-  { 0, 4096, 512, 44, 33 },
-  { 0, 4096, 2048, 44, 33 },
-  { 0, 4096, 8192, 46, 33 },
-  { 0, 4096, 32768, 47, 33 },
-  { 0, 5120, 1, 48, 49 },
-  { 0, 5120, 8, 50, 49 },
-  { 0, 5120, 32, 48, 49 },
-  { 0, 5120, 128, 50, 49 },
-  { 0, 5120, 512, 51, 49 },
-  { 0, 5120, 2048, 52, 49 },
-  { 0, 5120, 8192, 52, 49 },
-  { 0, 5120, 32768, 53, 49 },
-  { 0, 6144, 1, 54, 49 },
-  { 0, 6144, 8, 54, 49 },
-  { 0, 6144, 32, 54, 49 },
+  { 0, 1024, 512, 16, 3 },
+  { 0, 1024, 2048, 17, 3 },
+  { 0, 1024, 8192, 17, 3 },
+  { 0, 1024, 32768, 18, 3 },
+  { 0, 1536, 1, 19, 20 },
+  { 0, 1536, 8, 19, 20 },
+  { 0, 1536, 32, 21, 3 },
+  { 0, 1536, 128, 19, 3 },
+  { 0, 1536, 512, 22, 3 },
+  { 0, 1536, 2048, 23, 3 },
+  { 0, 1536, 8192, 23, 3 },
+  { 0, 1536, 32768, 23, 3 },
+  { 0, 2048, 1, 24, 20 },
+  { 0, 2048, 8, 24, 20 },
+  { 0, 2048, 32, 24, 3 },
+  { 0, 2048, 128, 25, 3 },
+  { 0, 2048, 512, 26, 3 },
+  { 0, 2048, 2048, 27, 3 },
+  { 0, 2048, 8192, 28, 3 },
+  { 0, 2048, 32768, 28, 3 },
+  { 0, 2560, 1, 29, 30 },
+  { 0, 2560, 8, 29, 30 },
+  { 0, 2560, 32, 31, 30 },
+  { 0, 2560, 128, 32, 33 },
+  { 0, 2560, 512, 34, 30 },
+  { 0, 2560, 2048, 35, 36 },
+  { 0, 2560, 8192, 37, 30 },
+  { 0, 2560, 32768, 37, 30 },
+  { 0, 3072, 1, 38, 30 },
+  { 0, 3072, 8, 38, 33 },
+  { 0, 3072, 32, 39, 40 },
+  { 0, 3072, 128, 39, 33 },
+  { 0, 3072, 512, 41, 30 },
+  { 0, 3072, 2048, 42, 30 },
+  { 0, 3072, 8192, 42, 30 },
+  { 0, 3072, 32768, 42, 43 },
+  { 0, 4096, 1, 44, 30 },
+  { 0, 4096, 8, 44, 30 },
+  { 0, 4096, 32, 45, 30 },
+  { 0, 4096, 128, 46, 33 },
+  { 0, 4096, 512, 45, 30 },
+  { 0, 4096, 2048, 45, 30 },
+  { 0, 4096, 8192, 47, 30 },
+  { 0, 4096, 32768, 48, 30 },
+  { 0, 5120, 1, 49, 50 },
+  { 0, 5120, 8, 51, 50 },
+  { 0, 5120, 32, 51, 50 },
+  { 0, 5120, 128, 51, 50 },
+  { 0, 5120, 512, 52, 50 },
+  { 0, 5120, 2048, 53, 50 },
+  { 0, 5120, 8192, 53, 50 },
+  { 0, 5120, 32768, 53, 50 },
+  { 0, 6144, 1, 54, 50 },
+  { 0, 6144, 8, 54, 50 },
+  { 0, 6144, 32, 55, 50 },
   { 0, 6144, 128, 55, 56 },
-  { 0, 6144, 512, 57, 49 },
-  { 0, 6144, 2048, 57, 49 },
-  { 0, 6144, 8192, 58, 49 },
-  { 0, 6144, 32768, 58, 49 },
+  { 0, 6144, 512, 57, 50 },
+  { 0, 6144, 2048, 57, 50 },
+  { 0, 6144, 8192, 58, 50 },
+  { 0, 6144, 32768, 58, 50 },
   { 0, 7168, 1, 59, 56 },
   { 0, 7168, 8, 59, 60 },
-  { 0, 7168, 32, 61, 61 },
+  { 0, 7168, 32, 56, 56 },
   { 0, 7168, 128, 59, 56 },
-  { 0, 7168, 512, 62, 60 },
-  { 0, 7168, 2048, 62, 60 },
-  { 0, 7168, 8192, 62, 60 },
-  { 0, 7168, 32768, 62, 60 },
-  { 0, 8192, 1, 63, 64 },
-  { 0, 8192, 8, 63, 60 },
-  { 0, 8192, 32, 65, 60 },
-  { 0, 8192, 128, 65, 60 },
-  { 0, 8192, 512, 66, 60 },
-  { 0, 8192, 2048, 66, 60 },
-  { 0, 8192, 8192, 66, 60 },
-  { 0, 8192, 32768, 67, 60 },
-  { 0, 12288, 1, 68, 69 },
-  { 0, 12288, 8, 68, 70 },
-  { 0, 12288, 32, 71, 69 },
-  { 0, 12288, 128, 68, 72 },
+  { 0, 7168, 512, 61, 60 },
+  { 0, 7168, 2048, 61, 60 },
+  { 0, 7168, 8192, 61, 60 },
+  { 0, 7168, 32768, 61, 60 },
+  { 0, 8192, 1, 62, 63 },
+  { 0, 8192, 8, 62, 60 },
+  { 0, 8192, 32, 56, 56 },
+  { 0, 8192, 128, 64, 60 },
+  { 0, 8192, 512, 65, 60 },
+  { 0, 8192, 2048, 65, 60 },
+  { 0, 8192, 8192, 65, 60 },
+  { 0, 8192, 32768, 66, 60 },
+  { 0, 12288, 1, 67, 68 },
+  { 0, 12288, 8, 67, 69 },
+  { 0, 12288, 32, 70, 71 },
+  { 0, 12288, 128, 67, 72 },
   { 0, 12288, 512, 73, 74 },
   { 0, 12288, 2048, 75, 74 },
   { 0, 12288, 8192, 75, 74 },
   { 0, 12288, 32768, 75, 74 },
   { 0, 16384, 1, 76, 77 },
   { 0, 16384, 8, 78, 79 },
-  { 0, 16384, 32, 78, 80 },
+  { 0, 16384, 32, 76, 80 },
   { 0, 16384, 128, 81, 80 },
   { 0, 16384, 512, 82, 80 },
   { 0, 16384, 2048, 83, 80 },
@@ -1884,9 +1904,9 @@ const Entry kEntries[] = {
   { 0, 32768, 128, 87, 88 },
   { 0, 32768, 512, 89, 85 },
   { 0, 32768, 2048, 90, 85 },
-  { 0, 32768, 8192, 90, 91 },
+  { 0, 32768, 8192, 90, 85 },
   { 0, 32768, 32768, 90, 85 },
-  { 0, 65536, 1, 92, 85 },
+  { 0, 65536, 1, 91, 85 },
   { 0, 65536, 8, 92, 85 },
   { 0, 65536, 32, 93, 93 },
   { 0, 65536, 128, 94, 85 },
@@ -1906,82 +1926,82 @@ const Entry kEntries[] = {
   { 1, 512, 8, 102, 103 },
   { 1, 512, 32, 102, 103 },
   { 1, 512, 128, 102, 103 },
-  { 1, 512, 512, 104, 103 },
-  { 1, 512, 2048, 105, 103 },
-  { 1, 512, 8192, 106, 103 },
-  { 1, 512, 32768, 107, 103 },
-  { 1, 768, 1, 108, 103 },
-  { 1, 768, 8, 108, 103 },
-  { 1, 768, 32, 108, 103 },
-  { 1, 768, 128, 108, 103 },
-  { 1, 768, 512, 108, 103 },
-  { 1, 768, 2048, 109, 103 },
-  { 1, 768, 8192, 110, 103 },
-  { 1, 768, 32768, 111, 103 },
-  { 1, 1024, 1, 112, 103 },
-  { 1, 1024, 8, 112, 103 },
-  { 1, 1024, 32, 112, 103 },
-  { 1, 1024, 128, 113, 103 },
-  { 1, 1024, 512, 112, 103 },
-  { 1, 1024, 2048, 114, 103 },
-  { 1, 1024, 8192, 114, 103 },
-  { 1, 1024, 32768, 115, 103 },
-  { 1, 1536, 1, 116, 103 },
-  { 1, 1536, 8, 116, 103 },
-  { 1, 1536, 32, 116, 103 },
-  { 1, 1536, 128, 117, 117 },
-  { 1, 1536, 512, 116, 103 },
-  { 1, 1536, 2048, 118, 103 },
-  { 1, 1536, 8192, 118, 103 },
-  { 1, 1536, 32768, 118, 103 },
-  { 1, 2048, 1, 119, 103 },
-  { 1, 2048, 8, 119, 103 },
-  { 1, 2048, 32, 119, 103 },
-  { 1, 2048, 128, 117, 117 },
-  { 1, 2048, 512, 119, 103 },
-  { 1, 2048, 2048, 120, 103 },
-  { 1, 2048, 8192, 121, 103 },
-  { 1, 2048, 32768, 121, 122 },
-  { 1, 2560, 1, 123, 124 },
-  { 1, 2560, 8, 123, 124 },
-  { 1, 2560, 32, 125, 124 },
-  { 1, 2560, 128, 123, 124 },
-  { 1, 2560, 512, 125, 124 },
-  { 1, 2560, 2048, 126, 127 },
-  { 1, 2560, 8192, 128, 124 },
-  { 1, 2560, 32768, 128, 129 },
-  { 1, 3072, 1, 130, 124 },
-  { 1, 3072, 8, 131, 124 },
-  { 1, 3072, 32, 132, 124 },
-  { 1, 3072, 128, 130, 133 },
-  { 1, 3072, 512, 134, 124 },
-  { 1, 3072, 2048, 132, 127 },
-  { 1, 3072, 8192, 132, 124 },
-  { 1, 3072, 32768, 132, 124 },
-  { 1, 4096, 1, 135, 124 },
-  { 1, 4096, 8, 135, 124 },
-  { 1, 4096, 32, 136, 124 },
-  { 1, 4096, 128, 137, 124 },
-  { 1, 4096, 512, 136, 124 },
-  { 1, 4096, 2048, 136, 124 },
-  { 1, 4096, 8192, 138, 124 },
-  { 1, 4096, 32768, 139, 124 },
-  { 1, 5120, 1, 140, 141 },
-  { 1, 5120, 8, 140, 141 },
-  { 1, 5120, 32, 142, 141 },
-  { 1, 5120, 128, 140, 141 },
-  { 1, 5120, 512, 143, 141 },
+  { 1, 512, 512, 102, 103 },
+  { 1, 512, 2048, 104, 103 },
+  { 1, 512, 8192, 105, 103 },
+  { 1, 512, 32768, 106, 103 },
+  { 1, 768, 1, 107, 103 },
+  { 1, 768, 8, 107, 103 },
+  { 1, 768, 32, 107, 103 },
+  { 1, 768, 128, 107, 103 },
+  { 1, 768, 512, 107, 103 },
+  { 1, 768, 2048, 108, 103 },
+  { 1, 768, 8192, 109, 103 },
+  { 1, 768, 32768, 110, 103 },
+  { 1, 1024, 1, 111, 103 },
+  { 1, 1024, 8, 111, 103 },
+  { 1, 1024, 32, 111, 103 },
+  { 1, 1024, 128, 112, 103 },
+  { 1, 1024, 512, 111, 103 },
+  { 1, 1024, 2048, 113, 103 },
+  { 1, 1024, 8192, 113, 103 },
+  { 1, 1024, 32768, 114, 103 },
+  { 1, 1536, 1, 115, 103 },
+  { 1, 1536, 8, 115, 103 },
+  { 1, 1536, 32, 115, 103 },
+  { 1, 1536, 128, 116, 116 },
+  { 1, 1536, 512, 115, 103 },
+  { 1, 1536, 2048, 117, 103 },
+  { 1, 1536, 8192, 117, 103 },
+  { 1, 1536, 32768, 117, 103 },
+  { 1, 2048, 1, 118, 103 },
+  { 1, 2048, 8, 118, 103 },
+  { 1, 2048, 32, 118, 103 },
+  { 1, 2048, 128, 116, 116 },
+  { 1, 2048, 512, 118, 103 },
+  { 1, 2048, 2048, 119, 103 },
+  { 1, 2048, 8192, 120, 103 },
+  { 1, 2048, 32768, 120, 121 },
+  { 1, 2560, 1, 122, 123 },
+  { 1, 2560, 8, 122, 123 },
+  { 1, 2560, 32, 124, 123 },
+  { 1, 2560, 128, 122, 123 },
+  { 1, 2560, 512, 124, 123 },
+  { 1, 2560, 2048, 125, 126 },
+  { 1, 2560, 8192, 127, 123 },
+  { 1, 2560, 32768, 127, 128 },
+  { 1, 3072, 1, 129, 123 },
+  { 1, 3072, 8, 130, 123 },
+  { 1, 3072, 32, 131, 123 },
+  { 1, 3072, 128, 132, 133 },
+  { 1, 3072, 512, 130, 123 },
+  { 1, 3072, 2048, 131, 126 },
+  { 1, 3072, 8192, 131, 123 },
+  { 1, 3072, 32768, 131, 123 },
+  { 1, 4096, 1, 134, 123 },
+  { 1, 4096, 8, 134, 123 },
+  { 1, 4096, 32, 135, 123 },
+  { 1, 4096, 128, 136, 123 },
+  { 1, 4096, 512, 135, 123 },
+  { 1, 4096, 2048, 135, 123 },
+  { 1, 4096, 8192, 137, 123 },
+  { 1, 4096, 32768, 138, 123 },
+  { 1, 5120, 1, 139, 140 },
+  { 1, 5120, 8, 139, 140 },
+  { 1, 5120, 32, 141, 140 },
+  { 1, 5120, 128, 142, 140 },
+  { 1, 5120, 512, 143, 140 },
   { 1, 5120, 2048, 144, 145 },
   { 1, 5120, 8192, 144, 145 },
-  { 1, 5120, 32768, 144, 141 },
-  { 1, 6144, 1, 146, 141 },
-  { 1, 6144, 8, 146, 141 },
-  { 1, 6144, 32, 147, 141 },
-  { 1, 6144, 128, 148, 141 },
-  { 1, 6144, 512, 149, 141 },
-  { 1, 6144, 2048, 149, 141 },
-  { 1, 6144, 8192, 150, 141 },
-  { 1, 6144, 32768, 150, 141 },
+  { 1, 5120, 32768, 144, 140 },
+  { 1, 6144, 1, 146, 140 },
+  { 1, 6144, 8, 146, 140 },
+  { 1, 6144, 32, 147, 140 },
+  { 1, 6144, 128, 148, 140 },
+  { 1, 6144, 512, 149, 140 },
+  { 1, 6144, 2048, 149, 140 },
+  { 1, 6144, 8192, 150, 140 },
+  { 1, 6144, 32768, 150, 140 },
   { 1, 7168, 1, 151, 152 },
   { 1, 7168, 8, 151, 152 },
   { 1, 7168, 32, 153, 152 },
@@ -1996,112 +2016,112 @@ const Entry kEntries[] = {
   { 1, 8192, 128, 159, 152 },
   { 1, 8192, 512, 160, 152 },
   { 1, 8192, 2048, 160, 152 },
-  { 1, 8192, 8192, 160, 152 },
-  { 1, 8192, 32768, 160, 152 },
-  { 1, 12288, 1, 161, 162 },
-  { 1, 12288, 8, 163, 162 },
-  { 1, 12288, 32, 164, 162 },
-  { 1, 12288, 128, 165, 162 },
-  { 1, 12288, 512, 166, 162 },
-  { 1, 12288, 2048, 167, 162 },
-  { 1, 12288, 8192, 167, 162 },
-  { 1, 12288, 32768, 167, 162 },
-  { 1, 16384, 1, 168, 169 },
-  { 1, 16384, 8, 170, 171 },
-  { 1, 16384, 32, 170, 171 },
-  { 1, 16384, 128, 172, 171 },
-  { 1, 16384, 512, 173, 171 },
-  { 1, 16384, 2048, 174, 171 },
-  { 1, 16384, 8192, 174, 171 },
-  { 1, 16384, 32768, 174, 171 },
+  { 1, 8192, 8192, 161, 152 },
+  { 1, 8192, 32768, 161, 152 },
+  { 1, 12288, 1, 162, 163 },
+  { 1, 12288, 8, 164, 163 },
+  { 1, 12288, 32, 165, 163 },
+  { 1, 12288, 128, 166, 163 },
+  { 1, 12288, 512, 167, 163 },
+  { 1, 12288, 2048, 168, 163 },
+  { 1, 12288, 8192, 168, 163 },
+  { 1, 12288, 32768, 168, 163 },
+  { 1, 16384, 1, 169, 170 },
+  { 1, 16384, 8, 171, 170 },
+  { 1, 16384, 32, 171, 170 },
+  { 1, 16384, 128, 172, 170 },
+  { 1, 16384, 512, 173, 170 },
+  { 1, 16384, 2048, 174, 170 },
+  { 1, 16384, 8192, 174, 170 },
+  { 1, 16384, 32768, 174, 170 },
   { 1, 32768, 1, 175, 176 },
-  { 1, 32768, 8, 175, 177 },
-  { 1, 32768, 32, 178, 179 },
-  { 1, 32768, 128, 180, 176 },
-  { 1, 32768, 512, 181, 176 },
-  { 1, 32768, 2048, 182, 176 },
-  { 1, 32768, 8192, 182, 176 },
-  { 1, 32768, 32768, 182, 176 },
-  { 1, 65536, 1, 183, 176 },
-  { 1, 65536, 8, 183, 176 },
+  { 1, 32768, 8, 175, 176 },
+  { 1, 32768, 32, 177, 178 },
+  { 1, 32768, 128, 179, 180 },
+  { 1, 32768, 512, 181, 180 },
+  { 1, 32768, 2048, 182, 180 },
+  { 1, 32768, 8192, 182, 180 },
+  { 1, 32768, 32768, 182, 180 },
+  { 1, 65536, 1, 183, 180 },
+  { 1, 65536, 8, 183, 180 },
   { 1, 65536, 32, 184, 185 },
-  { 1, 65536, 128, 186, 176 },
-  { 1, 65536, 512, 187, 176 },
-  { 1, 65536, 2048, 187, 176 },
-  { 1, 65536, 8192, 187, 176 },
-  { 1, 65536, 32768, 187, 176 },
-  { 1, 131072, 1, 188, 176 },
+  { 1, 65536, 128, 186, 180 },
+  { 1, 65536, 512, 187, 180 },
+  { 1, 65536, 2048, 187, 180 },
+  { 1, 65536, 8192, 187, 180 },
+  { 1, 65536, 32768, 187, 180 },
+  { 1, 131072, 1, 188, 180 },
   { 1, 131072, 8, 188, 189 },
-  { 1, 131072, 32, 190, 176 },
-  { 1, 131072, 128, 191, 176 },
-  { 1, 131072, 512, 191, 176 },
-  { 1, 131072, 2048, 191, 176 },
-  { 1, 131072, 8192, 191, 176 },
-  { 1, 131072, 32768, 191, 176 },
+  { 1, 131072, 32, 190, 180 },
+  { 1, 131072, 128, 191, 180 },
+  { 1, 131072, 512, 191, 180 },
+  { 1, 131072, 2048, 191, 180 },
+  { 1, 131072, 8192, 191, 180 },
+  { 1, 131072, 32768, 191, 180 },
   { 2, 512, 1, 193, 194 },
   { 2, 512, 8, 195, 194 },
-  { 2, 512, 32, 195, 194 },
-  { 2, 512, 128, 196, 194 },
-  { 2, 512, 512, 196, 194 },
-  { 2, 512, 2048, 195, 194 },
-  { 2, 512, 8192, 196, 194 },
-  { 2, 512, 32768, 197, 198 },
-  { 2, 768, 1, 199, 194 },
-  { 2, 768, 8, 200, 194 },
-  { 2, 768, 32, 199, 201 },
-  { 2, 768, 128, 199, 201 },
+  { 2, 512, 32, 196, 194 },
+  { 2, 512, 128, 195, 194 },
+  { 2, 512, 512, 195, 194 },
+  { 2, 512, 2048, 196, 194 },
+  { 2, 512, 8192, 195, 197 },
+  { 2, 512, 32768, 198, 198 },
+  { 2, 768, 1, 199, 200 },
+  { 2, 768, 8, 201, 194 },
+  { 2, 768, 32, 199, 194 },
+  { 2, 768, 128, 199, 194 },
   { 2, 768, 512, 199, 194 },
-  { 2, 768, 2048, 202, 194 },
-  { 2, 768, 8192, 200, 194 },
-  { 2, 768, 32768, 202, 203 },
-  { 2, 1024, 1, 204, 194 },
+  { 2, 768, 2048, 202, 203 },
+  { 2, 768, 8192, 202, 194 },
+  { 2, 768, 32768, 202, 204 },
+  { 2, 1024, 1, 205, 194 },
   { 2, 1024, 8, 205, 194 },
-  { 2, 1024, 32, 204, 194 },
-  { 2, 1024, 128, 204, 194 },
-  { 2, 1024, 512, 204, 194 },
-  { 2, 1024, 2048, 206, 206 },
-  { 2, 1024, 8192, 207, 203 },
-  { 2, 1024, 32768, 207, 203 },
+  { 2, 1024, 32, 205, 194 },
+  { 2, 1024, 128, 205, 194 },
+  { 2, 1024, 512, 205, 194 },
+  { 2, 1024, 2048, 206, 203 },
+  { 2, 1024, 8192, 207, 204 },
+  { 2, 1024, 32768, 207, 204 },
   { 2, 1536, 1, 208, 209 },
-  { 2, 1536, 8, 208, 210 },
-  { 2, 1536, 32, 211, 212 },
-  { 2, 1536, 128, 208, 210 },
-  { 2, 1536, 512, 211, 209 },
-  { 2, 1536, 2048, 211, 209 },
+  { 2, 1536, 8, 208, 209 },
+  { 2, 1536, 32, 210, 211 },
+  { 2, 1536, 128, 208, 212 },
+  { 2, 1536, 512, 210, 209 },
+  { 2, 1536, 2048, 210, 209 },
   { 2, 1536, 8192, 213, 209 },
   { 2, 1536, 32768, 213, 209 },
   { 2, 2048, 1, 214, 209 },
   { 2, 2048, 8, 214, 209 },
-  { 2, 2048, 32, 215, 209 },
-  { 2, 2048, 128, 214, 210 },
+  { 2, 2048, 32, 214, 209 },
+  { 2, 2048, 128, 214, 209 },
   { 2, 2048, 512, 214, 209 },
-  { 2, 2048, 2048, 214, 210 },
-  { 2, 2048, 8192, 216, 209 },
-  { 2, 2048, 32768, 216, 209 },
-  { 2, 2560, 1, 217, 218 },
-  { 2, 2560, 8, 217, 219 },
-  { 2, 2560, 32, 217, 220 },
-  { 2, 2560, 128, 217, 221 },
-  { 2, 2560, 512, 217, 222 },
-  { 2, 2560, 2048, 217, 222 },
-  { 2, 2560, 8192, 223, 222 },
-  { 2, 2560, 32768, 223, 222 },
-  { 2, 3072, 1, 224, 218 },
-  { 2, 3072, 8, 224, 219 },
-  { 2, 3072, 32, 224, 220 },
-  { 2, 3072, 128, 224, 220 },
-  { 2, 3072, 512, 225, 222 },
-  { 2, 3072, 2048, 224, 218 },
-  { 2, 3072, 8192, 226, 222 },
-  { 2, 3072, 32768, 227, 222 },
-  { 2, 4096, 1, 228, 229 },
-  { 2, 4096, 8, 228, 229 },
-  { 2, 4096, 32, 228, 229 },
-  { 2, 4096, 128, 228, 229 },
-  { 2, 4096, 512, 228, 229 },
-  { 2, 4096, 2048, 228, 229 },
-  { 2, 4096, 8192, 230, 231 },
-  { 2, 4096, 32768, 230, 231 },
+  { 2, 2048, 2048, 214, 212 },
+  { 2, 2048, 8192, 215, 209 },
+  { 2, 2048, 32768, 215, 209 },
+  { 2, 2560, 1, 216, 217 },
+  { 2, 2560, 8, 216, 218 },
+  { 2, 2560, 32, 216, 219 },
+  { 2, 2560, 128, 216, 220 },
+  { 2, 2560, 512, 216, 221 },
+  { 2, 2560, 2048, 216, 221 },
+  { 2, 2560, 8192, 222, 221 },
+  { 2, 2560, 32768, 222, 221 },
+  { 2, 3072, 1, 223, 217 },
+  { 2, 3072, 8, 223, 218 },
+  { 2, 3072, 32, 223, 219 },
+  { 2, 3072, 128, 223, 219 },
+  { 2, 3072, 512, 224, 221 },
+  { 2, 3072, 2048, 224, 217 },
+  { 2, 3072, 8192, 225, 221 },
+  { 2, 3072, 32768, 226, 221 },
+  { 2, 4096, 1, 227, 228 },
+  { 2, 4096, 8, 227, 228 },
+  { 2, 4096, 32, 227, 228 },
+  { 2, 4096, 128, 227, 228 },
+  { 2, 4096, 512, 227, 228 },
+  { 2, 4096, 2048, 229, 228 },
+  { 2, 4096, 8192, 230, 228 },
+  { 2, 4096, 32768, 231, 231 },
   { 2, 5120, 1, 232, 233 },
   { 2, 5120, 8, 232, 234 },
   { 2, 5120, 32, 235, 236 },
@@ -2114,586 +2134,586 @@ const Entry kEntries[] = {
   { 2, 6144, 8, 234, 234 },
   { 2, 6144, 32, 241, 242 },
   { 2, 6144, 128, 241, 236 },
-  { 2, 6144, 512, 243, 242 },
+  { 2, 6144, 512, 243, 233 },
   { 2, 6144, 2048, 244, 242 },
   { 2, 6144, 8192, 245, 242 },
   { 2, 6144, 32768, 245, 242 },
   { 2, 7168, 1, 246, 247 },
-  { 2, 7168, 8, 248, 249 },
-  { 2, 7168, 32, 248, 250 },
-  { 2, 7168, 128, 251, 251 },
-  { 2, 7168, 512, 252, 247 },
-  { 2, 7168, 2048, 253, 247 },
-  { 2, 7168, 8192, 252, 247 },
-  { 2, 7168, 32768, 254, 231 },
-  { 2, 8192, 1, 255, 256 },
-  { 2, 8192, 8, 257, 257 },
-  { 2, 8192, 32, 255, 256 },
-  { 2, 8192, 128, 258, 256 },
-  { 2, 8192, 512, 258, 256 },
-  { 2, 8192, 2048, 259, 256 },
-  { 2, 8192, 8192, 259, 256 },
-  { 2, 8192, 32768, 259, 231 },
-  { 2, 12288, 1, 260, 261 },
-  { 2, 12288, 8, 260, 262 },
-  { 2, 12288, 32, 260, 261 },
-  { 2, 12288, 128, 263, 264 },
-  { 2, 12288, 512, 265, 266 },
-  { 2, 12288, 2048, 267, 268 },
-  { 2, 12288, 8192, 267, 268 },
-  { 2, 12288, 32768, 267, 268 },
-  { 2, 16384, 1, 269, 270 },
-  { 2, 16384, 8, 269, 271 },
-  { 2, 16384, 32, 269, 272 },
-  { 2, 16384, 128, 273, 274 },
-  { 2, 16384, 512, 273, 274 },
-  { 2, 16384, 2048, 275, 270 },
-  { 2, 16384, 8192, 276, 276 },
-  { 2, 16384, 32768, 276, 276 },
-  { 2, 32768, 1, 277, 231 },
-  { 2, 32768, 8, 277, 231 },
-  { 2, 32768, 32, 277, 278 },
-  { 2, 32768, 128, 279, 231 },
-  { 2, 32768, 512, 280, 281 },
-  { 2, 32768, 2048, 279, 231 },
-  { 2, 32768, 8192, 282, 231 },
-  { 2, 32768, 32768, 282, 283 },
-  { 2, 65536, 1, 284, 231 },
-  { 2, 65536, 8, 285, 231 },
-  { 2, 65536, 32, 285, 231 },
-  { 2, 65536, 128, 286, 231 },
-  { 2, 65536, 512, 286, 231 },
-  { 2, 65536, 2048, 286, 231 },
-  { 2, 65536, 8192, 286, 231 },
-  { 2, 65536, 32768, 286, 231 },
-  { 2, 131072, 1, 287, 288 },
-  { 2, 131072, 8, 287, 289 },
-  { 2, 131072, 32, 287, 288 },
-  { 2, 131072, 128, 290, 231 },
-  { 2, 131072, 512, 290, 231 },
-  { 2, 131072, 2048, 290, 231 },
-  { 2, 131072, 8192, 290, 231 },
-  { 2, 131072, 32768, 290, 231 },
-  { 3, 512, 1, 292, 293 },
-  { 3, 512, 8, 294, 295 },
-  { 3, 512, 32, 294, 295 },
-  { 3, 512, 128, 294, 295 },
-  { 3, 512, 512, 296, 295 },
-  { 3, 512, 2048, 297, 295 },
-  { 3, 512, 8192, 298, 295 },
-  { 3, 512, 32768, 299, 299 },
-  { 3, 768, 1, 300, 300 },
-  { 3, 768, 8, 300, 300 },
-  { 3, 768, 32, 301, 300 },
-  { 3, 768, 128, 301, 300 },
-  { 3, 768, 512, 302, 295 },
-  { 3, 768, 2048, 303, 295 },
-  { 3, 768, 8192, 304, 295 },
-  { 3, 768, 32768, 305, 306 },
-  { 3, 1024, 1, 307, 300 },
-  { 3, 1024, 8, 307, 295 },
-  { 3, 1024, 32, 307, 295 },
-  { 3, 1024, 128, 307, 295 },
-  { 3, 1024, 512, 308, 295 },
-  { 3, 1024, 2048, 309, 310 },
-  { 3, 1024, 8192, 311, 295 },
-  { 3, 1024, 32768, 311, 312 },
-  { 3, 1536, 1, 313, 313 },
-  { 3, 1536, 8, 313, 313 },
-  { 3, 1536, 32, 313, 313 },
-  { 3, 1536, 128, 313, 313 },
-  { 3, 1536, 512, 314, 295 },
-  { 3, 1536, 2048, 315, 295 },
-  { 3, 1536, 8192, 316, 295 },
-  { 3, 1536, 32768, 316, 317 },
-  { 3, 2048, 1, 318, 313 },
-  { 3, 2048, 8, 318, 313 },
-  { 3, 2048, 32, 318, 313 },
-  { 3, 2048, 128, 318, 295 },
-  { 3, 2048, 512, 319, 295 },
-  { 3, 2048, 2048, 320, 295 },
-  { 3, 2048, 8192, 321, 295 },
-  { 3, 2048, 32768, 321, 322 },
-  { 3, 2560, 1, 323, 323 },
-  { 3, 2560, 8, 324, 323 },
-  { 3, 2560, 32, 324, 325 },
-  { 3, 2560, 128, 323, 323 },
-  { 3, 2560, 512, 326, 327 },
-  { 3, 2560, 2048, 328, 327 },
-  { 3, 2560, 8192, 329, 330 },
-  { 3, 2560, 32768, 329, 330 },
-  { 3, 3072, 1, 331, 325 },
-  { 3, 3072, 8, 331, 325 },
-  { 3, 3072, 32, 332, 325 },
-  { 3, 3072, 128, 323, 323 },
-  { 3, 3072, 512, 333, 327 },
-  { 3, 3072, 2048, 334, 327 },
-  { 3, 3072, 8192, 335, 330 },
-  { 3, 3072, 32768, 335, 330 },
-  { 3, 4096, 1, 336, 337 },
-  { 3, 4096, 8, 336, 327 },
-  { 3, 4096, 32, 338, 327 },
-  { 3, 4096, 128, 336, 337 },
-  { 3, 4096, 512, 339, 327 },
-  { 3, 4096, 2048, 340, 327 },
-  { 3, 4096, 8192, 340, 327 },
-  { 3, 4096, 32768, 341, 341 },
-  { 3, 5120, 1, 342, 343 },
-  { 3, 5120, 8, 342, 343 },
-  { 3, 5120, 32, 342, 344 },
-  { 3, 5120, 128, 342, 345 },
-  { 3, 5120, 512, 346, 347 },
-  { 3, 5120, 2048, 346, 347 },
-  { 3, 5120, 8192, 346, 347 },
-  { 3, 5120, 32768, 346, 347 },
-  { 3, 6144, 1, 348, 348 },
-  { 3, 6144, 8, 349, 347 },
-  { 3, 6144, 32, 349, 345 },
-  { 3, 6144, 128, 349, 345 },
-  { 3, 6144, 512, 350, 347 },
-  { 3, 6144, 2048, 351, 347 },
-  { 3, 6144, 8192, 351, 347 },
-  { 3, 6144, 32768, 352, 347 },
-  { 3, 7168, 1, 348, 348 },
-  { 3, 7168, 8, 353, 348 },
-  { 3, 7168, 32, 353, 345 },
-  { 3, 7168, 128, 353, 345 },
-  { 3, 7168, 512, 354, 355 },
-  { 3, 7168, 2048, 354, 355 },
-  { 3, 7168, 8192, 356, 356 },
-  { 3, 7168, 32768, 356, 356 },
-  { 3, 8192, 1, 357, 357 },
-  { 3, 8192, 8, 357, 357 },
-  { 3, 8192, 32, 358, 359 },
-  { 3, 8192, 128, 358, 355 },
-  { 3, 8192, 512, 360, 355 },
-  { 3, 8192, 2048, 360, 355 },
-  { 3, 8192, 8192, 356, 356 },
-  { 3, 8192, 32768, 356, 356 },
+  { 2, 7168, 8, 248, 247 },
+  { 2, 7168, 32, 248, 249 },
+  { 2, 7168, 128, 248, 249 },
+  { 2, 7168, 512, 248, 250 },
+  { 2, 7168, 2048, 251, 247 },
+  { 2, 7168, 8192, 251, 247 },
+  { 2, 7168, 32768, 251, 247 },
+  { 2, 8192, 1, 252, 253 },
+  { 2, 8192, 8, 254, 254 },
+  { 2, 8192, 32, 255, 253 },
+  { 2, 8192, 128, 256, 249 },
+  { 2, 8192, 512, 256, 250 },
+  { 2, 8192, 2048, 257, 253 },
+  { 2, 8192, 8192, 257, 253 },
+  { 2, 8192, 32768, 257, 258 },
+  { 2, 12288, 1, 259, 260 },
+  { 2, 12288, 8, 259, 260 },
+  { 2, 12288, 32, 259, 261 },
+  { 2, 12288, 128, 262, 263 },
+  { 2, 12288, 512, 262, 264 },
+  { 2, 12288, 2048, 265, 261 },
+  { 2, 12288, 8192, 266, 261 },
+  { 2, 12288, 32768, 266, 261 },
+  { 2, 16384, 1, 267, 268 },
+  { 2, 16384, 8, 267, 269 },
+  { 2, 16384, 32, 267, 270 },
+  { 2, 16384, 128, 271, 268 },
+  { 2, 16384, 512, 271, 272 },
+  { 2, 16384, 2048, 273, 268 },
+  { 2, 16384, 8192, 274, 274 },
+  { 2, 16384, 32768, 274, 274 },
+  { 2, 32768, 1, 275, 258 },
+  { 2, 32768, 8, 275, 258 },
+  { 2, 32768, 32, 275, 276 },
+  { 2, 32768, 128, 277, 258 },
+  { 2, 32768, 512, 277, 258 },
+  { 2, 32768, 2048, 277, 278 },
+  { 2, 32768, 8192, 279, 258 },
+  { 2, 32768, 32768, 280, 280 },
+  { 2, 65536, 1, 281, 258 },
+  { 2, 65536, 8, 282, 258 },
+  { 2, 65536, 32, 282, 258 },
+  { 2, 65536, 128, 283, 258 },
+  { 2, 65536, 512, 284, 258 },
+  { 2, 65536, 2048, 283, 258 },
+  { 2, 65536, 8192, 283, 258 },
+  { 2, 65536, 32768, 283, 258 },
+  { 2, 131072, 1, 285, 258 },
+  { 2, 131072, 8, 285, 286 },
+  { 2, 131072, 32, 285, 287 },
+  { 2, 131072, 128, 288, 258 },
+  { 2, 131072, 512, 288, 258 },
+  { 2, 131072, 2048, 288, 258 },
+  { 2, 131072, 8192, 288, 258 },
+  { 2, 131072, 32768, 288, 258 },
+  { 3, 512, 1, 290, 291 },
+  { 3, 512, 8, 292, 293 },
+  { 3, 512, 32, 294, 293 },
+  { 3, 512, 128, 290, 293 },
+  { 3, 512, 512, 295, 293 },
+  { 3, 512, 2048, 296, 293 },
+  { 3, 512, 8192, 297, 293 },
+  { 3, 512, 32768, 296, 298 },
+  { 3, 768, 1, 299, 299 },
+  { 3, 768, 8, 300, 299 },
+  { 3, 768, 32, 300, 299 },
+  { 3, 768, 128, 299, 299 },
+  { 3, 768, 512, 301, 293 },
+  { 3, 768, 2048, 302, 293 },
+  { 3, 768, 8192, 303, 293 },
+  { 3, 768, 32768, 302, 304 },
+  { 3, 1024, 1, 305, 299 },
+  { 3, 1024, 8, 305, 293 },
+  { 3, 1024, 32, 305, 293 },
+  { 3, 1024, 128, 305, 293 },
+  { 3, 1024, 512, 306, 293 },
+  { 3, 1024, 2048, 307, 308 },
+  { 3, 1024, 8192, 309, 293 },
+  { 3, 1024, 32768, 309, 310 },
+  { 3, 1536, 1, 311, 311 },
+  { 3, 1536, 8, 311, 311 },
+  { 3, 1536, 32, 311, 311 },
+  { 3, 1536, 128, 311, 311 },
+  { 3, 1536, 512, 312, 293 },
+  { 3, 1536, 2048, 313, 293 },
+  { 3, 1536, 8192, 313, 293 },
+  { 3, 1536, 32768, 314, 315 },
+  { 3, 2048, 1, 316, 311 },
+  { 3, 2048, 8, 316, 311 },
+  { 3, 2048, 32, 316, 311 },
+  { 3, 2048, 128, 316, 311 },
+  { 3, 2048, 512, 317, 293 },
+  { 3, 2048, 2048, 318, 293 },
+  { 3, 2048, 8192, 319, 319 },
+  { 3, 2048, 32768, 319, 319 },
+  { 3, 2560, 1, 320, 321 },
+  { 3, 2560, 8, 320, 321 },
+  { 3, 2560, 32, 322, 321 },
+  { 3, 2560, 128, 321, 321 },
+  { 3, 2560, 512, 323, 324 },
+  { 3, 2560, 2048, 325, 324 },
+  { 3, 2560, 8192, 326, 327 },
+  { 3, 2560, 32768, 326, 327 },
+  { 3, 3072, 1, 328, 321 },
+  { 3, 3072, 8, 328, 321 },
+  { 3, 3072, 32, 329, 321 },
+  { 3, 3072, 128, 321, 321 },
+  { 3, 3072, 512, 330, 324 },
+  { 3, 3072, 2048, 331, 324 },
+  { 3, 3072, 8192, 332, 327 },
+  { 3, 3072, 32768, 332, 327 },
+  { 3, 4096, 1, 333, 334 },
+  { 3, 4096, 8, 333, 334 },
+  { 3, 4096, 32, 335, 334 },
+  { 3, 4096, 128, 333, 336 },
+  { 3, 4096, 512, 337, 324 },
+  { 3, 4096, 2048, 338, 324 },
+  { 3, 4096, 8192, 338, 324 },
+  { 3, 4096, 32768, 339, 339 },
+  { 3, 5120, 1, 340, 340 },
+  { 3, 5120, 8, 341, 342 },
+  { 3, 5120, 32, 341, 343 },
+  { 3, 5120, 128, 341, 344 },
+  { 3, 5120, 512, 345, 342 },
+  { 3, 5120, 2048, 345, 342 },
+  { 3, 5120, 8192, 345, 342 },
+  { 3, 5120, 32768, 346, 342 },
+  { 3, 6144, 1, 347, 347 },
+  { 3, 6144, 8, 348, 342 },
+  { 3, 6144, 32, 348, 340 },
+  { 3, 6144, 128, 348, 344 },
+  { 3, 6144, 512, 349, 342 },
+  { 3, 6144, 2048, 350, 342 },
+  { 3, 6144, 8192, 350, 342 },
+  { 3, 6144, 32768, 351, 342 },
+  { 3, 7168, 1, 347, 347 },
+  { 3, 7168, 8, 352, 347 },
+  { 3, 7168, 32, 352, 344 },
+  { 3, 7168, 128, 352, 344 },
+  { 3, 7168, 512, 353, 354 },
+  { 3, 7168, 2048, 353, 354 },
+  { 3, 7168, 8192, 353, 354 },
+  { 3, 7168, 32768, 355, 355 },
+  { 3, 8192, 1, 356, 357 },
+  { 3, 8192, 8, 356, 357 },
+  { 3, 8192, 32, 358, 357 },
+  { 3, 8192, 128, 359, 344 },
+  { 3, 8192, 512, 360, 354 },
+  { 3, 8192, 2048, 360, 354 },
+  { 3, 8192, 8192, 360, 354 },
+  { 3, 8192, 32768, 355, 355 },
   { 3, 12288, 1, 361, 361 },
-  { 3, 12288, 8, 362, 363 },
-  { 3, 12288, 32, 364, 365 },
+  { 3, 12288, 8, 362, 362 },
+  { 3, 12288, 32, 363, 364 },
   { 3, 12288, 128, 361, 361 },
-  { 3, 12288, 512, 366, 367 },
-  { 3, 12288, 2048, 368, 367 },
-  { 3, 12288, 8192, 369, 367 },
-  { 3, 12288, 32768, 369, 367 },
-  { 3, 16384, 1, 370, 370 },
-  { 3, 16384, 8, 370, 370 },
-  { 3, 16384, 32, 371, 372 },
+  { 3, 12288, 512, 365, 366 },
+  { 3, 12288, 2048, 367, 366 },
+  { 3, 12288, 8192, 368, 366 },
+  { 3, 12288, 32768, 368, 366 },
+  { 3, 16384, 1, 369, 370 },
+  { 3, 16384, 8, 369, 370 },
+  { 3, 16384, 32, 369, 371 },
   { 3, 16384, 128, 361, 361 },
-  { 3, 16384, 512, 373, 372 },
-  { 3, 16384, 2048, 374, 372 },
-  { 3, 16384, 8192, 374, 372 },
-  { 3, 16384, 32768, 374, 372 },
-  { 3, 32768, 1, 375, 356 },
-  { 3, 32768, 8, 375, 376 },
-  { 3, 32768, 32, 375, 377 },
-  { 3, 32768, 128, 378, 378 },
-  { 3, 32768, 512, 379, 356 },
-  { 3, 32768, 2048, 380, 381 },
-  { 3, 32768, 8192, 380, 356 },
-  { 3, 32768, 32768, 380, 381 },
-  { 3, 65536, 1, 382, 382 },
-  { 3, 65536, 8, 383, 383 },
-  { 3, 65536, 32, 382, 382 },
-  { 3, 65536, 128, 384, 356 },
-  { 3, 65536, 512, 384, 356 },
-  { 3, 65536, 2048, 385, 356 },
-  { 3, 65536, 8192, 386, 387 },
-  { 3, 65536, 32768, 386, 387 },
+  { 3, 16384, 512, 372, 373 },
+  { 3, 16384, 2048, 374, 375 },
+  { 3, 16384, 8192, 374, 375 },
+  { 3, 16384, 32768, 374, 375 },
+  { 3, 32768, 1, 376, 377 },
+  { 3, 32768, 8, 376, 378 },
+  { 3, 32768, 32, 376, 379 },
+  { 3, 32768, 128, 380, 380 },
+  { 3, 32768, 512, 381, 377 },
+  { 3, 32768, 2048, 382, 377 },
+  { 3, 32768, 8192, 382, 375 },
+  { 3, 32768, 32768, 382, 375 },
+  { 3, 65536, 1, 383, 383 },
+  { 3, 65536, 8, 384, 384 },
+  { 3, 65536, 32, 383, 383 },
+  { 3, 65536, 128, 385, 384 },
+  { 3, 65536, 512, 385, 377 },
+  { 3, 65536, 2048, 386, 377 },
+  { 3, 65536, 8192, 387, 387 },
+  { 3, 65536, 32768, 387, 387 },
   { 3, 131072, 1, 388, 389 },
   { 3, 131072, 8, 388, 389 },
   { 3, 131072, 32, 390, 390 },
-  { 3, 131072, 128, 391, 356 },
-  { 3, 131072, 512, 392, 356 },
-  { 3, 131072, 2048, 392, 356 },
-  { 3, 131072, 8192, 392, 356 },
+  { 3, 131072, 128, 391, 377 },
+  { 3, 131072, 512, 392, 377 },
+  { 3, 131072, 2048, 392, 377 },
+  { 3, 131072, 8192, 392, 377 },
   { 3, 131072, 32768, 392, 393 },
   { 4, 512, 1, 395, 396 },
-  { 4, 512, 8, 397, 398 },
-  { 4, 512, 32, 397, 398 },
-  { 4, 512, 128, 397, 398 },
-  { 4, 512, 512, 399, 398 },
-  { 4, 512, 2048, 400, 398 },
-  { 4, 512, 8192, 401, 402 },
-  { 4, 512, 32768, 400, 398 },
-  { 4, 768, 1, 403, 398 },
-  { 4, 768, 8, 403, 398 },
-  { 4, 768, 32, 403, 398 },
-  { 4, 768, 128, 403, 398 },
-  { 4, 768, 512, 404, 398 },
-  { 4, 768, 2048, 405, 406 },
-  { 4, 768, 8192, 404, 398 },
-  { 4, 768, 32768, 404, 398 },
-  { 4, 1024, 1, 407, 398 },
-  { 4, 1024, 8, 407, 398 },
-  { 4, 1024, 32, 407, 398 },
-  { 4, 1024, 128, 408, 398 },
-  { 4, 1024, 512, 409, 398 },
-  { 4, 1024, 2048, 410, 406 },
-  { 4, 1024, 8192, 410, 398 },
-  { 4, 1024, 32768, 410, 398 },
+  { 4, 512, 8, 397, 396 },
+  { 4, 512, 32, 397, 396 },
+  { 4, 512, 128, 397, 396 },
+  { 4, 512, 512, 398, 396 },
+  { 4, 512, 2048, 399, 396 },
+  { 4, 512, 8192, 400, 401 },
+  { 4, 512, 32768, 399, 402 },
+  { 4, 768, 1, 403, 396 },
+  { 4, 768, 8, 403, 396 },
+  { 4, 768, 32, 403, 396 },
+  { 4, 768, 128, 403, 396 },
+  { 4, 768, 512, 404, 405 },
+  { 4, 768, 2048, 406, 407 },
+  { 4, 768, 8192, 406, 396 },
+  { 4, 768, 32768, 406, 396 },
+  { 4, 1024, 1, 408, 396 },
+  { 4, 1024, 8, 408, 396 },
+  { 4, 1024, 32, 408, 396 },
+  { 4, 1024, 128, 409, 396 },
+  { 4, 1024, 512, 410, 396 },
+  { 4, 1024, 2048, 410, 407 },
+  { 4, 1024, 8192, 410, 396 },
+  { 4, 1024, 32768, 410, 405 },
   { 4, 1536, 1, 411, 412 },
-  { 4, 1536, 8, 411, 398 },
-  { 4, 1536, 32, 411, 398 },
-  { 4, 1536, 128, 413, 412 },
-  { 4, 1536, 512, 414, 398 },
-  { 4, 1536, 2048, 415, 398 },
-  { 4, 1536, 8192, 416, 398 },
-  { 4, 1536, 32768, 414, 398 },
-  { 4, 2048, 1, 417, 398 },
-  { 4, 2048, 8, 417, 398 },
-  { 4, 2048, 32, 417, 398 },
-  { 4, 2048, 128, 417, 398 },
-  { 4, 2048, 512, 418, 398 },
-  { 4, 2048, 2048, 419, 419 },
-  { 4, 2048, 8192, 418, 398 },
-  { 4, 2048, 32768, 418, 398 },
-  { 4, 2560, 1, 420, 421 },
-  { 4, 2560, 8, 420, 422 },
-  { 4, 2560, 32, 423, 422 },
-  { 4, 2560, 128, 424, 421 },
-  { 4, 2560, 512, 425, 422 },
-  { 4, 2560, 2048, 426, 422 },
-  { 4, 2560, 8192, 427, 422 },
-  { 4, 2560, 32768, 427, 422 },
-  { 4, 3072, 1, 428, 421 },
-  { 4, 3072, 8, 428, 422 },
-  { 4, 3072, 32, 429, 422 },
-  { 4, 3072, 128, 430, 421 },
-  { 4, 3072, 512, 431, 422 },
-  { 4, 3072, 2048, 431, 422 },
-  { 4, 3072, 8192, 431, 422 },
-  { 4, 3072, 32768, 431, 422 },
-  { 4, 4096, 1, 432, 422 },
-  { 4, 4096, 8, 432, 422 },
-  { 4, 4096, 32, 433, 422 },
-  { 4, 4096, 128, 434, 435 },
-  { 4, 4096, 512, 436, 437 },
-  { 4, 4096, 2048, 438, 422 },
-  { 4, 4096, 8192, 438, 422 },
-  { 4, 4096, 32768, 438, 422 },
-  { 4, 5120, 1, 439, 440 },
-  { 4, 5120, 8, 439, 440 },
-  { 4, 5120, 32, 441, 440 },
-  { 4, 5120, 128, 439, 442 },
-  { 4, 5120, 512, 443, 440 },
-  { 4, 5120, 2048, 444, 440 },
-  { 4, 5120, 8192, 444, 440 },
-  { 4, 5120, 32768, 444, 440 },
-  { 4, 6144, 1, 445, 440 },
-  { 4, 6144, 8, 446, 440 },
-  { 4, 6144, 32, 447, 440 },
-  { 4, 6144, 128, 446, 442 },
-  { 4, 6144, 512, 448, 440 },
-  { 4, 6144, 2048, 449, 440 },
-  { 4, 6144, 8192, 450, 440 },
-  { 4, 6144, 32768, 450, 440 },
-  { 4, 7168, 1, 451, 452 },
-  { 4, 7168, 8, 451, 453 },
-  { 4, 7168, 32, 454, 453 },
-  { 4, 7168, 128, 454, 442 },
-  { 4, 7168, 512, 455, 453 },
-  { 4, 7168, 2048, 455, 453 },
-  { 4, 7168, 8192, 456, 453 },
-  { 4, 7168, 32768, 456, 453 },
-  { 4, 8192, 1, 457, 458 },
-  { 4, 8192, 8, 457, 453 },
-  { 4, 8192, 32, 459, 453 },
-  { 4, 8192, 128, 459, 458 },
-  { 4, 8192, 512, 460, 453 },
-  { 4, 8192, 2048, 461, 453 },
-  { 4, 8192, 8192, 461, 453 },
-  { 4, 8192, 32768, 462, 453 },
-  { 4, 12288, 1, 463, 464 },
-  { 4, 12288, 8, 465, 466 },
-  { 4, 12288, 32, 467, 466 },
-  { 4, 12288, 128, 463, 468 },
-  { 4, 12288, 512, 469, 466 },
-  { 4, 12288, 2048, 469, 466 },
-  { 4, 12288, 8192, 469, 466 },
-  { 4, 12288, 32768, 470, 466 },
-  { 4, 16384, 1, 471, 472 },
-  { 4, 16384, 8, 471, 473 },
-  { 4, 16384, 32, 474, 473 },
-  { 4, 16384, 128, 475, 468 },
-  { 4, 16384, 512, 476, 473 },
-  { 4, 16384, 2048, 476, 473 },
-  { 4, 16384, 8192, 476, 473 },
-  { 4, 16384, 32768, 477, 473 },
-  { 4, 32768, 1, 478, 479 },
-  { 4, 32768, 8, 478, 479 },
-  { 4, 32768, 32, 480, 480 },
-  { 4, 32768, 128, 481, 479 },
-  { 4, 32768, 512, 482, 479 },
-  { 4, 32768, 2048, 483, 484 },
-  { 4, 32768, 8192, 483, 484 },
-  { 4, 32768, 32768, 483, 484 },
-  { 4, 65536, 1, 485, 479 },
-  { 4, 65536, 8, 486, 479 },
-  { 4, 65536, 32, 485, 487 },
-  { 4, 65536, 128, 485, 479 },
-  { 4, 65536, 512, 486, 479 },
-  { 4, 65536, 2048, 488, 479 },
-  { 4, 65536, 8192, 489, 484 },
-  { 4, 65536, 32768, 489, 484 },
-  { 4, 131072, 1, 490, 479 },
-  { 4, 131072, 8, 490, 491 },
-  { 4, 131072, 32, 492, 479 },
-  { 4, 131072, 128, 493, 479 },
-  { 4, 131072, 512, 494, 479 },
-  { 4, 131072, 2048, 494, 495 },
-  { 4, 131072, 8192, 494, 495 },
-  { 4, 131072, 32768, 494, 495 },
-  { 5, 512, 1, 497, 498 },
-  { 5, 512, 8, 497, 498 },
-  { 5, 512, 32, 497, 498 },
-  { 5, 512, 128, 497, 498 },
-  { 5, 512, 512, 497, 498 },
-  { 5, 512, 2048, 499, 498 },
-  { 5, 512, 8192, 500, 501 },
-  { 5, 512, 32768, 499, 502 },
-  { 5, 768, 1, 503, 498 },
-  { 5, 768, 8, 503, 498 },
-  { 5, 768, 32, 503, 498 },
-  { 5, 768, 128, 504, 504 },
-  { 5, 768, 512, 503, 498 },
-  { 5, 768, 2048, 505, 498 },
-  { 5, 768, 8192, 506, 498 },
-  { 5, 768, 32768, 507, 508 },
-  { 5, 1024, 1, 509, 498 },
-  { 5, 1024, 8, 509, 498 },
-  { 5, 1024, 32, 509, 498 },
-  { 5, 1024, 128, 509, 498 },
-  { 5, 1024, 512, 509, 498 },
-  { 5, 1024, 2048, 510, 498 },
-  { 5, 1024, 8192, 511, 512 },
-  { 5, 1024, 32768, 511, 512 },
-  { 5, 1536, 1, 513, 498 },
-  { 5, 1536, 8, 514, 514 },
-  { 5, 1536, 32, 513, 498 },
-  { 5, 1536, 128, 514, 514 },
-  { 5, 1536, 512, 513, 498 },
-  { 5, 1536, 2048, 515, 516 },
-  { 5, 1536, 8192, 517, 498 },
-  { 5, 1536, 32768, 515, 518 },
-  { 5, 2048, 1, 519, 498 },
-  { 5, 2048, 8, 519, 498 },
-  { 5, 2048, 32, 519, 498 },
-  { 5, 2048, 128, 514, 514 },
-  { 5, 2048, 512, 519, 498 },
-  { 5, 2048, 2048, 520, 521 },
-  { 5, 2048, 8192, 522, 522 },
-  { 5, 2048, 32768, 522, 522 },
-  { 5, 2560, 1, 523, 523 },
-  { 5, 2560, 8, 523, 523 },
-  { 5, 2560, 32, 523, 523 },
-  { 5, 2560, 128, 523, 523 },
-  { 5, 2560, 512, 524, 525 },
-  { 5, 2560, 2048, 526, 525 },
-  { 5, 2560, 8192, 527, 528 },
-  { 5, 2560, 32768, 527, 528 },
-  { 5, 3072, 1, 529, 530 },
-  { 5, 3072, 8, 529, 530 },
-  { 5, 3072, 32, 523, 523 },
-  { 5, 3072, 128, 523, 523 },
-  { 5, 3072, 512, 529, 525 },
-  { 5, 3072, 2048, 531, 525 },
-  { 5, 3072, 8192, 532, 528 },
-  { 5, 3072, 32768, 532, 528 },
-  { 5, 4096, 1, 533, 525 },
-  { 5, 4096, 8, 534, 525 },
-  { 5, 4096, 32, 535, 525 },
-  { 5, 4096, 128, 533, 523 },
-  { 5, 4096, 512, 536, 525 },
-  { 5, 4096, 2048, 536, 525 },
-  { 5, 4096, 8192, 536, 525 },
-  { 5, 4096, 32768, 537, 537 },
-  { 5, 5120, 1, 538, 539 },
-  { 5, 5120, 8, 538, 540 },
-  { 5, 5120, 32, 541, 541 },
-  { 5, 5120, 128, 541, 541 },
-  { 5, 5120, 512, 542, 540 },
-  { 5, 5120, 2048, 542, 540 },
-  { 5, 5120, 8192, 542, 540 },
-  { 5, 5120, 32768, 540, 540 },
-  { 5, 6144, 1, 543, 543 },
-  { 5, 6144, 8, 544, 540 },
-  { 5, 6144, 32, 543, 543 },
-  { 5, 6144, 128, 543, 543 },
-  { 5, 6144, 512, 540, 540 },
-  { 5, 6144, 2048, 540, 540 },
-  { 5, 6144, 8192, 540, 540 },
-  { 5, 6144, 32768, 545, 540 },
-  { 5, 7168, 1, 543, 543 },
-  { 5, 7168, 8, 546, 547 },
-  { 5, 7168, 32, 543, 543 },
-  { 5, 7168, 128, 543, 543 },
-  { 5, 7168, 512, 547, 547 },
-  { 5, 7168, 2048, 547, 547 },
-  { 5, 7168, 8192, 547, 547 },
-  { 5, 7168, 32768, 547, 547 },
-  { 5, 8192, 1, 548, 549 },
-  { 5, 8192, 8, 548, 549 },
-  { 5, 8192, 32, 543, 543 },
-  { 5, 8192, 128, 550, 549 },
-  { 5, 8192, 512, 551, 547 },
-  { 5, 8192, 2048, 551, 547 },
-  { 5, 8192, 8192, 551, 547 },
-  { 5, 8192, 32768, 552, 547 },
-  { 5, 12288, 1, 553, 554 },
-  { 5, 12288, 8, 553, 555 },
-  { 5, 12288, 32, 556, 554 },
-  { 5, 12288, 128, 553, 555 },
-  { 5, 12288, 512, 557, 555 },
-  { 5, 12288, 2048, 558, 555 },
-  { 5, 12288, 8192, 558, 555 },
-  { 5, 12288, 32768, 559, 555 },
-  { 5, 16384, 1, 560, 561 },
-  { 5, 16384, 8, 560, 561 },
-  { 5, 16384, 32, 562, 554 },
-  { 5, 16384, 128, 563, 564 },
-  { 5, 16384, 512, 565, 566 },
-  { 5, 16384, 2048, 567, 568 },
-  { 5, 16384, 8192, 567, 568 },
-  { 5, 16384, 32768, 567, 568 },
-  { 5, 32768, 1, 569, 570 },
-  { 5, 32768, 8, 569, 571 },
-  { 5, 32768, 32, 569, 571 },
-  { 5, 32768, 128, 572, 573 },
-  { 5, 32768, 512, 574, 570 },
-  { 5, 32768, 2048, 575, 570 },
-  { 5, 32768, 8192, 575, 570 },
-  { 5, 32768, 32768, 575, 570 },
-  { 5, 65536, 1, 576, 570 },
-  { 5, 65536, 8, 576, 577 },
-  { 5, 65536, 32, 576, 577 },
-  { 5, 65536, 128, 578, 570 },
-  { 5, 65536, 512, 578, 570 },
-  { 5, 65536, 2048, 578, 570 },
-  { 5, 65536, 8192, 579, 579 },
-  { 5, 65536, 32768, 579, 579 },
-  { 5, 131072, 1, 580, 570 },
-  { 5, 131072, 8, 580, 581 },
-  { 5, 131072, 32, 582, 570 },
-  { 5, 131072, 128, 582, 570 },
-  { 5, 131072, 512, 583, 570 },
-  { 5, 131072, 2048, 584, 570 },
-  { 5, 131072, 8192, 584, 570 },
-  { 5, 131072, 32768, 584, 585 },
-  { 6, 512, 1, 587, 588 },
-  { 6, 512, 8, 589, 588 },
-  { 6, 512, 32, 589, 588 },
-  { 6, 512, 128, 590, 588 },
-  { 6, 512, 512, 591, 588 },
-  { 6, 512, 2048, 590, 588 },
-  { 6, 512, 8192, 592, 588 },
-  { 6, 512, 32768, 590, 588 },
-  { 6, 768, 1, 593, 588 },
-  { 6, 768, 8, 593, 588 },
-  { 6, 768, 32, 594, 588 },
-  { 6, 768, 128, 595, 588 },
-  { 6, 768, 512, 596, 596 },
-  { 6, 768, 2048, 594, 597 },
-  { 6, 768, 8192, 598, 588 },
-  { 6, 768, 32768, 594, 588 },
-  { 6, 1024, 1, 599, 588 },
-  { 6, 1024, 8, 599, 588 },
-  { 6, 1024, 32, 600, 588 },
-  { 6, 1024, 128, 600, 588 },
-  { 6, 1024, 512, 600, 588 },
-  { 6, 1024, 2048, 601, 597 },
-  { 6, 1024, 8192, 601, 588 },
-  { 6, 1024, 32768, 601, 588 },
-  { 6, 1536, 1, 602, 588 },
-  { 6, 1536, 8, 602, 588 },
-  { 6, 1536, 32, 602, 588 },
-  { 6, 1536, 128, 603, 588 },
-  { 6, 1536, 512, 602, 588 },
-  { 6, 1536, 2048, 604, 588 },
-  { 6, 1536, 8192, 602, 588 },
-  { 6, 1536, 32768, 602, 588 },
-  { 6, 2048, 1, 605, 588 },
-  { 6, 2048, 8, 605, 588 },
-  { 6, 2048, 32, 605, 588 },
-  { 6, 2048, 128, 606, 588 },
-  { 6, 2048, 512, 605, 588 },
-  { 6, 2048, 2048, 605, 588 },
-  { 6, 2048, 8192, 605, 588 },
-  { 6, 2048, 32768, 606, 588 },
-  { 6, 2560, 1, 607, 608 },
-  { 6, 2560, 8, 607, 608 },
-  { 6, 2560, 32, 609, 608 },
-  { 6, 2560, 128, 609, 610 },
-  { 6, 2560, 512, 607, 608 },
-  { 6, 2560, 2048, 611, 608 },
-  { 6, 2560, 8192, 611, 608 },
-  { 6, 2560, 32768, 611, 608 },
-  { 6, 3072, 1, 612, 608 },
-  { 6, 3072, 8, 612, 608 },
-  { 6, 3072, 32, 613, 608 },
-  { 6, 3072, 128, 614, 610 },
-  { 6, 3072, 512, 612, 608 },
-  { 6, 3072, 2048, 613, 608 },
-  { 6, 3072, 8192, 613, 608 },
-  { 6, 3072, 32768, 612, 608 },
-  { 6, 4096, 1, 615, 608 },
-  { 6, 4096, 8, 615, 608 },
-  { 6, 4096, 32, 616, 608 },
-  { 6, 4096, 128, 617, 610 },
-  { 6, 4096, 512, 608, 608 },
-  { 6, 4096, 2048, 615, 608 },
-  { 6, 4096, 8192, 615, 608 },
-  { 6, 4096, 32768, 618, 608 },
-  { 6, 5120, 1, 619, 620 },
-  { 6, 5120, 8, 619, 620 },
-  { 6, 5120, 32, 621, 620 },
-  { 6, 5120, 128, 621, 622 },
-  { 6, 5120, 512, 623, 620 },
-  { 6, 5120, 2048, 624, 620 },
-  { 6, 5120, 8192, 624, 620 },
-  { 6, 5120, 32768, 624, 620 },
-  { 6, 6144, 1, 625, 626 },
-  { 6, 6144, 8, 627, 620 },
-  { 6, 6144, 32, 628, 620 },
-  { 6, 6144, 128, 628, 629 },
-  { 6, 6144, 512, 630, 620 },
-  { 6, 6144, 2048, 627, 620 },
-  { 6, 6144, 8192, 627, 620 },
-  { 6, 6144, 32768, 627, 620 },
-  { 6, 7168, 1, 631, 626 },
-  { 6, 7168, 8, 631, 632 },
-  { 6, 7168, 32, 633, 632 },
-  { 6, 7168, 128, 633, 629 },
-  { 6, 7168, 512, 634, 632 },
-  { 6, 7168, 2048, 635, 632 },
-  { 6, 7168, 8192, 635, 632 },
-  { 6, 7168, 32768, 636, 632 },
-  { 6, 8192, 1, 637, 632 },
-  { 6, 8192, 8, 637, 632 },
-  { 6, 8192, 32, 638, 632 },
-  { 6, 8192, 128, 639, 629 },
-  { 6, 8192, 512, 640, 632 },
-  { 6, 8192, 2048, 639, 632 },
-  { 6, 8192, 8192, 639, 632 },
-  { 6, 8192, 32768, 641, 632 },
+  { 4, 1536, 8, 411, 412 },
+  { 4, 1536, 32, 411, 396 },
+  { 4, 1536, 128, 413, 396 },
+  { 4, 1536, 512, 414, 396 },
+  { 4, 1536, 2048, 415, 396 },
+  { 4, 1536, 8192, 414, 396 },
+  { 4, 1536, 32768, 414, 396 },
+  { 4, 2048, 1, 416, 396 },
+  { 4, 2048, 8, 416, 396 },
+  { 4, 2048, 32, 416, 396 },
+  { 4, 2048, 128, 416, 396 },
+  { 4, 2048, 512, 417, 396 },
+  { 4, 2048, 2048, 418, 418 },
+  { 4, 2048, 8192, 417, 396 },
+  { 4, 2048, 32768, 417, 396 },
+  { 4, 2560, 1, 419, 420 },
+  { 4, 2560, 8, 421, 422 },
+  { 4, 2560, 32, 421, 422 },
+  { 4, 2560, 128, 419, 420 },
+  { 4, 2560, 512, 423, 422 },
+  { 4, 2560, 2048, 424, 422 },
+  { 4, 2560, 8192, 425, 422 },
+  { 4, 2560, 32768, 425, 422 },
+  { 4, 3072, 1, 426, 420 },
+  { 4, 3072, 8, 426, 422 },
+  { 4, 3072, 32, 427, 422 },
+  { 4, 3072, 128, 428, 420 },
+  { 4, 3072, 512, 429, 422 },
+  { 4, 3072, 2048, 429, 422 },
+  { 4, 3072, 8192, 429, 422 },
+  { 4, 3072, 32768, 430, 422 },
+  { 4, 4096, 1, 431, 422 },
+  { 4, 4096, 8, 431, 422 },
+  { 4, 4096, 32, 432, 422 },
+  { 4, 4096, 128, 433, 434 },
+  { 4, 4096, 512, 435, 436 },
+  { 4, 4096, 2048, 437, 422 },
+  { 4, 4096, 8192, 437, 422 },
+  { 4, 4096, 32768, 437, 422 },
+  { 4, 5120, 1, 438, 439 },
+  { 4, 5120, 8, 438, 439 },
+  { 4, 5120, 32, 440, 439 },
+  { 4, 5120, 128, 438, 441 },
+  { 4, 5120, 512, 442, 439 },
+  { 4, 5120, 2048, 443, 439 },
+  { 4, 5120, 8192, 443, 439 },
+  { 4, 5120, 32768, 443, 439 },
+  { 4, 6144, 1, 444, 439 },
+  { 4, 6144, 8, 445, 439 },
+  { 4, 6144, 32, 446, 439 },
+  { 4, 6144, 128, 445, 441 },
+  { 4, 6144, 512, 447, 439 },
+  { 4, 6144, 2048, 448, 439 },
+  { 4, 6144, 8192, 448, 439 },
+  { 4, 6144, 32768, 448, 439 },
+  { 4, 7168, 1, 449, 450 },
+  { 4, 7168, 8, 449, 451 },
+  { 4, 7168, 32, 452, 451 },
+  { 4, 7168, 128, 452, 441 },
+  { 4, 7168, 512, 451, 451 },
+  { 4, 7168, 2048, 453, 451 },
+  { 4, 7168, 8192, 453, 451 },
+  { 4, 7168, 32768, 453, 451 },
+  { 4, 8192, 1, 454, 455 },
+  { 4, 8192, 8, 454, 451 },
+  { 4, 8192, 32, 456, 451 },
+  { 4, 8192, 128, 457, 455 },
+  { 4, 8192, 512, 451, 451 },
+  { 4, 8192, 2048, 457, 451 },
+  { 4, 8192, 8192, 458, 451 },
+  { 4, 8192, 32768, 458, 451 },
+  { 4, 12288, 1, 459, 460 },
+  { 4, 12288, 8, 459, 461 },
+  { 4, 12288, 32, 462, 461 },
+  { 4, 12288, 128, 463, 464 },
+  { 4, 12288, 512, 465, 466 },
+  { 4, 12288, 2048, 465, 461 },
+  { 4, 12288, 8192, 465, 461 },
+  { 4, 12288, 32768, 467, 461 },
+  { 4, 16384, 1, 468, 469 },
+  { 4, 16384, 8, 468, 469 },
+  { 4, 16384, 32, 470, 469 },
+  { 4, 16384, 128, 468, 464 },
+  { 4, 16384, 512, 471, 469 },
+  { 4, 16384, 2048, 471, 469 },
+  { 4, 16384, 8192, 471, 469 },
+  { 4, 16384, 32768, 472, 472 },
+  { 4, 32768, 1, 473, 474 },
+  { 4, 32768, 8, 473, 474 },
+  { 4, 32768, 32, 475, 475 },
+  { 4, 32768, 128, 476, 474 },
+  { 4, 32768, 512, 477, 474 },
+  { 4, 32768, 2048, 478, 479 },
+  { 4, 32768, 8192, 478, 479 },
+  { 4, 32768, 32768, 478, 479 },
+  { 4, 65536, 1, 480, 474 },
+  { 4, 65536, 8, 481, 474 },
+  { 4, 65536, 32, 480, 482 },
+  { 4, 65536, 128, 480, 474 },
+  { 4, 65536, 512, 481, 474 },
+  { 4, 65536, 2048, 483, 479 },
+  { 4, 65536, 8192, 484, 479 },
+  { 4, 65536, 32768, 484, 479 },
+  { 4, 131072, 1, 485, 474 },
+  { 4, 131072, 8, 485, 486 },
+  { 4, 131072, 32, 487, 474 },
+  { 4, 131072, 128, 487, 474 },
+  { 4, 131072, 512, 487, 474 },
+  { 4, 131072, 2048, 488, 489 },
+  { 4, 131072, 8192, 488, 489 },
+  { 4, 131072, 32768, 488, 489 },
+  { 5, 512, 1, 491, 492 },
+  { 5, 512, 8, 491, 492 },
+  { 5, 512, 32, 491, 492 },
+  { 5, 512, 128, 491, 492 },
+  { 5, 512, 512, 491, 492 },
+  { 5, 512, 2048, 493, 492 },
+  { 5, 512, 8192, 494, 495 },
+  { 5, 512, 32768, 493, 496 },
+  { 5, 768, 1, 497, 492 },
+  { 5, 768, 8, 498, 492 },
+  { 5, 768, 32, 497, 492 },
+  { 5, 768, 128, 499, 499 },
+  { 5, 768, 512, 497, 492 },
+  { 5, 768, 2048, 498, 492 },
+  { 5, 768, 8192, 500, 492 },
+  { 5, 768, 32768, 501, 492 },
+  { 5, 1024, 1, 502, 492 },
+  { 5, 1024, 8, 502, 492 },
+  { 5, 1024, 32, 502, 492 },
+  { 5, 1024, 128, 502, 492 },
+  { 5, 1024, 512, 502, 492 },
+  { 5, 1024, 2048, 503, 504 },
+  { 5, 1024, 8192, 505, 492 },
+  { 5, 1024, 32768, 505, 506 },
+  { 5, 1536, 1, 507, 492 },
+  { 5, 1536, 8, 508, 508 },
+  { 5, 1536, 32, 507, 492 },
+  { 5, 1536, 128, 508, 508 },
+  { 5, 1536, 512, 507, 492 },
+  { 5, 1536, 2048, 509, 510 },
+  { 5, 1536, 8192, 509, 492 },
+  { 5, 1536, 32768, 511, 511 },
+  { 5, 2048, 1, 512, 492 },
+  { 5, 2048, 8, 512, 492 },
+  { 5, 2048, 32, 512, 492 },
+  { 5, 2048, 128, 508, 508 },
+  { 5, 2048, 512, 512, 492 },
+  { 5, 2048, 2048, 513, 492 },
+  { 5, 2048, 8192, 514, 492 },
+  { 5, 2048, 32768, 514, 492 },
+  { 5, 2560, 1, 515, 515 },
+  { 5, 2560, 8, 515, 515 },
+  { 5, 2560, 32, 516, 516 },
+  { 5, 2560, 128, 515, 515 },
+  { 5, 2560, 512, 517, 518 },
+  { 5, 2560, 2048, 519, 518 },
+  { 5, 2560, 8192, 520, 521 },
+  { 5, 2560, 32768, 520, 521 },
+  { 5, 3072, 1, 516, 516 },
+  { 5, 3072, 8, 516, 516 },
+  { 5, 3072, 32, 515, 515 },
+  { 5, 3072, 128, 515, 515 },
+  { 5, 3072, 512, 522, 518 },
+  { 5, 3072, 2048, 523, 518 },
+  { 5, 3072, 8192, 524, 521 },
+  { 5, 3072, 32768, 524, 521 },
+  { 5, 4096, 1, 525, 518 },
+  { 5, 4096, 8, 525, 518 },
+  { 5, 4096, 32, 526, 518 },
+  { 5, 4096, 128, 515, 515 },
+  { 5, 4096, 512, 527, 518 },
+  { 5, 4096, 2048, 527, 518 },
+  { 5, 4096, 8192, 527, 518 },
+  { 5, 4096, 32768, 528, 528 },
+  { 5, 5120, 1, 529, 530 },
+  { 5, 5120, 8, 529, 531 },
+  { 5, 5120, 32, 532, 532 },
+  { 5, 5120, 128, 533, 534 },
+  { 5, 5120, 512, 535, 531 },
+  { 5, 5120, 2048, 535, 531 },
+  { 5, 5120, 8192, 535, 531 },
+  { 5, 5120, 32768, 535, 531 },
+  { 5, 6144, 1, 532, 532 },
+  { 5, 6144, 8, 536, 531 },
+  { 5, 6144, 32, 532, 532 },
+  { 5, 6144, 128, 532, 532 },
+  { 5, 6144, 512, 537, 531 },
+  { 5, 6144, 2048, 538, 531 },
+  { 5, 6144, 8192, 538, 531 },
+  { 5, 6144, 32768, 539, 531 },
+  { 5, 7168, 1, 540, 532 },
+  { 5, 7168, 8, 540, 541 },
+  { 5, 7168, 32, 532, 532 },
+  { 5, 7168, 128, 532, 532 },
+  { 5, 7168, 512, 541, 541 },
+  { 5, 7168, 2048, 541, 541 },
+  { 5, 7168, 8192, 541, 541 },
+  { 5, 7168, 32768, 541, 541 },
+  { 5, 8192, 1, 542, 543 },
+  { 5, 8192, 8, 542, 543 },
+  { 5, 8192, 32, 532, 532 },
+  { 5, 8192, 128, 544, 532 },
+  { 5, 8192, 512, 545, 541 },
+  { 5, 8192, 2048, 545, 541 },
+  { 5, 8192, 8192, 545, 541 },
+  { 5, 8192, 32768, 546, 541 },
+  { 5, 12288, 1, 547, 548 },
+  { 5, 12288, 8, 547, 549 },
+  { 5, 12288, 32, 550, 548 },
+  { 5, 12288, 128, 547, 551 },
+  { 5, 12288, 512, 552, 549 },
+  { 5, 12288, 2048, 553, 549 },
+  { 5, 12288, 8192, 553, 549 },
+  { 5, 12288, 32768, 554, 549 },
+  { 5, 16384, 1, 555, 556 },
+  { 5, 16384, 8, 555, 556 },
+  { 5, 16384, 32, 557, 548 },
+  { 5, 16384, 128, 558, 551 },
+  { 5, 16384, 512, 559, 560 },
+  { 5, 16384, 2048, 561, 562 },
+  { 5, 16384, 8192, 561, 562 },
+  { 5, 16384, 32768, 561, 562 },
+  { 5, 32768, 1, 563, 564 },
+  { 5, 32768, 8, 563, 565 },
+  { 5, 32768, 32, 563, 565 },
+  { 5, 32768, 128, 566, 567 },
+  { 5, 32768, 512, 568, 564 },
+  { 5, 32768, 2048, 569, 570 },
+  { 5, 32768, 8192, 569, 564 },
+  { 5, 32768, 32768, 569, 571 },
+  { 5, 65536, 1, 572, 564 },
+  { 5, 65536, 8, 572, 573 },
+  { 5, 65536, 32, 572, 573 },
+  { 5, 65536, 128, 574, 564 },
+  { 5, 65536, 512, 574, 564 },
+  { 5, 65536, 2048, 575, 564 },
+  { 5, 65536, 8192, 576, 576 },
+  { 5, 65536, 32768, 576, 576 },
+  { 5, 131072, 1, 577, 564 },
+  { 5, 131072, 8, 577, 578 },
+  { 5, 131072, 32, 579, 564 },
+  { 5, 131072, 128, 579, 564 },
+  { 5, 131072, 512, 580, 564 },
+  { 5, 131072, 2048, 581, 564 },
+  { 5, 131072, 8192, 581, 564 },
+  { 5, 131072, 32768, 581, 582 },
+  { 6, 512, 1, 584, 585 },
+  { 6, 512, 8, 586, 585 },
+  { 6, 512, 32, 586, 585 },
+  { 6, 512, 128, 584, 585 },
+  { 6, 512, 512, 584, 585 },
+  { 6, 512, 2048, 587, 585 },
+  { 6, 512, 8192, 587, 585 },
+  { 6, 512, 32768, 588, 585 },
+  { 6, 768, 1, 589, 585 },
+  { 6, 768, 8, 589, 585 },
+  { 6, 768, 32, 590, 585 },
+  { 6, 768, 128, 591, 585 },
+  { 6, 768, 512, 590, 585 },
+  { 6, 768, 2048, 592, 593 },
+  { 6, 768, 8192, 594, 585 },
+  { 6, 768, 32768, 590, 585 },
+  { 6, 1024, 1, 595, 585 },
+  { 6, 1024, 8, 595, 585 },
+  { 6, 1024, 32, 596, 585 },
+  { 6, 1024, 128, 596, 585 },
+  { 6, 1024, 512, 596, 585 },
+  { 6, 1024, 2048, 597, 593 },
+  { 6, 1024, 8192, 596, 585 },
+  { 6, 1024, 32768, 596, 598 },
+  { 6, 1536, 1, 599, 585 },
+  { 6, 1536, 8, 599, 585 },
+  { 6, 1536, 32, 599, 585 },
+  { 6, 1536, 128, 600, 585 },
+  { 6, 1536, 512, 599, 585 },
+  { 6, 1536, 2048, 601, 585 },
+  { 6, 1536, 8192, 599, 585 },
+  { 6, 1536, 32768, 599, 585 },
+  { 6, 2048, 1, 602, 585 },
+  { 6, 2048, 8, 602, 585 },
+  { 6, 2048, 32, 602, 585 },
+  { 6, 2048, 128, 603, 585 },
+  { 6, 2048, 512, 602, 585 },
+  { 6, 2048, 2048, 602, 585 },
+  { 6, 2048, 8192, 602, 585 },
+  { 6, 2048, 32768, 602, 585 },
+  { 6, 2560, 1, 604, 605 },
+  { 6, 2560, 8, 604, 605 },
+  { 6, 2560, 32, 606, 605 },
+  { 6, 2560, 128, 606, 607 },
+  { 6, 2560, 512, 604, 605 },
+  { 6, 2560, 2048, 608, 605 },
+  { 6, 2560, 8192, 608, 605 },
+  { 6, 2560, 32768, 608, 605 },
+  { 6, 3072, 1, 609, 605 },
+  { 6, 3072, 8, 609, 605 },
+  { 6, 3072, 32, 610, 605 },
+  { 6, 3072, 128, 611, 607 },
+  { 6, 3072, 512, 609, 605 },
+  { 6, 3072, 2048, 610, 605 },
+  { 6, 3072, 8192, 610, 605 },
+  { 6, 3072, 32768, 609, 605 },
+  { 6, 4096, 1, 612, 605 },
+  { 6, 4096, 8, 613, 605 },
+  { 6, 4096, 32, 614, 605 },
+  { 6, 4096, 128, 615, 607 },
+  { 6, 4096, 512, 605, 605 },
+  { 6, 4096, 2048, 612, 605 },
+  { 6, 4096, 8192, 612, 605 },
+  { 6, 4096, 32768, 612, 605 },
+  { 6, 5120, 1, 616, 617 },
+  { 6, 5120, 8, 616, 617 },
+  { 6, 5120, 32, 618, 617 },
+  { 6, 5120, 128, 619, 620 },
+  { 6, 5120, 512, 621, 617 },
+  { 6, 5120, 2048, 622, 617 },
+  { 6, 5120, 8192, 622, 617 },
+  { 6, 5120, 32768, 622, 617 },
+  { 6, 6144, 1, 623, 624 },
+  { 6, 6144, 8, 625, 617 },
+  { 6, 6144, 32, 626, 617 },
+  { 6, 6144, 128, 625, 617 },
+  { 6, 6144, 512, 627, 617 },
+  { 6, 6144, 2048, 628, 617 },
+  { 6, 6144, 8192, 629, 617 },
+  { 6, 6144, 32768, 629, 617 },
+  { 6, 7168, 1, 630, 624 },
+  { 6, 7168, 8, 630, 631 },
+  { 6, 7168, 32, 632, 631 },
+  { 6, 7168, 128, 633, 634 },
+  { 6, 7168, 512, 635, 631 },
+  { 6, 7168, 2048, 636, 631 },
+  { 6, 7168, 8192, 636, 631 },
+  { 6, 7168, 32768, 636, 631 },
+  { 6, 8192, 1, 637, 631 },
+  { 6, 8192, 8, 637, 631 },
+  { 6, 8192, 32, 638, 631 },
+  { 6, 8192, 128, 639, 634 },
+  { 6, 8192, 512, 640, 631 },
+  { 6, 8192, 2048, 639, 631 },
+  { 6, 8192, 8192, 639, 631 },
+  { 6, 8192, 32768, 641, 631 },
   { 6, 12288, 1, 642, 643 },
   { 6, 12288, 8, 642, 644 },
-  { 6, 12288, 32, 645, 644 },
+  { 6, 12288, 32, 645, 646 },
   { 6, 12288, 128, 642, 644 },
-  { 6, 12288, 512, 646, 644 },
-  { 6, 12288, 2048, 647, 644 },
-  { 6, 12288, 8192, 647, 644 },
-  { 6, 12288, 32768, 647, 644 },
-  { 6, 16384, 1, 648, 649 },
-  { 6, 16384, 8, 648, 649 },
-  { 6, 16384, 32, 650, 649 },
-  { 6, 16384, 128, 648, 651 },
-  { 6, 16384, 512, 652, 649 },
-  { 6, 16384, 2048, 652, 649 },
-  { 6, 16384, 8192, 652, 649 },
-  { 6, 16384, 32768, 653, 649 },
+  { 6, 12288, 512, 647, 644 },
+  { 6, 12288, 2048, 648, 644 },
+  { 6, 12288, 8192, 648, 644 },
+  { 6, 12288, 32768, 649, 644 },
+  { 6, 16384, 1, 650, 651 },
+  { 6, 16384, 8, 650, 651 },
+  { 6, 16384, 32, 652, 651 },
+  { 6, 16384, 128, 650, 651 },
+  { 6, 16384, 512, 653, 651 },
+  { 6, 16384, 2048, 653, 651 },
+  { 6, 16384, 8192, 653, 651 },
+  { 6, 16384, 32768, 653, 651 },
   { 6, 32768, 1, 654, 655 },
   { 6, 32768, 8, 654, 655 },
   { 6, 32768, 32, 656, 657 },
@@ -2704,292 +2724,292 @@ const Entry kEntries[] = {
   { 6, 32768, 32768, 660, 655 },
   { 6, 65536, 1, 661, 655 },
   { 6, 65536, 8, 662, 655 },
-  { 6, 65536, 32, 662, 655 },
-  { 6, 65536, 128, 663, 655 },
-  { 6, 65536, 512, 662, 655 },
-  { 6, 65536, 2048, 664, 655 },
-  { 6, 65536, 8192, 665, 655 },
-  { 6, 65536, 32768, 665, 655 },
-  { 6, 131072, 1, 666, 655 },
-  { 6, 131072, 8, 666, 667 },
+  { 6, 65536, 32, 662, 663 },
+  { 6, 65536, 128, 664, 655 },
+  { 6, 65536, 512, 665, 655 },
+  { 6, 65536, 2048, 666, 655 },
+  { 6, 65536, 8192, 666, 655 },
+  { 6, 65536, 32768, 666, 655 },
+  { 6, 131072, 1, 667, 655 },
+  { 6, 131072, 8, 667, 655 },
   { 6, 131072, 32, 668, 655 },
   { 6, 131072, 128, 668, 655 },
-  { 6, 131072, 512, 669, 655 },
+  { 6, 131072, 512, 668, 655 },
   { 6, 131072, 2048, 669, 655 },
-  { 6, 131072, 8192, 670, 655 },
-  { 6, 131072, 32768, 670, 655 },
-  { 7, 512, 1, 672, 673 },
-  { 7, 512, 8, 672, 673 },
-  { 7, 512, 32, 672, 674 },
-  { 7, 512, 128, 672, 673 },
-  { 7, 512, 512, 675, 673 },
-  { 7, 512, 2048, 675, 673 },
-  { 7, 512, 8192, 676, 673 },
-  { 7, 512, 32768, 677, 677 },
-  { 7, 768, 1, 678, 678 },
-  { 7, 768, 8, 678, 678 },
+  { 6, 131072, 8192, 669, 655 },
+  { 6, 131072, 32768, 669, 655 },
+  { 7, 512, 1, 671, 672 },
+  { 7, 512, 8, 671, 672 },
+  { 7, 512, 32, 671, 672 },
+  { 7, 512, 128, 671, 672 },
+  { 7, 512, 512, 673, 672 },
+  { 7, 512, 2048, 673, 672 },
+  { 7, 512, 8192, 674, 672 },
+  { 7, 512, 32768, 675, 675 },
+  { 7, 768, 1, 676, 677 },
+  { 7, 768, 8, 676, 677 },
   { 7, 768, 32, 678, 678 },
   { 7, 768, 128, 678, 678 },
-  { 7, 768, 512, 679, 679 },
-  { 7, 768, 2048, 680, 680 },
-  { 7, 768, 8192, 680, 680 },
-  { 7, 768, 32768, 681, 681 },
-  { 7, 1024, 1, 682, 673 },
-  { 7, 1024, 8, 682, 673 },
+  { 7, 768, 512, 677, 677 },
+  { 7, 768, 2048, 679, 679 },
+  { 7, 768, 8192, 679, 679 },
+  { 7, 768, 32768, 679, 679 },
+  { 7, 1024, 1, 680, 677 },
+  { 7, 1024, 8, 680, 677 },
   { 7, 1024, 32, 678, 678 },
-  { 7, 1024, 128, 682, 678 },
-  { 7, 1024, 512, 679, 679 },
-  { 7, 1024, 2048, 680, 680 },
-  { 7, 1024, 8192, 680, 680 },
+  { 7, 1024, 128, 678, 678 },
+  { 7, 1024, 512, 677, 677 },
+  { 7, 1024, 2048, 679, 679 },
+  { 7, 1024, 8192, 681, 681 },
   { 7, 1024, 32768, 681, 681 },
-  { 7, 1536, 1, 683, 683 },
-  { 7, 1536, 8, 683, 683 },
-  { 7, 1536, 32, 684, 684 },
+  { 7, 1536, 1, 682, 682 },
+  { 7, 1536, 8, 682, 682 },
+  { 7, 1536, 32, 683, 684 },
   { 7, 1536, 128, 685, 685 },
   { 7, 1536, 512, 685, 685 },
   { 7, 1536, 2048, 686, 687 },
   { 7, 1536, 8192, 687, 687 },
   { 7, 1536, 32768, 687, 687 },
   { 7, 2048, 1, 688, 687 },
-  { 7, 2048, 8, 683, 683 },
+  { 7, 2048, 8, 682, 682 },
   { 7, 2048, 32, 688, 689 },
   { 7, 2048, 128, 685, 685 },
   { 7, 2048, 512, 685, 685 },
   { 7, 2048, 2048, 690, 687 },
   { 7, 2048, 8192, 687, 687 },
   { 7, 2048, 32768, 691, 691 },
-  { 7, 2560, 1, 692, 692 },
-  { 7, 2560, 8, 693, 694 },
+  { 7, 2560, 1, 692, 693 },
+  { 7, 2560, 8, 692, 694 },
   { 7, 2560, 32, 695, 695 },
   { 7, 2560, 128, 696, 696 },
-  { 7, 2560, 512, 697, 694 },
-  { 7, 2560, 2048, 698, 694 },
+  { 7, 2560, 512, 692, 697 },
+  { 7, 2560, 2048, 698, 697 },
   { 7, 2560, 8192, 699, 699 },
-  { 7, 2560, 32768, 691, 691 },
-  { 7, 3072, 1, 692, 692 },
-  { 7, 3072, 8, 696, 696 },
-  { 7, 3072, 32, 700, 701 },
+  { 7, 2560, 32768, 699, 699 },
+  { 7, 3072, 1, 700, 693 },
+  { 7, 3072, 8, 700, 694 },
+  { 7, 3072, 32, 701, 694 },
   { 7, 3072, 128, 696, 696 },
-  { 7, 3072, 512, 702, 694 },
-  { 7, 3072, 2048, 703, 703 },
-  { 7, 3072, 8192, 704, 704 },
-  { 7, 3072, 32768, 704, 704 },
-  { 7, 4096, 1, 705, 706 },
+  { 7, 3072, 512, 702, 697 },
+  { 7, 3072, 2048, 700, 693 },
+  { 7, 3072, 8192, 703, 703 },
+  { 7, 3072, 32768, 703, 703 },
+  { 7, 4096, 1, 704, 704 },
   { 7, 4096, 8, 705, 706 },
   { 7, 4096, 32, 705, 706 },
   { 7, 4096, 128, 705, 707 },
   { 7, 4096, 512, 708, 707 },
   { 7, 4096, 2048, 708, 706 },
-  { 7, 4096, 8192, 704, 704 },
-  { 7, 4096, 32768, 704, 704 },
-  { 7, 5120, 1, 709, 709 },
-  { 7, 5120, 8, 709, 709 },
-  { 7, 5120, 32, 710, 710 },
-  { 7, 5120, 128, 711, 712 },
-  { 7, 5120, 512, 711, 713 },
+  { 7, 4096, 8192, 699, 699 },
+  { 7, 4096, 32768, 703, 703 },
+  { 7, 5120, 1, 709, 710 },
+  { 7, 5120, 8, 709, 711 },
+  { 7, 5120, 32, 712, 712 },
+  { 7, 5120, 128, 709, 711 },
+  { 7, 5120, 512, 709, 713 },
   { 7, 5120, 2048, 714, 714 },
-  { 7, 5120, 8192, 704, 704 },
-  { 7, 5120, 32768, 715, 715 },
+  { 7, 5120, 8192, 715, 710 },
+  { 7, 5120, 32768, 703, 703 },
   { 7, 6144, 1, 716, 716 },
   { 7, 6144, 8, 716, 716 },
-  { 7, 6144, 32, 717, 718 },
-  { 7, 6144, 128, 717, 712 },
+  { 7, 6144, 32, 717, 712 },
+  { 7, 6144, 128, 717, 718 },
   { 7, 6144, 512, 719, 720 },
   { 7, 6144, 2048, 714, 714 },
-  { 7, 6144, 8192, 704, 704 },
-  { 7, 6144, 32768, 721, 721 },
-  { 7, 7168, 1, 722, 722 },
-  { 7, 7168, 8, 722, 722 },
-  { 7, 7168, 32, 723, 718 },
+  { 7, 6144, 8192, 721, 721 },
+  { 7, 6144, 32768, 722, 723 },
+  { 7, 7168, 1, 724, 724 },
+  { 7, 7168, 8, 724, 724 },
+  { 7, 7168, 32, 725, 718 },
   { 7, 7168, 128, 718, 718 },
-  { 7, 7168, 512, 724, 724 },
-  { 7, 7168, 2048, 725, 726 },
+  { 7, 7168, 512, 726, 726 },
+  { 7, 7168, 2048, 727, 728 },
   { 7, 7168, 8192, 721, 721 },
   { 7, 7168, 32768, 721, 721 },
-  { 7, 8192, 1, 727, 727 },
-  { 7, 8192, 8, 728, 728 },
-  { 7, 8192, 32, 729, 718 },
+  { 7, 8192, 1, 729, 729 },
+  { 7, 8192, 8, 730, 730 },
+  { 7, 8192, 32, 731, 732 },
   { 7, 8192, 128, 718, 718 },
-  { 7, 8192, 512, 730, 731 },
-  { 7, 8192, 2048, 732, 731 },
-  { 7, 8192, 8192, 732, 731 },
-  { 7, 8192, 32768, 732, 731 },
-  { 7, 12288, 1, 733, 733 },
-  { 7, 12288, 8, 733, 733 },
-  { 7, 12288, 32, 734, 735 },
-  { 7, 12288, 128, 733, 733 },
-  { 7, 12288, 512, 736, 736 },
-  { 7, 12288, 2048, 737, 737 },
-  { 7, 12288, 8192, 737, 737 },
-  { 7, 12288, 32768, 737, 737 },
-  { 7, 16384, 1, 738, 739 },
-  { 7, 16384, 8, 740, 740 },
-  { 7, 16384, 32, 741, 741 },
-  { 7, 16384, 128, 740, 740 },
-  { 7, 16384, 512, 742, 743 },
-  { 7, 16384, 2048, 744, 739 },
-  { 7, 16384, 8192, 737, 737 },
-  { 7, 16384, 32768, 737, 737 },
-  { 7, 32768, 1, 745, 745 },
-  { 7, 32768, 8, 745, 745 },
-  { 7, 32768, 32, 746, 746 },
-  { 7, 32768, 128, 747, 748 },
-  { 7, 32768, 512, 749, 748 },
-  { 7, 32768, 2048, 750, 751 },
-  { 7, 32768, 8192, 750, 752 },
-  { 7, 32768, 32768, 750, 751 },
-  { 7, 65536, 1, 753, 753 },
-  { 7, 65536, 8, 754, 754 },
-  { 7, 65536, 32, 755, 756 },
-  { 7, 65536, 128, 757, 756 },
-  { 7, 65536, 512, 758, 756 },
-  { 7, 65536, 2048, 759, 704 },
-  { 7, 65536, 8192, 760, 704 },
-  { 7, 65536, 32768, 760, 704 },
-  { 7, 131072, 1, 761, 762 },
-  { 7, 131072, 8, 763, 763 },
-  { 7, 131072, 32, 764, 704 },
-  { 7, 131072, 128, 764, 704 },
-  { 7, 131072, 512, 764, 704 },
-  { 7, 131072, 2048, 764, 704 },
-  { 7, 131072, 8192, 765, 704 },
-  { 7, 131072, 32768, 765, 704 },
-  { 8, 512, 1, 767, 768 },
-  { 8, 512, 8, 767, 768 },
-  { 8, 512, 32, 767, 768 },
-  { 8, 512, 128, 769, 768 },
-  { 8, 512, 512, 770, 768 },
-  { 8, 512, 2048, 771, 768 },
-  { 8, 512, 8192, 771, 768 },
-  { 8, 512, 32768, 772, 772 },
-  { 8, 768, 1, 773, 774 },
-  { 8, 768, 8, 773, 774 },
-  { 8, 768, 32, 773, 774 },
-  { 8, 768, 128, 773, 775 },
-  { 8, 768, 512, 773, 776 },
-  { 8, 768, 2048, 777, 768 },
-  { 8, 768, 8192, 778, 778 },
-  { 8, 768, 32768, 778, 778 },
-  { 8, 1024, 1, 779, 768 },
-  { 8, 1024, 8, 779, 768 },
-  { 8, 1024, 32, 779, 774 },
-  { 8, 1024, 128, 780, 776 },
-  { 8, 1024, 512, 781, 776 },
-  { 8, 1024, 2048, 781, 776 },
-  { 8, 1024, 8192, 778, 778 },
-  { 8, 1024, 32768, 778, 778 },
-  { 8, 1536, 1, 782, 783 },
-  { 8, 1536, 8, 782, 784 },
-  { 8, 1536, 32, 782, 784 },
-  { 8, 1536, 128, 785, 785 },
-  { 8, 1536, 512, 786, 786 },
-  { 8, 1536, 2048, 787, 788 },
-  { 8, 1536, 8192, 786, 786 },
-  { 8, 1536, 32768, 786, 786 },
-  { 8, 2048, 1, 789, 784 },
-  { 8, 2048, 8, 789, 784 },
-  { 8, 2048, 32, 789, 788 },
-  { 8, 2048, 128, 785, 785 },
-  { 8, 2048, 512, 786, 786 },
-  { 8, 2048, 2048, 786, 786 },
-  { 8, 2048, 8192, 786, 786 },
-  { 8, 2048, 32768, 790, 790 },
-  { 8, 2560, 1, 791, 792 },
-  { 8, 2560, 8, 791, 792 },
-  { 8, 2560, 32, 793, 793 },
-  { 8, 2560, 128, 794, 794 },
-  { 8, 2560, 512, 791, 792 },
-  { 8, 2560, 2048, 795, 795 },
-  { 8, 2560, 8192, 796, 792 },
-  { 8, 2560, 32768, 796, 792 },
-  { 8, 3072, 1, 797, 792 },
-  { 8, 3072, 8, 794, 794 },
-  { 8, 3072, 32, 793, 793 },
-  { 8, 3072, 128, 794, 794 },
-  { 8, 3072, 512, 798, 792 },
-  { 8, 3072, 2048, 798, 792 },
-  { 8, 3072, 8192, 795, 795 },
-  { 8, 3072, 32768, 799, 792 },
-  { 8, 4096, 1, 800, 800 },
-  { 8, 4096, 8, 801, 802 },
-  { 8, 4096, 32, 803, 804 },
-  { 8, 4096, 128, 801, 794 },
-  { 8, 4096, 512, 801, 802 },
-  { 8, 4096, 2048, 805, 805 },
-  { 8, 4096, 8192, 805, 805 },
-  { 8, 4096, 32768, 806, 802 },
-  { 8, 5120, 1, 807, 807 },
-  { 8, 5120, 8, 808, 807 },
-  { 8, 5120, 32, 809, 810 },
-  { 8, 5120, 128, 809, 810 },
-  { 8, 5120, 512, 808, 810 },
-  { 8, 5120, 2048, 805, 805 },
-  { 8, 5120, 8192, 805, 805 },
-  { 8, 5120, 32768, 811, 812 },
-  { 8, 6144, 1, 807, 807 },
-  { 8, 6144, 8, 813, 807 },
-  { 8, 6144, 32, 813, 810 },
-  { 8, 6144, 128, 813, 810 },
-  { 8, 6144, 512, 813, 810 },
-  { 8, 6144, 2048, 805, 805 },
-  { 8, 6144, 8192, 814, 814 },
-  { 8, 6144, 32768, 815, 816 },
-  { 8, 7168, 1, 817, 818 },
-  { 8, 7168, 8, 817, 819 },
-  { 8, 7168, 32, 820, 821 },
-  { 8, 7168, 128, 820, 818 },
-  { 8, 7168, 512, 820, 822 },
-  { 8, 7168, 2048, 814, 814 },
-  { 8, 7168, 8192, 805, 805 },
-  { 8, 7168, 32768, 823, 824 },
-  { 8, 8192, 1, 825, 825 },
-  { 8, 8192, 8, 826, 826 },
-  { 8, 8192, 32, 827, 828 },
-  { 8, 8192, 128, 829, 818 },
-  { 8, 8192, 512, 805, 805 },
-  { 8, 8192, 2048, 830, 831 },
-  { 8, 8192, 8192, 830, 831 },
-  { 8, 8192, 32768, 830, 831 },
-  { 8, 12288, 1, 832, 832 },
-  { 8, 12288, 8, 832, 832 },
-  { 8, 12288, 32, 833, 834 },
-  { 8, 12288, 128, 835, 836 },
-  { 8, 12288, 512, 837, 838 },
-  { 8, 12288, 2048, 837, 838 },
-  { 8, 12288, 8192, 837, 838 },
-  { 8, 12288, 32768, 839, 838 },
-  { 8, 16384, 1, 840, 840 },
-  { 8, 16384, 8, 841, 842 },
-  { 8, 16384, 32, 840, 840 },
-  { 8, 16384, 128, 843, 843 },
-  { 8, 16384, 512, 844, 844 },
-  { 8, 16384, 2048, 845, 846 },
-  { 8, 16384, 8192, 845, 846 },
-  { 8, 16384, 32768, 845, 846 },
-  { 8, 32768, 1, 847, 847 },
-  { 8, 32768, 8, 847, 847 },
-  { 8, 32768, 32, 848, 848 },
-  { 8, 32768, 128, 847, 847 },
-  { 8, 32768, 512, 849, 849 },
-  { 8, 32768, 2048, 849, 849 },
-  { 8, 32768, 8192, 849, 849 },
-  { 8, 32768, 32768, 849, 849 },
-  { 8, 65536, 1, 850, 850 },
-  { 8, 65536, 8, 851, 851 },
-  { 8, 65536, 32, 851, 851 },
-  { 8, 65536, 128, 851, 851 },
-  { 8, 65536, 512, 851, 851 },
-  { 8, 65536, 2048, 849, 849 },
-  { 8, 65536, 8192, 852, 853 },
-  { 8, 65536, 32768, 852, 853 },
-  { 8, 131072, 1, 854, 854 },
-  { 8, 131072, 8, 854, 854 },
-  { 8, 131072, 32, 855, 856 },
-  { 8, 131072, 128, 854, 854 },
-  { 8, 131072, 512, 855, 856 },
-  { 8, 131072, 2048, 857, 857 },
-  { 8, 131072, 8192, 857, 857 },
-  { 8, 131072, 32768, 857, 857 },
+  { 7, 8192, 512, 733, 734 },
+  { 7, 8192, 2048, 735, 734 },
+  { 7, 8192, 8192, 735, 734 },
+  { 7, 8192, 32768, 721, 721 },
+  { 7, 12288, 1, 736, 736 },
+  { 7, 12288, 8, 736, 736 },
+  { 7, 12288, 32, 737, 738 },
+  { 7, 12288, 128, 736, 736 },
+  { 7, 12288, 512, 739, 740 },
+  { 7, 12288, 2048, 741, 741 },
+  { 7, 12288, 8192, 741, 741 },
+  { 7, 12288, 32768, 741, 741 },
+  { 7, 16384, 1, 742, 742 },
+  { 7, 16384, 8, 743, 743 },
+  { 7, 16384, 32, 744, 744 },
+  { 7, 16384, 128, 743, 743 },
+  { 7, 16384, 512, 745, 746 },
+  { 7, 16384, 2048, 747, 748 },
+  { 7, 16384, 8192, 741, 741 },
+  { 7, 16384, 32768, 741, 741 },
+  { 7, 32768, 1, 749, 749 },
+  { 7, 32768, 8, 749, 749 },
+  { 7, 32768, 32, 750, 750 },
+  { 7, 32768, 128, 751, 752 },
+  { 7, 32768, 512, 753, 752 },
+  { 7, 32768, 2048, 754, 755 },
+  { 7, 32768, 8192, 754, 755 },
+  { 7, 32768, 32768, 754, 703 },
+  { 7, 65536, 1, 756, 756 },
+  { 7, 65536, 8, 757, 757 },
+  { 7, 65536, 32, 758, 759 },
+  { 7, 65536, 128, 760, 761 },
+  { 7, 65536, 512, 762, 761 },
+  { 7, 65536, 2048, 762, 761 },
+  { 7, 65536, 8192, 763, 703 },
+  { 7, 65536, 32768, 763, 764 },
+  { 7, 131072, 1, 765, 766 },
+  { 7, 131072, 8, 767, 767 },
+  { 7, 131072, 32, 768, 703 },
+  { 7, 131072, 128, 768, 703 },
+  { 7, 131072, 512, 768, 703 },
+  { 7, 131072, 2048, 768, 703 },
+  { 7, 131072, 8192, 769, 703 },
+  { 7, 131072, 32768, 769, 703 },
+  { 8, 512, 1, 771, 772 },
+  { 8, 512, 8, 771, 772 },
+  { 8, 512, 32, 771, 772 },
+  { 8, 512, 128, 773, 772 },
+  { 8, 512, 512, 774, 772 },
+  { 8, 512, 2048, 775, 772 },
+  { 8, 512, 8192, 775, 772 },
+  { 8, 512, 32768, 776, 772 },
+  { 8, 768, 1, 777, 778 },
+  { 8, 768, 8, 777, 778 },
+  { 8, 768, 32, 777, 778 },
+  { 8, 768, 128, 777, 779 },
+  { 8, 768, 512, 772, 772 },
+  { 8, 768, 2048, 780, 772 },
+  { 8, 768, 8192, 772, 772 },
+  { 8, 768, 32768, 772, 772 },
+  { 8, 1024, 1, 781, 772 },
+  { 8, 1024, 8, 781, 772 },
+  { 8, 1024, 32, 781, 778 },
+  { 8, 1024, 128, 782, 779 },
+  { 8, 1024, 512, 782, 779 },
+  { 8, 1024, 2048, 783, 779 },
+  { 8, 1024, 8192, 772, 772 },
+  { 8, 1024, 32768, 772, 772 },
+  { 8, 1536, 1, 784, 785 },
+  { 8, 1536, 8, 784, 786 },
+  { 8, 1536, 32, 787, 785 },
+  { 8, 1536, 128, 784, 788 },
+  { 8, 1536, 512, 789, 789 },
+  { 8, 1536, 2048, 787, 785 },
+  { 8, 1536, 8192, 789, 789 },
+  { 8, 1536, 32768, 789, 789 },
+  { 8, 2048, 1, 790, 786 },
+  { 8, 2048, 8, 790, 786 },
+  { 8, 2048, 32, 790, 785 },
+  { 8, 2048, 128, 791, 788 },
+  { 8, 2048, 512, 789, 789 },
+  { 8, 2048, 2048, 789, 789 },
+  { 8, 2048, 8192, 792, 785 },
+  { 8, 2048, 32768, 792, 785 },
+  { 8, 2560, 1, 793, 794 },
+  { 8, 2560, 8, 793, 794 },
+  { 8, 2560, 32, 795, 795 },
+  { 8, 2560, 128, 795, 795 },
+  { 8, 2560, 512, 793, 796 },
+  { 8, 2560, 2048, 797, 797 },
+  { 8, 2560, 8192, 797, 797 },
+  { 8, 2560, 32768, 797, 797 },
+  { 8, 3072, 1, 798, 799 },
+  { 8, 3072, 8, 800, 801 },
+  { 8, 3072, 32, 802, 803 },
+  { 8, 3072, 128, 795, 795 },
+  { 8, 3072, 512, 804, 794 },
+  { 8, 3072, 2048, 804, 794 },
+  { 8, 3072, 8192, 804, 794 },
+  { 8, 3072, 32768, 804, 794 },
+  { 8, 4096, 1, 805, 806 },
+  { 8, 4096, 8, 805, 801 },
+  { 8, 4096, 32, 807, 803 },
+  { 8, 4096, 128, 801, 801 },
+  { 8, 4096, 512, 805, 808 },
+  { 8, 4096, 2048, 809, 809 },
+  { 8, 4096, 8192, 809, 809 },
+  { 8, 4096, 32768, 810, 808 },
+  { 8, 5120, 1, 811, 812 },
+  { 8, 5120, 8, 813, 812 },
+  { 8, 5120, 32, 814, 815 },
+  { 8, 5120, 128, 814, 815 },
+  { 8, 5120, 512, 813, 816 },
+  { 8, 5120, 2048, 809, 809 },
+  { 8, 5120, 8192, 809, 809 },
+  { 8, 5120, 32768, 809, 809 },
+  { 8, 6144, 1, 817, 812 },
+  { 8, 6144, 8, 818, 812 },
+  { 8, 6144, 32, 818, 815 },
+  { 8, 6144, 128, 818, 815 },
+  { 8, 6144, 512, 818, 815 },
+  { 8, 6144, 2048, 819, 820 },
+  { 8, 6144, 8192, 809, 809 },
+  { 8, 6144, 32768, 821, 820 },
+  { 8, 7168, 1, 822, 822 },
+  { 8, 7168, 8, 823, 823 },
+  { 8, 7168, 32, 824, 825 },
+  { 8, 7168, 128, 824, 825 },
+  { 8, 7168, 512, 824, 826 },
+  { 8, 7168, 2048, 827, 826 },
+  { 8, 7168, 8192, 827, 826 },
+  { 8, 7168, 32768, 828, 826 },
+  { 8, 8192, 1, 829, 830 },
+  { 8, 8192, 8, 831, 830 },
+  { 8, 8192, 32, 832, 833 },
+  { 8, 8192, 128, 829, 834 },
+  { 8, 8192, 512, 832, 835 },
+  { 8, 8192, 2048, 836, 835 },
+  { 8, 8192, 8192, 836, 835 },
+  { 8, 8192, 32768, 836, 835 },
+  { 8, 12288, 1, 837, 837 },
+  { 8, 12288, 8, 837, 837 },
+  { 8, 12288, 32, 838, 839 },
+  { 8, 12288, 128, 840, 841 },
+  { 8, 12288, 512, 842, 843 },
+  { 8, 12288, 2048, 842, 843 },
+  { 8, 12288, 8192, 842, 844 },
+  { 8, 12288, 32768, 842, 844 },
+  { 8, 16384, 1, 845, 845 },
+  { 8, 16384, 8, 846, 847 },
+  { 8, 16384, 32, 845, 845 },
+  { 8, 16384, 128, 848, 848 },
+  { 8, 16384, 512, 849, 850 },
+  { 8, 16384, 2048, 849, 850 },
+  { 8, 16384, 8192, 849, 851 },
+  { 8, 16384, 32768, 849, 851 },
+  { 8, 32768, 1, 852, 853 },
+  { 8, 32768, 8, 852, 853 },
+  { 8, 32768, 32, 854, 854 },
+  { 8, 32768, 128, 852, 853 },
+  { 8, 32768, 512, 855, 855 },
+  { 8, 32768, 2048, 855, 855 },
+  { 8, 32768, 8192, 855, 855 },
+  { 8, 32768, 32768, 855, 855 },
+  { 8, 65536, 1, 856, 856 },
+  { 8, 65536, 8, 857, 857 },
+  { 8, 65536, 32, 857, 857 },
+  { 8, 65536, 128, 858, 859 },
+  { 8, 65536, 512, 855, 855 },
+  { 8, 65536, 2048, 855, 855 },
+  { 8, 65536, 8192, 855, 855 },
+  { 8, 65536, 32768, 860, 861 },
+  { 8, 131072, 1, 862, 862 },
+  { 8, 131072, 8, 863, 864 },
+  { 8, 131072, 32, 865, 866 },
+  { 8, 131072, 128, 865, 866 },
+  { 8, 131072, 512, 865, 866 },
+  { 8, 131072, 2048, 867, 867 },
+  { 8, 131072, 8192, 867, 867 },
+  { 8, 131072, 32768, 867, 867 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
