@@ -1,7 +1,7 @@
 // Progress for long work: a bar with ETA on a terminal, a plain line every few
 // seconds otherwise (CI logs).
 
-import type { Progress } from '../tuner/tune.js';
+import type { Progress } from '../tuner/progress.js';
 
 /** Seconds of recent progress the ETA's rate is measured over. */
 export const RATE_WINDOW_S = 60;

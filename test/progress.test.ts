@@ -2,6 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { formatDuration, progressReporter, RATE_WINDOW_S } from '../cli/progress.js';
+import { trackProgress, type Progress } from '../tuner/progress.js';
 
 /** A non-terminal stream that keeps what is written. */
 function capture(): { stream: NodeJS.WriteStream; lines: string[] } {
@@ -48,6 +49,20 @@ test('durations round before they split into units', () => {
   assert.is(formatDuration(59.7), '1m00s');
   assert.is(formatDuration(75), '1m15s');
   assert.is(formatDuration(3 * 3600 + 5 * 60), '3h05m');
+});
+
+test("a tune's progress: reported at the start and on every first-stage measurement, failures and work counted", () => {
+  const seen: Progress[] = [];
+  const t = trackProgress({ total: 3, skipped: 2, work: 10 }, (p) => seen.push({ ...p }));
+  assert.equal(seen, [{ done: 0, failures: 0, elapsedS: seen[0].elapsedS, workDone: 0, total: 3, skipped: 2, work: 10 }]);
+  t.counted({ status: 'OK' });
+  t.worked(1.5);
+  t.counted({ status: 'INCORRECT' });
+  t.worked(5.5); // a final: work, not a count
+  assert.is(seen.length, 3);
+  assert.equal([seen[2].done, seen[2].failures], [2, 1]);
+  assert.is(t.progress.workDone, 7);
+  assert.ok(seen.every((p, i) => i === 0 || p.elapsedS >= seen[i - 1].elapsedS));
 });
 
 test.run();

@@ -13,7 +13,8 @@ import { TuningDb } from '../tuner/db.js';
 import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { tuneReport } from '../tuner/tune-report.js';
-import { SCREEN_MAX_COPIES, tune, type TuneOptions, type Progress } from '../tuner/tune.js';
+import type { Progress } from '../tuner/progress.js';
+import { SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
 import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));

@@ -14,6 +14,7 @@ import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
 import { gridProblems, type GridSpec } from './grid.js';
 import { SearchPlan, type Search } from './search.js';
+import { trackProgress, type Progress } from './progress.js';
 
 export type { Search } from './search.js';
 
@@ -35,17 +36,6 @@ export interface TuneOptions {
   /** The bench runner to use (tests pass a stand-in); default: built from tuner/native/runner.cu. */
   runnerExe?: string;
   log?: (line: string) => void;
-}
-
-export interface Progress {
-  done: number;
-  total: number;
-  skipped: number;
-  failures: number;
-  elapsedS: number;
-  /** The cost of all the work planned and of what is done (search.ts measurementCost; finals included): the ETA's measure where given. */
-  work?: number;
-  workDone?: number;
 }
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
@@ -136,14 +126,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const units = planUnits(o, problems);
   const plan = new SearchPlan(db, o.search, (p) => ops(o).baseline(p, o.arch).id);
   const ids = (vs: AnyVariant[]) => vs.map((v) => v.id);
-  const { total, skipped, work } = plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)])));
-  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0, work, workDone: 0 };
-  const started = performance.now();
-  const tick = () => {
-    progress.elapsedS = (performance.now() - started) / 1000;
-    o.onProgress?.(progress);
-  };
-  tick();
+  const { tick, counted, worked } = trackProgress(plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)]))), o.onProgress);
 
   // Compile everything up front on the pool; the GPUs take units as they finish.
   const pool = new CompilePool(o.arch, o.jobs);
@@ -166,11 +149,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
 
   const tuneProblem = async (runner: Runner, p: Problem, variants: AnyVariant[], builds: Map<string, VariantBuild>) => {
     const byId = new Map(variants.map((v) => [v.id, v]));
-    await plan.run(p, ids(variants), (id, stage, cutoffUs) => runOne(runner, p, byId.get(id)!, builds.get(id)!, stage, cutoffUs), (r) => {
-      progress.done++;
-      if (r.status !== 'OK') progress.failures++;
-      tick();
-    }, (cost) => (progress.workDone! += cost));
+    await plan.run(p, ids(variants), (id, stage, cutoffUs) => runOne(runner, p, byId.get(id)!, builds.get(id)!, stage, cutoffUs), counted, worked);
   };
 
   // GPUs take units in the order their builds finish (the grid's order among finished

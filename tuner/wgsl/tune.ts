@@ -16,7 +16,7 @@ import { gridProblems, type GridSpec } from '../grid.js';
 import { EPS, SEED } from '../measure.js';
 import { SearchPlan, type Search } from '../search.js';
 import { WGSL_NAMING } from '../select.js';
-import type { Progress } from '../tune.js';
+import { trackProgress, type Progress } from '../progress.js';
 import { autoBackends, type AdapterChoice } from './adapter.js';
 import { openDevice, type DawnDevice } from './dawn.js';
 import { copyBandwidthWgsl, WgslProblemRun, type WgslMeasurement, type WgslTiming } from './run.js';
@@ -107,15 +107,7 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
 
   const plan = new SearchPlan(db, o.search, WGSL_NAMING.baselineId);
   const variants = new Map(problems.map((p) => [p, wgslVariantsOf(p, dawn)]));
-  const { total, skipped, work } = plan.count([...variants].map(([p, vs]) => [p, [...vs.keys()]]));
-  const progress: Progress = { done: 0, total, skipped, failures: 0, elapsedS: 0, work, workDone: 0 };
-  const started = performance.now();
-  const elapsed = () => (performance.now() - started) / 1000;
-  const tick = () => {
-    progress.elapsedS = elapsed();
-    o.onProgress?.(progress);
-  };
-  tick();
+  const { elapsedS: elapsed, tick, counted, worked } = trackProgress(plan.count([...variants].map(([p, vs]) => [p, [...vs.keys()]])), o.onProgress);
   const timing = o.timing ?? { full: WGSL_FULL, screen: WGSL_SCREEN };
   const unfinished: Problem[] = [];
 
@@ -136,11 +128,7 @@ export async function tuneWgsl(o: WgslTuneOptions): Promise<WgslTuneOutcome> {
       return db.record({ ...base, variantId: id, params, stage, ...toDbMeasurement(m, copyGbps) });
     };
     try {
-      await plan.run(p, ids, measure, (r) => {
-        progress.done++;
-        if (r.status !== 'OK') progress.failures++;
-        tick();
-      }, (cost) => (progress.workDone! += cost));
+      await plan.run(p, ids, measure, counted, worked);
     } finally {
       if (prepared instanceof WgslProblemRun) prepared.destroy();
     }
