@@ -122,7 +122,11 @@ const BACKEND_NAME: Record<Backend, string> = { cuda: 'CUDA', wgsl: 'WGSL' };
 /** Write a whole database at once (merge output), laid out as tune writes it: each session, then its results. */
 export function writeDb(path: string, header: DbHeader, sessions: DbSession[], results: DbResult[]): void {
   const lines: DbLine[] = [header];
-  for (const s of sessions) lines.push(s, ...results.filter((r) => r.session === s.session));
+  for (const s of sessions) {
+    lines.push(s);
+    // One by one: a session's results can outnumber what a spread call takes as arguments.
+    for (const r of results) if (r.session === s.session) lines.push(r);
+  }
   writeFileAtomic(path, lines.map((l) => JSON.stringify(l) + '\n').join(''));
 }
 
