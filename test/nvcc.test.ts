@@ -67,7 +67,7 @@ test('the sample covers every feature value and every axis value', () => {
 });
 
 for (const name of ARCH_NAMES.filter((a) => ['sm80', 'sm90', 'sm100', 'sm120'].includes(a))) {
-  test(`nvcc compiles the sample for ${name}, nothing spills`, async () => {
+  test(`nvcc compiles the sample for ${name}, nothing spills but what a register cap may`, async () => {
     await findNvcc(); // a missing nvcc fails here, with the install hint
     const arch = parseArch(name);
     const pool = new CompilePool(arch, availableParallelism());
@@ -76,7 +76,7 @@ for (const name of ARCH_NAMES.filter((a) => ['sm80', 'sm90', 'sm100', 'sm120'].i
         const builds = await pool.build({ spec, variants });
         for (const v of variants) {
           const b = builds.get(v.id)!;
-          assert.is(b.status, 'OK', `${name} ${v.symbol}: ${b.status} ${'log' in b ? b.log.slice(0, 400) : JSON.stringify('usage' in b ? b.usage : '')}`);
+          assert.ok(b.status === 'OK' || (b.status === 'SPILLS' && mayspill(v)), `${name} ${v.symbol}: ${b.status} ${'log' in b ? b.log.slice(0, 400) : JSON.stringify('usage' in b ? b.usage : '')}`);
           if (b.status === 'OK') assert.ok(b.usage.registers > 0 && b.usage.registers <= 255);
         }
       }
@@ -86,7 +86,34 @@ for (const name of ARCH_NAMES.filter((a) => ['sm80', 'sm90', 'sm100', 'sm120'].i
   });
 }
 
-test('no variant of the default space spills (heaviest specs, sm90)', async () => {
+/**
+ * A register cap asks ptxas to fit a kernel into fewer registers; whether it can depends on
+ * the kernel and the hidden size (in the H200 grid 4110 of 9009 reload kernels capped at 1536
+ * threads an SM spilled, none of the uncapped ones). The tuner drops those (SPILLS).
+ */
+const mayspill = (v: Variant) => v.params.registerCap !== undefined;
+
+test('a reload kernel capped at 1536 threads an SM fits in 40 registers (bf16 RMSNorm, sm90)', async () => {
+  const arch = parseArch('sm90');
+  const spec: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
+  const p = makeProblem(spec, 4096, 32768);
+  const capped = enumerateSpace(p, arch).filter((q) => q.registerCap === 1536 && q.threads === 256 && !q.fixedHidden);
+  assert.ok(capped.length > 0);
+  const pool = new CompilePool(arch, availableParallelism());
+  try {
+    const variants = capped.map((q) => makeVariant(p, q));
+    const builds = await pool.build({ spec, variants });
+    for (const v of variants) {
+      const b = builds.get(v.id)!;
+      assert.is(b.status, 'OK', v.symbol);
+      if (b.status === 'OK') assert.ok(b.usage.registers <= 40, `${v.symbol}: ${b.usage.registers} registers`);
+    }
+  } finally {
+    await pool.close();
+  }
+});
+
+test('no variant of the default space spills but what a register cap may (heaviest specs, sm90)', async () => {
   const arch = parseArch('sm90');
   const pool = new CompilePool(arch, availableParallelism());
   try {
@@ -96,7 +123,7 @@ test('no variant of the default space spills (heaviest specs, sm90)', async () =
         const p = makeProblem(spec, hidden, 4096);
         const variants = enumerateSpace(p, arch).map((q) => makeVariant(p, q));
         const builds = await pool.build({ spec, variants });
-        const bad = variants.filter((v) => builds.get(v.id)!.status !== 'OK');
+        const bad = variants.filter((v) => builds.get(v.id)!.status !== 'OK' && !(builds.get(v.id)!.status === 'SPILLS' && mayspill(v)));
         assert.is(bad.length, 0, `spilling or failing: ${bad.map((v) => v.symbol).join(', ')}`);
       }
   } finally {
