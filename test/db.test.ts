@@ -144,4 +144,19 @@ test('a database from before the 1536 cap, which wrote the 1024 cap as `true`, l
   assert.is(makeVariant(r.problem, fwdParams(r)).id, capped.variantId, 'the id the old database recorded');
 });
 
+test('build, check and merge refuse a result whose register cap the launch bounds cannot take (a clear error, not one from nvcc)', () => {
+  const committed = TuningDb.read(DB);
+  const capped = committed.results.find((r) => fwdParams(r).registerCap === 1536)!;
+  const withCap = (params: object) => {
+    const path = tmp();
+    const lines = [committed.header, ...committed.sessions.filter((s) => s.session === capped.session), { ...capped, params }];
+    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    return () => TuningDb.readChecked(path);
+  };
+  assert.throws(withCap({ ...capped.params, registerCap: 1280 }), (e: Error) => e instanceof DbError && /registerCap 1280 .*1024 or 1536/.test(e.message));
+  assert.throws(withCap({ ...capped.params, registerCap: 1536, threads: 1024 }), (e: Error) => e instanceof DbError && /1536 for CTAs of 1024 threads/.test(e.message));
+  assert.throws(withCap({ ...capped.params, registerCap: '1536' }), (e: Error) => e instanceof DbError && /registerCap "1536"/.test(e.message));
+  assert.is(withCap(capped.params)().results.length, 1, 'the record as committed loads');
+});
+
 test.run();

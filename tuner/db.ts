@@ -10,7 +10,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, statSync, tru
 import { gunzipSync } from 'node:zlib';
 import { writeFileAtomic } from '../generator/files.js';
 import { InputError, isBackward, type Problem } from '../generator/problem.js';
-import type { CudaParams } from '../generator/space.js';
+import { REGISTER_CAPS, type CudaParams } from '../generator/space.js';
 import type { WgslParams } from '../generator/space-wgsl.js';
 import type { AnyParams } from './direction.js';
 import type { DeviceId } from './device.js';
@@ -98,6 +98,10 @@ function upgradeResult(r: DbResult<object>): DbResult<object> {
   const params = r.params as { registerCap?: unknown } | undefined;
   return params?.registerCap === true ? { ...r, params: { ...params, registerCap: 1024 } } : r;
 }
+
+/** A register cap the launch bounds can take: one this normgen knows, a whole number of the CTA's threads. */
+const registerCapFits = (cap: unknown, threads: unknown) =>
+  (REGISTER_CAPS as readonly unknown[]).includes(cap) && typeof threads === 'number' && threads > 0 && (cap as number) % threads === 0;
 
 export class DbError extends InputError {
   override name = 'DbError';
@@ -255,6 +259,12 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
       if (r.stage !== 'screen' && r.stage !== 'final') throw new DbError(`${what} has stage ${JSON.stringify(r.stage)} (expected screen or final)`);
       if (!sessions.has(r.session)) throw new DbError(`${what} (${r.problemKey}) names session ${r.session}, which the file does not hold`);
       if (r.status === 'OK' && !(typeof r.medianUs === 'number' && r.medianUs > 0)) throw new DbError(`${what} (${r.problemKey}) is OK but has no positive time`);
+      const { registerCap, threads } = r.params as { registerCap?: unknown; threads?: unknown };
+      if (registerCap !== undefined && !registerCapFits(registerCap, threads))
+        throw new DbError(
+          `${what} (${r.problemKey}) has registerCap ${JSON.stringify(registerCap)} for CTAs of ${JSON.stringify(threads)} threads: ` +
+            `this normgen caps at ${REGISTER_CAPS.join(' or ')} threads an SM, a multiple of the CTA's`,
+        );
     });
     return db;
   }
