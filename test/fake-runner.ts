@@ -3,6 +3,8 @@
 // Times are a deterministic function of the launch; FAKE_CRASH / FAKE_HANG /
 // FAKE_WRONG name kernel symbols (comma-separated) that fault, hang or compute wrong;
 // FAKE_SCALE=symbol:factor,... makes those kernels slower (> 1) or faster (< 1);
+// FAKE_ALIAS=symbol:factor,... scales their time when asked to alias weight and bias
+// (affineAlias: both placements are reported, the slower as the median);
 // FAKE_LOG=file appends every run request's timing fields to that file.
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -11,7 +13,9 @@ const list = (name: string) => new Set((process.env[name] ?? '').split(',').filt
 const crash = list('FAKE_CRASH');
 const hang = list('FAKE_HANG');
 const wrong = list('FAKE_WRONG');
-const scale = new Map([...list('FAKE_SCALE')].map((e) => [e.split(':')[0], Number(e.split(':')[1])]));
+const factors = (name: string) => new Map([...list(name)].map((e) => [e.split(':')[0], Number(e.split(':')[1])]));
+const scale = factors('FAKE_SCALE');
+const aliasScale = factors('FAKE_ALIAS');
 const say = (o: object) => process.stdout.write(JSON.stringify(o) + '\n');
 
 createInterface({ input: process.stdin }).on('line', (line) => {
@@ -21,7 +25,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   } else if (req.cmd === 'copy') {
     say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {
-    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches }) + '\n');
+    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias }) + '\n');
     if (hang.has(req.symbol)) return; // never answers
     if (crash.has(req.symbol)) {
       say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });
@@ -29,7 +33,11 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     }
     const us = (5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10) * (scale.get(req.symbol) ?? 1);
     if (wrong.has(req.symbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, medianUs: us / 10 });
-    else say({ status: 'OK', err_y: 0.1, medianUs: us, minUs: us, maxUs: us, samplesUs: [us], verified: true });
+    else if (req.affineAlias) {
+      const aliased = us * (aliasScale.get(req.symbol) ?? 1);
+      const slower = Math.max(us, aliased);
+      say({ status: 'OK', err_y: 0.1, medianUs: slower, minUs: slower, maxUs: slower, samplesUs: [slower], usualUs: us, aliasedUs: aliased, verified: true });
+    } else say({ status: 'OK', err_y: 0.1, medianUs: us, minUs: us, maxUs: us, samplesUs: [us], verified: true });
   } else if (req.cmd === 'quit') {
     process.exit(0);
   }

@@ -6,15 +6,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArch } from '../generator/arch.js';
-import { problemKey } from '../generator/problem.js';
-import { baselineParams } from '../generator/space.js';
+import { makeProblem, problemKey, type Problem } from '../generator/problem.js';
+import { baselineParams, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { TuningDb } from '../tuner/db.js';
 import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { tuneReport } from '../tuner/tune-report.js';
 import type { Progress } from '../tuner/progress.js';
-import { SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
+import { AFFINE_ALIAS_BYTES, runRequest, type RunOptions } from '../tuner/measure.js';
+import { FULL, SCREEN, SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
 import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
@@ -141,6 +142,53 @@ test('--budget screen times all briefly, then the best N and the baseline in ful
     const expected = new Set([...screened.slice(0, 3).map((r) => r.variantId), makeVariant(p, baselineParams(p)).id]);
     assert.equal(finals, expected);
   }
+});
+
+test('a kernel that re-reads rows from L1 is also timed with weight and bias aliased, and wins on the slower time only', async () => {
+  // The generic variant is a reload kernel (none in this grid's space): make it the fastest
+  // as usually placed, and slow when its weight is aliased.
+  const reloadOf = (p: Problem) => makeVariant(p, GENERIC_PARAMS);
+  const probeProblem = makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } }, 1024, 512);
+  const run = async (aliasFactor: number) => {
+    const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
+    const dbPath = join(dir, 'db.jsonl');
+    const symbol = `normgen_rmsnorm_fwd_${reloadOf(probeProblem).id}`;
+    Object.assign(process.env, { FAKE_LOG: join(dir, 'requests.jsonl'), FAKE_SCALE: `${symbol}:0.01`, FAKE_ALIAS: `${symbol}:${aliasFactor}` });
+    const out = await tune(options(dbPath, { grid: { ...grid, rows: [probeProblem.rows] }, extraVariants: (p) => [reloadOf(p)] })).finally(() => {
+      for (const k of ['FAKE_LOG', 'FAKE_SCALE', 'FAKE_ALIAS']) delete process.env[k];
+    });
+    out.db.close();
+    const requests = readFileSync(join(dir, 'requests.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    return { symbol, requests, db: TuningDb.read(dbPath) };
+  };
+  const reloadId = reloadOf(probeProblem).id;
+
+  const aliased = await run(1000);
+  // Only the reload kernel's timings ask for the second placement.
+  assert.ok(aliased.requests.filter((r) => r.symbol === aliased.symbol).every((r) => r.affineAlias === AFFINE_ALIAS_BYTES));
+  assert.ok(aliased.requests.filter((r) => r.symbol !== aliased.symbol).every((r) => r.affineAlias === undefined));
+  const record = aliased.db.results.find((r) => r.variantId === reloadId)!;
+  assert.ok(record.usualUs! < record.aliasedUs!);
+  assert.is(record.medianUs, record.aliasedUs, 'the slower placement is its time');
+  assert.is.not(winners(aliased.db)[0].best.variantId, reloadId);
+  assert.match(tuneReport(aliased.db, 1, 0), /keep the slower time: 1 timing, 1 of them over 2% slower aliased/);
+
+  const harmless = await run(1);  // as fast in both placements: it wins
+  assert.is(winners(harmless.db)[0].best.variantId, reloadId);
+  assert.match(tuneReport(harmless.db, 1, 0), /1 timing, 0 of them over 2% slower/);
+});
+
+test('the aliased placement is asked for full timings of reload kernels without a residual only', () => {
+  const spec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } } as const;
+  const plain = makeProblem(spec, 8192, 512);
+  const withResidual = makeProblem({ ...spec, features: { ...spec.features, residual: 'same' } }, 8192, 512);
+  const asked = (p: Problem, params: CudaParams, o: RunOptions) => runRequest(p, makeVariant(p, params), 'k.cubin', o).affineAlias;
+  const reload = { ...GENERIC_PARAMS, vec: 8 };
+  assert.is(asked(plain, reload, FULL), AFFINE_ALIAS_BYTES);
+  assert.is(asked(withResidual, reload, FULL), undefined, 'pass two reads the sum it wrote, from L2');
+  assert.is(asked(plain, baselineParams(plain), FULL), undefined, 'a kernel that reads x once');
+  assert.is(asked(plain, reload, SCREEN), undefined);
+  assert.is(asked(plain, reload, { ...FULL, time: false }), undefined, 'nothing to time');
 });
 
 test.run();

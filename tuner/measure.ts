@@ -31,7 +31,27 @@ export interface RunOptions {
   phases?: boolean;
   /** With programmatic launch: at least this many launches a graph (a chain's steady state, up to ~8 ms). */
   chainLaunches?: number;
+  /**
+   * Kernels that count on L1 holding x's rows for a second pass (rereadsRowsFromL1) are also
+   * timed with weight and bias at addresses this many bytes apart and congruent to x's, and
+   * keep the slower time (see the runner's AliasedAffine).
+   */
+  affineAliasBytes?: number;
 }
+
+/**
+ * Weight and bias apart by the period of the H200's L1 sets (64 KiB, test/gpu/placement.md) for
+ * the second placement of kernels that re-read rows from L1. Elsewhere a second placement at
+ * worst times the kernel twice.
+ */
+export const AFFINE_ALIAS_BYTES = 64 * 1024;
+
+/**
+ * Whether a kernel reads x twice counting on L1 to hold its rows between the passes: reload
+ * kernels without a residual (with one, pass two reads the sum it wrote, from L2). Where the
+ * weight and bias lie decides whether the rows stay there (test/gpu/placement.md).
+ */
+export const rereadsRowsFromL1 = (problem: Problem, v: Variant) => v.params.storage === 'reload' && residualDType(problem) === null;
 
 /** The request fields that say whether and how to verify and time (forward and backward alike). */
 export function timingFields(o: RunOptions): Record<string, unknown> {
@@ -86,6 +106,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     statsAtol: STATS_TOLERANCE.atol,
     statsRtol: STATS_TOLERANCE.rtol,
     ...timingFields(o),
+    ...(o.time && o.affineAliasBytes && rereadsRowsFromL1(problem, v) ? { affineAlias: o.affineAliasBytes } : {}),
   };
 }
 
@@ -104,6 +125,9 @@ export interface Measurement {
   bad?: Record<string, number>;
   /** Input copies the timing rotated over (fewer than its finals': a screening that ran warmer). */
   copies?: number;
+  /** Timed in two placements of weight and bias (affineAliasBytes): each median; medianUs is the slower. */
+  usualUs?: number;
+  aliasedUs?: number;
 }
 
 /** `bytes`: the roofline numerator (default: the forward's). */
@@ -124,6 +148,10 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     m.maxUs = reply.maxUs as number;
     m.samples = (reply.samplesUs as number[] | undefined)?.length;
     if (typeof reply.copies === 'number') m.copies = reply.copies;
+    if (typeof reply.usualUs === 'number' && typeof reply.aliasedUs === 'number') {
+      m.usualUs = reply.usualUs;
+      m.aliasedUs = reply.aliasedUs;
+    }
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }

@@ -3,6 +3,7 @@
 
 import { formatTable } from '../cli/table.js';
 import type { DbSession, TuningDb } from './db.js';
+import { AFFINE_ALIAS_BYTES } from './measure.js';
 import { WINNER_HEADER, winnerRow, winners, type Winner } from './select.js';
 
 /** Problems this large must reach the roofline target. */
@@ -93,6 +94,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     '',
     `Times are medians of 5-15 samples, each a CUDA graph of ${launchText(db.sessions)}`,
     'over rotating input copies (cold L2); every timed variant was verified on the same problem.',
+    ...aliasedLine(db),
     '',
     '```',
     formatTable(WINNER_HEADER, ws.map(winnerRow)),
@@ -107,4 +109,15 @@ function resumedLine(db: TuningDb): string[] {
   const t = sessionsSeconds(db);
   if (!t || t.sessions < 2) return [];
   return [`- all ${t.sessions} runs of these templates in this database (a tune resumed): ${t.seconds.toFixed(0)} s, each from its start to its last result`];
+}
+
+/** How many final timings took two placements of weight and bias (reload kernels without a residual), and how many the aliased one slowed. */
+function aliasedLine(db: TuningDb): string[] {
+  const both = db.results.filter((r) => r.usualUs !== undefined && r.aliasedUs !== undefined);
+  if (both.length === 0) return [];
+  const slowed = both.filter((r) => r.aliasedUs! > 1.02 * r.usualUs!).length;
+  return [
+    `Kernels that re-read rows from L1 (reload, no residual) were timed in their finals twice, weight and bias as allocated and aliased ` +
+      `(${AFFINE_ALIAS_BYTES / 1024} KiB apart, in L1 sets of x's rows), and keep the slower time: ${both.length} timing${both.length === 1 ? '' : 's'}, ${slowed} of them over 2% slower aliased.`,
+  ];
 }

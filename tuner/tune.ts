@@ -9,7 +9,7 @@ import { BACKWARD, FORWARD, type AnyVariant, type Direction } from './direction.
 import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
 import { TuningDb, type DbResult, type Stage } from './db.js';
 import { checkArchMatches, copyBandwidth, queryDevice, queryRunner, type DeviceId } from './device.js';
-import type { RunOptions } from './measure.js';
+import { AFFINE_ALIAS_BYTES, type RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
 import { gridProblems, type GridSpec } from './grid.js';
@@ -39,7 +39,7 @@ export interface TuneOptions {
 }
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
-export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5, chainLaunches: 16 };
+export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5, chainLaunches: 16, affineAliasBytes: AFFINE_ALIAS_BYTES };
 /**
  * Screening rotates over at most SCREEN_MAX_COPIES input copies: with a tiny problem's cold
  * rotation (4096 copies, each replay a graph of as many launches) a 1-row problem took 29 ms

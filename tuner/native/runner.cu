@@ -626,10 +626,10 @@ static bool retarget_graph(CachedGraph& g, const GraphReuse& r) {
 
 // Time `launch(i, stream)` (i: which input copy, of K) cycling over the copies (cold L2),
 // captured in a CUDA graph so small problems measure the kernels and not the launch
-// path. Returns the body of the reply. Shared by forward and backward runs (forward ones
-// pass `reuse`).
+// path. Returns the body of the reply (the median also in *median_us when given). Shared by
+// forward and backward runs (forward ones pass `reuse`).
 template <typename LaunchFn>
-static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req, const GraphReuse* reuse = nullptr) {
+static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req, const GraphReuse* reuse = nullptr, double* median_us = nullptr) {
   cudaStream_t s;
   CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -719,21 +719,50 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   std::sort(us.begin(), us.end());
   std::string arr;
   for (double u : us) arr += (arr.empty() ? "" : ",") + num(u);
+  if (median_us) *median_us = median(us);
   return "\"medianUs\":" + num(median(us)) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
          ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
 }
 
+// Weight and bias copied where they share L1 sets with each other and with x's first row: at
+// x's address modulo `period`, the bias whole periods after the weight. On the H200 (period
+// 64 KiB) a reload kernel whose weight and bias lay so lost its rows from L1 before its second
+// pass and ran 5-12% slower than with them elsewhere (test/gpu/placement.md).
+struct AliasedAffine {
+  void* base = nullptr;
+  const void* w = nullptr;
+  const void* b = nullptr;
+  AliasedAffine(const ProblemDesc& d, size_t period) {
+    const size_t wb = d.w != NONE ? d.hidden * dtype_bytes(d.w) : 0, bb = d.b != NONE ? d.hidden * dtype_bytes(d.b) : 0;
+    const size_t span = (std::max(wb, bb) + period - 1) / period * period;
+    CUDA_OK(cudaMalloc(&base, 2 * span + 2 * period));
+    const uintptr_t at = ((uintptr_t)base + period - 1) / period * period + (uintptr_t)g_ws.copies[0].x.data() % period;
+    if (wb) { CUDA_OK(cudaMemcpy((void*)at, g_ws.w.data(), wb, cudaMemcpyDeviceToDevice)); w = (const void*)at; }
+    if (bb) { CUDA_OK(cudaMemcpy((void*)(at + span), g_ws.b.data(), bb, cudaMemcpyDeviceToDevice)); b = (const void*)(at + span); }
+  }
+  ~AliasedAffine() {
+    g_graph.release();  // its nodes may point here
+    cudaFree(base);
+  }
+};
+
 // The workspace may hold more copies than this request rotates over (a finalist's came first).
-static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, unsigned cluster, const Json& req) {
+// `affine`: weight and bias elsewhere than the workspace's (the same values).
+static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, unsigned cluster, const Json& req,
+                               const AliasedAffine* affine = nullptr, double* median_us = nullptr) {
   std::vector<NormgenFwdParams> ps;
-  for (size_t i = 0; i < copies; ++i) ps.push_back(params_for(g_ws.copies[i], d, eps));
+  for (size_t i = 0; i < copies; ++i) {
+    ps.push_back(params_for(g_ws.copies[i], d, eps));
+    if (affine && affine->w) ps.back().weight = affine->w;
+    if (affine && affine->b) ps.back().bias = affine->b;
+  }
   // The graph fixes the problem, the copies, eps, the launch kind and the cluster shape (a
   // kernel attribute the node may carry); every node's buffers are set again on reuse.
   // freshGraph asks for a graph of its own.
   const GraphReuse reuse{d.key + "|" + num(eps) + "|" + std::to_string(cluster) + (g_pdl ? "|pdl" : ""),
                          l.fn, l.grid, l.block, l.smem, &ps};
   return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s, g_pdl); }, req,
-                       req.flag("freshGraph") ? nullptr : &reuse);
+                       req.flag("freshGraph") ? nullptr : &reuse, median_us);
 }
 
 // What forward and backward requests share: the op's kind, the weight and bias dtypes, the shape.
@@ -793,6 +822,21 @@ static size_t rotation_copies(const Json& req, size_t read_bytes, size_t per_cop
   return cap > 0 ? std::min<size_t>(copies, (size_t)cap) : copies;
 }
 
+// The timing's reply fields. With affineAlias (a period in bytes) and a weight or bias, the
+// kernel is timed twice, as the workspace places them and aliased (AliasedAffine); the slower
+// timing is the reply's, both medians beside it (usualUs, aliasedUs): a kernel that is fast
+// in one placement only must not win on it.
+static std::string time_placements(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
+  const unsigned cluster = (unsigned)req.integer("cluster", 1);
+  const long long period = req.integer("affineAlias", 0);
+  if (period <= 0 || (d.w == NONE && d.b == NONE)) return time_kernel(l, d, eps, copies, cluster, req);
+  double usual = 0, aliased = 0;
+  const std::string usual_body = time_kernel(l, d, eps, copies, cluster, req, nullptr, &usual);
+  const AliasedAffine affine(d, (size_t)period);
+  const std::string aliased_body = time_kernel(l, d, eps, copies, cluster, req, &affine, &aliased);
+  return (aliased > usual ? aliased_body : usual_body) + ",\"usualUs\":" + num(usual) + ",\"aliasedUs\":" + num(aliased);
+}
+
 static void cmd_run(const Json& req) {
   g_phases.start(req.flag("phases"));
   ProblemDesc d;
@@ -850,7 +894,7 @@ static void cmd_run(const Json& req) {
     setup_workspace(d, copies);
   }
   const std::string verified = body;
-  if (req.flag("time")) body += time_kernel(l, d, eps, copies, (unsigned)req.integer("cluster", 1), req) + ",";
+  if (req.flag("time")) body += time_placements(l, d, eps, copies, req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
   if (req.flag("time") && req.flag("verify")) {
