@@ -7,33 +7,23 @@ Events around 5 calls, median of 5.
     python3 test/gpu/placement-map.py out/normgen-sm90-h200
 
 Log: test/gpu/placement.md."""
-import statistics
 import sys
 
 import torch
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, "test/gpu")
-from torch_common import Spec, call_normgen, import_binding, make_inputs  # noqa: E402
+from torch_common import Spec, call_normgen, import_binding, make_inputs, time_events, warm_up  # noqa: E402
 
 ng = import_binding(sys.argv[1])
 OFFSETS_KIB = list(range(0, 256, 32))
 
 
-def timed(fn, calls=5, repeats=5):
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end) * 1000 / calls)
-    return statistics.median(samples)
+def timed(spec, inputs):
+    """us a call: two calls to warm up, then events around 5 eager calls, median of 5."""
+    call = lambda inp: call_normgen(ng, spec, inp, 1e-5)
+    warm_up(call, [inputs])
+    return time_events(call, [inputs], 5, 5)
 
 
 def placed(buffer, kib, like):
@@ -48,11 +38,10 @@ for key, rows, hidden in [("layernorm.bf16.w-same.bias", 32768, 16384), ("layern
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
     bench = make_inputs(spec, (rows, hidden), gen)
-    run = lambda inputs: (lambda: call_normgen(ng, spec, inputs, 1e-5))
     mib2 = 2 << 20
     print(f"== {key} {rows} x {hidden}: x at {bench['x'].data_ptr() % mib2} B mod 2 MiB, the benchmark's weight at "
           f"{bench['weight'].data_ptr() % mib2 >> 10} KiB and bias at {bench['bias'].data_ptr() % mib2 >> 10} KiB mod 2 MiB: "
-          f"{timed(run(bench)):.1f} us", flush=True)
+          f"{timed(spec, bench):.1f} us", flush=True)
     buffer = torch.empty(4 << 20, dtype=torch.uint8, device="cuda")
     row_kib = hidden * bench["x"].element_size() >> 10
     shifted = torch.empty(rows * hidden * bench["x"].element_size() + (row_kib << 10), dtype=torch.uint8, device="cuda")
@@ -65,6 +54,6 @@ for key, rows, hidden in [("layernorm.bf16.w-same.bias", 32768, 16384), ("layern
                     cells.append("    -")
                     continue
                 w, b = placed(buffer, ow, bench["weight"]), placed(buffer, ob, bench["bias"])
-                cells.append(f"{timed(run(dict(bench, x=x, weight=w, bias=b))):5.0f}")
+                cells.append(f"{timed(spec, dict(bench, x=x, weight=w, bias=b)):5.0f}")
             print(f"    bias {ob:>4}: " + " ".join(cells), flush=True)
     del bench, buffer, shifted
