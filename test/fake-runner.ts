@@ -33,11 +33,12 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     }
     const us = (5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10) * (scale.get(req.symbol) ?? 1);
     if (wrong.has(req.symbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, medianUs: us / 10 });
-    else if (req.affineAlias) {
-      const aliased = us * (aliasScale.get(req.symbol) ?? 1);
-      const slower = Math.max(us, aliased);
-      say({ status: 'OK', err_y: 0.1, medianUs: slower, minUs: slower, maxUs: slower, samplesUs: [slower], usualUs: us, aliasedUs: aliased, verified: true });
-    } else say({ status: 'OK', err_y: 0.1, medianUs: us, minUs: us, maxUs: us, samplesUs: [us], verified: true });
+    else {
+      const aliased = req.affineAlias ? us * (aliasScale.get(req.symbol) ?? 1) : undefined;
+      const t = Math.max(us, aliased ?? us);
+      const placements = aliased === undefined ? {} : { usualUs: us, aliasedUs: aliased };
+      say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, verified: true });
+    }
   } else if (req.cmd === 'quit') {
     process.exit(0);
   }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArch } from '../generator/arch.js';
-import { makeProblem, problemKey, type Problem } from '../generator/problem.js';
+import { makeProblem, problemKey, type KernelSpec, type Problem } from '../generator/problem.js';
 import { baselineParams, GENERIC_PARAMS, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { TuningDb } from '../tuner/db.js';
@@ -19,6 +19,7 @@ import { FULL, SCREEN, SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tune
 import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
+const RMS_BF16: KernelSpec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
 const grid: GridSpec = { ops: ['rmsnorm'], dtypes: ['bf16'], hiddens: [1024], rows: [8, 512], residual: 'same' };
 const options = (dbPath: string, extra: Partial<TuneOptions> = {}): TuneOptions => ({
   arch: parseArch('sm90'), grid, gpus: [0], jobs: 2, search: { kind: 'exhaustive' }, dbPath, command: 'test', runnerExe: FAKE, timeoutSeconds: 1, ...extra,
@@ -148,7 +149,7 @@ test('a kernel that re-reads rows from L1 is also timed with weight and bias ali
   // The generic variant is a reload kernel (none in this grid's space): make it the fastest
   // as usually placed, and slow when its weight is aliased.
   const reloadOf = (p: Problem) => makeVariant(p, GENERIC_PARAMS);
-  const probeProblem = makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } }, 1024, 512);
+  const probeProblem = makeProblem(RMS_BF16, 1024, 512);
   const run = async (aliasFactor: number) => {
     const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
     const dbPath = join(dir, 'db.jsonl');
@@ -179,9 +180,8 @@ test('a kernel that re-reads rows from L1 is also timed with weight and bias ali
 });
 
 test('the aliased placement is asked for full timings of reload kernels without a residual only', () => {
-  const spec = { op: 'rmsnorm', dtype: 'bf16', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } } as const;
-  const plain = makeProblem(spec, 8192, 512);
-  const withResidual = makeProblem({ ...spec, features: { ...spec.features, residual: 'same' } }, 8192, 512);
+  const plain = makeProblem(RMS_BF16, 8192, 512);
+  const withResidual = makeProblem({ ...RMS_BF16, features: { ...RMS_BF16.features, residual: 'same' } }, 8192, 512);
   const asked = (p: Problem, params: CudaParams, o: RunOptions) => runRequest(p, makeVariant(p, params), 'k.cubin', o).affineAlias;
   const reload = { ...GENERIC_PARAMS, vec: 8 };
   assert.is(asked(plain, reload, FULL), AFFINE_ALIAS_BYTES);

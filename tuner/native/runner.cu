@@ -719,8 +719,9 @@ static std::string time_launches(size_t K, LaunchFn launch_copy, const Json& req
   std::sort(us.begin(), us.end());
   std::string arr;
   for (double u : us) arr += (arr.empty() ? "" : ",") + num(u);
-  if (median_us) *median_us = median(us);
-  return "\"medianUs\":" + num(median(us)) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
+  const double med = median(us);
+  if (median_us) *median_us = med;
+  return "\"medianUs\":" + num(med) + ",\"minUs\":" + num(us.front()) + ",\"maxUs\":" + num(us.back()) +
          ",\"launchesPerSample\":" + num(per_graph) + ",\"copies\":" + num((double)K) + ",\"samplesUs\":[" + arr + "]";
 }
 
