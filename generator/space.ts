@@ -255,6 +255,8 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
             if (residualSpills) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
+            if (storage === 'regs' && cluster === 1)
+              for (const registerCap of registerCapsOffered(problem, threads)) out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, registerCap });
             const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
             if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && fitsRegisterFile(early, threads))
               out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
@@ -352,7 +354,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
  * threads, where those variants spilled and nothing that won on the H200 is cut).
  */
 export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number, cluster = 1): number {
-  if (storage === 'regs') return values + REGISTER_OVERHEAD;
+  if (storage === 'regs') return packedWords(residualDType(spec) ?? spec.dtype, values) + REGISTER_OVERHEAD;
   const row = packedWords(spec.dtype, values) + packedWords(residualDType(spec), values);
   const extra = (spec.dtype === 'bf16' ? 8 : 0) + (cluster > 1 ? 4 : 0);
   return values + 2 * row + affineWords(spec, values) + REGISTER_OVERHEAD + extra;
