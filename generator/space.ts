@@ -61,12 +61,14 @@ export interface CudaParams {
    */
   deferOutput?: boolean;
   /**
-   * reload only: the launch bounds ask for this many resident threads per SM (one of
+   * reload and regs (no cluster): the launch bounds ask for this many resident threads per SM (one of
    * REGISTER_CAPS), which caps registers a thread: 1024 at 64 (LayerNorm without a residual,
    * where ptxas takes 79 otherwise: three CTAs of 256 per SM, not four), 1536 at 40 (every
    * reload CTA of up to 512 threads; ptxas takes 44-64 otherwise). Capped at 1024, LayerNorm
    * gained 5-16 points of copy bandwidth on long grids (test/gpu/occupancy-reload.md) and
-   * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Absent: no cap.
+   * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Register kernels, their row
+   * packed, are offered the same caps (a scratch tune: regs.t512.tpr512.i4 at 1024 for bf16
+   * LayerNorm 16384). Absent: no cap.
    * (Databases before 2026-11-29 record the 1024 cap as `true`; they load as 1024.)
    */
   registerCap?: number;
@@ -291,14 +293,14 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
 }
 
 /**
- * Resident threads per SM a register-capped reload CTA may ask for in its launch bounds
+ * Resident threads per SM a register-capped reload or regs CTA may ask for in its launch bounds
  * (registers a thread: 64 and 40). 2048 (32 registers) spilled every reload kernel of
  * four chunks a step (test/gpu/occupancy-reload.md).
  */
 export const REGISTER_CAPS = [1024, 1536] as const;
 
 /**
- * The caps offered to a reload CTA of this size: 1024 to LayerNorm without a residual (the
+ * The caps offered to a reload or regs CTA of this size: 1024 to LayerNorm without a residual (the
  * only kernels above 64 registers), 1536 to every CTA that divides it; none that a CTA
  * reaches uncapped (1024 threads).
  */
@@ -348,7 +350,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
 }
 
 /**
- * Registers a thread needs for `values` row elements: regs keeps them as floats;
+ * Registers a thread needs for `values` row elements: regs keeps them packed as loaded;
  * pipelined also keeps the prefetched row, weight and bias, and needs a few more for
  * bf16 conversions and for cluster reductions (fitted to nvcc 13.0's counts at 512
  * threads, where those variants spilled and nothing that won on the H200 is cut).

@@ -123,16 +123,17 @@ test('deferred output: ring variants with clusters and a slot to spare, each its
   assert.ok(shorter.some((p) => p.storage === 'ring' && p.cluster > 1) && shorter.every((p) => !p.deferOutput), 'rows shorter than 65536: never ahead');
 });
 
-test('register caps: reload variants only, each its own kernel beside its uncapped twin; 1024 for LayerNorm without a residual', () => {
+test('register caps: reload and unclustered regs variants, each its own kernel beside its uncapped twin; 1024 for LayerNorm without a residual', () => {
   const lnSpec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
   const ln = makeProblem(lnSpec, 16384, 32768);
   const rms = makeProblem({ ...lnSpec, op: 'rmsnorm', features: { ...lnSpec.features, bias: false } }, 16384, 32768);
   for (const problem of [ln, rms, makeProblem(spec, 16384, 32768)]) {
     const space = enumerateSpace(problem, sm90);
     const capped = space.filter((p) => p.registerCap);
-    assert.ok(capped.some((p) => p.registerCap === 1536), problem.op);
+    assert.ok(capped.some((p) => p.registerCap === 1536 && p.storage === 'reload'), problem.op);
+    assert.ok(capped.some((p) => p.storage === 'regs'), `${problem.op}: regs variants capped too`);
     for (const p of capped) {
-      assert.ok(p.storage === 'reload' && p.threads < p.registerCap! && p.registerCap! % p.threads === 0, JSON.stringify(p));
+      assert.ok((p.storage === 'reload' || (p.storage === 'regs' && p.cluster === 1)) && p.threads < p.registerCap! && p.registerCap! % p.threads === 0, JSON.stringify(p));
       const uncapped = { ...p, registerCap: undefined };
       assert.ok(space.some((q) => describeParams(q) === describeParams(uncapped)), 'the uncapped twin too');
       assert.is.not(makeVariant(problem, p).id, makeVariant(problem, uncapped).id);
