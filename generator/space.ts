@@ -67,8 +67,8 @@ export interface CudaParams {
    * reload CTA of up to 512 threads; ptxas takes 44-64 otherwise). Capped at 1024, LayerNorm
    * gained 5-16 points of copy bandwidth on long grids (test/gpu/occupancy-reload.md) and
    * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Register kernels, their row
-   * packed, are offered the same caps (a scratch tune: regs.t512.tpr512.i4 at 1024 for bf16
-   * LayerNorm 16384). Absent: no cap.
+   * packed, are offered the same caps where regsEstimate fits under them (a scratch tune:
+   * regs.t512.tpr512.i4 at 1024 for bf16 LayerNorm 16384). Absent: no cap.
    * (Databases before 2026-11-29 record the 1024 cap as `true`; they load as 1024.)
    */
   registerCap?: number;
@@ -258,7 +258,8 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             if (residualSpills) continue;
             out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
             if (storage === 'regs' && cluster === 1)
-              for (const registerCap of registerCapsOffered(problem, threads)) out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, registerCap });
+              for (const registerCap of registerCapsOffered(problem, threads))
+                if (regs <= REGISTER_FILE / registerCap) out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, registerCap });
             const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
             if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && fitsRegisterFile(early, threads))
               out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
@@ -363,7 +364,8 @@ export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values:
 }
 
 /** Whether `regs` registers a thread are legal and fit the register file for a CTA of `threads`. */
-const fitsRegisterFile = (regs: number, threads: number) => regs <= 255 && regs * threads <= 65536;
+const REGISTER_FILE = 65536;  // 32-bit registers an SM
+const fitsRegisterFile = (regs: number, threads: number) => regs <= 255 && regs * threads <= REGISTER_FILE;
 
 /** Registers that `values` elements of dtype `d` (none: absent) take, packed as loaded. */
 const packedWords = (d: DType | null, values: number) => (d ? (values * BYTES[d]) / 4 : 0);

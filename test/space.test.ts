@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hasClusters, parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
+import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, regsEstimate, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -131,7 +131,9 @@ test('register caps: reload and unclustered regs variants, each its own kernel b
     const space = enumerateSpace(problem, sm90);
     const capped = space.filter((p) => p.registerCap);
     assert.ok(capped.some((p) => p.registerCap === 1536 && p.storage === 'reload'), problem.op);
-    assert.ok(capped.some((p) => p.storage === 'regs'), `${problem.op}: regs variants capped too`);
+    // A regs variant is capped only where the estimate of its registers fits under the cap.
+    assert.is(capped.some((p) => p.storage === 'regs'), problem === ln, `${problem.op}: regs variants capped where they fit`);
+    for (const p of capped.filter((q) => q.storage === 'regs')) assert.ok(regsEstimate(problem, 'regs', p.items * p.vec) <= 65536 / p.registerCap!);
     for (const p of capped) {
       assert.ok((p.storage === 'reload' || (p.storage === 'regs' && p.cluster === 1)) && p.threads < p.registerCap! && p.registerCap! % p.threads === 0, JSON.stringify(p));
       const uncapped = { ...p, registerCap: undefined };
