@@ -256,13 +256,13 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             if (items > MAX_ITEMS || items * vec > MAX_VALUES[storage] || !fitsRegisterFile(regs, threads)) continue;
             const residualSpills = storage === 'regs' && residualDType(problem) && threads >= 512 && items * vec > MAX_RESIDUAL_VALUES_WIDE_CTA;
             if (residualSpills) continue;
-            out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false });
+            const p: CudaParams = { storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false };
+            out.push(p);
             if (storage === 'regs' && cluster === 1)
-              for (const registerCap of registerCapsOffered(problem, threads))
-                if (regs <= REGISTER_FILE / registerCap) out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, registerCap });
+              for (const registerCap of registerCapsOffered(problem, threads)) if (regs <= REGISTER_FILE / registerCap) out.push({ ...p, registerCap });
             const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
             if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && fitsRegisterFile(early, threads))
-              out.push({ storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false, earlyAffine: true });
+              out.push({ ...p, earlyAffine: true });
           }
         }
         if (rowBytes >= LONG_ROW_BYTES && threadsPerRow >= MIN_LOOPING_THREADS_PER_ROW && rows <= MAX_LOOPING_ROWS_PER_CTA) {
