@@ -66,9 +66,10 @@ export interface CudaParams {
    * where ptxas takes 79 otherwise: three CTAs of 256 per SM, not four), 1536 at 40 (every
    * reload CTA of up to 512 threads; ptxas takes 44-64 otherwise). Capped at 1024, LayerNorm
    * gained 5-16 points of copy bandwidth on long grids (test/gpu/occupancy-reload.md) and
-   * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Register kernels, their row
-   * packed, are offered the same caps where regsEstimate fits under them (a scratch tune:
-   * regs.t512.tpr512.i4 at 1024 for bf16 LayerNorm 16384). Absent: no cap.
+   * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Register kernels are offered
+   * the same caps where their row leaves REGS_CAP_SPARE_REGISTERS under them (bf16 LayerNorm
+   * 16384 x 32768: regs.t512.tpr512.i4 at 1024, two CTAs an SM instead of one, 517 us
+   * against 769 uncapped in the H200 tune of 2026-11-29). Absent: no cap.
    * (Databases before 2026-11-29 record the 1024 cap as `true`; they load as 1024.)
    */
   registerCap?: number;
@@ -105,6 +106,14 @@ export const MAX_VALUES: Record<RegisterStorage, number> = { regs: 64, pipelined
 const MAX_RESIDUAL_VALUES_WIDE_CTA = 48;
 /** Registers the kernel needs besides the row values (pointers, indices, sums). */
 const REGISTER_OVERHEAD = 40;
+/**
+ * Registers a capped regs kernel must leave beside its row's values: nvcc 13.0 fits
+ * regs.t512.v8.tpr512.i4 (32 values, bf16 LayerNorm 16384) in 62 registers under the
+ * 1024-thread cap without spilling (78 packed and 70 as floats uncapped), and every capped
+ * regs kernel of the default grid's specs with this much to spare compiles without spills
+ * for sm_90a (test/nvcc.test.ts checks a sample).
+ */
+export const REGS_CAP_SPARE_REGISTERS = 30;
 /** Most rows of a problem whose regs variants also come with early weight and bias loads. */
 const EARLY_AFFINE_MAX_ROWS = 128;
 /**
@@ -259,7 +268,8 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             const p: CudaParams = { storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false };
             out.push(p);
             if (storage === 'regs' && cluster === 1)
-              for (const registerCap of registerCapsOffered(problem, threads)) if (regs <= REGISTER_FILE / registerCap) out.push({ ...p, registerCap });
+              for (const registerCap of registerCapsOffered(problem, threads))
+                if (items * vec + REGS_CAP_SPARE_REGISTERS <= REGISTER_FILE / registerCap) out.push({ ...p, registerCap });
             const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
             if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && fitsRegisterFile(early, threads))
               out.push({ ...p, earlyAffine: true });
@@ -351,13 +361,13 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
 }
 
 /**
- * Registers a thread needs for `values` row elements: regs keeps them packed as loaded;
+ * Registers a thread needs for `values` row elements: regs keeps them as floats;
  * pipelined also keeps the prefetched row, weight and bias, and needs a few more for
  * bf16 conversions and for cluster reductions (fitted to nvcc 13.0's counts at 512
  * threads, where those variants spilled and nothing that won on the H200 is cut).
  */
 export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values: number, cluster = 1): number {
-  if (storage === 'regs') return packedWords(residualDType(spec) ?? spec.dtype, values) + REGISTER_OVERHEAD;
+  if (storage === 'regs') return values + REGISTER_OVERHEAD;
   const row = packedWords(spec.dtype, values) + packedWords(residualDType(spec), values);
   const extra = (spec.dtype === 'bf16' ? 8 : 0) + (cluster > 1 ? 4 : 0);
   return values + 2 * row + affineWords(spec, values) + REGISTER_OVERHEAD + extra;
