@@ -2,6 +2,8 @@
 # The GPU tests and the committed tune, run on the GPU machine through the device tool:
 #   bash .device/run.sh bash test/gpu/run.sh [verify] [faults] [resume] [tune] [focus] [exhaustive] [cluster-select]
 #   bash .device/run.sh bash test/gpu/run.sh tune-start, then tune-wait (again, in each next call, until it says done)
+#   DETACHED_STEPS='tune bwd-tune package bench-torch torch verify-quick torch-bwd' ... tune-start: a re-tune and
+#     every log the package feeds, in one detached run
 #   bash test/gpu/run.sh [torch] [bench-torch]     (Python and PyTorch only, no Node)
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
 set -uo pipefail
@@ -14,14 +16,17 @@ exhaustive_grid=${EXHAUSTIVE_GRID:---op rmsnorm --dtype bf16 --hidden 4096,65536
 # The benchmark against torch: a sample of the tuned grid (every tuned shape takes too long to compile with torch.compile).
 # torch.compile's compiles stop after --budget-s: 300 s left 25 of the 108 shapes uncompiled once (2026-11-29).
 bench_args=${BENCH_ARGS:---budget-s 420 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768 --specs rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,layernorm.bf16.w-same.bias,rmsnorm.fp32.w-same,rmsnorm.fp32.w-same.res-same,layernorm.fp32.w-same.bias}
+# The package the torch steps load: the committed one, or the one the package step builds.
+pkg=${PKG:-out/normgen-sm90-h200}
 rc=0
 # A process that has not exited (an exited, unreaped child is a zombie: state Z).
 alive() { local state; state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null); [ -n "$state" ] && [ "$state" != Z ]; }
 for step in "$@"; do
   case $step in
-    verify)
-      timeout -s KILL 420 node dist/cli/main.js verify --arch sm90 --log "$out/correctness.md" > "$out/verify.log" 2>&1
-      r=$?; echo "verify rc=$r"; tail -2 "$out/verify.log" ;;
+    verify|verify-quick)
+      log=$([ "$step" = verify ] && echo correctness || echo correctness-quick)
+      timeout -s KILL 420 node dist/cli/main.js verify --arch sm90 $([ "$step" = verify-quick ] && echo --quick) --log "$out/$log.md" > "$out/$step.log" 2>&1
+      r=$?; echo "$step rc=$r"; tail -2 "$out/$step.log" ;;
     faults)
       timeout -s KILL 150 node dist/test/gpu/faults.js --log "$out/faults.md" > "$out/faults.log" 2>&1
       r=$?; echo "faults rc=$r"; tail -1 "$out/faults.log" ;;
@@ -76,15 +81,19 @@ for step in "$@"; do
         rm -rf "$detached" && mkdir -p "$detached"
         # 'finished' appears once the step is over, its database's last snapshot written.
         setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" \
-          bash -c 'bash "$1" tune > "$2/run.log" 2>&1; touch "$2/finished"' _ "$0" "$detached" < /dev/null > /dev/null 2>&1 &
-        echo "tune-start: detached (pid $!)"; r=0
+          bash -c 'bash "$1" ${2} > "$3/run.log" 2>&1; touch "$3/finished"' _ "$0" "${DETACHED_STEPS:-tune}" "$detached" < /dev/null > /dev/null 2>&1 &
+        echo "tune-start: detached (pid $!): ${DETACHED_STEPS:-tune}"; r=0
       else
         waited=0
         while [ ! -f "$detached/finished" ] && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
-        cp "$detached"/*.gz "$detached"/*.md "$detached"/*.log "$out"/ 2>/dev/null
+        # At most 8 files come back from a call: the database, and every log and smaller database in one archive.
+        cp "$detached"/sm90-h200.jsonl.gz "$out"/ 2>/dev/null
+        (cd "$detached" && tar -czf "$out/logs.tar.gz" --exclude=sm90-h200.jsonl.gz --exclude='*.part' --exclude=finished \
+          --exclude='normgen-sm90-h200/src' --exclude='normgen-sm90-h200/build' --exclude='*.so' -- *) 2>/dev/null
+        grep -E '^[a-z-]+ rc=|^== ' "$detached/run.log" 2>/dev/null
         if [ ! -f "$detached/finished" ]; then echo "tune-wait: still running, call tune-wait again"; r=0
-        elif grep -q '^tune rc=0' "$detached/run.log"; then echo "tune-wait: done"; r=0
-        else echo "tune-wait: the tune failed"; r=1; fi
+        elif ! grep -E '^[a-z-]+ rc=|^== ' "$detached/run.log" | grep -qv 'rc=0'; then echo "tune-wait: done"; r=0
+        else echo "tune-wait: a step failed"; r=1; fi
         tail -1 "$detached/tune.log" 2>/dev/null
       fi ;;
     focus)
@@ -100,19 +109,34 @@ for step in "$@"; do
         --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
       r=$?; echo "exhaustive rc=$r"; tail -1 "$out/exhaustive.log"
       node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl.gz" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
+    bwd-tune|torch-bwd)
+      # The backward grid the package uses (its templates include the forward's), or the package's
+      # gradients and timings against torch (after the package step).
+      OUT="$out" bash test/gpu/run-bwd.sh "$([ "$step" = bwd-tune ] && echo tune || echo torch)" > "$out/$step.out" 2>&1
+      r=$?; echo "$step rc=$r"; tail -3 "$out/$step.out" ;;
+    package)
+      # The package from this run's databases (each where this run has one, else the committed one),
+      # built with nvcc: the torch steps after it load this one.
+      fwd=$out/sm90-h200.jsonl.gz; [ -f "$fwd" ] || fwd=out/tuning/sm90-h200.jsonl.gz
+      bwd=$out/sm90-h200-bwd.jsonl; [ -f "$bwd" ] || bwd=out/tuning/sm90-h200-bwd.jsonl
+      pkg=$out/normgen-sm90-h200
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      node dist/cli/main.js build --db "$fwd" --db "$bwd" --db out/tuning/wgsl-h200-opengles.jsonl --out "$pkg" > "$out/package.log" 2>&1 &&
+        make -s -j"$(nproc)" -C "$pkg" >> "$out/package.log" 2>&1
+      r=$?; echo "package rc=$r"; tail -1 "$out/package.log" ;;
     torch|bench-torch)
       # The PyTorch binding: build the package's library, then the held-out shapes,
       # torch.compile and errors (torch), or the timings against torch (bench-torch).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       script=$([ "$step" = torch ] && echo torch_consumer || echo bench_torch)
-      make -s -j"$(nproc)" -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
-        OUT="$out" timeout -s KILL 570 python3 "test/gpu/$script.py" out/normgen-sm90-h200 "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
+      make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
+        OUT="$out" timeout -s KILL 570 python3 "test/gpu/$script.py" "$pkg" "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
     cluster-select)
       # The package's C selection on this GPU against its tuned table (clusters of 16 kept).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
-      make -s -j"$(nproc)" -C out/normgen-sm90-h200 > "$out/make.log" 2>&1 &&
-        node dist/test/gpu/cluster-select.js out/normgen-sm90-h200 --log "$out/cluster-select.md" > "$out/cluster-select.log" 2>&1
+      make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
+        node dist/test/gpu/cluster-select.js "$pkg" --log "$out/cluster-select.md" > "$out/cluster-select.log" 2>&1
       r=$?; echo "cluster-select rc=$r"; tail -1 "$out/cluster-select.log" ;;
     *) echo "unknown step '$step'"; r=2 ;;
   esac
