@@ -20,672 +20,672 @@ struct Config {
 
 // regs.t64.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_e0a6813dab3a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b2c04b349048(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_723b24cc7fbe(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
 }
 
 // regs.t64.v8.tpr64.i1.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_ff876c813fb6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a6a2c1a9d5e5(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
-// regs.t128.v8.tpr64.i1.h512
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_86a8f1ef9427(const NormgenFwdParams p) {
+// regs.t128.v8.tpr64.i1.cap1536.h512
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_3801b86706bf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
 }
 
 // ring.t256.v8.tpr32.i2.s2.sw.h512
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_724ffb77ae2a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::ring_kernel<Config, 256, 8, 32, 2, 1, 2, true, false, 512>(p);
 }
 
+// regs.t128.v8.tpr16.i4
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 16, 4, 1, 0>(p);
+}
+
 // regs.t128.v8.tpr128.i1.early.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_028f44bed437(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1
+// regs.t128.v8.tpr64.i2.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_1e9f5dc8152a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768>(p);
 }
 
-// regs.t256.v8.tpr128.i1.h768
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_270740f0fcaf(const NormgenFwdParams p) {
+// regs.t512.v8.tpr64.i2.h768
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768>(p);
-}
-
-// regs.t256.v8.tpr128.i1
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3abf20c2ae67(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 0>(p);
-}
-
-// ring.t128.v8.tpr32.i3.s3.sw.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_0a2891c9cdb4(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, 768>(p);
+  normgen::regs_kernel<Config, 512, 8, 64, 2, 1, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_2bc7e55ea111(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
 }
 
 // regs.t64.v8.tpr64.i2.early.h1024
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_c6f339a61ce8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1.h1024
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_afb2a007557a(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.cap1536.h1024
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_2933a328a95b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
+// regs.t256.v8.tpr128.i1.h1024
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
+}
+
+// regs.t256.v8.tpr128.i1
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 0>(p);
+}
+
 // regs.t256.v8.tpr256.i1.early.h1536
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6208e21f6bac(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_092bafd316e2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ba7bb2e83cf8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.h1536
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_1130f43c6c9a(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i3.early.h1536
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536, true>(p);
+}
+
+// regs.t256.v8.tpr256.i1.cap1536.h1536
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_263b8addc4a6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
 }
 
 // regs.t512.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_754492d50ca7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 64, 3, 1, 1536>(p);
 }
 
 // regs.t256.v8.tpr256.i1.early.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c729951db05a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a10215cd0283(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.h2048
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b6defc6421f0(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.cap1536.h2048
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_90c39595ca74(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
 
-// regs.t512.v8.tpr64.i4.h2048
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_c267db359cd0(const NormgenFwdParams p) {
+// regs.t128.v8.tpr64.i4
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_9dae38bf0b6c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 64, 4, 1, 2048>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 4, 1, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i1.early.h2560
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8cb3ed9e410a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
 }
 
 // regs.t512.v8.tpr512.i1.early
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8be2d2baad75(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2.early.h2560
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0ffd8632b9dd(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_128be513b2cd(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
-}
-
 // regs.t128.v8.tpr128.i3.early.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_09ae3933ccaa(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.h2560
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7e2846c51c09(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+
+// regs.t512.v8.tpr512.i1.cap1536.h2560
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_7f172113efa6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
 }
 
 // regs.t512.v8.tpr64.i5.h2560
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f44cf08518fc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ab8033cca848(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 64, 5, 1, 2560>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h2560
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6862096f3f30(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_17210efe861a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
 }
 
-// regs.t512.v8.tpr512.i1.early.h3072
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_c8f97d2cbc0d(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072, true>(p);
-}
-
 // regs.t256.v8.tpr256.i2.early.h3072
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f6901a2fc0b8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.early.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_5944a4e85f48(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.h3072
+// regs.t512.v8.tpr512.i1.early.h3072
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d18c497316d5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.cap1536.h3072
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_e981de6e0f74(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h3072
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f9b6e3a7e9ac(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_aba4f294e3e4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c2.early.h4096
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_dc6ad7fb9c5d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096, true>(p);
 }
 
 // smem.t256.v8.tpr256.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6675b5ae591a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
 }
 
 // regs.t1024.v8.tpr512.i1.h4096
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_33023d194c9e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 512, 1, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4b1590ba71a5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 0, true>(p);
 }
 
-// smem.t512.v8.tpr512.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_144a9caa1b31(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i2.s2.sw.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_ae6f350ba7ee(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 4096>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 2, 1, 2, true, false, 4096>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c2.early.h5120
+// regs.t256.v8.tpr256.i1.c2
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a1fd762bdc61(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 0>(p);
+}
+
+// regs.t512.v8.tpr512.i1.cap1536.h4096
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_337c68e3a6ba(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
+}
+
+// regs.t512.v8.tpr512.i2.early.h5120
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_37bf6fb10af2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i3.early.h5120
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fcfcca83d858(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
-}
-
 // regs.t1024.v8.tpr1024.i1.h5120
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_c69c2bfc06c2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_39cf53658e5e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 5120>(p);
 }
 
-// regs.t1024.v8.tpr1024.i1
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_1e7c33d32d08(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i2.early
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_4176969ff6a0(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0, true>(p);
 }
 
 // regs.t512.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_070b5575ad58(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0ebec0d568dd(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 256, 3, 1, 5120>(p);
 }
 
 // regs.t512.v8.tpr512.i2.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_e1e1ea73034e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_790b417ca81c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c2.early.h6144
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c4e671c66fd9(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.c2.early.h6144
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 6144, true>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 6144, true>(p);
+}
+
+// regs.t512.v8.tpr512.i2.early.h6144
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
 }
 
 // regs.t1024.v8.tpr1024.i1.h6144
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_5c8838bf2fe1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 6144>(p);
 }
 
 // regs.t512.v8.tpr256.i3.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_723d84dc0e9e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 256, 3, 1, 6144>(p);
 }
 
-// smem.t512.v8.tpr512.h6144
+// regs.t512.v8.tpr512.i2.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_96575fb43758(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f1f78b2cc0f3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c9e8768f1be8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_524fe98c225b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_97c8e43680b5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
 }
 
 // regs.t1024.v8.tpr1024.i1.h7168
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_3af5035158bc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 7168>(p);
 }
 
-// smem.t512.v8.tpr256.h7168
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8a50941a3ca1(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 256, 0, 1, 7168>(p);
-}
-
 // smem.t512.v8.tpr512.h7168
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_3bb9e05d9b33(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_bc81c9652ef3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 7168>(p);
 }
 
-// reload.t256.v8.tpr256
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_af40d45dc94d(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
-}
-
 // regs.t256.v8.tpr256.i1.c4.early.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d3cd279a9409(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b96f82349ab1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
 }
 
-// pipelined.t512.v8.tpr512.i2.h8192
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_b3cd932e48d5(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
-}
-
 // regs.t1024.v8.tpr1024.i1.h8192
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_e864bb3d9573(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 8192>(p);
 }
 
-// ring.t512.v8.tpr512.i2.s2.sw.h8192
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0142ee00c612(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, true, false, 8192>(p);
-}
-
-// smem.t256.v8.tpr256
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ea0254cdd423(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
-}
-
 // regs.t512.v8.tpr512.i2.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_80db1c275ff7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
 // smem.t1024.v8.tpr512.h8192
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_1336e6e1f42a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_53f8be5bbc27(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 8, 512, 0, 1, 8192>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c4.early.h12288
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f6eb809e5a87(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 12288, true>(p);
-}
-
-// regs.t512.v8.tpr512.i1.c4.early
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8cf0fe5d33cd(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
-}
-
 // regs.t128.v8.tpr128.i3.c4.early.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_3f9898f67302(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
 }
 
+// regs.t512.v8.tpr512.i1.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
+}
+
 // regs.t256.v8.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b50843e80090(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d61130daeb18(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
 }
 
 // regs.t1024.v8.tpr1024.i1.c2.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_f619d882a669(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 2, 12288>(p);
 }
 
-// ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b521b0fe42be(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i2.c2.early.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_45d920b6f873(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, 12288>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 12288, true>(p);
 }
 
-// smem.t512.v8.tpr512.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0bc71e8d3152(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i2.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_97b95b7a3e7a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 0, true>(p);
+}
+
+// regs.t512.v8.tpr512.i3.h12288
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_7eeafc9dd512(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
+}
+
+// smem.t256.v8.tpr256
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+
+// smem.t256.v8.tpr64.h12288
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a0b3dd4888ca(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::smem_kernel<Config, 256, 8, 64, 0, 1, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c8.early.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_684b874cec8d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384, true>(p);
 }
 
 // regs.t256.v8.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fa1c7787922b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
 // pipelined.t512.v8.tpr512.i1.c4.h16384
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9c17f01e40b8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 8, 512, 1, 4, 16384>(p);
 }
 
-// regs.t512.v8.tpr512.i2.c2.early.h16384
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6b9d672b808a(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_1569df57e17d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 16384, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 0, true>(p);
 }
 
-// regs.t512.v8.tpr512.i2.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7a666e64aa7c(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c4.h16384
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 0, true>(p);
-}
-
-// smem.t512.v8.tpr512.h16384
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6d096eb9ffd3(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
-}
-
-// smem.t1024.v8.tpr512.h16384
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_5e9b391d4b62(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 1024, 8, 512, 0, 1, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.early.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fac7d01448fa(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768, true>(p);
 }
 
-// pipelined.t256.v8.tpr256.i1.c16.h32768
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7db55329031e(const NormgenFwdParams p) {
+// reload.t256.v8.tpr256
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6706fe60eaa0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
 }
 
-// regs.t512.v8.tpr512.i4.c2.h32768
+// smem.t512.v8.tpr512.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_18d5b0cac53a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 32768>(p);
 }
 
 // smem.t512.v8.tpr512.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f72ea1d2ded0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_05c442a587d5(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
 }
 
 // smem.t512.v8.tpr512.c2
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d4fe00df2d06(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_21760120c89e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.early.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_598c2d44dba8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
 }
 
-// pipelined.t512.v8.tpr512.i1.c16.h65536
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_514a166fb5c5(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c16.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 512, 8, 512, 1, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_31bdc5b92c43(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
 }
 
-// ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_9bd66be47881(const NormgenFwdParams p) {
+// smem.t512.v8.tpr512.c2.h65536
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_46fd3c0a5192(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, 65536>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 65536>(p);
 }
 
 // smem.t1024.v8.tpr1024.h65536
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_d0a2affc52c4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 65536>(p);
 }
 
 // regs.t512.v8.tpr512.i2.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_613f4f4e38ef(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cf5e0272834e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072>(p);
 }
 
+// regs.t512.v8.tpr512.i2.c16.early
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 0, true>(p);
+}
+
+// ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_ae028ca1c8bd(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, true, 131072>(p);
+}
+
 // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_63a5134c66ca(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, 131072>(p);
 }
 
 // smem.t512.v8.tpr512.c4.h131072
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_79cd6bff9a2c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 4, 131072>(p);
 }
 
 // smem.t512.v8.tpr512.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_4ac10915d7d7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 4, 0>(p);
 }
 
 // smem.t1024.v8.tpr1024.c2.h131072
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_5897a9c8c230(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c1e49b6ebf96(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 8, 1024, 0, 2, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_bbedee951c2e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

@@ -9,843 +9,876 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_da0ca5a3fda3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8def76b350a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f90aef7febc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1edf09036455(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_725d8ef4aa21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b19a2271fa8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6d976ced6530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f5222f6a264(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41929371f522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee4a51e956e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65ad6d60234b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f9ab2e81bfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50b8907b722d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b25badd89210(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4376ee3557ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd6e3a3d20d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6aea47bb7135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa499eaf86bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_77d2c87bfd1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1089297049db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af303b9ca3c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7409606ab898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2eeb70b646d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed03a9bf594e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23d2927e2e61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e781f6e69db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c4f238f29e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b8beb760eff6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2fa9b98ed010(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_08d967035de1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e0129383706(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e0b5ea4c1cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_258bd6a05a38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d444f0909203(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e23c1949fddd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e07c79132795(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0b37f1527b0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3658589c4db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa0d0a5b2873(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4c2b45a6d94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_29ca4cb00254(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa40bfe9426a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc9c76d15bcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_20cdd07928a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35ff78615b3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d5670707032(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fec59e1a2da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5651d34bf20f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdc241c55f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_539f8932de56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac98ea3776af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b2aa7f7bd85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad20acb99f0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4cd93dfdae38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_986af04602af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_851ca2152965(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf900f90b03d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c2ed9ddd26d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e5214a052e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e53b57f0b6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93a66cc2a1a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bab25eb38ee1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f3a632add6ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35aaefed83aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e1c189ccad6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_afcd21f7740e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b29fd291862b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa94648b80fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fa1ff11fb7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2d42ba5766b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8ede93fc428(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87834ec6239a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f914712c689f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_26d1cf7b41a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c0e6867a6cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc2116783510(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d501f7420780(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf4738a3a25a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_726871d6fd88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46f9abc65cda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d3a87ac6b33e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_112cf8122aba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_115813f38563(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38c1623f02ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a814de333e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed0dbe7679c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4fddf5e21d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01b5fd53a36f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16dab03849ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3ab5d15888f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_316e2eed38a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94dd4e8f2687(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4911b79834f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05a1327abeab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_06503f1b1309(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7af8636b1f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f24b4ff2633(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b5190510d0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c233d227609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_097fbadead43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c64255aa2334(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_173984d4831b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bb9d5818951(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_082e656e4db7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_172f4bb165a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a259379e991(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7db5e1f654df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a19f5a6b1ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac3882e1c2a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9849759306f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89095ea3f4a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0055a8448a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7263a3de48d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dfc0dfa13305(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_57c8b96fb44c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50bd5ddaf7d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b26d2b73981(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6a4e064cdf2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d8affe598ff9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f95c74878f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3e34d11bacd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe57aa5f12f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2446f02b7e0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb1f7ef4fc68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa89f2e14ffe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d08fb2d8508f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5847f6143006(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a7e91f151d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_86449a659604(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea388a34c3d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edefee9d57f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f59c01249d5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_afd94478d55a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_702c6968183a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_135abc0c8a15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3c65b6b23ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f4ee5263019(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e06f74cef38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_048f1c1100b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_beb0efd4ecdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_77e342ff331f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a8220b9b424(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b600040de3f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_231e96c8030f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_320fd60b917d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_759d7cdaa79c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0d12237702c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aadf2ec04f9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ee67bf86811(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e853f50308d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5db5b4c4afda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a63b61a1794(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa7503ea3f12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16e03df50c23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_861e923e1c9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_530d60163fc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78cd0e6cd5a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e8639dce402(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16e1d569c07e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_546f508861ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d234e9f06dd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a183f6c727b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f042a171f99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a86dfab9303c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4dd821906cff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1be21c39639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_672a08efc575(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07d9579808e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fda70f4622e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b4375a147c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25686bef39d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1cfde529b1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_923537ee20cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_803dc576b943(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cdd62c8300cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43cac6fbc326(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_79095c1265b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e06ee08ed31e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb8faa3b2df3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ca5d71189e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05bf1a699ecc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21a5fbfa8a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f810b787c957(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca4f72c09b04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b667ce3ffcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f5dd3249729(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0b789460d2e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c39321af8c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef7d8b7d011c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42172e792695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a6f7e19d7d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ac74d8c2834(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ad3a2ef2375(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bd58c3ad09f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2fe723519bf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8d0b2db9c7cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_90b51331935d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_580a87508bed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d5ad3d0ed29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94b9545d55bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f3a847aeeaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fd2135647c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbfe0c743451(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7307d945daf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f29cfd37089(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d5cb5c18fb00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_544aa8cd5bc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6583ae8cc336(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b97964452a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d1ed5cabb47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60d547619248(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c76b3b443455(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3879ec08e30b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21eb7a3368ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb24b77f8843(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a63b5e636617(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5a857d00b16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a32d89640b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_874ec171fda5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14c37242a229(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c309d847d9d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff656ede4742(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b7cbf58ce37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eebb90ede168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c0a5aa4a4d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2c98081e3415(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa9373e53af5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0d32d2c5e6ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b6659015dbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7d1254836e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_118ab9a01caa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_782f8fe969de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c9adcbdbcd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ef2e470df86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ebdfa44dd7dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_835451b02420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f8d19ade0ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9bead7b46e6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d22a26694a41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b5dc6898a7cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_864141ec50b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4d4af40335e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46b4b43ad6de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18c2dbebf90a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9af0d4f5c017(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f50510b0d2a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0af178e1ef70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4294ab76777d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a06256b62bcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_453d6d281fb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c33748f9df9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f616eb176e9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ab28df58cc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8daa8d4e12d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffa4e6f14be2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1100f7daf67f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8782f7cb0388(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de57e207c3a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b87ed4f1329(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2bec7f322b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e44ce194813(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42025acc113c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_918e6b96686e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e622ac511ec9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_48e65499bbb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_68f5717d4330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80194d8aeb00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02e976ed611c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46464789641a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_784d42c261f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81ea76ea922c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_29dc6d84b4e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63ef1fd5609c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9f14789abf03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d22bfc4f7f83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f0d33000473(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e8f9722c5e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb47b5bac20f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24e1bfe3b2c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_59262cf9ce2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7aed3a0400a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_369aa4caaa77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d8960d5b4ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d860ea7bed33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c01f977d673(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2253f5dc8810(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74082e5fa029(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_145ecd971eff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1aff2c33f7e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9cfc704ffb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abdea8521e25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1407fdb0af2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e356181b2f04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d33863d8e5f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f62772838139(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6091ab837e90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37b1c20761b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13ff6878dbd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85e3817ea188(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2113905835ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_913f00f4a694(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c09e001773b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f43af7d413d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1609141a971(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4edbaa352a2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f654080421d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_effe6f988ed9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2b275dd272d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8d829a6c663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1857dcdf7367(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e72626b4ab5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81c5a56f2a62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ed26b94dddf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12b4e58e1934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_521ea948f3cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ed79121114e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d190f3ee8312(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b222c3b69de0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1c29101779a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3fa9030dcdb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ba9352830a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_622921a4f447(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcee13cc95cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25a7453ab609(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e13b4c7a4f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c90ce77c1eea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_258367e23a06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aeaaa22e1cdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_427065a0c49e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ccbbf38eaff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4730dd9a5947(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_761dddd7fdf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e71f4656616(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07a102fb6822(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb97e1c82c4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a3ac97b2678(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64af77d6f3ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d229ea078a5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_054cf0c7df14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bca28af6cda9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4adfed5cfaf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa76010aa873(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa7bc792afc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d52f33238775(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_526234566440(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2c1ad1ed368(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cc7f0d785c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0d4131383ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_658063eeaaef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c41d314f67c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03e859b33f4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f12deb86591(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c57b9028a5cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b3da26eb197(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73b6a1bcc3df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c905b997befd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22765e762318(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8a3c4f7fd2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10a58f3c0de4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8911e29f0ddb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90203c497756(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a185f891420b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ef870cc2fd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68e78a7359d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9515cb1ffc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd58fb085015(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c19f4a6371e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bde44410328(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab7d5d1d467f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bc242b5ae0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7fa975643bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dea39589560(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b989f161ae71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8774587f232(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95586bbd00b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26b4f80f7e7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e31967caca11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ca75ff595f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60846a03c3ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_540a2cf8dd90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1371baa05e91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31107f2bbc7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aac1706823e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2193b9afd953(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd040606d985(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93652c3d9603(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b0708e3c955(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ace338fa2c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7741d7b28a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0a6813dab3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2c04b349048(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_723b24cc7fbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff876c813fb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86a8f1ef9427(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_724ffb77ae2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_028f44bed437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e9f5dc8152a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_270740f0fcaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3abf20c2ae67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a2891c9cdb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bc7e55ea111(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6f339a61ce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afb2a007557a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6208e21f6bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_092bafd316e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1130f43c6c9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_754492d50ca7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c729951db05a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6defc6421f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c267db359cd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cb3ed9e410a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8be2d2baad75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ffd8632b9dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_128be513b2cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09ae3933ccaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e2846c51c09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f44cf08518fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6862096f3f30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8f97d2cbc0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6901a2fc0b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5944a4e85f48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d18c497316d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9b6e3a7e9ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc6ad7fb9c5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6675b5ae591a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33023d194c9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b1590ba71a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_144a9caa1b31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1fd762bdc61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37bf6fb10af2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcfcca83d858(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c69c2bfc06c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e7c33d32d08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_070b5575ad58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1e1ea73034e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4e671c66fd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c8838bf2fe1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_723d84dc0e9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96575fb43758(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9e8768f1be8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_524fe98c225b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97c8e43680b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3af5035158bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a50941a3ca1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bb9e05d9b33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af40d45dc94d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3cd279a9409(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b96f82349ab1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3cd932e48d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e864bb3d9573(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0142ee00c612(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea0254cdd423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80db1c275ff7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1336e6e1f42a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6eb809e5a87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cf0fe5d33cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f9898f67302(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b50843e80090(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f619d882a669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b521b0fe42be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bc71e8d3152(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_684b874cec8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa1c7787922b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c17f01e40b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b9d672b808a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a666e64aa7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d096eb9ffd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e9b391d4b62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fac7d01448fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7db55329031e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6706fe60eaa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18d5b0cac53a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f72ea1d2ded0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4fe00df2d06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_598c2d44dba8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_514a166fb5c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31bdc5b92c43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bd66be47881(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0a2affc52c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_613f4f4e38ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63a5134c66ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79cd6bff9a2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ac10915d7d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5897a9c8c230(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbedee951c2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af86d3620c59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10828fed39f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32f6913233dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83d531c835d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a10c7d7dd32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f84c4bf1c2e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_113481787e2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d783e78f8f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdcb5d2fe4d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fac2c698cbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fa08653d267(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b993ca76fe22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bea12ecbf2fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a59a5502e4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc94e693e229(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7337d948ddc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f392b2e66421(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dbc1ba15c06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6648fe33ac6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02a8275eaf6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_462313cec602(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c33f273bbe0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f51c431f1a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14498b9c2a8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e69692b497e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_434a083a8362(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_644c849fac22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_021e6498f48b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d51131f96a5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da7a212964fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_deb77b734526(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8313f5d8d3f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9118f2b27866(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fbd1a646d3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c9048c5162f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91a88e4c5b91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_207e0ed266cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e2081e23971(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_292438d668fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2245a9511365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17c1e671f0f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4357af5684c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbc607db30b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ece04a2b1304(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02c3da15c618(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35b0dbd57fa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fa48a1c8cc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73f81cd8586b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0918fc464e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcfeaa5a7a11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30e22dfe406a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fff5c2086a87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5de2dde9ee1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f072b67f33fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1636306c686(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1546d8f67b10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95b810db827b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13df5c69715a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97d9e5f6aaaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a2f5a71a6aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab91ecc10622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_736339fe9a6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36795ce6a985(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e9badd35885(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc9dbdba1d78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09ae3e3600df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f07b176c9c5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_551c19557adf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_965be0afc12a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20208bd51ae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c648e2298b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd9b77c01d80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72c5edce9bf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d986612c024(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_632a50b4aeb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c75538468f59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab0eb9d30c12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5ace25eccbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f37b574702e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec0b98d58ccb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4170a32a834(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7df60abbe509(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d0be30529b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a14cc6f884b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb20a8b8efa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13323762e724(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c616d69e87e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b21fa44ca113(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41244458e36f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66390c7cd88f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_496c3916d112(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ec12108bdc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b34dd81fe269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ec8885954df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec6840337c4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7709682d08fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1396908c97c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c28b29d91840(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d3dc14e8b16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_272ae2752b24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30cca8546c60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_416949aa4dcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_766b82b707ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb7f0e5f98c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74db9336e8a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de67f1d6d259(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3db3c13ebd4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c0fd39a4404(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a08c57d1cff8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_716128578e33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26c13bf4af74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a90cef6775cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec03d38ab5ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9fbf7e199a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab78d2ebc44d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de0e4bca2a8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56ad87268e3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3def63a44c71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7d96649dccb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8849c9e9202f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f725566b29c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6cd4e88ba9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a99d54d8ea6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e72363e4314(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_278e791ec768(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5c4d421731a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85e6db86ebb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ea8d18bd08c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a021ccd30e3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9427c4a08466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a30abf586df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94a3ee099331(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b91589800b4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d81fa0118c93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7340f7ca42f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98b927bc5025(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_327050c6370f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28a3c95948a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4bcce581abd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0267ceaa570(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba619f95db1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcbd983c50dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5804620e3f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45e23fbdda97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e6886a8891c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9adfbfdc5e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c00a817a7db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f92149b14c34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0180d5a293ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6db290d86f0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40ba26b94ae5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8ed5204d617(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c247689ea170(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_731e9f2eef00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_671563a1789c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd65f2506e50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_560dd8a6ac89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d960cdcdcbb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e8ad1dc3db6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bf417cf709d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e294bba1f80c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9561807844a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e75ddd2db27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bc2e372f33b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e238a68aa01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f14c83b94287(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b44dd6703fd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d99652953ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8db03b854dc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be6bd93e688b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd8d15e2811a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bc0dff4503e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffafde83abf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac34735e3490(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9254b45c22c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ecd287581ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c0ccd347378(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb476a0fc14b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9de49dc9d979(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_076ef9c29e98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d01a17f904b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_121c2c90928b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bebe6a54f03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6e0c20d0de4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b577299966e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ed5f1dfa07a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ad996ac1b0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9236f43c8525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9dd76c3a1ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00ffdd960e41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a8daa125c68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a8633ffd3b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2259bbcc39f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_650bea33a971(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fd196fc72d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85f1fed500fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66343aec938c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3b35eb73842(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9616740fdee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb1119da4c49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_115070950182(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc1c370da5c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4201ceb9b2c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_260d66bec11f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff7307661c1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_576d597db9f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0afeadd9f1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_931f894cf2ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9201ee8fe858(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82eaadbff7c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05fe14642f4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5563de8f0af5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08ba5f3a895a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed7e14058f04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ed986bf00d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_daf41fe52458(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf66e94f3615(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c56822002983(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d196a49fd5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad7757d9b881(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_974474207483(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2d1048ae938(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0aec3b06185a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18e93b99392f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce0bfb78fef9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57260617c3be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8be874021e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7635c053709(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c21f3cf3a27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_379308ff6ce3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_644628cedfa2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acdff237e5e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a3f0f3eedc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_320e8eb14448(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_decc5f154f58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_041aaaf13f9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c878de5f0bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2b8ee33fbcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0abc1b41fc0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a24148e20d29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c818980bd5a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6568b748762f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c727cdcfd05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5adbb07a414c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58c12343f949(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4d3f6a284a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcba8a6df204(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2c52d5f7d4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f494e67344f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04af8a486fa7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5bf3c2ae63d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c23b2b5a61f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39f51ee1e809(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e36a25013630(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7113b5a10b95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d9d5e9fb434(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94cd2b38aa69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eca2e286523(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c525dae897de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30f63bd8c41b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f082836a77d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63c2f63e085c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abc7988f0b97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_956405974ee6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec5990f6de0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b62e758ab7e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23143d4a225d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0959bc46ae3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de4fd0090d18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_194908bacf9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2a3061dd34b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5a0399c0a58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d573ffde82b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecca71f202f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_448f22d068bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5439a2ed1aa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76058d6daecc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85ec13b33ce5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79ddcd8ec2e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0944ddc45310(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6464ef3781d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dfa9df8c330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_697d547b449b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ca64c0bfbea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17fd1ea71215(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cae5d7e62a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d9f0fe38d87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_165440fcdc83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67ec42ca388e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c49d2628822e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c362dc6d922(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28f14804339e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a393cf1c768c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c3d0042d21a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0b500c7bc42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_887aff8ce31b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eefb7dcdffb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c6be5354d8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73cc6148e9b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73036144f5a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6cd93be5dea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e99602b5595(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63a54084dbfb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3945104153ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8f10fa3fb34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c17636fb9c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d394d928b891(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44a9ba922774(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_453b87ffd141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_839393d2ce5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_628c0318e10e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0070aaf5cb99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20f15ecfe5b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69ef0eaa415f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2e74a6133e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_828f9538e8da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b73216823265(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e7fca5eeca1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31631c379d6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81f08ac080c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a85f40714b2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfef22e1e7aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f02de5ff3f59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23ee1771c807(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0920c506cc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b3c5aacd2a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e32dd20c76c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d1046d96676(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ca13c44580e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c912c22473ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad88f94f15e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_921dd3455d76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4651843e6b53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5609f4c67a4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4930aabb426(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc323a9937f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6183de42dac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6df8806d3daa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ed4ed57c16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3706a82db1c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb9bb0dffdb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf85bdc7cbcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83296c730f48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83cdec0b6d40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8784833d9d7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d183abea4ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b151d440d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c9d0acbb35d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff3dba68eeb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00064f06bf73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6206956be16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57880f5b4b1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02d4e2256c7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1071f8401892(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2ada0692e4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e95a6146bed0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27396452a8e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36a000f6dbf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_188ea427045f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_976b14536c8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b007dd7a63e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c5c9329b054b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51700624b184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ff3e6966146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f0be6565b50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9b23dca6381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_272f97f07200(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_051661a21dd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea6e23ded289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8258b087f5f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_990694931d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa5475638ccb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a5fc511496b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46a037416990(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_088633d715ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5175164bfe9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e916974e978b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b86705b95ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21cb04c5687c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ddaa624e07e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c370543161fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b52122b94c36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3edcd8924e14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f51ca6e598d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_323fe2aca009(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f51a8e3aa740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4f01a46e9d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e69840df0f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_362e8de594bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dde9bf0e4674(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1dc080948e33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_861d92c621b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98b4e0b9a4da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12a66e40ef5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7938d28596f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c942ee3352d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9647980ed2f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf5a5a71b53d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13316d4b0bd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31cc9c687b33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01f68fc30027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_458b22f83b82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c78dea779af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f372246a5c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8574c4d8709(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c9b274fb146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_307b40043577(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_471e5bb9ac07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa4f56ae7151(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecf476424e64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_317ee90b92b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93ce22ce19d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_719ab43e33cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddf5b093eedf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b596560d3dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9451eda06b9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a7c14ff1d86d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_351eca841eec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c465f323107a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_535360118b2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62adb943590b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccc4b5728f62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92c970615a62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23be145bb6ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51f7e66dc791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab29e239e386(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28252ec06ee8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b83f41d87bcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f72bd0de6a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb05a658490c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b478c148e1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fe03385951eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91808bf8792c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc3d3d2f7a06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e7e74db3066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fb87fc0368d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_324918f53ab1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e13f4868781(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63bb18f8abec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_436ebb748485(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b235f39743c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c147bf5975f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d90897f08b1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1857811f81be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5315f8a2d74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d74ae2f388a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce6ca59f3118(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d74d0e526ed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ffd60c32ed0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3da4d5ef5f8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0995ef987eb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0ec641d853ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40c633344033(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0672d72a26a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6335f771a15e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00569e0fdba8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0794a7713539(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d19d497a030(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b3e66c081f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_477a25492bc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0ea877411b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f8e5b4f98f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5e12a33a058(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00befabda88b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d32e6dcba5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c2f126bf750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_322007904187(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc6dcf87ecf2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fdda1009dfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27085e478a5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92446607ca6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2af98abd278(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d0820d48346e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_255cc921849b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e79ee299230(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dd3103adfdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6947844736da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5079629e1e73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3faaa604841d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2b726ccbb51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e90df67fe988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05b86a634f70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5db7db2d78f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62b361f8365c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0b17a9ce9af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3abcb1c928c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbab7e08ed8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_419392091578(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f32a12ddfc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2fa4a801cef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_704a89d7ae85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6d3afa6594e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57b881e5566e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8dbb5f2d2f3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99d79c5526b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b60be861281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6209f23b614(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b17791576f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5dbf8ff07818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eeb366bbaaa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb3b16f9c205(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c33d319bd3f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c08388b1eafb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4a9a6b18d45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a615efcf451(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_597aaa1cb256(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af5af7aa2e96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4676ecf5a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27cce33746b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e24f7d42a2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb45062c274a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5d60d875a6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d6a698390bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cd255a8de43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d35d94eb656e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f7f56083bd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_962bbf0690e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_127a5fe80a58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bcd8c451cc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5df67d4d1de9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_161da9bb6516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdb1bcd77ab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_504012a2324f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d0cb5009457(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62f242348eb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02d3fecdea5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a95ce993b4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e21e0b30f55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff1aa1ce9cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f868d3c7f3de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d2f4af249d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc784af91c8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da85675021bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66ab86285588(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a981bdc5046a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c9834a8ba9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35d4d6017c73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f56df85bb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b67aa5a5dad7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4905a2719c86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78ddd8c1867b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_920eb838b144(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3838562accc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f10ba4778a33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_daba1cbe8824(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7f4c254c15c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_029f46c16e34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a284313872e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cdf4306d742(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b834204e6ba7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcdb36309b26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d96cfe482b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33f839d6dd03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72141fb5bd84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fa5f623430a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64d22325395(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_505b3376994a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6a2c1a9d5e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3801b86706bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2933a328a95b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba7bb2e83cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_263b8addc4a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a10215cd0283(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90c39595ca74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9dae38bf0b6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f172113efa6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab8033cca848(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17210efe861a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e981de6e0f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aba4f294e3e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae6f350ba7ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_337c68e3a6ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39cf53658e5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4176969ff6a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ebec0d568dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_790b417ca81c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1f78b2cc0f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc81c9652ef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53f8be5bbc27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d61130daeb18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45d920b6f873(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97b95b7a3e7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7eeafc9dd512(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0b3dd4888ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1569df57e17d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05c442a587d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21760120c89e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46fd3c0a5192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf5e0272834e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae028ca1c8bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1e49b6ebf96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f69a27c4bf1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85d508570565(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04107dfb9208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a872457a3010(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dd974de85d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea16c4d4bd29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39e687a81f1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1919b91c0ff2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e30468f5ea69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42c83920bb03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a7a0915a6bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9afae8cadfaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e781a1da980(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c80015a02695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06bb607ee364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d271f030c6fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1476cafabab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79df1ab7425a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2cbcb03ebf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_690ac06c4032(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_422073ab467b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1caa151ca92a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80f4a6fbfe62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fd717328ce0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90723652e859(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f8a5ab06783(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a709aeab2fe6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3a284ed7e7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2b63e7c08ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e5dada607b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80dd4488b3e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e8e8bd84144(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bf6339b8f55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6cc6688ec35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2390a53cb833(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16e3b43268d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_599ce27d3393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee94716ba79c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f45c5ecc6911(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_135b0937808c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a16996be72a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27e65ca2d4f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e41d05f39b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ccdcca3f978(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8dd32c1724f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f17591f4ef3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a5d4348de70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a36f41afd337(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_598ed2e08916(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25550848424c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a99a86265d3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90d9221851af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59ccf2a276cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91eecbb95921(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c12169a89440(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24daed56bf37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5f744e3002d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22ea7606277c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6268cfac2555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85599fafab5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8cdba820248(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e57440df45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a6000ce7737(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4142517486c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f361cc3782b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e893d14d2bab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f17a57c638a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a0d2d35988e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d1cf60f2201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f1695e7c902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c168eb1cc896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99a57e3a5bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e88334b09c30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b50983294680(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a223ba4a48fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be8da7c8bfc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c44021ad565(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_430ab0c742ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7116f3fa6877(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e0370dc23a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_522dc69dfad6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39677ed86ebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59eb756a1b9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bbac6d065f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71aecfc61b7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f05d690e96b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc36ee7c11cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9de0c46f7a14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7651a17473f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ebc9a083e85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64c5bf70bd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5479dc89819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d54e614cf1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e7b7d063db6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82f5425fd4ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95f6ed495a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80a8ee41e897(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c93a0870262(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac139938563b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_787bc1b4910e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5313eddf4537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62ff87df9b8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58ce68b10aec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96508c338e1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a24fd01be2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eea83efb5516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f5b1fdeebe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9afdb95628b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a775c397d4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f0ab2893355(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_86f5a14103bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96a70543bb39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa63a96528a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b864d883e9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1604cf0319bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b53d759d8497(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea28b22b2e39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea0d33fa40c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d41f05bb7c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_022b6cd859a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_854300d68546(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa4a4d07b315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a9a8822c36e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67c793071065(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59efaa097edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a05a01762dc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f566d1984dc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_568983f3249d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f024fa09dbdd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cc0faeb6253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a04016360cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2186f627f0af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec39dcad80ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fa573f364e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1164c4983b4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1274c359b5f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9cb4b8bfe9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67c2fe0adf69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d235805e02b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2313ca8a2b47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fd15e5cb915(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fceac507e6d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7224c61e1367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab10f153b222(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f37cde9fd94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07e449ee0dd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2505c5c7397c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a6a186bcff8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62657cda7cf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f2f21fecbb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9666de0ff91d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_666009d09856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19c4fcb3e597(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_772fc78bd6cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ba4dfd8c70e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_108c8ac2adcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b0cd3c9ff31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_068d63198c41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f847e1c2ce17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e20228adc3a(const NormgenFwdParams p);
 
 namespace {
 
@@ -861,843 +894,876 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_da0ca5a3fda3, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_8def76b350a1, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_f90aef7febc0, 4, 128, 8, 32, 2, 1, 2, 10240, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_1edf09036455, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_725d8ef4aa21, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_5b19a2271fa8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_6d976ced6530, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_1f5222f6a264, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap
-  {(const void*)&normgen_layernorm_fwd_41929371f522, 4, 256, 8, 32, 3, 1, 2, 39936, 768 },  // ring.t256.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_ee4a51e956e5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_65ad6d60234b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_3f9ab2e81bfa, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_50b8907b722d, 4, 128, 8, 32, 4, 1, 2, 28672, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_b25badd89210, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_4376ee3557ac, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_fd6e3a3d20d0, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_6aea47bb7135, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_aa499eaf86bd, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_77d2c87bfd1f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_1089297049db, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_af303b9ca3c7, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_7409606ab898, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_f2eeb70b646d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_ed03a9bf594e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_23d2927e2e61, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_3e781f6e69db, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_5c4f238f29e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_b8beb760eff6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_2fa9b98ed010, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_08d967035de1, 0, 256, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t256.v8.tpr64.i5.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_3e0129383706, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_9e0b5ea4c1cb, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_258bd6a05a38, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_d444f0909203, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_e23c1949fddd, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_e07c79132795, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_0b37f1527b0c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_c3658589c4db, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_fa0d0a5b2873, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_d4c2b45a6d94, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_29ca4cb00254, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_fa40bfe9426a, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_bc9c76d15bcd, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_20cdd07928a6, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_35ff78615b3f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_5d5670707032, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_fec59e1a2da1, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_5651d34bf20f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_bdc241c55f13, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_layernorm_fwd_539f8932de56, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_ac98ea3776af, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_8b2aa7f7bd85, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_ad20acb99f0a, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_layernorm_fwd_4cd93dfdae38, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_986af04602af, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_851ca2152965, 2, 128, 8, 128, 0, 1, 2, 0, 7168 },  // smem.t128.v8.tpr128.h7168
-  {(const void*)&normgen_layernorm_fwd_bf900f90b03d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_5c2ed9ddd26d, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_4e5214a052e5, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_8e53b57f0b6b, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_93a66cc2a1a5, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_bab25eb38ee1, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_layernorm_fwd_f3a632add6ee, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_35aaefed83aa, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_6e1c189ccad6, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_afcd21f7740e, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_b29fd291862b, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_aa94648b80fb, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_1fa1ff11fb7b, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_2d42ba5766b2, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_a8ede93fc428, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_87834ec6239a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_f914712c689f, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_26d1cf7b41a3, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_1c0e6867a6cc, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_fc2116783510, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_d501f7420780, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_layernorm_fwd_cf4738a3a25a, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_726871d6fd88, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_46f9abc65cda, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_d3a87ac6b33e, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_112cf8122aba, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_layernorm_fwd_115813f38563, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_38c1623f02ce, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_1a814de333e0, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_ed0dbe7679c5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_f4fddf5e21d5, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_01b5fd53a36f, 0, 128, 8, 128, 8, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i8.c8.early
-  {(const void*)&normgen_layernorm_fwd_16dab03849ed, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_b3ab5d15888f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_316e2eed38a8, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_94dd4e8f2687, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_d4911b79834f, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_05a1327abeab, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_06503f1b1309, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_c7af8636b1f7, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
-  {(const void*)&normgen_layernorm_fwd_6f24b4ff2633, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_4b5190510d0d, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_4c233d227609, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.cap.h512
-  {(const void*)&normgen_layernorm_fwd_097fbadead43, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_c64255aa2334, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
-  {(const void*)&normgen_layernorm_fwd_173984d4831b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap
-  {(const void*)&normgen_layernorm_fwd_3bb9d5818951, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_082e656e4db7, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_172f4bb165a0, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_3a259379e991, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_7db5e1f654df, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_5a19f5a6b1ec, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_ac3882e1c2a5, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_9849759306f6, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_89095ea3f4a5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_0055a8448a6f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_a7263a3de48d, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_dfc0dfa13305, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_57c8b96fb44c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_50bd5ddaf7d3, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_2b26d2b73981, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_b6a4e064cdf2, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_d8affe598ff9, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_3f95c74878f9, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_c3e34d11bacd, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_fe57aa5f12f5, 0, 256, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t256.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_2446f02b7e0c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_bb1f7ef4fc68, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_aa89f2e14ffe, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_d08fb2d8508f, 0, 256, 8, 64, 6, 1, 2, 0, 3072 },  // regs.t256.v8.tpr64.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_5847f6143006, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_7a7e91f151d7, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_86449a659604, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_ea388a34c3d2, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_edefee9d57f2, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_f59c01249d5c, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_afd94478d55a, 0, 512, 8, 512, 1, 2, 2, 0, 5120 },  // regs.t512.v8.tpr512.i1.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_702c6968183a, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_135abc0c8a15, 1, 256, 8, 256, 3, 1, 2, 0, 5120 },  // pipelined.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_c3c65b6b23ff, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_1f4ee5263019, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_3e06f74cef38, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_048f1c1100b1, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_beb0efd4ecdf, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_77e342ff331f, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_0a8220b9b424, 1, 128, 8, 128, 3, 2, 2, 0, 6144 },  // pipelined.t128.v8.tpr128.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_b600040de3f3, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_231e96c8030f, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_320fd60b917d, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_759d7cdaa79c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_a0d12237702c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_aadf2ec04f9c, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_4ee67bf86811, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_layernorm_fwd_4e853f50308d, 1, 512, 8, 512, 2, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_5db5b4c4afda, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_5a63b61a1794, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_fa7503ea3f12, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_16e03df50c23, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_861e923e1c9e, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_530d60163fc6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_78cd0e6cd5a9, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_0e8639dce402, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_16e1d569c07e, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_546f508861ae, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_d234e9f06dd6, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_9a183f6c727b, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_1f042a171f99, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_a86dfab9303c, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_4dd821906cff, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_f1be21c39639, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_672a08efc575, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_07d9579808e1, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_fda70f4622e5, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_4b4375a147c2, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_25686bef39d7, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_e1cfde529b1c, 1, 128, 8, 128, 4, 8, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_923537ee20cf, 0, 256, 8, 256, 8, 2, 2, 0, 32768 },  // regs.t256.v8.tpr256.i8.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_803dc576b943, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_cdd62c8300cf, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_43cac6fbc326, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_79095c1265b8, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_e06ee08ed31e, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_fb8faa3b2df3, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_1ca5d71189e8, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_05bf1a699ecc, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_21a5fbfa8a09, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_layernorm_fwd_f810b787c957, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_ca4f72c09b04, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_9b667ce3ffcd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_5f5dd3249729, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_0b789460d2e7, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_3c39321af8c0, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_ef7d8b7d011c, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_42172e792695, 1, 128, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_4a6f7e19d7d8, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_4ac74d8c2834, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap
-  {(const void*)&normgen_layernorm_fwd_1ad3a2ef2375, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_3bd58c3ad09f, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_2fe723519bf8, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
-  {(const void*)&normgen_layernorm_fwd_8d0b2db9c7cb, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
-  {(const void*)&normgen_layernorm_fwd_90b51331935d, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap
-  {(const void*)&normgen_layernorm_fwd_580a87508bed, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_0d5ad3d0ed29, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_94b9545d55bb, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_7f3a847aeeaa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_0fd2135647c6, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_bbfe0c743451, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_7307d945daf4, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_2f29cfd37089, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_d5cb5c18fb00, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_544aa8cd5bc0, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_6583ae8cc336, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_1b97964452a6, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_0d1ed5cabb47, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_60d547619248, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_c76b3b443455, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_3879ec08e30b, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_21eb7a3368ea, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_layernorm_fwd_cb24b77f8843, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_a63b5e636617, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_f5a857d00b16, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_1a32d89640b0, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_874ec171fda5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_14c37242a229, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.h3072
-  {(const void*)&normgen_layernorm_fwd_c309d847d9d5, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_ff656ede4742, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_4b7cbf58ce37, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
-  {(const void*)&normgen_layernorm_fwd_eebb90ede168, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_6c0a5aa4a4d3, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_2c98081e3415, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_fa9373e53af5, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_0d32d2c5e6ef, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_2b6659015dbe, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_a7d1254836e9, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_118ab9a01caa, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_782f8fe969de, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_9c9adcbdbcd0, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_2ef2e470df86, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_ebdfa44dd7dd, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_835451b02420, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_6f8d19ade0ce, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_9bead7b46e6f, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_d22a26694a41, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_b5dc6898a7cd, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_layernorm_fwd_864141ec50b1, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_4d4af40335e7, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_46b4b43ad6de, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_18c2dbebf90a, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_9af0d4f5c017, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_f50510b0d2a8, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_0af178e1ef70, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_4294ab76777d, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_a06256b62bcf, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_453d6d281fb2, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_5c33748f9df9, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_f616eb176e9e, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_1ab28df58cc3, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_8daa8d4e12d8, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_ffa4e6f14be2, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_1100f7daf67f, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_8782f7cb0388, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_de57e207c3a7, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_6b87ed4f1329, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_e2bec7f322b8, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_1e44ce194813, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_42025acc113c, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_918e6b96686e, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_e622ac511ec9, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_48e65499bbb4, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_68f5717d4330, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_80194d8aeb00, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_02e976ed611c, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_46464789641a, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_784d42c261f2, 1, 512, 4, 512, 4, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c4
-  {(const void*)&normgen_layernorm_fwd_81ea76ea922c, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_29dc6d84b4e1, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_63ef1fd5609c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_9f14789abf03, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_d22bfc4f7f83, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_7f0d33000473, 4, 128, 4, 128, 8, 16, 4, 81920, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_0e8f9722c5e7, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_bb47b5bac20f, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_24e1bfe3b2c2, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_59262cf9ce2d, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_7aed3a0400a8, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_369aa4caaa77, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_0d8960d5b4ad, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d860ea7bed33, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_5c01f977d673, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_2253f5dc8810, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_74082e5fa029, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_145ecd971eff, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_1aff2c33f7e2, 0, 128, 8, 32, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_f9cfc704ffb9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_abdea8521e25, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_1407fdb0af2a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_e356181b2f04, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_d33863d8e5f4, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_f62772838139, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_6091ab837e90, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_37b1c20761b1, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_13ff6878dbd4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_85e3817ea188, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2113905835ca, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_913f00f4a694, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c09e001773b4, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_f43af7d413d3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f1609141a971, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4edbaa352a2e, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f654080421d6, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_effe6f988ed9, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_c2b275dd272d, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a8d829a6c663, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1857dcdf7367, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8e72626b4ab5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_81c5a56f2a62, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_6ed26b94dddf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_12b4e58e1934, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_521ea948f3cf, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5ed79121114e, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d190f3ee8312, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_b222c3b69de0, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d1c29101779a, 0, 128, 8, 64, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_e3fa9030dcdb, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0ba9352830a8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_622921a4f447, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_bcee13cc95cf, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_25a7453ab609, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_7e13b4c7a4f9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c90ce77c1eea, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_258367e23a06, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_aeaaa22e1cdc, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_427065a0c49e, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6ccbbf38eaff, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4730dd9a5947, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_761dddd7fdf7, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6e71f4656616, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_07a102fb6822, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_fb97e1c82c4c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_0a3ac97b2678, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_64af77d6f3ef, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d229ea078a5b, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_054cf0c7df14, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_bca28af6cda9, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4adfed5cfaf7, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_fa76010aa873, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_aa7bc792afc0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d52f33238775, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_526234566440, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c2c1ad1ed368, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_0cc7f0d785c8, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c0d4131383ef, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_658063eeaaef, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0c41d314f67c, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_03e859b33f4b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_7f12deb86591, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_c57b9028a5cf, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9b3da26eb197, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_73b6a1bcc3df, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c905b997befd, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_22765e762318, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b8a3c4f7fd2b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_10a58f3c0de4, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8911e29f0ddb, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_90203c497756, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a185f891420b, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2ef870cc2fd9, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_68e78a7359d8, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c9515cb1ffc8, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_cd58fb085015, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_4c19f4a6371e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3bde44410328, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_ab7d5d1d467f, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0bc242b5ae0e, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_b7fa975643bc, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5dea39589560, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b989f161ae71, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e8774587f232, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_95586bbd00b5, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_26b4f80f7e7e, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_e31967caca11, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_7ca75ff595f7, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_60846a03c3ac, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_540a2cf8dd90, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1371baa05e91, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_31107f2bbc7b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_aac1706823e3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2193b9afd953, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_bd040606d985, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_93652c3d9603, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7b0708e3c955, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0ace338fa2c4, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_b7741d7b28a4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e0a6813dab3a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_b2c04b349048, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_723b24cc7fbe, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ff876c813fb6, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_86a8f1ef9427, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_724ffb77ae2a, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_028f44bed437, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_1e9f5dc8152a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_270740f0fcaf, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_3abf20c2ae67, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_0a2891c9cdb4, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_2bc7e55ea111, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c6f339a61ce8, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_afb2a007557a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6208e21f6bac, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_092bafd316e2, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_1130f43c6c9a, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_754492d50ca7, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c729951db05a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b6defc6421f0, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c267db359cd0, 0, 512, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t512.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8cb3ed9e410a, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8be2d2baad75, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0ffd8632b9dd, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_128be513b2cd, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_09ae3933ccaa, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_7e2846c51c09, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f44cf08518fc, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6862096f3f30, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c8f97d2cbc0d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f6901a2fc0b8, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5944a4e85f48, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d18c497316d5, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f9b6e3a7e9ac, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dc6ad7fb9c5d, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6675b5ae591a, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_33023d194c9e, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4b1590ba71a5, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_144a9caa1b31, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a1fd762bdc61, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_37bf6fb10af2, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_fcfcca83d858, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c69c2bfc06c2, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1e7c33d32d08, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_070b5575ad58, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e1e1ea73034e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c4e671c66fd9, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5c8838bf2fe1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_723d84dc0e9e, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_96575fb43758, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c9e8768f1be8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_524fe98c225b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_97c8e43680b5, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_3af5035158bc, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8a50941a3ca1, 2, 512, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3bb9e05d9b33, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_af40d45dc94d, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d3cd279a9409, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b96f82349ab1, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b3cd932e48d5, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e864bb3d9573, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0142ee00c612, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ea0254cdd423, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_80db1c275ff7, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1336e6e1f42a, 2, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f6eb809e5a87, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8cf0fe5d33cd, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3f9898f67302, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b50843e80090, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_f619d882a669, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b521b0fe42be, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0bc71e8d3152, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_684b874cec8d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fa1c7787922b, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_9c17f01e40b8, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6b9d672b808a, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7a666e64aa7c, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6d096eb9ffd3, 2, 512, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5e9b391d4b62, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fac7d01448fa, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7db55329031e, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6706fe60eaa0, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_18d5b0cac53a, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f72ea1d2ded0, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d4fe00df2d06, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_598c2d44dba8, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_514a166fb5c5, 1, 512, 8, 512, 1, 16, 2, 0, 65536 },  // pipelined.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_31bdc5b92c43, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_9bd66be47881, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d0a2affc52c4, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_613f4f4e38ef, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_63a5134c66ca, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_79cd6bff9a2c, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4ac10915d7d7, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_5897a9c8c230, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_bbedee951c2e, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_af86d3620c59, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_10828fed39f2, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_32f6913233dc, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_83d531c835d0, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_5a10c7d7dd32, 0, 1024, 8, 32, 2, 1, 2, 0, 0 },  // regs.t1024.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_f84c4bf1c2e8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_113481787e2f, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_2d783e78f8f7, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_cdcb5d2fe4d0, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_5fac2c698cbc, 0, 256, 8, 64, 2, 1, 2, 0, 768 },  // regs.t256.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_6fa08653d267, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b993ca76fe22, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_bea12ecbf2fa, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3a59a5502e4b, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_dc94e693e229, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7337d948ddc1, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f392b2e66421, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2dbc1ba15c06, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_6648fe33ac6c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_02a8275eaf6e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_462313cec602, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c33f273bbe0e, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_0f51c431f1a3, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_14498b9c2a8d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_8e69692b497e, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_434a083a8362, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_644c849fac22, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_021e6498f48b, 0, 128, 8, 64, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_d51131f96a5b, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_da7a212964fa, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_deb77b734526, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8313f5d8d3f3, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9118f2b27866, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_8fbd1a646d3f, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7c9048c5162f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_91a88e4c5b91, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_207e0ed266cd, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_1e2081e23971, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_292438d668fe, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2245a9511365, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_17c1e671f0f4, 1, 512, 8, 512, 2, 1, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_4357af5684c7, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_bbc607db30b1, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ece04a2b1304, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_02c3da15c618, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_35b0dbd57fa3, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_6fa48a1c8cc8, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_73f81cd8586b, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c0918fc464e6, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fcfeaa5a7a11, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_30e22dfe406a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fff5c2086a87, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_5de2dde9ee1d, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f072b67f33fc, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f1636306c686, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1546d8f67b10, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_95b810db827b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_13df5c69715a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_97d9e5f6aaaa, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5a2f5a71a6aa, 1, 512, 8, 512, 2, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_ab91ecc10622, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_736339fe9a6d, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_36795ce6a985, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0e9badd35885, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_cc9dbdba1d78, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_09ae3e3600df, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_f07b176c9c5c, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_551c19557adf, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_965be0afc12a, 4, 1024, 8, 1024, 2, 1, 2, 131072, 16384 },  // ring.t1024.v8.tpr1024.i2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_20208bd51ae2, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2c648e2298b7, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_dd9b77c01d80, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_72c5edce9bf4, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9d986612c024, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_632a50b4aeb6, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c75538468f59, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_ab0eb9d30c12, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c5ace25eccbf, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f37b574702e1, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ec0b98d58ccb, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c4170a32a834, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7df60abbe509, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2d0be30529b0, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_a14cc6f884b1, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_eb20a8b8efa3, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_13323762e724, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c616d69e87e3, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b21fa44ca113, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_41244458e36f, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_66390c7cd88f, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_496c3916d112, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_1ec12108bdc3, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_b34dd81fe269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_7ec8885954df, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_ec6840337c4d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_7709682d08fe, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_1396908c97c6, 0, 64, 8, 32, 2, 1, 2, 0, 0 },  // regs.t64.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_c28b29d91840, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_5d3dc14e8b16, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_272ae2752b24, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_30cca8546c60, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_416949aa4dcb, 0, 256, 8, 64, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_766b82b707ff, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_cb7f0e5f98c0, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_74db9336e8a1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_de67f1d6d259, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3db3c13ebd4b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0c0fd39a4404, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a08c57d1cff8, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_716128578e33, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_26c13bf4af74, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_a90cef6775cf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ec03d38ab5ad, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_b9fbf7e199a6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ab78d2ebc44d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_de0e4bca2a8c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_56ad87268e3a, 4, 1024, 8, 512, 1, 1, 2, 73728, 3072 },  // ring.t1024.v8.tpr512.i1.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3def63a44c71, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f7d96649dccb, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8849c9e9202f, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f725566b29c3, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a6cd4e88ba9b, 0, 512, 8, 512, 1, 2, 2, 0, 5120 },  // regs.t512.v8.tpr512.i1.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a99d54d8ea6d, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_1e72363e4314, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_278e791ec768, 4, 1024, 8, 1024, 1, 1, 2, 81920, 5120 },  // ring.t1024.v8.tpr1024.i1.s2.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b5c4d421731a, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_85e6db86ebb3, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5ea8d18bd08c, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a021ccd30e3e, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9427c4a08466, 0, 1024, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1a30abf586df, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_94a3ee099331, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b91589800b4c, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d81fa0118c93, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_7340f7ca42f8, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_98b927bc5025, 0, 1024, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_327050c6370f, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_28a3c95948a3, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4bcce581abd7, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c0267ceaa570, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ba619f95db1c, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bcbd983c50dc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b5804620e3f3, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_45e23fbdda97, 3, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // reload.t1024.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4e6886a8891c, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c9adfbfdc5e6, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_4c00a817a7db, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f92149b14c34, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0180d5a293ad, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6db290d86f0c, 2, 256, 8, 64, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr64.h12288
-  {(const void*)&normgen_rmsnorm_fwd_40ba26b94ae5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b8ed5204d617, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_c247689ea170, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_731e9f2eef00, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_671563a1789c, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_fd65f2506e50, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_560dd8a6ac89, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d960cdcdcbb2, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1e8ad1dc3db6, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3bf417cf709d, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e294bba1f80c, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e9561807844a, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0e75ddd2db27, 2, 512, 8, 512, 0, 4, 2, 0, 65536 },  // smem.t512.v8.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9bc2e372f33b, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8e238a68aa01, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f14c83b94287, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b44dd6703fd0, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7d99652953ed, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8db03b854dc7, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_be6bd93e688b, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_cd8d15e2811a, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_3bc0dff4503e, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ffafde83abf4, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_ac34735e3490, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_9254b45c22c5, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_2ecd287581ed, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_8c0ccd347378, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_eb476a0fc14b, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_9de49dc9d979, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_076ef9c29e98, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d01a17f904b8, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_121c2c90928b, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7bebe6a54f03, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_c6e0c20d0de4, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3b577299966e, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_7ed5f1dfa07a, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_1ad996ac1b0e, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9236f43c8525, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_b9dd76c3a1ec, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_00ffdd960e41, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_3a8daa125c68, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2a8633ffd3b1, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2259bbcc39f1, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_650bea33a971, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_7fd196fc72d5, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_85f1fed500fc, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_66343aec938c, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a3b35eb73842, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_b9616740fdee, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fb1119da4c49, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_115070950182, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_cc1c370da5c6, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
-  {(const void*)&normgen_rmsnorm_fwd_4201ceb9b2c4, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_260d66bec11f, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ff7307661c1d, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_576d597db9f0, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b0afeadd9f1e, 0, 128, 4, 128, 4, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_931f894cf2ec, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_9201ee8fe858, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_82eaadbff7c6, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_05fe14642f4d, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5563de8f0af5, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_08ba5f3a895a, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_ed7e14058f04, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_1ed986bf00d7, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_daf41fe52458, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_cf66e94f3615, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c56822002983, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6d196a49fd5f, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ad7757d9b881, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_974474207483, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a2d1048ae938, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_0aec3b06185a, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_18e93b99392f, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_ce0bfb78fef9, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_57260617c3be, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_f8be874021e2, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_a7635c053709, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9c21f3cf3a27, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_379308ff6ce3, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_644628cedfa2, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_acdff237e5e0, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9a3f0f3eedc4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_320e8eb14448, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_decc5f154f58, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_041aaaf13f9d, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_1c878de5f0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_d2b8ee33fbcd, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_0abc1b41fc0d, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_a24148e20d29, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c818980bd5a4, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_6568b748762f, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2c727cdcfd05, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5adbb07a414c, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_58c12343f949, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a4d3f6a284a9, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_dcba8a6df204, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f2c52d5f7d4f, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3f494e67344f, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_04af8a486fa7, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_b5bf3c2ae63d, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c23b2b5a61f3, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_39f51ee1e809, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e36a25013630, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7113b5a10b95, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_0d9d5e9fb434, 4, 128, 4, 128, 8, 16, 4, 65536, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_94cd2b38aa69, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8eca2e286523, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c525dae897de, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_30f63bd8c41b, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_2f082836a77d, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_63c2f63e085c, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_abc7988f0b97, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_956405974ee6, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_fec5990f6de0, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_b62e758ab7e7, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_23143d4a225d, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d0959bc46ae3, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_de4fd0090d18, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_194908bacf9d, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_d2a3061dd34b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f5a0399c0a58, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_6d573ffde82b, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_ecca71f202f8, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_448f22d068bc, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5439a2ed1aa0, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_76058d6daecc, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_85ec13b33ce5, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_79ddcd8ec2e1, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0944ddc45310, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b6464ef3781d, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_5dfa9df8c330, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_697d547b449b, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9ca64c0bfbea, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_17fd1ea71215, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1cae5d7e62a3, 3, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // reload.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7d9f0fe38d87, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_165440fcdc83, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_67ec42ca388e, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_c49d2628822e, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_8c362dc6d922, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_28f14804339e, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a393cf1c768c, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2c3d0042d21a, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_b0b500c7bc42, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_887aff8ce31b, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_eefb7dcdffb6, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2c6be5354d8a, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_73cc6148e9b5, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_73036144f5a7, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_e6cd93be5dea, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7e99602b5595, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_63a54084dbfb, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_3945104153ec, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b8f10fa3fb34, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_9c17636fb9c7, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d394d928b891, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_44a9ba922774, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_453b87ffd141, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_839393d2ce5d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_628c0318e10e, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_0070aaf5cb99, 0, 1024, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t1024.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_20f15ecfe5b2, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_69ef0eaa415f, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b2e74a6133e6, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_828f9538e8da, 0, 1024, 4, 512, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_b73216823265, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6e7fca5eeca1, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_31631c379d6e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_81f08ac080c0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_a85f40714b2d, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_cfef22e1e7aa, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_f02de5ff3f59, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_23ee1771c807, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e0920c506cc2, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_5b3c5aacd2a1, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e32dd20c76c6, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_8d1046d96676, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_9ca13c44580e, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c912c22473ad, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ad88f94f15e2, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_921dd3455d76, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_4651843e6b53, 0, 512, 4, 512, 3, 2, 4, 0, 12288 },  // regs.t512.v4.tpr512.i3.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5609f4c67a4b, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_e4930aabb426, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_cc323a9937f2, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_d6183de42dac, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6df8806d3daa, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_0ed4ed57c16f, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_3706a82db1c6, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_bb9bb0dffdb8, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_cf85bdc7cbcd, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_83296c730f48, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_83cdec0b6d40, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_8784833d9d7f, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_3d183abea4ed, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_5b151d440d45, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_9c9d0acbb35d, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ff3dba68eeb2, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_00064f06bf73, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_6206956be16f, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_57880f5b4b1b, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_02d4e2256c7e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_1071f8401892, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_b2ada0692e4e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_e95a6146bed0, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_27396452a8e2, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_36a000f6dbf9, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_layernorm_fwd_188ea427045f, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_976b14536c8a, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_2b007dd7a63e, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_c5c9329b054b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_51700624b184, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_5ff3e6966146, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_8f0be6565b50, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_a9b23dca6381, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_272f97f07200, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_051661a21dd6, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_ea6e23ded289, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_8258b087f5f7, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_990694931d3f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_7a3c18355732, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_aa5475638ccb, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_8a5fc511496b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_46a037416990, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_6f7b86a7be0f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_088633d715ee, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_5175164bfe9c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_56965113d140, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_e916974e978b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_9b86705b95ae, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_21cb04c5687c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_6ddaa624e07e, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_layernorm_fwd_b290063cddd4, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_c370543161fc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_b52122b94c36, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_3edcd8924e14, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_f51ca6e598d1, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_648ae112e84a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_323fe2aca009, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_f51a8e3aa740, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_f4f01a46e9d9, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_9e69840df0f5, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_362e8de594bb, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_dde9bf0e4674, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_1dc080948e33, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_861d92c621b7, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
+  {(const void*)&normgen_layernorm_fwd_98b4e0b9a4da, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_0c1fa3e05c87, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_4c55cd2b95bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_12a66e40ef5a, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_f7938d28596f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_c942ee3352d2, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_9647980ed2f3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_cf5a5a71b53d, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_13316d4b0bd8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_31cc9c687b33, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_01f68fc30027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_458b22f83b82, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_d511b6f60534, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_005936a6c0a2, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_c78dea779af7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_f372246a5c9f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_a8574c4d8709, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_3c9b274fb146, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_307b40043577, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_471e5bb9ac07, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_fa4f56ae7151, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_ecf476424e64, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_317ee90b92b3, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_93ce22ce19d2, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_719ab43e33cd, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_ddf5b093eedf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_3b596560d3dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_9451eda06b9f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_a7c14ff1d86d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_351eca841eec, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_c465f323107a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_535360118b2c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_93bc273bc988, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_62adb943590b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_ccc4b5728f62, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_92c970615a62, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_23be145bb6ce, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_23047883ebaa, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_51f7e66dc791, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_d70d83af5876, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_ab29e239e386, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_28252ec06ee8, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b83f41d87bcc, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_0f72bd0de6a1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_cb05a658490c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_8b478c148e1b, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_fe03385951eb, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_91808bf8792c, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_dc3d3d2f7a06, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_layernorm_fwd_2e7e74db3066, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_9fb87fc0368d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_eccca7f5c193, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_324918f53ab1, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_1e13f4868781, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_3530d9d282a1, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_63bb18f8abec, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_436ebb748485, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_b235f39743c1, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_c147bf5975f1, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_d90897f08b1f, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_b3f1189ad704, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_0900a53fbf4f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_627529ad3374, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_1857811f81be, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_f5315f8a2d74, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_d74ae2f388a9, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_ce6ca59f3118, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_d74d0e526ed3, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_7ffd60c32ed0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_3da4d5ef5f8f, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_0995ef987eb5, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_layernorm_fwd_0ec641d853ea, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_layernorm_fwd_40c633344033, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_0672d72a26a4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_6335f771a15e, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_layernorm_fwd_00569e0fdba8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_d6ea7428585b, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_0794a7713539, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_1d19d497a030, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_9b3e66c081f1, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_477a25492bc8, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap
+  {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_e0ea877411b8, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_2f8e5b4f98f1, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
+  {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_layernorm_fwd_e5e12a33a058, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_00befabda88b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap
+  {(const void*)&normgen_layernorm_fwd_d32e6dcba5ed, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap
+  {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_7c2f126bf750, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_322007904187, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_fc6dcf87ecf2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_7fdda1009dfd, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_27085e478a5a, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
+  {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_a4d944975e9d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_92446607ca6d, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_f2af98abd278, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_layernorm_fwd_d0820d48346e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_255cc921849b, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_e911c7d9c7f5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_2e79ee299230, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.h3072
+  {(const void*)&normgen_layernorm_fwd_6dd3103adfdf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_6947844736da, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_5079629e1e73, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_3faaa604841d, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_b2b726ccbb51, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_e90df67fe988, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_344e6ed03887, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_05b86a634f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_5db7db2d78f2, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_62b361f8365c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_b0b17a9ce9af, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_b3abcb1c928c, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_cbab7e08ed8f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_419392091578, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_layernorm_fwd_3f32a12ddfc6, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_e2fa4a801cef, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_704a89d7ae85, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_6d3afa6594e7, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_57b881e5566e, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_8dbb5f2d2f3d, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_99d79c5526b6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_0b60be861281, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_d6209f23b614, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_b17791576f74, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_5dbf8ff07818, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_eeb366bbaaa7, 1, 128, 4, 128, 6, 4, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i6.c4
+  {(const void*)&normgen_layernorm_fwd_cb3b16f9c205, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_c33d319bd3f1, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_c08388b1eafb, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_b4a9a6b18d45, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_7a615efcf451, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_597aaa1cb256, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_af5af7aa2e96, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_5f4676ecf5a9, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_27cce33746b9, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_e24f7d42a2a5, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_cb45062c274a, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_2fdf51c7bb47, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_e5d60d875a6d, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_2d6a698390bb, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_9cd255a8de43, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_d0108a911ece, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_d35d94eb656e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_5f7f56083bd9, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_962bbf0690e7, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_127a5fe80a58, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9bcd8c451cc6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_5df67d4d1de9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_161da9bb6516, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cdb1bcd77ab2, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_504012a2324f, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_7d0cb5009457, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_62f242348eb7, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_02d3fecdea5f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2a95ce993b4d, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1e21e0b30f55, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_43d1da2a3cf0, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8ff1aa1ce9cd, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f4829559bf56, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_f868d3c7f3de, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7d2f4af249d4, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ccb4689d22e1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_bc784af91c8f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_da85675021bc, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_66ab86285588, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a981bdc5046a, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_73c9834a8ba9, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_35d4d6017c73, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4f56df85bb0d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b67aa5a5dad7, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4905a2719c86, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_78ddd8c1867b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_920eb838b144, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3838562accc8, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f10ba4778a33, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0641c2fb6f6e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_daba1cbe8824, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_a7f4c254c15c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_029f46c16e34, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8d5fe09dc507, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_77f6b0f30942, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e49cecca323a, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a284313872e0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_74988da99cb3, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_6cdf4306d742, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b834204e6ba7, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6dc584670682, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_dcdb36309b26, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9d96cfe482b4, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_33f839d6dd03, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_65ad2b0e8268, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_72141fb5bd84, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_7fa5f623430a, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b64d22325395, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_505b3376994a, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_b16b3beb93fd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_5bad680a2e6b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_a6a2c1a9d5e5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_3801b86706bf, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_5919baf94f5e, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_b36bbfd310e0, 0, 128, 8, 16, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_8c807c5367b2, 0, 512, 8, 64, 2, 1, 2, 0, 768 },  // regs.t512.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8590994b92f6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2933a328a95b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6fc29d6eb0a8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ba7bb2e83cf8, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_e4e8022ea0be, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_263b8addc4a6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a10215cd0283, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_90c39595ca74, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9dae38bf0b6c, 0, 128, 8, 64, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_704cce2e57c1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_7f172113efa6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ab8033cca848, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_17210efe861a, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4b1f166f3e9f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e981de6e0f74, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_aba4f294e3e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_58bb97ea16fc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_ae6f350ba7ee, 4, 256, 8, 256, 2, 1, 2, 40960, 4096 },  // ring.t256.v8.tpr256.i2.s2.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_44899ad2d6ca, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_337c68e3a6ba, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_39cf53658e5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4176969ff6a0, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_0ebec0d568dd, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_790b417ca81c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_475045003fd0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f1f78b2cc0f3, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_61ca64b65190, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bc81c9652ef3, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_cd3984588da4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_129c8e395558, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_53f8be5bbc27, 2, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1e127f792159, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_d61130daeb18, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_fe77d9223280, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_45d920b6f873, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_97b95b7a3e7a, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_7eeafc9dd512, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a0b3dd4888ca, 2, 256, 8, 64, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr64.h12288
+  {(const void*)&normgen_rmsnorm_fwd_34881398fe32, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1569df57e17d, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d52e6d301228, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_50fc4cfeff70, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_05c442a587d5, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_21760120c89e, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_490d602ce429, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b0c156c25116, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6d23a089dd47, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_46fd3c0a5192, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b70acbdf0191, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_cf5e0272834e, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3dfd00485950, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ae028ca1c8bd, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fe5cb2f16da1, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_db24cc7d53d9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3e8736d7f174, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_c1e49b6ebf96, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f69a27c4bf1e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_a92a0cf3ec23, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_85d508570565, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_3c63c431d31b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_04107dfb9208, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_a872457a3010, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_2dd974de85d3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_55952fd306ff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_ea16c4d4bd29, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a19f11c1e93f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_39e687a81f1b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_971237e349eb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c649275c4a1d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_f265aca7cc82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1919b91c0ff2, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_e30468f5ea69, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_42c83920bb03, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_c88522edb4b9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1a7a0915a6bb, 0, 128, 8, 64, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i5
+  {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3dfd4da5184b, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_6091343298e2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_388888239a90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9afae8cadfaa, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3e253c34b20e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9e781a1da980, 3, 512, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c80015a02695, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5da65466bab8, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_06bb607ee364, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_a1d054eede0d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d271f030c6fb, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_d1476cafabab, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_79df1ab7425a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9aca6d8bce14, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_4d33e1f312eb, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_97f13bf35bbd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f2cbcb03ebf4, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_690ac06c4032, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_16d8415db4a9, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_422073ab467b, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_a83ef963e79d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_2d579f70a7ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_919437acfee8, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_1caa151ca92a, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bca13de67923, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_80f4a6fbfe62, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8fd717328ce0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_90723652e859, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_e910cb3908e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6f8a5ab06783, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a709aeab2fe6, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d3a284ed7e7c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_e2b63e7c08ec, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_1e5dada607b5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_80dd4488b3e9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_0e8e8bd84144, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_9bf6339b8f55, 4, 128, 8, 128, 1, 1, 2, 14336, 768 },  // ring.t128.v8.tpr128.i1.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_a6cc6688ec35, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_2390a53cb833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_16e3b43268d8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_599ce27d3393, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ee94716ba79c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f45c5ecc6911, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_135b0937808c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a16996be72a4, 0, 512, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t512.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_27e65ca2d4f0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_be26beb129cf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8e41d05f39b0, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9ccdcca3f978, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a8dd32c1724f, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3f17591f4ef3, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9a5d4348de70, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a36f41afd337, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_598ed2e08916, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_25550848424c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_a99a86265d3a, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_90d9221851af, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_59ccf2a276cd, 3, 512, 8, 512, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_91eecbb95921, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c12169a89440, 2, 1024, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t1024.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_24daed56bf37, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b5f744e3002d, 3, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // reload.t1024.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_22ea7606277c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6268cfac2555, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_85599fafab5b, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f8cdba820248, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e3e57440df45, 2, 256, 8, 64, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr64.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7a6000ce7737, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c4142517486c, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f361cc3782b6, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e893d14d2bab, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f17a57c638a8, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0a0d2d35988e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6d1cf60f2201, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7f1695e7c902, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c168eb1cc896, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_99a57e3a5bd2, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_e88334b09c30, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b50983294680, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a223ba4a48fe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_be8da7c8bfc8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_7c44021ad565, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
+  {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_430ab0c742ca, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_7116f3fa6877, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_9e0370dc23a9, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_522dc69dfad6, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_39677ed86ebb, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_59eb756a1b9c, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_7bbac6d065f1, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_71aecfc61b7d, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_1f05d690e96b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_bc36ee7c11cc, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9de0c46f7a14, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7651a17473f4, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3ebc9a083e85, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_b64c5bf70bd4, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_e5479dc89819, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_0d54e614cf1b, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5e7b7d063db6, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_82f5425fd4ec, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_95f6ed495a77, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_80a8ee41e897, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_0c93a0870262, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ac139938563b, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_787bc1b4910e, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_5313eddf4537, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_62ff87df9b8c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_58ce68b10aec, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_96508c338e1f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_1a24fd01be2e, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_eea83efb5516, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3f5b1fdeebe3, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9afdb95628b5, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_6a775c397d4e, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9f0ab2893355, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_86f5a14103bc, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_96a70543bb39, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_aa63a96528a6, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_b864d883e9d1, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6af8daea8cbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_37f3b26c4bc4, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_1604cf0319bd, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b53d759d8497, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ea28b22b2e39, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ea0d33fa40c2, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_d41f05bb7c14, 4, 512, 4, 512, 4, 8, 4, 131072, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_022b6cd859a0, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_854300d68546, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fa4a4d07b315, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_27b841744dca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_8a9a8822c36e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_67c793071065, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_59efaa097edc, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a05a01762dc3, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_f566d1984dc4, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_568983f3249d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8cf13a55d46a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f024fa09dbdd, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_3cc0faeb6253, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3a04016360cc, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_2186f627f0af, 3, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // reload.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ec39dcad80ac, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_6fa573f364e4, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_1164c4983b4a, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b829baf7a949, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1274c359b5f5, 2, 256, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr128.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e9cb4b8bfe9c, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_67c2fe0adf69, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d235805e02b9, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_2313ca8a2b47, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_7fd15e5cb915, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_fceac507e6d8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_7224c61e1367, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ab10f153b222, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_1e9ac950f8b0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_6f37cde9fd94, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_42efda211e3a, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_07e449ee0dd2, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_23c364cdc80b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_2505c5c7397c, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_4a6a186bcff8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_62657cda7cf5, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7f2f21fecbb6, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_9666de0ff91d, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_666009d09856, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_19c4fcb3e597, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_772fc78bd6cf, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_a77c4c248566, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1ba4dfd8c70e, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_108c8ac2adcc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b94319a20cd5, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d33e85e2dbd6, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1b0cd3c9ff31, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_068d63198c41, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f847e1c2ce17, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_6e20228adc3a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1706,15 +1772,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 94 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 184 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 280 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 388 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 484 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 575 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 653 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 747 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 836 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 100 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 186 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 287 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 394 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 490 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 583 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 672 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 774 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 869 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1723,245 +1789,245 @@ struct Entry { int spec; int64_t hidden, rows; int variant, portable; };
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0, 1 },
-  { 0, 512, 8, 0, 1 },
-  { 0, 512, 32, 0, 1 },
-  { 0, 512, 128, 0, 1 },
-  { 0, 512, 512, 2, 1 },
-  { 0, 512, 2048, 3, 1 },
-  { 0, 512, 8192, 2, 1 },
-  { 0, 512, 32768, 4, 1 },
-  { 0, 768, 1, 5, 6 },
-  { 0, 768, 8, 5, 6 },
-  { 0, 768, 32, 5, 6 },
-  { 0, 768, 128, 1, 1 },
-  { 0, 768, 512, 7, 7 },
-  { 0, 768, 2048, 8, 1 },
-  { 0, 768, 8192, 8, 1 },
-  { 0, 768, 32768, 9, 1 },
-  { 0, 1024, 1, 10, 1 },
-  { 0, 1024, 8, 10, 1 },
-  { 0, 1024, 32, 10, 1 },
-  { 0, 1024, 128, 1, 1 },
-  { 0, 1024, 512, 1, 1 },
-  { 0, 1024, 2048, 11, 1 },
-  { 0, 1024, 8192, 12, 1 },
-  { 0, 1024, 32768, 13, 1 },
-  { 0, 1536, 1, 14, 15 },
-  { 0, 1536, 8, 14, 15 },
-  { 0, 1536, 32, 14, 1 },
-  { 0, 1536, 128, 1, 1 },
-  { 0, 1536, 512, 16, 1 },
-  { 0, 1536, 2048, 17, 1 },
-  { 0, 1536, 8192, 17, 1 },
-  { 0, 1536, 32768, 17, 1 },
-  { 0, 2048, 1, 18, 1 },
-  { 0, 2048, 8, 18, 1 },
-  { 0, 2048, 32, 18, 1 },
-  { 0, 2048, 128, 19, 1 },
-  { 0, 2048, 512, 20, 1 },
-  { 0, 2048, 2048, 21, 1 },
-  { 0, 2048, 8192, 21, 1 },
-  { 0, 2048, 32768, 22, 1 },
-  { 0, 2560, 1, 23, 24 },
-  { 0, 2560, 8, 23, 24 },
-  { 0, 2560, 32, 25, 26 },
-  { 0, 2560, 128, 27, 26 },
-  { 0, 2560, 512, 28, 24 },
-  { 0, 2560, 2048, 29, 24 },
-  { 0, 2560, 8192, 30, 24 },
-  { 0, 2560, 32768, 30, 24 },
-  { 0, 3072, 1, 31, 24 },
-  { 0, 3072, 8, 31, 24 },
-  { 0, 3072, 32, 32, 24 },
-  { 0, 3072, 128, 32, 26 },
-  { 0, 3072, 512, 33, 24 },
-  { 0, 3072, 2048, 34, 24 },
-  { 0, 3072, 8192, 34, 24 },
-  { 0, 3072, 32768, 34, 24 },
-  { 0, 4096, 1, 35, 24 },
-  { 0, 4096, 8, 35, 24 },
-  { 0, 4096, 32, 36, 24 },
-  { 0, 4096, 128, 37, 26 },
-  { 0, 4096, 512, 36, 24 },
-  { 0, 4096, 2048, 38, 24 },
-  { 0, 4096, 8192, 38, 24 },
-  { 0, 4096, 32768, 39, 24 },
-  { 0, 5120, 1, 40, 41 },
-  { 0, 5120, 8, 42, 41 },
-  { 0, 5120, 32, 43, 43 },
-  { 0, 5120, 128, 42, 41 },
-  { 0, 5120, 512, 44, 41 },
-  { 0, 5120, 2048, 45, 41 },
-  { 0, 5120, 8192, 45, 41 },
-  { 0, 5120, 32768, 45, 41 },
-  { 0, 6144, 1, 46, 47 },
-  { 0, 6144, 8, 48, 41 },
-  { 0, 6144, 32, 48, 47 },
-  { 0, 6144, 128, 48, 47 },
-  { 0, 6144, 512, 49, 41 },
-  { 0, 6144, 2048, 49, 41 },
-  { 0, 6144, 8192, 50, 41 },
-  { 0, 6144, 32768, 50, 41 },
-  { 0, 7168, 1, 51, 47 },
-  { 0, 7168, 8, 51, 52 },
-  { 0, 7168, 32, 43, 43 },
-  { 0, 7168, 128, 47, 47 },
-  { 0, 7168, 512, 53, 54 },
-  { 0, 7168, 2048, 53, 54 },
-  { 0, 7168, 8192, 55, 54 },
-  { 0, 7168, 32768, 55, 54 },
-  { 0, 8192, 1, 56, 57 },
-  { 0, 8192, 8, 56, 54 },
-  { 0, 8192, 32, 43, 43 },
-  { 0, 8192, 128, 58, 54 },
-  { 0, 8192, 512, 59, 54 },
-  { 0, 8192, 2048, 59, 54 },
-  { 0, 8192, 8192, 59, 54 },
-  { 0, 8192, 32768, 59, 54 },
-  { 0, 12288, 1, 60, 61 },
-  { 0, 12288, 8, 60, 62 },
-  { 0, 12288, 32, 63, 64 },
-  { 0, 12288, 128, 63, 65 },
-  { 0, 12288, 512, 66, 67 },
-  { 0, 12288, 2048, 66, 67 },
-  { 0, 12288, 8192, 68, 67 },
-  { 0, 12288, 32768, 68, 67 },
-  { 0, 16384, 1, 69, 70 },
-  { 0, 16384, 8, 71, 72 },
-  { 0, 16384, 32, 69, 73 },
-  { 0, 16384, 128, 74, 73 },
-  { 0, 16384, 512, 75, 73 },
-  { 0, 16384, 2048, 76, 73 },
-  { 0, 16384, 8192, 77, 73 },
-  { 0, 16384, 32768, 77, 73 },
-  { 0, 32768, 1, 78, 79 },
-  { 0, 32768, 8, 78, 79 },
-  { 0, 32768, 32, 80, 79 },
-  { 0, 32768, 128, 81, 79 },
-  { 0, 32768, 512, 82, 79 },
-  { 0, 32768, 2048, 83, 79 },
-  { 0, 32768, 8192, 83, 84 },
-  { 0, 32768, 32768, 83, 79 },
-  { 0, 65536, 1, 85, 79 },
-  { 0, 65536, 8, 85, 79 },
-  { 0, 65536, 32, 86, 87 },
-  { 0, 65536, 128, 88, 79 },
-  { 0, 65536, 512, 89, 79 },
-  { 0, 65536, 2048, 89, 79 },
-  { 0, 65536, 8192, 89, 79 },
-  { 0, 65536, 32768, 89, 79 },
-  { 0, 131072, 1, 90, 79 },
-  { 0, 131072, 8, 91, 79 },
-  { 0, 131072, 32, 92, 79 },
-  { 0, 131072, 128, 93, 79 },
-  { 0, 131072, 512, 93, 79 },
-  { 0, 131072, 2048, 93, 79 },
-  { 0, 131072, 8192, 93, 79 },
-  { 0, 131072, 32768, 93, 79 },
-  { 1, 512, 1, 95, 96 },
-  { 1, 512, 8, 95, 96 },
-  { 1, 512, 32, 95, 96 },
-  { 1, 512, 128, 95, 96 },
-  { 1, 512, 512, 95, 96 },
-  { 1, 512, 2048, 97, 96 },
-  { 1, 512, 8192, 98, 96 },
-  { 1, 512, 32768, 99, 96 },
-  { 1, 768, 1, 100, 96 },
-  { 1, 768, 8, 100, 96 },
-  { 1, 768, 32, 100, 96 },
-  { 1, 768, 128, 100, 96 },
-  { 1, 768, 512, 101, 101 },
-  { 1, 768, 2048, 102, 96 },
-  { 1, 768, 8192, 103, 96 },
-  { 1, 768, 32768, 104, 96 },
-  { 1, 1024, 1, 105, 96 },
-  { 1, 1024, 8, 105, 96 },
-  { 1, 1024, 32, 105, 96 },
-  { 1, 1024, 128, 106, 96 },
-  { 1, 1024, 512, 107, 96 },
-  { 1, 1024, 2048, 108, 96 },
-  { 1, 1024, 8192, 108, 96 },
-  { 1, 1024, 32768, 109, 96 },
-  { 1, 1536, 1, 110, 96 },
-  { 1, 1536, 8, 110, 96 },
-  { 1, 1536, 32, 110, 96 },
-  { 1, 1536, 128, 111, 111 },
-  { 1, 1536, 512, 110, 96 },
-  { 1, 1536, 2048, 112, 96 },
-  { 1, 1536, 8192, 112, 96 },
-  { 1, 1536, 32768, 112, 96 },
-  { 1, 2048, 1, 113, 96 },
-  { 1, 2048, 8, 113, 96 },
-  { 1, 2048, 32, 113, 96 },
-  { 1, 2048, 128, 114, 111 },
-  { 1, 2048, 512, 113, 96 },
-  { 1, 2048, 2048, 115, 96 },
-  { 1, 2048, 8192, 116, 96 },
-  { 1, 2048, 32768, 116, 96 },
-  { 1, 2560, 1, 117, 118 },
-  { 1, 2560, 8, 117, 118 },
-  { 1, 2560, 32, 119, 118 },
-  { 1, 2560, 128, 120, 120 },
-  { 1, 2560, 512, 117, 118 },
-  { 1, 2560, 2048, 121, 118 },
-  { 1, 2560, 8192, 122, 118 },
-  { 1, 2560, 32768, 122, 118 },
-  { 1, 3072, 1, 123, 118 },
-  { 1, 3072, 8, 123, 118 },
-  { 1, 3072, 32, 124, 118 },
-  { 1, 3072, 128, 120, 120 },
-  { 1, 3072, 512, 123, 118 },
-  { 1, 3072, 2048, 125, 118 },
-  { 1, 3072, 8192, 126, 118 },
-  { 1, 3072, 32768, 126, 118 },
-  { 1, 4096, 1, 127, 118 },
-  { 1, 4096, 8, 127, 118 },
-  { 1, 4096, 32, 128, 118 },
-  { 1, 4096, 128, 129, 118 },
-  { 1, 4096, 512, 128, 118 },
-  { 1, 4096, 2048, 128, 118 },
-  { 1, 4096, 8192, 130, 118 },
-  { 1, 4096, 32768, 131, 118 },
-  { 1, 5120, 1, 132, 133 },
-  { 1, 5120, 8, 134, 133 },
-  { 1, 5120, 32, 135, 133 },
-  { 1, 5120, 128, 132, 136 },
-  { 1, 5120, 512, 137, 133 },
-  { 1, 5120, 2048, 137, 133 },
-  { 1, 5120, 8192, 138, 133 },
-  { 1, 5120, 32768, 139, 133 },
-  { 1, 6144, 1, 140, 133 },
-  { 1, 6144, 8, 141, 133 },
-  { 1, 6144, 32, 142, 133 },
-  { 1, 6144, 128, 143, 136 },
-  { 1, 6144, 512, 144, 133 },
-  { 1, 6144, 2048, 145, 133 },
-  { 1, 6144, 8192, 145, 133 },
-  { 1, 6144, 32768, 145, 133 },
+  { 0, 512, 8, 2, 1 },
+  { 0, 512, 32, 2, 1 },
+  { 0, 512, 128, 2, 1 },
+  { 0, 512, 512, 3, 1 },
+  { 0, 512, 2048, 4, 1 },
+  { 0, 512, 8192, 5, 1 },
+  { 0, 512, 32768, 6, 1 },
+  { 0, 768, 1, 7, 8 },
+  { 0, 768, 8, 7, 8 },
+  { 0, 768, 32, 7, 8 },
+  { 0, 768, 128, 7, 1 },
+  { 0, 768, 512, 9, 9 },
+  { 0, 768, 2048, 10, 1 },
+  { 0, 768, 8192, 11, 1 },
+  { 0, 768, 32768, 12, 1 },
+  { 0, 1024, 1, 13, 1 },
+  { 0, 1024, 8, 13, 1 },
+  { 0, 1024, 32, 13, 1 },
+  { 0, 1024, 128, 14, 1 },
+  { 0, 1024, 512, 15, 1 },
+  { 0, 1024, 2048, 16, 1 },
+  { 0, 1024, 8192, 16, 1 },
+  { 0, 1024, 32768, 17, 1 },
+  { 0, 1536, 1, 18, 19 },
+  { 0, 1536, 8, 18, 1 },
+  { 0, 1536, 32, 20, 1 },
+  { 0, 1536, 128, 21, 1 },
+  { 0, 1536, 512, 20, 1 },
+  { 0, 1536, 2048, 22, 1 },
+  { 0, 1536, 8192, 22, 1 },
+  { 0, 1536, 32768, 22, 1 },
+  { 0, 2048, 1, 23, 1 },
+  { 0, 2048, 8, 23, 1 },
+  { 0, 2048, 32, 23, 1 },
+  { 0, 2048, 128, 23, 1 },
+  { 0, 2048, 512, 24, 1 },
+  { 0, 2048, 2048, 25, 1 },
+  { 0, 2048, 8192, 25, 1 },
+  { 0, 2048, 32768, 26, 1 },
+  { 0, 2560, 1, 27, 28 },
+  { 0, 2560, 8, 27, 29 },
+  { 0, 2560, 32, 30, 29 },
+  { 0, 2560, 128, 31, 28 },
+  { 0, 2560, 512, 32, 29 },
+  { 0, 2560, 2048, 33, 29 },
+  { 0, 2560, 8192, 34, 29 },
+  { 0, 2560, 32768, 34, 35 },
+  { 0, 3072, 1, 36, 29 },
+  { 0, 3072, 8, 36, 28 },
+  { 0, 3072, 32, 37, 38 },
+  { 0, 3072, 128, 37, 28 },
+  { 0, 3072, 512, 39, 29 },
+  { 0, 3072, 2048, 40, 29 },
+  { 0, 3072, 8192, 40, 29 },
+  { 0, 3072, 32768, 40, 29 },
+  { 0, 4096, 1, 41, 29 },
+  { 0, 4096, 8, 41, 29 },
+  { 0, 4096, 32, 42, 29 },
+  { 0, 4096, 128, 43, 28 },
+  { 0, 4096, 512, 42, 29 },
+  { 0, 4096, 2048, 44, 29 },
+  { 0, 4096, 8192, 44, 29 },
+  { 0, 4096, 32768, 45, 29 },
+  { 0, 5120, 1, 46, 47 },
+  { 0, 5120, 8, 48, 47 },
+  { 0, 5120, 32, 48, 47 },
+  { 0, 5120, 128, 48, 47 },
+  { 0, 5120, 512, 49, 47 },
+  { 0, 5120, 2048, 50, 47 },
+  { 0, 5120, 8192, 50, 47 },
+  { 0, 5120, 32768, 50, 51 },
+  { 0, 6144, 1, 52, 53 },
+  { 0, 6144, 8, 52, 47 },
+  { 0, 6144, 32, 54, 47 },
+  { 0, 6144, 128, 54, 47 },
+  { 0, 6144, 512, 55, 47 },
+  { 0, 6144, 2048, 55, 47 },
+  { 0, 6144, 8192, 56, 47 },
+  { 0, 6144, 32768, 56, 47 },
+  { 0, 7168, 1, 57, 53 },
+  { 0, 7168, 8, 57, 58 },
+  { 0, 7168, 32, 59, 59 },
+  { 0, 7168, 128, 57, 58 },
+  { 0, 7168, 512, 60, 58 },
+  { 0, 7168, 2048, 60, 58 },
+  { 0, 7168, 8192, 60, 58 },
+  { 0, 7168, 32768, 60, 58 },
+  { 0, 8192, 1, 61, 62 },
+  { 0, 8192, 8, 61, 58 },
+  { 0, 8192, 32, 59, 59 },
+  { 0, 8192, 128, 63, 58 },
+  { 0, 8192, 512, 64, 58 },
+  { 0, 8192, 2048, 64, 58 },
+  { 0, 8192, 8192, 64, 58 },
+  { 0, 8192, 32768, 65, 58 },
+  { 0, 12288, 1, 66, 67 },
+  { 0, 12288, 8, 66, 68 },
+  { 0, 12288, 32, 69, 67 },
+  { 0, 12288, 128, 66, 70 },
+  { 0, 12288, 512, 71, 72 },
+  { 0, 12288, 2048, 73, 72 },
+  { 0, 12288, 8192, 73, 72 },
+  { 0, 12288, 32768, 73, 72 },
+  { 0, 16384, 1, 74, 75 },
+  { 0, 16384, 8, 76, 77 },
+  { 0, 16384, 32, 76, 78 },
+  { 0, 16384, 128, 79, 78 },
+  { 0, 16384, 512, 80, 78 },
+  { 0, 16384, 2048, 81, 78 },
+  { 0, 16384, 8192, 81, 78 },
+  { 0, 16384, 32768, 81, 78 },
+  { 0, 32768, 1, 82, 83 },
+  { 0, 32768, 8, 84, 83 },
+  { 0, 32768, 32, 84, 83 },
+  { 0, 32768, 128, 85, 86 },
+  { 0, 32768, 512, 87, 83 },
+  { 0, 32768, 2048, 88, 83 },
+  { 0, 32768, 8192, 88, 89 },
+  { 0, 32768, 32768, 88, 83 },
+  { 0, 65536, 1, 90, 83 },
+  { 0, 65536, 8, 90, 83 },
+  { 0, 65536, 32, 91, 91 },
+  { 0, 65536, 128, 92, 83 },
+  { 0, 65536, 512, 93, 83 },
+  { 0, 65536, 2048, 94, 83 },
+  { 0, 65536, 8192, 94, 83 },
+  { 0, 65536, 32768, 94, 83 },
+  { 0, 131072, 1, 95, 83 },
+  { 0, 131072, 8, 96, 97 },
+  { 0, 131072, 32, 98, 83 },
+  { 0, 131072, 128, 99, 83 },
+  { 0, 131072, 512, 99, 83 },
+  { 0, 131072, 2048, 99, 83 },
+  { 0, 131072, 8192, 99, 83 },
+  { 0, 131072, 32768, 99, 83 },
+  { 1, 512, 1, 101, 102 },
+  { 1, 512, 8, 101, 102 },
+  { 1, 512, 32, 101, 102 },
+  { 1, 512, 128, 101, 102 },
+  { 1, 512, 512, 101, 102 },
+  { 1, 512, 2048, 103, 102 },
+  { 1, 512, 8192, 104, 102 },
+  { 1, 512, 32768, 105, 102 },
+  { 1, 768, 1, 106, 102 },
+  { 1, 768, 8, 106, 102 },
+  { 1, 768, 32, 106, 102 },
+  { 1, 768, 128, 106, 102 },
+  { 1, 768, 512, 106, 102 },
+  { 1, 768, 2048, 107, 102 },
+  { 1, 768, 8192, 108, 102 },
+  { 1, 768, 32768, 109, 102 },
+  { 1, 1024, 1, 110, 102 },
+  { 1, 1024, 8, 110, 102 },
+  { 1, 1024, 32, 110, 102 },
+  { 1, 1024, 128, 111, 102 },
+  { 1, 1024, 512, 110, 102 },
+  { 1, 1024, 2048, 112, 102 },
+  { 1, 1024, 8192, 112, 102 },
+  { 1, 1024, 32768, 113, 102 },
+  { 1, 1536, 1, 114, 102 },
+  { 1, 1536, 8, 114, 102 },
+  { 1, 1536, 32, 114, 102 },
+  { 1, 1536, 128, 115, 115 },
+  { 1, 1536, 512, 114, 102 },
+  { 1, 1536, 2048, 116, 102 },
+  { 1, 1536, 8192, 116, 102 },
+  { 1, 1536, 32768, 116, 102 },
+  { 1, 2048, 1, 117, 102 },
+  { 1, 2048, 8, 117, 102 },
+  { 1, 2048, 32, 117, 102 },
+  { 1, 2048, 128, 115, 115 },
+  { 1, 2048, 512, 117, 102 },
+  { 1, 2048, 2048, 118, 102 },
+  { 1, 2048, 8192, 119, 102 },
+  { 1, 2048, 32768, 119, 102 },
+  { 1, 2560, 1, 120, 121 },
+  { 1, 2560, 8, 120, 121 },
+  { 1, 2560, 32, 122, 121 },
+  { 1, 2560, 128, 120, 121 },
+  { 1, 2560, 512, 122, 121 },
+  { 1, 2560, 2048, 123, 121 },
+  { 1, 2560, 8192, 124, 121 },
+  { 1, 2560, 32768, 124, 125 },
+  { 1, 3072, 1, 126, 121 },
+  { 1, 3072, 8, 127, 121 },
+  { 1, 3072, 32, 128, 121 },
+  { 1, 3072, 128, 126, 121 },
+  { 1, 3072, 512, 127, 121 },
+  { 1, 3072, 2048, 128, 121 },
+  { 1, 3072, 8192, 128, 121 },
+  { 1, 3072, 32768, 128, 121 },
+  { 1, 4096, 1, 129, 121 },
+  { 1, 4096, 8, 129, 121 },
+  { 1, 4096, 32, 130, 121 },
+  { 1, 4096, 128, 131, 121 },
+  { 1, 4096, 512, 130, 121 },
+  { 1, 4096, 2048, 130, 121 },
+  { 1, 4096, 8192, 132, 121 },
+  { 1, 4096, 32768, 133, 121 },
+  { 1, 5120, 1, 134, 135 },
+  { 1, 5120, 8, 134, 135 },
+  { 1, 5120, 32, 136, 135 },
+  { 1, 5120, 128, 137, 135 },
+  { 1, 5120, 512, 138, 135 },
+  { 1, 5120, 2048, 139, 140 },
+  { 1, 5120, 8192, 139, 140 },
+  { 1, 5120, 32768, 139, 135 },
+  { 1, 6144, 1, 141, 135 },
+  { 1, 6144, 8, 141, 135 },
+  { 1, 6144, 32, 142, 135 },
+  { 1, 6144, 128, 143, 135 },
+  { 1, 6144, 512, 144, 135 },
+  { 1, 6144, 2048, 144, 135 },
+  { 1, 6144, 8192, 145, 135 },
+  { 1, 6144, 32768, 145, 135 },
   { 1, 7168, 1, 146, 147 },
   { 1, 7168, 8, 146, 147 },
-  { 1, 7168, 32, 148, 149 },
-  { 1, 7168, 128, 150, 136 },
-  { 1, 7168, 512, 151, 147 },
-  { 1, 7168, 2048, 152, 147 },
-  { 1, 7168, 8192, 152, 147 },
-  { 1, 7168, 32768, 152, 147 },
-  { 1, 8192, 1, 153, 147 },
-  { 1, 8192, 8, 153, 147 },
-  { 1, 8192, 32, 154, 147 },
-  { 1, 8192, 128, 155, 147 },
-  { 1, 8192, 512, 156, 147 },
-  { 1, 8192, 2048, 156, 147 },
-  { 1, 8192, 8192, 156, 147 },
-  { 1, 8192, 32768, 156, 147 },
-  { 1, 12288, 1, 157, 158 },
-  { 1, 12288, 8, 157, 158 },
-  { 1, 12288, 32, 159, 158 },
-  { 1, 12288, 128, 160, 158 },
-  { 1, 12288, 512, 161, 158 },
-  { 1, 12288, 2048, 161, 158 },
-  { 1, 12288, 8192, 161, 158 },
-  { 1, 12288, 32768, 161, 158 },
+  { 1, 7168, 32, 148, 147 },
+  { 1, 7168, 128, 146, 147 },
+  { 1, 7168, 512, 149, 147 },
+  { 1, 7168, 2048, 149, 147 },
+  { 1, 7168, 8192, 149, 147 },
+  { 1, 7168, 32768, 149, 147 },
+  { 1, 8192, 1, 150, 151 },
+  { 1, 8192, 8, 150, 151 },
+  { 1, 8192, 32, 152, 147 },
+  { 1, 8192, 128, 153, 147 },
+  { 1, 8192, 512, 154, 147 },
+  { 1, 8192, 2048, 154, 147 },
+  { 1, 8192, 8192, 154, 147 },
+  { 1, 8192, 32768, 154, 147 },
+  { 1, 12288, 1, 155, 156 },
+  { 1, 12288, 8, 157, 156 },
+  { 1, 12288, 32, 158, 156 },
+  { 1, 12288, 128, 159, 156 },
+  { 1, 12288, 512, 160, 156 },
+  { 1, 12288, 2048, 161, 156 },
+  { 1, 12288, 8192, 161, 156 },
+  { 1, 12288, 32768, 161, 156 },
   { 1, 16384, 1, 162, 163 },
   { 1, 16384, 8, 164, 165 },
   { 1, 16384, 32, 162, 165 },
@@ -1972,980 +2038,980 @@ const Entry kEntries[] = {
   { 1, 16384, 32768, 168, 165 },
   { 1, 32768, 1, 169, 170 },
   { 1, 32768, 8, 169, 170 },
-  { 1, 32768, 32, 171, 170 },
-  { 1, 32768, 128, 172, 170 },
-  { 1, 32768, 512, 173, 170 },
-  { 1, 32768, 2048, 174, 170 },
-  { 1, 32768, 8192, 174, 170 },
-  { 1, 32768, 32768, 174, 170 },
-  { 1, 65536, 1, 175, 170 },
-  { 1, 65536, 8, 175, 170 },
-  { 1, 65536, 32, 176, 176 },
-  { 1, 65536, 128, 177, 170 },
-  { 1, 65536, 512, 178, 170 },
-  { 1, 65536, 2048, 178, 170 },
-  { 1, 65536, 8192, 178, 170 },
-  { 1, 65536, 32768, 178, 170 },
-  { 1, 131072, 1, 179, 170 },
-  { 1, 131072, 8, 180, 181 },
-  { 1, 131072, 32, 182, 170 },
-  { 1, 131072, 128, 183, 170 },
-  { 1, 131072, 512, 183, 170 },
-  { 1, 131072, 2048, 183, 170 },
-  { 1, 131072, 8192, 183, 170 },
-  { 1, 131072, 32768, 183, 170 },
-  { 2, 512, 1, 185, 186 },
-  { 2, 512, 8, 187, 186 },
-  { 2, 512, 32, 188, 186 },
-  { 2, 512, 128, 185, 186 },
-  { 2, 512, 512, 187, 186 },
-  { 2, 512, 2048, 188, 186 },
-  { 2, 512, 8192, 187, 189 },
-  { 2, 512, 32768, 190, 191 },
-  { 2, 768, 1, 192, 193 },
-  { 2, 768, 8, 194, 186 },
-  { 2, 768, 32, 194, 186 },
-  { 2, 768, 128, 192, 186 },
-  { 2, 768, 512, 192, 186 },
-  { 2, 768, 2048, 195, 196 },
-  { 2, 768, 8192, 195, 186 },
-  { 2, 768, 32768, 195, 197 },
-  { 2, 1024, 1, 198, 186 },
-  { 2, 1024, 8, 198, 186 },
-  { 2, 1024, 32, 198, 186 },
-  { 2, 1024, 128, 198, 186 },
-  { 2, 1024, 512, 198, 186 },
-  { 2, 1024, 2048, 199, 199 },
-  { 2, 1024, 8192, 200, 186 },
-  { 2, 1024, 32768, 200, 186 },
-  { 2, 1536, 1, 201, 202 },
-  { 2, 1536, 8, 201, 202 },
-  { 2, 1536, 32, 203, 204 },
-  { 2, 1536, 128, 201, 205 },
-  { 2, 1536, 512, 203, 202 },
-  { 2, 1536, 2048, 203, 202 },
-  { 2, 1536, 8192, 206, 202 },
-  { 2, 1536, 32768, 206, 202 },
-  { 2, 2048, 1, 207, 202 },
-  { 2, 2048, 8, 207, 202 },
-  { 2, 2048, 32, 207, 202 },
-  { 2, 2048, 128, 207, 205 },
-  { 2, 2048, 512, 207, 202 },
-  { 2, 2048, 2048, 207, 205 },
-  { 2, 2048, 8192, 208, 202 },
-  { 2, 2048, 32768, 208, 202 },
-  { 2, 2560, 1, 209, 210 },
-  { 2, 2560, 8, 209, 211 },
-  { 2, 2560, 32, 209, 212 },
-  { 2, 2560, 128, 209, 213 },
-  { 2, 2560, 512, 209, 214 },
-  { 2, 2560, 2048, 209, 214 },
-  { 2, 2560, 8192, 215, 214 },
-  { 2, 2560, 32768, 215, 214 },
-  { 2, 3072, 1, 216, 210 },
-  { 2, 3072, 8, 216, 211 },
-  { 2, 3072, 32, 216, 212 },
-  { 2, 3072, 128, 216, 213 },
-  { 2, 3072, 512, 217, 214 },
-  { 2, 3072, 2048, 217, 210 },
-  { 2, 3072, 8192, 218, 214 },
-  { 2, 3072, 32768, 219, 214 },
-  { 2, 4096, 1, 220, 221 },
-  { 2, 4096, 8, 220, 221 },
-  { 2, 4096, 32, 220, 221 },
-  { 2, 4096, 128, 220, 221 },
-  { 2, 4096, 512, 220, 221 },
-  { 2, 4096, 2048, 220, 221 },
-  { 2, 4096, 8192, 222, 221 },
-  { 2, 4096, 32768, 222, 223 },
-  { 2, 5120, 1, 224, 225 },
-  { 2, 5120, 8, 224, 226 },
-  { 2, 5120, 32, 227, 228 },
-  { 2, 5120, 128, 227, 228 },
-  { 2, 5120, 512, 224, 229 },
-  { 2, 5120, 2048, 224, 230 },
-  { 2, 5120, 8192, 231, 230 },
-  { 2, 5120, 32768, 231, 230 },
-  { 2, 6144, 1, 232, 225 },
-  { 2, 6144, 8, 226, 226 },
-  { 2, 6144, 32, 232, 233 },
-  { 2, 6144, 128, 232, 226 },
-  { 2, 6144, 512, 234, 233 },
-  { 2, 6144, 2048, 235, 233 },
-  { 2, 6144, 8192, 236, 233 },
-  { 2, 6144, 32768, 236, 233 },
-  { 2, 7168, 1, 237, 238 },
-  { 2, 7168, 8, 237, 238 },
-  { 2, 7168, 32, 237, 239 },
-  { 2, 7168, 128, 240, 241 },
-  { 2, 7168, 512, 240, 238 },
-  { 2, 7168, 2048, 242, 238 },
-  { 2, 7168, 8192, 242, 238 },
-  { 2, 7168, 32768, 242, 238 },
-  { 2, 8192, 1, 243, 244 },
-  { 2, 8192, 8, 245, 246 },
-  { 2, 8192, 32, 245, 244 },
-  { 2, 8192, 128, 247, 244 },
-  { 2, 8192, 512, 247, 248 },
-  { 2, 8192, 2048, 249, 244 },
-  { 2, 8192, 8192, 249, 244 },
-  { 2, 8192, 32768, 249, 223 },
-  { 2, 12288, 1, 250, 251 },
-  { 2, 12288, 8, 250, 251 },
-  { 2, 12288, 32, 250, 252 },
-  { 2, 12288, 128, 253, 254 },
-  { 2, 12288, 512, 255, 252 },
-  { 2, 12288, 2048, 256, 252 },
-  { 2, 12288, 8192, 257, 252 },
-  { 2, 12288, 32768, 257, 252 },
-  { 2, 16384, 1, 258, 259 },
-  { 2, 16384, 8, 258, 260 },
-  { 2, 16384, 32, 258, 261 },
-  { 2, 16384, 128, 262, 259 },
-  { 2, 16384, 512, 262, 263 },
-  { 2, 16384, 2048, 262, 259 },
-  { 2, 16384, 8192, 264, 264 },
-  { 2, 16384, 32768, 264, 264 },
-  { 2, 32768, 1, 265, 223 },
-  { 2, 32768, 8, 265, 223 },
-  { 2, 32768, 32, 265, 266 },
-  { 2, 32768, 128, 267, 223 },
-  { 2, 32768, 512, 268, 223 },
-  { 2, 32768, 2048, 267, 269 },
-  { 2, 32768, 8192, 270, 271 },
-  { 2, 32768, 32768, 270, 271 },
-  { 2, 65536, 1, 272, 223 },
-  { 2, 65536, 8, 273, 223 },
-  { 2, 65536, 32, 273, 223 },
-  { 2, 65536, 128, 274, 223 },
-  { 2, 65536, 512, 275, 223 },
-  { 2, 65536, 2048, 274, 223 },
-  { 2, 65536, 8192, 274, 223 },
-  { 2, 65536, 32768, 274, 223 },
-  { 2, 131072, 1, 276, 223 },
-  { 2, 131072, 8, 276, 277 },
-  { 2, 131072, 32, 276, 278 },
-  { 2, 131072, 128, 279, 223 },
-  { 2, 131072, 512, 279, 223 },
-  { 2, 131072, 2048, 279, 223 },
-  { 2, 131072, 8192, 279, 223 },
-  { 2, 131072, 32768, 279, 223 },
-  { 3, 512, 1, 281, 282 },
-  { 3, 512, 8, 283, 284 },
-  { 3, 512, 32, 283, 284 },
-  { 3, 512, 128, 283, 284 },
-  { 3, 512, 512, 285, 284 },
-  { 3, 512, 2048, 286, 284 },
-  { 3, 512, 8192, 287, 284 },
-  { 3, 512, 32768, 286, 288 },
-  { 3, 768, 1, 289, 290 },
-  { 3, 768, 8, 289, 290 },
-  { 3, 768, 32, 289, 290 },
-  { 3, 768, 128, 289, 290 },
-  { 3, 768, 512, 291, 291 },
-  { 3, 768, 2048, 292, 293 },
-  { 3, 768, 8192, 294, 284 },
-  { 3, 768, 32768, 295, 296 },
-  { 3, 1024, 1, 297, 290 },
-  { 3, 1024, 8, 297, 284 },
-  { 3, 1024, 32, 297, 284 },
-  { 3, 1024, 128, 297, 290 },
-  { 3, 1024, 512, 298, 284 },
-  { 3, 1024, 2048, 299, 293 },
-  { 3, 1024, 8192, 300, 284 },
-  { 3, 1024, 32768, 300, 301 },
-  { 3, 1536, 1, 302, 302 },
-  { 3, 1536, 8, 302, 302 },
-  { 3, 1536, 32, 302, 302 },
-  { 3, 1536, 128, 302, 302 },
-  { 3, 1536, 512, 303, 284 },
-  { 3, 1536, 2048, 304, 284 },
-  { 3, 1536, 8192, 305, 284 },
-  { 3, 1536, 32768, 305, 306 },
-  { 3, 2048, 1, 307, 302 },
-  { 3, 2048, 8, 307, 302 },
-  { 3, 2048, 32, 308, 302 },
-  { 3, 2048, 128, 307, 284 },
-  { 3, 2048, 512, 308, 284 },
-  { 3, 2048, 2048, 309, 284 },
-  { 3, 2048, 8192, 310, 284 },
-  { 3, 2048, 32768, 310, 311 },
-  { 3, 2560, 1, 312, 313 },
-  { 3, 2560, 8, 312, 313 },
-  { 3, 2560, 32, 314, 313 },
-  { 3, 2560, 128, 313, 313 },
-  { 3, 2560, 512, 315, 316 },
-  { 3, 2560, 2048, 317, 318 },
-  { 3, 2560, 8192, 319, 320 },
-  { 3, 2560, 32768, 319, 320 },
-  { 3, 3072, 1, 321, 313 },
-  { 3, 3072, 8, 321, 313 },
-  { 3, 3072, 32, 322, 323 },
-  { 3, 3072, 128, 313, 313 },
-  { 3, 3072, 512, 324, 316 },
-  { 3, 3072, 2048, 325, 316 },
-  { 3, 3072, 8192, 326, 320 },
-  { 3, 3072, 32768, 326, 320 },
-  { 3, 4096, 1, 327, 328 },
-  { 3, 4096, 8, 329, 316 },
-  { 3, 4096, 32, 329, 316 },
-  { 3, 4096, 128, 330, 328 },
-  { 3, 4096, 512, 331, 316 },
-  { 3, 4096, 2048, 332, 316 },
-  { 3, 4096, 8192, 332, 316 },
-  { 3, 4096, 32768, 333, 333 },
-  { 3, 5120, 1, 334, 335 },
-  { 3, 5120, 8, 334, 335 },
-  { 3, 5120, 32, 336, 335 },
-  { 3, 5120, 128, 336, 337 },
-  { 3, 5120, 512, 338, 335 },
-  { 3, 5120, 2048, 338, 335 },
-  { 3, 5120, 8192, 338, 335 },
-  { 3, 5120, 32768, 338, 335 },
-  { 3, 6144, 1, 339, 335 },
-  { 3, 6144, 8, 339, 335 },
-  { 3, 6144, 32, 340, 335 },
-  { 3, 6144, 128, 341, 337 },
-  { 3, 6144, 512, 342, 335 },
-  { 3, 6144, 2048, 342, 335 },
-  { 3, 6144, 8192, 342, 335 },
-  { 3, 6144, 32768, 343, 335 },
-  { 3, 7168, 1, 344, 345 },
-  { 3, 7168, 8, 346, 347 },
-  { 3, 7168, 32, 348, 345 },
-  { 3, 7168, 128, 346, 337 },
-  { 3, 7168, 512, 349, 350 },
-  { 3, 7168, 2048, 349, 350 },
-  { 3, 7168, 8192, 349, 350 },
-  { 3, 7168, 32768, 351, 351 },
-  { 3, 8192, 1, 352, 353 },
-  { 3, 8192, 8, 352, 353 },
-  { 3, 8192, 32, 354, 353 },
-  { 3, 8192, 128, 354, 353 },
-  { 3, 8192, 512, 355, 350 },
-  { 3, 8192, 2048, 355, 350 },
-  { 3, 8192, 8192, 355, 350 },
-  { 3, 8192, 32768, 351, 351 },
-  { 3, 12288, 1, 356, 357 },
-  { 3, 12288, 8, 356, 358 },
-  { 3, 12288, 32, 359, 357 },
-  { 3, 12288, 128, 360, 360 },
-  { 3, 12288, 512, 361, 362 },
-  { 3, 12288, 2048, 363, 362 },
-  { 3, 12288, 8192, 364, 362 },
-  { 3, 12288, 32768, 364, 362 },
-  { 3, 16384, 1, 365, 365 },
-  { 3, 16384, 8, 365, 365 },
-  { 3, 16384, 32, 365, 365 },
-  { 3, 16384, 128, 360, 360 },
-  { 3, 16384, 512, 366, 367 },
-  { 3, 16384, 2048, 368, 369 },
-  { 3, 16384, 8192, 368, 369 },
-  { 3, 16384, 32768, 369, 369 },
-  { 3, 32768, 1, 370, 370 },
-  { 3, 32768, 8, 370, 370 },
-  { 3, 32768, 32, 370, 370 },
-  { 3, 32768, 128, 371, 372 },
-  { 3, 32768, 512, 373, 372 },
-  { 3, 32768, 2048, 374, 375 },
-  { 3, 32768, 8192, 374, 369 },
-  { 3, 32768, 32768, 369, 369 },
-  { 3, 65536, 1, 376, 376 },
-  { 3, 65536, 8, 377, 377 },
-  { 3, 65536, 32, 376, 376 },
-  { 3, 65536, 128, 378, 372 },
-  { 3, 65536, 512, 378, 372 },
-  { 3, 65536, 2048, 379, 380 },
-  { 3, 65536, 8192, 381, 380 },
-  { 3, 65536, 32768, 381, 380 },
-  { 3, 131072, 1, 382, 383 },
-  { 3, 131072, 8, 382, 383 },
-  { 3, 131072, 32, 384, 372 },
-  { 3, 131072, 128, 384, 372 },
-  { 3, 131072, 512, 385, 372 },
-  { 3, 131072, 2048, 386, 372 },
-  { 3, 131072, 8192, 386, 372 },
-  { 3, 131072, 32768, 386, 387 },
-  { 4, 512, 1, 389, 390 },
-  { 4, 512, 8, 391, 390 },
-  { 4, 512, 32, 391, 390 },
-  { 4, 512, 128, 391, 390 },
-  { 4, 512, 512, 392, 390 },
-  { 4, 512, 2048, 393, 390 },
-  { 4, 512, 8192, 394, 390 },
-  { 4, 512, 32768, 393, 390 },
-  { 4, 768, 1, 395, 390 },
-  { 4, 768, 8, 395, 390 },
-  { 4, 768, 32, 395, 390 },
-  { 4, 768, 128, 395, 390 },
-  { 4, 768, 512, 396, 396 },
-  { 4, 768, 2048, 397, 398 },
-  { 4, 768, 8192, 399, 390 },
-  { 4, 768, 32768, 397, 390 },
-  { 4, 1024, 1, 400, 390 },
-  { 4, 1024, 8, 400, 390 },
-  { 4, 1024, 32, 400, 390 },
-  { 4, 1024, 128, 401, 390 },
-  { 4, 1024, 512, 402, 390 },
-  { 4, 1024, 2048, 402, 390 },
-  { 4, 1024, 8192, 402, 390 },
-  { 4, 1024, 32768, 402, 390 },
-  { 4, 1536, 1, 403, 404 },
-  { 4, 1536, 8, 403, 404 },
-  { 4, 1536, 32, 403, 390 },
-  { 4, 1536, 128, 403, 404 },
-  { 4, 1536, 512, 405, 390 },
-  { 4, 1536, 2048, 406, 390 },
-  { 4, 1536, 8192, 405, 390 },
-  { 4, 1536, 32768, 405, 390 },
-  { 4, 2048, 1, 407, 390 },
-  { 4, 2048, 8, 407, 390 },
-  { 4, 2048, 32, 407, 390 },
-  { 4, 2048, 128, 407, 390 },
-  { 4, 2048, 512, 408, 390 },
-  { 4, 2048, 2048, 409, 390 },
-  { 4, 2048, 8192, 408, 390 },
-  { 4, 2048, 32768, 408, 390 },
-  { 4, 2560, 1, 410, 411 },
-  { 4, 2560, 8, 412, 413 },
-  { 4, 2560, 32, 414, 413 },
-  { 4, 2560, 128, 410, 411 },
-  { 4, 2560, 512, 415, 413 },
-  { 4, 2560, 2048, 416, 413 },
-  { 4, 2560, 8192, 417, 413 },
-  { 4, 2560, 32768, 417, 413 },
-  { 4, 3072, 1, 418, 413 },
-  { 4, 3072, 8, 419, 413 },
-  { 4, 3072, 32, 420, 413 },
-  { 4, 3072, 128, 418, 411 },
-  { 4, 3072, 512, 421, 413 },
-  { 4, 3072, 2048, 422, 413 },
-  { 4, 3072, 8192, 422, 413 },
-  { 4, 3072, 32768, 422, 413 },
-  { 4, 4096, 1, 423, 413 },
-  { 4, 4096, 8, 423, 413 },
-  { 4, 4096, 32, 424, 413 },
-  { 4, 4096, 128, 425, 426 },
-  { 4, 4096, 512, 427, 413 },
-  { 4, 4096, 2048, 427, 413 },
-  { 4, 4096, 8192, 427, 413 },
-  { 4, 4096, 32768, 427, 413 },
-  { 4, 5120, 1, 428, 429 },
-  { 4, 5120, 8, 430, 429 },
-  { 4, 5120, 32, 431, 429 },
-  { 4, 5120, 128, 431, 432 },
-  { 4, 5120, 512, 433, 429 },
-  { 4, 5120, 2048, 434, 429 },
-  { 4, 5120, 8192, 434, 429 },
-  { 4, 5120, 32768, 434, 429 },
-  { 4, 6144, 1, 435, 429 },
-  { 4, 6144, 8, 435, 429 },
-  { 4, 6144, 32, 436, 429 },
-  { 4, 6144, 128, 436, 432 },
-  { 4, 6144, 512, 437, 429 },
-  { 4, 6144, 2048, 438, 429 },
-  { 4, 6144, 8192, 438, 429 },
-  { 4, 6144, 32768, 438, 429 },
-  { 4, 7168, 1, 439, 440 },
-  { 4, 7168, 8, 439, 441 },
-  { 4, 7168, 32, 442, 441 },
-  { 4, 7168, 128, 442, 432 },
-  { 4, 7168, 512, 443, 441 },
-  { 4, 7168, 2048, 444, 441 },
-  { 4, 7168, 8192, 444, 441 },
-  { 4, 7168, 32768, 444, 445 },
-  { 4, 8192, 1, 446, 447 },
-  { 4, 8192, 8, 446, 441 },
-  { 4, 8192, 32, 448, 441 },
-  { 4, 8192, 128, 449, 447 },
-  { 4, 8192, 512, 450, 451 },
-  { 4, 8192, 2048, 452, 441 },
-  { 4, 8192, 8192, 452, 441 },
-  { 4, 8192, 32768, 453, 441 },
-  { 4, 12288, 1, 454, 455 },
-  { 4, 12288, 8, 456, 457 },
-  { 4, 12288, 32, 458, 457 },
-  { 4, 12288, 128, 459, 457 },
-  { 4, 12288, 512, 459, 451 },
-  { 4, 12288, 2048, 460, 457 },
-  { 4, 12288, 8192, 460, 457 },
-  { 4, 12288, 32768, 460, 457 },
-  { 4, 16384, 1, 461, 462 },
-  { 4, 16384, 8, 461, 462 },
-  { 4, 16384, 32, 463, 462 },
-  { 4, 16384, 128, 464, 465 },
-  { 4, 16384, 512, 466, 462 },
-  { 4, 16384, 2048, 466, 462 },
-  { 4, 16384, 8192, 466, 462 },
-  { 4, 16384, 32768, 467, 462 },
-  { 4, 32768, 1, 468, 445 },
-  { 4, 32768, 8, 468, 445 },
-  { 4, 32768, 32, 469, 470 },
-  { 4, 32768, 128, 471, 445 },
-  { 4, 32768, 512, 472, 445 },
-  { 4, 32768, 2048, 473, 473 },
-  { 4, 32768, 8192, 473, 473 },
-  { 4, 32768, 32768, 473, 473 },
-  { 4, 65536, 1, 474, 445 },
-  { 4, 65536, 8, 475, 445 },
-  { 4, 65536, 32, 474, 476 },
-  { 4, 65536, 128, 477, 445 },
-  { 4, 65536, 512, 477, 445 },
-  { 4, 65536, 2048, 473, 473 },
-  { 4, 65536, 8192, 478, 473 },
-  { 4, 65536, 32768, 478, 473 },
-  { 4, 131072, 1, 479, 445 },
-  { 4, 131072, 8, 479, 445 },
-  { 4, 131072, 32, 480, 445 },
-  { 4, 131072, 128, 480, 445 },
-  { 4, 131072, 512, 480, 445 },
-  { 4, 131072, 2048, 481, 482 },
-  { 4, 131072, 8192, 481, 482 },
-  { 4, 131072, 32768, 483, 482 },
-  { 5, 512, 1, 485, 486 },
-  { 5, 512, 8, 485, 486 },
-  { 5, 512, 32, 485, 486 },
-  { 5, 512, 128, 485, 486 },
-  { 5, 512, 512, 485, 486 },
-  { 5, 512, 2048, 487, 486 },
-  { 5, 512, 8192, 488, 489 },
-  { 5, 512, 32768, 487, 486 },
-  { 5, 768, 1, 490, 486 },
-  { 5, 768, 8, 491, 486 },
-  { 5, 768, 32, 491, 486 },
-  { 5, 768, 128, 490, 486 },
-  { 5, 768, 512, 490, 486 },
-  { 5, 768, 2048, 491, 492 },
-  { 5, 768, 8192, 493, 486 },
-  { 5, 768, 32768, 494, 486 },
-  { 5, 1024, 1, 495, 486 },
-  { 5, 1024, 8, 495, 486 },
-  { 5, 1024, 32, 495, 486 },
-  { 5, 1024, 128, 495, 486 },
-  { 5, 1024, 512, 495, 486 },
-  { 5, 1024, 2048, 496, 486 },
-  { 5, 1024, 8192, 497, 486 },
-  { 5, 1024, 32768, 497, 498 },
-  { 5, 1536, 1, 499, 486 },
-  { 5, 1536, 8, 500, 500 },
-  { 5, 1536, 32, 499, 486 },
-  { 5, 1536, 128, 500, 500 },
-  { 5, 1536, 512, 499, 486 },
-  { 5, 1536, 2048, 501, 486 },
-  { 5, 1536, 8192, 501, 486 },
-  { 5, 1536, 32768, 501, 502 },
-  { 5, 2048, 1, 503, 486 },
-  { 5, 2048, 8, 503, 486 },
-  { 5, 2048, 32, 503, 486 },
-  { 5, 2048, 128, 504, 486 },
-  { 5, 2048, 512, 503, 486 },
-  { 5, 2048, 2048, 505, 506 },
-  { 5, 2048, 8192, 507, 508 },
-  { 5, 2048, 32768, 508, 508 },
-  { 5, 2560, 1, 509, 509 },
-  { 5, 2560, 8, 510, 510 },
-  { 5, 2560, 32, 509, 509 },
-  { 5, 2560, 128, 509, 509 },
-  { 5, 2560, 512, 510, 510 },
-  { 5, 2560, 2048, 511, 512 },
-  { 5, 2560, 8192, 513, 514 },
-  { 5, 2560, 32768, 514, 514 },
-  { 5, 3072, 1, 510, 510 },
-  { 5, 3072, 8, 510, 510 },
-  { 5, 3072, 32, 515, 509 },
-  { 5, 3072, 128, 509, 509 },
-  { 5, 3072, 512, 510, 510 },
-  { 5, 3072, 2048, 516, 517 },
-  { 5, 3072, 8192, 515, 514 },
-  { 5, 3072, 32768, 515, 514 },
-  { 5, 4096, 1, 518, 517 },
-  { 5, 4096, 8, 518, 517 },
-  { 5, 4096, 32, 519, 517 },
-  { 5, 4096, 128, 520, 521 },
-  { 5, 4096, 512, 510, 510 },
-  { 5, 4096, 2048, 522, 517 },
-  { 5, 4096, 8192, 522, 517 },
-  { 5, 4096, 32768, 522, 517 },
-  { 5, 5120, 1, 523, 524 },
-  { 5, 5120, 8, 523, 524 },
-  { 5, 5120, 32, 525, 525 },
-  { 5, 5120, 128, 526, 526 },
-  { 5, 5120, 512, 527, 524 },
-  { 5, 5120, 2048, 528, 524 },
-  { 5, 5120, 8192, 528, 524 },
-  { 5, 5120, 32768, 528, 524 },
-  { 5, 6144, 1, 529, 530 },
-  { 5, 6144, 8, 529, 524 },
-  { 5, 6144, 32, 525, 525 },
-  { 5, 6144, 128, 526, 526 },
-  { 5, 6144, 512, 531, 524 },
-  { 5, 6144, 2048, 531, 524 },
-  { 5, 6144, 8192, 524, 524 },
-  { 5, 6144, 32768, 524, 524 },
-  { 5, 7168, 1, 532, 530 },
-  { 5, 7168, 8, 532, 530 },
-  { 5, 7168, 32, 525, 525 },
-  { 5, 7168, 128, 526, 526 },
-  { 5, 7168, 512, 533, 534 },
-  { 5, 7168, 2048, 533, 534 },
-  { 5, 7168, 8192, 533, 534 },
-  { 5, 7168, 32768, 533, 534 },
-  { 5, 8192, 1, 535, 536 },
-  { 5, 8192, 8, 535, 536 },
-  { 5, 8192, 32, 537, 534 },
-  { 5, 8192, 128, 537, 534 },
-  { 5, 8192, 512, 538, 534 },
-  { 5, 8192, 2048, 538, 534 },
-  { 5, 8192, 8192, 538, 534 },
-  { 5, 8192, 32768, 539, 534 },
-  { 5, 12288, 1, 540, 541 },
-  { 5, 12288, 8, 540, 542 },
-  { 5, 12288, 32, 543, 544 },
-  { 5, 12288, 128, 545, 545 },
-  { 5, 12288, 512, 546, 542 },
-  { 5, 12288, 2048, 547, 542 },
-  { 5, 12288, 8192, 547, 542 },
-  { 5, 12288, 32768, 548, 542 },
-  { 5, 16384, 1, 549, 550 },
-  { 5, 16384, 8, 549, 550 },
-  { 5, 16384, 32, 551, 552 },
-  { 5, 16384, 128, 545, 545 },
-  { 5, 16384, 512, 553, 552 },
-  { 5, 16384, 2048, 554, 555 },
-  { 5, 16384, 8192, 554, 555 },
-  { 5, 16384, 32768, 554, 555 },
-  { 5, 32768, 1, 556, 557 },
-  { 5, 32768, 8, 556, 558 },
-  { 5, 32768, 32, 556, 558 },
-  { 5, 32768, 128, 559, 560 },
-  { 5, 32768, 512, 561, 557 },
-  { 5, 32768, 2048, 562, 557 },
-  { 5, 32768, 8192, 562, 557 },
-  { 5, 32768, 32768, 562, 557 },
-  { 5, 65536, 1, 563, 557 },
-  { 5, 65536, 8, 563, 564 },
-  { 5, 65536, 32, 563, 564 },
-  { 5, 65536, 128, 565, 557 },
-  { 5, 65536, 512, 565, 557 },
-  { 5, 65536, 2048, 566, 567 },
-  { 5, 65536, 8192, 568, 567 },
-  { 5, 65536, 32768, 568, 567 },
-  { 5, 131072, 1, 569, 557 },
-  { 5, 131072, 8, 569, 570 },
-  { 5, 131072, 32, 571, 557 },
-  { 5, 131072, 128, 571, 557 },
-  { 5, 131072, 512, 572, 557 },
-  { 5, 131072, 2048, 573, 557 },
-  { 5, 131072, 8192, 573, 557 },
-  { 5, 131072, 32768, 573, 574 },
-  { 6, 512, 1, 576, 577 },
-  { 6, 512, 8, 578, 577 },
-  { 6, 512, 32, 578, 577 },
-  { 6, 512, 128, 579, 577 },
-  { 6, 512, 512, 579, 577 },
-  { 6, 512, 2048, 579, 577 },
-  { 6, 512, 8192, 579, 577 },
-  { 6, 512, 32768, 580, 581 },
-  { 6, 768, 1, 582, 577 },
-  { 6, 768, 8, 582, 577 },
-  { 6, 768, 32, 583, 577 },
-  { 6, 768, 128, 584, 577 },
-  { 6, 768, 512, 583, 577 },
-  { 6, 768, 2048, 585, 586 },
-  { 6, 768, 8192, 585, 577 },
-  { 6, 768, 32768, 583, 577 },
-  { 6, 1024, 1, 587, 577 },
-  { 6, 1024, 8, 587, 577 },
-  { 6, 1024, 32, 588, 577 },
-  { 6, 1024, 128, 589, 577 },
-  { 6, 1024, 512, 577, 577 },
-  { 6, 1024, 2048, 588, 586 },
-  { 6, 1024, 8192, 588, 577 },
-  { 6, 1024, 32768, 588, 577 },
-  { 6, 1536, 1, 590, 577 },
-  { 6, 1536, 8, 590, 577 },
-  { 6, 1536, 32, 590, 577 },
-  { 6, 1536, 128, 591, 577 },
-  { 6, 1536, 512, 590, 577 },
-  { 6, 1536, 2048, 592, 577 },
-  { 6, 1536, 8192, 590, 577 },
-  { 6, 1536, 32768, 590, 577 },
-  { 6, 2048, 1, 593, 577 },
-  { 6, 2048, 8, 593, 577 },
-  { 6, 2048, 32, 593, 577 },
-  { 6, 2048, 128, 593, 577 },
-  { 6, 2048, 512, 593, 577 },
-  { 6, 2048, 2048, 593, 577 },
-  { 6, 2048, 8192, 593, 577 },
-  { 6, 2048, 32768, 593, 577 },
-  { 6, 2560, 1, 594, 595 },
-  { 6, 2560, 8, 594, 595 },
-  { 6, 2560, 32, 596, 595 },
-  { 6, 2560, 128, 594, 597 },
-  { 6, 2560, 512, 598, 595 },
-  { 6, 2560, 2048, 596, 595 },
-  { 6, 2560, 8192, 596, 595 },
-  { 6, 2560, 32768, 596, 595 },
-  { 6, 3072, 1, 599, 595 },
-  { 6, 3072, 8, 599, 595 },
-  { 6, 3072, 32, 600, 595 },
-  { 6, 3072, 128, 601, 597 },
-  { 6, 3072, 512, 599, 595 },
-  { 6, 3072, 2048, 600, 595 },
-  { 6, 3072, 8192, 600, 595 },
-  { 6, 3072, 32768, 600, 595 },
-  { 6, 4096, 1, 602, 595 },
-  { 6, 4096, 8, 602, 595 },
-  { 6, 4096, 32, 603, 595 },
-  { 6, 4096, 128, 604, 605 },
-  { 6, 4096, 512, 595, 595 },
-  { 6, 4096, 2048, 602, 595 },
-  { 6, 4096, 8192, 602, 595 },
-  { 6, 4096, 32768, 602, 595 },
-  { 6, 5120, 1, 606, 607 },
-  { 6, 5120, 8, 606, 607 },
-  { 6, 5120, 32, 608, 607 },
-  { 6, 5120, 128, 609, 607 },
-  { 6, 5120, 512, 610, 607 },
-  { 6, 5120, 2048, 611, 607 },
-  { 6, 5120, 8192, 611, 607 },
-  { 6, 5120, 32768, 611, 607 },
-  { 6, 6144, 1, 612, 607 },
-  { 6, 6144, 8, 612, 607 },
-  { 6, 6144, 32, 613, 607 },
-  { 6, 6144, 128, 614, 607 },
-  { 6, 6144, 512, 615, 607 },
-  { 6, 6144, 2048, 616, 607 },
-  { 6, 6144, 8192, 616, 607 },
-  { 6, 6144, 32768, 616, 607 },
-  { 6, 7168, 1, 617, 618 },
-  { 6, 7168, 8, 617, 618 },
-  { 6, 7168, 32, 619, 618 },
-  { 6, 7168, 128, 620, 621 },
-  { 6, 7168, 512, 622, 618 },
-  { 6, 7168, 2048, 623, 618 },
-  { 6, 7168, 8192, 623, 618 },
-  { 6, 7168, 32768, 623, 618 },
-  { 6, 8192, 1, 624, 618 },
-  { 6, 8192, 8, 624, 618 },
-  { 6, 8192, 32, 625, 618 },
-  { 6, 8192, 128, 626, 618 },
-  { 6, 8192, 512, 627, 618 },
-  { 6, 8192, 2048, 626, 618 },
-  { 6, 8192, 8192, 626, 618 },
-  { 6, 8192, 32768, 628, 618 },
-  { 6, 12288, 1, 629, 630 },
-  { 6, 12288, 8, 629, 630 },
-  { 6, 12288, 32, 631, 630 },
-  { 6, 12288, 128, 632, 630 },
-  { 6, 12288, 512, 632, 630 },
-  { 6, 12288, 2048, 633, 630 },
-  { 6, 12288, 8192, 633, 630 },
-  { 6, 12288, 32768, 634, 630 },
-  { 6, 16384, 1, 635, 636 },
-  { 6, 16384, 8, 635, 636 },
-  { 6, 16384, 32, 637, 636 },
-  { 6, 16384, 128, 638, 636 },
-  { 6, 16384, 512, 635, 636 },
-  { 6, 16384, 2048, 638, 636 },
-  { 6, 16384, 8192, 638, 636 },
-  { 6, 16384, 32768, 638, 636 },
-  { 6, 32768, 1, 639, 640 },
-  { 6, 32768, 8, 639, 640 },
-  { 6, 32768, 32, 641, 640 },
-  { 6, 32768, 128, 642, 640 },
-  { 6, 32768, 512, 643, 640 },
-  { 6, 32768, 2048, 642, 640 },
-  { 6, 32768, 8192, 642, 640 },
-  { 6, 32768, 32768, 642, 640 },
-  { 6, 65536, 1, 644, 640 },
-  { 6, 65536, 8, 645, 640 },
-  { 6, 65536, 32, 645, 640 },
-  { 6, 65536, 128, 646, 640 },
-  { 6, 65536, 512, 645, 640 },
-  { 6, 65536, 2048, 647, 640 },
-  { 6, 65536, 8192, 648, 640 },
-  { 6, 65536, 32768, 648, 640 },
-  { 6, 131072, 1, 649, 640 },
-  { 6, 131072, 8, 649, 640 },
-  { 6, 131072, 32, 650, 640 },
-  { 6, 131072, 128, 650, 640 },
-  { 6, 131072, 512, 650, 640 },
-  { 6, 131072, 2048, 651, 640 },
-  { 6, 131072, 8192, 652, 640 },
-  { 6, 131072, 32768, 652, 640 },
-  { 7, 512, 1, 654, 655 },
-  { 7, 512, 8, 656, 657 },
-  { 7, 512, 32, 656, 655 },
-  { 7, 512, 128, 656, 655 },
-  { 7, 512, 512, 658, 657 },
-  { 7, 512, 2048, 658, 657 },
-  { 7, 512, 8192, 659, 657 },
-  { 7, 512, 32768, 660, 660 },
-  { 7, 768, 1, 661, 661 },
-  { 7, 768, 8, 661, 661 },
-  { 7, 768, 32, 661, 661 },
-  { 7, 768, 128, 661, 661 },
-  { 7, 768, 512, 662, 662 },
-  { 7, 768, 2048, 663, 663 },
-  { 7, 768, 8192, 663, 663 },
-  { 7, 768, 32768, 663, 663 },
-  { 7, 1024, 1, 664, 665 },
-  { 7, 1024, 8, 664, 665 },
-  { 7, 1024, 32, 664, 661 },
-  { 7, 1024, 128, 661, 661 },
-  { 7, 1024, 512, 662, 662 },
-  { 7, 1024, 2048, 663, 663 },
-  { 7, 1024, 8192, 666, 657 },
-  { 7, 1024, 32768, 666, 657 },
-  { 7, 1536, 1, 667, 667 },
-  { 7, 1536, 8, 667, 667 },
-  { 7, 1536, 32, 668, 669 },
-  { 7, 1536, 128, 670, 670 },
-  { 7, 1536, 512, 670, 670 },
-  { 7, 1536, 2048, 671, 672 },
-  { 7, 1536, 8192, 672, 672 },
-  { 7, 1536, 32768, 672, 672 },
-  { 7, 2048, 1, 673, 672 },
-  { 7, 2048, 8, 667, 667 },
-  { 7, 2048, 32, 673, 674 },
-  { 7, 2048, 128, 670, 670 },
-  { 7, 2048, 512, 670, 670 },
-  { 7, 2048, 2048, 675, 672 },
-  { 7, 2048, 8192, 672, 672 },
-  { 7, 2048, 32768, 676, 672 },
-  { 7, 2560, 1, 677, 677 },
-  { 7, 2560, 8, 677, 677 },
-  { 7, 2560, 32, 678, 678 },
-  { 7, 2560, 128, 679, 679 },
-  { 7, 2560, 512, 680, 681 },
-  { 7, 2560, 2048, 680, 681 },
-  { 7, 2560, 8192, 682, 682 },
-  { 7, 2560, 32768, 682, 682 },
-  { 7, 3072, 1, 683, 684 },
-  { 7, 3072, 8, 683, 677 },
-  { 7, 3072, 32, 685, 686 },
-  { 7, 3072, 128, 679, 679 },
-  { 7, 3072, 512, 687, 681 },
-  { 7, 3072, 2048, 683, 681 },
-  { 7, 3072, 8192, 688, 688 },
-  { 7, 3072, 32768, 688, 688 },
-  { 7, 4096, 1, 689, 689 },
-  { 7, 4096, 8, 690, 691 },
-  { 7, 4096, 32, 690, 692 },
-  { 7, 4096, 128, 690, 693 },
-  { 7, 4096, 512, 694, 693 },
-  { 7, 4096, 2048, 690, 692 },
-  { 7, 4096, 8192, 682, 682 },
-  { 7, 4096, 32768, 688, 688 },
-  { 7, 5120, 1, 695, 696 },
-  { 7, 5120, 8, 695, 697 },
-  { 7, 5120, 32, 698, 698 },
-  { 7, 5120, 128, 695, 698 },
-  { 7, 5120, 512, 695, 699 },
-  { 7, 5120, 2048, 700, 700 },
-  { 7, 5120, 8192, 688, 688 },
-  { 7, 5120, 32768, 701, 701 },
-  { 7, 6144, 1, 702, 702 },
-  { 7, 6144, 8, 702, 702 },
-  { 7, 6144, 32, 703, 698 },
-  { 7, 6144, 128, 703, 704 },
-  { 7, 6144, 512, 705, 706 },
-  { 7, 6144, 2048, 700, 700 },
-  { 7, 6144, 8192, 707, 707 },
-  { 7, 6144, 32768, 707, 707 },
-  { 7, 7168, 1, 708, 708 },
-  { 7, 7168, 8, 708, 708 },
-  { 7, 7168, 32, 709, 704 },
-  { 7, 7168, 128, 704, 704 },
-  { 7, 7168, 512, 710, 710 },
-  { 7, 7168, 2048, 711, 711 },
-  { 7, 7168, 8192, 707, 707 },
-  { 7, 7168, 32768, 707, 707 },
-  { 7, 8192, 1, 712, 712 },
-  { 7, 8192, 8, 713, 713 },
-  { 7, 8192, 32, 714, 715 },
-  { 7, 8192, 128, 704, 704 },
-  { 7, 8192, 512, 716, 717 },
-  { 7, 8192, 2048, 718, 717 },
-  { 7, 8192, 8192, 718, 717 },
-  { 7, 8192, 32768, 707, 707 },
-  { 7, 12288, 1, 719, 719 },
-  { 7, 12288, 8, 719, 719 },
-  { 7, 12288, 32, 720, 720 },
-  { 7, 12288, 128, 719, 719 },
-  { 7, 12288, 512, 721, 721 },
-  { 7, 12288, 2048, 722, 722 },
-  { 7, 12288, 8192, 722, 722 },
-  { 7, 12288, 32768, 722, 722 },
-  { 7, 16384, 1, 723, 723 },
-  { 7, 16384, 8, 723, 723 },
-  { 7, 16384, 32, 720, 720 },
-  { 7, 16384, 128, 723, 723 },
-  { 7, 16384, 512, 724, 725 },
-  { 7, 16384, 2048, 726, 725 },
-  { 7, 16384, 8192, 722, 722 },
-  { 7, 16384, 32768, 722, 722 },
-  { 7, 32768, 1, 727, 727 },
-  { 7, 32768, 8, 727, 727 },
-  { 7, 32768, 32, 728, 728 },
-  { 7, 32768, 128, 729, 730 },
-  { 7, 32768, 512, 731, 730 },
-  { 7, 32768, 2048, 732, 733 },
-  { 7, 32768, 8192, 732, 733 },
-  { 7, 32768, 32768, 732, 688 },
-  { 7, 65536, 1, 734, 734 },
-  { 7, 65536, 8, 735, 735 },
-  { 7, 65536, 32, 736, 737 },
-  { 7, 65536, 128, 738, 739 },
-  { 7, 65536, 512, 740, 739 },
-  { 7, 65536, 2048, 741, 739 },
-  { 7, 65536, 8192, 741, 688 },
-  { 7, 65536, 32768, 741, 688 },
-  { 7, 131072, 1, 742, 743 },
-  { 7, 131072, 8, 744, 744 },
-  { 7, 131072, 32, 745, 688 },
-  { 7, 131072, 128, 745, 688 },
-  { 7, 131072, 512, 745, 688 },
-  { 7, 131072, 2048, 745, 688 },
-  { 7, 131072, 8192, 746, 688 },
-  { 7, 131072, 32768, 746, 688 },
-  { 8, 512, 1, 748, 749 },
-  { 8, 512, 8, 748, 749 },
-  { 8, 512, 32, 748, 749 },
-  { 8, 512, 128, 750, 749 },
-  { 8, 512, 512, 751, 749 },
-  { 8, 512, 2048, 752, 749 },
-  { 8, 512, 8192, 753, 753 },
-  { 8, 512, 32768, 753, 753 },
-  { 8, 768, 1, 754, 755 },
-  { 8, 768, 8, 754, 755 },
-  { 8, 768, 32, 754, 755 },
-  { 8, 768, 128, 754, 756 },
-  { 8, 768, 512, 749, 749 },
-  { 8, 768, 2048, 757, 749 },
-  { 8, 768, 8192, 749, 749 },
-  { 8, 768, 32768, 749, 749 },
-  { 8, 1024, 1, 758, 749 },
-  { 8, 1024, 8, 758, 749 },
-  { 8, 1024, 32, 758, 755 },
-  { 8, 1024, 128, 759, 756 },
-  { 8, 1024, 512, 760, 756 },
-  { 8, 1024, 2048, 760, 756 },
-  { 8, 1024, 8192, 749, 749 },
-  { 8, 1024, 32768, 749, 749 },
-  { 8, 1536, 1, 761, 762 },
-  { 8, 1536, 8, 761, 763 },
-  { 8, 1536, 32, 764, 763 },
-  { 8, 1536, 128, 761, 762 },
-  { 8, 1536, 512, 765, 765 },
-  { 8, 1536, 2048, 766, 763 },
-  { 8, 1536, 8192, 765, 765 },
-  { 8, 1536, 32768, 765, 765 },
-  { 8, 2048, 1, 767, 768 },
-  { 8, 2048, 8, 767, 763 },
-  { 8, 2048, 32, 767, 763 },
-  { 8, 2048, 128, 769, 762 },
-  { 8, 2048, 512, 765, 765 },
-  { 8, 2048, 2048, 765, 765 },
-  { 8, 2048, 8192, 770, 763 },
-  { 8, 2048, 32768, 770, 763 },
-  { 8, 2560, 1, 771, 772 },
-  { 8, 2560, 8, 771, 772 },
-  { 8, 2560, 32, 773, 773 },
-  { 8, 2560, 128, 774, 774 },
-  { 8, 2560, 512, 771, 772 },
-  { 8, 2560, 2048, 775, 775 },
-  { 8, 2560, 8192, 776, 772 },
-  { 8, 2560, 32768, 776, 772 },
-  { 8, 3072, 1, 777, 778 },
-  { 8, 3072, 8, 777, 772 },
-  { 8, 3072, 32, 773, 773 },
-  { 8, 3072, 128, 774, 774 },
-  { 8, 3072, 512, 779, 780 },
-  { 8, 3072, 2048, 775, 775 },
-  { 8, 3072, 8192, 775, 775 },
-  { 8, 3072, 32768, 775, 775 },
-  { 8, 4096, 1, 781, 782 },
-  { 8, 4096, 8, 783, 784 },
-  { 8, 4096, 32, 785, 786 },
-  { 8, 4096, 128, 783, 774 },
-  { 8, 4096, 512, 783, 787 },
-  { 8, 4096, 2048, 788, 787 },
-  { 8, 4096, 8192, 788, 787 },
-  { 8, 4096, 32768, 789, 789 },
-  { 8, 5120, 1, 790, 791 },
-  { 8, 5120, 8, 792, 793 },
-  { 8, 5120, 32, 794, 795 },
-  { 8, 5120, 128, 794, 795 },
-  { 8, 5120, 512, 792, 795 },
-  { 8, 5120, 2048, 789, 789 },
-  { 8, 5120, 8192, 789, 789 },
-  { 8, 5120, 32768, 796, 793 },
-  { 8, 6144, 1, 797, 791 },
-  { 8, 6144, 8, 798, 791 },
-  { 8, 6144, 32, 798, 795 },
-  { 8, 6144, 128, 798, 795 },
-  { 8, 6144, 512, 798, 795 },
-  { 8, 6144, 2048, 789, 789 },
-  { 8, 6144, 8192, 789, 789 },
-  { 8, 6144, 32768, 799, 800 },
-  { 8, 7168, 1, 801, 801 },
-  { 8, 7168, 8, 802, 803 },
-  { 8, 7168, 32, 802, 804 },
-  { 8, 7168, 128, 802, 801 },
-  { 8, 7168, 512, 802, 780 },
-  { 8, 7168, 2048, 805, 806 },
-  { 8, 7168, 8192, 789, 789 },
-  { 8, 7168, 32768, 807, 806 },
-  { 8, 8192, 1, 808, 809 },
-  { 8, 8192, 8, 808, 809 },
-  { 8, 8192, 32, 810, 811 },
-  { 8, 8192, 128, 801, 801 },
-  { 8, 8192, 512, 810, 812 },
-  { 8, 8192, 2048, 813, 812 },
-  { 8, 8192, 8192, 813, 812 },
-  { 8, 8192, 32768, 813, 812 },
-  { 8, 12288, 1, 814, 814 },
-  { 8, 12288, 8, 814, 814 },
-  { 8, 12288, 32, 815, 816 },
-  { 8, 12288, 128, 817, 818 },
-  { 8, 12288, 512, 819, 819 },
-  { 8, 12288, 2048, 819, 819 },
-  { 8, 12288, 8192, 819, 819 },
-  { 8, 12288, 32768, 819, 819 },
-  { 8, 16384, 1, 820, 820 },
-  { 8, 16384, 8, 821, 822 },
-  { 8, 16384, 32, 820, 820 },
-  { 8, 16384, 128, 823, 823 },
-  { 8, 16384, 512, 824, 824 },
-  { 8, 16384, 2048, 823, 823 },
-  { 8, 16384, 8192, 823, 823 },
-  { 8, 16384, 32768, 823, 823 },
-  { 8, 32768, 1, 825, 825 },
-  { 8, 32768, 8, 825, 825 },
-  { 8, 32768, 32, 826, 826 },
-  { 8, 32768, 128, 825, 825 },
-  { 8, 32768, 512, 827, 827 },
-  { 8, 32768, 2048, 827, 827 },
-  { 8, 32768, 8192, 827, 827 },
-  { 8, 32768, 32768, 827, 827 },
-  { 8, 65536, 1, 828, 828 },
-  { 8, 65536, 8, 829, 829 },
-  { 8, 65536, 32, 829, 829 },
-  { 8, 65536, 128, 829, 829 },
-  { 8, 65536, 512, 827, 827 },
-  { 8, 65536, 2048, 827, 827 },
-  { 8, 65536, 8192, 827, 827 },
-  { 8, 65536, 32768, 830, 830 },
-  { 8, 131072, 1, 831, 831 },
-  { 8, 131072, 8, 832, 832 },
-  { 8, 131072, 32, 833, 834 },
-  { 8, 131072, 128, 832, 832 },
-  { 8, 131072, 512, 833, 834 },
-  { 8, 131072, 2048, 835, 835 },
-  { 8, 131072, 8192, 835, 835 },
-  { 8, 131072, 32768, 835, 835 },
+  { 1, 32768, 32, 171, 172 },
+  { 1, 32768, 128, 173, 174 },
+  { 1, 32768, 512, 175, 174 },
+  { 1, 32768, 2048, 176, 174 },
+  { 1, 32768, 8192, 176, 174 },
+  { 1, 32768, 32768, 176, 174 },
+  { 1, 65536, 1, 177, 174 },
+  { 1, 65536, 8, 177, 174 },
+  { 1, 65536, 32, 178, 179 },
+  { 1, 65536, 128, 180, 174 },
+  { 1, 65536, 512, 181, 174 },
+  { 1, 65536, 2048, 181, 174 },
+  { 1, 65536, 8192, 181, 174 },
+  { 1, 65536, 32768, 181, 174 },
+  { 1, 131072, 1, 182, 174 },
+  { 1, 131072, 8, 182, 183 },
+  { 1, 131072, 32, 184, 174 },
+  { 1, 131072, 128, 185, 174 },
+  { 1, 131072, 512, 185, 174 },
+  { 1, 131072, 2048, 185, 174 },
+  { 1, 131072, 8192, 185, 174 },
+  { 1, 131072, 32768, 185, 174 },
+  { 2, 512, 1, 187, 188 },
+  { 2, 512, 8, 189, 188 },
+  { 2, 512, 32, 190, 188 },
+  { 2, 512, 128, 187, 188 },
+  { 2, 512, 512, 189, 188 },
+  { 2, 512, 2048, 190, 188 },
+  { 2, 512, 8192, 190, 191 },
+  { 2, 512, 32768, 192, 193 },
+  { 2, 768, 1, 194, 195 },
+  { 2, 768, 8, 196, 188 },
+  { 2, 768, 32, 196, 197 },
+  { 2, 768, 128, 194, 197 },
+  { 2, 768, 512, 194, 188 },
+  { 2, 768, 2048, 198, 199 },
+  { 2, 768, 8192, 198, 188 },
+  { 2, 768, 32768, 198, 200 },
+  { 2, 1024, 1, 201, 188 },
+  { 2, 1024, 8, 201, 188 },
+  { 2, 1024, 32, 201, 188 },
+  { 2, 1024, 128, 201, 188 },
+  { 2, 1024, 512, 201, 188 },
+  { 2, 1024, 2048, 202, 202 },
+  { 2, 1024, 8192, 203, 188 },
+  { 2, 1024, 32768, 203, 188 },
+  { 2, 1536, 1, 204, 205 },
+  { 2, 1536, 8, 204, 205 },
+  { 2, 1536, 32, 206, 207 },
+  { 2, 1536, 128, 204, 208 },
+  { 2, 1536, 512, 206, 205 },
+  { 2, 1536, 2048, 206, 205 },
+  { 2, 1536, 8192, 209, 205 },
+  { 2, 1536, 32768, 209, 205 },
+  { 2, 2048, 1, 210, 205 },
+  { 2, 2048, 8, 211, 205 },
+  { 2, 2048, 32, 210, 205 },
+  { 2, 2048, 128, 210, 208 },
+  { 2, 2048, 512, 211, 208 },
+  { 2, 2048, 2048, 211, 208 },
+  { 2, 2048, 8192, 212, 205 },
+  { 2, 2048, 32768, 213, 213 },
+  { 2, 2560, 1, 214, 215 },
+  { 2, 2560, 8, 214, 216 },
+  { 2, 2560, 32, 214, 217 },
+  { 2, 2560, 128, 214, 218 },
+  { 2, 2560, 512, 214, 219 },
+  { 2, 2560, 2048, 214, 219 },
+  { 2, 2560, 8192, 220, 219 },
+  { 2, 2560, 32768, 220, 219 },
+  { 2, 3072, 1, 221, 215 },
+  { 2, 3072, 8, 221, 216 },
+  { 2, 3072, 32, 221, 217 },
+  { 2, 3072, 128, 221, 217 },
+  { 2, 3072, 512, 222, 219 },
+  { 2, 3072, 2048, 222, 215 },
+  { 2, 3072, 8192, 223, 219 },
+  { 2, 3072, 32768, 224, 219 },
+  { 2, 4096, 1, 225, 226 },
+  { 2, 4096, 8, 225, 226 },
+  { 2, 4096, 32, 225, 226 },
+  { 2, 4096, 128, 225, 226 },
+  { 2, 4096, 512, 225, 226 },
+  { 2, 4096, 2048, 227, 226 },
+  { 2, 4096, 8192, 228, 226 },
+  { 2, 4096, 32768, 229, 230 },
+  { 2, 5120, 1, 231, 232 },
+  { 2, 5120, 8, 231, 233 },
+  { 2, 5120, 32, 234, 235 },
+  { 2, 5120, 128, 234, 235 },
+  { 2, 5120, 512, 231, 236 },
+  { 2, 5120, 2048, 231, 237 },
+  { 2, 5120, 8192, 238, 237 },
+  { 2, 5120, 32768, 239, 237 },
+  { 2, 6144, 1, 240, 232 },
+  { 2, 6144, 8, 233, 233 },
+  { 2, 6144, 32, 240, 241 },
+  { 2, 6144, 128, 240, 235 },
+  { 2, 6144, 512, 242, 241 },
+  { 2, 6144, 2048, 243, 241 },
+  { 2, 6144, 8192, 244, 241 },
+  { 2, 6144, 32768, 244, 241 },
+  { 2, 7168, 1, 245, 246 },
+  { 2, 7168, 8, 247, 246 },
+  { 2, 7168, 32, 247, 248 },
+  { 2, 7168, 128, 247, 248 },
+  { 2, 7168, 512, 247, 246 },
+  { 2, 7168, 2048, 249, 246 },
+  { 2, 7168, 8192, 249, 246 },
+  { 2, 7168, 32768, 249, 246 },
+  { 2, 8192, 1, 250, 251 },
+  { 2, 8192, 8, 252, 253 },
+  { 2, 8192, 32, 252, 254 },
+  { 2, 8192, 128, 255, 251 },
+  { 2, 8192, 512, 255, 251 },
+  { 2, 8192, 2048, 256, 251 },
+  { 2, 8192, 8192, 257, 251 },
+  { 2, 8192, 32768, 257, 251 },
+  { 2, 12288, 1, 258, 259 },
+  { 2, 12288, 8, 258, 259 },
+  { 2, 12288, 32, 258, 260 },
+  { 2, 12288, 128, 261, 262 },
+  { 2, 12288, 512, 263, 264 },
+  { 2, 12288, 2048, 265, 260 },
+  { 2, 12288, 8192, 266, 260 },
+  { 2, 12288, 32768, 266, 260 },
+  { 2, 16384, 1, 267, 268 },
+  { 2, 16384, 8, 267, 269 },
+  { 2, 16384, 32, 267, 270 },
+  { 2, 16384, 128, 271, 272 },
+  { 2, 16384, 512, 271, 272 },
+  { 2, 16384, 2048, 273, 268 },
+  { 2, 16384, 8192, 274, 274 },
+  { 2, 16384, 32768, 274, 274 },
+  { 2, 32768, 1, 275, 230 },
+  { 2, 32768, 8, 275, 230 },
+  { 2, 32768, 32, 275, 276 },
+  { 2, 32768, 128, 277, 230 },
+  { 2, 32768, 512, 277, 230 },
+  { 2, 32768, 2048, 277, 230 },
+  { 2, 32768, 8192, 278, 279 },
+  { 2, 32768, 32768, 278, 279 },
+  { 2, 65536, 1, 280, 230 },
+  { 2, 65536, 8, 281, 230 },
+  { 2, 65536, 32, 281, 230 },
+  { 2, 65536, 128, 282, 230 },
+  { 2, 65536, 512, 282, 230 },
+  { 2, 65536, 2048, 282, 230 },
+  { 2, 65536, 8192, 282, 230 },
+  { 2, 65536, 32768, 282, 230 },
+  { 2, 131072, 1, 283, 230 },
+  { 2, 131072, 8, 283, 284 },
+  { 2, 131072, 32, 283, 285 },
+  { 2, 131072, 128, 286, 230 },
+  { 2, 131072, 512, 286, 230 },
+  { 2, 131072, 2048, 286, 230 },
+  { 2, 131072, 8192, 286, 230 },
+  { 2, 131072, 32768, 286, 230 },
+  { 3, 512, 1, 288, 289 },
+  { 3, 512, 8, 290, 291 },
+  { 3, 512, 32, 290, 291 },
+  { 3, 512, 128, 290, 291 },
+  { 3, 512, 512, 292, 291 },
+  { 3, 512, 2048, 293, 291 },
+  { 3, 512, 8192, 294, 291 },
+  { 3, 512, 32768, 293, 295 },
+  { 3, 768, 1, 296, 297 },
+  { 3, 768, 8, 298, 297 },
+  { 3, 768, 32, 298, 297 },
+  { 3, 768, 128, 296, 291 },
+  { 3, 768, 512, 299, 291 },
+  { 3, 768, 2048, 300, 291 },
+  { 3, 768, 8192, 301, 291 },
+  { 3, 768, 32768, 302, 303 },
+  { 3, 1024, 1, 304, 297 },
+  { 3, 1024, 8, 304, 291 },
+  { 3, 1024, 32, 304, 291 },
+  { 3, 1024, 128, 304, 291 },
+  { 3, 1024, 512, 305, 291 },
+  { 3, 1024, 2048, 306, 291 },
+  { 3, 1024, 8192, 307, 308 },
+  { 3, 1024, 32768, 307, 308 },
+  { 3, 1536, 1, 309, 309 },
+  { 3, 1536, 8, 309, 309 },
+  { 3, 1536, 32, 309, 309 },
+  { 3, 1536, 128, 309, 309 },
+  { 3, 1536, 512, 310, 291 },
+  { 3, 1536, 2048, 311, 291 },
+  { 3, 1536, 8192, 311, 291 },
+  { 3, 1536, 32768, 311, 312 },
+  { 3, 2048, 1, 313, 291 },
+  { 3, 2048, 8, 313, 291 },
+  { 3, 2048, 32, 313, 309 },
+  { 3, 2048, 128, 313, 291 },
+  { 3, 2048, 512, 314, 291 },
+  { 3, 2048, 2048, 315, 291 },
+  { 3, 2048, 8192, 316, 316 },
+  { 3, 2048, 32768, 316, 316 },
+  { 3, 2560, 1, 317, 318 },
+  { 3, 2560, 8, 317, 318 },
+  { 3, 2560, 32, 319, 318 },
+  { 3, 2560, 128, 318, 318 },
+  { 3, 2560, 512, 320, 321 },
+  { 3, 2560, 2048, 322, 321 },
+  { 3, 2560, 8192, 323, 321 },
+  { 3, 2560, 32768, 323, 324 },
+  { 3, 3072, 1, 325, 318 },
+  { 3, 3072, 8, 325, 318 },
+  { 3, 3072, 32, 326, 327 },
+  { 3, 3072, 128, 318, 318 },
+  { 3, 3072, 512, 328, 321 },
+  { 3, 3072, 2048, 329, 321 },
+  { 3, 3072, 8192, 330, 324 },
+  { 3, 3072, 32768, 330, 324 },
+  { 3, 4096, 1, 331, 332 },
+  { 3, 4096, 8, 331, 321 },
+  { 3, 4096, 32, 333, 321 },
+  { 3, 4096, 128, 331, 334 },
+  { 3, 4096, 512, 335, 321 },
+  { 3, 4096, 2048, 336, 321 },
+  { 3, 4096, 8192, 337, 321 },
+  { 3, 4096, 32768, 338, 338 },
+  { 3, 5120, 1, 339, 339 },
+  { 3, 5120, 8, 340, 341 },
+  { 3, 5120, 32, 340, 342 },
+  { 3, 5120, 128, 340, 343 },
+  { 3, 5120, 512, 344, 341 },
+  { 3, 5120, 2048, 344, 341 },
+  { 3, 5120, 8192, 344, 341 },
+  { 3, 5120, 32768, 345, 341 },
+  { 3, 6144, 1, 346, 346 },
+  { 3, 6144, 8, 347, 341 },
+  { 3, 6144, 32, 347, 343 },
+  { 3, 6144, 128, 347, 343 },
+  { 3, 6144, 512, 348, 341 },
+  { 3, 6144, 2048, 348, 341 },
+  { 3, 6144, 8192, 348, 341 },
+  { 3, 6144, 32768, 349, 341 },
+  { 3, 7168, 1, 346, 346 },
+  { 3, 7168, 8, 350, 346 },
+  { 3, 7168, 32, 350, 343 },
+  { 3, 7168, 128, 350, 343 },
+  { 3, 7168, 512, 351, 352 },
+  { 3, 7168, 2048, 351, 352 },
+  { 3, 7168, 8192, 351, 352 },
+  { 3, 7168, 32768, 353, 353 },
+  { 3, 8192, 1, 354, 354 },
+  { 3, 8192, 8, 354, 354 },
+  { 3, 8192, 32, 355, 356 },
+  { 3, 8192, 128, 357, 343 },
+  { 3, 8192, 512, 358, 352 },
+  { 3, 8192, 2048, 358, 352 },
+  { 3, 8192, 8192, 358, 352 },
+  { 3, 8192, 32768, 353, 353 },
+  { 3, 12288, 1, 359, 359 },
+  { 3, 12288, 8, 360, 360 },
+  { 3, 12288, 32, 361, 362 },
+  { 3, 12288, 128, 359, 359 },
+  { 3, 12288, 512, 363, 364 },
+  { 3, 12288, 2048, 365, 364 },
+  { 3, 12288, 8192, 366, 364 },
+  { 3, 12288, 32768, 366, 364 },
+  { 3, 16384, 1, 367, 368 },
+  { 3, 16384, 8, 367, 368 },
+  { 3, 16384, 32, 367, 369 },
+  { 3, 16384, 128, 359, 359 },
+  { 3, 16384, 512, 370, 371 },
+  { 3, 16384, 2048, 372, 373 },
+  { 3, 16384, 8192, 372, 373 },
+  { 3, 16384, 32768, 373, 373 },
+  { 3, 32768, 1, 374, 375 },
+  { 3, 32768, 8, 374, 376 },
+  { 3, 32768, 32, 374, 377 },
+  { 3, 32768, 128, 378, 378 },
+  { 3, 32768, 512, 379, 375 },
+  { 3, 32768, 2048, 380, 381 },
+  { 3, 32768, 8192, 380, 373 },
+  { 3, 32768, 32768, 373, 373 },
+  { 3, 65536, 1, 382, 382 },
+  { 3, 65536, 8, 383, 383 },
+  { 3, 65536, 32, 382, 382 },
+  { 3, 65536, 128, 384, 383 },
+  { 3, 65536, 512, 384, 375 },
+  { 3, 65536, 2048, 385, 386 },
+  { 3, 65536, 8192, 387, 386 },
+  { 3, 65536, 32768, 387, 386 },
+  { 3, 131072, 1, 388, 389 },
+  { 3, 131072, 8, 388, 389 },
+  { 3, 131072, 32, 390, 390 },
+  { 3, 131072, 128, 391, 375 },
+  { 3, 131072, 512, 392, 375 },
+  { 3, 131072, 2048, 392, 375 },
+  { 3, 131072, 8192, 392, 375 },
+  { 3, 131072, 32768, 392, 393 },
+  { 4, 512, 1, 395, 396 },
+  { 4, 512, 8, 397, 396 },
+  { 4, 512, 32, 397, 396 },
+  { 4, 512, 128, 397, 396 },
+  { 4, 512, 512, 398, 396 },
+  { 4, 512, 2048, 399, 396 },
+  { 4, 512, 8192, 400, 401 },
+  { 4, 512, 32768, 399, 396 },
+  { 4, 768, 1, 402, 396 },
+  { 4, 768, 8, 402, 396 },
+  { 4, 768, 32, 402, 396 },
+  { 4, 768, 128, 402, 396 },
+  { 4, 768, 512, 403, 396 },
+  { 4, 768, 2048, 404, 396 },
+  { 4, 768, 8192, 403, 396 },
+  { 4, 768, 32768, 403, 396 },
+  { 4, 1024, 1, 405, 396 },
+  { 4, 1024, 8, 405, 396 },
+  { 4, 1024, 32, 405, 396 },
+  { 4, 1024, 128, 406, 396 },
+  { 4, 1024, 512, 407, 396 },
+  { 4, 1024, 2048, 408, 409 },
+  { 4, 1024, 8192, 407, 396 },
+  { 4, 1024, 32768, 408, 396 },
+  { 4, 1536, 1, 410, 411 },
+  { 4, 1536, 8, 410, 396 },
+  { 4, 1536, 32, 410, 396 },
+  { 4, 1536, 128, 412, 396 },
+  { 4, 1536, 512, 413, 396 },
+  { 4, 1536, 2048, 414, 396 },
+  { 4, 1536, 8192, 413, 396 },
+  { 4, 1536, 32768, 413, 396 },
+  { 4, 2048, 1, 415, 396 },
+  { 4, 2048, 8, 415, 396 },
+  { 4, 2048, 32, 415, 396 },
+  { 4, 2048, 128, 415, 396 },
+  { 4, 2048, 512, 416, 396 },
+  { 4, 2048, 2048, 417, 417 },
+  { 4, 2048, 8192, 416, 396 },
+  { 4, 2048, 32768, 416, 396 },
+  { 4, 2560, 1, 418, 419 },
+  { 4, 2560, 8, 420, 421 },
+  { 4, 2560, 32, 420, 421 },
+  { 4, 2560, 128, 418, 419 },
+  { 4, 2560, 512, 422, 421 },
+  { 4, 2560, 2048, 423, 421 },
+  { 4, 2560, 8192, 424, 421 },
+  { 4, 2560, 32768, 424, 421 },
+  { 4, 3072, 1, 425, 419 },
+  { 4, 3072, 8, 425, 421 },
+  { 4, 3072, 32, 426, 421 },
+  { 4, 3072, 128, 427, 419 },
+  { 4, 3072, 512, 428, 421 },
+  { 4, 3072, 2048, 429, 421 },
+  { 4, 3072, 8192, 429, 421 },
+  { 4, 3072, 32768, 428, 421 },
+  { 4, 4096, 1, 430, 421 },
+  { 4, 4096, 8, 430, 421 },
+  { 4, 4096, 32, 431, 421 },
+  { 4, 4096, 128, 432, 433 },
+  { 4, 4096, 512, 434, 435 },
+  { 4, 4096, 2048, 436, 421 },
+  { 4, 4096, 8192, 436, 421 },
+  { 4, 4096, 32768, 436, 421 },
+  { 4, 5120, 1, 437, 438 },
+  { 4, 5120, 8, 437, 438 },
+  { 4, 5120, 32, 439, 438 },
+  { 4, 5120, 128, 437, 440 },
+  { 4, 5120, 512, 441, 438 },
+  { 4, 5120, 2048, 442, 438 },
+  { 4, 5120, 8192, 442, 438 },
+  { 4, 5120, 32768, 442, 438 },
+  { 4, 6144, 1, 443, 438 },
+  { 4, 6144, 8, 444, 438 },
+  { 4, 6144, 32, 445, 438 },
+  { 4, 6144, 128, 444, 440 },
+  { 4, 6144, 512, 446, 438 },
+  { 4, 6144, 2048, 447, 438 },
+  { 4, 6144, 8192, 447, 438 },
+  { 4, 6144, 32768, 447, 438 },
+  { 4, 7168, 1, 448, 449 },
+  { 4, 7168, 8, 448, 450 },
+  { 4, 7168, 32, 451, 450 },
+  { 4, 7168, 128, 451, 440 },
+  { 4, 7168, 512, 450, 450 },
+  { 4, 7168, 2048, 452, 450 },
+  { 4, 7168, 8192, 452, 450 },
+  { 4, 7168, 32768, 452, 450 },
+  { 4, 8192, 1, 453, 454 },
+  { 4, 8192, 8, 453, 450 },
+  { 4, 8192, 32, 455, 450 },
+  { 4, 8192, 128, 456, 450 },
+  { 4, 8192, 512, 450, 450 },
+  { 4, 8192, 2048, 456, 450 },
+  { 4, 8192, 8192, 456, 450 },
+  { 4, 8192, 32768, 457, 450 },
+  { 4, 12288, 1, 458, 459 },
+  { 4, 12288, 8, 458, 460 },
+  { 4, 12288, 32, 461, 460 },
+  { 4, 12288, 128, 462, 463 },
+  { 4, 12288, 512, 464, 465 },
+  { 4, 12288, 2048, 464, 460 },
+  { 4, 12288, 8192, 464, 460 },
+  { 4, 12288, 32768, 466, 460 },
+  { 4, 16384, 1, 467, 468 },
+  { 4, 16384, 8, 467, 468 },
+  { 4, 16384, 32, 469, 468 },
+  { 4, 16384, 128, 470, 470 },
+  { 4, 16384, 512, 471, 468 },
+  { 4, 16384, 2048, 471, 468 },
+  { 4, 16384, 8192, 471, 468 },
+  { 4, 16384, 32768, 471, 468 },
+  { 4, 32768, 1, 472, 473 },
+  { 4, 32768, 8, 472, 473 },
+  { 4, 32768, 32, 474, 474 },
+  { 4, 32768, 128, 475, 473 },
+  { 4, 32768, 512, 476, 473 },
+  { 4, 32768, 2048, 475, 477 },
+  { 4, 32768, 8192, 475, 477 },
+  { 4, 32768, 32768, 475, 477 },
+  { 4, 65536, 1, 478, 473 },
+  { 4, 65536, 8, 479, 473 },
+  { 4, 65536, 32, 478, 480 },
+  { 4, 65536, 128, 478, 473 },
+  { 4, 65536, 512, 479, 473 },
+  { 4, 65536, 2048, 481, 477 },
+  { 4, 65536, 8192, 482, 477 },
+  { 4, 65536, 32768, 482, 477 },
+  { 4, 131072, 1, 483, 473 },
+  { 4, 131072, 8, 483, 484 },
+  { 4, 131072, 32, 485, 473 },
+  { 4, 131072, 128, 486, 473 },
+  { 4, 131072, 512, 485, 473 },
+  { 4, 131072, 2048, 487, 488 },
+  { 4, 131072, 8192, 487, 488 },
+  { 4, 131072, 32768, 489, 488 },
+  { 5, 512, 1, 491, 492 },
+  { 5, 512, 8, 491, 492 },
+  { 5, 512, 32, 491, 492 },
+  { 5, 512, 128, 491, 492 },
+  { 5, 512, 512, 491, 492 },
+  { 5, 512, 2048, 493, 492 },
+  { 5, 512, 8192, 494, 495 },
+  { 5, 512, 32768, 493, 496 },
+  { 5, 768, 1, 497, 492 },
+  { 5, 768, 8, 497, 492 },
+  { 5, 768, 32, 497, 492 },
+  { 5, 768, 128, 498, 498 },
+  { 5, 768, 512, 497, 492 },
+  { 5, 768, 2048, 499, 492 },
+  { 5, 768, 8192, 500, 492 },
+  { 5, 768, 32768, 501, 502 },
+  { 5, 1024, 1, 503, 492 },
+  { 5, 1024, 8, 503, 492 },
+  { 5, 1024, 32, 503, 492 },
+  { 5, 1024, 128, 503, 492 },
+  { 5, 1024, 512, 503, 492 },
+  { 5, 1024, 2048, 504, 492 },
+  { 5, 1024, 8192, 505, 506 },
+  { 5, 1024, 32768, 505, 506 },
+  { 5, 1536, 1, 507, 492 },
+  { 5, 1536, 8, 507, 492 },
+  { 5, 1536, 32, 507, 492 },
+  { 5, 1536, 128, 508, 508 },
+  { 5, 1536, 512, 507, 492 },
+  { 5, 1536, 2048, 509, 510 },
+  { 5, 1536, 8192, 509, 492 },
+  { 5, 1536, 32768, 511, 512 },
+  { 5, 2048, 1, 513, 492 },
+  { 5, 2048, 8, 513, 492 },
+  { 5, 2048, 32, 513, 492 },
+  { 5, 2048, 128, 508, 508 },
+  { 5, 2048, 512, 513, 492 },
+  { 5, 2048, 2048, 514, 515 },
+  { 5, 2048, 8192, 516, 492 },
+  { 5, 2048, 32768, 516, 517 },
+  { 5, 2560, 1, 518, 519 },
+  { 5, 2560, 8, 518, 519 },
+  { 5, 2560, 32, 520, 520 },
+  { 5, 2560, 128, 520, 520 },
+  { 5, 2560, 512, 518, 521 },
+  { 5, 2560, 2048, 522, 523 },
+  { 5, 2560, 8192, 524, 525 },
+  { 5, 2560, 32768, 524, 525 },
+  { 5, 3072, 1, 526, 519 },
+  { 5, 3072, 8, 526, 519 },
+  { 5, 3072, 32, 520, 520 },
+  { 5, 3072, 128, 520, 520 },
+  { 5, 3072, 512, 526, 521 },
+  { 5, 3072, 2048, 527, 521 },
+  { 5, 3072, 8192, 528, 525 },
+  { 5, 3072, 32768, 528, 521 },
+  { 5, 4096, 1, 529, 521 },
+  { 5, 4096, 8, 529, 521 },
+  { 5, 4096, 32, 530, 521 },
+  { 5, 4096, 128, 520, 520 },
+  { 5, 4096, 512, 531, 521 },
+  { 5, 4096, 2048, 532, 521 },
+  { 5, 4096, 8192, 531, 521 },
+  { 5, 4096, 32768, 532, 521 },
+  { 5, 5120, 1, 533, 534 },
+  { 5, 5120, 8, 533, 535 },
+  { 5, 5120, 32, 536, 536 },
+  { 5, 5120, 128, 537, 538 },
+  { 5, 5120, 512, 535, 535 },
+  { 5, 5120, 2048, 539, 535 },
+  { 5, 5120, 8192, 539, 535 },
+  { 5, 5120, 32768, 535, 535 },
+  { 5, 6144, 1, 536, 536 },
+  { 5, 6144, 8, 540, 535 },
+  { 5, 6144, 32, 536, 536 },
+  { 5, 6144, 128, 536, 536 },
+  { 5, 6144, 512, 535, 535 },
+  { 5, 6144, 2048, 535, 535 },
+  { 5, 6144, 8192, 535, 535 },
+  { 5, 6144, 32768, 535, 535 },
+  { 5, 7168, 1, 541, 534 },
+  { 5, 7168, 8, 541, 542 },
+  { 5, 7168, 32, 536, 536 },
+  { 5, 7168, 128, 536, 536 },
+  { 5, 7168, 512, 542, 542 },
+  { 5, 7168, 2048, 542, 542 },
+  { 5, 7168, 8192, 542, 542 },
+  { 5, 7168, 32768, 542, 542 },
+  { 5, 8192, 1, 543, 544 },
+  { 5, 8192, 8, 543, 544 },
+  { 5, 8192, 32, 536, 536 },
+  { 5, 8192, 128, 536, 536 },
+  { 5, 8192, 512, 542, 542 },
+  { 5, 8192, 2048, 545, 542 },
+  { 5, 8192, 8192, 546, 542 },
+  { 5, 8192, 32768, 546, 542 },
+  { 5, 12288, 1, 547, 548 },
+  { 5, 12288, 8, 547, 549 },
+  { 5, 12288, 32, 550, 548 },
+  { 5, 12288, 128, 547, 551 },
+  { 5, 12288, 512, 552, 549 },
+  { 5, 12288, 2048, 553, 549 },
+  { 5, 12288, 8192, 553, 549 },
+  { 5, 12288, 32768, 554, 549 },
+  { 5, 16384, 1, 555, 556 },
+  { 5, 16384, 8, 555, 556 },
+  { 5, 16384, 32, 557, 548 },
+  { 5, 16384, 128, 558, 551 },
+  { 5, 16384, 512, 559, 560 },
+  { 5, 16384, 2048, 561, 562 },
+  { 5, 16384, 8192, 561, 562 },
+  { 5, 16384, 32768, 561, 562 },
+  { 5, 32768, 1, 563, 564 },
+  { 5, 32768, 8, 563, 565 },
+  { 5, 32768, 32, 563, 566 },
+  { 5, 32768, 128, 567, 568 },
+  { 5, 32768, 512, 569, 564 },
+  { 5, 32768, 2048, 570, 564 },
+  { 5, 32768, 8192, 570, 564 },
+  { 5, 32768, 32768, 570, 564 },
+  { 5, 65536, 1, 571, 564 },
+  { 5, 65536, 8, 571, 572 },
+  { 5, 65536, 32, 571, 572 },
+  { 5, 65536, 128, 573, 564 },
+  { 5, 65536, 512, 573, 564 },
+  { 5, 65536, 2048, 574, 564 },
+  { 5, 65536, 8192, 575, 576 },
+  { 5, 65536, 32768, 575, 576 },
+  { 5, 131072, 1, 577, 564 },
+  { 5, 131072, 8, 577, 578 },
+  { 5, 131072, 32, 579, 564 },
+  { 5, 131072, 128, 579, 564 },
+  { 5, 131072, 512, 580, 564 },
+  { 5, 131072, 2048, 581, 564 },
+  { 5, 131072, 8192, 581, 564 },
+  { 5, 131072, 32768, 581, 582 },
+  { 6, 512, 1, 584, 585 },
+  { 6, 512, 8, 586, 585 },
+  { 6, 512, 32, 586, 585 },
+  { 6, 512, 128, 584, 585 },
+  { 6, 512, 512, 587, 585 },
+  { 6, 512, 2048, 588, 585 },
+  { 6, 512, 8192, 589, 585 },
+  { 6, 512, 32768, 588, 585 },
+  { 6, 768, 1, 590, 585 },
+  { 6, 768, 8, 590, 585 },
+  { 6, 768, 32, 591, 585 },
+  { 6, 768, 128, 592, 585 },
+  { 6, 768, 512, 593, 585 },
+  { 6, 768, 2048, 591, 585 },
+  { 6, 768, 8192, 594, 585 },
+  { 6, 768, 32768, 591, 585 },
+  { 6, 1024, 1, 595, 585 },
+  { 6, 1024, 8, 595, 585 },
+  { 6, 1024, 32, 595, 585 },
+  { 6, 1024, 128, 595, 585 },
+  { 6, 1024, 512, 595, 585 },
+  { 6, 1024, 2048, 596, 597 },
+  { 6, 1024, 8192, 596, 585 },
+  { 6, 1024, 32768, 595, 585 },
+  { 6, 1536, 1, 598, 585 },
+  { 6, 1536, 8, 598, 585 },
+  { 6, 1536, 32, 598, 585 },
+  { 6, 1536, 128, 599, 585 },
+  { 6, 1536, 512, 598, 585 },
+  { 6, 1536, 2048, 600, 585 },
+  { 6, 1536, 8192, 599, 585 },
+  { 6, 1536, 32768, 598, 585 },
+  { 6, 2048, 1, 601, 585 },
+  { 6, 2048, 8, 601, 585 },
+  { 6, 2048, 32, 601, 585 },
+  { 6, 2048, 128, 602, 585 },
+  { 6, 2048, 512, 601, 585 },
+  { 6, 2048, 2048, 603, 585 },
+  { 6, 2048, 8192, 601, 585 },
+  { 6, 2048, 32768, 601, 585 },
+  { 6, 2560, 1, 604, 605 },
+  { 6, 2560, 8, 604, 605 },
+  { 6, 2560, 32, 606, 605 },
+  { 6, 2560, 128, 606, 607 },
+  { 6, 2560, 512, 604, 605 },
+  { 6, 2560, 2048, 608, 605 },
+  { 6, 2560, 8192, 608, 605 },
+  { 6, 2560, 32768, 608, 605 },
+  { 6, 3072, 1, 609, 605 },
+  { 6, 3072, 8, 609, 605 },
+  { 6, 3072, 32, 610, 605 },
+  { 6, 3072, 128, 611, 607 },
+  { 6, 3072, 512, 609, 605 },
+  { 6, 3072, 2048, 610, 605 },
+  { 6, 3072, 8192, 610, 605 },
+  { 6, 3072, 32768, 609, 605 },
+  { 6, 4096, 1, 612, 605 },
+  { 6, 4096, 8, 613, 605 },
+  { 6, 4096, 32, 614, 605 },
+  { 6, 4096, 128, 615, 607 },
+  { 6, 4096, 512, 605, 605 },
+  { 6, 4096, 2048, 612, 605 },
+  { 6, 4096, 8192, 612, 605 },
+  { 6, 4096, 32768, 612, 605 },
+  { 6, 5120, 1, 616, 617 },
+  { 6, 5120, 8, 616, 617 },
+  { 6, 5120, 32, 618, 617 },
+  { 6, 5120, 128, 619, 620 },
+  { 6, 5120, 512, 621, 617 },
+  { 6, 5120, 2048, 622, 617 },
+  { 6, 5120, 8192, 622, 617 },
+  { 6, 5120, 32768, 622, 617 },
+  { 6, 6144, 1, 623, 624 },
+  { 6, 6144, 8, 625, 617 },
+  { 6, 6144, 32, 626, 617 },
+  { 6, 6144, 128, 626, 627 },
+  { 6, 6144, 512, 628, 617 },
+  { 6, 6144, 2048, 629, 617 },
+  { 6, 6144, 8192, 630, 617 },
+  { 6, 6144, 32768, 630, 617 },
+  { 6, 7168, 1, 631, 624 },
+  { 6, 7168, 8, 631, 632 },
+  { 6, 7168, 32, 633, 632 },
+  { 6, 7168, 128, 633, 627 },
+  { 6, 7168, 512, 634, 632 },
+  { 6, 7168, 2048, 635, 632 },
+  { 6, 7168, 8192, 635, 632 },
+  { 6, 7168, 32768, 636, 632 },
+  { 6, 8192, 1, 637, 632 },
+  { 6, 8192, 8, 637, 632 },
+  { 6, 8192, 32, 638, 632 },
+  { 6, 8192, 128, 639, 627 },
+  { 6, 8192, 512, 640, 632 },
+  { 6, 8192, 2048, 639, 632 },
+  { 6, 8192, 8192, 639, 632 },
+  { 6, 8192, 32768, 641, 632 },
+  { 6, 12288, 1, 642, 643 },
+  { 6, 12288, 8, 642, 644 },
+  { 6, 12288, 32, 645, 646 },
+  { 6, 12288, 128, 642, 644 },
+  { 6, 12288, 512, 647, 644 },
+  { 6, 12288, 2048, 648, 644 },
+  { 6, 12288, 8192, 648, 644 },
+  { 6, 12288, 32768, 649, 644 },
+  { 6, 16384, 1, 650, 651 },
+  { 6, 16384, 8, 650, 651 },
+  { 6, 16384, 32, 652, 651 },
+  { 6, 16384, 128, 653, 654 },
+  { 6, 16384, 512, 655, 651 },
+  { 6, 16384, 2048, 655, 651 },
+  { 6, 16384, 8192, 655, 651 },
+  { 6, 16384, 32768, 655, 651 },
+  { 6, 32768, 1, 656, 657 },
+  { 6, 32768, 8, 656, 657 },
+  { 6, 32768, 32, 658, 657 },
+  { 6, 32768, 128, 659, 657 },
+  { 6, 32768, 512, 660, 657 },
+  { 6, 32768, 2048, 659, 657 },
+  { 6, 32768, 8192, 659, 657 },
+  { 6, 32768, 32768, 659, 657 },
+  { 6, 65536, 1, 661, 657 },
+  { 6, 65536, 8, 662, 657 },
+  { 6, 65536, 32, 662, 663 },
+  { 6, 65536, 128, 664, 657 },
+  { 6, 65536, 512, 665, 657 },
+  { 6, 65536, 2048, 666, 657 },
+  { 6, 65536, 8192, 666, 657 },
+  { 6, 65536, 32768, 666, 657 },
+  { 6, 131072, 1, 667, 657 },
+  { 6, 131072, 8, 667, 668 },
+  { 6, 131072, 32, 669, 657 },
+  { 6, 131072, 128, 669, 657 },
+  { 6, 131072, 512, 670, 657 },
+  { 6, 131072, 2048, 670, 657 },
+  { 6, 131072, 8192, 671, 657 },
+  { 6, 131072, 32768, 671, 657 },
+  { 7, 512, 1, 673, 674 },
+  { 7, 512, 8, 675, 674 },
+  { 7, 512, 32, 673, 674 },
+  { 7, 512, 128, 675, 676 },
+  { 7, 512, 512, 677, 674 },
+  { 7, 512, 2048, 678, 679 },
+  { 7, 512, 8192, 680, 674 },
+  { 7, 512, 32768, 678, 679 },
+  { 7, 768, 1, 681, 682 },
+  { 7, 768, 8, 681, 682 },
+  { 7, 768, 32, 683, 683 },
+  { 7, 768, 128, 683, 683 },
+  { 7, 768, 512, 684, 674 },
+  { 7, 768, 2048, 685, 686 },
+  { 7, 768, 8192, 685, 686 },
+  { 7, 768, 32768, 685, 687 },
+  { 7, 1024, 1, 688, 682 },
+  { 7, 1024, 8, 688, 682 },
+  { 7, 1024, 32, 683, 683 },
+  { 7, 1024, 128, 688, 683 },
+  { 7, 1024, 512, 689, 682 },
+  { 7, 1024, 2048, 690, 674 },
+  { 7, 1024, 8192, 690, 674 },
+  { 7, 1024, 32768, 691, 674 },
+  { 7, 1536, 1, 692, 692 },
+  { 7, 1536, 8, 692, 692 },
+  { 7, 1536, 32, 693, 694 },
+  { 7, 1536, 128, 695, 695 },
+  { 7, 1536, 512, 695, 695 },
+  { 7, 1536, 2048, 696, 697 },
+  { 7, 1536, 8192, 698, 698 },
+  { 7, 1536, 32768, 698, 698 },
+  { 7, 2048, 1, 699, 697 },
+  { 7, 2048, 8, 692, 692 },
+  { 7, 2048, 32, 699, 700 },
+  { 7, 2048, 128, 695, 695 },
+  { 7, 2048, 512, 695, 695 },
+  { 7, 2048, 2048, 701, 697 },
+  { 7, 2048, 8192, 698, 698 },
+  { 7, 2048, 32768, 702, 702 },
+  { 7, 2560, 1, 703, 704 },
+  { 7, 2560, 8, 703, 705 },
+  { 7, 2560, 32, 706, 706 },
+  { 7, 2560, 128, 707, 707 },
+  { 7, 2560, 512, 703, 708 },
+  { 7, 2560, 2048, 703, 708 },
+  { 7, 2560, 8192, 709, 709 },
+  { 7, 2560, 32768, 709, 709 },
+  { 7, 3072, 1, 710, 704 },
+  { 7, 3072, 8, 710, 705 },
+  { 7, 3072, 32, 711, 705 },
+  { 7, 3072, 128, 707, 707 },
+  { 7, 3072, 512, 712, 708 },
+  { 7, 3072, 2048, 710, 708 },
+  { 7, 3072, 8192, 713, 713 },
+  { 7, 3072, 32768, 713, 713 },
+  { 7, 4096, 1, 714, 714 },
+  { 7, 4096, 8, 715, 716 },
+  { 7, 4096, 32, 715, 716 },
+  { 7, 4096, 128, 715, 717 },
+  { 7, 4096, 512, 718, 717 },
+  { 7, 4096, 2048, 715, 716 },
+  { 7, 4096, 8192, 713, 713 },
+  { 7, 4096, 32768, 713, 713 },
+  { 7, 5120, 1, 719, 720 },
+  { 7, 5120, 8, 719, 721 },
+  { 7, 5120, 32, 722, 722 },
+  { 7, 5120, 128, 719, 722 },
+  { 7, 5120, 512, 719, 723 },
+  { 7, 5120, 2048, 724, 720 },
+  { 7, 5120, 8192, 713, 713 },
+  { 7, 5120, 32768, 713, 713 },
+  { 7, 6144, 1, 725, 725 },
+  { 7, 6144, 8, 725, 725 },
+  { 7, 6144, 32, 726, 722 },
+  { 7, 6144, 128, 726, 722 },
+  { 7, 6144, 512, 727, 727 },
+  { 7, 6144, 2048, 728, 729 },
+  { 7, 6144, 8192, 730, 730 },
+  { 7, 6144, 32768, 730, 730 },
+  { 7, 7168, 1, 731, 731 },
+  { 7, 7168, 8, 731, 731 },
+  { 7, 7168, 32, 732, 733 },
+  { 7, 7168, 128, 734, 734 },
+  { 7, 7168, 512, 735, 735 },
+  { 7, 7168, 2048, 736, 737 },
+  { 7, 7168, 8192, 730, 730 },
+  { 7, 7168, 32768, 730, 730 },
+  { 7, 8192, 1, 738, 739 },
+  { 7, 8192, 8, 740, 740 },
+  { 7, 8192, 32, 734, 734 },
+  { 7, 8192, 128, 734, 734 },
+  { 7, 8192, 512, 741, 742 },
+  { 7, 8192, 2048, 743, 737 },
+  { 7, 8192, 8192, 743, 730 },
+  { 7, 8192, 32768, 730, 730 },
+  { 7, 12288, 1, 744, 744 },
+  { 7, 12288, 8, 744, 744 },
+  { 7, 12288, 32, 745, 746 },
+  { 7, 12288, 128, 744, 744 },
+  { 7, 12288, 512, 747, 748 },
+  { 7, 12288, 2048, 749, 749 },
+  { 7, 12288, 8192, 749, 749 },
+  { 7, 12288, 32768, 749, 749 },
+  { 7, 16384, 1, 750, 751 },
+  { 7, 16384, 8, 752, 752 },
+  { 7, 16384, 32, 750, 746 },
+  { 7, 16384, 128, 750, 751 },
+  { 7, 16384, 512, 753, 754 },
+  { 7, 16384, 2048, 755, 751 },
+  { 7, 16384, 8192, 749, 749 },
+  { 7, 16384, 32768, 749, 749 },
+  { 7, 32768, 1, 756, 756 },
+  { 7, 32768, 8, 756, 756 },
+  { 7, 32768, 32, 757, 757 },
+  { 7, 32768, 128, 758, 758 },
+  { 7, 32768, 512, 759, 758 },
+  { 7, 32768, 2048, 760, 760 },
+  { 7, 32768, 8192, 760, 760 },
+  { 7, 32768, 32768, 760, 760 },
+  { 7, 65536, 1, 761, 761 },
+  { 7, 65536, 8, 762, 762 },
+  { 7, 65536, 32, 763, 764 },
+  { 7, 65536, 128, 765, 766 },
+  { 7, 65536, 512, 767, 766 },
+  { 7, 65536, 2048, 768, 766 },
+  { 7, 65536, 8192, 768, 713 },
+  { 7, 65536, 32768, 768, 713 },
+  { 7, 131072, 1, 769, 770 },
+  { 7, 131072, 8, 771, 771 },
+  { 7, 131072, 32, 772, 713 },
+  { 7, 131072, 128, 772, 713 },
+  { 7, 131072, 512, 772, 713 },
+  { 7, 131072, 2048, 772, 713 },
+  { 7, 131072, 8192, 773, 713 },
+  { 7, 131072, 32768, 772, 713 },
+  { 8, 512, 1, 775, 776 },
+  { 8, 512, 8, 775, 776 },
+  { 8, 512, 32, 775, 776 },
+  { 8, 512, 128, 777, 776 },
+  { 8, 512, 512, 778, 776 },
+  { 8, 512, 2048, 779, 776 },
+  { 8, 512, 8192, 780, 776 },
+  { 8, 512, 32768, 780, 776 },
+  { 8, 768, 1, 781, 782 },
+  { 8, 768, 8, 781, 782 },
+  { 8, 768, 32, 781, 782 },
+  { 8, 768, 128, 781, 782 },
+  { 8, 768, 512, 783, 783 },
+  { 8, 768, 2048, 784, 776 },
+  { 8, 768, 8192, 783, 783 },
+  { 8, 768, 32768, 783, 783 },
+  { 8, 1024, 1, 785, 776 },
+  { 8, 1024, 8, 785, 776 },
+  { 8, 1024, 32, 785, 782 },
+  { 8, 1024, 128, 786, 787 },
+  { 8, 1024, 512, 788, 776 },
+  { 8, 1024, 2048, 788, 776 },
+  { 8, 1024, 8192, 783, 783 },
+  { 8, 1024, 32768, 783, 783 },
+  { 8, 1536, 1, 789, 790 },
+  { 8, 1536, 8, 789, 791 },
+  { 8, 1536, 32, 792, 790 },
+  { 8, 1536, 128, 789, 793 },
+  { 8, 1536, 512, 789, 794 },
+  { 8, 1536, 2048, 789, 790 },
+  { 8, 1536, 8192, 795, 795 },
+  { 8, 1536, 32768, 795, 795 },
+  { 8, 2048, 1, 796, 797 },
+  { 8, 2048, 8, 796, 790 },
+  { 8, 2048, 32, 796, 790 },
+  { 8, 2048, 128, 798, 798 },
+  { 8, 2048, 512, 795, 795 },
+  { 8, 2048, 2048, 795, 795 },
+  { 8, 2048, 8192, 795, 795 },
+  { 8, 2048, 32768, 799, 800 },
+  { 8, 2560, 1, 801, 802 },
+  { 8, 2560, 8, 801, 802 },
+  { 8, 2560, 32, 803, 803 },
+  { 8, 2560, 128, 804, 804 },
+  { 8, 2560, 512, 801, 805 },
+  { 8, 2560, 2048, 806, 806 },
+  { 8, 2560, 8192, 806, 806 },
+  { 8, 2560, 32768, 806, 806 },
+  { 8, 3072, 1, 807, 802 },
+  { 8, 3072, 8, 808, 802 },
+  { 8, 3072, 32, 803, 803 },
+  { 8, 3072, 128, 804, 804 },
+  { 8, 3072, 512, 808, 802 },
+  { 8, 3072, 2048, 806, 806 },
+  { 8, 3072, 8192, 806, 806 },
+  { 8, 3072, 32768, 809, 802 },
+  { 8, 4096, 1, 810, 811 },
+  { 8, 4096, 8, 810, 812 },
+  { 8, 4096, 32, 813, 814 },
+  { 8, 4096, 128, 804, 804 },
+  { 8, 4096, 512, 810, 812 },
+  { 8, 4096, 2048, 806, 806 },
+  { 8, 4096, 8192, 815, 815 },
+  { 8, 4096, 32768, 816, 816 },
+  { 8, 5120, 1, 817, 818 },
+  { 8, 5120, 8, 819, 820 },
+  { 8, 5120, 32, 821, 822 },
+  { 8, 5120, 128, 821, 822 },
+  { 8, 5120, 512, 819, 820 },
+  { 8, 5120, 2048, 816, 816 },
+  { 8, 5120, 8192, 816, 816 },
+  { 8, 5120, 32768, 816, 816 },
+  { 8, 6144, 1, 823, 818 },
+  { 8, 6144, 8, 824, 818 },
+  { 8, 6144, 32, 824, 822 },
+  { 8, 6144, 128, 824, 822 },
+  { 8, 6144, 512, 824, 822 },
+  { 8, 6144, 2048, 825, 826 },
+  { 8, 6144, 8192, 816, 816 },
+  { 8, 6144, 32768, 827, 826 },
+  { 8, 7168, 1, 828, 828 },
+  { 8, 7168, 8, 829, 830 },
+  { 8, 7168, 32, 829, 831 },
+  { 8, 7168, 128, 829, 828 },
+  { 8, 7168, 512, 829, 800 },
+  { 8, 7168, 2048, 816, 816 },
+  { 8, 7168, 8192, 816, 816 },
+  { 8, 7168, 32768, 832, 833 },
+  { 8, 8192, 1, 834, 835 },
+  { 8, 8192, 8, 834, 835 },
+  { 8, 8192, 32, 836, 837 },
+  { 8, 8192, 128, 828, 828 },
+  { 8, 8192, 512, 816, 816 },
+  { 8, 8192, 2048, 838, 839 },
+  { 8, 8192, 8192, 838, 839 },
+  { 8, 8192, 32768, 838, 839 },
+  { 8, 12288, 1, 840, 840 },
+  { 8, 12288, 8, 840, 840 },
+  { 8, 12288, 32, 841, 841 },
+  { 8, 12288, 128, 841, 841 },
+  { 8, 12288, 512, 842, 843 },
+  { 8, 12288, 2048, 842, 843 },
+  { 8, 12288, 8192, 842, 844 },
+  { 8, 12288, 32768, 842, 844 },
+  { 8, 16384, 1, 845, 846 },
+  { 8, 16384, 8, 847, 848 },
+  { 8, 16384, 32, 845, 846 },
+  { 8, 16384, 128, 849, 849 },
+  { 8, 16384, 512, 850, 851 },
+  { 8, 16384, 2048, 850, 852 },
+  { 8, 16384, 8192, 853, 852 },
+  { 8, 16384, 32768, 850, 852 },
+  { 8, 32768, 1, 854, 855 },
+  { 8, 32768, 8, 854, 855 },
+  { 8, 32768, 32, 856, 856 },
+  { 8, 32768, 128, 854, 855 },
+  { 8, 32768, 512, 857, 857 },
+  { 8, 32768, 2048, 857, 857 },
+  { 8, 32768, 8192, 857, 857 },
+  { 8, 32768, 32768, 857, 857 },
+  { 8, 65536, 1, 858, 858 },
+  { 8, 65536, 8, 858, 858 },
+  { 8, 65536, 32, 859, 859 },
+  { 8, 65536, 128, 860, 861 },
+  { 8, 65536, 512, 857, 857 },
+  { 8, 65536, 2048, 857, 857 },
+  { 8, 65536, 8192, 862, 862 },
+  { 8, 65536, 32768, 862, 862 },
+  { 8, 131072, 1, 863, 863 },
+  { 8, 131072, 8, 864, 864 },
+  { 8, 131072, 32, 865, 866 },
+  { 8, 131072, 128, 865, 867 },
+  { 8, 131072, 512, 865, 866 },
+  { 8, 131072, 2048, 868, 868 },
+  { 8, 131072, 8192, 868, 868 },
+  { 8, 131072, 32768, 868, 868 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3287,30 +3353,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_ce8ae326ea2d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ce8ae326ea2d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_82e993c2d5ba(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_82e993c2d5ba_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2171c3c379b4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2171c3c379b4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_76d05a4f37ab(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_76d05a4f37ab_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_039b89e8f108(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_039b89e8f108_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_054ee76c80d2(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_054ee76c80d2_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6fb055fcd24d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6fb055fcd24d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f4aa4abe73d1(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f4aa4abe73d1_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_32c6a38c8d7a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_32c6a38c8d7a_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b5c6250253b3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b5c6250253b3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_bd3961130576(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_bd3961130576_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_af752325e6e6(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_af752325e6e6_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_55e772ed016c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_55e772ed016c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d4187c7b95fc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d4187c7b95fc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4f0246db65b9(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_4f0246db65b9_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_080138cf2298(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_080138cf2298_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_88048aa166d0(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_88048aa166d0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_32374eb505b7(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_32374eb505b7_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4ecdb7f35ceb(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3324,18 +3390,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_ce8ae326ea2d, (const void*)&normgen_layernorm_bwd_ce8ae326ea2d_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_82e993c2d5ba, (const void*)&normgen_layernorm_bwd_82e993c2d5ba_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_2171c3c379b4, (const void*)&normgen_layernorm_bwd_2171c3c379b4_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_76d05a4f37ab, (const void*)&normgen_layernorm_bwd_76d05a4f37ab_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_039b89e8f108, (const void*)&normgen_layernorm_bwd_039b89e8f108_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_054ee76c80d2, (const void*)&normgen_layernorm_bwd_054ee76c80d2_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_6fb055fcd24d, (const void*)&normgen_rmsnorm_bwd_6fb055fcd24d_reduce, 0, 512, 8, 256, 2, 2, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f4aa4abe73d1, (const void*)&normgen_rmsnorm_bwd_f4aa4abe73d1_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_32c6a38c8d7a, (const void*)&normgen_rmsnorm_bwd_32c6a38c8d7a_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_b5c6250253b3, (const void*)&normgen_rmsnorm_bwd_b5c6250253b3_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_bd3961130576, (const void*)&normgen_rmsnorm_bwd_bd3961130576_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_af752325e6e6, (const void*)&normgen_rmsnorm_bwd_af752325e6e6_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_55e772ed016c, (const void*)&normgen_layernorm_bwd_55e772ed016c_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_d4187c7b95fc, (const void*)&normgen_layernorm_bwd_d4187c7b95fc_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 229376, 1 },  // regs.t512.v8.tpr512.i4.s3.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_fb5bf230f3d3, (const void*)&normgen_layernorm_bwd_fb5bf230f3d3_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_4f0246db65b9, (const void*)&normgen_layernorm_bwd_4f0246db65b9_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_a2eb1d3691bc, (const void*)&normgen_layernorm_bwd_a2eb1d3691bc_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_080138cf2298, (const void*)&normgen_layernorm_bwd_080138cf2298_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_88048aa166d0, (const void*)&normgen_rmsnorm_bwd_88048aa166d0_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
+  {(const void*)&normgen_rmsnorm_bwd_32374eb505b7, (const void*)&normgen_rmsnorm_bwd_32374eb505b7_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc, (const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5ce750ee4e66, (const void*)&normgen_rmsnorm_bwd_5ce750ee4e66_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_4ecdb7f35ceb, (const void*)&normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_f871ac78cbbf, (const void*)&normgen_rmsnorm_bwd_f871ac78cbbf_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

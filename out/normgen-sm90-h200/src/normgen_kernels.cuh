@@ -137,7 +137,7 @@ __device__ __forceinline__ int slice_count(int hidden, int col0, int slice) { re
 // starting at columns (i * TPR + lane) * VEC, so a warp's accesses are contiguous.
 
 /**
- * The row stays in registers: ITEMS chunks of VEC values per thread, packed.
+ * The row stays in registers: ITEMS chunks of VEC values per thread, as floats.
  * EARLY_AFFINE: weight and bias of every chunk are loaded with x (their latency overlaps
  * x's and the reductions) rather than chunk by chunk at the stores.
  */
@@ -152,20 +152,11 @@ __device__ __forceinline__ void regs_kernel(const NormgenFwdParams& p) {
   const int col0 = cluster_rank<CLUSTER>() * (ITEMS * TPR * VEC);
   auto column = [&](int i) { return col0 + (i * TPR + lane) * VEC; };
 
-  // The values are exact in R (x's dtype, or the residual's: the sum is rounded to it), so
-  // they are held packed in it and converted at each use: half the registers at 16-bit.
-  Pack<typename C::R, VEC> held[ITEMS];
-  {
-    float loaded[ITEMS][VEC];
-    load_inputs<C, VEC, ITEMS>(p, row, column, active ? hidden : 0, loaded);
-#pragma unroll
-    for (int i = 0; i < ITEMS; ++i)
-#pragma unroll
-      for (int k = 0; k < VEC; ++k) held[i].v[k] = from_float<typename C::R>(loaded[i][k]);
-  }
+  float held[ITEMS][VEC];
+  load_inputs<C, VEC, ITEMS>(p, row, column, active ? hidden : 0, held);
   AffineChunks<C, VEC, EARLY_AFFINE ? ITEMS : 1> affine;
   if constexpr (EARLY_AFFINE) affine.load(p, column, active ? hidden : 0);
-  auto value = [&](int i, int k) { return to_float(held[i].v[k]); };
+  auto value = [&](int i, int k) { return held[i][k]; };
 
   auto chunk = [&](int i, float (&v)[VEC]) {
 #pragma unroll
