@@ -113,6 +113,32 @@ test('a reload kernel capped at 1536 threads an SM fits in 40 registers (bf16 RM
   }
 });
 
+test('capped register kernels fit under their cap without spilling (bf16 and fp32 LayerNorm and RMSNorm + residual, sm90)', async () => {
+  const arch = parseArch('sm90');
+  const ln: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
+  const problems = [
+    makeProblem(ln, 16384, 32768),
+    makeProblem({ ...ln, dtype: 'fp32' }, 8192, 32768),
+    makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { ...ln.features, bias: false, residual: 'same' } }, 3072, 8192),
+  ];
+  const pool = new CompilePool(arch, availableParallelism());
+  try {
+    for (const p of problems) {
+      const capped = enumerateSpace(p, arch).filter((q) => q.storage === 'regs' && q.registerCap !== undefined);
+      assert.ok(capped.length > 0, `${p.op} ${p.dtype} ${p.hidden}: capped regs variants offered`);
+      const variants = capped.map((q) => makeVariant(p, q));
+      const builds = await pool.build({ spec: p, variants });
+      for (const v of variants) {
+        const b = builds.get(v.id)!;
+        assert.is(b.status, 'OK', v.symbol);
+        if (b.status === 'OK') assert.ok(b.usage.registers <= 65536 / v.params.registerCap!, `${v.symbol}: ${b.usage.registers} registers`);
+      }
+    }
+  } finally {
+    await pool.close();
+  }
+});
+
 test('no variant of the default space spills but what a register cap may (heaviest specs, sm90)', async () => {
   const arch = parseArch('sm90');
   const pool = new CompilePool(arch, availableParallelism());
