@@ -68,8 +68,8 @@ export interface CudaParams {
    * gained 5-16 points of copy bandwidth on long grids (test/gpu/occupancy-reload.md) and
    * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Register kernels are offered
    * the same caps where their row leaves REGS_CAP_SPARE_REGISTERS under them (bf16 LayerNorm
-   * 16384 x 32768: regs.t512.tpr512.i4 at 1024, two CTAs an SM instead of one, 517 us
-   * against 769 uncapped in the H200 tune of 2026-11-29). Absent: no cap.
+   * 16384 x 32768: regs.t512.tpr512.i4.h16384 at 1024, 62 registers and two CTAs an SM
+   * instead of 70 and one, 514 us against 758 uncapped in the H200 tune of 2026-12-01). Absent: no cap.
    * (Databases before 2026-11-29 record the 1024 cap as `true`; they load as 1024.)
    */
   registerCap?: number;
