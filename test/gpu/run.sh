@@ -90,9 +90,10 @@ for step in "$@"; do
         cp "$detached"/sm90-h200.jsonl.gz "$out"/ 2>/dev/null
         (cd "$detached" && tar -czf "$out/logs.tar.gz" --exclude=sm90-h200.jsonl.gz --exclude='*.part' --exclude=finished \
           --exclude='normgen-sm90-h200/src' --exclude='normgen-sm90-h200/build' --exclude='*.so' -- *) 2>/dev/null
-        grep -E '^[a-z-]+ rc=|^== ' "$detached/run.log" 2>/dev/null
+        # Each step's status line ("tune rc=0"); the run is done when every one of them is rc=0.
+        statuses=$(grep -E '^[a-z-]+ rc=' "$detached/run.log" 2>/dev/null); [ -n "$statuses" ] && echo "$statuses"
         if [ ! -f "$detached/finished" ]; then echo "tune-wait: still running, call tune-wait again"; r=0
-        elif ! grep -E '^[a-z-]+ rc=|^== ' "$detached/run.log" | grep -qv 'rc=0'; then echo "tune-wait: done"; r=0
+        elif ! grep -qv 'rc=0' <<< "$statuses"; then echo "tune-wait: done"; r=0
         else echo "tune-wait: a step failed"; r=1; fi
         tail -1 "$detached/tune.log" 2>/dev/null
       fi ;;
