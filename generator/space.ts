@@ -64,7 +64,8 @@ export interface CudaParams {
    * reload and regs (no cluster): the launch bounds ask for this many resident threads per SM (one of
    * REGISTER_CAPS), which caps registers a thread: 1024 at 64 (LayerNorm without a residual,
    * where ptxas takes 79 otherwise: three CTAs of 256 per SM, not four), 1536 at 40 (every
-   * reload CTA of up to 512 threads; ptxas takes 44-64 otherwise). Capped at 1024, LayerNorm
+   * reload CTA of up to 512 threads; ptxas takes 44-64 otherwise), 2048 at 32 (regs kernels of
+   * at most FULL_OCCUPANCY_MAX_VALUES values a thread: full occupancy). Capped at 1024, LayerNorm
    * gained 5-16 points of copy bandwidth on long grids (test/gpu/occupancy-reload.md) and
    * lost 2.5-3 on short ones (131072 x 128): the tuner decides. Register kernels are offered
    * the same caps where their row leaves REGS_CAP_SPARE_REGISTERS under them (bf16 LayerNorm
@@ -268,8 +269,7 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
             const p: CudaParams = { storage, threads, vec, threadsPerRow, items, cluster, stages: 0, stagedWeights: false };
             out.push(p);
             if (storage === 'regs' && cluster === 1)
-              for (const registerCap of registerCapsOffered(problem, threads))
-                if (items * vec + REGS_CAP_SPARE_REGISTERS <= REGISTER_FILE / registerCap) out.push({ ...p, registerCap });
+              for (const registerCap of regsCapsOffered(problem, threads, items * vec)) out.push({ ...p, registerCap });
             const early = regs + affineWords(problem, items * vec) + EARLY_AFFINE_SPARE_REGISTERS;
             if (storage === 'regs' && hasAffine(problem) && problem.rows <= EARLY_AFFINE_MAX_ROWS && fitsRegisterFile(early, threads))
               out.push({ ...p, earlyAffine: true });
@@ -305,20 +305,40 @@ export function enumerateSpace(problem: Problem, arch: Arch): CudaParams[] {
 
 /**
  * Resident threads per SM a register-capped reload or regs CTA may ask for in its launch bounds
- * (registers a thread: 64 and 40). 2048 (32 registers) spilled every reload kernel of
- * four chunks a step (test/gpu/occupancy-reload.md).
+ * (registers a thread: 64, 40 and 32). 2048 is for regs kernels only (FULL_OCCUPANCY_MAX_VALUES).
  */
-export const REGISTER_CAPS = [1024, 1536] as const;
+export const REGISTER_CAPS = [1024, 1536, 2048] as const;
 
 /**
- * The caps offered to a reload or regs CTA of this size: 1024 to LayerNorm without a residual (the
- * only kernels above 64 registers), 1536 to every CTA that divides it; none that a CTA
- * reaches uncapped (1024 threads).
+ * The full-occupancy cap (2048 threads an SM at 32 registers, as torch.compile's persistent
+ * reductions run) is offered to regs kernels only, where a thread holds at most this many
+ * values, fp16 LayerNorm's excepted: nvcc 13.0 fits all 433 such kernels of the default
+ * grid's specs in 32 registers without spilling (2026-12-01), where all 15 of fp16
+ * LayerNorm's spilled, and so did 16 values (fp32 RMSNorm t256.i4, bf16 LayerNorm t512.i2)
+ * and reload kernels at four chunks a step (test/gpu/occupancy-reload.md).
+ */
+export const FULL_OCCUPANCY_MAX_VALUES = 8;
+
+/**
+ * The caps offered to a reload CTA of this size (and, as regsCapsOffered narrows them, a regs
+ * one): 1024 to LayerNorm without a residual (the only kernels above 64 registers), 1536 to
+ * every CTA that divides it; none that a CTA reaches uncapped (1024 threads).
  */
 export function registerCapsOffered(problem: Problem, threads: number): number[] {
   return REGISTER_CAPS.filter(
-    (cap) => threads < cap && cap % threads === 0 && (cap !== 1024 || (problem.op === 'layernorm' && residualDType(problem) === null)),
+    (cap) => cap !== 2048 && threads < cap && cap % threads === 0 && (cap !== 1024 || (problem.op === 'layernorm' && residualDType(problem) === null)),
   );
+}
+
+/**
+ * The caps offered to a regs CTA (no cluster) whose threads hold `values` row values each:
+ * those of registerCapsOffered where the row leaves REGS_CAP_SPARE_REGISTERS under the cap,
+ * and the full-occupancy cap where the row is at most FULL_OCCUPANCY_MAX_VALUES.
+ */
+export function regsCapsOffered(problem: Problem, threads: number, values: number): number[] {
+  const caps = registerCapsOffered(problem, threads).filter((cap) => values + REGS_CAP_SPARE_REGISTERS <= REGISTER_FILE / cap);
+  const fullOccupancy = threads < 2048 && values <= FULL_OCCUPANCY_MAX_VALUES && !(problem.op === 'layernorm' && problem.dtype === 'fp16');
+  return fullOccupancy ? [...caps, 2048] : caps;
 }
 
 /**

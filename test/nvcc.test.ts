@@ -113,7 +113,7 @@ test('a reload kernel capped at 1536 threads an SM fits in 40 registers (bf16 RM
   }
 });
 
-test('capped register kernels fit under their cap without spilling (bf16 and fp32 LayerNorm and RMSNorm + residual, sm90)', async () => {
+test('capped register kernels fit under their cap without spilling, the full-occupancy one included (bf16 and fp32 LayerNorm and RMSNorm + residual, sm90)', async () => {
   const arch = parseArch('sm90');
   const ln: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
   const problems = [
@@ -122,9 +122,11 @@ test('capped register kernels fit under their cap without spilling (bf16 and fp3
     makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { ...ln.features, bias: false, residual: 'same' } }, 3072, 8192),
   ];
   const pool = new CompilePool(arch, availableParallelism());
+  const caps = new Set<number>();
   try {
     for (const p of problems) {
       const capped = enumerateSpace(p, arch).filter((q) => q.storage === 'regs' && q.registerCap !== undefined);
+      for (const q of capped) caps.add(q.registerCap!);
       assert.ok(capped.length > 0, `${p.op} ${p.dtype} ${p.hidden}: capped regs variants offered`);
       const variants = capped.map((q) => makeVariant(p, q));
       const builds = await pool.build({ spec: p, variants });
@@ -134,6 +136,7 @@ test('capped register kernels fit under their cap without spilling (bf16 and fp3
         if (b.status === 'OK') assert.ok(b.usage.registers <= 65536 / v.params.registerCap!, `${v.symbol}: ${b.usage.registers} registers`);
       }
     }
+    assert.equal([...caps].sort(), [1024, 1536, 2048]);
   } finally {
     await pool.close();
   }

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hasClusters, parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, REGS_CAP_SPARE_REGISTERS, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
+import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, REGS_CAP_SPARE_REGISTERS, FULL_OCCUPANCY_MAX_VALUES, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -134,6 +134,7 @@ test('register caps: reload and unclustered regs variants, each its own kernel b
     // A regs variant is capped only where its row leaves the spare registers under the cap.
     assert.is(capped.some((p) => p.storage === 'regs'), problem === ln, `${problem.op}: regs variants capped where they fit`);
     for (const p of capped.filter((q) => q.storage === 'regs')) assert.ok(p.items * p.vec + REGS_CAP_SPARE_REGISTERS <= 65536 / p.registerCap!);
+    assert.not.ok(capped.some((p) => p.registerCap === 2048), 'no full-occupancy cap for rows of 16 values a thread or more');
     for (const p of capped) {
       assert.ok((p.storage === 'reload' || (p.storage === 'regs' && p.cluster === 1)) && p.threads < p.registerCap! && p.registerCap! % p.threads === 0, JSON.stringify(p));
       const uncapped = { ...p, registerCap: undefined };
@@ -146,6 +147,25 @@ test('register caps: reload and unclustered regs variants, each its own kernel b
   }
   // Two CTAs an SM instead of one: the winner of bf16 LayerNorm 16384 x 32768 in the H200 tune of 2026-11-29.
   assert.ok(enumerateSpace(ln, sm90).some((p) => describeParams(p) === 'regs.t512.v8.tpr512.i4.cap.h16384'));
+});
+
+test('the full-occupancy cap (2048 threads an SM): regs variants of at most 8 values a thread, never reload, never fp16 LayerNorm', () => {
+  const rmsSpec: KernelSpec = { op: 'rmsnorm', dtype: 'fp32', features: { weight: 'same', bias: false, weightOffset: false, residual: 'none', stats: false } };
+  const lnSpec: KernelSpec = { ...rmsSpec, op: 'layernorm', features: { ...rmsSpec.features, bias: true } };
+  for (const problem of [makeProblem(rmsSpec, 4096, 32768), makeProblem({ ...lnSpec, dtype: 'bf16' }, 8192, 8), makeProblem(lnSpec, 512, 2048)]) {
+    const space = enumerateSpace(problem, sm90);
+    const full = space.filter((p) => p.registerCap === 2048);
+    assert.ok(full.length > 0, `${problem.op} ${problem.dtype} ${problem.hidden}`);
+    for (const p of full) {
+      assert.ok(p.storage === 'regs' && p.cluster === 1 && p.items * p.vec <= FULL_OCCUPANCY_MAX_VALUES && 2048 % p.threads === 0, describeParams(p));
+      assert.match(describeParams(p), /\.cap2048(\.|$)/);
+    }
+    // Every regs variant small enough gets it, 1024-thread CTAs included (two an SM instead of one).
+    const small = space.filter((p) => p.storage === 'regs' && p.cluster === 1 && !p.registerCap && !p.earlyAffine && p.items * p.vec <= FULL_OCCUPANCY_MAX_VALUES);
+    assert.is(full.length, small.length);
+  }
+  assert.ok(enumerateSpace(makeProblem(rmsSpec, 4096, 32768), sm90).some((p) => describeParams(p) === 'regs.t1024.v4.tpr1024.i1.cap2048.h4096'));
+  assert.not.ok(enumerateSpace(makeProblem({ ...lnSpec, dtype: 'fp16' }, 4096, 32768), sm90).some((p) => p.registerCap === 2048), 'fp16 LayerNorm spills at 32 registers');
 });
 
 test('vector width follows the strides: odd strides get scalar access', () => {
