@@ -9,7 +9,7 @@ import type { WgslDeviceTable } from '../../generator/package-wgsl.js';
 import { adapterName } from '../../tuner/wgsl/adapter.js';
 import { InputError, isBackward } from '../../generator/problem.js';
 import { deviceKey, TuningDb } from '../../tuner/db.js';
-import { buildDispatchTable, type DispatchOptions } from '../../tuner/dispatch.js';
+import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, type DispatchOptions } from '../../tuner/dispatch.js';
 import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { expandDbPaths } from '../db-paths.js';
 import { formatTable } from '../table.js';
@@ -22,7 +22,7 @@ export const builder = (y: Argv) =>
     .option('out', { type: 'string', demandOption: true, describe: 'package folder, e.g. out/normgen-sm90' })
     .option('name', { type: 'string', describe: 'package name (default: the folder name)' })
     .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' })
-    .option('large-tolerance', { type: 'number', default: 0.005, describe: 'regret allowed on problems of >= 16M elements (at most --tolerance)' });
+    .option('large-tolerance', { type: 'number', default: DEFAULT_LARGE_TOLERANCE, describe: 'regret allowed on problems of >= 16M elements (at most --tolerance)' });
 
 /** A database of backward results (tune --direction bwd). */
 const isBackwardDb = (db: TuningDb) => db.results.some((r) => isBackward(r.problem));
