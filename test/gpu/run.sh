@@ -83,6 +83,9 @@ for step in "$@"; do
         setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" \
           bash -c 'bash "$1" ${2} > "$3/run.log" 2>&1; touch "$3/finished"' _ "$0" "${DETACHED_STEPS:-tune}" "$detached" < /dev/null > /dev/null 2>&1 &
         echo "tune-start: detached (pid $!): ${DETACHED_STEPS:-tune}"; r=0
+      elif [ ! -f "$detached/run.log" ]; then
+        # A fresh machine: the one tune-start ran on was released (idle between calls), the run with it.
+        echo "tune-wait: no detached run on this machine (released since tune-start): carry its last database in .device/db and run the tune step"; r=1
       else
         waited=0
         while [ ! -f "$detached/finished" ] && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
