@@ -18,9 +18,9 @@ struct Config {
 };
 }  // namespace
 
-// regs.t64.v8.tpr64.i1.cap1536.h512
-extern "C" __global__ void __launch_bounds__(64, 24)
-normgen_rmsnorm_fwd_f69a27c4bf1e(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i1.cap2048.h512
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_44f6329deabe(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
@@ -30,6 +30,13 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+
+// regs.t64.v8.tpr64.i1.h512
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t128.v8.tpr32.i2.h512
@@ -60,11 +67,18 @@ normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 32, 2, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap1536.h768
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_rmsnorm_fwd_85d508570565(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.cap2048.h768
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_06467dd2ff23(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+
+// regs.t256.v8.tpr128.i1.cap1536.h768
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_6579959c2aa3(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early
@@ -74,13 +88,6 @@ normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
 }
 
-// regs.t128.v8.tpr64.i2.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768>(p);
-}
-
 // ring.t128.v8.tpr32.i3.s2.sw.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p) {
@@ -88,30 +95,23 @@ normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 2, true, false, 768>(p);
 }
 
-// regs.t512.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_04107dfb9208(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 32, 3, 1, 768>(p);
-}
-
-// regs.t128.v8.tpr32.i3
+// regs.t128.v8.tpr32.i3.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a872457a3010(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap1536.h1024
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_rmsnorm_fwd_2dd974de85d3(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.cap2048.h1024
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_717516821d61(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// regs.t256.v8.tpr128.i1.h1024
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p) {
+// regs.t256.v8.tpr128.i1.cap2048.h1024
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_6264d1a99add(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
 }
@@ -158,23 +158,23 @@ normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 64, 3, 1, 0>(p);
 }
 
-// regs.t64.v8.tpr64.i3.h1536
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_39e687a81f1b(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536>(p);
-}
-
-// regs.t128.v8.tpr64.i3
+// regs.t128.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
 }
 
-// regs.t256.v8.tpr256.i1.h2048
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i3
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_5aec4f19ccae(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 0>(p);
+}
+
+// regs.t256.v8.tpr256.i1.cap2048.h2048
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_fce4bc47cfbb(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
@@ -193,6 +193,13 @@ normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 64, 4, 1, 0>(p);
 }
 
+// regs.t256.v8.tpr128.i2.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_4d0d1b6d27bf(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 2048>(p);
+}
+
 // regs.t128.v8.tpr128.i2.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p) {
@@ -200,23 +207,16 @@ normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
 }
 
-// regs.t64.v8.tpr64.i4
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_1919b91c0ff2(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 0>(p);
-}
-
-// regs.t512.v8.tpr512.i1.h2560
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_e30468f5ea69(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.cap1536.h2560
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_ae7a3b734ec6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
 }
 
-// regs.t512.v8.tpr512.i1.cap1536
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_42c83920bb03(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_43648f656f02(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
 }
@@ -263,9 +263,9 @@ normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i1.h3072
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.cap1536.h3072
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_972d69a2bc35(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
 }
@@ -284,11 +284,11 @@ normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
-// pipelined.t512.v8.tpr512.i1.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9afae8cadfaa(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.cap2048.h4096
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_f621e82c25ed(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
 }
 
 // smem.t256.v8.tpr256.h4096
@@ -298,18 +298,18 @@ normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
 }
 
-// regs.t256.v8.tpr256.i2.h4096
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
-}
-
 // reload.t512.v8.tpr128.h4096
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_9e781a1da980(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 512, 8, 128, 0, 1, 4096>(p);
+}
+
+// regs.t256.v8.tpr256.i2.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h5120
@@ -354,11 +354,11 @@ normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
 }
 
-// smem.t256.v8.tpr256.h5120
+// regs.t256.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_06bb607ee364(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 5120>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
 }
 
 // pipelined.t512.v8.tpr512.i2.h6144
@@ -366,6 +366,13 @@ extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 8, 512, 2, 1, 6144>(p);
+}
+
+// reload.t256.v8.tpr128.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 6144>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.h7168
@@ -389,11 +396,18 @@ normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c4.early
+// regs.t256.v8.tpr256.i1.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d271f030c6fb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_550f203dc270(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0>(p);
+}
+
+// regs.t512.v8.tpr512.i2.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
 // smem.t256.v8.tpr256.h8192
@@ -403,9 +417,16 @@ normgen_rmsnorm_fwd_d1476cafabab(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
-// reload.t512.v8.tpr256.h8192
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_79df1ab7425a(const NormgenFwdParams p) {
+// reload.t256.v8.tpr256.h8192
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_e2b182848499(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
+}
+
+// reload.t512.v8.tpr256.cap1536.h8192
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_25df8ebc3f0a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 8192>(p);
 }
@@ -438,13 +459,6 @@ normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
 }
 
-// regs.t512.v8.tpr512.i2.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 0, true>(p);
-}
-
 // smem.t256.v8.tpr256.h12288
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p) {
@@ -473,11 +487,11 @@ normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c8.early
+// regs.t256.v8.tpr256.i1.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f2cbcb03ebf4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0>(p);
 }
 
 // pipelined.t128.v8.tpr128.i2.c8.h16384
@@ -492,6 +506,13 @@ extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
+}
+
+// regs.t512.v8.tpr512.i2.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 0, true>(p);
 }
 
 // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
@@ -536,13 +557,6 @@ normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c16
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_422073ab467b(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0>(p);
-}
-
 // regs.t256.v8.tpr256.i1.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p) {
@@ -564,11 +578,11 @@ normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 0>(p);
 }
 
-// ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1caa151ca92a(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_fe635f0244e9(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, 32768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 2, 16, 3, true, false, 32768>(p);
 }
 
 // smem.t512.v8.tpr512.h32768
@@ -597,13 +611,6 @@ extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, 65536>(p);
-}
-
-// ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_80f4a6fbfe62(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, true, 65536>(p);
 }
 
 // smem.t256.v8.tpr256.c4.h65536
@@ -653,13 +660,6 @@ extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, true, 131072>(p);
-}
-
-// smem.t512.v8.tpr512.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_a709aeab2fe6(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 4, 0>(p);
 }
 
 // reload.t256.v1.tpr256

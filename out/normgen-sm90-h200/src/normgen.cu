@@ -12,44 +12,43 @@
 extern "C" __global__ void normgen_layernorm_fwd_02d4e2256c7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1071f8401892(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2ada0692e4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_850042183c22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c59920ffeb74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e95a6146bed0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27396452a8e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_36a000f6dbf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_188ea427045f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1d557a4aefe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d709673e58ea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_976b14536c8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2b007dd7a63e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c5c9329b054b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_51700624b184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ff3e6966146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bca3d4086dec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8f0be6565b50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9b23dca6381(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_272f97f07200(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_620ec3196088(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec7b9e3fc37e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_051661a21dd6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea6e23ded289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8258b087f5f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_990694931d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b9486565bca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec2f46e1b535(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14666461dccd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa5475638ccb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8a5fc511496b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46a037416990(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f7b86a7be0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a6e457ea13e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3e07cca91ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
@@ -60,36 +59,37 @@ extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_e916974e978b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9b86705b95ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21cb04c5687c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ddaa624e07e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c370543161fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_784faadc50e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b52122b94c36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3edcd8924e14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbf770e69dcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be0a86e07566(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f51ca6e598d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f7161c9215c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_648ae112e84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1488a1be4b7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_323fe2aca009(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f51a8e3aa740(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4f01a46e9d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e69840df0f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_353f316c58e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de8c605c665a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_362e8de594bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
@@ -99,6 +99,7 @@ extern "C" __global__ void normgen_layernorm_fwd_861d92c621b7(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_98b4e0b9a4da(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ffed170966e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
@@ -115,45 +116,48 @@ extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c78dea779af7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f372246a5c9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8574c4d8709(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d83a80e9aaec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0dc869d73ca8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3c9b274fb146(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_307b40043577(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_471e5bb9ac07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa4f56ae7151(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecf476424e64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b4772239133(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_317ee90b92b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93ce22ce19d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_719ab43e33cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2f057304270(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5376dc67dfaf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ddf5b093eedf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3b596560d3dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9451eda06b9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7c14ff1d86d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_351eca841eec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb79b3649cc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7056a95fea7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_719ab43e33cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54bc2ab5b939(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21d8f3b7ff87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c017f2b2591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62fd2f81082e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_076f66610b28(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c465f323107a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_535360118b2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_991ed1e24fb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62adb943590b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccc4b5728f62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_92c970615a62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2449ee7b5e0d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23be145bb6ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_95277c7b41be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_987049d1b6e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23047883ebaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0e03914cb005(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_51f7e66dc791(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab29e239e386(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_549a17c91f9b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e66b5219fdf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28252ec06ee8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b83f41d87bcc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f72bd0de6a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb05a658490c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9634fed512b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b478c148e1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fe03385951eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_91808bf8792c(const NormgenFwdParams p);
@@ -162,21 +166,20 @@ extern "C" __global__ void normgen_layernorm_fwd_2e7e74db3066(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_9fb87fc0368d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_324918f53ab1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e13f4868781(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3530d9d282a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e20c7ff32549(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da073b6f1107(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63bb18f8abec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_436ebb748485(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b235f39743c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c147bf5975f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d90897f08b1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0900a53fbf4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1857811f81be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5315f8a2d74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa4c752ed850(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d74ae2f388a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
@@ -200,45 +203,39 @@ extern "C" __global__ void normgen_layernorm_fwd_0794a7713539(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d19d497a030(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b3e66c081f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_477a25492bc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_32e091010cce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0ea877411b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f8e5b4f98f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5e12a33a058(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00befabda88b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d32e6dcba5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1cc1d93fccf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8555aa5f5879(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40dc926d4760(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7c2f126bf750(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e53429e3d8e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3a03e6fc6bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_322007904187(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc6dcf87ecf2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a92281451b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fdda1009dfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27085e478a5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_92446607ca6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f2af98abd278(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d0820d48346e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_255cc921849b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fcaabb87e453(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e911c7d9c7f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c81e80ffe201(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2e79ee299230(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dd3103adfdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_954b05b04035(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6947844736da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5079629e1e73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3faaa604841d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e862efef84c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b2b726ccbb51(const NormgenFwdParams p);
@@ -247,43 +244,42 @@ extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_05b86a634f70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5db7db2d78f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62b361f8365c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0b17a9ce9af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3abcb1c928c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f10c1cec73e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cbab7e08ed8f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_419392091578(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f32a12ddfc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2fa4a801cef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9db84bcd7f90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3de6dd83cbdb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64c76945930e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d8697b82102d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2bee27d6bf2f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_704a89d7ae85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6d3afa6594e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57b881e5566e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8dbb5f2d2f3d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_99d79c5526b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0b60be861281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47b86c6f777d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6209f23b614(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc5b36148ad5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b17791576f74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5dbf8ff07818(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eeb366bbaaa7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb3b16f9c205(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c33d319bd3f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3ad290d4faf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6a0819a9ec8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c08388b1eafb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b4a9a6b18d45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a615efcf451(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_597aaa1cb256(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af5af7aa2e96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_168532a44181(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f4676ecf5a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
@@ -293,14 +289,14 @@ extern "C" __global__ void normgen_layernorm_fwd_cb45062c274a(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1d06808493b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cc7a629ba0c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e5d60d875a6d(const NormgenFwdParams p);
@@ -309,51 +305,50 @@ extern "C" __global__ void normgen_rmsnorm_fwd_9cd255a8de43(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d35d94eb656e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f7f56083bd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f51db32d38bf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86a008168343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95440204bd59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_962bbf0690e7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_127a5fe80a58(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9bcd8c451cc6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5df67d4d1de9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_161da9bb6516(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cdb1bcd77ab2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_504012a2324f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14bc7213eacc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d0cb5009457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62f242348eb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9fd945f90ce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c442b527527(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02d3fecdea5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05e8231f34f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a95ce993b4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1969519b8276(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e21e0b30f55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a56308e986b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ff1aa1ce9cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f868d3c7f3de(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d2f4af249d4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc784af91c8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da85675021bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66ab86285588(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12d6b566629f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a981bdc5046a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73c9834a8ba9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35d4d6017c73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f56df85bb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b67aa5a5dad7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4905a2719c86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78ddd8c1867b(const NormgenFwdParams p);
@@ -364,10 +359,10 @@ extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_daba1cbe8824(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7f4c254c15c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_029f46c16e34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14e927a1d51b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p);
@@ -375,11 +370,12 @@ extern "C" __global__ void normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecdf49e28dc0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a284313872e0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e254eba2fc8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eac22553b458(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6cdf4306d742(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b834204e6ba7(const NormgenFwdParams p);
@@ -388,15 +384,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dcdb36309b26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d96cfe482b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad7f9e10f7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33f839d6dd03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_72141fb5bd84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
@@ -407,45 +402,43 @@ extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6a2c1a9d5e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3801b86706bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0741547b3592(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_094d7d193758(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_473ed875771e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2933a328a95b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fc29d6eb0a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a859a9a0a63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83b88914db82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2803c77b1352(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba7bb2e83cf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_263b8addc4a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29ae565a59b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a10215cd0283(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90c39595ca74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b8fd41c29dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9dae38bf0b6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f172113efa6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_986ecd01fb11(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab8033cca848(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17210efe861a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e981de6e0f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_084d742e1125(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aba4f294e3e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae6f350ba7ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44899ad2d6ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_337c68e3a6ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a355b5a5b30d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceddfdef2389(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39cf53658e5e(const NormgenFwdParams p);
@@ -456,7 +449,8 @@ extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1f78b2cc0f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
@@ -466,7 +460,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53f8be5bbc27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5396142c9761(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d61130daeb18(const NormgenFwdParams p);
@@ -474,18 +468,18 @@ extern "C" __global__ void normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_45d920b6f873(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97b95b7a3e7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7eeafc9dd512(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0b3dd4888ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fe57f2af80f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1569df57e17d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2c1fd971c91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05c442a587d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea21bb7e49a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21760120c89e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p);
@@ -500,90 +494,91 @@ extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1e49b6ebf96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f69a27c4bf1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44f6329deabe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85d508570565(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06467dd2ff23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6579959c2aa3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23a9977abdd0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_04107dfb9208(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a872457a3010(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2dd974de85d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55952fd306ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_717516821d61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6264d1a99add(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea16c4d4bd29(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39e687a81f1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c384b67c7e9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_971237e349eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5aec4f19ccae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fce4bc47cfbb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d0d1b6d27bf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1919b91c0ff2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e30468f5ea69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42c83920bb03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae7a3b734ec6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43648f656f02(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a7a0915a6bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6091343298e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_972d69a2bc35(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9afae8cadfaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f621e82c25ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e781a1da980(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c80015a02695(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06bb607ee364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d271f030c6fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_550f203dc270(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1476cafabab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79df1ab7425a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2b182848499(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_25df8ebc3f0a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2cbcb03ebf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_690ac06c4032(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_422073ab467b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1caa151ca92a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe635f0244e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80f4a6fbfe62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8fd717328ce0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
@@ -591,40 +586,38 @@ extern "C" __global__ void normgen_rmsnorm_fwd_90723652e859(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f8a5ab06783(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a709aeab2fe6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3a284ed7e7c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e2b63e7c08ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e5dada607b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80dd4488b3e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e8e8bd84144(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d664b5033f5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e72a2eb5c00(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9bf6339b8f55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6cc6688ec35(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2390a53cb833(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16e3b43268d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd9817731ee9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_599ce27d3393(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76f78eecab98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31b51df1b42d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee94716ba79c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f45c5ecc6911(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1891756263d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_135b0937808c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a16996be72a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27e65ca2d4f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8725d4f56bae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e41d05f39b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_915ceaaa35e6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ccdcca3f978(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8dd32c1724f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bed5d1408944(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f17591f4ef3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8dc6b5c8b8b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
@@ -634,111 +627,105 @@ extern "C" __global__ void normgen_rmsnorm_fwd_598ed2e08916(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_25550848424c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a99a86265d3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90d9221851af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59ccf2a276cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91eecbb95921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c12169a89440(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc537be38151(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_24daed56bf37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5f744e3002d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c0388ea57f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_22ea7606277c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6268cfac2555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85599fafab5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8cdba820248(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3e57440df45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa583de0e75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b47971a70cf2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a6000ce7737(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb6cc6430ac9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4142517486c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eecfef26d59b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb5ab25a848b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f361cc3782b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e893d14d2bab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f17a57c638a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed40ee476b72(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a0d2d35988e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d1cf60f2201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82e13cca0500(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f1695e7c902(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c168eb1cc896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99a57e3a5bd2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e88334b09c30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b50983294680(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a223ba4a48fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c65e7bd0112f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_780d888ca8ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be8da7c8bfc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c44021ad565(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_430ab0c742ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7116f3fa6877(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e0370dc23a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bede5e3d91c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_522dc69dfad6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39677ed86ebb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59eb756a1b9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7bbac6d065f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71aecfc61b7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50d482b3c05a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_693a26b4ea27(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1f05d690e96b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc36ee7c11cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9de0c46f7a14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7651a17473f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aab2d21bfd93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56658afa5fd8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ebc9a083e85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03185ff7819f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b64c5bf70bd4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5479dc89819(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d54e614cf1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e7b7d063db6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95644edab8c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_82f5425fd4ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95f6ed495a77(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_630018e1a7e9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80a8ee41e897(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0c93a0870262(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fa957d65f78(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac139938563b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_400678680c6c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c01c0cadaac7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af2acecbdebb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_787bc1b4910e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d8116de6064(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5313eddf4537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62ff87df9b8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24973c447667(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_858a0ecf3aeb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58ce68b10aec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
@@ -747,126 +734,133 @@ extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a24fd01be2e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eea83efb5516(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f5b1fdeebe3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9afdb95628b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a775c397d4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a12ba8d6d1ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f0ab2893355(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86f5a14103bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9619c6105029(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_96a70543bb39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa63a96528a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b864d883e9d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_539d49fdd140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71f3ee3a44e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1604cf0319bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b53d759d8497(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_909474a3f150(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea28b22b2e39(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea0d33fa40c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d41f05bb7c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d49668fed444(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_022b6cd859a0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_854300d68546(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa4a4d07b315(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a9a8822c36e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44af166ffa20(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67c793071065(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59efaa097edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80803ad68219(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d0330772e46(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a05a01762dc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f566d1984dc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_568983f3249d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2556a582afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_654b6b37fe69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f024fa09dbdd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff5d19f88bda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fdf349b6f2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15f9168dfdc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3ef5a0e7a6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cc0faeb6253(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a04016360cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2186f627f0af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec39dcad80ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0188732fd380(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b2973fb6faf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_965f902a9b19(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fa573f364e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87662aff7be7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1164c4983b4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_257b39671907(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1274c359b5f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9139aed9e1d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8951f3cca1e6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9cb4b8bfe9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67c2fe0adf69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d235805e02b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2313ca8a2b47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c56c1f27e6a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c11851797f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fd15e5cb915(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fceac507e6d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8767d375b62c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e58f23c91e8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7224c61e1367(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab10f153b222(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b986f28336bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_216c3e997ca8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78cbd98f1870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_235d7e0ce1be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_796e449f52de(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f37cde9fd94(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb1b3a30c269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa331fc0c7d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_384229cf2a65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07e449ee0dd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f3d06634ebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a04dbe3c5e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d95a55998cbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91740d2f0798(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eccf14677ad1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2505c5c7397c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a6a186bcff8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62657cda7cf5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f2f21fecbb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9666de0ff91d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_666009d09856(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19c4fcb3e597(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_772fc78bd6cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68d7030b0b33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_154fe4d47468(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1ba4dfd8c70e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_108c8ac2adcc(const NormgenFwdParams p);
@@ -876,7 +870,6 @@ extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_1b0cd3c9ff31(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_068d63198c41(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f847e1c2ce17(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e20228adc3a(const NormgenFwdParams p);
 
@@ -897,44 +890,43 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_02d4e2256c7e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_1071f8401892, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
-  {(const void*)&normgen_layernorm_fwd_b2ada0692e4e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_850042183c22, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_c59920ffeb74, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_e95a6146bed0, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_27396452a8e2, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_36a000f6dbf9, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_layernorm_fwd_188ea427045f, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_a1d557a4aefe, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_layernorm_fwd_d709673e58ea, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.cap.h768
   {(const void*)&normgen_layernorm_fwd_976b14536c8a, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
   {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_layernorm_fwd_2b007dd7a63e, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_c5c9329b054b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
   {(const void*)&normgen_layernorm_fwd_51700624b184, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_5ff3e6966146, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_bca3d4086dec, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
   {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_8f0be6565b50, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_a9b23dca6381, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_272f97f07200, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_620ec3196088, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_ec7b9e3fc37e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
   {(const void*)&normgen_layernorm_fwd_051661a21dd6, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
   {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_ea6e23ded289, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_8258b087f5f7, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_990694931d3f, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_8b9486565bca, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_layernorm_fwd_ec2f46e1b535, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_14666461dccd, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
   {(const void*)&normgen_layernorm_fwd_7a3c18355732, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
   {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_layernorm_fwd_aa5475638ccb, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
   {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_8a5fc511496b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_46a037416990, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_6f7b86a7be0f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_7a6e457ea13e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_a3e07cca91ee, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
   {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
@@ -945,36 +937,37 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_e916974e978b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_layernorm_fwd_9b86705b95ae, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
   {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_21cb04c5687c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_6ddaa624e07e, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
   {(const void*)&normgen_layernorm_fwd_b290063cddd4, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_c370543161fc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_784faadc50e1, 2, 256, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr128.h6144
   {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_b52122b94c36, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
   {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_3edcd8924e14, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_bbf770e69dcb, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_be0a86e07566, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.cap.h8192
   {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
   {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_f51ca6e598d1, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_9f7161c9215c, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_648ae112e84a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_1488a1be4b7e, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_323fe2aca009, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_f51a8e3aa740, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_f4f01a46e9d9, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_9e69840df0f5, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_353f316c58e7, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_de8c605c665a, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_362e8de594bb, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
   {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
   {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
@@ -984,6 +977,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_98b4e0b9a4da, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
   {(const void*)&normgen_layernorm_fwd_0c1fa3e05c87, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
   {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_6ffed170966e, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
   {(const void*)&normgen_layernorm_fwd_4c55cd2b95bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
   {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
@@ -1000,45 +994,48 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_005936a6c0a2, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_c78dea779af7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
   {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_f372246a5c9f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_a8574c4d8709, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_d83a80e9aaec, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
+  {(const void*)&normgen_layernorm_fwd_0dc869d73ca8, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.cap.h768
   {(const void*)&normgen_layernorm_fwd_3c9b274fb146, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
   {(const void*)&normgen_layernorm_fwd_307b40043577, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_471e5bb9ac07, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_fa4f56ae7151, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_ecf476424e64, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_2b4772239133, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_layernorm_fwd_317ee90b92b3, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_93ce22ce19d2, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_layernorm_fwd_719ab43e33cd, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_e2f057304270, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_5376dc67dfaf, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_ddf5b093eedf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_3b596560d3dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_9451eda06b9f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_a7c14ff1d86d, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_351eca841eec, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_bb79b3649cc1, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_7056a95fea7a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_719ab43e33cd, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_54bc2ab5b939, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_21d8f3b7ff87, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_9c017f2b2591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_62fd2f81082e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
+  {(const void*)&normgen_layernorm_fwd_076f66610b28, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
   {(const void*)&normgen_layernorm_fwd_c465f323107a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_535360118b2c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_991ed1e24fb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_layernorm_fwd_93bc273bc988, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_62adb943590b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_ccc4b5728f62, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_92c970615a62, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_fb51c30c8802, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_2449ee7b5e0d, 1, 128, 8, 128, 3, 1, 2, 0, 3072 },  // pipelined.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_layernorm_fwd_23be145bb6ce, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_95277c7b41be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_987049d1b6e7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
   {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_23047883ebaa, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_0e03914cb005, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
   {(const void*)&normgen_layernorm_fwd_51f7e66dc791, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_layernorm_fwd_d70d83af5876, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_ab29e239e386, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_549a17c91f9b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
   {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_6e66b5219fdf, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
   {(const void*)&normgen_layernorm_fwd_28252ec06ee8, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_b83f41d87bcc, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_0f72bd0de6a1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_cb05a658490c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_c9634fed512b, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
   {(const void*)&normgen_layernorm_fwd_8b478c148e1b, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_fe03385951eb, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_91808bf8792c, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
@@ -1047,21 +1044,20 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_9fb87fc0368d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_eccca7f5c193, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
   {(const void*)&normgen_layernorm_fwd_324918f53ab1, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_1e13f4868781, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_3530d9d282a1, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_e20c7ff32549, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_da073b6f1107, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
   {(const void*)&normgen_layernorm_fwd_63bb18f8abec, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_436ebb748485, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_b235f39743c1, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
   {(const void*)&normgen_layernorm_fwd_c147bf5975f1, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_d90897f08b1f, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_b3f1189ad704, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_0900a53fbf4f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_627529ad3374, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_1857811f81be, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_f5315f8a2d74, 3, 256, 8, 256, 0, 1, 2, 0, 16384 },  // reload.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_fa4c752ed850, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_d74ae2f388a9, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
   {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
@@ -1085,45 +1081,39 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
   {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_1d19d497a030, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_9b3e66c081f1, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_477a25492bc8, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap
+  {(const void*)&normgen_layernorm_fwd_32e091010cce, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap.h512
   {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
   {(const void*)&normgen_layernorm_fwd_e0ea877411b8, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_2f8e5b4f98f1, 1, 64, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr32.i6.h768
   {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_layernorm_fwd_e5e12a33a058, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_00befabda88b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap
-  {(const void*)&normgen_layernorm_fwd_d32e6dcba5ed, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap
+  {(const void*)&normgen_layernorm_fwd_1cc1d93fccf3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
+  {(const void*)&normgen_layernorm_fwd_8555aa5f5879, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
   {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_40dc926d4760, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap2048.h1024
   {(const void*)&normgen_layernorm_fwd_7c2f126bf750, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_e53429e3d8e5, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_c3a03e6fc6bc, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
   {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
   {(const void*)&normgen_layernorm_fwd_322007904187, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_fc6dcf87ecf2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_4a92281451b2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_7fdda1009dfd, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_27085e478a5a, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
   {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_a4d944975e9d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
   {(const void*)&normgen_layernorm_fwd_92446607ca6d, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
   {(const void*)&normgen_layernorm_fwd_f2af98abd278, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_layernorm_fwd_d0820d48346e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_255cc921849b, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_fcaabb87e453, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
   {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_e911c7d9c7f5, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_c81e80ffe201, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.cap1536.h3072
   {(const void*)&normgen_layernorm_fwd_2e79ee299230, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.h3072
-  {(const void*)&normgen_layernorm_fwd_6dd3103adfdf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_954b05b04035, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
   {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_6947844736da, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_5079629e1e73, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_3faaa604841d, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_8e862efef84c, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
   {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
   {(const void*)&normgen_layernorm_fwd_b2b726ccbb51, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
@@ -1132,43 +1122,42 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_05b86a634f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_layernorm_fwd_5db7db2d78f2, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_layernorm_fwd_62b361f8365c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_b0b17a9ce9af, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_b3abcb1c928c, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_2f10c1cec73e, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
   {(const void*)&normgen_layernorm_fwd_cbab7e08ed8f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_419392091578, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_layernorm_fwd_3f32a12ddfc6, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_e2fa4a801cef, 1, 128, 4, 128, 7, 2, 4, 0, 7168 },  // pipelined.t128.v4.tpr128.i7.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_9db84bcd7f90, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_3de6dd83cbdb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
   {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_64c76945930e, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
   {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_d8697b82102d, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_2bee27d6bf2f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
   {(const void*)&normgen_layernorm_fwd_704a89d7ae85, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
   {(const void*)&normgen_layernorm_fwd_6d3afa6594e7, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
   {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
   {(const void*)&normgen_layernorm_fwd_57b881e5566e, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_8dbb5f2d2f3d, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_99d79c5526b6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_0b60be861281, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_47b86c6f777d, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
   {(const void*)&normgen_layernorm_fwd_d6209f23b614, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
   {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_cc5b36148ad5, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_layernorm_fwd_b17791576f74, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
   {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_5dbf8ff07818, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_eeb366bbaaa7, 1, 128, 4, 128, 6, 4, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i6.c4
-  {(const void*)&normgen_layernorm_fwd_cb3b16f9c205, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_c33d319bd3f1, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_b3ad290d4faf, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_f6a0819a9ec8, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
   {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
   {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_layernorm_fwd_c08388b1eafb, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
   {(const void*)&normgen_layernorm_fwd_b4a9a6b18d45, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_7a615efcf451, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_597aaa1cb256, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_af5af7aa2e96, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_168532a44181, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
   {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
   {(const void*)&normgen_layernorm_fwd_5f4676ecf5a9, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
   {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
@@ -1178,14 +1167,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
   {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_2fdf51c7bb47, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d1d06808493b, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_3cc7a629ba0c, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_e5d60d875a6d, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
@@ -1194,51 +1183,50 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_rmsnorm_fwd_d0108a911ece, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
   {(const void*)&normgen_rmsnorm_fwd_d35d94eb656e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_5f7f56083bd9, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_f51db32d38bf, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
   {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
   {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_86a008168343, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_95440204bd59, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
   {(const void*)&normgen_rmsnorm_fwd_962bbf0690e7, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
   {(const void*)&normgen_rmsnorm_fwd_127a5fe80a58, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_9bcd8c451cc6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_5df67d4d1de9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_161da9bb6516, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
   {(const void*)&normgen_rmsnorm_fwd_cdb1bcd77ab2, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_504012a2324f, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_14bc7213eacc, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_7d0cb5009457, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_62f242348eb7, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e9fd945f90ce, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
   {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4c442b527527, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_02d3fecdea5f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_f4829559bf56, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_05e8231f34f6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2a95ce993b4d, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_1969519b8276, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_1e21e0b30f55, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_a56308e986b5, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_43d1da2a3cf0, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_8ff1aa1ce9cd, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f4829559bf56, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_f868d3c7f3de, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_7d2f4af249d4, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_ccb4689d22e1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_bc784af91c8f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_da85675021bc, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_66ab86285588, 2, 512, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t512.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_12d6b566629f, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
   {(const void*)&normgen_rmsnorm_fwd_a981bdc5046a, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_73c9834a8ba9, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
   {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
   {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_35d4d6017c73, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_4f56df85bb0d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_b67aa5a5dad7, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
   {(const void*)&normgen_rmsnorm_fwd_4905a2719c86, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_78ddd8c1867b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
@@ -1249,10 +1237,10 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_daba1cbe8824, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_a7f4c254c15c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
   {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_029f46c16e34, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_14e927a1d51b, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
   {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_8d5fe09dc507, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
@@ -1260,11 +1248,12 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e49cecca323a, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ecdf49e28dc0, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_a284313872e0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_74988da99cb3, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e254eba2fc8f, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_eac22553b458, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_6cdf4306d742, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
   {(const void*)&normgen_rmsnorm_fwd_b834204e6ba7, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
@@ -1273,15 +1262,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_6dc584670682, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_dcdb36309b26, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9d96cfe482b4, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5ad7f9e10f7d, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_33f839d6dd03, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_65ad2b0e8268, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_72141fb5bd84, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
   {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
@@ -1292,45 +1280,43 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_5bad680a2e6b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_a6a2c1a9d5e5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_3801b86706bf, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_0741547b3592, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_094d7d193758, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap2048.h512
   {(const void*)&normgen_rmsnorm_fwd_5919baf94f5e, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_b36bbfd310e0, 0, 128, 8, 16, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr16.i4
+  {(const void*)&normgen_rmsnorm_fwd_473ed875771e, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.cap1536.h512
   {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_8c807c5367b2, 0, 512, 8, 64, 2, 1, 2, 0, 768 },  // regs.t512.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_8590994b92f6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2933a328a95b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6fc29d6eb0a8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8a859a9a0a63, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_83b88914db82, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2803c77b1352, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ba7bb2e83cf8, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e4e8022ea0be, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_263b8addc4a6, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_29ae565a59b5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_a10215cd0283, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_90c39595ca74, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8b8fd41c29dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_9dae38bf0b6c, 0, 128, 8, 64, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i4
   {(const void*)&normgen_rmsnorm_fwd_704cce2e57c1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_7f172113efa6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_rmsnorm_fwd_986ecd01fb11, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_ab8033cca848, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_17210efe861a, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_4b1f166f3e9f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e981de6e0f74, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_084d742e1125, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_aba4f294e3e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_58bb97ea16fc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
   {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_ae6f350ba7ee, 4, 256, 8, 256, 2, 1, 2, 40960, 4096 },  // ring.t256.v8.tpr256.i2.s2.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_44899ad2d6ca, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_337c68e3a6ba, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a355b5a5b30d, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ceddfdef2389, 0, 1024, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_39cf53658e5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
@@ -1341,7 +1327,8 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f1f78b2cc0f3, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_11bee4ba7a30, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
@@ -1351,7 +1338,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
   {(const void*)&normgen_rmsnorm_fwd_129c8e395558, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_53f8be5bbc27, 2, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5396142c9761, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_1e127f792159, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_d61130daeb18, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
@@ -1359,18 +1346,18 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_45d920b6f873, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_97b95b7a3e7a, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_7eeafc9dd512, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a0b3dd4888ca, 2, 256, 8, 64, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr64.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6fe57f2af80f, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_34881398fe32, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1569df57e17d, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_d2c1fd971c91, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_420879787f92, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
   {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_d52e6d301228, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_50fc4cfeff70, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_05c442a587d5, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ea21bb7e49a8, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
   {(const void*)&normgen_rmsnorm_fwd_21760120c89e, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_490d602ce429, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_b0c156c25116, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
@@ -1385,90 +1372,91 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_3e8736d7f174, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_c1e49b6ebf96, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f69a27c4bf1e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_44f6329deabe, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
   {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ddb6ac4d3e3b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
   {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
   {(const void*)&normgen_rmsnorm_fwd_a92a0cf3ec23, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_85d508570565, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_06467dd2ff23, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_6579959c2aa3, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
   {(const void*)&normgen_rmsnorm_fwd_3c63c431d31b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_23a9977abdd0, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_04107dfb9208, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_a872457a3010, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_2dd974de85d3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_55952fd306ff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_4889bf252640, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_717516821d61, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6264d1a99add, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
   {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_ea16c4d4bd29, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
   {(const void*)&normgen_rmsnorm_fwd_a19f11c1e93f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
   {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_39e687a81f1b, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c384b67c7e9e, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_971237e349eb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e458bbf5af2b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5aec4f19ccae, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_fce4bc47cfbb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
   {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
   {(const void*)&normgen_rmsnorm_fwd_c649275c4a1d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_4d0d1b6d27bf, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_f265aca7cc82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1919b91c0ff2, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_e30468f5ea69, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_42c83920bb03, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_ae7a3b734ec6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_rmsnorm_fwd_43648f656f02, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_c88522edb4b9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_1a7a0915a6bb, 0, 128, 8, 64, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i5
   {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_3dfd4da5184b, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_6091343298e2, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_972d69a2bc35, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
   {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_388888239a90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9afae8cadfaa, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f621e82c25ed, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
   {(const void*)&normgen_rmsnorm_fwd_3e253c34b20e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_9e781a1da980, 3, 512, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_c80015a02695, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_5da65466bab8, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_06bb607ee364, 2, 256, 8, 256, 0, 1, 2, 0, 5120 },  // smem.t256.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_42d1aa6c207f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_a1d054eede0d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d271f030c6fb, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_550f203dc270, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_e474e05e04d6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_d1476cafabab, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_79df1ab7425a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e2b182848499, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_25df8ebc3f0a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
   {(const void*)&normgen_rmsnorm_fwd_9aca6d8bce14, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_4d33e1f312eb, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_97f13bf35bbd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f2cbcb03ebf4, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_2cb1505851c1, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
   {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_690ac06c4032, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
   {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_16d8415db4a9, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_422073ab467b, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
   {(const void*)&normgen_rmsnorm_fwd_a83ef963e79d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2d579f70a7ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_919437acfee8, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_1caa151ca92a, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_fe635f0244e9, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_bca13de67923, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_80f4a6fbfe62, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_8fd717328ce0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
   {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
@@ -1476,40 +1464,38 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e910cb3908e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_6f8a5ab06783, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a709aeab2fe6, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_d3a284ed7e7c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
   {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_e2b63e7c08ec, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_1e5dada607b5, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_80dd4488b3e9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_0e8e8bd84144, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_d664b5033f5d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_0e72a2eb5c00, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.cap2048.h512
   {(const void*)&normgen_rmsnorm_fwd_9bf6339b8f55, 4, 128, 8, 128, 1, 1, 2, 14336, 768 },  // ring.t128.v8.tpr128.i1.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_a6cc6688ec35, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
   {(const void*)&normgen_rmsnorm_fwd_2390a53cb833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_16e3b43268d8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_bd9817731ee9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
   {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_599ce27d3393, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
   {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_76f78eecab98, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_31b51df1b42d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
   {(const void*)&normgen_rmsnorm_fwd_ee94716ba79c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
   {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f45c5ecc6911, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1891756263d2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_135b0937808c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_a16996be72a4, 0, 512, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t512.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_27e65ca2d4f0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8725d4f56bae, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
   {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_be26beb129cf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8e41d05f39b0, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_915ceaaa35e6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
   {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9ccdcca3f978, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a8dd32c1724f, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_bed5d1408944, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
   {(const void*)&normgen_rmsnorm_fwd_3f17591f4ef3, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
   {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f8dc6b5c8b8b, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
   {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
@@ -1519,111 +1505,105 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_25550848424c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_a99a86265d3a, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
   {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
   {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_90d9221851af, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_59ccf2a276cd, 3, 512, 8, 512, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
   {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_91eecbb95921, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c12169a89440, 2, 1024, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t1024.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bc537be38151, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_24daed56bf37, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b5f744e3002d, 3, 1024, 8, 512, 0, 1, 2, 0, 8192 },  // reload.t1024.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_73c0388ea57f, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
   {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_22ea7606277c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_6268cfac2555, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_85599fafab5b, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f8cdba820248, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e3e57440df45, 2, 256, 8, 64, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr64.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8aa583de0e75, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b47971a70cf2, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7a6000ce7737, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cb6cc6430ac9, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
   {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c4142517486c, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_eecfef26d59b, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_cb5ab25a848b, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_f361cc3782b6, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_e893d14d2bab, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_f17a57c638a8, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ed40ee476b72, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_0a0d2d35988e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6d1cf60f2201, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_82e13cca0500, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
   {(const void*)&normgen_rmsnorm_fwd_7f1695e7c902, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_c168eb1cc896, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_99a57e3a5bd2, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_e88334b09c30, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b50983294680, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a223ba4a48fe, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c65e7bd0112f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_780d888ca8ef, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
   {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_be8da7c8bfc8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_7c44021ad565, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
   {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_430ab0c742ca, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_7116f3fa6877, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_9e0370dc23a9, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_4bede5e3d91c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.cap2048.h512
   {(const void*)&normgen_rmsnorm_fwd_522dc69dfad6, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_39677ed86ebb, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
   {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_59eb756a1b9c, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_7bbac6d065f1, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_71aecfc61b7d, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_50d482b3c05a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_693a26b4ea27, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_1f05d690e96b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_bc36ee7c11cc, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9de0c46f7a14, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7651a17473f4, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_aab2d21bfd93, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_56658afa5fd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_3ebc9a083e85, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_03185ff7819f, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
   {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_b64c5bf70bd4, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_e5479dc89819, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap1536
   {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
   {(const void*)&normgen_rmsnorm_fwd_0d54e614cf1b, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5e7b7d063db6, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_95644edab8c6, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
   {(const void*)&normgen_rmsnorm_fwd_82f5425fd4ec, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_95f6ed495a77, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
   {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_630018e1a7e9, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
   {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_80a8ee41e897, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
   {(const void*)&normgen_rmsnorm_fwd_0c93a0870262, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0fa957d65f78, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ac139938563b, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_400678680c6c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
   {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c01c0cadaac7, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_af2acecbdebb, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
   {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_787bc1b4910e, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
   {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0d8116de6064, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_5313eddf4537, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_62ff87df9b8c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_24973c447667, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_858a0ecf3aeb, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
   {(const void*)&normgen_rmsnorm_fwd_58ce68b10aec, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
   {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
@@ -1632,126 +1612,133 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_1a24fd01be2e, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_eea83efb5516, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_3f5b1fdeebe3, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
   {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9afdb95628b5, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_6a775c397d4e, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a12ba8d6d1ef, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9f0ab2893355, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_86f5a14103bc, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_9619c6105029, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
   {(const void*)&normgen_rmsnorm_fwd_96a70543bb39, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_aa63a96528a6, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_b864d883e9d1, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_539d49fdd140, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_71f3ee3a44e1, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_6af8daea8cbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_37f3b26c4bc4, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_1604cf0319bd, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_b53d759d8497, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_909474a3f150, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
   {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_ea28b22b2e39, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ea0d33fa40c2, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_d41f05bb7c14, 4, 512, 4, 512, 4, 8, 4, 131072, 65536 },  // ring.t512.v4.tpr512.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d49668fed444, 4, 128, 4, 128, 8, 16, 4, 65536, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
   {(const void*)&normgen_rmsnorm_fwd_022b6cd859a0, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_854300d68546, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fa4a4d07b315, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_27b841744dca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_8a9a8822c36e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_44af166ffa20, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_67c793071065, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_59efaa097edc, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_80803ad68219, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_7d0330772e46, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a05a01762dc3, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_f566d1984dc4, 0, 1024, 4, 128, 2, 1, 4, 0, 768 },  // regs.t1024.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_568983f3249d, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a2556a582afe, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_654b6b37fe69, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_8cf13a55d46a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f024fa09dbdd, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ff5d19f88bda, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
   {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_2fdf349b6f2d, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_15f9168dfdc0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_c3ef5a0e7a6c, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_3cc0faeb6253, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap1536
   {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_3a04016360cc, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_2186f627f0af, 3, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // reload.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ec39dcad80ac, 3, 1024, 4, 512, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_0188732fd380, 2, 512, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7b2973fb6faf, 0, 1024, 4, 512, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_965f902a9b19, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_6fa573f364e4, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_87662aff7be7, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
   {(const void*)&normgen_rmsnorm_fwd_1164c4983b4a, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_257b39671907, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
   {(const void*)&normgen_rmsnorm_fwd_b829baf7a949, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1274c359b5f5, 2, 256, 4, 128, 0, 1, 4, 0, 3072 },  // smem.t256.v4.tpr128.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9139aed9e1d6, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_8fde791728ae, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8951f3cca1e6, 0, 1024, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_e9cb4b8bfe9c, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_67c2fe0adf69, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d235805e02b9, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_2313ca8a2b47, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c56c1f27e6a8, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_5c11851797f4, 0, 1024, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr512.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_7fd15e5cb915, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
   {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_fceac507e6d8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_8767d375b62c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_2e58f23c91e8, 3, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // reload.t1024.v4.tpr1024.h5120
   {(const void*)&normgen_rmsnorm_fwd_7224c61e1367, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ab10f153b222, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b986f28336bd, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
   {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
   {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
   {(const void*)&normgen_rmsnorm_fwd_1e9ac950f8b0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_216c3e997ca8, 2, 1024, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_78cbd98f1870, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_235d7e0ce1be, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_796e449f52de, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
   {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_6f37cde9fd94, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_42efda211e3a, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_cb1b3a30c269, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fa331fc0c7d2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_384229cf2a65, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_07e449ee0dd2, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_8f3d06634ebb, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_7a04dbe3c5e6, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d95a55998cbc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_8521ecac3a6f, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_91740d2f0798, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2.early
   {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_eccf14677ad1, 0, 1024, 4, 512, 6, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i6
   {(const void*)&normgen_rmsnorm_fwd_23c364cdc80b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_rmsnorm_fwd_2505c5c7397c, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_4a6a186bcff8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_62657cda7cf5, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7f2f21fecbb6, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_9666de0ff91d, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_412808a8951b, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_666009d09856, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_19c4fcb3e597, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_772fc78bd6cf, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_68d7030b0b33, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
   {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_154fe4d47468, 2, 512, 4, 512, 0, 4, 4, 0, 32768 },  // smem.t512.v4.tpr512.c4.h32768
   {(const void*)&normgen_rmsnorm_fwd_a77c4c248566, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_1ba4dfd8c70e, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_108c8ac2adcc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
@@ -1761,7 +1748,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_1b0cd3c9ff31, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_068d63198c41, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
   {(const void*)&normgen_rmsnorm_fwd_f847e1c2ce17, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
   {(const void*)&normgen_rmsnorm_fwd_6e20228adc3a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
@@ -1772,15 +1758,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 100 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 186 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 287 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 394 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 490 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 583 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 672 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 774 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 869 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 101 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 189 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 283 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 389 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 484 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 577 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 662 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 762 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 862 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1800,7 +1786,7 @@ const Entry kEntries[] = {
   { 0, 768, 8, 7, 8 },
   { 0, 768, 32, 7, 8 },
   { 0, 768, 128, 7, 1 },
-  { 0, 768, 512, 9, 9 },
+  { 0, 768, 512, 9, 1 },
   { 0, 768, 2048, 10, 1 },
   { 0, 768, 8192, 11, 1 },
   { 0, 768, 32768, 12, 1 },
@@ -1808,98 +1794,98 @@ const Entry kEntries[] = {
   { 0, 1024, 8, 13, 1 },
   { 0, 1024, 32, 13, 1 },
   { 0, 1024, 128, 14, 1 },
-  { 0, 1024, 512, 15, 1 },
-  { 0, 1024, 2048, 16, 1 },
-  { 0, 1024, 8192, 16, 1 },
-  { 0, 1024, 32768, 17, 1 },
-  { 0, 1536, 1, 18, 19 },
-  { 0, 1536, 8, 18, 1 },
-  { 0, 1536, 32, 20, 1 },
-  { 0, 1536, 128, 21, 1 },
+  { 0, 1024, 512, 1, 1 },
+  { 0, 1024, 2048, 15, 1 },
+  { 0, 1024, 8192, 15, 1 },
+  { 0, 1024, 32768, 16, 1 },
+  { 0, 1536, 1, 17, 18 },
+  { 0, 1536, 8, 17, 18 },
+  { 0, 1536, 32, 19, 1 },
+  { 0, 1536, 128, 1, 1 },
   { 0, 1536, 512, 20, 1 },
-  { 0, 1536, 2048, 22, 1 },
-  { 0, 1536, 8192, 22, 1 },
-  { 0, 1536, 32768, 22, 1 },
-  { 0, 2048, 1, 23, 1 },
-  { 0, 2048, 8, 23, 1 },
-  { 0, 2048, 32, 23, 1 },
-  { 0, 2048, 128, 23, 1 },
-  { 0, 2048, 512, 24, 1 },
-  { 0, 2048, 2048, 25, 1 },
+  { 0, 1536, 2048, 21, 1 },
+  { 0, 1536, 8192, 21, 1 },
+  { 0, 1536, 32768, 21, 1 },
+  { 0, 2048, 1, 22, 1 },
+  { 0, 2048, 8, 22, 1 },
+  { 0, 2048, 32, 22, 1 },
+  { 0, 2048, 128, 22, 1 },
+  { 0, 2048, 512, 23, 1 },
+  { 0, 2048, 2048, 24, 1 },
   { 0, 2048, 8192, 25, 1 },
-  { 0, 2048, 32768, 26, 1 },
-  { 0, 2560, 1, 27, 28 },
-  { 0, 2560, 8, 27, 29 },
-  { 0, 2560, 32, 30, 29 },
-  { 0, 2560, 128, 31, 28 },
-  { 0, 2560, 512, 32, 29 },
-  { 0, 2560, 2048, 33, 29 },
-  { 0, 2560, 8192, 34, 29 },
+  { 0, 2048, 32768, 25, 1 },
+  { 0, 2560, 1, 26, 27 },
+  { 0, 2560, 8, 26, 27 },
+  { 0, 2560, 32, 28, 29 },
+  { 0, 2560, 128, 30, 31 },
+  { 0, 2560, 512, 32, 27 },
+  { 0, 2560, 2048, 33, 27 },
+  { 0, 2560, 8192, 34, 27 },
   { 0, 2560, 32768, 34, 35 },
-  { 0, 3072, 1, 36, 29 },
-  { 0, 3072, 8, 36, 28 },
-  { 0, 3072, 32, 37, 38 },
-  { 0, 3072, 128, 37, 28 },
-  { 0, 3072, 512, 39, 29 },
-  { 0, 3072, 2048, 40, 29 },
-  { 0, 3072, 8192, 40, 29 },
-  { 0, 3072, 32768, 40, 29 },
-  { 0, 4096, 1, 41, 29 },
-  { 0, 4096, 8, 41, 29 },
-  { 0, 4096, 32, 42, 29 },
-  { 0, 4096, 128, 43, 28 },
-  { 0, 4096, 512, 42, 29 },
-  { 0, 4096, 2048, 44, 29 },
-  { 0, 4096, 8192, 44, 29 },
-  { 0, 4096, 32768, 45, 29 },
-  { 0, 5120, 1, 46, 47 },
-  { 0, 5120, 8, 48, 47 },
-  { 0, 5120, 32, 48, 47 },
-  { 0, 5120, 128, 48, 47 },
-  { 0, 5120, 512, 49, 47 },
-  { 0, 5120, 2048, 50, 47 },
-  { 0, 5120, 8192, 50, 47 },
-  { 0, 5120, 32768, 50, 51 },
-  { 0, 6144, 1, 52, 53 },
-  { 0, 6144, 8, 52, 47 },
-  { 0, 6144, 32, 54, 47 },
-  { 0, 6144, 128, 54, 47 },
-  { 0, 6144, 512, 55, 47 },
-  { 0, 6144, 2048, 55, 47 },
-  { 0, 6144, 8192, 56, 47 },
-  { 0, 6144, 32768, 56, 47 },
+  { 0, 3072, 1, 36, 27 },
+  { 0, 3072, 8, 36, 31 },
+  { 0, 3072, 32, 37, 29 },
+  { 0, 3072, 128, 37, 31 },
+  { 0, 3072, 512, 38, 27 },
+  { 0, 3072, 2048, 39, 27 },
+  { 0, 3072, 8192, 39, 27 },
+  { 0, 3072, 32768, 39, 27 },
+  { 0, 4096, 1, 40, 27 },
+  { 0, 4096, 8, 40, 27 },
+  { 0, 4096, 32, 41, 27 },
+  { 0, 4096, 128, 42, 31 },
+  { 0, 4096, 512, 41, 27 },
+  { 0, 4096, 2048, 41, 27 },
+  { 0, 4096, 8192, 43, 27 },
+  { 0, 4096, 32768, 44, 27 },
+  { 0, 5120, 1, 45, 46 },
+  { 0, 5120, 8, 47, 46 },
+  { 0, 5120, 32, 47, 46 },
+  { 0, 5120, 128, 47, 46 },
+  { 0, 5120, 512, 48, 46 },
+  { 0, 5120, 2048, 49, 46 },
+  { 0, 5120, 8192, 49, 46 },
+  { 0, 5120, 32768, 50, 46 },
+  { 0, 6144, 1, 51, 46 },
+  { 0, 6144, 8, 51, 46 },
+  { 0, 6144, 32, 52, 46 },
+  { 0, 6144, 128, 52, 53 },
+  { 0, 6144, 512, 54, 46 },
+  { 0, 6144, 2048, 54, 46 },
+  { 0, 6144, 8192, 55, 46 },
+  { 0, 6144, 32768, 56, 46 },
   { 0, 7168, 1, 57, 53 },
   { 0, 7168, 8, 57, 58 },
-  { 0, 7168, 32, 59, 59 },
+  { 0, 7168, 32, 53, 53 },
   { 0, 7168, 128, 57, 58 },
-  { 0, 7168, 512, 60, 58 },
-  { 0, 7168, 2048, 60, 58 },
-  { 0, 7168, 8192, 60, 58 },
-  { 0, 7168, 32768, 60, 58 },
-  { 0, 8192, 1, 61, 62 },
-  { 0, 8192, 8, 61, 58 },
-  { 0, 8192, 32, 59, 59 },
-  { 0, 8192, 128, 63, 58 },
-  { 0, 8192, 512, 64, 58 },
-  { 0, 8192, 2048, 64, 58 },
-  { 0, 8192, 8192, 64, 58 },
-  { 0, 8192, 32768, 65, 58 },
-  { 0, 12288, 1, 66, 67 },
-  { 0, 12288, 8, 66, 68 },
-  { 0, 12288, 32, 69, 67 },
-  { 0, 12288, 128, 66, 70 },
-  { 0, 12288, 512, 71, 72 },
-  { 0, 12288, 2048, 73, 72 },
-  { 0, 12288, 8192, 73, 72 },
-  { 0, 12288, 32768, 73, 72 },
-  { 0, 16384, 1, 74, 75 },
-  { 0, 16384, 8, 76, 77 },
-  { 0, 16384, 32, 76, 78 },
-  { 0, 16384, 128, 79, 78 },
-  { 0, 16384, 512, 80, 78 },
-  { 0, 16384, 2048, 81, 78 },
-  { 0, 16384, 8192, 81, 78 },
-  { 0, 16384, 32768, 81, 78 },
+  { 0, 7168, 512, 59, 58 },
+  { 0, 7168, 2048, 59, 58 },
+  { 0, 7168, 8192, 59, 58 },
+  { 0, 7168, 32768, 59, 58 },
+  { 0, 8192, 1, 60, 61 },
+  { 0, 8192, 8, 60, 58 },
+  { 0, 8192, 32, 53, 53 },
+  { 0, 8192, 128, 62, 58 },
+  { 0, 8192, 512, 63, 58 },
+  { 0, 8192, 2048, 63, 58 },
+  { 0, 8192, 8192, 63, 58 },
+  { 0, 8192, 32768, 64, 58 },
+  { 0, 12288, 1, 65, 66 },
+  { 0, 12288, 8, 65, 67 },
+  { 0, 12288, 32, 68, 66 },
+  { 0, 12288, 128, 65, 69 },
+  { 0, 12288, 512, 70, 71 },
+  { 0, 12288, 2048, 72, 71 },
+  { 0, 12288, 8192, 72, 71 },
+  { 0, 12288, 32768, 72, 71 },
+  { 0, 16384, 1, 73, 74 },
+  { 0, 16384, 8, 75, 76 },
+  { 0, 16384, 32, 73, 77 },
+  { 0, 16384, 128, 78, 79 },
+  { 0, 16384, 512, 80, 77 },
+  { 0, 16384, 2048, 81, 77 },
+  { 0, 16384, 8192, 81, 77 },
+  { 0, 16384, 32768, 81, 77 },
   { 0, 32768, 1, 82, 83 },
   { 0, 32768, 8, 84, 83 },
   { 0, 32768, 32, 84, 83 },
@@ -1909,1109 +1895,1109 @@ const Entry kEntries[] = {
   { 0, 32768, 8192, 88, 89 },
   { 0, 32768, 32768, 88, 83 },
   { 0, 65536, 1, 90, 83 },
-  { 0, 65536, 8, 90, 83 },
-  { 0, 65536, 32, 91, 91 },
-  { 0, 65536, 128, 92, 83 },
-  { 0, 65536, 512, 93, 83 },
-  { 0, 65536, 2048, 94, 83 },
-  { 0, 65536, 8192, 94, 83 },
-  { 0, 65536, 32768, 94, 83 },
-  { 0, 131072, 1, 95, 83 },
-  { 0, 131072, 8, 96, 97 },
-  { 0, 131072, 32, 98, 83 },
-  { 0, 131072, 128, 99, 83 },
-  { 0, 131072, 512, 99, 83 },
-  { 0, 131072, 2048, 99, 83 },
-  { 0, 131072, 8192, 99, 83 },
-  { 0, 131072, 32768, 99, 83 },
-  { 1, 512, 1, 101, 102 },
-  { 1, 512, 8, 101, 102 },
-  { 1, 512, 32, 101, 102 },
-  { 1, 512, 128, 101, 102 },
-  { 1, 512, 512, 101, 102 },
-  { 1, 512, 2048, 103, 102 },
-  { 1, 512, 8192, 104, 102 },
-  { 1, 512, 32768, 105, 102 },
-  { 1, 768, 1, 106, 102 },
-  { 1, 768, 8, 106, 102 },
-  { 1, 768, 32, 106, 102 },
-  { 1, 768, 128, 106, 102 },
-  { 1, 768, 512, 106, 102 },
-  { 1, 768, 2048, 107, 102 },
-  { 1, 768, 8192, 108, 102 },
-  { 1, 768, 32768, 109, 102 },
-  { 1, 1024, 1, 110, 102 },
-  { 1, 1024, 8, 110, 102 },
-  { 1, 1024, 32, 110, 102 },
-  { 1, 1024, 128, 111, 102 },
-  { 1, 1024, 512, 110, 102 },
-  { 1, 1024, 2048, 112, 102 },
-  { 1, 1024, 8192, 112, 102 },
-  { 1, 1024, 32768, 113, 102 },
-  { 1, 1536, 1, 114, 102 },
-  { 1, 1536, 8, 114, 102 },
-  { 1, 1536, 32, 114, 102 },
-  { 1, 1536, 128, 115, 115 },
-  { 1, 1536, 512, 114, 102 },
-  { 1, 1536, 2048, 116, 102 },
-  { 1, 1536, 8192, 116, 102 },
-  { 1, 1536, 32768, 116, 102 },
-  { 1, 2048, 1, 117, 102 },
-  { 1, 2048, 8, 117, 102 },
-  { 1, 2048, 32, 117, 102 },
-  { 1, 2048, 128, 115, 115 },
-  { 1, 2048, 512, 117, 102 },
-  { 1, 2048, 2048, 118, 102 },
-  { 1, 2048, 8192, 119, 102 },
-  { 1, 2048, 32768, 119, 102 },
-  { 1, 2560, 1, 120, 121 },
-  { 1, 2560, 8, 120, 121 },
-  { 1, 2560, 32, 122, 121 },
-  { 1, 2560, 128, 120, 121 },
-  { 1, 2560, 512, 122, 121 },
-  { 1, 2560, 2048, 123, 121 },
-  { 1, 2560, 8192, 124, 121 },
-  { 1, 2560, 32768, 124, 125 },
-  { 1, 3072, 1, 126, 121 },
-  { 1, 3072, 8, 127, 121 },
-  { 1, 3072, 32, 128, 121 },
-  { 1, 3072, 128, 126, 121 },
-  { 1, 3072, 512, 127, 121 },
-  { 1, 3072, 2048, 128, 121 },
-  { 1, 3072, 8192, 128, 121 },
-  { 1, 3072, 32768, 128, 121 },
-  { 1, 4096, 1, 129, 121 },
-  { 1, 4096, 8, 129, 121 },
-  { 1, 4096, 32, 130, 121 },
-  { 1, 4096, 128, 131, 121 },
-  { 1, 4096, 512, 130, 121 },
-  { 1, 4096, 2048, 130, 121 },
-  { 1, 4096, 8192, 132, 121 },
-  { 1, 4096, 32768, 133, 121 },
-  { 1, 5120, 1, 134, 135 },
-  { 1, 5120, 8, 134, 135 },
-  { 1, 5120, 32, 136, 135 },
-  { 1, 5120, 128, 137, 135 },
-  { 1, 5120, 512, 138, 135 },
-  { 1, 5120, 2048, 139, 140 },
-  { 1, 5120, 8192, 139, 140 },
-  { 1, 5120, 32768, 139, 135 },
-  { 1, 6144, 1, 141, 135 },
-  { 1, 6144, 8, 141, 135 },
-  { 1, 6144, 32, 142, 135 },
-  { 1, 6144, 128, 143, 135 },
-  { 1, 6144, 512, 144, 135 },
-  { 1, 6144, 2048, 144, 135 },
-  { 1, 6144, 8192, 145, 135 },
-  { 1, 6144, 32768, 145, 135 },
-  { 1, 7168, 1, 146, 147 },
-  { 1, 7168, 8, 146, 147 },
-  { 1, 7168, 32, 148, 147 },
-  { 1, 7168, 128, 146, 147 },
-  { 1, 7168, 512, 149, 147 },
-  { 1, 7168, 2048, 149, 147 },
-  { 1, 7168, 8192, 149, 147 },
-  { 1, 7168, 32768, 149, 147 },
-  { 1, 8192, 1, 150, 151 },
-  { 1, 8192, 8, 150, 151 },
-  { 1, 8192, 32, 152, 147 },
-  { 1, 8192, 128, 153, 147 },
-  { 1, 8192, 512, 154, 147 },
-  { 1, 8192, 2048, 154, 147 },
-  { 1, 8192, 8192, 154, 147 },
-  { 1, 8192, 32768, 154, 147 },
-  { 1, 12288, 1, 155, 156 },
-  { 1, 12288, 8, 157, 156 },
-  { 1, 12288, 32, 158, 156 },
-  { 1, 12288, 128, 159, 156 },
-  { 1, 12288, 512, 160, 156 },
-  { 1, 12288, 2048, 161, 156 },
-  { 1, 12288, 8192, 161, 156 },
-  { 1, 12288, 32768, 161, 156 },
-  { 1, 16384, 1, 162, 163 },
-  { 1, 16384, 8, 164, 165 },
-  { 1, 16384, 32, 162, 165 },
-  { 1, 16384, 128, 166, 165 },
-  { 1, 16384, 512, 167, 165 },
-  { 1, 16384, 2048, 168, 165 },
-  { 1, 16384, 8192, 168, 165 },
-  { 1, 16384, 32768, 168, 165 },
-  { 1, 32768, 1, 169, 170 },
-  { 1, 32768, 8, 169, 170 },
-  { 1, 32768, 32, 171, 172 },
-  { 1, 32768, 128, 173, 174 },
-  { 1, 32768, 512, 175, 174 },
-  { 1, 32768, 2048, 176, 174 },
-  { 1, 32768, 8192, 176, 174 },
-  { 1, 32768, 32768, 176, 174 },
-  { 1, 65536, 1, 177, 174 },
-  { 1, 65536, 8, 177, 174 },
-  { 1, 65536, 32, 178, 179 },
-  { 1, 65536, 128, 180, 174 },
-  { 1, 65536, 512, 181, 174 },
-  { 1, 65536, 2048, 181, 174 },
-  { 1, 65536, 8192, 181, 174 },
-  { 1, 65536, 32768, 181, 174 },
-  { 1, 131072, 1, 182, 174 },
-  { 1, 131072, 8, 182, 183 },
-  { 1, 131072, 32, 184, 174 },
-  { 1, 131072, 128, 185, 174 },
-  { 1, 131072, 512, 185, 174 },
-  { 1, 131072, 2048, 185, 174 },
-  { 1, 131072, 8192, 185, 174 },
-  { 1, 131072, 32768, 185, 174 },
-  { 2, 512, 1, 187, 188 },
-  { 2, 512, 8, 189, 188 },
-  { 2, 512, 32, 190, 188 },
-  { 2, 512, 128, 187, 188 },
-  { 2, 512, 512, 189, 188 },
-  { 2, 512, 2048, 190, 188 },
-  { 2, 512, 8192, 190, 191 },
-  { 2, 512, 32768, 192, 193 },
-  { 2, 768, 1, 194, 195 },
-  { 2, 768, 8, 196, 188 },
-  { 2, 768, 32, 196, 197 },
-  { 2, 768, 128, 194, 197 },
-  { 2, 768, 512, 194, 188 },
-  { 2, 768, 2048, 198, 199 },
-  { 2, 768, 8192, 198, 188 },
-  { 2, 768, 32768, 198, 200 },
-  { 2, 1024, 1, 201, 188 },
-  { 2, 1024, 8, 201, 188 },
-  { 2, 1024, 32, 201, 188 },
-  { 2, 1024, 128, 201, 188 },
-  { 2, 1024, 512, 201, 188 },
-  { 2, 1024, 2048, 202, 202 },
-  { 2, 1024, 8192, 203, 188 },
-  { 2, 1024, 32768, 203, 188 },
+  { 0, 65536, 8, 91, 83 },
+  { 0, 65536, 32, 92, 92 },
+  { 0, 65536, 128, 93, 83 },
+  { 0, 65536, 512, 94, 83 },
+  { 0, 65536, 2048, 95, 83 },
+  { 0, 65536, 8192, 95, 83 },
+  { 0, 65536, 32768, 95, 83 },
+  { 0, 131072, 1, 96, 83 },
+  { 0, 131072, 8, 97, 98 },
+  { 0, 131072, 32, 99, 83 },
+  { 0, 131072, 128, 100, 83 },
+  { 0, 131072, 512, 100, 83 },
+  { 0, 131072, 2048, 100, 83 },
+  { 0, 131072, 8192, 100, 83 },
+  { 0, 131072, 32768, 100, 83 },
+  { 1, 512, 1, 102, 103 },
+  { 1, 512, 8, 102, 103 },
+  { 1, 512, 32, 102, 103 },
+  { 1, 512, 128, 102, 103 },
+  { 1, 512, 512, 102, 103 },
+  { 1, 512, 2048, 104, 103 },
+  { 1, 512, 8192, 105, 103 },
+  { 1, 512, 32768, 106, 103 },
+  { 1, 768, 1, 107, 103 },
+  { 1, 768, 8, 107, 103 },
+  { 1, 768, 32, 107, 103 },
+  { 1, 768, 128, 107, 103 },
+  { 1, 768, 512, 107, 103 },
+  { 1, 768, 2048, 108, 103 },
+  { 1, 768, 8192, 109, 103 },
+  { 1, 768, 32768, 110, 103 },
+  { 1, 1024, 1, 111, 103 },
+  { 1, 1024, 8, 111, 103 },
+  { 1, 1024, 32, 111, 103 },
+  { 1, 1024, 128, 111, 103 },
+  { 1, 1024, 512, 111, 103 },
+  { 1, 1024, 2048, 112, 103 },
+  { 1, 1024, 8192, 112, 103 },
+  { 1, 1024, 32768, 113, 103 },
+  { 1, 1536, 1, 114, 103 },
+  { 1, 1536, 8, 114, 103 },
+  { 1, 1536, 32, 114, 103 },
+  { 1, 1536, 128, 115, 103 },
+  { 1, 1536, 512, 114, 103 },
+  { 1, 1536, 2048, 116, 103 },
+  { 1, 1536, 8192, 116, 103 },
+  { 1, 1536, 32768, 116, 103 },
+  { 1, 2048, 1, 117, 103 },
+  { 1, 2048, 8, 117, 103 },
+  { 1, 2048, 32, 117, 103 },
+  { 1, 2048, 128, 118, 119 },
+  { 1, 2048, 512, 117, 103 },
+  { 1, 2048, 2048, 120, 103 },
+  { 1, 2048, 8192, 121, 103 },
+  { 1, 2048, 32768, 122, 123 },
+  { 1, 2560, 1, 124, 125 },
+  { 1, 2560, 8, 126, 125 },
+  { 1, 2560, 32, 126, 125 },
+  { 1, 2560, 128, 124, 125 },
+  { 1, 2560, 512, 126, 125 },
+  { 1, 2560, 2048, 127, 125 },
+  { 1, 2560, 8192, 128, 125 },
+  { 1, 2560, 32768, 128, 125 },
+  { 1, 3072, 1, 129, 125 },
+  { 1, 3072, 8, 130, 125 },
+  { 1, 3072, 32, 131, 125 },
+  { 1, 3072, 128, 129, 125 },
+  { 1, 3072, 512, 132, 125 },
+  { 1, 3072, 2048, 131, 125 },
+  { 1, 3072, 8192, 131, 125 },
+  { 1, 3072, 32768, 131, 125 },
+  { 1, 4096, 1, 133, 125 },
+  { 1, 4096, 8, 133, 125 },
+  { 1, 4096, 32, 134, 125 },
+  { 1, 4096, 128, 135, 125 },
+  { 1, 4096, 512, 134, 125 },
+  { 1, 4096, 2048, 134, 125 },
+  { 1, 4096, 8192, 136, 125 },
+  { 1, 4096, 32768, 137, 125 },
+  { 1, 5120, 1, 138, 139 },
+  { 1, 5120, 8, 138, 139 },
+  { 1, 5120, 32, 140, 139 },
+  { 1, 5120, 128, 141, 139 },
+  { 1, 5120, 512, 142, 139 },
+  { 1, 5120, 2048, 143, 144 },
+  { 1, 5120, 8192, 143, 144 },
+  { 1, 5120, 32768, 145, 139 },
+  { 1, 6144, 1, 146, 139 },
+  { 1, 6144, 8, 146, 139 },
+  { 1, 6144, 32, 147, 139 },
+  { 1, 6144, 128, 146, 139 },
+  { 1, 6144, 512, 148, 139 },
+  { 1, 6144, 2048, 148, 139 },
+  { 1, 6144, 8192, 149, 139 },
+  { 1, 6144, 32768, 149, 139 },
+  { 1, 7168, 1, 150, 151 },
+  { 1, 7168, 8, 150, 151 },
+  { 1, 7168, 32, 152, 151 },
+  { 1, 7168, 128, 150, 151 },
+  { 1, 7168, 512, 153, 151 },
+  { 1, 7168, 2048, 153, 151 },
+  { 1, 7168, 8192, 153, 151 },
+  { 1, 7168, 32768, 153, 151 },
+  { 1, 8192, 1, 154, 155 },
+  { 1, 8192, 8, 154, 155 },
+  { 1, 8192, 32, 156, 151 },
+  { 1, 8192, 128, 157, 151 },
+  { 1, 8192, 512, 158, 151 },
+  { 1, 8192, 2048, 158, 151 },
+  { 1, 8192, 8192, 158, 151 },
+  { 1, 8192, 32768, 151, 151 },
+  { 1, 12288, 1, 159, 160 },
+  { 1, 12288, 8, 161, 160 },
+  { 1, 12288, 32, 162, 160 },
+  { 1, 12288, 128, 163, 160 },
+  { 1, 12288, 512, 164, 160 },
+  { 1, 12288, 2048, 165, 160 },
+  { 1, 12288, 8192, 165, 160 },
+  { 1, 12288, 32768, 165, 160 },
+  { 1, 16384, 1, 166, 167 },
+  { 1, 16384, 8, 168, 167 },
+  { 1, 16384, 32, 168, 167 },
+  { 1, 16384, 128, 169, 167 },
+  { 1, 16384, 512, 170, 167 },
+  { 1, 16384, 2048, 171, 167 },
+  { 1, 16384, 8192, 171, 167 },
+  { 1, 16384, 32768, 171, 167 },
+  { 1, 32768, 1, 172, 173 },
+  { 1, 32768, 8, 172, 173 },
+  { 1, 32768, 32, 174, 175 },
+  { 1, 32768, 128, 176, 177 },
+  { 1, 32768, 512, 178, 177 },
+  { 1, 32768, 2048, 179, 177 },
+  { 1, 32768, 8192, 179, 177 },
+  { 1, 32768, 32768, 179, 177 },
+  { 1, 65536, 1, 180, 177 },
+  { 1, 65536, 8, 180, 177 },
+  { 1, 65536, 32, 181, 182 },
+  { 1, 65536, 128, 183, 177 },
+  { 1, 65536, 512, 184, 177 },
+  { 1, 65536, 2048, 184, 177 },
+  { 1, 65536, 8192, 184, 177 },
+  { 1, 65536, 32768, 184, 177 },
+  { 1, 131072, 1, 185, 177 },
+  { 1, 131072, 8, 185, 186 },
+  { 1, 131072, 32, 187, 177 },
+  { 1, 131072, 128, 188, 177 },
+  { 1, 131072, 512, 188, 177 },
+  { 1, 131072, 2048, 188, 177 },
+  { 1, 131072, 8192, 188, 177 },
+  { 1, 131072, 32768, 188, 177 },
+  { 2, 512, 1, 190, 191 },
+  { 2, 512, 8, 192, 191 },
+  { 2, 512, 32, 193, 191 },
+  { 2, 512, 128, 190, 191 },
+  { 2, 512, 512, 192, 191 },
+  { 2, 512, 2048, 193, 191 },
+  { 2, 512, 8192, 193, 191 },
+  { 2, 512, 32768, 194, 191 },
+  { 2, 768, 1, 195, 196 },
+  { 2, 768, 8, 195, 191 },
+  { 2, 768, 32, 195, 191 },
+  { 2, 768, 128, 195, 197 },
+  { 2, 768, 512, 195, 191 },
+  { 2, 768, 2048, 198, 191 },
+  { 2, 768, 8192, 198, 191 },
+  { 2, 768, 32768, 198, 199 },
+  { 2, 1024, 1, 200, 191 },
+  { 2, 1024, 8, 200, 191 },
+  { 2, 1024, 32, 200, 191 },
+  { 2, 1024, 128, 200, 191 },
+  { 2, 1024, 512, 200, 191 },
+  { 2, 1024, 2048, 201, 202 },
+  { 2, 1024, 8192, 203, 191 },
+  { 2, 1024, 32768, 203, 199 },
   { 2, 1536, 1, 204, 205 },
   { 2, 1536, 8, 204, 205 },
   { 2, 1536, 32, 206, 207 },
-  { 2, 1536, 128, 204, 208 },
+  { 2, 1536, 128, 204, 205 },
   { 2, 1536, 512, 206, 205 },
   { 2, 1536, 2048, 206, 205 },
-  { 2, 1536, 8192, 209, 205 },
-  { 2, 1536, 32768, 209, 205 },
-  { 2, 2048, 1, 210, 205 },
-  { 2, 2048, 8, 211, 205 },
-  { 2, 2048, 32, 210, 205 },
-  { 2, 2048, 128, 210, 208 },
-  { 2, 2048, 512, 211, 208 },
-  { 2, 2048, 2048, 211, 208 },
-  { 2, 2048, 8192, 212, 205 },
-  { 2, 2048, 32768, 213, 213 },
-  { 2, 2560, 1, 214, 215 },
-  { 2, 2560, 8, 214, 216 },
-  { 2, 2560, 32, 214, 217 },
-  { 2, 2560, 128, 214, 218 },
-  { 2, 2560, 512, 214, 219 },
-  { 2, 2560, 2048, 214, 219 },
-  { 2, 2560, 8192, 220, 219 },
-  { 2, 2560, 32768, 220, 219 },
-  { 2, 3072, 1, 221, 215 },
-  { 2, 3072, 8, 221, 216 },
-  { 2, 3072, 32, 221, 217 },
-  { 2, 3072, 128, 221, 217 },
-  { 2, 3072, 512, 222, 219 },
-  { 2, 3072, 2048, 222, 215 },
-  { 2, 3072, 8192, 223, 219 },
-  { 2, 3072, 32768, 224, 219 },
-  { 2, 4096, 1, 225, 226 },
-  { 2, 4096, 8, 225, 226 },
-  { 2, 4096, 32, 225, 226 },
-  { 2, 4096, 128, 225, 226 },
-  { 2, 4096, 512, 225, 226 },
-  { 2, 4096, 2048, 227, 226 },
-  { 2, 4096, 8192, 228, 226 },
-  { 2, 4096, 32768, 229, 230 },
-  { 2, 5120, 1, 231, 232 },
-  { 2, 5120, 8, 231, 233 },
-  { 2, 5120, 32, 234, 235 },
-  { 2, 5120, 128, 234, 235 },
-  { 2, 5120, 512, 231, 236 },
-  { 2, 5120, 2048, 231, 237 },
-  { 2, 5120, 8192, 238, 237 },
-  { 2, 5120, 32768, 239, 237 },
-  { 2, 6144, 1, 240, 232 },
-  { 2, 6144, 8, 233, 233 },
-  { 2, 6144, 32, 240, 241 },
-  { 2, 6144, 128, 240, 235 },
-  { 2, 6144, 512, 242, 241 },
-  { 2, 6144, 2048, 243, 241 },
-  { 2, 6144, 8192, 244, 241 },
-  { 2, 6144, 32768, 244, 241 },
-  { 2, 7168, 1, 245, 246 },
-  { 2, 7168, 8, 247, 246 },
-  { 2, 7168, 32, 247, 248 },
-  { 2, 7168, 128, 247, 248 },
-  { 2, 7168, 512, 247, 246 },
-  { 2, 7168, 2048, 249, 246 },
-  { 2, 7168, 8192, 249, 246 },
-  { 2, 7168, 32768, 249, 246 },
-  { 2, 8192, 1, 250, 251 },
-  { 2, 8192, 8, 252, 253 },
-  { 2, 8192, 32, 252, 254 },
-  { 2, 8192, 128, 255, 251 },
-  { 2, 8192, 512, 255, 251 },
-  { 2, 8192, 2048, 256, 251 },
-  { 2, 8192, 8192, 257, 251 },
-  { 2, 8192, 32768, 257, 251 },
-  { 2, 12288, 1, 258, 259 },
-  { 2, 12288, 8, 258, 259 },
-  { 2, 12288, 32, 258, 260 },
-  { 2, 12288, 128, 261, 262 },
-  { 2, 12288, 512, 263, 264 },
-  { 2, 12288, 2048, 265, 260 },
-  { 2, 12288, 8192, 266, 260 },
-  { 2, 12288, 32768, 266, 260 },
-  { 2, 16384, 1, 267, 268 },
-  { 2, 16384, 8, 267, 269 },
-  { 2, 16384, 32, 267, 270 },
-  { 2, 16384, 128, 271, 272 },
-  { 2, 16384, 512, 271, 272 },
-  { 2, 16384, 2048, 273, 268 },
-  { 2, 16384, 8192, 274, 274 },
-  { 2, 16384, 32768, 274, 274 },
-  { 2, 32768, 1, 275, 230 },
-  { 2, 32768, 8, 275, 230 },
-  { 2, 32768, 32, 275, 276 },
-  { 2, 32768, 128, 277, 230 },
-  { 2, 32768, 512, 277, 230 },
-  { 2, 32768, 2048, 277, 230 },
-  { 2, 32768, 8192, 278, 279 },
-  { 2, 32768, 32768, 278, 279 },
-  { 2, 65536, 1, 280, 230 },
-  { 2, 65536, 8, 281, 230 },
-  { 2, 65536, 32, 281, 230 },
-  { 2, 65536, 128, 282, 230 },
-  { 2, 65536, 512, 282, 230 },
-  { 2, 65536, 2048, 282, 230 },
-  { 2, 65536, 8192, 282, 230 },
-  { 2, 65536, 32768, 282, 230 },
-  { 2, 131072, 1, 283, 230 },
-  { 2, 131072, 8, 283, 284 },
-  { 2, 131072, 32, 283, 285 },
-  { 2, 131072, 128, 286, 230 },
-  { 2, 131072, 512, 286, 230 },
-  { 2, 131072, 2048, 286, 230 },
-  { 2, 131072, 8192, 286, 230 },
-  { 2, 131072, 32768, 286, 230 },
-  { 3, 512, 1, 288, 289 },
-  { 3, 512, 8, 290, 291 },
-  { 3, 512, 32, 290, 291 },
-  { 3, 512, 128, 290, 291 },
-  { 3, 512, 512, 292, 291 },
-  { 3, 512, 2048, 293, 291 },
-  { 3, 512, 8192, 294, 291 },
-  { 3, 512, 32768, 293, 295 },
-  { 3, 768, 1, 296, 297 },
-  { 3, 768, 8, 298, 297 },
-  { 3, 768, 32, 298, 297 },
-  { 3, 768, 128, 296, 291 },
-  { 3, 768, 512, 299, 291 },
-  { 3, 768, 2048, 300, 291 },
-  { 3, 768, 8192, 301, 291 },
-  { 3, 768, 32768, 302, 303 },
-  { 3, 1024, 1, 304, 297 },
-  { 3, 1024, 8, 304, 291 },
-  { 3, 1024, 32, 304, 291 },
-  { 3, 1024, 128, 304, 291 },
-  { 3, 1024, 512, 305, 291 },
-  { 3, 1024, 2048, 306, 291 },
-  { 3, 1024, 8192, 307, 308 },
-  { 3, 1024, 32768, 307, 308 },
-  { 3, 1536, 1, 309, 309 },
-  { 3, 1536, 8, 309, 309 },
-  { 3, 1536, 32, 309, 309 },
-  { 3, 1536, 128, 309, 309 },
-  { 3, 1536, 512, 310, 291 },
-  { 3, 1536, 2048, 311, 291 },
-  { 3, 1536, 8192, 311, 291 },
-  { 3, 1536, 32768, 311, 312 },
-  { 3, 2048, 1, 313, 291 },
-  { 3, 2048, 8, 313, 291 },
-  { 3, 2048, 32, 313, 309 },
-  { 3, 2048, 128, 313, 291 },
-  { 3, 2048, 512, 314, 291 },
-  { 3, 2048, 2048, 315, 291 },
-  { 3, 2048, 8192, 316, 316 },
-  { 3, 2048, 32768, 316, 316 },
-  { 3, 2560, 1, 317, 318 },
-  { 3, 2560, 8, 317, 318 },
-  { 3, 2560, 32, 319, 318 },
-  { 3, 2560, 128, 318, 318 },
-  { 3, 2560, 512, 320, 321 },
-  { 3, 2560, 2048, 322, 321 },
-  { 3, 2560, 8192, 323, 321 },
-  { 3, 2560, 32768, 323, 324 },
-  { 3, 3072, 1, 325, 318 },
-  { 3, 3072, 8, 325, 318 },
-  { 3, 3072, 32, 326, 327 },
-  { 3, 3072, 128, 318, 318 },
-  { 3, 3072, 512, 328, 321 },
-  { 3, 3072, 2048, 329, 321 },
-  { 3, 3072, 8192, 330, 324 },
-  { 3, 3072, 32768, 330, 324 },
-  { 3, 4096, 1, 331, 332 },
-  { 3, 4096, 8, 331, 321 },
-  { 3, 4096, 32, 333, 321 },
-  { 3, 4096, 128, 331, 334 },
-  { 3, 4096, 512, 335, 321 },
-  { 3, 4096, 2048, 336, 321 },
-  { 3, 4096, 8192, 337, 321 },
-  { 3, 4096, 32768, 338, 338 },
-  { 3, 5120, 1, 339, 339 },
-  { 3, 5120, 8, 340, 341 },
-  { 3, 5120, 32, 340, 342 },
-  { 3, 5120, 128, 340, 343 },
-  { 3, 5120, 512, 344, 341 },
-  { 3, 5120, 2048, 344, 341 },
-  { 3, 5120, 8192, 344, 341 },
-  { 3, 5120, 32768, 345, 341 },
-  { 3, 6144, 1, 346, 346 },
-  { 3, 6144, 8, 347, 341 },
-  { 3, 6144, 32, 347, 343 },
-  { 3, 6144, 128, 347, 343 },
-  { 3, 6144, 512, 348, 341 },
-  { 3, 6144, 2048, 348, 341 },
-  { 3, 6144, 8192, 348, 341 },
-  { 3, 6144, 32768, 349, 341 },
-  { 3, 7168, 1, 346, 346 },
-  { 3, 7168, 8, 350, 346 },
-  { 3, 7168, 32, 350, 343 },
-  { 3, 7168, 128, 350, 343 },
-  { 3, 7168, 512, 351, 352 },
-  { 3, 7168, 2048, 351, 352 },
-  { 3, 7168, 8192, 351, 352 },
-  { 3, 7168, 32768, 353, 353 },
-  { 3, 8192, 1, 354, 354 },
-  { 3, 8192, 8, 354, 354 },
-  { 3, 8192, 32, 355, 356 },
-  { 3, 8192, 128, 357, 343 },
-  { 3, 8192, 512, 358, 352 },
-  { 3, 8192, 2048, 358, 352 },
-  { 3, 8192, 8192, 358, 352 },
-  { 3, 8192, 32768, 353, 353 },
-  { 3, 12288, 1, 359, 359 },
-  { 3, 12288, 8, 360, 360 },
-  { 3, 12288, 32, 361, 362 },
-  { 3, 12288, 128, 359, 359 },
-  { 3, 12288, 512, 363, 364 },
-  { 3, 12288, 2048, 365, 364 },
-  { 3, 12288, 8192, 366, 364 },
-  { 3, 12288, 32768, 366, 364 },
-  { 3, 16384, 1, 367, 368 },
-  { 3, 16384, 8, 367, 368 },
-  { 3, 16384, 32, 367, 369 },
-  { 3, 16384, 128, 359, 359 },
-  { 3, 16384, 512, 370, 371 },
-  { 3, 16384, 2048, 372, 373 },
-  { 3, 16384, 8192, 372, 373 },
-  { 3, 16384, 32768, 373, 373 },
-  { 3, 32768, 1, 374, 375 },
-  { 3, 32768, 8, 374, 376 },
-  { 3, 32768, 32, 374, 377 },
-  { 3, 32768, 128, 378, 378 },
-  { 3, 32768, 512, 379, 375 },
-  { 3, 32768, 2048, 380, 381 },
-  { 3, 32768, 8192, 380, 373 },
-  { 3, 32768, 32768, 373, 373 },
-  { 3, 65536, 1, 382, 382 },
-  { 3, 65536, 8, 383, 383 },
-  { 3, 65536, 32, 382, 382 },
-  { 3, 65536, 128, 384, 383 },
-  { 3, 65536, 512, 384, 375 },
-  { 3, 65536, 2048, 385, 386 },
-  { 3, 65536, 8192, 387, 386 },
-  { 3, 65536, 32768, 387, 386 },
-  { 3, 131072, 1, 388, 389 },
-  { 3, 131072, 8, 388, 389 },
-  { 3, 131072, 32, 390, 390 },
-  { 3, 131072, 128, 391, 375 },
-  { 3, 131072, 512, 392, 375 },
-  { 3, 131072, 2048, 392, 375 },
-  { 3, 131072, 8192, 392, 375 },
-  { 3, 131072, 32768, 392, 393 },
-  { 4, 512, 1, 395, 396 },
-  { 4, 512, 8, 397, 396 },
-  { 4, 512, 32, 397, 396 },
-  { 4, 512, 128, 397, 396 },
-  { 4, 512, 512, 398, 396 },
-  { 4, 512, 2048, 399, 396 },
-  { 4, 512, 8192, 400, 401 },
-  { 4, 512, 32768, 399, 396 },
-  { 4, 768, 1, 402, 396 },
-  { 4, 768, 8, 402, 396 },
-  { 4, 768, 32, 402, 396 },
-  { 4, 768, 128, 402, 396 },
-  { 4, 768, 512, 403, 396 },
-  { 4, 768, 2048, 404, 396 },
-  { 4, 768, 8192, 403, 396 },
-  { 4, 768, 32768, 403, 396 },
-  { 4, 1024, 1, 405, 396 },
-  { 4, 1024, 8, 405, 396 },
-  { 4, 1024, 32, 405, 396 },
-  { 4, 1024, 128, 406, 396 },
-  { 4, 1024, 512, 407, 396 },
-  { 4, 1024, 2048, 408, 409 },
-  { 4, 1024, 8192, 407, 396 },
-  { 4, 1024, 32768, 408, 396 },
-  { 4, 1536, 1, 410, 411 },
-  { 4, 1536, 8, 410, 396 },
-  { 4, 1536, 32, 410, 396 },
-  { 4, 1536, 128, 412, 396 },
-  { 4, 1536, 512, 413, 396 },
-  { 4, 1536, 2048, 414, 396 },
-  { 4, 1536, 8192, 413, 396 },
-  { 4, 1536, 32768, 413, 396 },
-  { 4, 2048, 1, 415, 396 },
-  { 4, 2048, 8, 415, 396 },
-  { 4, 2048, 32, 415, 396 },
-  { 4, 2048, 128, 415, 396 },
-  { 4, 2048, 512, 416, 396 },
-  { 4, 2048, 2048, 417, 417 },
-  { 4, 2048, 8192, 416, 396 },
-  { 4, 2048, 32768, 416, 396 },
-  { 4, 2560, 1, 418, 419 },
-  { 4, 2560, 8, 420, 421 },
-  { 4, 2560, 32, 420, 421 },
-  { 4, 2560, 128, 418, 419 },
-  { 4, 2560, 512, 422, 421 },
-  { 4, 2560, 2048, 423, 421 },
-  { 4, 2560, 8192, 424, 421 },
-  { 4, 2560, 32768, 424, 421 },
-  { 4, 3072, 1, 425, 419 },
-  { 4, 3072, 8, 425, 421 },
-  { 4, 3072, 32, 426, 421 },
-  { 4, 3072, 128, 427, 419 },
-  { 4, 3072, 512, 428, 421 },
-  { 4, 3072, 2048, 429, 421 },
-  { 4, 3072, 8192, 429, 421 },
-  { 4, 3072, 32768, 428, 421 },
-  { 4, 4096, 1, 430, 421 },
-  { 4, 4096, 8, 430, 421 },
-  { 4, 4096, 32, 431, 421 },
-  { 4, 4096, 128, 432, 433 },
-  { 4, 4096, 512, 434, 435 },
-  { 4, 4096, 2048, 436, 421 },
-  { 4, 4096, 8192, 436, 421 },
-  { 4, 4096, 32768, 436, 421 },
-  { 4, 5120, 1, 437, 438 },
-  { 4, 5120, 8, 437, 438 },
-  { 4, 5120, 32, 439, 438 },
-  { 4, 5120, 128, 437, 440 },
-  { 4, 5120, 512, 441, 438 },
-  { 4, 5120, 2048, 442, 438 },
-  { 4, 5120, 8192, 442, 438 },
-  { 4, 5120, 32768, 442, 438 },
-  { 4, 6144, 1, 443, 438 },
-  { 4, 6144, 8, 444, 438 },
-  { 4, 6144, 32, 445, 438 },
-  { 4, 6144, 128, 444, 440 },
-  { 4, 6144, 512, 446, 438 },
-  { 4, 6144, 2048, 447, 438 },
-  { 4, 6144, 8192, 447, 438 },
-  { 4, 6144, 32768, 447, 438 },
-  { 4, 7168, 1, 448, 449 },
-  { 4, 7168, 8, 448, 450 },
-  { 4, 7168, 32, 451, 450 },
-  { 4, 7168, 128, 451, 440 },
-  { 4, 7168, 512, 450, 450 },
-  { 4, 7168, 2048, 452, 450 },
-  { 4, 7168, 8192, 452, 450 },
-  { 4, 7168, 32768, 452, 450 },
-  { 4, 8192, 1, 453, 454 },
-  { 4, 8192, 8, 453, 450 },
-  { 4, 8192, 32, 455, 450 },
-  { 4, 8192, 128, 456, 450 },
-  { 4, 8192, 512, 450, 450 },
-  { 4, 8192, 2048, 456, 450 },
-  { 4, 8192, 8192, 456, 450 },
-  { 4, 8192, 32768, 457, 450 },
-  { 4, 12288, 1, 458, 459 },
-  { 4, 12288, 8, 458, 460 },
-  { 4, 12288, 32, 461, 460 },
-  { 4, 12288, 128, 462, 463 },
-  { 4, 12288, 512, 464, 465 },
-  { 4, 12288, 2048, 464, 460 },
-  { 4, 12288, 8192, 464, 460 },
-  { 4, 12288, 32768, 466, 460 },
-  { 4, 16384, 1, 467, 468 },
-  { 4, 16384, 8, 467, 468 },
-  { 4, 16384, 32, 469, 468 },
-  { 4, 16384, 128, 470, 470 },
-  { 4, 16384, 512, 471, 468 },
-  { 4, 16384, 2048, 471, 468 },
-  { 4, 16384, 8192, 471, 468 },
-  { 4, 16384, 32768, 471, 468 },
-  { 4, 32768, 1, 472, 473 },
-  { 4, 32768, 8, 472, 473 },
-  { 4, 32768, 32, 474, 474 },
-  { 4, 32768, 128, 475, 473 },
-  { 4, 32768, 512, 476, 473 },
-  { 4, 32768, 2048, 475, 477 },
-  { 4, 32768, 8192, 475, 477 },
-  { 4, 32768, 32768, 475, 477 },
-  { 4, 65536, 1, 478, 473 },
-  { 4, 65536, 8, 479, 473 },
-  { 4, 65536, 32, 478, 480 },
-  { 4, 65536, 128, 478, 473 },
-  { 4, 65536, 512, 479, 473 },
-  { 4, 65536, 2048, 481, 477 },
-  { 4, 65536, 8192, 482, 477 },
-  { 4, 65536, 32768, 482, 477 },
-  { 4, 131072, 1, 483, 473 },
-  { 4, 131072, 8, 483, 484 },
-  { 4, 131072, 32, 485, 473 },
-  { 4, 131072, 128, 486, 473 },
-  { 4, 131072, 512, 485, 473 },
-  { 4, 131072, 2048, 487, 488 },
-  { 4, 131072, 8192, 487, 488 },
-  { 4, 131072, 32768, 489, 488 },
-  { 5, 512, 1, 491, 492 },
-  { 5, 512, 8, 491, 492 },
-  { 5, 512, 32, 491, 492 },
-  { 5, 512, 128, 491, 492 },
-  { 5, 512, 512, 491, 492 },
-  { 5, 512, 2048, 493, 492 },
-  { 5, 512, 8192, 494, 495 },
-  { 5, 512, 32768, 493, 496 },
-  { 5, 768, 1, 497, 492 },
-  { 5, 768, 8, 497, 492 },
-  { 5, 768, 32, 497, 492 },
-  { 5, 768, 128, 498, 498 },
-  { 5, 768, 512, 497, 492 },
-  { 5, 768, 2048, 499, 492 },
-  { 5, 768, 8192, 500, 492 },
-  { 5, 768, 32768, 501, 502 },
-  { 5, 1024, 1, 503, 492 },
-  { 5, 1024, 8, 503, 492 },
-  { 5, 1024, 32, 503, 492 },
-  { 5, 1024, 128, 503, 492 },
-  { 5, 1024, 512, 503, 492 },
-  { 5, 1024, 2048, 504, 492 },
-  { 5, 1024, 8192, 505, 506 },
-  { 5, 1024, 32768, 505, 506 },
-  { 5, 1536, 1, 507, 492 },
-  { 5, 1536, 8, 507, 492 },
-  { 5, 1536, 32, 507, 492 },
-  { 5, 1536, 128, 508, 508 },
-  { 5, 1536, 512, 507, 492 },
-  { 5, 1536, 2048, 509, 510 },
-  { 5, 1536, 8192, 509, 492 },
-  { 5, 1536, 32768, 511, 512 },
-  { 5, 2048, 1, 513, 492 },
-  { 5, 2048, 8, 513, 492 },
-  { 5, 2048, 32, 513, 492 },
-  { 5, 2048, 128, 508, 508 },
-  { 5, 2048, 512, 513, 492 },
-  { 5, 2048, 2048, 514, 515 },
-  { 5, 2048, 8192, 516, 492 },
-  { 5, 2048, 32768, 516, 517 },
-  { 5, 2560, 1, 518, 519 },
-  { 5, 2560, 8, 518, 519 },
-  { 5, 2560, 32, 520, 520 },
-  { 5, 2560, 128, 520, 520 },
-  { 5, 2560, 512, 518, 521 },
-  { 5, 2560, 2048, 522, 523 },
-  { 5, 2560, 8192, 524, 525 },
-  { 5, 2560, 32768, 524, 525 },
-  { 5, 3072, 1, 526, 519 },
-  { 5, 3072, 8, 526, 519 },
-  { 5, 3072, 32, 520, 520 },
-  { 5, 3072, 128, 520, 520 },
-  { 5, 3072, 512, 526, 521 },
-  { 5, 3072, 2048, 527, 521 },
-  { 5, 3072, 8192, 528, 525 },
-  { 5, 3072, 32768, 528, 521 },
-  { 5, 4096, 1, 529, 521 },
-  { 5, 4096, 8, 529, 521 },
-  { 5, 4096, 32, 530, 521 },
-  { 5, 4096, 128, 520, 520 },
-  { 5, 4096, 512, 531, 521 },
-  { 5, 4096, 2048, 532, 521 },
-  { 5, 4096, 8192, 531, 521 },
-  { 5, 4096, 32768, 532, 521 },
-  { 5, 5120, 1, 533, 534 },
-  { 5, 5120, 8, 533, 535 },
-  { 5, 5120, 32, 536, 536 },
-  { 5, 5120, 128, 537, 538 },
-  { 5, 5120, 512, 535, 535 },
-  { 5, 5120, 2048, 539, 535 },
-  { 5, 5120, 8192, 539, 535 },
-  { 5, 5120, 32768, 535, 535 },
-  { 5, 6144, 1, 536, 536 },
-  { 5, 6144, 8, 540, 535 },
-  { 5, 6144, 32, 536, 536 },
-  { 5, 6144, 128, 536, 536 },
-  { 5, 6144, 512, 535, 535 },
-  { 5, 6144, 2048, 535, 535 },
-  { 5, 6144, 8192, 535, 535 },
-  { 5, 6144, 32768, 535, 535 },
-  { 5, 7168, 1, 541, 534 },
-  { 5, 7168, 8, 541, 542 },
-  { 5, 7168, 32, 536, 536 },
-  { 5, 7168, 128, 536, 536 },
-  { 5, 7168, 512, 542, 542 },
-  { 5, 7168, 2048, 542, 542 },
-  { 5, 7168, 8192, 542, 542 },
-  { 5, 7168, 32768, 542, 542 },
-  { 5, 8192, 1, 543, 544 },
-  { 5, 8192, 8, 543, 544 },
-  { 5, 8192, 32, 536, 536 },
-  { 5, 8192, 128, 536, 536 },
-  { 5, 8192, 512, 542, 542 },
-  { 5, 8192, 2048, 545, 542 },
-  { 5, 8192, 8192, 546, 542 },
-  { 5, 8192, 32768, 546, 542 },
-  { 5, 12288, 1, 547, 548 },
-  { 5, 12288, 8, 547, 549 },
-  { 5, 12288, 32, 550, 548 },
-  { 5, 12288, 128, 547, 551 },
-  { 5, 12288, 512, 552, 549 },
-  { 5, 12288, 2048, 553, 549 },
-  { 5, 12288, 8192, 553, 549 },
-  { 5, 12288, 32768, 554, 549 },
-  { 5, 16384, 1, 555, 556 },
-  { 5, 16384, 8, 555, 556 },
-  { 5, 16384, 32, 557, 548 },
-  { 5, 16384, 128, 558, 551 },
-  { 5, 16384, 512, 559, 560 },
-  { 5, 16384, 2048, 561, 562 },
-  { 5, 16384, 8192, 561, 562 },
-  { 5, 16384, 32768, 561, 562 },
-  { 5, 32768, 1, 563, 564 },
-  { 5, 32768, 8, 563, 565 },
-  { 5, 32768, 32, 563, 566 },
-  { 5, 32768, 128, 567, 568 },
-  { 5, 32768, 512, 569, 564 },
-  { 5, 32768, 2048, 570, 564 },
-  { 5, 32768, 8192, 570, 564 },
-  { 5, 32768, 32768, 570, 564 },
-  { 5, 65536, 1, 571, 564 },
-  { 5, 65536, 8, 571, 572 },
-  { 5, 65536, 32, 571, 572 },
-  { 5, 65536, 128, 573, 564 },
-  { 5, 65536, 512, 573, 564 },
-  { 5, 65536, 2048, 574, 564 },
-  { 5, 65536, 8192, 575, 576 },
-  { 5, 65536, 32768, 575, 576 },
-  { 5, 131072, 1, 577, 564 },
-  { 5, 131072, 8, 577, 578 },
-  { 5, 131072, 32, 579, 564 },
-  { 5, 131072, 128, 579, 564 },
-  { 5, 131072, 512, 580, 564 },
-  { 5, 131072, 2048, 581, 564 },
-  { 5, 131072, 8192, 581, 564 },
-  { 5, 131072, 32768, 581, 582 },
-  { 6, 512, 1, 584, 585 },
-  { 6, 512, 8, 586, 585 },
-  { 6, 512, 32, 586, 585 },
-  { 6, 512, 128, 584, 585 },
-  { 6, 512, 512, 587, 585 },
-  { 6, 512, 2048, 588, 585 },
-  { 6, 512, 8192, 589, 585 },
-  { 6, 512, 32768, 588, 585 },
-  { 6, 768, 1, 590, 585 },
-  { 6, 768, 8, 590, 585 },
-  { 6, 768, 32, 591, 585 },
-  { 6, 768, 128, 592, 585 },
-  { 6, 768, 512, 593, 585 },
-  { 6, 768, 2048, 591, 585 },
-  { 6, 768, 8192, 594, 585 },
-  { 6, 768, 32768, 591, 585 },
-  { 6, 1024, 1, 595, 585 },
-  { 6, 1024, 8, 595, 585 },
-  { 6, 1024, 32, 595, 585 },
-  { 6, 1024, 128, 595, 585 },
-  { 6, 1024, 512, 595, 585 },
-  { 6, 1024, 2048, 596, 597 },
-  { 6, 1024, 8192, 596, 585 },
-  { 6, 1024, 32768, 595, 585 },
-  { 6, 1536, 1, 598, 585 },
-  { 6, 1536, 8, 598, 585 },
-  { 6, 1536, 32, 598, 585 },
-  { 6, 1536, 128, 599, 585 },
-  { 6, 1536, 512, 598, 585 },
-  { 6, 1536, 2048, 600, 585 },
-  { 6, 1536, 8192, 599, 585 },
-  { 6, 1536, 32768, 598, 585 },
-  { 6, 2048, 1, 601, 585 },
-  { 6, 2048, 8, 601, 585 },
-  { 6, 2048, 32, 601, 585 },
-  { 6, 2048, 128, 602, 585 },
-  { 6, 2048, 512, 601, 585 },
-  { 6, 2048, 2048, 603, 585 },
-  { 6, 2048, 8192, 601, 585 },
-  { 6, 2048, 32768, 601, 585 },
-  { 6, 2560, 1, 604, 605 },
-  { 6, 2560, 8, 604, 605 },
-  { 6, 2560, 32, 606, 605 },
-  { 6, 2560, 128, 606, 607 },
-  { 6, 2560, 512, 604, 605 },
-  { 6, 2560, 2048, 608, 605 },
-  { 6, 2560, 8192, 608, 605 },
-  { 6, 2560, 32768, 608, 605 },
-  { 6, 3072, 1, 609, 605 },
-  { 6, 3072, 8, 609, 605 },
-  { 6, 3072, 32, 610, 605 },
-  { 6, 3072, 128, 611, 607 },
-  { 6, 3072, 512, 609, 605 },
-  { 6, 3072, 2048, 610, 605 },
-  { 6, 3072, 8192, 610, 605 },
-  { 6, 3072, 32768, 609, 605 },
-  { 6, 4096, 1, 612, 605 },
-  { 6, 4096, 8, 613, 605 },
-  { 6, 4096, 32, 614, 605 },
-  { 6, 4096, 128, 615, 607 },
-  { 6, 4096, 512, 605, 605 },
-  { 6, 4096, 2048, 612, 605 },
-  { 6, 4096, 8192, 612, 605 },
-  { 6, 4096, 32768, 612, 605 },
-  { 6, 5120, 1, 616, 617 },
-  { 6, 5120, 8, 616, 617 },
-  { 6, 5120, 32, 618, 617 },
-  { 6, 5120, 128, 619, 620 },
-  { 6, 5120, 512, 621, 617 },
-  { 6, 5120, 2048, 622, 617 },
-  { 6, 5120, 8192, 622, 617 },
-  { 6, 5120, 32768, 622, 617 },
-  { 6, 6144, 1, 623, 624 },
-  { 6, 6144, 8, 625, 617 },
-  { 6, 6144, 32, 626, 617 },
-  { 6, 6144, 128, 626, 627 },
-  { 6, 6144, 512, 628, 617 },
-  { 6, 6144, 2048, 629, 617 },
-  { 6, 6144, 8192, 630, 617 },
-  { 6, 6144, 32768, 630, 617 },
-  { 6, 7168, 1, 631, 624 },
-  { 6, 7168, 8, 631, 632 },
-  { 6, 7168, 32, 633, 632 },
-  { 6, 7168, 128, 633, 627 },
-  { 6, 7168, 512, 634, 632 },
-  { 6, 7168, 2048, 635, 632 },
-  { 6, 7168, 8192, 635, 632 },
-  { 6, 7168, 32768, 636, 632 },
-  { 6, 8192, 1, 637, 632 },
-  { 6, 8192, 8, 637, 632 },
-  { 6, 8192, 32, 638, 632 },
-  { 6, 8192, 128, 639, 627 },
-  { 6, 8192, 512, 640, 632 },
-  { 6, 8192, 2048, 639, 632 },
-  { 6, 8192, 8192, 639, 632 },
-  { 6, 8192, 32768, 641, 632 },
-  { 6, 12288, 1, 642, 643 },
-  { 6, 12288, 8, 642, 644 },
-  { 6, 12288, 32, 645, 646 },
-  { 6, 12288, 128, 642, 644 },
-  { 6, 12288, 512, 647, 644 },
-  { 6, 12288, 2048, 648, 644 },
-  { 6, 12288, 8192, 648, 644 },
-  { 6, 12288, 32768, 649, 644 },
-  { 6, 16384, 1, 650, 651 },
-  { 6, 16384, 8, 650, 651 },
-  { 6, 16384, 32, 652, 651 },
-  { 6, 16384, 128, 653, 654 },
-  { 6, 16384, 512, 655, 651 },
-  { 6, 16384, 2048, 655, 651 },
-  { 6, 16384, 8192, 655, 651 },
-  { 6, 16384, 32768, 655, 651 },
-  { 6, 32768, 1, 656, 657 },
-  { 6, 32768, 8, 656, 657 },
-  { 6, 32768, 32, 658, 657 },
-  { 6, 32768, 128, 659, 657 },
-  { 6, 32768, 512, 660, 657 },
-  { 6, 32768, 2048, 659, 657 },
-  { 6, 32768, 8192, 659, 657 },
-  { 6, 32768, 32768, 659, 657 },
-  { 6, 65536, 1, 661, 657 },
-  { 6, 65536, 8, 662, 657 },
-  { 6, 65536, 32, 662, 663 },
-  { 6, 65536, 128, 664, 657 },
-  { 6, 65536, 512, 665, 657 },
-  { 6, 65536, 2048, 666, 657 },
-  { 6, 65536, 8192, 666, 657 },
-  { 6, 65536, 32768, 666, 657 },
-  { 6, 131072, 1, 667, 657 },
-  { 6, 131072, 8, 667, 668 },
-  { 6, 131072, 32, 669, 657 },
-  { 6, 131072, 128, 669, 657 },
-  { 6, 131072, 512, 670, 657 },
-  { 6, 131072, 2048, 670, 657 },
-  { 6, 131072, 8192, 671, 657 },
-  { 6, 131072, 32768, 671, 657 },
-  { 7, 512, 1, 673, 674 },
-  { 7, 512, 8, 675, 674 },
-  { 7, 512, 32, 673, 674 },
-  { 7, 512, 128, 675, 676 },
-  { 7, 512, 512, 677, 674 },
-  { 7, 512, 2048, 678, 679 },
-  { 7, 512, 8192, 680, 674 },
-  { 7, 512, 32768, 678, 679 },
-  { 7, 768, 1, 681, 682 },
-  { 7, 768, 8, 681, 682 },
-  { 7, 768, 32, 683, 683 },
-  { 7, 768, 128, 683, 683 },
-  { 7, 768, 512, 684, 674 },
-  { 7, 768, 2048, 685, 686 },
-  { 7, 768, 8192, 685, 686 },
-  { 7, 768, 32768, 685, 687 },
-  { 7, 1024, 1, 688, 682 },
-  { 7, 1024, 8, 688, 682 },
-  { 7, 1024, 32, 683, 683 },
-  { 7, 1024, 128, 688, 683 },
-  { 7, 1024, 512, 689, 682 },
-  { 7, 1024, 2048, 690, 674 },
-  { 7, 1024, 8192, 690, 674 },
-  { 7, 1024, 32768, 691, 674 },
-  { 7, 1536, 1, 692, 692 },
-  { 7, 1536, 8, 692, 692 },
-  { 7, 1536, 32, 693, 694 },
-  { 7, 1536, 128, 695, 695 },
-  { 7, 1536, 512, 695, 695 },
-  { 7, 1536, 2048, 696, 697 },
-  { 7, 1536, 8192, 698, 698 },
-  { 7, 1536, 32768, 698, 698 },
-  { 7, 2048, 1, 699, 697 },
-  { 7, 2048, 8, 692, 692 },
-  { 7, 2048, 32, 699, 700 },
-  { 7, 2048, 128, 695, 695 },
-  { 7, 2048, 512, 695, 695 },
-  { 7, 2048, 2048, 701, 697 },
-  { 7, 2048, 8192, 698, 698 },
-  { 7, 2048, 32768, 702, 702 },
-  { 7, 2560, 1, 703, 704 },
-  { 7, 2560, 8, 703, 705 },
-  { 7, 2560, 32, 706, 706 },
-  { 7, 2560, 128, 707, 707 },
-  { 7, 2560, 512, 703, 708 },
-  { 7, 2560, 2048, 703, 708 },
-  { 7, 2560, 8192, 709, 709 },
-  { 7, 2560, 32768, 709, 709 },
-  { 7, 3072, 1, 710, 704 },
-  { 7, 3072, 8, 710, 705 },
-  { 7, 3072, 32, 711, 705 },
-  { 7, 3072, 128, 707, 707 },
-  { 7, 3072, 512, 712, 708 },
-  { 7, 3072, 2048, 710, 708 },
-  { 7, 3072, 8192, 713, 713 },
-  { 7, 3072, 32768, 713, 713 },
-  { 7, 4096, 1, 714, 714 },
-  { 7, 4096, 8, 715, 716 },
-  { 7, 4096, 32, 715, 716 },
-  { 7, 4096, 128, 715, 717 },
-  { 7, 4096, 512, 718, 717 },
-  { 7, 4096, 2048, 715, 716 },
-  { 7, 4096, 8192, 713, 713 },
-  { 7, 4096, 32768, 713, 713 },
-  { 7, 5120, 1, 719, 720 },
-  { 7, 5120, 8, 719, 721 },
-  { 7, 5120, 32, 722, 722 },
-  { 7, 5120, 128, 719, 722 },
-  { 7, 5120, 512, 719, 723 },
-  { 7, 5120, 2048, 724, 720 },
-  { 7, 5120, 8192, 713, 713 },
-  { 7, 5120, 32768, 713, 713 },
-  { 7, 6144, 1, 725, 725 },
-  { 7, 6144, 8, 725, 725 },
-  { 7, 6144, 32, 726, 722 },
-  { 7, 6144, 128, 726, 722 },
-  { 7, 6144, 512, 727, 727 },
-  { 7, 6144, 2048, 728, 729 },
-  { 7, 6144, 8192, 730, 730 },
-  { 7, 6144, 32768, 730, 730 },
-  { 7, 7168, 1, 731, 731 },
-  { 7, 7168, 8, 731, 731 },
-  { 7, 7168, 32, 732, 733 },
-  { 7, 7168, 128, 734, 734 },
-  { 7, 7168, 512, 735, 735 },
-  { 7, 7168, 2048, 736, 737 },
-  { 7, 7168, 8192, 730, 730 },
-  { 7, 7168, 32768, 730, 730 },
-  { 7, 8192, 1, 738, 739 },
-  { 7, 8192, 8, 740, 740 },
-  { 7, 8192, 32, 734, 734 },
-  { 7, 8192, 128, 734, 734 },
-  { 7, 8192, 512, 741, 742 },
-  { 7, 8192, 2048, 743, 737 },
-  { 7, 8192, 8192, 743, 730 },
-  { 7, 8192, 32768, 730, 730 },
-  { 7, 12288, 1, 744, 744 },
-  { 7, 12288, 8, 744, 744 },
-  { 7, 12288, 32, 745, 746 },
-  { 7, 12288, 128, 744, 744 },
-  { 7, 12288, 512, 747, 748 },
-  { 7, 12288, 2048, 749, 749 },
-  { 7, 12288, 8192, 749, 749 },
-  { 7, 12288, 32768, 749, 749 },
-  { 7, 16384, 1, 750, 751 },
-  { 7, 16384, 8, 752, 752 },
-  { 7, 16384, 32, 750, 746 },
-  { 7, 16384, 128, 750, 751 },
-  { 7, 16384, 512, 753, 754 },
-  { 7, 16384, 2048, 755, 751 },
-  { 7, 16384, 8192, 749, 749 },
-  { 7, 16384, 32768, 749, 749 },
-  { 7, 32768, 1, 756, 756 },
-  { 7, 32768, 8, 756, 756 },
-  { 7, 32768, 32, 757, 757 },
-  { 7, 32768, 128, 758, 758 },
-  { 7, 32768, 512, 759, 758 },
-  { 7, 32768, 2048, 760, 760 },
-  { 7, 32768, 8192, 760, 760 },
-  { 7, 32768, 32768, 760, 760 },
-  { 7, 65536, 1, 761, 761 },
-  { 7, 65536, 8, 762, 762 },
-  { 7, 65536, 32, 763, 764 },
-  { 7, 65536, 128, 765, 766 },
-  { 7, 65536, 512, 767, 766 },
-  { 7, 65536, 2048, 768, 766 },
-  { 7, 65536, 8192, 768, 713 },
-  { 7, 65536, 32768, 768, 713 },
-  { 7, 131072, 1, 769, 770 },
-  { 7, 131072, 8, 771, 771 },
-  { 7, 131072, 32, 772, 713 },
-  { 7, 131072, 128, 772, 713 },
-  { 7, 131072, 512, 772, 713 },
-  { 7, 131072, 2048, 772, 713 },
-  { 7, 131072, 8192, 773, 713 },
-  { 7, 131072, 32768, 772, 713 },
-  { 8, 512, 1, 775, 776 },
-  { 8, 512, 8, 775, 776 },
-  { 8, 512, 32, 775, 776 },
-  { 8, 512, 128, 777, 776 },
-  { 8, 512, 512, 778, 776 },
-  { 8, 512, 2048, 779, 776 },
-  { 8, 512, 8192, 780, 776 },
-  { 8, 512, 32768, 780, 776 },
-  { 8, 768, 1, 781, 782 },
-  { 8, 768, 8, 781, 782 },
-  { 8, 768, 32, 781, 782 },
-  { 8, 768, 128, 781, 782 },
-  { 8, 768, 512, 783, 783 },
-  { 8, 768, 2048, 784, 776 },
-  { 8, 768, 8192, 783, 783 },
-  { 8, 768, 32768, 783, 783 },
-  { 8, 1024, 1, 785, 776 },
-  { 8, 1024, 8, 785, 776 },
-  { 8, 1024, 32, 785, 782 },
-  { 8, 1024, 128, 786, 787 },
-  { 8, 1024, 512, 788, 776 },
-  { 8, 1024, 2048, 788, 776 },
-  { 8, 1024, 8192, 783, 783 },
-  { 8, 1024, 32768, 783, 783 },
-  { 8, 1536, 1, 789, 790 },
-  { 8, 1536, 8, 789, 791 },
-  { 8, 1536, 32, 792, 790 },
-  { 8, 1536, 128, 789, 793 },
-  { 8, 1536, 512, 789, 794 },
-  { 8, 1536, 2048, 789, 790 },
-  { 8, 1536, 8192, 795, 795 },
-  { 8, 1536, 32768, 795, 795 },
-  { 8, 2048, 1, 796, 797 },
-  { 8, 2048, 8, 796, 790 },
-  { 8, 2048, 32, 796, 790 },
-  { 8, 2048, 128, 798, 798 },
-  { 8, 2048, 512, 795, 795 },
-  { 8, 2048, 2048, 795, 795 },
-  { 8, 2048, 8192, 795, 795 },
-  { 8, 2048, 32768, 799, 800 },
-  { 8, 2560, 1, 801, 802 },
-  { 8, 2560, 8, 801, 802 },
-  { 8, 2560, 32, 803, 803 },
-  { 8, 2560, 128, 804, 804 },
-  { 8, 2560, 512, 801, 805 },
-  { 8, 2560, 2048, 806, 806 },
-  { 8, 2560, 8192, 806, 806 },
-  { 8, 2560, 32768, 806, 806 },
-  { 8, 3072, 1, 807, 802 },
-  { 8, 3072, 8, 808, 802 },
-  { 8, 3072, 32, 803, 803 },
-  { 8, 3072, 128, 804, 804 },
-  { 8, 3072, 512, 808, 802 },
-  { 8, 3072, 2048, 806, 806 },
-  { 8, 3072, 8192, 806, 806 },
-  { 8, 3072, 32768, 809, 802 },
-  { 8, 4096, 1, 810, 811 },
-  { 8, 4096, 8, 810, 812 },
-  { 8, 4096, 32, 813, 814 },
-  { 8, 4096, 128, 804, 804 },
-  { 8, 4096, 512, 810, 812 },
-  { 8, 4096, 2048, 806, 806 },
-  { 8, 4096, 8192, 815, 815 },
-  { 8, 4096, 32768, 816, 816 },
-  { 8, 5120, 1, 817, 818 },
-  { 8, 5120, 8, 819, 820 },
-  { 8, 5120, 32, 821, 822 },
-  { 8, 5120, 128, 821, 822 },
-  { 8, 5120, 512, 819, 820 },
-  { 8, 5120, 2048, 816, 816 },
-  { 8, 5120, 8192, 816, 816 },
-  { 8, 5120, 32768, 816, 816 },
-  { 8, 6144, 1, 823, 818 },
-  { 8, 6144, 8, 824, 818 },
-  { 8, 6144, 32, 824, 822 },
-  { 8, 6144, 128, 824, 822 },
-  { 8, 6144, 512, 824, 822 },
-  { 8, 6144, 2048, 825, 826 },
-  { 8, 6144, 8192, 816, 816 },
-  { 8, 6144, 32768, 827, 826 },
-  { 8, 7168, 1, 828, 828 },
-  { 8, 7168, 8, 829, 830 },
-  { 8, 7168, 32, 829, 831 },
-  { 8, 7168, 128, 829, 828 },
-  { 8, 7168, 512, 829, 800 },
-  { 8, 7168, 2048, 816, 816 },
-  { 8, 7168, 8192, 816, 816 },
-  { 8, 7168, 32768, 832, 833 },
-  { 8, 8192, 1, 834, 835 },
-  { 8, 8192, 8, 834, 835 },
-  { 8, 8192, 32, 836, 837 },
-  { 8, 8192, 128, 828, 828 },
-  { 8, 8192, 512, 816, 816 },
-  { 8, 8192, 2048, 838, 839 },
-  { 8, 8192, 8192, 838, 839 },
-  { 8, 8192, 32768, 838, 839 },
-  { 8, 12288, 1, 840, 840 },
-  { 8, 12288, 8, 840, 840 },
-  { 8, 12288, 32, 841, 841 },
-  { 8, 12288, 128, 841, 841 },
-  { 8, 12288, 512, 842, 843 },
-  { 8, 12288, 2048, 842, 843 },
-  { 8, 12288, 8192, 842, 844 },
-  { 8, 12288, 32768, 842, 844 },
-  { 8, 16384, 1, 845, 846 },
-  { 8, 16384, 8, 847, 848 },
-  { 8, 16384, 32, 845, 846 },
-  { 8, 16384, 128, 849, 849 },
-  { 8, 16384, 512, 850, 851 },
-  { 8, 16384, 2048, 850, 852 },
-  { 8, 16384, 8192, 853, 852 },
-  { 8, 16384, 32768, 850, 852 },
-  { 8, 32768, 1, 854, 855 },
-  { 8, 32768, 8, 854, 855 },
-  { 8, 32768, 32, 856, 856 },
-  { 8, 32768, 128, 854, 855 },
-  { 8, 32768, 512, 857, 857 },
-  { 8, 32768, 2048, 857, 857 },
-  { 8, 32768, 8192, 857, 857 },
-  { 8, 32768, 32768, 857, 857 },
-  { 8, 65536, 1, 858, 858 },
-  { 8, 65536, 8, 858, 858 },
-  { 8, 65536, 32, 859, 859 },
-  { 8, 65536, 128, 860, 861 },
-  { 8, 65536, 512, 857, 857 },
-  { 8, 65536, 2048, 857, 857 },
-  { 8, 65536, 8192, 862, 862 },
-  { 8, 65536, 32768, 862, 862 },
-  { 8, 131072, 1, 863, 863 },
-  { 8, 131072, 8, 864, 864 },
-  { 8, 131072, 32, 865, 866 },
-  { 8, 131072, 128, 865, 867 },
-  { 8, 131072, 512, 865, 866 },
-  { 8, 131072, 2048, 868, 868 },
-  { 8, 131072, 8192, 868, 868 },
-  { 8, 131072, 32768, 868, 868 },
+  { 2, 1536, 8192, 208, 205 },
+  { 2, 1536, 32768, 208, 205 },
+  { 2, 2048, 1, 209, 205 },
+  { 2, 2048, 8, 209, 205 },
+  { 2, 2048, 32, 209, 205 },
+  { 2, 2048, 128, 209, 210 },
+  { 2, 2048, 512, 209, 205 },
+  { 2, 2048, 2048, 209, 205 },
+  { 2, 2048, 8192, 211, 205 },
+  { 2, 2048, 32768, 211, 205 },
+  { 2, 2560, 1, 212, 213 },
+  { 2, 2560, 8, 212, 214 },
+  { 2, 2560, 32, 212, 215 },
+  { 2, 2560, 128, 212, 216 },
+  { 2, 2560, 512, 212, 217 },
+  { 2, 2560, 2048, 212, 217 },
+  { 2, 2560, 8192, 218, 217 },
+  { 2, 2560, 32768, 218, 217 },
+  { 2, 3072, 1, 219, 213 },
+  { 2, 3072, 8, 219, 214 },
+  { 2, 3072, 32, 219, 215 },
+  { 2, 3072, 128, 219, 216 },
+  { 2, 3072, 512, 220, 217 },
+  { 2, 3072, 2048, 220, 213 },
+  { 2, 3072, 8192, 221, 217 },
+  { 2, 3072, 32768, 222, 217 },
+  { 2, 4096, 1, 223, 224 },
+  { 2, 4096, 8, 223, 224 },
+  { 2, 4096, 32, 223, 224 },
+  { 2, 4096, 128, 223, 224 },
+  { 2, 4096, 512, 225, 224 },
+  { 2, 4096, 2048, 225, 224 },
+  { 2, 4096, 8192, 226, 224 },
+  { 2, 4096, 32768, 226, 227 },
+  { 2, 5120, 1, 228, 229 },
+  { 2, 5120, 8, 228, 230 },
+  { 2, 5120, 32, 231, 232 },
+  { 2, 5120, 128, 231, 232 },
+  { 2, 5120, 512, 228, 233 },
+  { 2, 5120, 2048, 228, 234 },
+  { 2, 5120, 8192, 235, 234 },
+  { 2, 5120, 32768, 235, 234 },
+  { 2, 6144, 1, 236, 229 },
+  { 2, 6144, 8, 230, 230 },
+  { 2, 6144, 32, 236, 237 },
+  { 2, 6144, 128, 236, 230 },
+  { 2, 6144, 512, 238, 237 },
+  { 2, 6144, 2048, 239, 237 },
+  { 2, 6144, 8192, 240, 237 },
+  { 2, 6144, 32768, 240, 237 },
+  { 2, 7168, 1, 241, 242 },
+  { 2, 7168, 8, 241, 243 },
+  { 2, 7168, 32, 241, 244 },
+  { 2, 7168, 128, 245, 244 },
+  { 2, 7168, 512, 246, 247 },
+  { 2, 7168, 2048, 248, 242 },
+  { 2, 7168, 8192, 248, 242 },
+  { 2, 7168, 32768, 248, 242 },
+  { 2, 8192, 1, 249, 250 },
+  { 2, 8192, 8, 251, 252 },
+  { 2, 8192, 32, 251, 250 },
+  { 2, 8192, 128, 253, 250 },
+  { 2, 8192, 512, 253, 247 },
+  { 2, 8192, 2048, 254, 250 },
+  { 2, 8192, 8192, 255, 250 },
+  { 2, 8192, 32768, 255, 250 },
+  { 2, 12288, 1, 256, 257 },
+  { 2, 12288, 8, 256, 258 },
+  { 2, 12288, 32, 256, 259 },
+  { 2, 12288, 128, 260, 261 },
+  { 2, 12288, 512, 260, 259 },
+  { 2, 12288, 2048, 262, 259 },
+  { 2, 12288, 8192, 263, 259 },
+  { 2, 12288, 32768, 263, 259 },
+  { 2, 16384, 1, 264, 265 },
+  { 2, 16384, 8, 264, 266 },
+  { 2, 16384, 32, 264, 267 },
+  { 2, 16384, 128, 268, 265 },
+  { 2, 16384, 512, 268, 269 },
+  { 2, 16384, 2048, 270, 265 },
+  { 2, 16384, 8192, 270, 265 },
+  { 2, 16384, 32768, 270, 265 },
+  { 2, 32768, 1, 271, 227 },
+  { 2, 32768, 8, 271, 227 },
+  { 2, 32768, 32, 271, 272 },
+  { 2, 32768, 128, 273, 227 },
+  { 2, 32768, 512, 273, 227 },
+  { 2, 32768, 2048, 273, 227 },
+  { 2, 32768, 8192, 274, 227 },
+  { 2, 32768, 32768, 275, 275 },
+  { 2, 65536, 1, 276, 227 },
+  { 2, 65536, 8, 277, 227 },
+  { 2, 65536, 32, 277, 227 },
+  { 2, 65536, 128, 278, 227 },
+  { 2, 65536, 512, 278, 227 },
+  { 2, 65536, 2048, 278, 227 },
+  { 2, 65536, 8192, 278, 227 },
+  { 2, 65536, 32768, 278, 227 },
+  { 2, 131072, 1, 279, 280 },
+  { 2, 131072, 8, 279, 281 },
+  { 2, 131072, 32, 279, 280 },
+  { 2, 131072, 128, 282, 227 },
+  { 2, 131072, 512, 282, 227 },
+  { 2, 131072, 2048, 282, 227 },
+  { 2, 131072, 8192, 282, 227 },
+  { 2, 131072, 32768, 282, 227 },
+  { 3, 512, 1, 284, 285 },
+  { 3, 512, 8, 284, 286 },
+  { 3, 512, 32, 287, 286 },
+  { 3, 512, 128, 284, 286 },
+  { 3, 512, 512, 288, 286 },
+  { 3, 512, 2048, 289, 286 },
+  { 3, 512, 8192, 290, 286 },
+  { 3, 512, 32768, 289, 291 },
+  { 3, 768, 1, 292, 293 },
+  { 3, 768, 8, 294, 293 },
+  { 3, 768, 32, 294, 293 },
+  { 3, 768, 128, 292, 293 },
+  { 3, 768, 512, 295, 286 },
+  { 3, 768, 2048, 296, 286 },
+  { 3, 768, 8192, 297, 286 },
+  { 3, 768, 32768, 298, 299 },
+  { 3, 1024, 1, 300, 293 },
+  { 3, 1024, 8, 300, 286 },
+  { 3, 1024, 32, 300, 286 },
+  { 3, 1024, 128, 300, 286 },
+  { 3, 1024, 512, 301, 286 },
+  { 3, 1024, 2048, 302, 286 },
+  { 3, 1024, 8192, 303, 286 },
+  { 3, 1024, 32768, 303, 304 },
+  { 3, 1536, 1, 305, 305 },
+  { 3, 1536, 8, 305, 305 },
+  { 3, 1536, 32, 305, 305 },
+  { 3, 1536, 128, 305, 305 },
+  { 3, 1536, 512, 306, 286 },
+  { 3, 1536, 2048, 307, 286 },
+  { 3, 1536, 8192, 307, 286 },
+  { 3, 1536, 32768, 307, 308 },
+  { 3, 2048, 1, 309, 286 },
+  { 3, 2048, 8, 309, 286 },
+  { 3, 2048, 32, 309, 286 },
+  { 3, 2048, 128, 309, 305 },
+  { 3, 2048, 512, 310, 286 },
+  { 3, 2048, 2048, 311, 286 },
+  { 3, 2048, 8192, 312, 313 },
+  { 3, 2048, 32768, 312, 313 },
+  { 3, 2560, 1, 314, 315 },
+  { 3, 2560, 8, 314, 315 },
+  { 3, 2560, 32, 316, 317 },
+  { 3, 2560, 128, 315, 315 },
+  { 3, 2560, 512, 318, 318 },
+  { 3, 2560, 2048, 319, 320 },
+  { 3, 2560, 8192, 321, 322 },
+  { 3, 2560, 32768, 321, 323 },
+  { 3, 3072, 1, 324, 315 },
+  { 3, 3072, 8, 324, 315 },
+  { 3, 3072, 32, 325, 317 },
+  { 3, 3072, 128, 315, 315 },
+  { 3, 3072, 512, 318, 318 },
+  { 3, 3072, 2048, 326, 320 },
+  { 3, 3072, 8192, 327, 322 },
+  { 3, 3072, 32768, 327, 322 },
+  { 3, 4096, 1, 328, 329 },
+  { 3, 4096, 8, 328, 320 },
+  { 3, 4096, 32, 330, 320 },
+  { 3, 4096, 128, 328, 329 },
+  { 3, 4096, 512, 331, 320 },
+  { 3, 4096, 2048, 332, 320 },
+  { 3, 4096, 8192, 333, 320 },
+  { 3, 4096, 32768, 333, 320 },
+  { 3, 5120, 1, 334, 334 },
+  { 3, 5120, 8, 335, 334 },
+  { 3, 5120, 32, 335, 336 },
+  { 3, 5120, 128, 335, 337 },
+  { 3, 5120, 512, 338, 339 },
+  { 3, 5120, 2048, 338, 339 },
+  { 3, 5120, 8192, 338, 339 },
+  { 3, 5120, 32768, 340, 339 },
+  { 3, 6144, 1, 341, 341 },
+  { 3, 6144, 8, 342, 339 },
+  { 3, 6144, 32, 342, 337 },
+  { 3, 6144, 128, 342, 337 },
+  { 3, 6144, 512, 343, 339 },
+  { 3, 6144, 2048, 343, 339 },
+  { 3, 6144, 8192, 343, 339 },
+  { 3, 6144, 32768, 344, 339 },
+  { 3, 7168, 1, 341, 341 },
+  { 3, 7168, 8, 345, 341 },
+  { 3, 7168, 32, 345, 337 },
+  { 3, 7168, 128, 345, 337 },
+  { 3, 7168, 512, 346, 347 },
+  { 3, 7168, 2048, 346, 347 },
+  { 3, 7168, 8192, 346, 347 },
+  { 3, 7168, 32768, 348, 348 },
+  { 3, 8192, 1, 349, 349 },
+  { 3, 8192, 8, 349, 349 },
+  { 3, 8192, 32, 350, 351 },
+  { 3, 8192, 128, 350, 337 },
+  { 3, 8192, 512, 352, 347 },
+  { 3, 8192, 2048, 352, 347 },
+  { 3, 8192, 8192, 353, 347 },
+  { 3, 8192, 32768, 348, 348 },
+  { 3, 12288, 1, 354, 354 },
+  { 3, 12288, 8, 355, 355 },
+  { 3, 12288, 32, 356, 357 },
+  { 3, 12288, 128, 354, 354 },
+  { 3, 12288, 512, 358, 359 },
+  { 3, 12288, 2048, 360, 359 },
+  { 3, 12288, 8192, 361, 359 },
+  { 3, 12288, 32768, 362, 359 },
+  { 3, 16384, 1, 363, 364 },
+  { 3, 16384, 8, 363, 364 },
+  { 3, 16384, 32, 363, 365 },
+  { 3, 16384, 128, 354, 354 },
+  { 3, 16384, 512, 366, 367 },
+  { 3, 16384, 2048, 368, 369 },
+  { 3, 16384, 8192, 368, 369 },
+  { 3, 16384, 32768, 369, 369 },
+  { 3, 32768, 1, 370, 371 },
+  { 3, 32768, 8, 370, 372 },
+  { 3, 32768, 32, 370, 373 },
+  { 3, 32768, 128, 374, 374 },
+  { 3, 32768, 512, 375, 371 },
+  { 3, 32768, 2048, 376, 371 },
+  { 3, 32768, 8192, 376, 369 },
+  { 3, 32768, 32768, 369, 369 },
+  { 3, 65536, 1, 377, 377 },
+  { 3, 65536, 8, 378, 378 },
+  { 3, 65536, 32, 377, 377 },
+  { 3, 65536, 128, 379, 378 },
+  { 3, 65536, 512, 379, 371 },
+  { 3, 65536, 2048, 380, 381 },
+  { 3, 65536, 8192, 382, 381 },
+  { 3, 65536, 32768, 382, 381 },
+  { 3, 131072, 1, 383, 384 },
+  { 3, 131072, 8, 383, 384 },
+  { 3, 131072, 32, 385, 385 },
+  { 3, 131072, 128, 386, 371 },
+  { 3, 131072, 512, 387, 371 },
+  { 3, 131072, 2048, 387, 371 },
+  { 3, 131072, 8192, 387, 371 },
+  { 3, 131072, 32768, 387, 388 },
+  { 4, 512, 1, 390, 391 },
+  { 4, 512, 8, 392, 391 },
+  { 4, 512, 32, 392, 391 },
+  { 4, 512, 128, 392, 391 },
+  { 4, 512, 512, 393, 391 },
+  { 4, 512, 2048, 394, 391 },
+  { 4, 512, 8192, 395, 396 },
+  { 4, 512, 32768, 397, 391 },
+  { 4, 768, 1, 398, 391 },
+  { 4, 768, 8, 398, 391 },
+  { 4, 768, 32, 398, 391 },
+  { 4, 768, 128, 398, 391 },
+  { 4, 768, 512, 399, 391 },
+  { 4, 768, 2048, 400, 391 },
+  { 4, 768, 8192, 399, 391 },
+  { 4, 768, 32768, 399, 391 },
+  { 4, 1024, 1, 401, 391 },
+  { 4, 1024, 8, 401, 391 },
+  { 4, 1024, 32, 401, 391 },
+  { 4, 1024, 128, 402, 391 },
+  { 4, 1024, 512, 403, 391 },
+  { 4, 1024, 2048, 403, 391 },
+  { 4, 1024, 8192, 404, 391 },
+  { 4, 1024, 32768, 403, 391 },
+  { 4, 1536, 1, 405, 391 },
+  { 4, 1536, 8, 405, 391 },
+  { 4, 1536, 32, 405, 391 },
+  { 4, 1536, 128, 406, 391 },
+  { 4, 1536, 512, 407, 391 },
+  { 4, 1536, 2048, 408, 391 },
+  { 4, 1536, 8192, 407, 391 },
+  { 4, 1536, 32768, 407, 391 },
+  { 4, 2048, 1, 409, 391 },
+  { 4, 2048, 8, 409, 391 },
+  { 4, 2048, 32, 409, 391 },
+  { 4, 2048, 128, 409, 391 },
+  { 4, 2048, 512, 410, 391 },
+  { 4, 2048, 2048, 411, 411 },
+  { 4, 2048, 8192, 410, 391 },
+  { 4, 2048, 32768, 410, 391 },
+  { 4, 2560, 1, 412, 413 },
+  { 4, 2560, 8, 414, 415 },
+  { 4, 2560, 32, 414, 415 },
+  { 4, 2560, 128, 412, 413 },
+  { 4, 2560, 512, 416, 415 },
+  { 4, 2560, 2048, 417, 415 },
+  { 4, 2560, 8192, 418, 415 },
+  { 4, 2560, 32768, 418, 415 },
+  { 4, 3072, 1, 419, 413 },
+  { 4, 3072, 8, 419, 415 },
+  { 4, 3072, 32, 420, 415 },
+  { 4, 3072, 128, 421, 413 },
+  { 4, 3072, 512, 422, 422 },
+  { 4, 3072, 2048, 423, 415 },
+  { 4, 3072, 8192, 423, 415 },
+  { 4, 3072, 32768, 423, 415 },
+  { 4, 4096, 1, 424, 415 },
+  { 4, 4096, 8, 424, 415 },
+  { 4, 4096, 32, 425, 415 },
+  { 4, 4096, 128, 426, 427 },
+  { 4, 4096, 512, 428, 422 },
+  { 4, 4096, 2048, 428, 415 },
+  { 4, 4096, 8192, 428, 415 },
+  { 4, 4096, 32768, 429, 415 },
+  { 4, 5120, 1, 430, 431 },
+  { 4, 5120, 8, 430, 431 },
+  { 4, 5120, 32, 432, 431 },
+  { 4, 5120, 128, 430, 433 },
+  { 4, 5120, 512, 434, 431 },
+  { 4, 5120, 2048, 435, 431 },
+  { 4, 5120, 8192, 435, 431 },
+  { 4, 5120, 32768, 435, 431 },
+  { 4, 6144, 1, 436, 431 },
+  { 4, 6144, 8, 437, 431 },
+  { 4, 6144, 32, 438, 431 },
+  { 4, 6144, 128, 437, 433 },
+  { 4, 6144, 512, 439, 431 },
+  { 4, 6144, 2048, 440, 431 },
+  { 4, 6144, 8192, 440, 431 },
+  { 4, 6144, 32768, 440, 441 },
+  { 4, 7168, 1, 442, 443 },
+  { 4, 7168, 8, 442, 444 },
+  { 4, 7168, 32, 445, 444 },
+  { 4, 7168, 128, 445, 433 },
+  { 4, 7168, 512, 444, 444 },
+  { 4, 7168, 2048, 446, 444 },
+  { 4, 7168, 8192, 446, 444 },
+  { 4, 7168, 32768, 446, 444 },
+  { 4, 8192, 1, 447, 448 },
+  { 4, 8192, 8, 447, 444 },
+  { 4, 8192, 32, 449, 444 },
+  { 4, 8192, 128, 449, 448 },
+  { 4, 8192, 512, 444, 444 },
+  { 4, 8192, 2048, 450, 444 },
+  { 4, 8192, 8192, 450, 444 },
+  { 4, 8192, 32768, 451, 444 },
+  { 4, 12288, 1, 452, 453 },
+  { 4, 12288, 8, 452, 454 },
+  { 4, 12288, 32, 455, 454 },
+  { 4, 12288, 128, 456, 457 },
+  { 4, 12288, 512, 458, 441 },
+  { 4, 12288, 2048, 458, 454 },
+  { 4, 12288, 8192, 459, 454 },
+  { 4, 12288, 32768, 459, 454 },
+  { 4, 16384, 1, 460, 461 },
+  { 4, 16384, 8, 460, 461 },
+  { 4, 16384, 32, 462, 461 },
+  { 4, 16384, 128, 463, 457 },
+  { 4, 16384, 512, 464, 461 },
+  { 4, 16384, 2048, 464, 461 },
+  { 4, 16384, 8192, 465, 465 },
+  { 4, 16384, 32768, 465, 465 },
+  { 4, 32768, 1, 466, 467 },
+  { 4, 32768, 8, 466, 467 },
+  { 4, 32768, 32, 468, 468 },
+  { 4, 32768, 128, 469, 467 },
+  { 4, 32768, 512, 470, 467 },
+  { 4, 32768, 2048, 469, 471 },
+  { 4, 32768, 8192, 469, 471 },
+  { 4, 32768, 32768, 469, 471 },
+  { 4, 65536, 1, 472, 467 },
+  { 4, 65536, 8, 473, 467 },
+  { 4, 65536, 32, 472, 474 },
+  { 4, 65536, 128, 472, 467 },
+  { 4, 65536, 512, 473, 467 },
+  { 4, 65536, 2048, 475, 471 },
+  { 4, 65536, 8192, 476, 471 },
+  { 4, 65536, 32768, 476, 471 },
+  { 4, 131072, 1, 477, 467 },
+  { 4, 131072, 8, 477, 478 },
+  { 4, 131072, 32, 479, 467 },
+  { 4, 131072, 128, 480, 467 },
+  { 4, 131072, 512, 479, 467 },
+  { 4, 131072, 2048, 481, 482 },
+  { 4, 131072, 8192, 481, 482 },
+  { 4, 131072, 32768, 483, 482 },
+  { 5, 512, 1, 485, 486 },
+  { 5, 512, 8, 487, 486 },
+  { 5, 512, 32, 487, 486 },
+  { 5, 512, 128, 485, 486 },
+  { 5, 512, 512, 487, 486 },
+  { 5, 512, 2048, 488, 486 },
+  { 5, 512, 8192, 489, 490 },
+  { 5, 512, 32768, 488, 491 },
+  { 5, 768, 1, 492, 486 },
+  { 5, 768, 8, 493, 486 },
+  { 5, 768, 32, 493, 486 },
+  { 5, 768, 128, 494, 494 },
+  { 5, 768, 512, 492, 486 },
+  { 5, 768, 2048, 493, 486 },
+  { 5, 768, 8192, 495, 486 },
+  { 5, 768, 32768, 496, 486 },
+  { 5, 1024, 1, 497, 486 },
+  { 5, 1024, 8, 497, 486 },
+  { 5, 1024, 32, 497, 486 },
+  { 5, 1024, 128, 497, 486 },
+  { 5, 1024, 512, 497, 486 },
+  { 5, 1024, 2048, 498, 486 },
+  { 5, 1024, 8192, 499, 486 },
+  { 5, 1024, 32768, 499, 500 },
+  { 5, 1536, 1, 501, 486 },
+  { 5, 1536, 8, 501, 486 },
+  { 5, 1536, 32, 501, 486 },
+  { 5, 1536, 128, 502, 502 },
+  { 5, 1536, 512, 501, 486 },
+  { 5, 1536, 2048, 503, 504 },
+  { 5, 1536, 8192, 505, 486 },
+  { 5, 1536, 32768, 505, 506 },
+  { 5, 2048, 1, 507, 486 },
+  { 5, 2048, 8, 507, 486 },
+  { 5, 2048, 32, 507, 486 },
+  { 5, 2048, 128, 502, 502 },
+  { 5, 2048, 512, 507, 486 },
+  { 5, 2048, 2048, 508, 509 },
+  { 5, 2048, 8192, 510, 486 },
+  { 5, 2048, 32768, 511, 486 },
+  { 5, 2560, 1, 512, 513 },
+  { 5, 2560, 8, 512, 513 },
+  { 5, 2560, 32, 514, 514 },
+  { 5, 2560, 128, 514, 514 },
+  { 5, 2560, 512, 512, 515 },
+  { 5, 2560, 2048, 516, 517 },
+  { 5, 2560, 8192, 518, 519 },
+  { 5, 2560, 32768, 518, 519 },
+  { 5, 3072, 1, 520, 513 },
+  { 5, 3072, 8, 520, 513 },
+  { 5, 3072, 32, 514, 514 },
+  { 5, 3072, 128, 514, 514 },
+  { 5, 3072, 512, 520, 515 },
+  { 5, 3072, 2048, 521, 515 },
+  { 5, 3072, 8192, 522, 519 },
+  { 5, 3072, 32768, 522, 519 },
+  { 5, 4096, 1, 523, 515 },
+  { 5, 4096, 8, 523, 515 },
+  { 5, 4096, 32, 524, 515 },
+  { 5, 4096, 128, 514, 514 },
+  { 5, 4096, 512, 523, 515 },
+  { 5, 4096, 2048, 525, 515 },
+  { 5, 4096, 8192, 526, 515 },
+  { 5, 4096, 32768, 526, 515 },
+  { 5, 5120, 1, 527, 528 },
+  { 5, 5120, 8, 527, 529 },
+  { 5, 5120, 32, 530, 530 },
+  { 5, 5120, 128, 531, 532 },
+  { 5, 5120, 512, 533, 529 },
+  { 5, 5120, 2048, 533, 529 },
+  { 5, 5120, 8192, 533, 529 },
+  { 5, 5120, 32768, 533, 529 },
+  { 5, 6144, 1, 530, 530 },
+  { 5, 6144, 8, 534, 529 },
+  { 5, 6144, 32, 530, 530 },
+  { 5, 6144, 128, 530, 530 },
+  { 5, 6144, 512, 529, 529 },
+  { 5, 6144, 2048, 529, 529 },
+  { 5, 6144, 8192, 529, 529 },
+  { 5, 6144, 32768, 535, 529 },
+  { 5, 7168, 1, 536, 530 },
+  { 5, 7168, 8, 536, 537 },
+  { 5, 7168, 32, 530, 530 },
+  { 5, 7168, 128, 530, 530 },
+  { 5, 7168, 512, 537, 537 },
+  { 5, 7168, 2048, 537, 537 },
+  { 5, 7168, 8192, 537, 537 },
+  { 5, 7168, 32768, 537, 537 },
+  { 5, 8192, 1, 538, 539 },
+  { 5, 8192, 8, 538, 539 },
+  { 5, 8192, 32, 530, 530 },
+  { 5, 8192, 128, 540, 530 },
+  { 5, 8192, 512, 537, 537 },
+  { 5, 8192, 2048, 541, 537 },
+  { 5, 8192, 8192, 542, 537 },
+  { 5, 8192, 32768, 543, 537 },
+  { 5, 12288, 1, 544, 545 },
+  { 5, 12288, 8, 544, 546 },
+  { 5, 12288, 32, 547, 545 },
+  { 5, 12288, 128, 544, 546 },
+  { 5, 12288, 512, 548, 546 },
+  { 5, 12288, 2048, 549, 546 },
+  { 5, 12288, 8192, 549, 546 },
+  { 5, 12288, 32768, 550, 546 },
+  { 5, 16384, 1, 551, 552 },
+  { 5, 16384, 8, 551, 552 },
+  { 5, 16384, 32, 553, 545 },
+  { 5, 16384, 128, 554, 555 },
+  { 5, 16384, 512, 556, 557 },
+  { 5, 16384, 2048, 558, 559 },
+  { 5, 16384, 8192, 558, 559 },
+  { 5, 16384, 32768, 558, 559 },
+  { 5, 32768, 1, 560, 561 },
+  { 5, 32768, 8, 560, 562 },
+  { 5, 32768, 32, 560, 562 },
+  { 5, 32768, 128, 563, 564 },
+  { 5, 32768, 512, 565, 561 },
+  { 5, 32768, 2048, 566, 561 },
+  { 5, 32768, 8192, 566, 561 },
+  { 5, 32768, 32768, 566, 561 },
+  { 5, 65536, 1, 567, 561 },
+  { 5, 65536, 8, 567, 568 },
+  { 5, 65536, 32, 567, 568 },
+  { 5, 65536, 128, 569, 561 },
+  { 5, 65536, 512, 569, 561 },
+  { 5, 65536, 2048, 570, 561 },
+  { 5, 65536, 8192, 570, 571 },
+  { 5, 65536, 32768, 570, 571 },
+  { 5, 131072, 1, 572, 561 },
+  { 5, 131072, 8, 572, 573 },
+  { 5, 131072, 32, 574, 561 },
+  { 5, 131072, 128, 574, 561 },
+  { 5, 131072, 512, 575, 561 },
+  { 5, 131072, 2048, 576, 561 },
+  { 5, 131072, 8192, 576, 561 },
+  { 5, 131072, 32768, 576, 561 },
+  { 6, 512, 1, 578, 579 },
+  { 6, 512, 8, 580, 579 },
+  { 6, 512, 32, 580, 579 },
+  { 6, 512, 128, 578, 579 },
+  { 6, 512, 512, 578, 579 },
+  { 6, 512, 2048, 581, 579 },
+  { 6, 512, 8192, 581, 579 },
+  { 6, 512, 32768, 582, 579 },
+  { 6, 768, 1, 583, 579 },
+  { 6, 768, 8, 583, 579 },
+  { 6, 768, 32, 584, 579 },
+  { 6, 768, 128, 585, 579 },
+  { 6, 768, 512, 586, 579 },
+  { 6, 768, 2048, 584, 579 },
+  { 6, 768, 8192, 587, 579 },
+  { 6, 768, 32768, 584, 579 },
+  { 6, 1024, 1, 588, 579 },
+  { 6, 1024, 8, 588, 579 },
+  { 6, 1024, 32, 588, 579 },
+  { 6, 1024, 128, 588, 579 },
+  { 6, 1024, 512, 588, 579 },
+  { 6, 1024, 2048, 589, 590 },
+  { 6, 1024, 8192, 589, 579 },
+  { 6, 1024, 32768, 588, 579 },
+  { 6, 1536, 1, 591, 579 },
+  { 6, 1536, 8, 591, 579 },
+  { 6, 1536, 32, 591, 579 },
+  { 6, 1536, 128, 592, 579 },
+  { 6, 1536, 512, 591, 579 },
+  { 6, 1536, 2048, 593, 579 },
+  { 6, 1536, 8192, 592, 579 },
+  { 6, 1536, 32768, 592, 579 },
+  { 6, 2048, 1, 594, 579 },
+  { 6, 2048, 8, 594, 579 },
+  { 6, 2048, 32, 594, 579 },
+  { 6, 2048, 128, 595, 579 },
+  { 6, 2048, 512, 594, 579 },
+  { 6, 2048, 2048, 596, 579 },
+  { 6, 2048, 8192, 594, 579 },
+  { 6, 2048, 32768, 594, 579 },
+  { 6, 2560, 1, 597, 598 },
+  { 6, 2560, 8, 597, 598 },
+  { 6, 2560, 32, 599, 598 },
+  { 6, 2560, 128, 600, 598 },
+  { 6, 2560, 512, 597, 598 },
+  { 6, 2560, 2048, 599, 598 },
+  { 6, 2560, 8192, 599, 598 },
+  { 6, 2560, 32768, 599, 598 },
+  { 6, 3072, 1, 601, 598 },
+  { 6, 3072, 8, 601, 598 },
+  { 6, 3072, 32, 602, 598 },
+  { 6, 3072, 128, 603, 604 },
+  { 6, 3072, 512, 601, 598 },
+  { 6, 3072, 2048, 602, 598 },
+  { 6, 3072, 8192, 602, 598 },
+  { 6, 3072, 32768, 601, 598 },
+  { 6, 4096, 1, 605, 598 },
+  { 6, 4096, 8, 605, 598 },
+  { 6, 4096, 32, 606, 598 },
+  { 6, 4096, 128, 607, 604 },
+  { 6, 4096, 512, 598, 598 },
+  { 6, 4096, 2048, 605, 598 },
+  { 6, 4096, 8192, 608, 598 },
+  { 6, 4096, 32768, 608, 598 },
+  { 6, 5120, 1, 609, 610 },
+  { 6, 5120, 8, 609, 610 },
+  { 6, 5120, 32, 611, 610 },
+  { 6, 5120, 128, 612, 613 },
+  { 6, 5120, 512, 614, 610 },
+  { 6, 5120, 2048, 615, 610 },
+  { 6, 5120, 8192, 615, 610 },
+  { 6, 5120, 32768, 615, 610 },
+  { 6, 6144, 1, 616, 617 },
+  { 6, 6144, 8, 618, 610 },
+  { 6, 6144, 32, 619, 610 },
+  { 6, 6144, 128, 619, 620 },
+  { 6, 6144, 512, 621, 610 },
+  { 6, 6144, 2048, 618, 610 },
+  { 6, 6144, 8192, 622, 610 },
+  { 6, 6144, 32768, 622, 610 },
+  { 6, 7168, 1, 623, 617 },
+  { 6, 7168, 8, 623, 624 },
+  { 6, 7168, 32, 625, 624 },
+  { 6, 7168, 128, 625, 620 },
+  { 6, 7168, 512, 626, 624 },
+  { 6, 7168, 2048, 627, 624 },
+  { 6, 7168, 8192, 627, 624 },
+  { 6, 7168, 32768, 627, 624 },
+  { 6, 8192, 1, 628, 624 },
+  { 6, 8192, 8, 628, 624 },
+  { 6, 8192, 32, 629, 624 },
+  { 6, 8192, 128, 630, 624 },
+  { 6, 8192, 512, 631, 624 },
+  { 6, 8192, 2048, 630, 624 },
+  { 6, 8192, 8192, 630, 624 },
+  { 6, 8192, 32768, 632, 624 },
+  { 6, 12288, 1, 633, 634 },
+  { 6, 12288, 8, 633, 635 },
+  { 6, 12288, 32, 636, 637 },
+  { 6, 12288, 128, 633, 635 },
+  { 6, 12288, 512, 638, 635 },
+  { 6, 12288, 2048, 638, 635 },
+  { 6, 12288, 8192, 639, 635 },
+  { 6, 12288, 32768, 639, 635 },
+  { 6, 16384, 1, 640, 641 },
+  { 6, 16384, 8, 640, 641 },
+  { 6, 16384, 32, 642, 641 },
+  { 6, 16384, 128, 643, 644 },
+  { 6, 16384, 512, 645, 641 },
+  { 6, 16384, 2048, 645, 641 },
+  { 6, 16384, 8192, 643, 641 },
+  { 6, 16384, 32768, 646, 641 },
+  { 6, 32768, 1, 647, 648 },
+  { 6, 32768, 8, 647, 648 },
+  { 6, 32768, 32, 649, 650 },
+  { 6, 32768, 128, 651, 648 },
+  { 6, 32768, 512, 652, 648 },
+  { 6, 32768, 2048, 651, 648 },
+  { 6, 32768, 8192, 651, 648 },
+  { 6, 32768, 32768, 651, 648 },
+  { 6, 65536, 1, 653, 648 },
+  { 6, 65536, 8, 654, 648 },
+  { 6, 65536, 32, 654, 648 },
+  { 6, 65536, 128, 655, 648 },
+  { 6, 65536, 512, 656, 648 },
+  { 6, 65536, 2048, 656, 648 },
+  { 6, 65536, 8192, 657, 648 },
+  { 6, 65536, 32768, 657, 648 },
+  { 6, 131072, 1, 658, 648 },
+  { 6, 131072, 8, 658, 648 },
+  { 6, 131072, 32, 659, 648 },
+  { 6, 131072, 128, 659, 648 },
+  { 6, 131072, 512, 660, 648 },
+  { 6, 131072, 2048, 660, 648 },
+  { 6, 131072, 8192, 660, 648 },
+  { 6, 131072, 32768, 661, 648 },
+  { 7, 512, 1, 663, 664 },
+  { 7, 512, 8, 663, 664 },
+  { 7, 512, 32, 663, 664 },
+  { 7, 512, 128, 663, 664 },
+  { 7, 512, 512, 665, 664 },
+  { 7, 512, 2048, 666, 664 },
+  { 7, 512, 8192, 667, 664 },
+  { 7, 512, 32768, 666, 668 },
+  { 7, 768, 1, 669, 669 },
+  { 7, 768, 8, 669, 669 },
+  { 7, 768, 32, 669, 669 },
+  { 7, 768, 128, 669, 669 },
+  { 7, 768, 512, 670, 670 },
+  { 7, 768, 2048, 671, 672 },
+  { 7, 768, 8192, 671, 672 },
+  { 7, 768, 32768, 671, 673 },
+  { 7, 1024, 1, 674, 675 },
+  { 7, 1024, 8, 674, 675 },
+  { 7, 1024, 32, 669, 669 },
+  { 7, 1024, 128, 674, 669 },
+  { 7, 1024, 512, 676, 664 },
+  { 7, 1024, 2048, 677, 664 },
+  { 7, 1024, 8192, 677, 673 },
+  { 7, 1024, 32768, 678, 664 },
+  { 7, 1536, 1, 679, 679 },
+  { 7, 1536, 8, 679, 679 },
+  { 7, 1536, 32, 680, 681 },
+  { 7, 1536, 128, 682, 682 },
+  { 7, 1536, 512, 683, 683 },
+  { 7, 1536, 2048, 684, 685 },
+  { 7, 1536, 8192, 685, 685 },
+  { 7, 1536, 32768, 685, 685 },
+  { 7, 2048, 1, 686, 685 },
+  { 7, 2048, 8, 679, 679 },
+  { 7, 2048, 32, 686, 687 },
+  { 7, 2048, 128, 682, 682 },
+  { 7, 2048, 512, 683, 683 },
+  { 7, 2048, 2048, 688, 685 },
+  { 7, 2048, 8192, 685, 685 },
+  { 7, 2048, 32768, 689, 689 },
+  { 7, 2560, 1, 690, 691 },
+  { 7, 2560, 8, 690, 692 },
+  { 7, 2560, 32, 693, 693 },
+  { 7, 2560, 128, 694, 694 },
+  { 7, 2560, 512, 695, 695 },
+  { 7, 2560, 2048, 690, 696 },
+  { 7, 2560, 8192, 697, 697 },
+  { 7, 2560, 32768, 697, 697 },
+  { 7, 3072, 1, 698, 691 },
+  { 7, 3072, 8, 698, 692 },
+  { 7, 3072, 32, 699, 692 },
+  { 7, 3072, 128, 694, 694 },
+  { 7, 3072, 512, 695, 695 },
+  { 7, 3072, 2048, 698, 696 },
+  { 7, 3072, 8192, 700, 700 },
+  { 7, 3072, 32768, 700, 700 },
+  { 7, 4096, 1, 701, 702 },
+  { 7, 4096, 8, 703, 702 },
+  { 7, 4096, 32, 703, 702 },
+  { 7, 4096, 128, 703, 694 },
+  { 7, 4096, 512, 695, 695 },
+  { 7, 4096, 2048, 695, 695 },
+  { 7, 4096, 8192, 697, 697 },
+  { 7, 4096, 32768, 700, 700 },
+  { 7, 5120, 1, 704, 704 },
+  { 7, 5120, 8, 704, 704 },
+  { 7, 5120, 32, 705, 705 },
+  { 7, 5120, 128, 706, 705 },
+  { 7, 5120, 512, 706, 707 },
+  { 7, 5120, 2048, 708, 709 },
+  { 7, 5120, 8192, 700, 700 },
+  { 7, 5120, 32768, 710, 710 },
+  { 7, 6144, 1, 711, 711 },
+  { 7, 6144, 8, 711, 711 },
+  { 7, 6144, 32, 712, 705 },
+  { 7, 6144, 128, 712, 705 },
+  { 7, 6144, 512, 713, 714 },
+  { 7, 6144, 2048, 715, 716 },
+  { 7, 6144, 8192, 717, 717 },
+  { 7, 6144, 32768, 717, 717 },
+  { 7, 7168, 1, 718, 718 },
+  { 7, 7168, 8, 718, 718 },
+  { 7, 7168, 32, 719, 720 },
+  { 7, 7168, 128, 721, 721 },
+  { 7, 7168, 512, 722, 722 },
+  { 7, 7168, 2048, 723, 724 },
+  { 7, 7168, 8192, 717, 717 },
+  { 7, 7168, 32768, 717, 717 },
+  { 7, 8192, 1, 725, 725 },
+  { 7, 8192, 8, 726, 726 },
+  { 7, 8192, 32, 721, 721 },
+  { 7, 8192, 128, 721, 721 },
+  { 7, 8192, 512, 727, 720 },
+  { 7, 8192, 2048, 728, 724 },
+  { 7, 8192, 8192, 728, 729 },
+  { 7, 8192, 32768, 717, 717 },
+  { 7, 12288, 1, 730, 730 },
+  { 7, 12288, 8, 730, 730 },
+  { 7, 12288, 32, 731, 731 },
+  { 7, 12288, 128, 730, 730 },
+  { 7, 12288, 512, 732, 732 },
+  { 7, 12288, 2048, 733, 734 },
+  { 7, 12288, 8192, 733, 734 },
+  { 7, 12288, 32768, 733, 734 },
+  { 7, 16384, 1, 735, 736 },
+  { 7, 16384, 8, 737, 737 },
+  { 7, 16384, 32, 738, 738 },
+  { 7, 16384, 128, 737, 737 },
+  { 7, 16384, 512, 739, 740 },
+  { 7, 16384, 2048, 741, 736 },
+  { 7, 16384, 8192, 742, 742 },
+  { 7, 16384, 32768, 742, 742 },
+  { 7, 32768, 1, 743, 743 },
+  { 7, 32768, 8, 743, 743 },
+  { 7, 32768, 32, 744, 744 },
+  { 7, 32768, 128, 745, 746 },
+  { 7, 32768, 512, 747, 746 },
+  { 7, 32768, 2048, 748, 748 },
+  { 7, 32768, 8192, 748, 748 },
+  { 7, 32768, 32768, 749, 748 },
+  { 7, 65536, 1, 750, 750 },
+  { 7, 65536, 8, 751, 751 },
+  { 7, 65536, 32, 752, 753 },
+  { 7, 65536, 128, 754, 753 },
+  { 7, 65536, 512, 755, 753 },
+  { 7, 65536, 2048, 756, 700 },
+  { 7, 65536, 8192, 757, 700 },
+  { 7, 65536, 32768, 757, 700 },
+  { 7, 131072, 1, 758, 759 },
+  { 7, 131072, 8, 760, 760 },
+  { 7, 131072, 32, 761, 700 },
+  { 7, 131072, 128, 761, 700 },
+  { 7, 131072, 512, 761, 700 },
+  { 7, 131072, 2048, 761, 700 },
+  { 7, 131072, 8192, 761, 700 },
+  { 7, 131072, 32768, 761, 700 },
+  { 8, 512, 1, 763, 764 },
+  { 8, 512, 8, 763, 764 },
+  { 8, 512, 32, 763, 764 },
+  { 8, 512, 128, 765, 764 },
+  { 8, 512, 512, 766, 764 },
+  { 8, 512, 2048, 767, 767 },
+  { 8, 512, 8192, 768, 768 },
+  { 8, 512, 32768, 768, 768 },
+  { 8, 768, 1, 769, 770 },
+  { 8, 768, 8, 769, 770 },
+  { 8, 768, 32, 769, 770 },
+  { 8, 768, 128, 769, 764 },
+  { 8, 768, 512, 764, 764 },
+  { 8, 768, 2048, 771, 771 },
+  { 8, 768, 8192, 764, 764 },
+  { 8, 768, 32768, 764, 764 },
+  { 8, 1024, 1, 772, 764 },
+  { 8, 1024, 8, 772, 764 },
+  { 8, 1024, 32, 772, 770 },
+  { 8, 1024, 128, 773, 774 },
+  { 8, 1024, 512, 775, 774 },
+  { 8, 1024, 2048, 775, 764 },
+  { 8, 1024, 8192, 764, 764 },
+  { 8, 1024, 32768, 764, 764 },
+  { 8, 1536, 1, 776, 777 },
+  { 8, 1536, 8, 776, 778 },
+  { 8, 1536, 32, 779, 777 },
+  { 8, 1536, 128, 776, 780 },
+  { 8, 1536, 512, 781, 781 },
+  { 8, 1536, 2048, 779, 777 },
+  { 8, 1536, 8192, 781, 781 },
+  { 8, 1536, 32768, 781, 781 },
+  { 8, 2048, 1, 782, 783 },
+  { 8, 2048, 8, 782, 783 },
+  { 8, 2048, 32, 782, 777 },
+  { 8, 2048, 128, 780, 780 },
+  { 8, 2048, 512, 781, 781 },
+  { 8, 2048, 2048, 781, 781 },
+  { 8, 2048, 8192, 784, 777 },
+  { 8, 2048, 32768, 785, 785 },
+  { 8, 2560, 1, 786, 787 },
+  { 8, 2560, 8, 786, 787 },
+  { 8, 2560, 32, 788, 787 },
+  { 8, 2560, 128, 789, 789 },
+  { 8, 2560, 512, 786, 790 },
+  { 8, 2560, 2048, 791, 791 },
+  { 8, 2560, 8192, 792, 787 },
+  { 8, 2560, 32768, 792, 787 },
+  { 8, 3072, 1, 793, 794 },
+  { 8, 3072, 8, 795, 789 },
+  { 8, 3072, 32, 796, 797 },
+  { 8, 3072, 128, 789, 789 },
+  { 8, 3072, 512, 795, 787 },
+  { 8, 3072, 2048, 791, 791 },
+  { 8, 3072, 8192, 798, 790 },
+  { 8, 3072, 32768, 799, 787 },
+  { 8, 4096, 1, 800, 801 },
+  { 8, 4096, 8, 800, 789 },
+  { 8, 4096, 32, 802, 797 },
+  { 8, 4096, 128, 789, 789 },
+  { 8, 4096, 512, 800, 803 },
+  { 8, 4096, 2048, 804, 803 },
+  { 8, 4096, 8192, 805, 805 },
+  { 8, 4096, 32768, 806, 803 },
+  { 8, 5120, 1, 807, 808 },
+  { 8, 5120, 8, 809, 808 },
+  { 8, 5120, 32, 810, 811 },
+  { 8, 5120, 128, 810, 811 },
+  { 8, 5120, 512, 809, 812 },
+  { 8, 5120, 2048, 813, 813 },
+  { 8, 5120, 8192, 805, 805 },
+  { 8, 5120, 32768, 814, 812 },
+  { 8, 6144, 1, 815, 808 },
+  { 8, 6144, 8, 816, 808 },
+  { 8, 6144, 32, 816, 811 },
+  { 8, 6144, 128, 816, 811 },
+  { 8, 6144, 512, 816, 811 },
+  { 8, 6144, 2048, 813, 813 },
+  { 8, 6144, 8192, 817, 818 },
+  { 8, 6144, 32768, 819, 818 },
+  { 8, 7168, 1, 820, 820 },
+  { 8, 7168, 8, 821, 821 },
+  { 8, 7168, 32, 822, 823 },
+  { 8, 7168, 128, 822, 820 },
+  { 8, 7168, 512, 822, 824 },
+  { 8, 7168, 2048, 825, 826 },
+  { 8, 7168, 8192, 805, 805 },
+  { 8, 7168, 32768, 827, 827 },
+  { 8, 8192, 1, 828, 829 },
+  { 8, 8192, 8, 828, 829 },
+  { 8, 8192, 32, 830, 831 },
+  { 8, 8192, 128, 820, 820 },
+  { 8, 8192, 512, 832, 832 },
+  { 8, 8192, 2048, 832, 832 },
+  { 8, 8192, 8192, 805, 805 },
+  { 8, 8192, 32768, 827, 827 },
+  { 8, 12288, 1, 833, 834 },
+  { 8, 12288, 8, 833, 834 },
+  { 8, 12288, 32, 835, 834 },
+  { 8, 12288, 128, 836, 836 },
+  { 8, 12288, 512, 837, 838 },
+  { 8, 12288, 2048, 837, 839 },
+  { 8, 12288, 8192, 837, 839 },
+  { 8, 12288, 32768, 840, 840 },
+  { 8, 16384, 1, 841, 841 },
+  { 8, 16384, 8, 842, 843 },
+  { 8, 16384, 32, 841, 841 },
+  { 8, 16384, 128, 844, 844 },
+  { 8, 16384, 512, 845, 846 },
+  { 8, 16384, 2048, 845, 847 },
+  { 8, 16384, 8192, 845, 847 },
+  { 8, 16384, 32768, 845, 847 },
+  { 8, 32768, 1, 848, 848 },
+  { 8, 32768, 8, 848, 848 },
+  { 8, 32768, 32, 849, 849 },
+  { 8, 32768, 128, 848, 848 },
+  { 8, 32768, 512, 850, 850 },
+  { 8, 32768, 2048, 851, 850 },
+  { 8, 32768, 8192, 851, 850 },
+  { 8, 32768, 32768, 851, 850 },
+  { 8, 65536, 1, 852, 852 },
+  { 8, 65536, 8, 852, 852 },
+  { 8, 65536, 32, 853, 853 },
+  { 8, 65536, 128, 854, 855 },
+  { 8, 65536, 512, 850, 850 },
+  { 8, 65536, 2048, 850, 850 },
+  { 8, 65536, 8192, 856, 856 },
+  { 8, 65536, 32768, 856, 856 },
+  { 8, 131072, 1, 857, 857 },
+  { 8, 131072, 8, 858, 858 },
+  { 8, 131072, 32, 859, 860 },
+  { 8, 131072, 128, 859, 860 },
+  { 8, 131072, 512, 859, 860 },
+  { 8, 131072, 2048, 861, 861 },
+  { 8, 131072, 8192, 861, 861 },
+  { 8, 131072, 32768, 861, 861 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
