@@ -79,9 +79,11 @@ for step in "$@"; do
       detached=/tmp/normgen-detached-tune
       if [ "$step" = tune-start ]; then
         rm -rf "$detached" && mkdir -p "$detached"
+        # Created here, not by the detached shell: a tune-wait right after (same call) finds it.
+        : > "$detached/run.log"
         # 'finished' appears once the step is over, its database's last snapshot written.
         setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" \
-          bash -c 'bash "$1" ${2} > "$3/run.log" 2>&1; touch "$3/finished"' _ "$0" "${DETACHED_STEPS:-tune}" "$detached" < /dev/null > /dev/null 2>&1 &
+          bash -c 'bash "$1" ${2} >> "$3/run.log" 2>&1; touch "$3/finished"' _ "$0" "${DETACHED_STEPS:-tune}" "$detached" < /dev/null > /dev/null 2>&1 &
         echo "tune-start: detached (pid $!): ${DETACHED_STEPS:-tune}"; r=0
       elif [ ! -f "$detached/run.log" ]; then
         # A fresh machine: the one tune-start ran on was released (idle between calls), the run with it.
