@@ -1,6 +1,8 @@
 // Compares two tunes of the same problems, e.g. the committed database and a quick tune of
 // a template change: per problem the winner's % of copy in each, and the best variant of
-// each storage, so a change that helps one kind of kernel and hurts another shows.
+// each storage, so a change that helps one kind of kernel and hurts another shows. Then the
+// variants both tuned (the same parameters; ids differ across templates), per storage: how
+// their screening times moved, which tells a change from run-to-run noise.
 // node dist/test/gpu/compare-db.js BASE.jsonl[.gz] NEW.jsonl[.gz] [--log FILE]
 import { writeFileSync } from 'node:fs';
 import { formatTable } from '../../cli/table.js';
@@ -53,6 +55,27 @@ for (const [key, now] of [...bestByStorage(newDb)].sort(([a], [b]) => a.localeCo
   const perStorage = STORAGES.map((s) => `${pct(before.get(s))}>${pct(now.get(s))}`);
   rows.push([key, pct(b), pct(n), Number((b.medianUs! / n.medianUs!).toFixed(3)), describeParams(fwdParams(n)), ...perStorage]);
 }
+/** Per storage (`.cl`: clusters): new over base screening time of each variant screened in both. */
+function matchedRatios(baseResults: DbResult[], newResults: DbResult[]): Map<string, number[]> {
+  const screened = (rs: DbResult[]) => comparableTimes(rs).filter((r) => r.stage === 'screen');
+  const key = (r: DbResult) => `${r.problemKey} ${describeParams(fwdParams(r))}`;
+  const before = new Map(screened(baseResults).map((r) => [key(r), r.medianUs] as const));
+  const out = new Map<string, number[]>();
+  for (const r of screened(newResults)) {
+    const b = before.get(key(r));
+    if (b === undefined) continue;
+    const p = fwdParams(r);
+    const group = `${p.storage}${p.cluster > 1 ? '.cl' : ''}`;
+    out.set(group, [...(out.get(group) ?? []), r.medianUs / b]);
+  }
+  return out;
+}
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(3);
+const matched = [...matchedRatios(baseDb.results, newDb.results)].sort(([a], [b]) => a.localeCompare(b)).map(([group, ratios]) => {
+  const sorted = [...ratios].sort((a, b) => a - b);
+  return [group, sorted.length, quantile(sorted, 0.1), quantile(sorted, 0.5), quantile(sorted, 0.9)];
+});
+
 const text = [
   `# ${newPath} against ${basePath}: ${rows.length} common problems, the new winner faster on ${faster}`,
   '',
@@ -62,6 +85,12 @@ const text = [
   '',
   '```',
   formatTable(['problem', 'base %', 'new %', 'speedup', 'new winner', ...STORAGES], rows),
+  '```',
+  '',
+  'Variants screened in both, new time over base (times compare only within one GPU):',
+  '',
+  '```',
+  formatTable(['storage', 'variants', 'p10', 'median', 'p90'], matched),
   '```',
   '',
 ].join('\n');

@@ -5,6 +5,8 @@
 #   DETACHED_STEPS='tune bwd-tune package bench-torch torch verify-quick torch-bwd' ... tune-start: a re-tune and
 #     every log the package feeds, in one detached run
 #   bash test/gpu/run.sh [torch] [bench-torch]     (Python and PyTorch only, no Node)
+#   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
+#     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
@@ -110,6 +112,22 @@ for step in "$@"; do
         --db "$out/focus.jsonl" --report "$out/focus-tune.md" > "$out/focus.log" 2>&1
       r=$?; echo "focus rc=$r"; tail -1 "$out/focus.log"
       node dist/test/gpu/compare-db.js out/tuning/sm90-h200.jsonl.gz "$out/focus.jsonl" --log "$out/focus.md" | head -1 ;;
+    ab)
+      # The working tree's templates and the committed ones (.device/base/templates), the same grid
+      # tuned with each in this call on this GPU, the change first: their times compare, where a
+      # tune against the committed database compares across machines (test/gpu/ln-few-rows.md).
+      ab_grid=${AB_GRID:---op layernorm,rmsnorm --dtype bf16,fp32 --hidden 4096,32768,131072 --rows 128,2048,32768}
+      if [ ! -d .device/base/templates/cuda ]; then
+        echo "ab rc=2: no .device/base/templates (see the top of this script)"; r=2
+      else
+        base=/tmp/normgen-ab-base
+        rm -rf "$base" "$out/ab-new.jsonl" "$out/ab-base.jsonl" && cp -r . "$base" && rm -rf "$base/templates" && cp -r .device/base/templates "$base/templates"
+        timeout -s KILL "${AB_SECONDS:-240}" node dist/cli/main.js tune --arch sm90 --budget screen:4 $ab_grid --db "$out/ab-new.jsonl" > "$out/ab-new.log" 2>&1
+        r=$?
+        (cd "$base" && timeout -s KILL "${AB_SECONDS:-240}" node dist/cli/main.js tune --arch sm90 --budget screen:4 $ab_grid --db "$out/ab-base.jsonl" > "$out/ab-base.log" 2>&1) || r=1
+        node dist/test/gpu/compare-db.js "$out/ab-base.jsonl" "$out/ab-new.jsonl" --log "$out/ab.md" | head -1 || r=1
+        echo "ab rc=$r"
+      fi ;;
     exhaustive)
       timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget none $exhaustive_grid \
         --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
