@@ -116,7 +116,7 @@ for step in "$@"; do
       # The working tree's templates and the committed ones (.device/base/templates), the same grid
       # tuned with each in this call on this GPU, the change first: their times compare, where a
       # tune against the committed database compares across machines (test/gpu/ln-few-rows.md).
-      ab_grid=${AB_GRID:---op layernorm,rmsnorm --dtype bf16,fp32 --hidden 4096,32768,131072 --rows 128,2048,32768}
+      ab_grid=${AB_GRID:---op layernorm,rmsnorm --dtype bf16,fp32 --hidden 32768,65536,131072 --rows 128,512,2048}  # ~75 s a tune
       if [ ! -d .device/base/templates/cuda ]; then
         echo "ab rc=2: no .device/base/templates (see the top of this script)"; r=2
       else
