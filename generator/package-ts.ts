@@ -43,6 +43,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
       { name: 'earlyAffine', type: 'boolean', hasQuestionToken: true, docs: ['Weight and bias loaded with x, before the reductions; absent: at the stores.'] },
       { name: 'deferOutput', type: 'boolean', hasQuestionToken: true, docs: ["Each row's output written while the next row's cluster exchange is in flight."] },
       { name: 'registerCap', type: 'number', hasQuestionToken: true, docs: ['Resident threads per SM the launch bounds ask for (registers capped to fit them).'] },
+      { name: 'holdRow', type: 'boolean', hasQuestionToken: true, docs: ["A ring's row values kept in registers after the first pass; absent: read back from shared memory."] },
     ],
   });
   file.addInterface({

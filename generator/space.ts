@@ -74,6 +74,14 @@ export interface CudaParams {
    * (Databases before 2026-11-29 record the 1024 cap as `true`; they load as 1024.)
    */
   registerCap?: number;
+  /**
+   * ring (not deferred) of at most HOLD_MAX_THREADS threads whose thread holds more than 32 row
+   * values, at most HOLD_MAX_VALUES: the row's values stay in registers (as floats) after the
+   * first pass, as rings of fewer values always do, instead of being read back from the slot
+   * and converted in each later pass. A CTA that shared memory already holds alone on an SM
+   * has the registers to spare. Absent: read back.
+   */
+  holdRow?: boolean;
 }
 
 export const THREAD_CHOICES = [64, 128, 256, 512, 1024];
@@ -374,11 +382,18 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
       const unstaged: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages, stagedWeights: false, ...(deferOutput ? { deferOutput } : {}) };
       const staged: CudaParams = { ...unstaged, stagedWeights: stagedWeightBytes(problem, unstaged) > 0 };
       const p = unsupportedReason(problem, staged, arch) === null ? staged : unstaged;
-      if (unsupportedReason(problem, p, arch) === null) out.push(p);
+      if (unsupportedReason(problem, p, arch) !== null) continue;
+      out.push(p);
+      const values = items * vec;
+      if (!deferOutput && threads <= HOLD_MAX_THREADS && values > 32 && values <= HOLD_MAX_VALUES) out.push({ ...p, holdRow: true });
     }
   }
   return out;
 }
+
+/** The rings offered holdRow: CTAs of up to 256 threads (255 registers each), up to 64 values a thread. */
+const HOLD_MAX_THREADS = 256;
+const HOLD_MAX_VALUES = 64;
 
 /**
  * Registers a thread needs for `values` row elements: regs keeps them as floats;
@@ -442,6 +457,7 @@ export function describeParams(p: CudaParams): string {
   if (p.earlyAffine) parts.push('early');
   if (p.deferOutput) parts.push('defer');
   if (p.registerCap) parts.push(capName(p.registerCap));
+  if (p.holdRow) parts.push('hold');
   if (p.fixedHidden) parts.push(`h${p.fixedHidden}`);
   return parts.join('.');
 }

@@ -26,7 +26,7 @@ export function makeVariant(spec: KernelSpec, params: CudaParams, fault?: Fault)
     spec: specKey(spec),
     params: [params.storage, params.threads, params.vec, params.threadsPerRow, params.items, params.cluster, params.stages, params.stagedWeights,
       ...(params.fixedHidden ? [params.fixedHidden] : []), ...(params.earlyAffine ? ['early'] : []), ...(params.deferOutput ? ['defer'] : []),
-      ...(params.registerCap ? [capName(params.registerCap)] : [])],
+      ...(params.registerCap ? [capName(params.registerCap)] : []), ...(params.holdRow ? ['hold'] : [])],
     ...(fault ? { fault } : {}),
   });
   const id = createHash('sha256').update(templateHash('cuda')).update(canonical).digest('hex').slice(0, 12);

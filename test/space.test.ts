@@ -168,6 +168,22 @@ test('the full-occupancy cap (2048 threads an SM): regs variants of at most 8 va
   assert.not.ok(enumerateSpace(makeProblem({ ...lnSpec, dtype: 'fp16' }, 4096, 32768), sm90).some((p) => p.registerCap === 2048), 'fp16 LayerNorm spills at 32 registers');
 });
 
+test('holdRow: rings of up to 256 threads that read back more than 32 values a thread, not deferred, get a holding twin', () => {
+  const lnSpec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
+  const space = enumerateSpace(makeProblem(lnSpec, 131072, 128), sm90);
+  const held = space.filter((p) => p.holdRow);
+  assert.ok(held.length > 0);
+  for (const p of held) {
+    assert.ok(p.storage === 'ring' && !p.deferOutput && p.threads <= 256 && p.items * p.vec > 32 && p.items * p.vec <= 64, describeParams(p));
+    assert.match(describeParams(p), /\.hold(\.|$)/);
+    assert.ok(space.some((q) => describeParams(q) === describeParams(p).replace('.hold', '')), 'its twin reads back');
+  }
+  const eligible = space.filter((p) => p.storage === 'ring' && !p.holdRow && !p.deferOutput && p.threads <= 256 && p.items * p.vec > 32 && p.items * p.vec <= 64);
+  assert.is(held.length, eligible.length);
+  // Rows of at most 32 values a thread are held anyway: no twin.
+  assert.not.ok(enumerateSpace(makeProblem(lnSpec, 32768, 128), sm90).some((p) => p.holdRow && p.items * p.vec <= 32));
+});
+
 test('vector width follows the strides: odd strides get scalar access', () => {
   assert.is(maxVec(makeProblem(spec, 7, 4)), 1);
   assert.is(maxVec(makeProblem(spec, 7, 4, { x: 8, y: 8, residual: 8, residualOut: 8 })), 8);

@@ -18,7 +18,7 @@ export interface VerifyCase {
 }
 
 // Clusters per storage too: each storage splits a row over a cluster its own way.
-const axisKeys = (p: CudaParams) => [`storage=${p.storage}`, `${p.storage} cluster=${p.cluster > 1}`, `threads=${p.threads}`, `vec=${p.vec}`, `threadsPerRow=${p.threadsPerRow}`, `cluster=${p.cluster}`, `stages=${p.stages}`, `stagedWeights=${p.stagedWeights}`, `fixedHidden=${p.fixedHidden !== undefined}`, `earlyAffine=${p.earlyAffine === true}`, `deferOutput=${p.deferOutput === true}`, `registerCap=${p.registerCap ?? 0}`];
+const axisKeys = (p: CudaParams) => [`storage=${p.storage}`, `${p.storage} cluster=${p.cluster > 1}`, `threads=${p.threads}`, `vec=${p.vec}`, `threadsPerRow=${p.threadsPerRow}`, `cluster=${p.cluster}`, `stages=${p.stages}`, `stagedWeights=${p.stagedWeights}`, `fixedHidden=${p.fixedHidden !== undefined}`, `earlyAffine=${p.earlyAffine === true}`, `deferOutput=${p.deferOutput === true}`, `registerCap=${p.registerCap ?? 0}`, `holdRow=${p.holdRow === true}`];
 
 /** Greedy set cover of the axis values present in `space`. */
 export function coveringSet(space: CudaParams[]): CudaParams[] {
