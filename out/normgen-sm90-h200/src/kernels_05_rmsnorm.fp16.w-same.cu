@@ -18,653 +18,653 @@ struct Config {
 };
 }  // namespace
 
-// regs.t64.v8.tpr64.i1.cap2048.h512
-extern "C" __global__ void __launch_bounds__(64, 32)
-normgen_rmsnorm_fwd_44f6329deabe(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i1.cap1536.h512
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_df642cc65a7c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t256.v8.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2966d2736e62(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
+// ring.t128.v8.tpr64.i1.s2.sw.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b5c7286889e2(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 128, 8, 64, 1, 1, 2, true, false, false, 512>(p);
+}
+
 // regs.t64.v8.tpr64.i1.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8b4db1d89184(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t128.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b35130a1da93(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
 }
 
 // regs.t256.v8.tpr16.i4.h512
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ecec9bebd089(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 512>(p);
 }
 
-// regs.t256.v8.tpr16.i4
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 16, 4, 1, 0>(p);
-}
-
 // regs.t256.v8.tpr32.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c5511b8dc643(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 32, 2, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap2048.h768
-extern "C" __global__ void __launch_bounds__(128, 16)
-normgen_rmsnorm_fwd_06467dd2ff23(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
-}
-
-// regs.t256.v8.tpr128.i1.cap1536.h768
-extern "C" __global__ void __launch_bounds__(256, 6)
-normgen_rmsnorm_fwd_6579959c2aa3(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 768>(p);
-}
-
-// regs.t128.v8.tpr128.i1.early
+// ring.t128.v8.tpr128.i1.s2.sw.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b9a91914561f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 2, true, false, false, 768>(p);
 }
 
-// ring.t128.v8.tpr32.i3.s2.sw.h768
+// regs.t128.v8.tpr64.i2.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_573361a39201(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 2, true, false, 768>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768>(p);
+}
+
+// ring.t128.v8.tpr16.i6.s2.sw.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_fb75ac396132(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 128, 8, 16, 6, 1, 2, true, false, false, 768>(p);
 }
 
 // regs.t128.v8.tpr32.i3.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2fc7ffb26e71(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap2048.h1024
-extern "C" __global__ void __launch_bounds__(128, 16)
-normgen_rmsnorm_fwd_717516821d61(const NormgenFwdParams p) {
+// regs.t128.v8.tpr32.i3
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_1770523e5d5c(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 0>(p);
+}
+
+// regs.t128.v8.tpr128.i1.cap1536.h1024
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_5b96f5a2c08a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// regs.t256.v8.tpr128.i1.cap2048.h1024
-extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_rmsnorm_fwd_6264d1a99add(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i1.s2.sw.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_40f57b9a0ff3(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
+}
+
+// regs.t256.v8.tpr128.i1.cap1536.h1024
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d8de87deac32(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
 }
 
 // regs.t128.v8.tpr64.i2.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d1deebdaea51(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 1024>(p);
 }
 
 // regs.t128.v8.tpr64.i2
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fd881dda2d81(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 0>(p);
 }
 
+// ring.t256.v8.tpr256.i1.s2.sw.h1536
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_590082b4e104(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 256, 8, 256, 1, 1, 2, true, false, false, 1536>(p);
+}
+
 // regs.t256.v8.tpr256.i1.cap1536.h1536
 extern "C" __global__ void __launch_bounds__(256, 6)
-normgen_rmsnorm_fwd_ea16c4d4bd29(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5ead8d6a5c02(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
 }
 
 // regs.t256.v8.tpr256.i1.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a2903d31eb78(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
 }
 
-// ring.t128.v8.tpr64.i3.s2.sw.h1536
+// ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d2aaa3abaaca(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 64, 3, 1, 2, true, false, 1536>(p);
-}
-
-// regs.t256.v8.tpr64.i3
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 64, 3, 1, 0>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 6, 1, 3, true, false, true, 1536>(p);
 }
 
 // regs.t128.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_54bfe1180d46(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
 }
 
-// regs.t64.v8.tpr64.i3
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_5aec4f19ccae(const NormgenFwdParams p) {
+// regs.t128.v8.tpr64.i3
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_1f756cdff5d6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i1.cap2048.h2048
 extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_rmsnorm_fwd_fce4bc47cfbb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5cb5ef160022(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
 
+// ring.t256.v8.tpr256.i1.s2.sw.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_3a0b51502f2e(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 256, 8, 256, 1, 1, 2, true, false, false, 2048>(p);
+}
+
 // regs.t256.v8.tpr64.i4.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_45497783b763(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 64, 4, 1, 2048>(p);
 }
 
-// regs.t256.v8.tpr64.i4
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 64, 4, 1, 0>(p);
-}
-
 // regs.t256.v8.tpr128.i2.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4d0d1b6d27bf(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_302c144e3aa5(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 2048>(p);
 }
 
 // regs.t128.v8.tpr128.i2.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_893cb6e1d5ce(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
 }
 
-// regs.t512.v8.tpr512.i1.cap1536.h2560
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_ae7a3b734ec6(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.cap2048
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_0fcadab3f6c6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i1
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_43648f656f02(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i3.s2.sw.h2560
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_887a4330527b(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
+}
+
+// regs.t512.v8.tpr512.i1.cap1536
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_c75d071be777(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i1.early
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d556cf7317aa(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d61d04b9a900(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr64.i5.h2560
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 5, 1, 2560>(p);
-}
-
-// regs.t128.v8.tpr64.i5
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_1a7a0915a6bb(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 5, 1, 0>(p);
-}
-
 // regs.t128.v8.tpr128.i3.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_61a70bb917ab(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
 // regs.t128.v8.tpr128.i3
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_65e68e387b0c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i1.cap1536.h3072
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_972d69a2bc35(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
-}
-
-// ring.t128.v8.tpr128.i3.s3.sw.h3072
+// ring.t128.v8.tpr128.i3.s2.sw.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f2e57100ed50(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 3072>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0a9c34469ade(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
 // regs.t512.v8.tpr512.i1.cap2048.h4096
 extern "C" __global__ void __launch_bounds__(512, 4)
-normgen_rmsnorm_fwd_f621e82c25ed(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_723cdb63cbb6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
 }
 
 // smem.t256.v8.tpr256.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9557afb39000(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
 }
 
-// reload.t512.v8.tpr128.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9e781a1da980(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::reload_kernel<Config, 512, 8, 128, 0, 1, 4096>(p);
-}
-
 // regs.t256.v8.tpr256.i2.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ad4af02e9b1c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
+// reload.t128.v8.tpr128
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_c6552bf77f12(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 0>(p);
+}
+
 // regs.t256.v8.tpr256.i2.c2.early.h5120
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c80015a02695(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1b7cd5552f57(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0>(p);
-}
-
 // regs.t256.v8.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_08f74b71598b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6c741af4ac77(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0, true>(p);
 }
 
 // regs.t512.v8.tpr512.i2.early.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_615ee333b97e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120, true>(p);
 }
 
 // regs.t1024.v8.tpr1024.i1
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4fd1e0efcd4a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_90f9b5b621e0(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
 }
 
 // pipelined.t512.v8.tpr512.i2.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c2d20c2dd7bf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 8, 512, 2, 1, 6144>(p);
 }
 
-// reload.t256.v8.tpr128.h6144
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::reload_kernel<Config, 256, 8, 128, 0, 1, 6144>(p);
-}
-
 // regs.t512.v8.tpr512.i1.c2.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_bf220d3c68e7(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i4
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e363b2ad9c2f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
 }
 
+// regs.t256.v8.tpr256.i4.h7168
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8c081b6cda62(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
+}
+
 // regs.t256.v8.tpr256.i1.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1346d9626f24(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_550f203dc270(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c224875c0d74(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i2.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_78d7bc7a9ed2(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
 // smem.t256.v8.tpr256.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d1476cafabab(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_68613ecb0e10(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
 // reload.t256.v8.tpr256.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e2b182848499(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5ef1a2462823(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
 }
 
-// reload.t512.v8.tpr256.cap1536.h8192
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_25df8ebc3f0a(const NormgenFwdParams p) {
+// reload.t512.v8.tpr256.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_43a2c7a58b95(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c4.early.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a54e3c62a5f3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 12288, true>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_de636034144d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_73e95cd75a5c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
 }
 
 // pipelined.t512.v8.tpr512.i3.h12288
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8d8b2f427554(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
 }
 
-// smem.t256.v8.tpr256.h12288
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_d6b0bda2d2fe(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+
+// regs.t256.v8.tpr256.i6.h12288
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6e0519320816(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 12288>(p);
 }
 
 // smem.t512.v8.tpr512.h12288
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c8a19e005fb2(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
 }
 
 // reload.t256.v8.tpr256.h12288
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8455c79fc06f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_28a83017638a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
+// regs.t256.v8.tpr256.i1.c8.early
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_275bd85f1977(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0, true>(p);
+}
+
 // regs.t256.v8.tpr256.i1.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7e3392b37120(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0>(p);
 }
 
 // pipelined.t128.v8.tpr128.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8ae3072acf2e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c4.early.h16384
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c020826f6e67(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
 }
 
 // regs.t512.v8.tpr512.i2.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dbdd65fa0913(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 0, true>(p);
 }
 
-// ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i8.s2.sw.hold.h16384
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_bb11f4957721(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 4, 2, 3, true, false, 16384>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 1, 2, true, false, true, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3a90b7e45d89(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
-// reload.t512.v8.tpr512.cap1536.h16384
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_690ac06c4032(const NormgenFwdParams p) {
+// reload.t512.v8.tpr512.h16384
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_f2b11eff9c0a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
 }
 
 // regs.t512.v8.tpr512.i4
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6cc7cbd6767f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fcf7d17564dc(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
 }
 
 // reload.t256.v8.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6c5dec0e3060(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0c635bc52c86(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c80a574ce64e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
 }
 
-// regs.t512.v8.tpr512.i4.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_5bcb4393a5ea(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 0>(p);
-}
-
-// ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_fe635f0244e9(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 2, 16, 3, true, false, 32768>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 2, 3, true, false, true, 32768>(p);
 }
 
 // smem.t512.v8.tpr512.h32768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2975a0405917(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 32768>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1a7b33cc09e8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0a8f08feac89(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0>(p);
 }
 
 // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9e77eb3f0e24(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
 }
 
-// smem.t256.v8.tpr256.c4.h65536
+// ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8fd717328ce0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_eb2162de8f8c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, true, false, 65536>(p);
 }
 
 // smem.t256.v8.tpr256.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6ca937b258e3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i2.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7479a9f54288(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072>(p);
 }
 
 // regs.t512.v8.tpr512.i2.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_90723652e859(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_47df95c7e8eb(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 0>(p);
 }
 
 // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ca9c69026b44(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, false, 131072>(p);
+}
+
+// ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_62901f6a16e2(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, true, false, 131072>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_6f8a5ab06783(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5dd985f88ac2(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, true, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, true, false, 131072>(p);
 }
 
 // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_062ae80d7bb7(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, true, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, true, false, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3e52330035f8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

@@ -20,700 +20,700 @@ struct Config {
 
 // regs.t128.v4.tpr128.i1.early.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6934b00c8c45(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512, true>(p);
 }
 
 // regs.t256.v4.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fca0045d2258(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0>(p);
 }
 
-// regs.t128.v4.tpr64.i2.early.h512
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_44af166ffa20(const NormgenFwdParams p) {
+// regs.t64.v4.tpr64.i2.early.h512
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_797f226ce25e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 512, true>(p);
+  normgen::regs_kernel<Config, 64, 4, 64, 2, 1, 512, true>(p);
 }
 
 // pipelined.t256.v4.tpr128.i1.h512
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3f9f8508d5a3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 128, 1, 1, 512>(p);
 }
 
 // regs.t128.v4.tpr64.i2.cap2048
 extern "C" __global__ void __launch_bounds__(128, 16)
-normgen_rmsnorm_fwd_80803ad68219(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6c28fbf97123(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 0>(p);
 }
 
-// regs.t256.v4.tpr128.i1.cap2048
-extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_rmsnorm_fwd_7d0330772e46(const NormgenFwdParams p) {
+// regs.t256.v4.tpr128.i1.h512
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_007e703b8b80(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 128, 1, 1, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 128, 1, 1, 512>(p);
+}
+
+// regs.t128.v4.tpr128.i1.cap2048
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_590da10fd930(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 0>(p);
 }
 
 // pipelined.t128.v4.tpr128.i2.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_30a2ab7d3f73(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
 }
 
 // regs.t256.v4.tpr256.i1.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1be09558e38f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0, true>(p);
 }
 
+// pipelined.t128.v4.tpr128.i2
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_ad14adb158c8(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 0>(p);
+}
+
 // regs.t256.v4.tpr128.i2.cap2048
 extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_rmsnorm_fwd_a2556a582afe(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_010d10015549(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 0>(p);
 }
 
 // regs.t128.v4.tpr128.i2.early.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_654b6b37fe69(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_aed47ee43d34(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i1.h1024
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dce0b5395b23(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 1, 1, 1024>(p);
 }
 
-// pipelined.t128.v4.tpr128.i2
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ff5d19f88bda(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 0>(p);
-}
-
 // pipelined.t256.v4.tpr128.i2.h1024
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e4cf43f4e6d3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 128, 2, 1, 1024>(p);
 }
 
 // pipelined.t256.v4.tpr256.i2.h1536
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1378f3866c07(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 1536>(p);
 }
 
 // regs.t256.v4.tpr256.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_00b8b9657faf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i2.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d54b01f7229e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0, true>(p);
 }
 
-// pipelined.t64.v4.tpr64.i6.h1536
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_c3ef5a0e7a6c(const NormgenFwdParams p) {
+// regs.t256.v4.tpr256.i2.early.h1536
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8e192bff17f6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 64, 4, 64, 6, 1, 1536>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 1536, true>(p);
 }
 
 // pipelined.t512.v4.tpr512.i1
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_79bab740bffd(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 1, 1, 0>(p);
 }
 
-// regs.t512.v4.tpr512.i1
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p) {
+// regs.t512.v4.tpr512.i1.cap2048
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_17f2ebf07367(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 1, 1, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i2.early.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b9874983a5ab(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048, true>(p);
 }
 
-// pipelined.t256.v4.tpr256.i2
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3a04016360cc(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
-}
-
-// smem.t512.v4.tpr512.h2048
+// pipelined.t512.v4.tpr512.i1.h2048
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0188732fd380(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1b1458b1b506(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 1, 2048>(p);
 }
 
-// regs.t1024.v4.tpr512.i1.cap2048
-extern "C" __global__ void __launch_bounds__(1024, 2)
-normgen_rmsnorm_fwd_7b2973fb6faf(const NormgenFwdParams p) {
+// reload.t1024.v4.tpr512.h2048
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_f318ecc39a57(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 1024, 4, 512, 1, 1, 0>(p);
+  normgen::reload_kernel<Config, 1024, 4, 512, 0, 1, 2048>(p);
 }
 
 // pipelined.t128.v4.tpr128.i5.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0f7938776330(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 128, 4, 128, 5, 1, 2560>(p);
 }
 
 // regs.t256.v4.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0ba6adcd2b20(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
 }
 
-// regs.t128.v4.tpr128.i5.early.h2560
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_965f902a9b19(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 128, 4, 128, 5, 1, 2560, true>(p);
-}
-
 // regs.t512.v4.tpr512.i2.early
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_889a40545ed9(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0, true>(p);
 }
 
+// pipelined.t256.v4.tpr256.i3
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_aec67f6cb542(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+}
+
 // regs.t512.v4.tpr512.i2.cap2048
 extern "C" __global__ void __launch_bounds__(512, 4)
-normgen_rmsnorm_fwd_87662aff7be7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b8fda33913fc(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
 }
 
-// regs.t512.v4.tpr512.i2.cap1536
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_1164c4983b4a(const NormgenFwdParams p) {
+// regs.t512.v4.tpr512.i2
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_d678e01c6eb3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
 }
 
 // reload.t512.v4.tpr512.h2560
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8d6eb4773dd8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 2560>(p);
 }
 
-// pipelined.t256.v4.tpr256.i3.h3072
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
-}
-
-// regs.t256.v4.tpr256.i3.early
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_257b39671907(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0, true>(p);
-}
-
 // pipelined.t128.v4.tpr128.i6.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4bcfd8d76f71(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 128, 4, 128, 6, 1, 3072>(p);
 }
 
 // regs.t128.v4.tpr128.i6.early.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_9139aed9e1d6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9842ee272eab(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 128, 4, 128, 6, 1, 3072, true>(p);
 }
 
 // pipelined.t1024.v4.tpr1024.i1
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2ccc5fdfd472(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 1024, 4, 1024, 1, 1, 0>(p);
 }
 
 // reload.t512.v4.tpr512.h3072
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8cf6f2c6229d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 3072>(p);
 }
 
-// regs.t1024.v4.tpr256.i3.h3072
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_8951f3cca1e6(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 1024, 4, 256, 3, 1, 3072>(p);
-}
-
-// pipelined.t256.v4.tpr256.i2.c2.h4096
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e9cb4b8bfe9c(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 2, 4096>(p);
-}
-
 // regs.t512.v4.tpr512.i1.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dd648430cbf8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 1, 2, 0, true>(p);
 }
 
-// pipelined.t512.v4.tpr512.i1.c2.h4096
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_67c2fe0adf69(const NormgenFwdParams p) {
+// pipelined.t256.v4.tpr256.i4.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_b2cb58c665da(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 2, 4096>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
 }
 
 // regs.t256.v4.tpr256.i4
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7596569b0702(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 0>(p);
 }
 
-// regs.t512.v4.tpr512.i2.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_c56c1f27e6a8(const NormgenFwdParams p) {
+// pipelined.t512.v4.tpr512.i1.c2.h4096
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_c53709ee11aa(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 2, 4096>(p);
+}
+
+// pipelined.t512.v4.tpr512.i1.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_7dea1c50b302(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 2, 0>(p);
 }
 
 // smem.t512.v4.tpr512
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_63a734000184(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 0>(p);
 }
 
-// regs.t1024.v4.tpr512.i2.h4096
+// reload.t1024.v4.tpr512.h4096
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_5c11851797f4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d52cd845da4a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 1024, 4, 512, 2, 1, 4096>(p);
+  normgen::reload_kernel<Config, 1024, 4, 512, 0, 1, 4096>(p);
 }
 
 // pipelined.t128.v4.tpr128.i5.c2.h5120
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_7fd15e5cb915(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1092e1d7414b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 128, 4, 128, 5, 2, 5120>(p);
 }
 
 // regs.t256.v4.tpr256.i3.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f6d8a9e73ab6(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 0, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i5.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fceac507e6d8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_92ae802ea152(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1, 5120>(p);
 }
 
+// regs.t512.v4.tpr512.i3.early
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_f512b41159ec(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 0, true>(p);
+}
+
 // pipelined.t512.v4.tpr512.i3.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_da9fc39e161d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
 }
 
 // pipelined.t512.v4.tpr512.i3
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b10f69078916(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
 }
 
-// regs.t256.v4.tpr256.i5
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 5, 1, 0>(p);
-}
-
-// regs.t512.v4.tpr512.i3
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_8767d375b62c(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
-}
-
 // reload.t1024.v4.tpr1024.h5120
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_2e58f23c91e8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_07aa893470b4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 1024, 4, 1024, 0, 1, 5120>(p);
 }
 
 // pipelined.t256.v4.tpr256.i3.c2.h6144
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7224c61e1367(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_66bc8969fb02(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 3, 2, 6144>(p);
 }
 
 // pipelined.t512.v4.tpr512.i3.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c9996bcc51f8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 6144>(p);
 }
 
 // smem.t1024.v4.tpr1024.h6144
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_b986f28336bd(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3e03aca04155(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 4, 1024, 0, 1, 6144>(p);
 }
 
 // regs.t256.v4.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d4814042ce3d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 6, 1, 0>(p);
 }
 
 // smem.t1024.v4.tpr512.h6144
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ae45fa9eae42(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 4, 512, 0, 1, 6144>(p);
 }
 
 // regs.t512.v4.tpr512.i2.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d80a6adce8ce(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 0, true>(p);
 }
 
-// regs.t256.v4.tpr256.i4.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 2, 0, true>(p);
-}
-
 // pipelined.t256.v4.tpr256.i7.h7168
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ddb6411d9325(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1, 7168>(p);
 }
 
+// regs.t256.v4.tpr256.i4.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_91bbbc800239(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 2, 0, true>(p);
+}
+
 // regs.t1024.v4.tpr1024.i1.c2
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7a6f6975f202(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 1024, 4, 1024, 1, 2, 0>(p);
 }
 
-// smem.t512.v4.tpr256
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_78cbd98f1870(const NormgenFwdParams p) {
+// pipelined.t512.v4.tpr512.i2.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_ed8512bd139f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::smem_kernel<Config, 512, 4, 256, 0, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 0>(p);
 }
 
-// reload.t512.v4.tpr512.h7168
+// regs.t512.v4.tpr512.i4.h7168
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_235d7e0ce1be(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_19e299a7e57f(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 7168>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 1, 7168>(p);
 }
 
-// regs.t256.v4.tpr256.i7
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_796e449f52de(const NormgenFwdParams p) {
+// regs.t512.v4.tpr512.i4
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_bc5b24a95ac4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 1, 0>(p);
 }
 
 // smem.t1024.v4.tpr512
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_15cf623d5a8e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 4, 512, 0, 1, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c4.early.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6f37cde9fd94(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ae8a5109517c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 8192, true>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fbc904ed3ffe(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 0, true>(p);
 }
 
-// pipelined.t512.v4.tpr512.i1.c4.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p) {
+// pipelined.t512.v4.tpr512.i2.c2.h8192
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_1694b6b31f32(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 4, 8192>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
 }
 
 // pipelined.t512.v4.tpr512.i1.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cd635c4325a8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 1, 4, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8f3d06634ebb(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f6bc1fe5c48e(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 0>(p);
 }
 
-// regs.t256.v4.tpr256.i3.c4.early.h12288
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7a04dbe3c5e6(const NormgenFwdParams p) {
+// regs.t1024.v4.tpr1024.i2.h8192
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_bfb705e66dba(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 12288, true>(p);
+  normgen::regs_kernel<Config, 1024, 4, 1024, 2, 1, 8192>(p);
 }
 
-// pipelined.t256.v4.tpr256.i3.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d95a55998cbc(const NormgenFwdParams p) {
+// regs.t1024.v4.tpr1024.i2
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_4b2266b77716(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 1024, 4, 1024, 2, 1, 0>(p);
+}
+
+// regs.t256.v4.tpr256.i3.c4.early
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_93b4ec549b61(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 0, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i6.c2.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a76a15d90696(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2, 12288>(p);
 }
 
-// regs.t256.v4.tpr256.i6.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_91740d2f0798(const NormgenFwdParams p) {
+// pipelined.t256.v4.tpr256.i3.c4
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_c9eb8a705ccf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 6, 2, 0, true>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 4, 0>(p);
+}
+
+// regs.t512.v4.tpr512.i3.c2.early.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_eddcdf48a1dd(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 2, 12288, true>(p);
+}
+
+// regs.t512.v4.tpr512.i3.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_54d965261989(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 2, 0, true>(p);
 }
 
 // regs.t256.v4.tpr256.i3.c4.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_47cca3317cbf(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 12288>(p);
 }
 
-// regs.t1024.v4.tpr512.i6
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_eccf14677ad1(const NormgenFwdParams p) {
-  normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 1024, 4, 512, 6, 1, 0>(p);
-}
-
 // regs.t256.v4.tpr256.i3.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_bec85ce8b86d(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 0>(p);
 }
 
-// regs.t512.v4.tpr512.i6
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_2505c5c7397c(const NormgenFwdParams p) {
+// regs.t1024.v4.tpr1024.i3
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_fe1d996da874(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 4, 512, 6, 1, 0>(p);
+  normgen::regs_kernel<Config, 1024, 4, 1024, 3, 1, 0>(p);
+}
+
+// pipelined.t256.v4.tpr256.i2.c8.h16384
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_1e7514939669(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 8, 16384>(p);
 }
 
 // regs.t512.v4.tpr512.i1.c8.early
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_22bb441aa940(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 1, 8, 0, true>(p);
 }
 
 // pipelined.t512.v4.tpr512.i1.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_62657cda7cf5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e04b2207d2d3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 1, 8, 16384>(p);
 }
 
 // pipelined.t512.v4.tpr512.i1.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7f2f21fecbb6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b8b0882394e3(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 512, 4, 512, 1, 8, 0>(p);
 }
 
 // regs.t512.v4.tpr512.i4.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_77671697a6a8(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 4, 2, 0, true>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2c3ce477ab8b(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 8, 16384>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c8
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d3b80dbda4af(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 8, 0>(p);
 }
 
-// regs.t256.v4.tpr256.i4.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_68d7030b0b33(const NormgenFwdParams p) {
+// regs.t256.v4.tpr256.i16
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_278955a38a38(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+
+// regs.t128.v4.tpr128.i4.c8.h16384
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_0a4a8ec88dfa(const NormgenFwdParams p) {
+  normgen::start_after_previous_grid();
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384>(p);
 }
 
 // regs.t256.v4.tpr256.i2.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a60cebced163(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 2, 16, 0, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i2.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dd4be124ce99(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 2, 16, 0>(p);
 }
 
 // smem.t512.v4.tpr512.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a66026c24d83(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 4, 512, 0, 4, 0>(p);
 }
 
 // smem.t512.v4.tpr512.c4.h32768
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_154fe4d47468(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_efb77022cae1(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 512, 4, 512, 0, 4, 32768>(p);
 }
 
 // regs.t512.v4.tpr512.i2.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d4eca1503c58(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 2, 16, 0, true>(p);
 }
 
 // pipelined.t256.v4.tpr256.i4.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_1ba4dfd8c70e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_328e043cda9c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 4, 16, 0>(p);
 }
 
 // regs.t256.v4.tpr256.i4.c16.early.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_108c8ac2adcc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0f58afdc943a(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 4, 16, 65536, true>(p);
 }
 
 // regs.t256.v4.tpr256.i4.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3883aaa18216(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 256, 4, 256, 4, 16, 0, true>(p);
 }
 
 // smem.t1024.v4.tpr1024.c2
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ae8c02544ed1(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 4, 1024, 0, 2, 0>(p);
 }
 
 // regs.t512.v4.tpr512.i4.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0a320af0d7f4(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::regs_kernel<Config, 512, 4, 512, 4, 16, 0, true>(p);
 }
 
-// regs.t512.v4.tpr512.i4.c16
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1b0cd3c9ff31(const NormgenFwdParams p) {
+// regs.t256.v4.tpr256.i8.c16.early
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_bae0802c62ea(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::regs_kernel<Config, 512, 4, 512, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 16, 0, true>(p);
 }
 
 // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dfe678c07970(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 3, true, false, 131072>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 3, true, false, false, 131072>(p);
 }
 
 // pipelined.t256.v4.tpr256.i8.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d17b0ab4ae64(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 0>(p);
 }
 
 // smem.t1024.v4.tpr1024.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_f847e1c2ce17(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_92bab309c277(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::smem_kernel<Config, 1024, 4, 1024, 0, 4, 0>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6e20228adc3a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_96bcd3ee354c(const NormgenFwdParams p) {
   normgen::start_after_previous_grid();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

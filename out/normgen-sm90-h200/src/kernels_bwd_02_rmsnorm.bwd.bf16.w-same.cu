@@ -18,41 +18,41 @@ struct Config {
 };
 }  // namespace
 
-// regs.t128.v8.tpr128.i4.s2.recompute
-extern "C" __global__ void __launch_bounds__(128, 2)
-normgen_rmsnorm_bwd_88048aa166d0(const NormgenBwdParams p) {
+// regs.t512.v8.tpr256.i2.s2.lean.sw.recompute
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_bwd_3286e3737283(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 128, 8, 128, 4, false, true, false, 2, false, 1, false, false>(p);
+  normgen::bwd_regs_kernel<Config, 512, 8, 256, 2, false, true, false, 2, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_88048aa166d0_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_3286e3737283_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.recompute
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_bwd_32374eb505b7(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_21f024678edf(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 1024, 8, 1024, 2, false, true, false, 2, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_32374eb505b7_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_21f024678edf_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_3cdf5b41a9bc(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_2430cb1c28a4(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_2430cb1c28a4_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

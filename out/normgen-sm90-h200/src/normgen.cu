@@ -9,869 +9,881 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_02d4e2256c7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_92fe75c25442(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7693434db5ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_850042183c22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c59920ffeb74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e95a6146bed0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_631df339ecc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0d253d06be9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf2d722eb097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1d557a4aefe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d709673e58ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_976b14536c8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad89ee7b8dc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cec401c3d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b007dd7a63e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51700624b184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bca3d4086dec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53e4bdce832c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f0be6565b50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_620ec3196088(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec7b9e3fc37e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_051661a21dd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e91ade0368a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b9486565bca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec2f46e1b535(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14666461dccd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a3c18355732(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_267746b2d05e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2bd32918d52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23dee9ee8202(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6cf16e6d0bac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_611439df2bbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a61f53e266d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa5475638ccb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7741ba3ff9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a5fc511496b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_17ae8b772be1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f60e14a1d6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a6e457ea13e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a3e07cca91ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52ffc80bc6e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_805eabc4f8cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a8f3c240c50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40aec6bdb394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_088633d715ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5175164bfe9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56965113d140(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e916974e978b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b86705b95ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56de8bf06167(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f322ea2dd908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_453d4ec03a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b290063cddd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edd35d0aaaea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b736c3b1f2e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba2865742f38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_784faadc50e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63d5b7fe4984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_802fe2c198c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b52122b94c36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b82481f4cb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9cba8c302df6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91cc8d5a4fbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3edcd8924e14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be0a86e07566(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_45c9ca29cf20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1de07c6428ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa63739099a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_787674621b38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e6d1ad127d85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9f7161c9215c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba2dcb878169(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7130e165d2a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b065717e6e9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b80777fb3df0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1488a1be4b7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_323fe2aca009(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f51a8e3aa740(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4f01a46e9d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_353f316c58e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de8c605c665a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_362e8de594bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_57871ac1e1e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9a2f217c660(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dde9bf0e4674(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1dc080948e33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_861d92c621b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98b4e0b9a4da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c1fa3e05c87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41faad2c2a93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ffed170966e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c55cd2b95bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd5e7ea264d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ba0d43d6e32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12a66e40ef5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7938d28596f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c942ee3352d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9647980ed2f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf5a5a71b53d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13316d4b0bd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31cc9c687b33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01f68fc30027(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_458b22f83b82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d511b6f60534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_005936a6c0a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c78dea779af7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28ee1eb5176e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d83a80e9aaec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0dc869d73ca8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c9b274fb146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_307b40043577(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_471e5bb9ac07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b4772239133(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_317ee90b92b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2f057304270(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5376dc67dfaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddf5b093eedf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb79b3649cc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7056a95fea7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_719ab43e33cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54bc2ab5b939(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21d8f3b7ff87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c017f2b2591(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62fd2f81082e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_076f66610b28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c465f323107a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_991ed1e24fb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93bc273bc988(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc9e320fd846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb51c30c8802(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2449ee7b5e0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23be145bb6ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16ee67dc0c40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be3efa947333(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_987049d1b6e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_826609b7dcac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97c9223568b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e03914cb005(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51f7e66dc791(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d70d83af5876(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb61bedc8cc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a45c01f8a3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_549a17c91f9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28b37d69eec4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffcca778c344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e66b5219fdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28252ec06ee8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b83f41d87bcc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9634fed512b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b478c148e1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fe03385951eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91808bf8792c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc3d3d2f7a06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2e7e74db3066(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fb87fc0368d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eccca7f5c193(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_324918f53ab1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e20c7ff32549(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da073b6f1107(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63bb18f8abec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02592b62825d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_436ebb748485(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b235f39743c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c147bf5975f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98f16f1e01ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_256b857da1dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3f1189ad704(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_627529ad3374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fc7b62f4936(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1857811f81be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa4c752ed850(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d74ae2f388a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_341a73679c49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae062ce684a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1886ab0be84a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a15a31ca00e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc19af6a62ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61798567edd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce6ca59f3118(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d74d0e526ed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ffd60c32ed0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3da4d5ef5f8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0995ef987eb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0ec641d853ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40c633344033(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0672d72a26a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6335f771a15e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00569e0fdba8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6ea7428585b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b232706d7b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0794a7713539(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_457844d1b47e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_08604a28774a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9b5689c8d88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_32e091010cce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a96425cd2019(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0ea877411b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eee602c895ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1cc1d93fccf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8555aa5f5879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64eded71f466(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40dc926d4760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c2f126bf750(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3a03e6fc6bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8fde12ddc275(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_17e1a32691ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_131856d35f99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_322007904187(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a92281451b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d589a31010a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4c642b27023(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b019283048e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_527fa5b30347(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f48888d13f6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a4d944975e9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_92446607ca6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2af98abd278(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d0820d48346e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fcaabb87e453(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2efce11e7510(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52a6bec4da55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c81e80ffe201(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2e79ee299230(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_954b05b04035(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43a1b58ec7c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e862efef84c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_359265c90d69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f6e7c8f8d41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da1ef98de759(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2b726ccbb51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e90df67fe988(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_344e6ed03887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05b86a634f70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5db7db2d78f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62b361f8365c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f10c1cec73e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_58739b1bd749(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbab7e08ed8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7d7f931ceced(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_419392091578(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9db84bcd7f90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3de6dd83cbdb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2979a0dd516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_64c76945930e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12484017c38d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96b1451e0da3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d8697b82102d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2bee27d6bf2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_704a89d7ae85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6d3afa6594e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1eaada216a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a5748c79b934(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_57b881e5566e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99d79c5526b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47b86c6f777d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6209f23b614(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c02415f935df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc5b36148ad5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_36779eb00795(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b17791576f74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f011e410047e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7cd49e3490a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3ad290d4faf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6a0819a9ec8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_079f445b4c5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdbd67b88791(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c08388b1eafb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4a9a6b18d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a2bced5361d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a615efcf451(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_168532a44181(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f5cefa139cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f4676ecf5a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc8118c035f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27cce33746b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e24f7d42a2a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb45062c274a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b76e25e7e80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89b41dde3e56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bcde59aa17c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_554c2f12f3aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff12d314525e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3965934a6b8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb27cab984dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df9c16258817(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fdf51c7bb47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e291b99a402(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cc7a629ba0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b15e7c1be5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05c134afaed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5d60d875a6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d6a698390bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cd255a8de43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03369b07eb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0108a911ece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d35d94eb656e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f51db32d38bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eba462869141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc0f19494778(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85a1f74fd14f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_096b55f64b36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95440204bd59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_962bbf0690e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_127a5fe80a58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bcd8c451cc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5df67d4d1de9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_161da9bb6516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdb1bcd77ab2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14bc7213eacc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d0cb5009457(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9fd945f90ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68a764638463(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c442b527527(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6829d31dba14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1fa10c85cf23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be2205392889(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bae48b93c901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4829559bf56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05e8231f34f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc83974d5eef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed8a1eb424b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1969519b8276(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e21e0b30f55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a56308e986b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43d1da2a3cf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ff1aa1ce9cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d2f4af249d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccb4689d22e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd2cd4bd18c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_428abe5cf75b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc784af91c8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12d6b566629f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a981bdc5046a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_301dd9263413(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dea2dc9f3fe7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a74a67c5f32f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35d4d6017c73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2de0dd061015(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f56df85bb0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba45ef0bc10f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b67aa5a5dad7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4905a2719c86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78ddd8c1867b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_920eb838b144(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3838562accc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f10ba4778a33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0641c2fb6f6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_daba1cbe8824(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7f4c254c15c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62caf27f6e52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f45124af397a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6356aeb8a20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8595ac2967f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14e927a1d51b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aec441b3ace6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd4704e5b6e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d5fe09dc507(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77f6b0f30942(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e49cecca323a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b232729d69cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3947c55dc3f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecdf49e28dc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7fe94b455b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a284313872e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5534f33d5308(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74988da99cb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eac22553b458(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_223c5c3e9cba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cdf4306d742(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b834204e6ba7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbf34db36aff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b450d3836bb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dc584670682(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcdb36309b26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10c7e43a7577(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ad7f9e10f7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56d075ec9d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_095e34752ee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03b2155bee76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65ad2b0e8268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_128a63484397(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccf7fefa55b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de0b5a8adc1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa0c286c9a86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca55cfa74f23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_288798b85f1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fa5f623430a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b64d22325395(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_505b3376994a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b16b3beb93fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e8832594153(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b579beb3f621(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5bad680a2e6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0741547b3592(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_094d7d193758(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5919baf94f5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b36bbfd310e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_473ed875771e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccd29c6213ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9db598c99ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c807c5367b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea789d5e5fef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8590994b92f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83b88914db82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2803c77b1352(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01e7cb90f622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4e8022ea0be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29ae565a59b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_595817fec352(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a10215cd0283(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b8fd41c29dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9dae38bf0b6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_704cce2e57c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0dee563b42a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_563e9074bb66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb74c0f4adc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_986ecd01fb11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab8033cca848(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17210efe861a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b1f166f3e9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5510120472c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a0de2eeb42c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_084d742e1125(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aba4f294e3e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58bb97ea16fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5fef87d593f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43deb19ef68c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bbb379c58c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a355b5a5b30d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ceddfdef2389(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25bedea4f5a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f6ec709e341(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39cf53658e5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4176969ff6a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ebec0d568dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_790b417ca81c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_475045003fd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12d94cabb8e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21dc2763823d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e0403fac767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11bee4ba7a30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e5cc5b452d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0d1bab70aac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_86be274bca15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3987996a9c7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61ca64b65190(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc81c9652ef3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd3984588da4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_380b692271f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_628114a0cc7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_129c8e395558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5396142c9761(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e127f792159(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_390aee0b1821(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d61130daeb18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe77d9223280(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45d920b6f873(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97b95b7a3e7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7eeafc9dd512(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fe57f2af80f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34881398fe32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6fb5fb9bb59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_975864760c4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2c1fd971c91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19129e7405a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_420879787f92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5d55a9da944(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c494da8fb36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d52e6d301228(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50fc4cfeff70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea21bb7e49a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21760120c89e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_490d602ce429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0c156c25116(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d23a089dd47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46fd3c0a5192(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b70acbdf0191(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf5e0272834e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3dfd00485950(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae028ca1c8bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe5cb2f16da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db24cc7d53d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e8736d7f174(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1e49b6ebf96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d9ec7f8e8e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44f6329deabe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e74cdd47269(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddb6ac4d3e3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb01c97ca8a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f6e3c21b5fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e47635401a38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a92a0cf3ec23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06467dd2ff23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6579959c2aa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c63c431d31b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_651b12a6e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4889bf252640(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_717516821d61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6264d1a99add(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b2c23494a06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e90bdd07d6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea16c4d4bd29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a19f11c1e93f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e919b955f0a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_833e5b29334c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e458bbf5af2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5aec4f19ccae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fce4bc47cfbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb06aa37ef55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c649275c4a1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d0d1b6d27bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f265aca7cc82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae7a3b734ec6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43648f656f02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8194eadfc7f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d96280b5468c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c88522edb4b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a7a0915a6bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c9a20f630bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3dfd4da5184b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_972d69a2bc35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27610d9311be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_388888239a90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f621e82c25ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e253c34b20e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e781a1da980(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02865b42aa62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c80015a02695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52892df0250b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30cf5c743b1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_359c0cee7b06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a6fa3599ba9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5da65466bab8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7847eee2df4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d9790974c41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42d1aa6c207f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81e180dd9778(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfba7898090f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1d054eede0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_550f203dc270(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e474e05e04d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1476cafabab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2b182848499(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25df8ebc3f0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9aca6d8bce14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f159c7b17b70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e2b3b03fa3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d33e1f312eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97f13bf35bbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d996a5737a8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ba24a0263ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c74c5c6607d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cb1505851c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1fc1104822b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c8a27029250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f26c861e0880(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fd92a51695e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8b54ff01b88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_690ac06c4032(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd449d2445a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16d8415db4a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9ad0cbafc85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a83ef963e79d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d579f70a7ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_919437acfee8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe635f0244e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bca13de67923(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d30b9bfb3c4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e804cbd05810(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94fb84dbd100(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fd717328ce0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2362bc7538f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b5a1ce2a879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90723652e859(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e910cb3908e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f8a5ab06783(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4905659f404(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d500d8642839(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3a284ed7e7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83880a640027(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2b63e7c08ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d664b5033f5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e72a2eb5c00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bf6339b8f55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6cc6688ec35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2390a53cb833(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd9817731ee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a132afa69633(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_599ce27d3393(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d79684d5ef79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a2c23af10d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31b51df1b42d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee94716ba79c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_427f14a0d650(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1891756263d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_135b0937808c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a16996be72a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8725d4f56bae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2df709dfc654(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be26beb129cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9f48aeee3b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_915ceaaa35e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47d1dae40181(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e815bca0709d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41addce5e9e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bed5d1408944(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f17591f4ef3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73c02969e80c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8dc6b5c8b8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ed528ef056d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d46abba02eff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25d7c4601d1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a5d4348de70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a36f41afd337(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_598ed2e08916(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_25550848424c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f330e7d49929(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5db2ef31a2b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3e24ba1ad64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b97b527c98b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4683ca0016f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36f79ee8ea46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32d858280820(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02a1e214121a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43a68f5aa36d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de27083a33c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1d64f85a7b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc537be38151(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_622b59812391(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b72a6e66b266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81d34cadbf5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24daed56bf37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73c0388ea57f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c96e341e8c76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3216d21880c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22ea7606277c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fa2809c6be9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6268cfac2555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8aa583de0e75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b47971a70cf2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e451d77aaa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c10606f08e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4759216c778b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb6cc6430ac9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15501cca0559(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eecfef26d59b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb5ab25a848b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f361cc3782b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e893d14d2bab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f17a57c638a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed40ee476b72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a0d2d35988e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82e13cca0500(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f1695e7c902(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c168eb1cc896(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e88334b09c30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c65e7bd0112f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_780d888ca8ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09a6903a80c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c44021ad565(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d0bfe8ed9bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a91d8622e78c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_279199cbb49a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63624ab8a370(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3a78ee83f20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4bede5e3d91c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_522dc69dfad6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e04edc98e67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05a635c83da3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b47dcef00514(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50d482b3c05a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_693a26b4ea27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f05d690e96b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c16d68bc554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59acd2dbd3fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7afb0bd8d0cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc36ee7c11cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aab2d21bfd93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56658afa5fd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74bc44837c2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ebc9a083e85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eca7dfb9cd34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03185ff7819f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_338a834e0857(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b64c5bf70bd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfb0ccd95314(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68a3e9e79a1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e55d65e8cda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d54e614cf1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95644edab8c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82f5425fd4ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95f6ed495a77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0d71e02f8c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9696b44e3499(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c45b190fcfc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_630018e1a7e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e321e0b3f31d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80a8ee41e897(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c93a0870262(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b333c57bacee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfe7c11ca2db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_400678680c6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_882a03e1fb79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2ffbf6e62ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68a0903be9bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2afb30e54237(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ee5c8bd8fa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf961a97267a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_787bc1b4910e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c84440571894(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8ad80c506f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3161ccbc3ec1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07041df60767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d8116de6064(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4aabf604cc8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24973c447667(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_858a0ecf3aeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58ce68b10aec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fac5b47fdc91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13916ab8c9d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96508c338e1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2a7bbe3af9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16b09d8964b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a24fd01be2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35f16628b374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e3c9f3b744e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f5b1fdeebe3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7dbd14bcb1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a775c397d4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a12ba8d6d1ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ed39fd3462b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f7c2b99babf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3df4b82a0bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9619c6105029(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96a70543bb39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31290000e148(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02dc355b0135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d60a8854ce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_844086cc291b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39b1f16d6bdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d25503077e2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_539d49fdd140(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71f3ee3a44e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6af8daea8cbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9295b244db07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1f3b30ea811(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37f3b26c4bc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1604cf0319bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b53d759d8497(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_909474a3f150(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_930a31aba164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea28b22b2e39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d9df6ea48f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3c5f0819ef2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_889f84553a82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d49668fed444(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e03828ec08c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af1a075e272c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_022b6cd859a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f851df8e72c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51451cf51e15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_854300d68546(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27b841744dca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0cc72cf8edb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6939d3fbdd1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44af166ffa20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7a66a2f2266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80803ad68219(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d0330772e46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb2e81a1baf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f0639bf135d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2556a582afe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_654b6b37fe69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cf13a55d46a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff5d19f88bda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_605f994a5aac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75e5dd719251(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01caa959c780(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9c97c8ecaed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3ef5a0e7a6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b5d59dbb63e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fceb97ddba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_881adcdfb02c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a04016360cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0188732fd380(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b2973fb6faf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc22053d7cb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e57c993f9e36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_965f902a9b19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f60971f4135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87662aff7be7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1164c4983b4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_357878b3ff74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32fbd776532b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_257b39671907(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b829baf7a949(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9139aed9e1d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbce9c018615(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fde791728ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8951f3cca1e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9cb4b8bfe9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f22ac7f3dde8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67c2fe0adf69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd2c906268c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c56c1f27e6a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_090da0953feb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c11851797f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fd15e5cb915(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a68ea2f8c611(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fceac507e6d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69bd0268ac1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a7ea72c6417(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7cea22210c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8767d375b62c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e58f23c91e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7224c61e1367(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e447811c530(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b986f28336bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99512bec0b96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66750ec55989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2c92bf975fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b88325cc791e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfa15cae956a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e9ac950f8b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78cbd98f1870(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_235d7e0ce1be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_796e449f52de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6badbf4e5f26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f37cde9fd94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ad4f8f9924f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42efda211e3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87c3879460e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f3d06634ebb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a04dbe3c5e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d95a55998cbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8521ecac3a6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91740d2f0798(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f416855c16f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eccf14677ad1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23c364cdc80b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2505c5c7397c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1360c60b249b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62657cda7cf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f2f21fecbb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_412808a8951b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb96ffcc9d38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7cb15281522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68d7030b0b33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f894c88ff7ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a4c3fd9632c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af786b071d9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_154fe4d47468(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a77c4c248566(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ba4dfd8c70e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_108c8ac2adcc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b94319a20cd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d33e85e2dbd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0043471aa17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b0cd3c9ff31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_713f7e26949f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9154a6af507(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f847e1c2ce17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e20228adc3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_158bf7f04569(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b8665067316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c850e0bf43de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12dad5260e34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2f2593441d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_06fa757bc45a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa737643bb93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea3367c36372(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a9e67bc6937d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a3c2bbe51e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c454029451c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d4b1a1645f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_932ff31dd438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6336abea996f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df095058d254(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fdeb1111128b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdb719265f4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee085b6519fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84acfd9a9b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6baefb064dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_718f5cf17631(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_627fa0d25915(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02a0b73d2690(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b31adcfd8a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_066a7e04aa5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2356b8d4ee7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d99a42bccd6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb12726151f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36c5e76a6ea5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_783fb1c5397c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0ed2f2803aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ae2a0d7668e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d96381910431(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00e406c07d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83f6b2f7db60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d87bfeb48689(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a8cda315078(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1e164183c7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05899a360e97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96b95c1a29a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0795020553e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89e204f25eab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0abdc4e85c84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9c4182af80d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4484206bbbdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66999011fb91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd99a284d23e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_900075074824(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_abbc659ae306(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70ad21d31e2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2815efa0bbb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90ffa343e0d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b58ae7343af5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3219d61d904e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca9b01f3a5c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68160d734b00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bca1a2628018(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7545bf4c4e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cb1b0034fba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5eea732e2587(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21b856cb3e24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74c25642851f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b15edfe6f6e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e846aedd095e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55aedd524946(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88884250df6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cba5047a6a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd569f7bb406(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_613090373363(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6d316449051(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_263384cde9fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_06a7110b595d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67f96e0076ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4336d6223de1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4edcb1628770(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7de893a2e28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_247a79cc8ce4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c5fa0d7b299f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c629af9ed436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b70916973ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_272715e149e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3dc8cac41253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_944ac257a390(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1cc0d7512b69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bda324b73ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba8e9401e922(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0503a5ed163a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b6a10cf2a9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_001e079a70df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27cda2bb11b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a67c83c3c0ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c6fd943fb07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25b3c591f494(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_101d71814011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db55869f4b71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ffe43765f09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e3f16f26ff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66101c0f481f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b50399277b12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef0d5762e68e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_29fad82be4be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba36d7ff433b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a3df37d79a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0bf85f60ba0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e595cd3a9e0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_397b93165ff9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02168505e6b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fe7c515f10a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4465cffdd4ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb44839e03cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ba972fb3523(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34b4b26d5537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_706aefaf2de7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec786eab3040(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38d93196196b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b46c1ce42752(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b834c1f439f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43f3aaea5e59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f1700b84981(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1f668b5a089(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_289de728e567(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_943219edfdd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6e7ee3f295d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07b85ab62f07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a745aa096b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e24d24a50b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d925c7a8f3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_706c76bc9ce2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5b317edbe38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_267d695748a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31133850a879(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea58b010e817(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e2fca0e9778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0487bd35e26f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd8d0e483554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e28619c46fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_135413b14134(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8412c0bca6dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b23538edb8b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc094a73df5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_464f1041411f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_220319662477(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f18899123e82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ac131b4cd2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bdf9ef5699e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d5f9abe2a1f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8387b990851c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7aa8288c6d2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4a407f3cef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5533cddc41eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42379a5649db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb36bc018a3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ba4fdc2a970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9286e94b4c44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_620368539730(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d286d535b41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3fec8c9981b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_839ac68c1921(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60b6873f6827(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_536b75b01418(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2b216b77803(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_492d26b2f03c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d31e146561a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c1893dc09596(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1798be205eb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_752b531b3c20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de68fefbbc46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d9456e0737d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03dc863c6cbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e04dae62f8d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15563480a163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df08b5dd99cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cc6b82414ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18b4217e26cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6bb4b6ad51a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94b5405e4a61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47984dfd3257(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24b2879dbdf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3114309fa95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0ae3369e4673(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_248633d71ee2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a44447d4fb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed99f8dc64f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_750997351ae0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_847bba523fc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecb941c1a697(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_867bc07b6158(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f80778dfc71c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_309a94fa5104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa2efa6a3faf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_833641283949(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_084e2894ef28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e666928c4f03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b11522c9bc3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70d88d3b870b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d10bfd149619(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5bbbefe6d6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_35decb0b1bbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aebb32c92646(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2717a6057b32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd2feb20a163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d8d35947cfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd2df0d2f89e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5fd73e1314c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db8cc8ce5bf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02e44a641d68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7215bb82719f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00a26f33d874(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_988611218886(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_267cf2abdeed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed772c626ea1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b405c2102b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e06d50eaebf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c55885139a4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e80d495b07a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_36d18d448201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da554bf0024b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6a78d494b30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_521971437460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b0df3d7494b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d917a54f31db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_316624e15fbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f27be74df72f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b84062975ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffae33da85a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21d533f4685a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a9166887a9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_517f4f7d5f72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_feef4d43d27a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08bece412372(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b627d30f7a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d42b2379adb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2cfa78f8c722(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_124e8562da68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f6d6835372f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f89ed85b343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc1df3a7e9a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70d7ab31329d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f8d762dd63c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a31dbff57d44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b04eb6d8db0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_970744653f70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63b536a4c086(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25ad70cd2e66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ebfc077ddb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_787c27a32fec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_83b51a571ba2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81883a0cc626(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0cd870a500df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9caba122a401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ccc46355da0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a721713642a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3dda0af3696(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63dd67b3c767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3aa0ff6dface(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8dc8ce612d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5c07939765b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7755bf64a674(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_76c757261525(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fe484ba8edf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3612afed6d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf5134224558(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e3a0bbf91d1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c35fbee28f91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab6072ba0c33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_321295cbc539(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_acabbb9ad918(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cf7f75296de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_59e5877d59c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb1306541054(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c34e0e2a18c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a88abe010153(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_31e79a10ab58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d67861583437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa753a242c5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2e93aec1ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7880b24185f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_197c112b8333(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed5923207c5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd5f2aa50587(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b12721ea43e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d585a50a4da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8d49717f0ec9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6fcb63655a14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d93fbf797ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c1d7b8025e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50442f951cef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_491a7c3b1f58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24dc68e73f63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e2818fc0df9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f29ff130028(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8d367a8679eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1b1b55b0317(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1d369c900f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_392a805d46f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_311b974b64f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a39c078b8fa4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7e40c159b1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5414202afaf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7aaf13c362e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ea03f65d3dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae78f8cbb05f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5343a98ec98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e2b36e9ecaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4677ef7c4760(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90d7d09634cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f16a86a831a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02ef60fdce25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53e2dffec860(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a64220a895c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9a20e2814fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1c2db8b6500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00b7a72d7947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52cfd81e3f6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18033549d349(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf0d76902587(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f1768040e73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4c895cf01f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2274a5c17c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74b7c33fb82f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2668798ced84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d7b5c43ef48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfbff4aafb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efbad8ffdaaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffd8e71d4d6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5d5dd4722ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_734b9608252b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e878309ce9e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc9068805dbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8adbe131ce1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf30482a8618(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_348611ce8f56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48caf1b1db81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65d667469841(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85549ca03575(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17d7aabeb95d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_437ea6533b5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a50ad46b6066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7af1fe4ecbf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07b4932602d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ec09ee59492(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c02dda95ecb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_610f3075b76d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5e77f6893c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f218d616931f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_848973052259(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c54cfa22daf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f0c1a9e12a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03c6b03b365e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e0f5094bbc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d2fcb4c39e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6366d12705c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c228b0cd67b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad6957203b64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50cb1d987210(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f42dcad11e5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7a8cc2b2fbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a11dcdff24a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d08945d6cd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_231673eec3a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f31461f249c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d6e79b69c7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3fc6c11fc84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_516e4a167484(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c45a089be08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6a09e8aea02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5684cb9f55e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b760b18fdaaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37ab909e55cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_511078925c94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8d2b29e6760(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_341ecc42fb8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0ce2067fc23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d9ed6da00b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_817b5895ee9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_540e6d7405e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88e403ff3619(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47e5655385ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd50d20ff2b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f12f4638380c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fab7e0c973b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57f86678a7df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a38f610c6425(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_490de4cfe395(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7394cd062732(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b406af552a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3ee679f13f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d4cb38f66e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e85298285586(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1c0c73444b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e892da82704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd296b1ad39f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f36e3f063290(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_080c6700b1f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e385851bff3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_defea89b2d60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c27738d1beea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b62e8257849(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6138c6318c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b2819bd2ad4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cff998322022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24c7d638dd9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9a3b9aba78c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563693f02d14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8430e80290b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acd66a421646(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f32c58d1ced5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7d47a8e0205(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54fab87daabe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ac689666364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_594cc1ce0421(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb000aeaf0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22270d79f46d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b75583ad28a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3d6712bbd69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_095f32f8c7ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff927c79ce22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e723030d3bf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4271991e96af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce877b02f0c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c19018af677(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4934d186861(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d40869edc6c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ad3033608e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db9097145588(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_356283bea103(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e088af70e68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da1d0ffc2fba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8a64498dbb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be1a4678aae0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06b3edaf3d56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee6fef571ff7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0db5011ecbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45f1867e840f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e059a959f942(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b03b5c88a020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa57654554bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_705d5040d7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_742334d164c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d18d6ec1761(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f69c8e201a24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41a1be469ed2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3ceca32993f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc634460d872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_554314b1cbf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73e89517af01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_829040fd14c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a649e517010(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfe79af6c018(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55a0a93d7876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50eae4bfe15e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_956e4a2fd1e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c094aeb0855(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e8754ef7be7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791af644fc03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_250495781f0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_887149aa95e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b7ede8f0637(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9aeeddb0ccc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa2e79f09eb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ffb3db2dd48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b417f64e103(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f10281cf825(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97105b9a9078(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dff0b8bcf8de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2a7392f4191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fdc3f45bcba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3ac8336b856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d94717f023c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e66cbba7e864(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36790173baf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ca5fd08249e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d31ad0852a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb35af0c6542(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29fb2e8419fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be20e000a8bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f06ef93456eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba2351f7af5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18e49a4fc3a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f27ebdc8b3fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a07ec312acff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9336e8407e1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7132f1db143b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27d31d1d525d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_445a43085e53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_834efb8523f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6ddba2f128f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22ffdf0d8e31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05f82e9d5160(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_934ba5e5ecc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7723c4e1dea3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f714ef9f93ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03f0f0ab0db8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_755cf5e9caf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92078751fdac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d6682247df3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ce7af18fb3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df642cc65a7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2966d2736e62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5c7286889e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b4db1d89184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b35130a1da93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecec9bebd089(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5511b8dc643(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9a91914561f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_573361a39201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb75ac396132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fc7ffb26e71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1770523e5d5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b96f5a2c08a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40f57b9a0ff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8de87deac32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1deebdaea51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd881dda2d81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_590082b4e104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ead8d6a5c02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2903d31eb78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2aaa3abaaca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54bfe1180d46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f756cdff5d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cb5ef160022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a0b51502f2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45497783b763(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_302c144e3aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_893cb6e1d5ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fcadab3f6c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_887a4330527b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c75d071be777(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d556cf7317aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d61d04b9a900(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61a70bb917ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65e68e387b0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2e57100ed50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a9c34469ade(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_723cdb63cbb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9557afb39000(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad4af02e9b1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6552bf77f12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b7cd5552f57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08f74b71598b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c741af4ac77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_615ee333b97e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fd1e0efcd4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90f9b5b621e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2d20c2dd7bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf220d3c68e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e363b2ad9c2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c081b6cda62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1346d9626f24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c224875c0d74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78d7bc7a9ed2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68613ecb0e10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ef1a2462823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43a2c7a58b95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a54e3c62a5f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de636034144d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73e95cd75a5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d8b2f427554(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6b0bda2d2fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e0519320816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8a19e005fb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8455c79fc06f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28a83017638a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_275bd85f1977(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e3392b37120(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ae3072acf2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c020826f6e67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbdd65fa0913(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb11f4957721(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a90b7e45d89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2b11eff9c0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cc7cbd6767f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcf7d17564dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c5dec0e3060(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c635bc52c86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c80a574ce64e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bcb4393a5ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2975a0405917(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a7b33cc09e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a8f08feac89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e77eb3f0e24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb2162de8f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ca937b258e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7479a9f54288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47df95c7e8eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca9c69026b44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62901f6a16e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dd985f88ac2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_062ae80d7bb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e52330035f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9beb15e151ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3de2b315882e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8d699382c39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91ccab50b973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0973ca357bad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c15766620db2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ba3cbb000a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67942870430f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_902852eb9425(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b5765d2157b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dda25f905a60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf6b419d0e6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f87842b5a7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad0b4f1d482(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_913ee04e1e4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_170a72824d91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d88ab34d806b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0a2b607b412(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e69b24f2de6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a578489df5b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_822f17cad0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_210929f39edb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26813701d9b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90c500084ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82f2ac2053cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3425c485fb0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c6c66d2f0c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cabe48e9e13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82a22825b73b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98a11758d26c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee23537681df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad9034e24908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f748e09b7dc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc573fdb6807(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07b3b1a6b245(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de23fa0680b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a2964d77349(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d784dce6c364(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_101985c8dafe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee260c32a6f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c5a4b9e9a4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92477afe69fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82f8b43824df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d95bfc5ef151(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6badb810e36b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96f70b7645ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dffd160230f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fc1ea33f720(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffec0a1b5b88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a6d1c157b42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63563be53147(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1eb6fb2b245c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a7e21398394(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53a074ded289(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_624ed8b67eb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89b48eeb300e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34ddf49844eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_719cdfbe18cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6b99770fbab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b424165ea62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_735437a35b90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24aec08d4b64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8eae8bade7a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78cfc7595ece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f90a8a91490(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9635a3fe267a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47ab581f6435(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52a661284623(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d5ab49578ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a10b7b54af5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b15c7c982ed5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_169a18150770(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a68dcdfd1d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08993aeba565(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ae37e8be58e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3b29563e430(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_555e29ec50fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4d60731b91d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aadcb8d7568b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_845ad2479b1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59615e609db5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39265bb13812(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a712932aa92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d122715b2c4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_767947720dab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9153be1ec6f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3930ef7edee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f48bf0c3a8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88d30f39ad8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee790f89981d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7670cb9a1efb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c26800c69c3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f481ef29207d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5299d90342a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_998612ce8901(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61eee44f8db9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8202da86788b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45aea0c6c132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ed422422b9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b2883432c0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6806497ab48a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a6dd63cd5b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7bb89b66245(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dca674fcd34b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_043260cde616(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_404618045d21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cce9f00ba04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f6888b8b1be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4eec7d92ee68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d45c71d8112a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1afab505bee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ac00943c3d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4f9dd81a1c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ac538508418(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_185b8d068473(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f2f7b58de86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f44f1ba6a35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e357cf8d7f54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44202d1c8db0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a23a5842697(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fde484c4b564(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12b1a56ed345(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a851c1f537c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_290f80405e50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d89802518c09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22d70dff7889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36d1c66aebd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49eb0c16e80f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7e566bcd128(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0daf110066e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_694a6b30276c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6216c5b9095f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b857cf17cfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1dafdb876b3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a639b20ed8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6697512ed746(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcd3fd963ac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6afa1af40f55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c9609cea7a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a18503cbd562(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27d2e37e5c01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_637e926eb99f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f238d89bfd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ccf64dcf1c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95e7d6f9512b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98d065bf006c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc04bca83c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9d81cce23e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb015876a9e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d57d5a880cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aacafb52252f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8700027898f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a808508193d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a28ddd33f97d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5595c775db7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9516017f4c10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6caf94e4f67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f99d00f1011(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc0f5d30fdb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_908ba2bd0947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_622183e07f2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_816236aa432c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f79666fa6b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e673bf13904e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0df76bb2805e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6b0d7acd483(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aca8f255949a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_778f0d60934b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_242d552dac89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_726c290d2c61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9240d5beff45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62bf2f9578f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6492771bd53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bbfb701370e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59c5a15a3f45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_462f706de559(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c62e6959040d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f10626a5960(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c376baf32647(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83b5aa3a7162(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6322fa78f6e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3d377a47c04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22e987111a0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b27f18d1b06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de7d26137aca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6934b00c8c45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fca0045d2258(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_797f226ce25e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f9f8508d5a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c28fbf97123(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_007e703b8b80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_590da10fd930(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30a2ab7d3f73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1be09558e38f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad14adb158c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_010d10015549(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed47ee43d34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dce0b5395b23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4cf43f4e6d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1378f3866c07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00b8b9657faf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d54b01f7229e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e192bff17f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79bab740bffd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17f2ebf07367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9874983a5ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b1458b1b506(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f318ecc39a57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f7938776330(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ba6adcd2b20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_889a40545ed9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aec67f6cb542(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8fda33913fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d678e01c6eb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d6eb4773dd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bcfd8d76f71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9842ee272eab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ccc5fdfd472(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cf6f2c6229d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd648430cbf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2cb58c665da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7596569b0702(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c53709ee11aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dea1c50b302(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63a734000184(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52cd845da4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1092e1d7414b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6d8a9e73ab6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92ae802ea152(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f512b41159ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da9fc39e161d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b10f69078916(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07aa893470b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66bc8969fb02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9996bcc51f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e03aca04155(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4814042ce3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae45fa9eae42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d80a6adce8ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddb6411d9325(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91bbbc800239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a6f6975f202(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8512bd139f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19e299a7e57f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc5b24a95ac4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15cf623d5a8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae8a5109517c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbc904ed3ffe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1694b6b31f32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd635c4325a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6bc1fe5c48e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfb705e66dba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b2266b77716(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93b4ec549b61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a76a15d90696(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9eb8a705ccf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eddcdf48a1dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54d965261989(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47cca3317cbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bec85ce8b86d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe1d996da874(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e7514939669(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22bb441aa940(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e04b2207d2d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8b0882394e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77671697a6a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c3ce477ab8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3b80dbda4af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_278955a38a38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a4a8ec88dfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a60cebced163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd4be124ce99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a66026c24d83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efb77022cae1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4eca1503c58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_328e043cda9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f58afdc943a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3883aaa18216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae8c02544ed1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a320af0d7f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bae0802c62ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dfe678c07970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d17b0ab4ae64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92bab309c277(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96bcd3ee354c(const NormgenFwdParams p);
 
 namespace {
 
@@ -887,869 +899,881 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_02d4e2256c7e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_92fe75c25442, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_7693434db5ba, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_850042183c22, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_c59920ffeb74, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_e95a6146bed0, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_631df339ecc1, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_f0d253d06be9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_cf2d722eb097, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_a1d557a4aefe, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_layernorm_fwd_d709673e58ea, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.cap.h768
-  {(const void*)&normgen_layernorm_fwd_976b14536c8a, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_ad89ee7b8dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_7cec401c3d6a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_2b007dd7a63e, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_51700624b184, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_bca3d4086dec, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_53e4bdce832c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_8f0be6565b50, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_620ec3196088, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_ec7b9e3fc37e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_051661a21dd6, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_1e91ade0368a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_8b9486565bca, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_layernorm_fwd_ec2f46e1b535, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_14666461dccd, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_7a3c18355732, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_267746b2d05e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_c2bd32918d52, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_23dee9ee8202, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_6cf16e6d0bac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_611439df2bbb, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_a61f53e266d7, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_aa5475638ccb, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_c7741ba3ff9a, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_8a5fc511496b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_17ae8b772be1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_5f60e14a1d6d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_7a6e457ea13e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_a3e07cca91ee, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_52ffc80bc6e2, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_805eabc4f8cb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_5a8f3c240c50, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_40aec6bdb394, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_088633d715ee, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_5175164bfe9c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_56965113d140, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_e916974e978b, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_9b86705b95ae, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_56de8bf06167, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_f322ea2dd908, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_453d4ec03a6f, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_b290063cddd4, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_edd35d0aaaea, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_b736c3b1f2e3, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_ba2865742f38, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_784faadc50e1, 2, 256, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_63d5b7fe4984, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_802fe2c198c2, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_b52122b94c36, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_4b82481f4cb4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_9cba8c302df6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_91cc8d5a4fbf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_3edcd8924e14, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_be0a86e07566, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_45c9ca29cf20, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_1de07c6428ab, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_aa63739099a4, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_787674621b38, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_e6d1ad127d85, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_9f7161c9215c, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_ba2dcb878169, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_7130e165d2a5, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_b065717e6e9e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_b80777fb3df0, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_1488a1be4b7e, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_323fe2aca009, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_f51a8e3aa740, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_f4f01a46e9d9, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_353f316c58e7, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_de8c605c665a, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_362e8de594bb, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_57871ac1e1e4, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_d9a2f217c660, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_dde9bf0e4674, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_1dc080948e33, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_861d92c621b7, 0, 256, 8, 256, 8, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i8.c2.early
-  {(const void*)&normgen_layernorm_fwd_98b4e0b9a4da, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_0c1fa3e05c87, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_41faad2c2a93, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_6ffed170966e, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_4c55cd2b95bb, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_cd5e7ea264d6, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_1ba0d43d6e32, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_12a66e40ef5a, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_f7938d28596f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_c942ee3352d2, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_9647980ed2f3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_cf5a5a71b53d, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_13316d4b0bd8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_31cc9c687b33, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_01f68fc30027, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_458b22f83b82, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_d511b6f60534, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_005936a6c0a2, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_c78dea779af7, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_28ee1eb5176e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_d83a80e9aaec, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
-  {(const void*)&normgen_layernorm_fwd_0dc869d73ca8, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.cap.h768
-  {(const void*)&normgen_layernorm_fwd_3c9b274fb146, 4, 128, 8, 16, 6, 1, 2, 27648, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_307b40043577, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_471e5bb9ac07, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_2b4772239133, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_317ee90b92b3, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_e2f057304270, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_5376dc67dfaf, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_ddf5b093eedf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_bb79b3649cc1, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_7056a95fea7a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_719ab43e33cd, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_54bc2ab5b939, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_21d8f3b7ff87, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_9c017f2b2591, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_62fd2f81082e, 0, 64, 8, 64, 4, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i4
-  {(const void*)&normgen_layernorm_fwd_076f66610b28, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
-  {(const void*)&normgen_layernorm_fwd_c465f323107a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_991ed1e24fb0, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_93bc273bc988, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_bc9e320fd846, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_fb51c30c8802, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_2449ee7b5e0d, 1, 128, 8, 128, 3, 1, 2, 0, 3072 },  // pipelined.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_23be145bb6ce, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_16ee67dc0c40, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_be3efa947333, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_987049d1b6e7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_826609b7dcac, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_97c9223568b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_0e03914cb005, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_51f7e66dc791, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_d70d83af5876, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_bb61bedc8cc2, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_4a45c01f8a3e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_549a17c91f9b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_28b37d69eec4, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_ffcca778c344, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_6e66b5219fdf, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_28252ec06ee8, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_b83f41d87bcc, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_c9634fed512b, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_8b478c148e1b, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_fe03385951eb, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_91808bf8792c, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_dc3d3d2f7a06, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_layernorm_fwd_2e7e74db3066, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_9fb87fc0368d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_eccca7f5c193, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_324918f53ab1, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_e20c7ff32549, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_da073b6f1107, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_63bb18f8abec, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_02592b62825d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_436ebb748485, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_b235f39743c1, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_c147bf5975f1, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_98f16f1e01ee, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_layernorm_fwd_256b857da1dc, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_b3f1189ad704, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_627529ad3374, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_7fc7b62f4936, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_1857811f81be, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_fa4c752ed850, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_d74ae2f388a9, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_341a73679c49, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_ae062ce684a9, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_1886ab0be84a, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_a15a31ca00e2, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_cc19af6a62ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_61798567edd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_ce6ca59f3118, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_d74d0e526ed3, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_7ffd60c32ed0, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_3da4d5ef5f8f, 0, 64, 8, 64, 8, 16, 2, 0, 65536 },  // regs.t64.v8.tpr64.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_0995ef987eb5, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_layernorm_fwd_0ec641d853ea, 2, 512, 8, 512, 0, 1, 2, 0, 65536 },  // smem.t512.v8.tpr512.h65536
-  {(const void*)&normgen_layernorm_fwd_40c633344033, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_0672d72a26a4, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_6335f771a15e, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_layernorm_fwd_00569e0fdba8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_d6ea7428585b, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_b232706d7b1a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_0794a7713539, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_457844d1b47e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_08604a28774a, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_a9b5689c8d88, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_32e091010cce, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_a96425cd2019, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_e0ea877411b8, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_eee602c895ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_layernorm_fwd_1cc1d93fccf3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
-  {(const void*)&normgen_layernorm_fwd_8555aa5f5879, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_layernorm_fwd_64eded71f466, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_40dc926d4760, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap2048.h1024
-  {(const void*)&normgen_layernorm_fwd_7c2f126bf750, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_c3a03e6fc6bc, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_8fde12ddc275, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_17e1a32691ba, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_131856d35f99, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_322007904187, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_4a92281451b2, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_d589a31010a1, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_c4c642b27023, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_b019283048e0, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_527fa5b30347, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_f48888d13f6e, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_a4d944975e9d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_92446607ca6d, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_f2af98abd278, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_layernorm_fwd_d0820d48346e, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_fcaabb87e453, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_layernorm_fwd_2efce11e7510, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_52a6bec4da55, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_c81e80ffe201, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.cap1536.h3072
-  {(const void*)&normgen_layernorm_fwd_2e79ee299230, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.h3072
-  {(const void*)&normgen_layernorm_fwd_954b05b04035, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_43a1b58ec7c8, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_8e862efef84c, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_layernorm_fwd_359265c90d69, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_6f6e7c8f8d41, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_da1ef98de759, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_b2b726ccbb51, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_e90df67fe988, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_344e6ed03887, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_05b86a634f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_5db7db2d78f2, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_62b361f8365c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_2f10c1cec73e, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_58739b1bd749, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_cbab7e08ed8f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_7d7f931ceced, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_419392091578, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_layernorm_fwd_9db84bcd7f90, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_3de6dd83cbdb, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_c2979a0dd516, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_64c76945930e, 0, 128, 4, 128, 7, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i7.c2.early
-  {(const void*)&normgen_layernorm_fwd_12484017c38d, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_96b1451e0da3, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_d8697b82102d, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_2bee27d6bf2f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_704a89d7ae85, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_6d3afa6594e7, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_e1eaada216a4, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_a5748c79b934, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_57b881e5566e, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_99d79c5526b6, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_47b86c6f777d, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_d6209f23b614, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_c02415f935df, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_cc5b36148ad5, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_layernorm_fwd_36779eb00795, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_b17791576f74, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_f011e410047e, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_e7cd49e3490a, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_b3ad290d4faf, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_f6a0819a9ec8, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_079f445b4c5f, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_bdbd67b88791, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_c08388b1eafb, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_b4a9a6b18d45, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_5a2bced5361d, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_7a615efcf451, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_168532a44181, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_0f5cefa139cb, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_5f4676ecf5a9, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_fc8118c035f1, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_27cce33746b9, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_e24f7d42a2a5, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_cb45062c274a, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_8b76e25e7e80, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_89b41dde3e56, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_bcde59aa17c2, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_554c2f12f3aa, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_ff12d314525e, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_3965934a6b8e, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_bb27cab984dd, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_df9c16258817, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_2fdf51c7bb47, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0e291b99a402, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_3cc7a629ba0c, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_2b15e7c1be5c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_05c134afaed3, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_e5d60d875a6d, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_2d6a698390bb, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_9cd255a8de43, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_03369b07eb5a, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d0108a911ece, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_d35d94eb656e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_f51db32d38bf, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_eba462869141, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_bc0f19494778, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_85a1f74fd14f, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_096b55f64b36, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_95440204bd59, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_962bbf0690e7, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_127a5fe80a58, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9bcd8c451cc6, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_5df67d4d1de9, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_161da9bb6516, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_cdb1bcd77ab2, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_14bc7213eacc, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_7d0cb5009457, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e9fd945f90ce, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_68a764638463, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4c442b527527, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6829d31dba14, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_1fa10c85cf23, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_be2205392889, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_bae48b93c901, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f4829559bf56, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_05e8231f34f6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_bc83974d5eef, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ed8a1eb424b7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_1969519b8276, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1e21e0b30f55, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_a56308e986b5, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_43d1da2a3cf0, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8ff1aa1ce9cd, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7d2f4af249d4, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ccb4689d22e1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_fd2cd4bd18c6, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_428abe5cf75b, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_bc784af91c8f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_12d6b566629f, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a981bdc5046a, 3, 256, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_301dd9263413, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_dea2dc9f3fe7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_a74a67c5f32f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_35d4d6017c73, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_2de0dd061015, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_4f56df85bb0d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ba45ef0bc10f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_b67aa5a5dad7, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4905a2719c86, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_78ddd8c1867b, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_920eb838b144, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3838562accc8, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f10ba4778a33, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0641c2fb6f6e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_daba1cbe8824, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_a7f4c254c15c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_62caf27f6e52, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f45124af397a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b6356aeb8a20, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b8595ac2967f, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_14e927a1d51b, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_aec441b3ace6, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_bd4704e5b6e5, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8d5fe09dc507, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_77f6b0f30942, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e49cecca323a, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b232729d69cd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_3947c55dc3f6, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ecdf49e28dc0, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b7fe94b455b6, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a284313872e0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5534f33d5308, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_74988da99cb3, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_eac22553b458, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_223c5c3e9cba, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_6cdf4306d742, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b834204e6ba7, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_cbf34db36aff, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b450d3836bb0, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6dc584670682, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_dcdb36309b26, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_10c7e43a7577, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5ad7f9e10f7d, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_56d075ec9d6c, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_095e34752ee9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_03b2155bee76, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_65ad2b0e8268, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_128a63484397, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ccf7fefa55b2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_de0b5a8adc1b, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_aa0c286c9a86, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ca55cfa74f23, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_288798b85f1f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_7fa5f623430a, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b64d22325395, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_505b3376994a, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_b16b3beb93fd, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2e8832594153, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_b579beb3f621, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_5bad680a2e6b, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_0741547b3592, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_094d7d193758, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_5919baf94f5e, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_b36bbfd310e0, 0, 128, 8, 16, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_473ed875771e, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_ccd29c6213ad, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_c9db598c99ab, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_8c807c5367b2, 0, 512, 8, 64, 2, 1, 2, 0, 768 },  // regs.t512.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_ea789d5e5fef, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8590994b92f6, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_83b88914db82, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2803c77b1352, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_01e7cb90f622, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e4e8022ea0be, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_29ae565a59b5, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_595817fec352, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a10215cd0283, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8b8fd41c29dd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9dae38bf0b6c, 0, 128, 8, 64, 4, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_704cce2e57c1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b0dee563b42a, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_563e9074bb66, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bb74c0f4adc1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_986ecd01fb11, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ab8033cca848, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_17210efe861a, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4b1f166f3e9f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a5510120472c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8a0de2eeb42c, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_084d742e1125, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_aba4f294e3e4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_58bb97ea16fc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b5fef87d593f, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_43deb19ef68c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6bbb379c58c9, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a355b5a5b30d, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ceddfdef2389, 0, 1024, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_25bedea4f5a7, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6f6ec709e341, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_39cf53658e5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4176969ff6a0, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_0ebec0d568dd, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_790b417ca81c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_475045003fd0, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_12d94cabb8e9, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_21dc2763823d, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3e0403fac767, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_11bee4ba7a30, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6e5cc5b452d9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c0d1bab70aac, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_86be274bca15, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3987996a9c7b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_61ca64b65190, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bc81c9652ef3, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_cd3984588da4, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_380b692271f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_628114a0cc7f, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_129c8e395558, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5396142c9761, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1e127f792159, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_390aee0b1821, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_d61130daeb18, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_fe77d9223280, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_45d920b6f873, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_97b95b7a3e7a, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_7eeafc9dd512, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6fe57f2af80f, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_34881398fe32, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e6fb5fb9bb59, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_975864760c4d, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d2c1fd971c91, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_19129e7405a4, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_420879787f92, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_c5d55a9da944, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1c494da8fb36, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d52e6d301228, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_50fc4cfeff70, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ea21bb7e49a8, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_21760120c89e, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_490d602ce429, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b0c156c25116, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6d23a089dd47, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_46fd3c0a5192, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b70acbdf0191, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_cf5e0272834e, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3dfd00485950, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ae028ca1c8bd, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fe5cb2f16da1, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_db24cc7d53d9, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3e8736d7f174, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_c1e49b6ebf96, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7d9ec7f8e8e3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_44f6329deabe, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_3e74cdd47269, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_ddb6ac4d3e3b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_cb01c97ca8a5, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_2f6e3c21b5fd, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_e47635401a38, 0, 256, 8, 16, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr16.i4
-  {(const void*)&normgen_rmsnorm_fwd_a92a0cf3ec23, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_06467dd2ff23, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_6579959c2aa3, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_3c63c431d31b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_651b12a6e8b9, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_4889bf252640, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_717516821d61, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6264d1a99add, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_1b2c23494a06, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5e90bdd07d6e, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_ea16c4d4bd29, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a19f11c1e93f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_e919b955f0a5, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_833e5b29334c, 0, 256, 8, 64, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_e458bbf5af2b, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5aec4f19ccae, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_fce4bc47cfbb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_cb06aa37ef55, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c649275c4a1d, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_4d0d1b6d27bf, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f265aca7cc82, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ae7a3b734ec6, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
-  {(const void*)&normgen_rmsnorm_fwd_43648f656f02, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_8194eadfc7f2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d96280b5468c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_c88522edb4b9, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1a7a0915a6bb, 0, 128, 8, 64, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i5
-  {(const void*)&normgen_rmsnorm_fwd_8c9a20f630bc, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3dfd4da5184b, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_972d69a2bc35, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_27610d9311be, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_388888239a90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f621e82c25ed, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3e253c34b20e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9e781a1da980, 3, 512, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_02865b42aa62, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c80015a02695, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_52892df0250b, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_30cf5c743b1f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_359c0cee7b06, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3a6fa3599ba9, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5da65466bab8, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_a7847eee2df4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8d9790974c41, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_42d1aa6c207f, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_81e180dd9778, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_cfba7898090f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_a1d054eede0d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_550f203dc270, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_e474e05e04d6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d1476cafabab, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e2b182848499, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_25df8ebc3f0a, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9aca6d8bce14, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f159c7b17b70, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0e2b3b03fa3a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_4d33e1f312eb, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_97f13bf35bbd, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d996a5737a8a, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_4ba24a0263ad, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7c74c5c6607d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2cb1505851c1, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_b1fc1104822b, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7c8a27029250, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f26c861e0880, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_0fd92a51695e, 4, 256, 8, 256, 4, 2, 2, 65536, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d8b54ff01b88, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_690ac06c4032, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cd449d2445a8, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_16d8415db4a9, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d9ad0cbafc85, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a83ef963e79d, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_2d579f70a7ef, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_919437acfee8, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_fe635f0244e9, 4, 128, 8, 128, 2, 16, 2, 16384, 32768 },  // ring.t128.v8.tpr128.i2.c16.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bca13de67923, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d30b9bfb3c4e, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e804cbd05810, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_94fb84dbd100, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8fd717328ce0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b2362bc7538f, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_4b5a1ce2a879, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_90723652e859, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_e910cb3908e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6f8a5ab06783, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d4905659f404, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d500d8642839, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d3a284ed7e7c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_83880a640027, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_e2b63e7c08ec, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_d664b5033f5d, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_0e72a2eb5c00, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_9bf6339b8f55, 4, 128, 8, 128, 1, 1, 2, 14336, 768 },  // ring.t128.v8.tpr128.i1.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_a6cc6688ec35, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_2390a53cb833, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_bd9817731ee9, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_a132afa69633, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_599ce27d3393, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d79684d5ef79, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5a2c23af10d0, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_31b51df1b42d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ee94716ba79c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_427f14a0d650, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1891756263d2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_135b0937808c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a16996be72a4, 0, 512, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t512.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8725d4f56bae, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2df709dfc654, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_be26beb129cf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d9f48aeee3b0, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_915ceaaa35e6, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_47d1dae40181, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e815bca0709d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_41addce5e9e8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_bed5d1408944, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3f17591f4ef3, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_73c02969e80c, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f8dc6b5c8b8b, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8ed528ef056d, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d46abba02eff, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_25d7c4601d1c, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9a5d4348de70, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a36f41afd337, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_598ed2e08916, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_25550848424c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f330e7d49929, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5db2ef31a2b8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_e3e24ba1ad64, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b97b527c98b1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4683ca0016f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_36f79ee8ea46, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_32d858280820, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_02a1e214121a, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_43a68f5aa36d, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_de27083a33c8, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c1d64f85a7b4, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bc537be38151, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_622b59812391, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b72a6e66b266, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_81d34cadbf5b, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_24daed56bf37, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_73c0388ea57f, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c96e341e8c76, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_3216d21880c5, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_22ea7606277c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_8fa2809c6be9, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6268cfac2555, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8aa583de0e75, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b47971a70cf2, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9e451d77aaa0, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7c10606f08e2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_4759216c778b, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cb6cc6430ac9, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_15501cca0559, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_eecfef26d59b, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_cb5ab25a848b, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f361cc3782b6, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e893d14d2bab, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f17a57c638a8, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ed40ee476b72, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_0a0d2d35988e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_82e13cca0500, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7f1695e7c902, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c168eb1cc896, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e88334b09c30, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c65e7bd0112f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_780d888ca8ef, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_09a6903a80c0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7c44021ad565, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6d0bfe8ed9bb, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a91d8622e78c, 2, 1024, 8, 1024, 0, 2, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c2.h131072
-  {(const void*)&normgen_rmsnorm_fwd_279199cbb49a, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_63624ab8a370, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_d3a78ee83f20, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_4bede5e3d91c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_522dc69dfad6, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_4e04edc98e67, 1, 64, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_05a635c83da3, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_b47dcef00514, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_50d482b3c05a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_693a26b4ea27, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_1f05d690e96b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_1c16d68bc554, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_59acd2dbd3fa, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7afb0bd8d0cf, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_bc36ee7c11cc, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_aab2d21bfd93, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_56658afa5fd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_74bc44837c2b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_3ebc9a083e85, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_eca7dfb9cd34, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_03185ff7819f, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_338a834e0857, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_b64c5bf70bd4, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bfb0ccd95314, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_68a3e9e79a1e, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3e55d65e8cda, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_0d54e614cf1b, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_95644edab8c6, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_82f5425fd4ec, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_95f6ed495a77, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a0d71e02f8c6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_9696b44e3499, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_c45b190fcfc1, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_630018e1a7e9, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_e321e0b3f31d, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_80a8ee41e897, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_0c93a0870262, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b333c57bacee, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_bfe7c11ca2db, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_400678680c6c, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_882a03e1fb79, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_a2ffbf6e62ed, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_68a0903be9bc, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2afb30e54237, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_3ee5c8bd8fa4, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_bf961a97267a, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_787bc1b4910e, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c84440571894, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_e8ad80c506f4, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_3161ccbc3ec1, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_07041df60767, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0d8116de6064, 1, 128, 4, 128, 6, 2, 4, 0, 6144 },  // pipelined.t128.v4.tpr128.i6.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4aabf604cc8c, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_24973c447667, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_rmsnorm_fwd_858a0ecf3aeb, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_58ce68b10aec, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_fac5b47fdc91, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_13916ab8c9d6, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_96508c338e1f, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_f2a7bbe3af9d, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_16b09d8964b3, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_1a24fd01be2e, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_35f16628b374, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_3e3c9f3b744e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3f5b1fdeebe3, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f7dbd14bcb1f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_6a775c397d4e, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a12ba8d6d1ef, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_8ed39fd3462b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_6f7c2b99babf, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b3df4b82a0bc, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_9619c6105029, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_96a70543bb39, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_31290000e148, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_02dc355b0135, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_6d60a8854ce8, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_844086cc291b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_39b1f16d6bdc, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d25503077e2e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_539d49fdd140, 0, 256, 4, 256, 4, 4, 4, 0, 16384 },  // regs.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_71f3ee3a44e1, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_6af8daea8cbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_9295b244db07, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d1f3b30ea811, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_37f3b26c4bc4, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_1604cf0319bd, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b53d759d8497, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_909474a3f150, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_930a31aba164, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ea28b22b2e39, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_2d9df6ea48f6, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b3c5f0819ef2, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_889f84553a82, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d49668fed444, 4, 128, 4, 128, 8, 16, 4, 65536, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e03828ec08c8, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_af1a075e272c, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_022b6cd859a0, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4f851df8e72c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_51451cf51e15, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_854300d68546, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_27b841744dca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f0cc72cf8edb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_6939d3fbdd1a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_44af166ffa20, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_b7a66a2f2266, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_80803ad68219, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_7d0330772e46, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_bb2e81a1baf6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_6f0639bf135d, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a2556a582afe, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_654b6b37fe69, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8cf13a55d46a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ff5d19f88bda, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_605f994a5aac, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_75e5dd719251, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_01caa959c780, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_e9c97c8ecaed, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_c3ef5a0e7a6c, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0b5d59dbb63e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_7fceb97ddba2, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_881adcdfb02c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3a04016360cc, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0188732fd380, 2, 512, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7b2973fb6faf, 0, 1024, 4, 512, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_dc22053d7cb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e57c993f9e36, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_965f902a9b19, 0, 128, 4, 128, 5, 1, 4, 0, 2560 },  // regs.t128.v4.tpr128.i5.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3f60971f4135, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_87662aff7be7, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_1164c4983b4a, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_357878b3ff74, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_32fbd776532b, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_257b39671907, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_b829baf7a949, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9139aed9e1d6, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_cbce9c018615, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_8fde791728ae, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8951f3cca1e6, 0, 1024, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e9cb4b8bfe9c, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f22ac7f3dde8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_67c2fe0adf69, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_dd2c906268c9, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c56c1f27e6a8, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_090da0953feb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_5c11851797f4, 0, 1024, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7fd15e5cb915, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a68ea2f8c611, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_fceac507e6d8, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_69bd0268ac1d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5a7ea72c6417, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_e7cea22210c9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_8767d375b62c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_2e58f23c91e8, 3, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // reload.t1024.v4.tpr1024.h5120
-  {(const void*)&normgen_rmsnorm_fwd_7224c61e1367, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9e447811c530, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b986f28336bd, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
-  {(const void*)&normgen_rmsnorm_fwd_99512bec0b96, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_66750ec55989, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d2c92bf975fb, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_b88325cc791e, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_dfa15cae956a, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1e9ac950f8b0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_78cbd98f1870, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_235d7e0ce1be, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_796e449f52de, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_6badbf4e5f26, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_6f37cde9fd94, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3ad4f8f9924f, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_42efda211e3a, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_87c3879460e7, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_8f3d06634ebb, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_7a04dbe3c5e6, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d95a55998cbc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_8521ecac3a6f, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_91740d2f0798, 0, 256, 4, 256, 6, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i6.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2f416855c16f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_eccf14677ad1, 0, 1024, 4, 512, 6, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_23c364cdc80b, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_2505c5c7397c, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_1360c60b249b, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_62657cda7cf5, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7f2f21fecbb6, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_412808a8951b, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_eb96ffcc9d38, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b7cb15281522, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_68d7030b0b33, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_f894c88ff7ae, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5a4c3fd9632c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_af786b071d9f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_154fe4d47468, 2, 512, 4, 512, 0, 4, 4, 0, 32768 },  // smem.t512.v4.tpr512.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a77c4c248566, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1ba4dfd8c70e, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_108c8ac2adcc, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b94319a20cd5, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d33e85e2dbd6, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_a0043471aa17, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1b0cd3c9ff31, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_713f7e26949f, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f9154a6af507, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_f847e1c2ce17, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_6e20228adc3a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_158bf7f04569, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_2b8665067316, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_c850e0bf43de, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_12dad5260e34, 4, 128, 8, 64, 1, 1, 2, 6144, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_c2f2593441d9, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_06fa757bc45a, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_aa737643bb93, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_ea3367c36372, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_a9e67bc6937d, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_0a3c2bbe51e8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_4c454029451c, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_1d4b1a1645f5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_932ff31dd438, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_6336abea996f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_df095058d254, 4, 256, 8, 128, 1, 1, 2, 16384, 1024 },  // ring.t256.v8.tpr128.i1.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_fdeb1111128b, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_cdb719265f4c, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_ee085b6519fa, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_84acfd9a9b36, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_a6baefb064dc, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_718f5cf17631, 4, 256, 8, 256, 1, 1, 2, 16384, 1536 },  // ring.t256.v8.tpr256.i1.s2.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_627fa0d25915, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_02a0b73d2690, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_8b31adcfd8a3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_066a7e04aa5f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_a2356b8d4ee7, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_d99a42bccd6f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_eb12726151f8, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_36c5e76a6ea5, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_783fb1c5397c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_layernorm_fwd_0ed2f2803aa5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_5ae2a0d7668e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_d96381910431, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_00e406c07d52, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_83f6b2f7db60, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_d87bfeb48689, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_4a8cda315078, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_f1e164183c7d, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_05899a360e97, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_96b95c1a29a5, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_0795020553e1, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_89e204f25eab, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_0abdc4e85c84, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_f9c4182af80d, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_4484206bbbdf, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_66999011fb91, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_dd99a284d23e, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_900075074824, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_abbc659ae306, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_70ad21d31e2b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_2815efa0bbb7, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_layernorm_fwd_90ffa343e0d1, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_b58ae7343af5, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
+  {(const void*)&normgen_layernorm_fwd_3219d61d904e, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_ca9b01f3a5c8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_68160d734b00, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_bca1a2628018, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_f7545bf4c4e3, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_6cb1b0034fba, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_5eea732e2587, 2, 256, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_21b856cb3e24, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_74c25642851f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_b15edfe6f6e1, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_layernorm_fwd_e846aedd095e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_55aedd524946, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_88884250df6f, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_7cba5047a6a4, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_fd569f7bb406, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_613090373363, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_c6d316449051, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_263384cde9fb, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_06a7110b595d, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_67f96e0076ac, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_4336d6223de1, 4, 256, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t256.v8.tpr256.i6.s2.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_4edcb1628770, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_f7de893a2e28, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_247a79cc8ce4, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_c5fa0d7b299f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_c629af9ed436, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_2b70916973ac, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_272715e149e9, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_3dc8cac41253, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_944ac257a390, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_1cc0d7512b69, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_3bda324b73ee, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_ba8e9401e922, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_0503a5ed163a, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_9b6a10cf2a9f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_001e079a70df, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
+  {(const void*)&normgen_layernorm_fwd_27cda2bb11b9, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_a67c83c3c0ec, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_4c6fd943fb07, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_25b3c591f494, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_101d71814011, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_db55869f4b71, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_3ffe43765f09, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_3e3f16f26ff3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_66101c0f481f, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_b50399277b12, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_ef0d5762e68e, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_29fad82be4be, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_ba36d7ff433b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_6a3df37d79a0, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_0bf85f60ba0e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_e595cd3a9e0f, 4, 128, 8, 64, 1, 1, 2, 6144, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_397b93165ff9, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_02168505e6b6, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.cap.h512
+  {(const void*)&normgen_layernorm_fwd_1fe7c515f10a, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_4465cffdd4ae, 4, 128, 8, 128, 1, 1, 2, 8192, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_fb44839e03cc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
+  {(const void*)&normgen_layernorm_fwd_4ba972fb3523, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_34b4b26d5537, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_706aefaf2de7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_ec786eab3040, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_38d93196196b, 4, 128, 8, 128, 1, 1, 2, 8192, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_b46c1ce42752, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_1b834c1f439f, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_43f3aaea5e59, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_7f1700b84981, 4, 256, 8, 256, 1, 1, 2, 20480, 1536 },  // ring.t256.v8.tpr256.i1.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_a1f668b5a089, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_289de728e567, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_943219edfdd1, 4, 256, 8, 256, 1, 1, 2, 20480, 2048 },  // ring.t256.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_c6e7ee3f295d, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_07b85ab62f07, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_0a745aa096b4, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_2e24d24a50b9, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_9d925c7a8f3c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_706c76bc9ce2, 4, 512, 8, 512, 1, 1, 2, 32768, 2560 },  // ring.t512.v8.tpr512.i1.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_b5b317edbe38, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_267d695748a7, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_31133850a879, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_ea58b010e817, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_6e2fca0e9778, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_0487bd35e26f, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_dd8d0e483554, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_4e28619c46fe, 4, 512, 8, 512, 1, 1, 2, 32768, 3072 },  // ring.t512.v8.tpr512.i1.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_135413b14134, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_8412c0bca6dc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_b23538edb8b7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_dc094a73df5a, 4, 512, 8, 256, 2, 1, 2, 65536, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_464f1041411f, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_220319662477, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_f18899123e82, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_9ac131b4cd2c, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_1bdf9ef5699e, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_d5f9abe2a1f3, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_8387b990851c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_7aa8288c6d2b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_5f4a407f3cef, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_5533cddc41eb, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_42379a5649db, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_bb36bc018a3c, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_2ba4fdc2a970, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_9286e94b4c44, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_620368539730, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_9d286d535b41, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_3fec8c9981b1, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_839ac68c1921, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_60b6873f6827, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_536b75b01418, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_layernorm_fwd_d2b216b77803, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_492d26b2f03c, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_1d31e146561a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_c1893dc09596, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_1798be205eb0, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_752b531b3c20, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_de68fefbbc46, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_9d9456e0737d, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_03dc863c6cbd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_e04dae62f8d5, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_15563480a163, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_df08b5dd99cf, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_9cc6b82414ed, 4, 256, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t256.v8.tpr256.i6.s2.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_18b4217e26cd, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_f6bb4b6ad51a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_94b5405e4a61, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_47984dfd3257, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_24b2879dbdf4, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_b3114309fa95, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_0ae3369e4673, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_248633d71ee2, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_1a44447d4fb4, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_ed99f8dc64f8, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_750997351ae0, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_847bba523fc2, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_ecb941c1a697, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_867bc07b6158, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_f80778dfc71c, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_309a94fa5104, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_fa2efa6a3faf, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_833641283949, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_084e2894ef28, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_e666928c4f03, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_b11522c9bc3f, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_70d88d3b870b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_d10bfd149619, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_f5bbbefe6d6a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_35decb0b1bbc, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_aebb32c92646, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_2717a6057b32, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_bd2feb20a163, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_3d8d35947cfe, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
+  {(const void*)&normgen_layernorm_fwd_bd2df0d2f89e, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_5fd73e1314c9, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_db8cc8ce5bf4, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_02e44a641d68, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
+  {(const void*)&normgen_layernorm_fwd_7215bb82719f, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_layernorm_fwd_00a26f33d874, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_988611218886, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap2048.h1024
+  {(const void*)&normgen_layernorm_fwd_267cf2abdeed, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_ed772c626ea1, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_5b405c2102b3, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_8e06d50eaebf, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_c55885139a4f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_e80d495b07a2, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_36d18d448201, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_da554bf0024b, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap2048.h1536
+  {(const void*)&normgen_layernorm_fwd_c6a78d494b30, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_521971437460, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_7b0df3d7494b, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_d917a54f31db, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_316624e15fbf, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_f27be74df72f, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_5b84062975ed, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_layernorm_fwd_ffae33da85a5, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_21d533f4685a, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_6a9166887a9a, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_layernorm_fwd_517f4f7d5f72, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_feef4d43d27a, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_08bece412372, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_1b627d30f7a4, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_d42b2379adb6, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_2cfa78f8c722, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_124e8562da68, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_layernorm_fwd_8f6d6835372f, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
+  {(const void*)&normgen_layernorm_fwd_8f89ed85b343, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_cc1df3a7e9a2, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_70d7ab31329d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_6f8d762dd63c, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_a31dbff57d44, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_b04eb6d8db0c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_970744653f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_63b536a4c086, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_25ad70cd2e66, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_5ebfc077ddb2, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_787c27a32fec, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_83b51a571ba2, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_81883a0cc626, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_0cd870a500df, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_layernorm_fwd_9caba122a401, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_5ccc46355da0, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_5a721713642a, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_a3dda0af3696, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_63dd67b3c767, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_layernorm_fwd_3aa0ff6dface, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_layernorm_fwd_b8dc8ce612d2, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_5c07939765b9, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_7755bf64a674, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_76c757261525, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_0fe484ba8edf, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_b3612afed6d3, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_cf5134224558, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_e3a0bbf91d1d, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_c35fbee28f91, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_ab6072ba0c33, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_321295cbc539, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_acabbb9ad918, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_3cf7f75296de, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_59e5877d59c6, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_fb1306541054, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_0c34e0e2a18c, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_a88abe010153, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_31e79a10ab58, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_d67861583437, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_aa753a242c5a, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_f2e93aec1ae2, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_7880b24185f1, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_197c112b8333, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_ed5923207c5e, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_cd5f2aa50587, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.cap
+  {(const void*)&normgen_layernorm_fwd_b12721ea43e8, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_5d585a50a4da, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_layernorm_fwd_8d49717f0ec9, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_6fcb63655a14, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_1d93fbf797ce, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_4c1d7b8025e6, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_50442f951cef, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_491a7c3b1f58, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_24dc68e73f63, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_4e2818fc0df9, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_5f29ff130028, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_8d367a8679eb, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_d1b1b55b0317, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_b1d369c900f1, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_392a805d46f2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_311b974b64f5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a39c078b8fa4, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_e7e40c159b1b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_5414202afaf0, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_7aaf13c362e0, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_3ea03f65d3dd, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_ae78f8cbb05f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_f5343a98ec98, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_4e2b36e9ecaa, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_4677ef7c4760, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_90d7d09634cf, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_1f16a86a831a, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_02ef60fdce25, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_53e2dffec860, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a64220a895c4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e9a20e2814fd, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c1c2db8b6500, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_00b7a72d7947, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_52cfd81e3f6c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_18033549d349, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cf0d76902587, 4, 128, 8, 32, 6, 1, 2, 27648, 1536 },  // ring.t128.v8.tpr32.i6.s2.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_3f1768040e73, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b4c895cf01f0, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_e2274a5c17c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_74b7c33fb82f, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2668798ced84, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7d7b5c43ef48, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_bfbff4aafb0d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_efbad8ffdaaf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ffd8e71d4d6c, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_a5d5dd4722ff, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_734b9608252b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e878309ce9e3, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_dc9068805dbd, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c8adbe131ce1, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bf30482a8618, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_348611ce8f56, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_48caf1b1db81, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_65d667469841, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_85549ca03575, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_17d7aabeb95d, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_437ea6533b5b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a50ad46b6066, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7af1fe4ecbf4, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_07b4932602d0, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7ec09ee59492, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4c02dda95ecb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_610f3075b76d, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_d5e77f6893c4, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_f218d616931f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_848973052259, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_5c54cfa22daf, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3f0c1a9e12a8, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_03c6b03b365e, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_9e0f5094bbc8, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0d2fcb4c39e9, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d6366d12705c, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c228b0cd67b8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ad6957203b64, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_50cb1d987210, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_f42dcad11e5d, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d7a8cc2b2fbb, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_7a11dcdff24a, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5d08945d6cd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_231673eec3a4, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f31461f249c5, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7d6e79b69c7c, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f3fc6c11fc84, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_516e4a167484, 3, 512, 8, 256, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_7c45a089be08, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f6a09e8aea02, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_d5684cb9f55e, 4, 512, 8, 512, 3, 1, 2, 73728, 12288 },  // ring.t512.v8.tpr512.i3.s2.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b760b18fdaaf, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_37ab909e55cf, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_511078925c94, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_c8d2b29e6760, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_341ecc42fb8b, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f0ce2067fc23, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6d9ed6da00b3, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_817b5895ee9f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_540e6d7405e2, 4, 256, 8, 256, 8, 1, 2, 98304, 16384 },  // ring.t256.v8.tpr256.i8.s2.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_88e403ff3619, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_47e5655385ce, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_cd50d20ff2b1, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f12f4638380c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_fab7e0c973b1, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_57f86678a7df, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_a38f610c6425, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_490de4cfe395, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7394cd062732, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9b406af552a8, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a3ee679f13f7, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6d4cb38f66e1, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e85298285586, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a1c0c73444b2, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5e892da82704, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_cd296b1ad39f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_f36e3f063290, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_080c6700b1f8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e385851bff3e, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_defea89b2d60, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c27738d1beea, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7b62e8257849, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a6138c6318c9, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8b2819bd2ad4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_cff998322022, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_24c7d638dd9f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_b9a3b9aba78c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_563693f02d14, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8430e80290b0, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_acd66a421646, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_f32c58d1ced5, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_d7d47a8e0205, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_54fab87daabe, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3ac689666364, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_594cc1ce0421, 4, 128, 8, 128, 1, 1, 2, 14336, 1024 },  // ring.t128.v8.tpr128.i1.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_eb000aeaf0a2, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_22270d79f46d, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_1b75583ad28a, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d3d6712bbd69, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_095f32f8c7ac, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ff927c79ce22, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e723030d3bf6, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4271991e96af, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ce877b02f0c6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7c19018af677, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
+  {(const void*)&normgen_rmsnorm_fwd_f4934d186861, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d40869edc6c5, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_4ad3033608e4, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_db9097145588, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_356283bea103, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1e088af70e68, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_da1d0ffc2fba, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a8a64498dbb9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_be1a4678aae0, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_06b3edaf3d56, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ee6fef571ff7, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a0db5011ecbe, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_45f1867e840f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e059a959f942, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b03b5c88a020, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_aa57654554bf, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_705d5040d7bd, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_742334d164c9, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4d18d6ec1761, 2, 1024, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t1024.v8.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f69c8e201a24, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_41a1be469ed2, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_c3ceca32993f, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_bc634460d872, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_554314b1cbf8, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_73e89517af01, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_829040fd14c4, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7a649e517010, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bfe79af6c018, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_55a0a93d7876, 2, 512, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_50eae4bfe15e, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_956e4a2fd1e0, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3c094aeb0855, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5e8754ef7be7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_791af644fc03, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_250495781f0f, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_887149aa95e7, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0b7ede8f0637, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9aeeddb0ccc7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_aa2e79f09eb5, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_4ffb3db2dd48, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8b417f64e103, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2f10281cf825, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
+  {(const void*)&normgen_rmsnorm_fwd_97105b9a9078, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_dff0b8bcf8de, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f2a7392f4191, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3fdc3f45bcba, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e3ac8336b856, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_9d94717f023c, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e66cbba7e864, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_36790173baf7, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2ca5fd08249e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7d31ad0852a8, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_fb35af0c6542, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_29fb2e8419fc, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_be20e000a8bf, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f06ef93456eb, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_ba2351f7af5d, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_18e49a4fc3a5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_f27ebdc8b3fe, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a07ec312acff, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9336e8407e1e, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7132f1db143b, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_27d31d1d525d, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_445a43085e53, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_834efb8523f2, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c6ddba2f128f, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_22ffdf0d8e31, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_05f82e9d5160, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_934ba5e5ecc3, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7723c4e1dea3, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f714ef9f93ea, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_03f0f0ab0db8, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_755cf5e9caf3, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_92078751fdac, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8d6682247df3, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_1ce7af18fb3d, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_df642cc65a7c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_2966d2736e62, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_b5c7286889e2, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8b4db1d89184, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_b35130a1da93, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_ecec9bebd089, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_c5511b8dc643, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
+  {(const void*)&normgen_rmsnorm_fwd_b9a91914561f, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_573361a39201, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_fb75ac396132, 4, 128, 8, 16, 6, 1, 2, 26112, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_2fc7ffb26e71, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_1770523e5d5c, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_5b96f5a2c08a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_40f57b9a0ff3, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d8de87deac32, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d1deebdaea51, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fd881dda2d81, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_590082b4e104, 4, 256, 8, 256, 1, 1, 2, 12288, 1536 },  // ring.t256.v8.tpr256.i1.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5ead8d6a5c02, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a2903d31eb78, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_d2aaa3abaaca, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_54bfe1180d46, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_1f756cdff5d6, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_5cb5ef160022, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3a0b51502f2e, 4, 256, 8, 256, 1, 1, 2, 12288, 2048 },  // ring.t256.v8.tpr256.i1.s2.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_45497783b763, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_302c144e3aa5, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_893cb6e1d5ce, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0fcadab3f6c6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_887a4330527b, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c75d071be777, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_d556cf7317aa, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_d61d04b9a900, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_61a70bb917ab, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_65e68e387b0c, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_f2e57100ed50, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0a9c34469ade, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_723cdb63cbb6, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9557afb39000, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ad4af02e9b1c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c6552bf77f12, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_1b7cd5552f57, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_08f74b71598b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_6c741af4ac77, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_615ee333b97e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4fd1e0efcd4a, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_90f9b5b621e0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c2d20c2dd7bf, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bf220d3c68e7, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e363b2ad9c2f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_8c081b6cda62, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1346d9626f24, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c224875c0d74, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_78d7bc7a9ed2, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_68613ecb0e10, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5ef1a2462823, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_43a2c7a58b95, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a54e3c62a5f3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_de636034144d, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_73e95cd75a5c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_8d8b2f427554, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d6b0bda2d2fe, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6e0519320816, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c8a19e005fb2, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8455c79fc06f, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_28a83017638a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_275bd85f1977, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_7e3392b37120, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_8ae3072acf2e, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c020826f6e67, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_dbdd65fa0913, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_bb11f4957721, 4, 256, 8, 256, 8, 1, 2, 98304, 16384 },  // ring.t256.v8.tpr256.i8.s2.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3a90b7e45d89, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_f2b11eff9c0a, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6cc7cbd6767f, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_fcf7d17564dc, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6c5dec0e3060, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0c635bc52c86, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c80a574ce64e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5bcb4393a5ea, 4, 256, 8, 256, 8, 2, 2, 131072, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2975a0405917, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1a7b33cc09e8, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0a8f08feac89, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_9e77eb3f0e24, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_eb2162de8f8c, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6ca937b258e3, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_7479a9f54288, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_47df95c7e8eb, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_ca9c69026b44, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_62901f6a16e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5dd985f88ac2, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_062ae80d7bb7, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3e52330035f8, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9beb15e151ff, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_3de2b315882e, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d8d699382c39, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_91ccab50b973, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_0973ca357bad, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_c15766620db2, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_6ba3cbb000a7, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_67942870430f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_902852eb9425, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_1b5765d2157b, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_dda25f905a60, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_bf6b419d0e6d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5f87842b5a7b, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5ad0b4f1d482, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_913ee04e1e4f, 4, 256, 8, 256, 1, 1, 2, 20480, 1536 },  // ring.t256.v8.tpr256.i1.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_170a72824d91, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d88ab34d806b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_e0a2b607b412, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8e69b24f2de6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a578489df5b0, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_822f17cad0a5, 4, 128, 8, 128, 3, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_210929f39edb, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_26813701d9b2, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_90c500084ea9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_82f2ac2053cc, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_3425c485fb0f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9c6c66d2f0c2, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7cabe48e9e13, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
+  {(const void*)&normgen_rmsnorm_fwd_82a22825b73b, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_98a11758d26c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ee23537681df, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ad9034e24908, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f748e09b7dc9, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fc573fdb6807, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_07b3b1a6b245, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_de23fa0680b9, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_9a2964d77349, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d784dce6c364, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_101985c8dafe, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ee260c32a6f9, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0c5a4b9e9a4e, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_92477afe69fe, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_82f8b43824df, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d95bfc5ef151, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6badb810e36b, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_96f70b7645ef, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6dffd160230f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_4fc1ea33f720, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_ffec0a1b5b88, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0a6d1c157b42, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_63563be53147, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1eb6fb2b245c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8a7e21398394, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_53a074ded289, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_624ed8b67eb5, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_89b48eeb300e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_34ddf49844eb, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
+  {(const void*)&normgen_rmsnorm_fwd_719cdfbe18cf, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d6b99770fbab, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6b424165ea62, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_735437a35b90, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_24aec08d4b64, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8eae8bade7a4, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_78cfc7595ece, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0f90a8a91490, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9635a3fe267a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_47ab581f6435, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_52a661284623, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6d5ab49578ed, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a10b7b54af5d, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b15c7c982ed5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_169a18150770, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0a68dcdfd1d5, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_08993aeba565, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6ae37e8be58e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c3b29563e430, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_555e29ec50fc, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d4d60731b91d, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_aadcb8d7568b, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_845ad2479b1a, 2, 512, 8, 512, 0, 4, 2, 0, 65536 },  // smem.t512.v8.tpr512.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_59615e609db5, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
+  {(const void*)&normgen_rmsnorm_fwd_39265bb13812, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_1a712932aa92, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d122715b2c4c, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_767947720dab, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_9153be1ec6f0, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e3930ef7edee, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6f48bf0c3a8c, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_88d30f39ad8b, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_ee790f89981d, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_7670cb9a1efb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_c26800c69c3c, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_f481ef29207d, 1, 128, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_a5299d90342a, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_998612ce8901, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_61eee44f8db9, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_8202da86788b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_45aea0c6c132, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_5ed422422b9e, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8b2883432c0b, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_6806497ab48a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2a6dd63cd5b8, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e7bb89b66245, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_dca674fcd34b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_043260cde616, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_404618045d21, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_1cce9f00ba04, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_2f6888b8b1be, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4eec7d92ee68, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d45c71d8112a, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e1afab505bee, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_1ac00943c3d6, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f4f9dd81a1c8, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8ac538508418, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_185b8d068473, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_4f2f7b58de86, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_3f44f1ba6a35, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_e357cf8d7f54, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_44202d1c8db0, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_3a23a5842697, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_fde484c4b564, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_12b1a56ed345, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9a851c1f537c, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
+  {(const void*)&normgen_rmsnorm_fwd_290f80405e50, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_d89802518c09, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_22d70dff7889, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_36d1c66aebd1, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_49eb0c16e80f, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c7e566bcd128, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c0daf110066e, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_694a6b30276c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_6216c5b9095f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_5b857cf17cfa, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_1dafdb876b3f, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5a639b20ed8e, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6697512ed746, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_bcd3fd963ac7, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_6afa1af40f55, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7c9609cea7a5, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_a18503cbd562, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_27d2e37e5c01, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_637e926eb99f, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_1f238d89bfd7, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9ccf64dcf1c8, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_95e7d6f9512b, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_98d065bf006c, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_dc04bca83c60, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e9d81cce23e7, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_bb015876a9e5, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8d57d5a880cd, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_aacafb52252f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8700027898f0, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_a808508193d5, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a28ddd33f97d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_b5595c775db7, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9516017f4c10, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_e6caf94e4f67, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6f99d00f1011, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_fc0f5d30fdb8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_908ba2bd0947, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_622183e07f2a, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_816236aa432c, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_1f79666fa6b6, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e673bf13904e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_0df76bb2805e, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c6b0d7acd483, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_aca8f255949a, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_778f0d60934b, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_242d552dac89, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_726c290d2c61, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9240d5beff45, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_62bf2f9578f4, 0, 256, 4, 256, 8, 4, 4, 0, 32768 },  // regs.t256.v4.tpr256.i8.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b6492771bd53, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_8bbfb701370e, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_59c5a15a3f45, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_462f706de559, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c62e6959040d, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_9f10626a5960, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c376baf32647, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_83b5aa3a7162, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6322fa78f6e2, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_f3d377a47c04, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_22e987111a0a, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3b27f18d1b06, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_de7d26137aca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6934b00c8c45, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_fca0045d2258, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_797f226ce25e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3f9f8508d5a3, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_6c28fbf97123, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_007e703b8b80, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_590da10fd930, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_30a2ab7d3f73, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_1be09558e38f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_ad14adb158c8, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_010d10015549, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_aed47ee43d34, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_dce0b5395b23, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e4cf43f4e6d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1378f3866c07, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_00b8b9657faf, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d54b01f7229e, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_8e192bff17f6, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_79bab740bffd, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_17f2ebf07367, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_b9874983a5ab, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1b1458b1b506, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f318ecc39a57, 3, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // reload.t1024.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0f7938776330, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0ba6adcd2b20, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_889a40545ed9, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_aec67f6cb542, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_b8fda33913fc, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_d678e01c6eb3, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_8d6eb4773dd8, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4bcfd8d76f71, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9842ee272eab, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2ccc5fdfd472, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_8cf6f2c6229d, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dd648430cbf8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_b2cb58c665da, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7596569b0702, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c53709ee11aa, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7dea1c50b302, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_63a734000184, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_d52cd845da4a, 3, 1024, 4, 512, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1092e1d7414b, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f6d8a9e73ab6, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_92ae802ea152, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f512b41159ec, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_da9fc39e161d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b10f69078916, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_07aa893470b4, 3, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // reload.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_66bc8969fb02, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c9996bcc51f8, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3e03aca04155, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d4814042ce3d, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_ae45fa9eae42, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d80a6adce8ce, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_ddb6411d9325, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_91bbbc800239, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_7a6f6975f202, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_ed8512bd139f, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_19e299a7e57f, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bc5b24a95ac4, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_15cf623d5a8e, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_ae8a5109517c, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fbc904ed3ffe, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_1694b6b31f32, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_cd635c4325a8, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_f6bc1fe5c48e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_bfb705e66dba, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4b2266b77716, 0, 1024, 4, 1024, 2, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i2
+  {(const void*)&normgen_rmsnorm_fwd_93b4ec549b61, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a76a15d90696, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c9eb8a705ccf, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_eddcdf48a1dd, 0, 512, 4, 512, 3, 2, 4, 0, 12288 },  // regs.t512.v4.tpr512.i3.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_54d965261989, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_47cca3317cbf, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bec85ce8b86d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_fe1d996da874, 0, 1024, 4, 1024, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i3
+  {(const void*)&normgen_rmsnorm_fwd_1e7514939669, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_22bb441aa940, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_e04b2207d2d3, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b8b0882394e3, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_77671697a6a8, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2c3ce477ab8b, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d3b80dbda4af, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_278955a38a38, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_0a4a8ec88dfa, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a60cebced163, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_dd4be124ce99, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_a66026c24d83, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_efb77022cae1, 2, 512, 4, 512, 0, 4, 4, 0, 32768 },  // smem.t512.v4.tpr512.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d4eca1503c58, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_328e043cda9c, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_0f58afdc943a, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_3883aaa18216, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ae8c02544ed1, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_0a320af0d7f4, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_bae0802c62ea, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_dfe678c07970, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d17b0ab4ae64, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_92bab309c277, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_96bcd3ee354c, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1758,15 +1782,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 101 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 189 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 283 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 389 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 484 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 577 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 662 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 762 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 862 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 100 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 194 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 293 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 397 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 496 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 589 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 675 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 774 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 874 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1788,100 +1812,100 @@ const Entry kEntries[] = {
   { 0, 768, 128, 7, 1 },
   { 0, 768, 512, 9, 1 },
   { 0, 768, 2048, 10, 1 },
-  { 0, 768, 8192, 11, 1 },
-  { 0, 768, 32768, 12, 1 },
-  { 0, 1024, 1, 13, 1 },
-  { 0, 1024, 8, 13, 1 },
-  { 0, 1024, 32, 13, 1 },
-  { 0, 1024, 128, 14, 1 },
-  { 0, 1024, 512, 1, 1 },
+  { 0, 768, 8192, 10, 1 },
+  { 0, 768, 32768, 11, 1 },
+  { 0, 1024, 1, 12, 1 },
+  { 0, 1024, 8, 12, 1 },
+  { 0, 1024, 32, 12, 1 },
+  { 0, 1024, 128, 13, 1 },
+  { 0, 1024, 512, 14, 1 },
   { 0, 1024, 2048, 15, 1 },
   { 0, 1024, 8192, 15, 1 },
   { 0, 1024, 32768, 16, 1 },
   { 0, 1536, 1, 17, 18 },
   { 0, 1536, 8, 17, 18 },
   { 0, 1536, 32, 19, 1 },
-  { 0, 1536, 128, 1, 1 },
-  { 0, 1536, 512, 20, 1 },
+  { 0, 1536, 128, 20, 1 },
+  { 0, 1536, 512, 19, 1 },
   { 0, 1536, 2048, 21, 1 },
   { 0, 1536, 8192, 21, 1 },
   { 0, 1536, 32768, 21, 1 },
   { 0, 2048, 1, 22, 1 },
   { 0, 2048, 8, 22, 1 },
-  { 0, 2048, 32, 22, 1 },
+  { 0, 2048, 32, 23, 1 },
   { 0, 2048, 128, 22, 1 },
   { 0, 2048, 512, 23, 1 },
   { 0, 2048, 2048, 24, 1 },
   { 0, 2048, 8192, 25, 1 },
   { 0, 2048, 32768, 25, 1 },
   { 0, 2560, 1, 26, 27 },
-  { 0, 2560, 8, 26, 27 },
-  { 0, 2560, 32, 28, 29 },
-  { 0, 2560, 128, 30, 31 },
-  { 0, 2560, 512, 32, 27 },
-  { 0, 2560, 2048, 33, 27 },
-  { 0, 2560, 8192, 34, 27 },
-  { 0, 2560, 32768, 34, 35 },
-  { 0, 3072, 1, 36, 27 },
-  { 0, 3072, 8, 36, 31 },
-  { 0, 3072, 32, 37, 29 },
-  { 0, 3072, 128, 37, 31 },
-  { 0, 3072, 512, 38, 27 },
-  { 0, 3072, 2048, 39, 27 },
-  { 0, 3072, 8192, 39, 27 },
-  { 0, 3072, 32768, 39, 27 },
-  { 0, 4096, 1, 40, 27 },
-  { 0, 4096, 8, 40, 27 },
-  { 0, 4096, 32, 41, 27 },
-  { 0, 4096, 128, 42, 31 },
-  { 0, 4096, 512, 41, 27 },
-  { 0, 4096, 2048, 41, 27 },
+  { 0, 2560, 8, 26, 28 },
+  { 0, 2560, 32, 29, 27 },
+  { 0, 2560, 128, 30, 28 },
+  { 0, 2560, 512, 31, 27 },
+  { 0, 2560, 2048, 32, 27 },
+  { 0, 2560, 8192, 33, 27 },
+  { 0, 2560, 32768, 33, 27 },
+  { 0, 3072, 1, 34, 27 },
+  { 0, 3072, 8, 34, 27 },
+  { 0, 3072, 32, 35, 27 },
+  { 0, 3072, 128, 36, 28 },
+  { 0, 3072, 512, 37, 27 },
+  { 0, 3072, 2048, 38, 27 },
+  { 0, 3072, 8192, 38, 27 },
+  { 0, 3072, 32768, 38, 27 },
+  { 0, 4096, 1, 39, 27 },
+  { 0, 4096, 8, 39, 27 },
+  { 0, 4096, 32, 40, 27 },
+  { 0, 4096, 128, 41, 28 },
+  { 0, 4096, 512, 40, 27 },
+  { 0, 4096, 2048, 42, 27 },
   { 0, 4096, 8192, 43, 27 },
   { 0, 4096, 32768, 44, 27 },
   { 0, 5120, 1, 45, 46 },
   { 0, 5120, 8, 47, 46 },
-  { 0, 5120, 32, 47, 46 },
+  { 0, 5120, 32, 48, 46 },
   { 0, 5120, 128, 47, 46 },
-  { 0, 5120, 512, 48, 46 },
-  { 0, 5120, 2048, 49, 46 },
-  { 0, 5120, 8192, 49, 46 },
-  { 0, 5120, 32768, 50, 46 },
-  { 0, 6144, 1, 51, 46 },
-  { 0, 6144, 8, 51, 46 },
-  { 0, 6144, 32, 52, 46 },
-  { 0, 6144, 128, 52, 53 },
-  { 0, 6144, 512, 54, 46 },
-  { 0, 6144, 2048, 54, 46 },
-  { 0, 6144, 8192, 55, 46 },
-  { 0, 6144, 32768, 56, 46 },
-  { 0, 7168, 1, 57, 53 },
-  { 0, 7168, 8, 57, 58 },
-  { 0, 7168, 32, 53, 53 },
-  { 0, 7168, 128, 57, 58 },
-  { 0, 7168, 512, 59, 58 },
-  { 0, 7168, 2048, 59, 58 },
-  { 0, 7168, 8192, 59, 58 },
-  { 0, 7168, 32768, 59, 58 },
-  { 0, 8192, 1, 60, 61 },
-  { 0, 8192, 8, 60, 58 },
-  { 0, 8192, 32, 53, 53 },
-  { 0, 8192, 128, 62, 58 },
-  { 0, 8192, 512, 63, 58 },
-  { 0, 8192, 2048, 63, 58 },
-  { 0, 8192, 8192, 63, 58 },
-  { 0, 8192, 32768, 64, 58 },
-  { 0, 12288, 1, 65, 66 },
-  { 0, 12288, 8, 65, 67 },
-  { 0, 12288, 32, 68, 66 },
-  { 0, 12288, 128, 65, 69 },
-  { 0, 12288, 512, 70, 71 },
-  { 0, 12288, 2048, 72, 71 },
-  { 0, 12288, 8192, 72, 71 },
-  { 0, 12288, 32768, 72, 71 },
-  { 0, 16384, 1, 73, 74 },
-  { 0, 16384, 8, 75, 76 },
-  { 0, 16384, 32, 73, 77 },
-  { 0, 16384, 128, 78, 79 },
+  { 0, 5120, 512, 49, 46 },
+  { 0, 5120, 2048, 50, 46 },
+  { 0, 5120, 8192, 51, 46 },
+  { 0, 5120, 32768, 52, 46 },
+  { 0, 6144, 1, 53, 54 },
+  { 0, 6144, 8, 53, 46 },
+  { 0, 6144, 32, 55, 46 },
+  { 0, 6144, 128, 55, 46 },
+  { 0, 6144, 512, 56, 46 },
+  { 0, 6144, 2048, 57, 46 },
+  { 0, 6144, 8192, 58, 46 },
+  { 0, 6144, 32768, 59, 46 },
+  { 0, 7168, 1, 60, 54 },
+  { 0, 7168, 8, 60, 61 },
+  { 0, 7168, 32, 62, 62 },
+  { 0, 7168, 128, 60, 61 },
+  { 0, 7168, 512, 63, 61 },
+  { 0, 7168, 2048, 63, 61 },
+  { 0, 7168, 8192, 63, 61 },
+  { 0, 7168, 32768, 63, 61 },
+  { 0, 8192, 1, 64, 65 },
+  { 0, 8192, 8, 64, 61 },
+  { 0, 8192, 32, 66, 61 },
+  { 0, 8192, 128, 66, 61 },
+  { 0, 8192, 512, 67, 61 },
+  { 0, 8192, 2048, 67, 61 },
+  { 0, 8192, 8192, 67, 61 },
+  { 0, 8192, 32768, 67, 61 },
+  { 0, 12288, 1, 68, 69 },
+  { 0, 12288, 8, 68, 70 },
+  { 0, 12288, 32, 71, 69 },
+  { 0, 12288, 128, 68, 72 },
+  { 0, 12288, 512, 73, 74 },
+  { 0, 12288, 2048, 75, 74 },
+  { 0, 12288, 8192, 75, 74 },
+  { 0, 12288, 32768, 75, 74 },
+  { 0, 16384, 1, 76, 77 },
+  { 0, 16384, 8, 78, 79 },
+  { 0, 16384, 32, 78, 77 },
+  { 0, 16384, 128, 80, 77 },
   { 0, 16384, 512, 80, 77 },
   { 0, 16384, 2048, 81, 77 },
   { 0, 16384, 8192, 81, 77 },
@@ -1889,1115 +1913,1115 @@ const Entry kEntries[] = {
   { 0, 32768, 1, 82, 83 },
   { 0, 32768, 8, 84, 83 },
   { 0, 32768, 32, 84, 83 },
-  { 0, 32768, 128, 85, 86 },
-  { 0, 32768, 512, 87, 83 },
-  { 0, 32768, 2048, 88, 83 },
-  { 0, 32768, 8192, 88, 89 },
-  { 0, 32768, 32768, 88, 83 },
-  { 0, 65536, 1, 90, 83 },
-  { 0, 65536, 8, 91, 83 },
-  { 0, 65536, 32, 92, 92 },
+  { 0, 32768, 128, 85, 83 },
+  { 0, 32768, 512, 86, 83 },
+  { 0, 32768, 2048, 87, 83 },
+  { 0, 32768, 8192, 87, 88 },
+  { 0, 32768, 32768, 87, 83 },
+  { 0, 65536, 1, 89, 83 },
+  { 0, 65536, 8, 90, 83 },
+  { 0, 65536, 32, 91, 92 },
   { 0, 65536, 128, 93, 83 },
   { 0, 65536, 512, 94, 83 },
   { 0, 65536, 2048, 95, 83 },
   { 0, 65536, 8192, 95, 83 },
   { 0, 65536, 32768, 95, 83 },
   { 0, 131072, 1, 96, 83 },
-  { 0, 131072, 8, 97, 98 },
-  { 0, 131072, 32, 99, 83 },
-  { 0, 131072, 128, 100, 83 },
-  { 0, 131072, 512, 100, 83 },
-  { 0, 131072, 2048, 100, 83 },
-  { 0, 131072, 8192, 100, 83 },
-  { 0, 131072, 32768, 100, 83 },
-  { 1, 512, 1, 102, 103 },
-  { 1, 512, 8, 102, 103 },
-  { 1, 512, 32, 102, 103 },
-  { 1, 512, 128, 102, 103 },
-  { 1, 512, 512, 102, 103 },
-  { 1, 512, 2048, 104, 103 },
-  { 1, 512, 8192, 105, 103 },
-  { 1, 512, 32768, 106, 103 },
-  { 1, 768, 1, 107, 103 },
-  { 1, 768, 8, 107, 103 },
-  { 1, 768, 32, 107, 103 },
-  { 1, 768, 128, 107, 103 },
-  { 1, 768, 512, 107, 103 },
-  { 1, 768, 2048, 108, 103 },
-  { 1, 768, 8192, 109, 103 },
-  { 1, 768, 32768, 110, 103 },
-  { 1, 1024, 1, 111, 103 },
-  { 1, 1024, 8, 111, 103 },
-  { 1, 1024, 32, 111, 103 },
-  { 1, 1024, 128, 111, 103 },
-  { 1, 1024, 512, 111, 103 },
-  { 1, 1024, 2048, 112, 103 },
-  { 1, 1024, 8192, 112, 103 },
-  { 1, 1024, 32768, 113, 103 },
-  { 1, 1536, 1, 114, 103 },
-  { 1, 1536, 8, 114, 103 },
-  { 1, 1536, 32, 114, 103 },
-  { 1, 1536, 128, 115, 103 },
-  { 1, 1536, 512, 114, 103 },
-  { 1, 1536, 2048, 116, 103 },
-  { 1, 1536, 8192, 116, 103 },
-  { 1, 1536, 32768, 116, 103 },
-  { 1, 2048, 1, 117, 103 },
-  { 1, 2048, 8, 117, 103 },
-  { 1, 2048, 32, 117, 103 },
-  { 1, 2048, 128, 118, 119 },
-  { 1, 2048, 512, 117, 103 },
-  { 1, 2048, 2048, 120, 103 },
-  { 1, 2048, 8192, 121, 103 },
-  { 1, 2048, 32768, 122, 123 },
-  { 1, 2560, 1, 124, 125 },
-  { 1, 2560, 8, 126, 125 },
-  { 1, 2560, 32, 126, 125 },
-  { 1, 2560, 128, 124, 125 },
-  { 1, 2560, 512, 126, 125 },
-  { 1, 2560, 2048, 127, 125 },
-  { 1, 2560, 8192, 128, 125 },
-  { 1, 2560, 32768, 128, 125 },
-  { 1, 3072, 1, 129, 125 },
-  { 1, 3072, 8, 130, 125 },
-  { 1, 3072, 32, 131, 125 },
-  { 1, 3072, 128, 129, 125 },
-  { 1, 3072, 512, 132, 125 },
-  { 1, 3072, 2048, 131, 125 },
-  { 1, 3072, 8192, 131, 125 },
-  { 1, 3072, 32768, 131, 125 },
-  { 1, 4096, 1, 133, 125 },
-  { 1, 4096, 8, 133, 125 },
-  { 1, 4096, 32, 134, 125 },
-  { 1, 4096, 128, 135, 125 },
-  { 1, 4096, 512, 134, 125 },
-  { 1, 4096, 2048, 134, 125 },
-  { 1, 4096, 8192, 136, 125 },
-  { 1, 4096, 32768, 137, 125 },
-  { 1, 5120, 1, 138, 139 },
-  { 1, 5120, 8, 138, 139 },
-  { 1, 5120, 32, 140, 139 },
-  { 1, 5120, 128, 141, 139 },
-  { 1, 5120, 512, 142, 139 },
+  { 0, 131072, 8, 96, 83 },
+  { 0, 131072, 32, 97, 83 },
+  { 0, 131072, 128, 98, 83 },
+  { 0, 131072, 512, 98, 83 },
+  { 0, 131072, 2048, 98, 83 },
+  { 0, 131072, 8192, 99, 83 },
+  { 0, 131072, 32768, 99, 83 },
+  { 1, 512, 1, 101, 102 },
+  { 1, 512, 8, 101, 102 },
+  { 1, 512, 32, 103, 102 },
+  { 1, 512, 128, 103, 102 },
+  { 1, 512, 512, 104, 102 },
+  { 1, 512, 2048, 105, 102 },
+  { 1, 512, 8192, 106, 102 },
+  { 1, 512, 32768, 107, 102 },
+  { 1, 768, 1, 108, 102 },
+  { 1, 768, 8, 108, 102 },
+  { 1, 768, 32, 108, 102 },
+  { 1, 768, 128, 108, 102 },
+  { 1, 768, 512, 109, 102 },
+  { 1, 768, 2048, 110, 102 },
+  { 1, 768, 8192, 111, 102 },
+  { 1, 768, 32768, 112, 102 },
+  { 1, 1024, 1, 113, 102 },
+  { 1, 1024, 8, 114, 102 },
+  { 1, 1024, 32, 113, 102 },
+  { 1, 1024, 128, 114, 102 },
+  { 1, 1024, 512, 114, 102 },
+  { 1, 1024, 2048, 115, 102 },
+  { 1, 1024, 8192, 115, 102 },
+  { 1, 1024, 32768, 116, 102 },
+  { 1, 1536, 1, 117, 102 },
+  { 1, 1536, 8, 117, 102 },
+  { 1, 1536, 32, 117, 102 },
+  { 1, 1536, 128, 118, 102 },
+  { 1, 1536, 512, 117, 102 },
+  { 1, 1536, 2048, 119, 102 },
+  { 1, 1536, 8192, 119, 102 },
+  { 1, 1536, 32768, 119, 102 },
+  { 1, 2048, 1, 120, 102 },
+  { 1, 2048, 8, 120, 102 },
+  { 1, 2048, 32, 120, 102 },
+  { 1, 2048, 128, 121, 102 },
+  { 1, 2048, 512, 120, 102 },
+  { 1, 2048, 2048, 122, 102 },
+  { 1, 2048, 8192, 123, 102 },
+  { 1, 2048, 32768, 124, 102 },
+  { 1, 2560, 1, 125, 126 },
+  { 1, 2560, 8, 125, 126 },
+  { 1, 2560, 32, 125, 126 },
+  { 1, 2560, 128, 127, 126 },
+  { 1, 2560, 512, 128, 126 },
+  { 1, 2560, 2048, 129, 126 },
+  { 1, 2560, 8192, 130, 126 },
+  { 1, 2560, 32768, 130, 131 },
+  { 1, 3072, 1, 132, 126 },
+  { 1, 3072, 8, 133, 126 },
+  { 1, 3072, 32, 134, 126 },
+  { 1, 3072, 128, 135, 126 },
+  { 1, 3072, 512, 134, 126 },
+  { 1, 3072, 2048, 132, 126 },
+  { 1, 3072, 8192, 136, 126 },
+  { 1, 3072, 32768, 136, 126 },
+  { 1, 4096, 1, 137, 126 },
+  { 1, 4096, 8, 137, 126 },
+  { 1, 4096, 32, 138, 126 },
+  { 1, 4096, 128, 139, 126 },
+  { 1, 4096, 512, 138, 126 },
+  { 1, 4096, 2048, 140, 126 },
+  { 1, 4096, 8192, 141, 126 },
+  { 1, 4096, 32768, 142, 126 },
+  { 1, 5120, 1, 143, 144 },
+  { 1, 5120, 8, 143, 144 },
+  { 1, 5120, 32, 145, 144 },
+  { 1, 5120, 128, 146, 144 },
+  { 1, 5120, 512, 147, 144 },
   { 1, 5120, 2048, 143, 144 },
-  { 1, 5120, 8192, 143, 144 },
-  { 1, 5120, 32768, 145, 139 },
-  { 1, 6144, 1, 146, 139 },
-  { 1, 6144, 8, 146, 139 },
-  { 1, 6144, 32, 147, 139 },
-  { 1, 6144, 128, 146, 139 },
-  { 1, 6144, 512, 148, 139 },
-  { 1, 6144, 2048, 148, 139 },
-  { 1, 6144, 8192, 149, 139 },
-  { 1, 6144, 32768, 149, 139 },
-  { 1, 7168, 1, 150, 151 },
-  { 1, 7168, 8, 150, 151 },
-  { 1, 7168, 32, 152, 151 },
-  { 1, 7168, 128, 150, 151 },
-  { 1, 7168, 512, 153, 151 },
-  { 1, 7168, 2048, 153, 151 },
-  { 1, 7168, 8192, 153, 151 },
-  { 1, 7168, 32768, 153, 151 },
-  { 1, 8192, 1, 154, 155 },
-  { 1, 8192, 8, 154, 155 },
-  { 1, 8192, 32, 156, 151 },
-  { 1, 8192, 128, 157, 151 },
-  { 1, 8192, 512, 158, 151 },
-  { 1, 8192, 2048, 158, 151 },
-  { 1, 8192, 8192, 158, 151 },
-  { 1, 8192, 32768, 151, 151 },
-  { 1, 12288, 1, 159, 160 },
-  { 1, 12288, 8, 161, 160 },
-  { 1, 12288, 32, 162, 160 },
-  { 1, 12288, 128, 163, 160 },
-  { 1, 12288, 512, 164, 160 },
-  { 1, 12288, 2048, 165, 160 },
-  { 1, 12288, 8192, 165, 160 },
-  { 1, 12288, 32768, 165, 160 },
-  { 1, 16384, 1, 166, 167 },
-  { 1, 16384, 8, 168, 167 },
-  { 1, 16384, 32, 168, 167 },
-  { 1, 16384, 128, 169, 167 },
-  { 1, 16384, 512, 170, 167 },
-  { 1, 16384, 2048, 171, 167 },
-  { 1, 16384, 8192, 171, 167 },
-  { 1, 16384, 32768, 171, 167 },
-  { 1, 32768, 1, 172, 173 },
-  { 1, 32768, 8, 172, 173 },
-  { 1, 32768, 32, 174, 175 },
-  { 1, 32768, 128, 176, 177 },
-  { 1, 32768, 512, 178, 177 },
-  { 1, 32768, 2048, 179, 177 },
-  { 1, 32768, 8192, 179, 177 },
-  { 1, 32768, 32768, 179, 177 },
-  { 1, 65536, 1, 180, 177 },
-  { 1, 65536, 8, 180, 177 },
-  { 1, 65536, 32, 181, 182 },
-  { 1, 65536, 128, 183, 177 },
-  { 1, 65536, 512, 184, 177 },
-  { 1, 65536, 2048, 184, 177 },
-  { 1, 65536, 8192, 184, 177 },
-  { 1, 65536, 32768, 184, 177 },
-  { 1, 131072, 1, 185, 177 },
-  { 1, 131072, 8, 185, 186 },
-  { 1, 131072, 32, 187, 177 },
-  { 1, 131072, 128, 188, 177 },
-  { 1, 131072, 512, 188, 177 },
-  { 1, 131072, 2048, 188, 177 },
-  { 1, 131072, 8192, 188, 177 },
-  { 1, 131072, 32768, 188, 177 },
-  { 2, 512, 1, 190, 191 },
-  { 2, 512, 8, 192, 191 },
-  { 2, 512, 32, 193, 191 },
-  { 2, 512, 128, 190, 191 },
-  { 2, 512, 512, 192, 191 },
-  { 2, 512, 2048, 193, 191 },
-  { 2, 512, 8192, 193, 191 },
-  { 2, 512, 32768, 194, 191 },
-  { 2, 768, 1, 195, 196 },
-  { 2, 768, 8, 195, 191 },
-  { 2, 768, 32, 195, 191 },
-  { 2, 768, 128, 195, 197 },
-  { 2, 768, 512, 195, 191 },
-  { 2, 768, 2048, 198, 191 },
-  { 2, 768, 8192, 198, 191 },
-  { 2, 768, 32768, 198, 199 },
-  { 2, 1024, 1, 200, 191 },
-  { 2, 1024, 8, 200, 191 },
-  { 2, 1024, 32, 200, 191 },
-  { 2, 1024, 128, 200, 191 },
-  { 2, 1024, 512, 200, 191 },
-  { 2, 1024, 2048, 201, 202 },
-  { 2, 1024, 8192, 203, 191 },
-  { 2, 1024, 32768, 203, 199 },
-  { 2, 1536, 1, 204, 205 },
-  { 2, 1536, 8, 204, 205 },
-  { 2, 1536, 32, 206, 207 },
-  { 2, 1536, 128, 204, 205 },
-  { 2, 1536, 512, 206, 205 },
-  { 2, 1536, 2048, 206, 205 },
-  { 2, 1536, 8192, 208, 205 },
-  { 2, 1536, 32768, 208, 205 },
-  { 2, 2048, 1, 209, 205 },
-  { 2, 2048, 8, 209, 205 },
-  { 2, 2048, 32, 209, 205 },
-  { 2, 2048, 128, 209, 210 },
-  { 2, 2048, 512, 209, 205 },
-  { 2, 2048, 2048, 209, 205 },
-  { 2, 2048, 8192, 211, 205 },
-  { 2, 2048, 32768, 211, 205 },
-  { 2, 2560, 1, 212, 213 },
-  { 2, 2560, 8, 212, 214 },
-  { 2, 2560, 32, 212, 215 },
-  { 2, 2560, 128, 212, 216 },
-  { 2, 2560, 512, 212, 217 },
-  { 2, 2560, 2048, 212, 217 },
-  { 2, 2560, 8192, 218, 217 },
-  { 2, 2560, 32768, 218, 217 },
-  { 2, 3072, 1, 219, 213 },
-  { 2, 3072, 8, 219, 214 },
-  { 2, 3072, 32, 219, 215 },
-  { 2, 3072, 128, 219, 216 },
-  { 2, 3072, 512, 220, 217 },
-  { 2, 3072, 2048, 220, 213 },
-  { 2, 3072, 8192, 221, 217 },
-  { 2, 3072, 32768, 222, 217 },
-  { 2, 4096, 1, 223, 224 },
-  { 2, 4096, 8, 223, 224 },
-  { 2, 4096, 32, 223, 224 },
-  { 2, 4096, 128, 223, 224 },
-  { 2, 4096, 512, 225, 224 },
-  { 2, 4096, 2048, 225, 224 },
-  { 2, 4096, 8192, 226, 224 },
-  { 2, 4096, 32768, 226, 227 },
-  { 2, 5120, 1, 228, 229 },
-  { 2, 5120, 8, 228, 230 },
-  { 2, 5120, 32, 231, 232 },
-  { 2, 5120, 128, 231, 232 },
-  { 2, 5120, 512, 228, 233 },
-  { 2, 5120, 2048, 228, 234 },
-  { 2, 5120, 8192, 235, 234 },
-  { 2, 5120, 32768, 235, 234 },
-  { 2, 6144, 1, 236, 229 },
-  { 2, 6144, 8, 230, 230 },
-  { 2, 6144, 32, 236, 237 },
-  { 2, 6144, 128, 236, 230 },
-  { 2, 6144, 512, 238, 237 },
-  { 2, 6144, 2048, 239, 237 },
-  { 2, 6144, 8192, 240, 237 },
-  { 2, 6144, 32768, 240, 237 },
-  { 2, 7168, 1, 241, 242 },
-  { 2, 7168, 8, 241, 243 },
-  { 2, 7168, 32, 241, 244 },
-  { 2, 7168, 128, 245, 244 },
-  { 2, 7168, 512, 246, 247 },
-  { 2, 7168, 2048, 248, 242 },
-  { 2, 7168, 8192, 248, 242 },
-  { 2, 7168, 32768, 248, 242 },
-  { 2, 8192, 1, 249, 250 },
-  { 2, 8192, 8, 251, 252 },
-  { 2, 8192, 32, 251, 250 },
-  { 2, 8192, 128, 253, 250 },
-  { 2, 8192, 512, 253, 247 },
-  { 2, 8192, 2048, 254, 250 },
-  { 2, 8192, 8192, 255, 250 },
-  { 2, 8192, 32768, 255, 250 },
-  { 2, 12288, 1, 256, 257 },
-  { 2, 12288, 8, 256, 258 },
-  { 2, 12288, 32, 256, 259 },
-  { 2, 12288, 128, 260, 261 },
-  { 2, 12288, 512, 260, 259 },
-  { 2, 12288, 2048, 262, 259 },
-  { 2, 12288, 8192, 263, 259 },
-  { 2, 12288, 32768, 263, 259 },
-  { 2, 16384, 1, 264, 265 },
-  { 2, 16384, 8, 264, 266 },
-  { 2, 16384, 32, 264, 267 },
-  { 2, 16384, 128, 268, 265 },
-  { 2, 16384, 512, 268, 269 },
-  { 2, 16384, 2048, 270, 265 },
-  { 2, 16384, 8192, 270, 265 },
-  { 2, 16384, 32768, 270, 265 },
-  { 2, 32768, 1, 271, 227 },
-  { 2, 32768, 8, 271, 227 },
-  { 2, 32768, 32, 271, 272 },
-  { 2, 32768, 128, 273, 227 },
-  { 2, 32768, 512, 273, 227 },
-  { 2, 32768, 2048, 273, 227 },
-  { 2, 32768, 8192, 274, 227 },
-  { 2, 32768, 32768, 275, 275 },
-  { 2, 65536, 1, 276, 227 },
-  { 2, 65536, 8, 277, 227 },
-  { 2, 65536, 32, 277, 227 },
-  { 2, 65536, 128, 278, 227 },
-  { 2, 65536, 512, 278, 227 },
-  { 2, 65536, 2048, 278, 227 },
-  { 2, 65536, 8192, 278, 227 },
-  { 2, 65536, 32768, 278, 227 },
-  { 2, 131072, 1, 279, 280 },
-  { 2, 131072, 8, 279, 281 },
-  { 2, 131072, 32, 279, 280 },
-  { 2, 131072, 128, 282, 227 },
-  { 2, 131072, 512, 282, 227 },
-  { 2, 131072, 2048, 282, 227 },
-  { 2, 131072, 8192, 282, 227 },
-  { 2, 131072, 32768, 282, 227 },
-  { 3, 512, 1, 284, 285 },
-  { 3, 512, 8, 284, 286 },
-  { 3, 512, 32, 287, 286 },
-  { 3, 512, 128, 284, 286 },
-  { 3, 512, 512, 288, 286 },
-  { 3, 512, 2048, 289, 286 },
-  { 3, 512, 8192, 290, 286 },
-  { 3, 512, 32768, 289, 291 },
-  { 3, 768, 1, 292, 293 },
-  { 3, 768, 8, 294, 293 },
-  { 3, 768, 32, 294, 293 },
-  { 3, 768, 128, 292, 293 },
-  { 3, 768, 512, 295, 286 },
-  { 3, 768, 2048, 296, 286 },
-  { 3, 768, 8192, 297, 286 },
-  { 3, 768, 32768, 298, 299 },
-  { 3, 1024, 1, 300, 293 },
-  { 3, 1024, 8, 300, 286 },
-  { 3, 1024, 32, 300, 286 },
-  { 3, 1024, 128, 300, 286 },
-  { 3, 1024, 512, 301, 286 },
-  { 3, 1024, 2048, 302, 286 },
-  { 3, 1024, 8192, 303, 286 },
-  { 3, 1024, 32768, 303, 304 },
-  { 3, 1536, 1, 305, 305 },
-  { 3, 1536, 8, 305, 305 },
-  { 3, 1536, 32, 305, 305 },
-  { 3, 1536, 128, 305, 305 },
-  { 3, 1536, 512, 306, 286 },
-  { 3, 1536, 2048, 307, 286 },
-  { 3, 1536, 8192, 307, 286 },
-  { 3, 1536, 32768, 307, 308 },
-  { 3, 2048, 1, 309, 286 },
-  { 3, 2048, 8, 309, 286 },
-  { 3, 2048, 32, 309, 286 },
-  { 3, 2048, 128, 309, 305 },
-  { 3, 2048, 512, 310, 286 },
-  { 3, 2048, 2048, 311, 286 },
-  { 3, 2048, 8192, 312, 313 },
-  { 3, 2048, 32768, 312, 313 },
-  { 3, 2560, 1, 314, 315 },
-  { 3, 2560, 8, 314, 315 },
-  { 3, 2560, 32, 316, 317 },
-  { 3, 2560, 128, 315, 315 },
-  { 3, 2560, 512, 318, 318 },
-  { 3, 2560, 2048, 319, 320 },
-  { 3, 2560, 8192, 321, 322 },
-  { 3, 2560, 32768, 321, 323 },
-  { 3, 3072, 1, 324, 315 },
-  { 3, 3072, 8, 324, 315 },
-  { 3, 3072, 32, 325, 317 },
-  { 3, 3072, 128, 315, 315 },
-  { 3, 3072, 512, 318, 318 },
-  { 3, 3072, 2048, 326, 320 },
-  { 3, 3072, 8192, 327, 322 },
-  { 3, 3072, 32768, 327, 322 },
-  { 3, 4096, 1, 328, 329 },
-  { 3, 4096, 8, 328, 320 },
-  { 3, 4096, 32, 330, 320 },
-  { 3, 4096, 128, 328, 329 },
-  { 3, 4096, 512, 331, 320 },
-  { 3, 4096, 2048, 332, 320 },
-  { 3, 4096, 8192, 333, 320 },
-  { 3, 4096, 32768, 333, 320 },
-  { 3, 5120, 1, 334, 334 },
-  { 3, 5120, 8, 335, 334 },
-  { 3, 5120, 32, 335, 336 },
-  { 3, 5120, 128, 335, 337 },
-  { 3, 5120, 512, 338, 339 },
-  { 3, 5120, 2048, 338, 339 },
-  { 3, 5120, 8192, 338, 339 },
-  { 3, 5120, 32768, 340, 339 },
-  { 3, 6144, 1, 341, 341 },
-  { 3, 6144, 8, 342, 339 },
-  { 3, 6144, 32, 342, 337 },
-  { 3, 6144, 128, 342, 337 },
-  { 3, 6144, 512, 343, 339 },
-  { 3, 6144, 2048, 343, 339 },
-  { 3, 6144, 8192, 343, 339 },
-  { 3, 6144, 32768, 344, 339 },
-  { 3, 7168, 1, 341, 341 },
-  { 3, 7168, 8, 345, 341 },
-  { 3, 7168, 32, 345, 337 },
-  { 3, 7168, 128, 345, 337 },
-  { 3, 7168, 512, 346, 347 },
-  { 3, 7168, 2048, 346, 347 },
-  { 3, 7168, 8192, 346, 347 },
-  { 3, 7168, 32768, 348, 348 },
-  { 3, 8192, 1, 349, 349 },
-  { 3, 8192, 8, 349, 349 },
-  { 3, 8192, 32, 350, 351 },
-  { 3, 8192, 128, 350, 337 },
-  { 3, 8192, 512, 352, 347 },
-  { 3, 8192, 2048, 352, 347 },
-  { 3, 8192, 8192, 353, 347 },
-  { 3, 8192, 32768, 348, 348 },
-  { 3, 12288, 1, 354, 354 },
-  { 3, 12288, 8, 355, 355 },
-  { 3, 12288, 32, 356, 357 },
-  { 3, 12288, 128, 354, 354 },
-  { 3, 12288, 512, 358, 359 },
-  { 3, 12288, 2048, 360, 359 },
-  { 3, 12288, 8192, 361, 359 },
-  { 3, 12288, 32768, 362, 359 },
-  { 3, 16384, 1, 363, 364 },
-  { 3, 16384, 8, 363, 364 },
-  { 3, 16384, 32, 363, 365 },
-  { 3, 16384, 128, 354, 354 },
-  { 3, 16384, 512, 366, 367 },
-  { 3, 16384, 2048, 368, 369 },
-  { 3, 16384, 8192, 368, 369 },
-  { 3, 16384, 32768, 369, 369 },
-  { 3, 32768, 1, 370, 371 },
-  { 3, 32768, 8, 370, 372 },
-  { 3, 32768, 32, 370, 373 },
-  { 3, 32768, 128, 374, 374 },
-  { 3, 32768, 512, 375, 371 },
-  { 3, 32768, 2048, 376, 371 },
-  { 3, 32768, 8192, 376, 369 },
-  { 3, 32768, 32768, 369, 369 },
-  { 3, 65536, 1, 377, 377 },
-  { 3, 65536, 8, 378, 378 },
-  { 3, 65536, 32, 377, 377 },
-  { 3, 65536, 128, 379, 378 },
-  { 3, 65536, 512, 379, 371 },
-  { 3, 65536, 2048, 380, 381 },
-  { 3, 65536, 8192, 382, 381 },
-  { 3, 65536, 32768, 382, 381 },
-  { 3, 131072, 1, 383, 384 },
-  { 3, 131072, 8, 383, 384 },
-  { 3, 131072, 32, 385, 385 },
-  { 3, 131072, 128, 386, 371 },
-  { 3, 131072, 512, 387, 371 },
-  { 3, 131072, 2048, 387, 371 },
-  { 3, 131072, 8192, 387, 371 },
-  { 3, 131072, 32768, 387, 388 },
-  { 4, 512, 1, 390, 391 },
-  { 4, 512, 8, 392, 391 },
-  { 4, 512, 32, 392, 391 },
-  { 4, 512, 128, 392, 391 },
-  { 4, 512, 512, 393, 391 },
-  { 4, 512, 2048, 394, 391 },
-  { 4, 512, 8192, 395, 396 },
-  { 4, 512, 32768, 397, 391 },
-  { 4, 768, 1, 398, 391 },
-  { 4, 768, 8, 398, 391 },
-  { 4, 768, 32, 398, 391 },
-  { 4, 768, 128, 398, 391 },
-  { 4, 768, 512, 399, 391 },
-  { 4, 768, 2048, 400, 391 },
-  { 4, 768, 8192, 399, 391 },
-  { 4, 768, 32768, 399, 391 },
-  { 4, 1024, 1, 401, 391 },
-  { 4, 1024, 8, 401, 391 },
-  { 4, 1024, 32, 401, 391 },
-  { 4, 1024, 128, 402, 391 },
-  { 4, 1024, 512, 403, 391 },
-  { 4, 1024, 2048, 403, 391 },
-  { 4, 1024, 8192, 404, 391 },
-  { 4, 1024, 32768, 403, 391 },
-  { 4, 1536, 1, 405, 391 },
-  { 4, 1536, 8, 405, 391 },
-  { 4, 1536, 32, 405, 391 },
-  { 4, 1536, 128, 406, 391 },
-  { 4, 1536, 512, 407, 391 },
-  { 4, 1536, 2048, 408, 391 },
-  { 4, 1536, 8192, 407, 391 },
-  { 4, 1536, 32768, 407, 391 },
-  { 4, 2048, 1, 409, 391 },
-  { 4, 2048, 8, 409, 391 },
-  { 4, 2048, 32, 409, 391 },
-  { 4, 2048, 128, 409, 391 },
-  { 4, 2048, 512, 410, 391 },
-  { 4, 2048, 2048, 411, 411 },
-  { 4, 2048, 8192, 410, 391 },
-  { 4, 2048, 32768, 410, 391 },
-  { 4, 2560, 1, 412, 413 },
-  { 4, 2560, 8, 414, 415 },
-  { 4, 2560, 32, 414, 415 },
-  { 4, 2560, 128, 412, 413 },
-  { 4, 2560, 512, 416, 415 },
-  { 4, 2560, 2048, 417, 415 },
-  { 4, 2560, 8192, 418, 415 },
-  { 4, 2560, 32768, 418, 415 },
-  { 4, 3072, 1, 419, 413 },
-  { 4, 3072, 8, 419, 415 },
-  { 4, 3072, 32, 420, 415 },
-  { 4, 3072, 128, 421, 413 },
-  { 4, 3072, 512, 422, 422 },
-  { 4, 3072, 2048, 423, 415 },
-  { 4, 3072, 8192, 423, 415 },
-  { 4, 3072, 32768, 423, 415 },
-  { 4, 4096, 1, 424, 415 },
-  { 4, 4096, 8, 424, 415 },
-  { 4, 4096, 32, 425, 415 },
-  { 4, 4096, 128, 426, 427 },
-  { 4, 4096, 512, 428, 422 },
-  { 4, 4096, 2048, 428, 415 },
-  { 4, 4096, 8192, 428, 415 },
-  { 4, 4096, 32768, 429, 415 },
-  { 4, 5120, 1, 430, 431 },
-  { 4, 5120, 8, 430, 431 },
-  { 4, 5120, 32, 432, 431 },
-  { 4, 5120, 128, 430, 433 },
-  { 4, 5120, 512, 434, 431 },
-  { 4, 5120, 2048, 435, 431 },
-  { 4, 5120, 8192, 435, 431 },
-  { 4, 5120, 32768, 435, 431 },
-  { 4, 6144, 1, 436, 431 },
-  { 4, 6144, 8, 437, 431 },
-  { 4, 6144, 32, 438, 431 },
-  { 4, 6144, 128, 437, 433 },
-  { 4, 6144, 512, 439, 431 },
-  { 4, 6144, 2048, 440, 431 },
-  { 4, 6144, 8192, 440, 431 },
-  { 4, 6144, 32768, 440, 441 },
-  { 4, 7168, 1, 442, 443 },
-  { 4, 7168, 8, 442, 444 },
-  { 4, 7168, 32, 445, 444 },
-  { 4, 7168, 128, 445, 433 },
-  { 4, 7168, 512, 444, 444 },
-  { 4, 7168, 2048, 446, 444 },
-  { 4, 7168, 8192, 446, 444 },
-  { 4, 7168, 32768, 446, 444 },
-  { 4, 8192, 1, 447, 448 },
-  { 4, 8192, 8, 447, 444 },
-  { 4, 8192, 32, 449, 444 },
-  { 4, 8192, 128, 449, 448 },
-  { 4, 8192, 512, 444, 444 },
-  { 4, 8192, 2048, 450, 444 },
-  { 4, 8192, 8192, 450, 444 },
-  { 4, 8192, 32768, 451, 444 },
-  { 4, 12288, 1, 452, 453 },
-  { 4, 12288, 8, 452, 454 },
-  { 4, 12288, 32, 455, 454 },
-  { 4, 12288, 128, 456, 457 },
-  { 4, 12288, 512, 458, 441 },
-  { 4, 12288, 2048, 458, 454 },
-  { 4, 12288, 8192, 459, 454 },
-  { 4, 12288, 32768, 459, 454 },
-  { 4, 16384, 1, 460, 461 },
-  { 4, 16384, 8, 460, 461 },
-  { 4, 16384, 32, 462, 461 },
-  { 4, 16384, 128, 463, 457 },
-  { 4, 16384, 512, 464, 461 },
-  { 4, 16384, 2048, 464, 461 },
-  { 4, 16384, 8192, 465, 465 },
-  { 4, 16384, 32768, 465, 465 },
-  { 4, 32768, 1, 466, 467 },
-  { 4, 32768, 8, 466, 467 },
-  { 4, 32768, 32, 468, 468 },
-  { 4, 32768, 128, 469, 467 },
-  { 4, 32768, 512, 470, 467 },
-  { 4, 32768, 2048, 469, 471 },
-  { 4, 32768, 8192, 469, 471 },
-  { 4, 32768, 32768, 469, 471 },
-  { 4, 65536, 1, 472, 467 },
-  { 4, 65536, 8, 473, 467 },
-  { 4, 65536, 32, 472, 474 },
-  { 4, 65536, 128, 472, 467 },
-  { 4, 65536, 512, 473, 467 },
-  { 4, 65536, 2048, 475, 471 },
-  { 4, 65536, 8192, 476, 471 },
-  { 4, 65536, 32768, 476, 471 },
-  { 4, 131072, 1, 477, 467 },
-  { 4, 131072, 8, 477, 478 },
-  { 4, 131072, 32, 479, 467 },
-  { 4, 131072, 128, 480, 467 },
-  { 4, 131072, 512, 479, 467 },
-  { 4, 131072, 2048, 481, 482 },
-  { 4, 131072, 8192, 481, 482 },
-  { 4, 131072, 32768, 483, 482 },
-  { 5, 512, 1, 485, 486 },
-  { 5, 512, 8, 487, 486 },
-  { 5, 512, 32, 487, 486 },
-  { 5, 512, 128, 485, 486 },
-  { 5, 512, 512, 487, 486 },
-  { 5, 512, 2048, 488, 486 },
-  { 5, 512, 8192, 489, 490 },
-  { 5, 512, 32768, 488, 491 },
-  { 5, 768, 1, 492, 486 },
-  { 5, 768, 8, 493, 486 },
-  { 5, 768, 32, 493, 486 },
-  { 5, 768, 128, 494, 494 },
-  { 5, 768, 512, 492, 486 },
-  { 5, 768, 2048, 493, 486 },
-  { 5, 768, 8192, 495, 486 },
-  { 5, 768, 32768, 496, 486 },
-  { 5, 1024, 1, 497, 486 },
-  { 5, 1024, 8, 497, 486 },
-  { 5, 1024, 32, 497, 486 },
-  { 5, 1024, 128, 497, 486 },
-  { 5, 1024, 512, 497, 486 },
-  { 5, 1024, 2048, 498, 486 },
-  { 5, 1024, 8192, 499, 486 },
-  { 5, 1024, 32768, 499, 500 },
-  { 5, 1536, 1, 501, 486 },
-  { 5, 1536, 8, 501, 486 },
-  { 5, 1536, 32, 501, 486 },
-  { 5, 1536, 128, 502, 502 },
-  { 5, 1536, 512, 501, 486 },
-  { 5, 1536, 2048, 503, 504 },
-  { 5, 1536, 8192, 505, 486 },
-  { 5, 1536, 32768, 505, 506 },
-  { 5, 2048, 1, 507, 486 },
-  { 5, 2048, 8, 507, 486 },
-  { 5, 2048, 32, 507, 486 },
-  { 5, 2048, 128, 502, 502 },
-  { 5, 2048, 512, 507, 486 },
-  { 5, 2048, 2048, 508, 509 },
-  { 5, 2048, 8192, 510, 486 },
-  { 5, 2048, 32768, 511, 486 },
-  { 5, 2560, 1, 512, 513 },
-  { 5, 2560, 8, 512, 513 },
-  { 5, 2560, 32, 514, 514 },
-  { 5, 2560, 128, 514, 514 },
-  { 5, 2560, 512, 512, 515 },
-  { 5, 2560, 2048, 516, 517 },
-  { 5, 2560, 8192, 518, 519 },
-  { 5, 2560, 32768, 518, 519 },
-  { 5, 3072, 1, 520, 513 },
-  { 5, 3072, 8, 520, 513 },
-  { 5, 3072, 32, 514, 514 },
-  { 5, 3072, 128, 514, 514 },
-  { 5, 3072, 512, 520, 515 },
-  { 5, 3072, 2048, 521, 515 },
-  { 5, 3072, 8192, 522, 519 },
-  { 5, 3072, 32768, 522, 519 },
-  { 5, 4096, 1, 523, 515 },
-  { 5, 4096, 8, 523, 515 },
-  { 5, 4096, 32, 524, 515 },
-  { 5, 4096, 128, 514, 514 },
-  { 5, 4096, 512, 523, 515 },
-  { 5, 4096, 2048, 525, 515 },
-  { 5, 4096, 8192, 526, 515 },
-  { 5, 4096, 32768, 526, 515 },
-  { 5, 5120, 1, 527, 528 },
-  { 5, 5120, 8, 527, 529 },
-  { 5, 5120, 32, 530, 530 },
-  { 5, 5120, 128, 531, 532 },
-  { 5, 5120, 512, 533, 529 },
-  { 5, 5120, 2048, 533, 529 },
-  { 5, 5120, 8192, 533, 529 },
-  { 5, 5120, 32768, 533, 529 },
-  { 5, 6144, 1, 530, 530 },
-  { 5, 6144, 8, 534, 529 },
-  { 5, 6144, 32, 530, 530 },
-  { 5, 6144, 128, 530, 530 },
-  { 5, 6144, 512, 529, 529 },
-  { 5, 6144, 2048, 529, 529 },
-  { 5, 6144, 8192, 529, 529 },
-  { 5, 6144, 32768, 535, 529 },
-  { 5, 7168, 1, 536, 530 },
-  { 5, 7168, 8, 536, 537 },
-  { 5, 7168, 32, 530, 530 },
-  { 5, 7168, 128, 530, 530 },
-  { 5, 7168, 512, 537, 537 },
-  { 5, 7168, 2048, 537, 537 },
-  { 5, 7168, 8192, 537, 537 },
-  { 5, 7168, 32768, 537, 537 },
-  { 5, 8192, 1, 538, 539 },
-  { 5, 8192, 8, 538, 539 },
-  { 5, 8192, 32, 530, 530 },
-  { 5, 8192, 128, 540, 530 },
-  { 5, 8192, 512, 537, 537 },
-  { 5, 8192, 2048, 541, 537 },
-  { 5, 8192, 8192, 542, 537 },
-  { 5, 8192, 32768, 543, 537 },
-  { 5, 12288, 1, 544, 545 },
-  { 5, 12288, 8, 544, 546 },
-  { 5, 12288, 32, 547, 545 },
-  { 5, 12288, 128, 544, 546 },
-  { 5, 12288, 512, 548, 546 },
-  { 5, 12288, 2048, 549, 546 },
-  { 5, 12288, 8192, 549, 546 },
-  { 5, 12288, 32768, 550, 546 },
-  { 5, 16384, 1, 551, 552 },
-  { 5, 16384, 8, 551, 552 },
-  { 5, 16384, 32, 553, 545 },
-  { 5, 16384, 128, 554, 555 },
-  { 5, 16384, 512, 556, 557 },
-  { 5, 16384, 2048, 558, 559 },
-  { 5, 16384, 8192, 558, 559 },
-  { 5, 16384, 32768, 558, 559 },
-  { 5, 32768, 1, 560, 561 },
-  { 5, 32768, 8, 560, 562 },
-  { 5, 32768, 32, 560, 562 },
-  { 5, 32768, 128, 563, 564 },
-  { 5, 32768, 512, 565, 561 },
-  { 5, 32768, 2048, 566, 561 },
-  { 5, 32768, 8192, 566, 561 },
-  { 5, 32768, 32768, 566, 561 },
-  { 5, 65536, 1, 567, 561 },
-  { 5, 65536, 8, 567, 568 },
-  { 5, 65536, 32, 567, 568 },
-  { 5, 65536, 128, 569, 561 },
-  { 5, 65536, 512, 569, 561 },
-  { 5, 65536, 2048, 570, 561 },
-  { 5, 65536, 8192, 570, 571 },
-  { 5, 65536, 32768, 570, 571 },
-  { 5, 131072, 1, 572, 561 },
-  { 5, 131072, 8, 572, 573 },
-  { 5, 131072, 32, 574, 561 },
-  { 5, 131072, 128, 574, 561 },
-  { 5, 131072, 512, 575, 561 },
-  { 5, 131072, 2048, 576, 561 },
-  { 5, 131072, 8192, 576, 561 },
-  { 5, 131072, 32768, 576, 561 },
-  { 6, 512, 1, 578, 579 },
-  { 6, 512, 8, 580, 579 },
-  { 6, 512, 32, 580, 579 },
-  { 6, 512, 128, 578, 579 },
-  { 6, 512, 512, 578, 579 },
-  { 6, 512, 2048, 581, 579 },
-  { 6, 512, 8192, 581, 579 },
-  { 6, 512, 32768, 582, 579 },
-  { 6, 768, 1, 583, 579 },
-  { 6, 768, 8, 583, 579 },
-  { 6, 768, 32, 584, 579 },
-  { 6, 768, 128, 585, 579 },
-  { 6, 768, 512, 586, 579 },
-  { 6, 768, 2048, 584, 579 },
-  { 6, 768, 8192, 587, 579 },
-  { 6, 768, 32768, 584, 579 },
-  { 6, 1024, 1, 588, 579 },
-  { 6, 1024, 8, 588, 579 },
-  { 6, 1024, 32, 588, 579 },
-  { 6, 1024, 128, 588, 579 },
-  { 6, 1024, 512, 588, 579 },
-  { 6, 1024, 2048, 589, 590 },
-  { 6, 1024, 8192, 589, 579 },
-  { 6, 1024, 32768, 588, 579 },
-  { 6, 1536, 1, 591, 579 },
-  { 6, 1536, 8, 591, 579 },
-  { 6, 1536, 32, 591, 579 },
-  { 6, 1536, 128, 592, 579 },
-  { 6, 1536, 512, 591, 579 },
-  { 6, 1536, 2048, 593, 579 },
-  { 6, 1536, 8192, 592, 579 },
-  { 6, 1536, 32768, 592, 579 },
-  { 6, 2048, 1, 594, 579 },
-  { 6, 2048, 8, 594, 579 },
-  { 6, 2048, 32, 594, 579 },
-  { 6, 2048, 128, 595, 579 },
-  { 6, 2048, 512, 594, 579 },
-  { 6, 2048, 2048, 596, 579 },
-  { 6, 2048, 8192, 594, 579 },
-  { 6, 2048, 32768, 594, 579 },
-  { 6, 2560, 1, 597, 598 },
-  { 6, 2560, 8, 597, 598 },
-  { 6, 2560, 32, 599, 598 },
-  { 6, 2560, 128, 600, 598 },
-  { 6, 2560, 512, 597, 598 },
-  { 6, 2560, 2048, 599, 598 },
-  { 6, 2560, 8192, 599, 598 },
-  { 6, 2560, 32768, 599, 598 },
-  { 6, 3072, 1, 601, 598 },
-  { 6, 3072, 8, 601, 598 },
-  { 6, 3072, 32, 602, 598 },
-  { 6, 3072, 128, 603, 604 },
-  { 6, 3072, 512, 601, 598 },
-  { 6, 3072, 2048, 602, 598 },
-  { 6, 3072, 8192, 602, 598 },
-  { 6, 3072, 32768, 601, 598 },
-  { 6, 4096, 1, 605, 598 },
-  { 6, 4096, 8, 605, 598 },
-  { 6, 4096, 32, 606, 598 },
-  { 6, 4096, 128, 607, 604 },
-  { 6, 4096, 512, 598, 598 },
-  { 6, 4096, 2048, 605, 598 },
-  { 6, 4096, 8192, 608, 598 },
-  { 6, 4096, 32768, 608, 598 },
-  { 6, 5120, 1, 609, 610 },
-  { 6, 5120, 8, 609, 610 },
-  { 6, 5120, 32, 611, 610 },
-  { 6, 5120, 128, 612, 613 },
-  { 6, 5120, 512, 614, 610 },
-  { 6, 5120, 2048, 615, 610 },
-  { 6, 5120, 8192, 615, 610 },
-  { 6, 5120, 32768, 615, 610 },
-  { 6, 6144, 1, 616, 617 },
-  { 6, 6144, 8, 618, 610 },
-  { 6, 6144, 32, 619, 610 },
-  { 6, 6144, 128, 619, 620 },
-  { 6, 6144, 512, 621, 610 },
-  { 6, 6144, 2048, 618, 610 },
-  { 6, 6144, 8192, 622, 610 },
-  { 6, 6144, 32768, 622, 610 },
-  { 6, 7168, 1, 623, 617 },
-  { 6, 7168, 8, 623, 624 },
-  { 6, 7168, 32, 625, 624 },
-  { 6, 7168, 128, 625, 620 },
-  { 6, 7168, 512, 626, 624 },
-  { 6, 7168, 2048, 627, 624 },
-  { 6, 7168, 8192, 627, 624 },
-  { 6, 7168, 32768, 627, 624 },
-  { 6, 8192, 1, 628, 624 },
-  { 6, 8192, 8, 628, 624 },
-  { 6, 8192, 32, 629, 624 },
-  { 6, 8192, 128, 630, 624 },
-  { 6, 8192, 512, 631, 624 },
-  { 6, 8192, 2048, 630, 624 },
-  { 6, 8192, 8192, 630, 624 },
-  { 6, 8192, 32768, 632, 624 },
-  { 6, 12288, 1, 633, 634 },
-  { 6, 12288, 8, 633, 635 },
-  { 6, 12288, 32, 636, 637 },
-  { 6, 12288, 128, 633, 635 },
-  { 6, 12288, 512, 638, 635 },
-  { 6, 12288, 2048, 638, 635 },
-  { 6, 12288, 8192, 639, 635 },
-  { 6, 12288, 32768, 639, 635 },
-  { 6, 16384, 1, 640, 641 },
-  { 6, 16384, 8, 640, 641 },
-  { 6, 16384, 32, 642, 641 },
-  { 6, 16384, 128, 643, 644 },
-  { 6, 16384, 512, 645, 641 },
-  { 6, 16384, 2048, 645, 641 },
-  { 6, 16384, 8192, 643, 641 },
-  { 6, 16384, 32768, 646, 641 },
-  { 6, 32768, 1, 647, 648 },
-  { 6, 32768, 8, 647, 648 },
-  { 6, 32768, 32, 649, 650 },
-  { 6, 32768, 128, 651, 648 },
-  { 6, 32768, 512, 652, 648 },
-  { 6, 32768, 2048, 651, 648 },
-  { 6, 32768, 8192, 651, 648 },
-  { 6, 32768, 32768, 651, 648 },
-  { 6, 65536, 1, 653, 648 },
-  { 6, 65536, 8, 654, 648 },
-  { 6, 65536, 32, 654, 648 },
-  { 6, 65536, 128, 655, 648 },
-  { 6, 65536, 512, 656, 648 },
-  { 6, 65536, 2048, 656, 648 },
-  { 6, 65536, 8192, 657, 648 },
-  { 6, 65536, 32768, 657, 648 },
-  { 6, 131072, 1, 658, 648 },
-  { 6, 131072, 8, 658, 648 },
-  { 6, 131072, 32, 659, 648 },
-  { 6, 131072, 128, 659, 648 },
-  { 6, 131072, 512, 660, 648 },
-  { 6, 131072, 2048, 660, 648 },
-  { 6, 131072, 8192, 660, 648 },
-  { 6, 131072, 32768, 661, 648 },
-  { 7, 512, 1, 663, 664 },
-  { 7, 512, 8, 663, 664 },
-  { 7, 512, 32, 663, 664 },
-  { 7, 512, 128, 663, 664 },
-  { 7, 512, 512, 665, 664 },
-  { 7, 512, 2048, 666, 664 },
-  { 7, 512, 8192, 667, 664 },
-  { 7, 512, 32768, 666, 668 },
-  { 7, 768, 1, 669, 669 },
-  { 7, 768, 8, 669, 669 },
-  { 7, 768, 32, 669, 669 },
-  { 7, 768, 128, 669, 669 },
-  { 7, 768, 512, 670, 670 },
-  { 7, 768, 2048, 671, 672 },
-  { 7, 768, 8192, 671, 672 },
-  { 7, 768, 32768, 671, 673 },
-  { 7, 1024, 1, 674, 675 },
-  { 7, 1024, 8, 674, 675 },
-  { 7, 1024, 32, 669, 669 },
-  { 7, 1024, 128, 674, 669 },
-  { 7, 1024, 512, 676, 664 },
-  { 7, 1024, 2048, 677, 664 },
-  { 7, 1024, 8192, 677, 673 },
-  { 7, 1024, 32768, 678, 664 },
-  { 7, 1536, 1, 679, 679 },
-  { 7, 1536, 8, 679, 679 },
-  { 7, 1536, 32, 680, 681 },
-  { 7, 1536, 128, 682, 682 },
-  { 7, 1536, 512, 683, 683 },
-  { 7, 1536, 2048, 684, 685 },
-  { 7, 1536, 8192, 685, 685 },
-  { 7, 1536, 32768, 685, 685 },
-  { 7, 2048, 1, 686, 685 },
-  { 7, 2048, 8, 679, 679 },
-  { 7, 2048, 32, 686, 687 },
-  { 7, 2048, 128, 682, 682 },
-  { 7, 2048, 512, 683, 683 },
-  { 7, 2048, 2048, 688, 685 },
-  { 7, 2048, 8192, 685, 685 },
-  { 7, 2048, 32768, 689, 689 },
-  { 7, 2560, 1, 690, 691 },
-  { 7, 2560, 8, 690, 692 },
-  { 7, 2560, 32, 693, 693 },
-  { 7, 2560, 128, 694, 694 },
-  { 7, 2560, 512, 695, 695 },
-  { 7, 2560, 2048, 690, 696 },
-  { 7, 2560, 8192, 697, 697 },
-  { 7, 2560, 32768, 697, 697 },
-  { 7, 3072, 1, 698, 691 },
-  { 7, 3072, 8, 698, 692 },
-  { 7, 3072, 32, 699, 692 },
-  { 7, 3072, 128, 694, 694 },
-  { 7, 3072, 512, 695, 695 },
-  { 7, 3072, 2048, 698, 696 },
-  { 7, 3072, 8192, 700, 700 },
-  { 7, 3072, 32768, 700, 700 },
-  { 7, 4096, 1, 701, 702 },
-  { 7, 4096, 8, 703, 702 },
-  { 7, 4096, 32, 703, 702 },
-  { 7, 4096, 128, 703, 694 },
-  { 7, 4096, 512, 695, 695 },
-  { 7, 4096, 2048, 695, 695 },
-  { 7, 4096, 8192, 697, 697 },
-  { 7, 4096, 32768, 700, 700 },
-  { 7, 5120, 1, 704, 704 },
-  { 7, 5120, 8, 704, 704 },
-  { 7, 5120, 32, 705, 705 },
-  { 7, 5120, 128, 706, 705 },
-  { 7, 5120, 512, 706, 707 },
-  { 7, 5120, 2048, 708, 709 },
-  { 7, 5120, 8192, 700, 700 },
-  { 7, 5120, 32768, 710, 710 },
-  { 7, 6144, 1, 711, 711 },
-  { 7, 6144, 8, 711, 711 },
-  { 7, 6144, 32, 712, 705 },
-  { 7, 6144, 128, 712, 705 },
-  { 7, 6144, 512, 713, 714 },
-  { 7, 6144, 2048, 715, 716 },
-  { 7, 6144, 8192, 717, 717 },
-  { 7, 6144, 32768, 717, 717 },
-  { 7, 7168, 1, 718, 718 },
-  { 7, 7168, 8, 718, 718 },
-  { 7, 7168, 32, 719, 720 },
-  { 7, 7168, 128, 721, 721 },
-  { 7, 7168, 512, 722, 722 },
-  { 7, 7168, 2048, 723, 724 },
-  { 7, 7168, 8192, 717, 717 },
-  { 7, 7168, 32768, 717, 717 },
-  { 7, 8192, 1, 725, 725 },
-  { 7, 8192, 8, 726, 726 },
-  { 7, 8192, 32, 721, 721 },
-  { 7, 8192, 128, 721, 721 },
-  { 7, 8192, 512, 727, 720 },
-  { 7, 8192, 2048, 728, 724 },
-  { 7, 8192, 8192, 728, 729 },
-  { 7, 8192, 32768, 717, 717 },
-  { 7, 12288, 1, 730, 730 },
-  { 7, 12288, 8, 730, 730 },
-  { 7, 12288, 32, 731, 731 },
-  { 7, 12288, 128, 730, 730 },
-  { 7, 12288, 512, 732, 732 },
-  { 7, 12288, 2048, 733, 734 },
-  { 7, 12288, 8192, 733, 734 },
-  { 7, 12288, 32768, 733, 734 },
-  { 7, 16384, 1, 735, 736 },
-  { 7, 16384, 8, 737, 737 },
-  { 7, 16384, 32, 738, 738 },
-  { 7, 16384, 128, 737, 737 },
-  { 7, 16384, 512, 739, 740 },
-  { 7, 16384, 2048, 741, 736 },
-  { 7, 16384, 8192, 742, 742 },
-  { 7, 16384, 32768, 742, 742 },
-  { 7, 32768, 1, 743, 743 },
-  { 7, 32768, 8, 743, 743 },
-  { 7, 32768, 32, 744, 744 },
-  { 7, 32768, 128, 745, 746 },
-  { 7, 32768, 512, 747, 746 },
-  { 7, 32768, 2048, 748, 748 },
-  { 7, 32768, 8192, 748, 748 },
-  { 7, 32768, 32768, 749, 748 },
-  { 7, 65536, 1, 750, 750 },
-  { 7, 65536, 8, 751, 751 },
-  { 7, 65536, 32, 752, 753 },
-  { 7, 65536, 128, 754, 753 },
-  { 7, 65536, 512, 755, 753 },
-  { 7, 65536, 2048, 756, 700 },
-  { 7, 65536, 8192, 757, 700 },
-  { 7, 65536, 32768, 757, 700 },
-  { 7, 131072, 1, 758, 759 },
-  { 7, 131072, 8, 760, 760 },
-  { 7, 131072, 32, 761, 700 },
-  { 7, 131072, 128, 761, 700 },
-  { 7, 131072, 512, 761, 700 },
-  { 7, 131072, 2048, 761, 700 },
-  { 7, 131072, 8192, 761, 700 },
-  { 7, 131072, 32768, 761, 700 },
-  { 8, 512, 1, 763, 764 },
-  { 8, 512, 8, 763, 764 },
-  { 8, 512, 32, 763, 764 },
-  { 8, 512, 128, 765, 764 },
-  { 8, 512, 512, 766, 764 },
-  { 8, 512, 2048, 767, 767 },
-  { 8, 512, 8192, 768, 768 },
-  { 8, 512, 32768, 768, 768 },
-  { 8, 768, 1, 769, 770 },
-  { 8, 768, 8, 769, 770 },
-  { 8, 768, 32, 769, 770 },
-  { 8, 768, 128, 769, 764 },
-  { 8, 768, 512, 764, 764 },
-  { 8, 768, 2048, 771, 771 },
-  { 8, 768, 8192, 764, 764 },
-  { 8, 768, 32768, 764, 764 },
-  { 8, 1024, 1, 772, 764 },
-  { 8, 1024, 8, 772, 764 },
-  { 8, 1024, 32, 772, 770 },
-  { 8, 1024, 128, 773, 774 },
-  { 8, 1024, 512, 775, 774 },
-  { 8, 1024, 2048, 775, 764 },
-  { 8, 1024, 8192, 764, 764 },
-  { 8, 1024, 32768, 764, 764 },
-  { 8, 1536, 1, 776, 777 },
-  { 8, 1536, 8, 776, 778 },
-  { 8, 1536, 32, 779, 777 },
-  { 8, 1536, 128, 776, 780 },
-  { 8, 1536, 512, 781, 781 },
-  { 8, 1536, 2048, 779, 777 },
-  { 8, 1536, 8192, 781, 781 },
-  { 8, 1536, 32768, 781, 781 },
-  { 8, 2048, 1, 782, 783 },
-  { 8, 2048, 8, 782, 783 },
-  { 8, 2048, 32, 782, 777 },
-  { 8, 2048, 128, 780, 780 },
-  { 8, 2048, 512, 781, 781 },
-  { 8, 2048, 2048, 781, 781 },
-  { 8, 2048, 8192, 784, 777 },
-  { 8, 2048, 32768, 785, 785 },
-  { 8, 2560, 1, 786, 787 },
-  { 8, 2560, 8, 786, 787 },
-  { 8, 2560, 32, 788, 787 },
-  { 8, 2560, 128, 789, 789 },
-  { 8, 2560, 512, 786, 790 },
-  { 8, 2560, 2048, 791, 791 },
-  { 8, 2560, 8192, 792, 787 },
-  { 8, 2560, 32768, 792, 787 },
-  { 8, 3072, 1, 793, 794 },
-  { 8, 3072, 8, 795, 789 },
-  { 8, 3072, 32, 796, 797 },
-  { 8, 3072, 128, 789, 789 },
-  { 8, 3072, 512, 795, 787 },
-  { 8, 3072, 2048, 791, 791 },
-  { 8, 3072, 8192, 798, 790 },
-  { 8, 3072, 32768, 799, 787 },
-  { 8, 4096, 1, 800, 801 },
-  { 8, 4096, 8, 800, 789 },
-  { 8, 4096, 32, 802, 797 },
-  { 8, 4096, 128, 789, 789 },
-  { 8, 4096, 512, 800, 803 },
-  { 8, 4096, 2048, 804, 803 },
-  { 8, 4096, 8192, 805, 805 },
-  { 8, 4096, 32768, 806, 803 },
-  { 8, 5120, 1, 807, 808 },
-  { 8, 5120, 8, 809, 808 },
-  { 8, 5120, 32, 810, 811 },
-  { 8, 5120, 128, 810, 811 },
-  { 8, 5120, 512, 809, 812 },
-  { 8, 5120, 2048, 813, 813 },
-  { 8, 5120, 8192, 805, 805 },
-  { 8, 5120, 32768, 814, 812 },
-  { 8, 6144, 1, 815, 808 },
-  { 8, 6144, 8, 816, 808 },
-  { 8, 6144, 32, 816, 811 },
-  { 8, 6144, 128, 816, 811 },
-  { 8, 6144, 512, 816, 811 },
-  { 8, 6144, 2048, 813, 813 },
-  { 8, 6144, 8192, 817, 818 },
-  { 8, 6144, 32768, 819, 818 },
-  { 8, 7168, 1, 820, 820 },
-  { 8, 7168, 8, 821, 821 },
-  { 8, 7168, 32, 822, 823 },
-  { 8, 7168, 128, 822, 820 },
-  { 8, 7168, 512, 822, 824 },
-  { 8, 7168, 2048, 825, 826 },
-  { 8, 7168, 8192, 805, 805 },
-  { 8, 7168, 32768, 827, 827 },
-  { 8, 8192, 1, 828, 829 },
-  { 8, 8192, 8, 828, 829 },
-  { 8, 8192, 32, 830, 831 },
-  { 8, 8192, 128, 820, 820 },
-  { 8, 8192, 512, 832, 832 },
-  { 8, 8192, 2048, 832, 832 },
-  { 8, 8192, 8192, 805, 805 },
-  { 8, 8192, 32768, 827, 827 },
-  { 8, 12288, 1, 833, 834 },
-  { 8, 12288, 8, 833, 834 },
-  { 8, 12288, 32, 835, 834 },
-  { 8, 12288, 128, 836, 836 },
-  { 8, 12288, 512, 837, 838 },
-  { 8, 12288, 2048, 837, 839 },
-  { 8, 12288, 8192, 837, 839 },
-  { 8, 12288, 32768, 840, 840 },
-  { 8, 16384, 1, 841, 841 },
-  { 8, 16384, 8, 842, 843 },
-  { 8, 16384, 32, 841, 841 },
-  { 8, 16384, 128, 844, 844 },
-  { 8, 16384, 512, 845, 846 },
-  { 8, 16384, 2048, 845, 847 },
-  { 8, 16384, 8192, 845, 847 },
-  { 8, 16384, 32768, 845, 847 },
-  { 8, 32768, 1, 848, 848 },
-  { 8, 32768, 8, 848, 848 },
-  { 8, 32768, 32, 849, 849 },
-  { 8, 32768, 128, 848, 848 },
-  { 8, 32768, 512, 850, 850 },
-  { 8, 32768, 2048, 851, 850 },
-  { 8, 32768, 8192, 851, 850 },
-  { 8, 32768, 32768, 851, 850 },
-  { 8, 65536, 1, 852, 852 },
-  { 8, 65536, 8, 852, 852 },
-  { 8, 65536, 32, 853, 853 },
-  { 8, 65536, 128, 854, 855 },
-  { 8, 65536, 512, 850, 850 },
-  { 8, 65536, 2048, 850, 850 },
-  { 8, 65536, 8192, 856, 856 },
-  { 8, 65536, 32768, 856, 856 },
-  { 8, 131072, 1, 857, 857 },
-  { 8, 131072, 8, 858, 858 },
-  { 8, 131072, 32, 859, 860 },
-  { 8, 131072, 128, 859, 860 },
-  { 8, 131072, 512, 859, 860 },
-  { 8, 131072, 2048, 861, 861 },
-  { 8, 131072, 8192, 861, 861 },
-  { 8, 131072, 32768, 861, 861 },
+  { 1, 5120, 8192, 148, 149 },
+  { 1, 5120, 32768, 148, 144 },
+  { 1, 6144, 1, 150, 144 },
+  { 1, 6144, 8, 150, 144 },
+  { 1, 6144, 32, 151, 144 },
+  { 1, 6144, 128, 152, 144 },
+  { 1, 6144, 512, 153, 144 },
+  { 1, 6144, 2048, 154, 144 },
+  { 1, 6144, 8192, 155, 144 },
+  { 1, 6144, 32768, 156, 144 },
+  { 1, 7168, 1, 157, 158 },
+  { 1, 7168, 8, 157, 158 },
+  { 1, 7168, 32, 159, 158 },
+  { 1, 7168, 128, 157, 158 },
+  { 1, 7168, 512, 160, 158 },
+  { 1, 7168, 2048, 160, 158 },
+  { 1, 7168, 8192, 160, 158 },
+  { 1, 7168, 32768, 161, 158 },
+  { 1, 8192, 1, 162, 163 },
+  { 1, 8192, 8, 162, 163 },
+  { 1, 8192, 32, 164, 158 },
+  { 1, 8192, 128, 164, 158 },
+  { 1, 8192, 512, 165, 158 },
+  { 1, 8192, 2048, 165, 158 },
+  { 1, 8192, 8192, 165, 158 },
+  { 1, 8192, 32768, 166, 158 },
+  { 1, 12288, 1, 167, 168 },
+  { 1, 12288, 8, 169, 168 },
+  { 1, 12288, 32, 170, 168 },
+  { 1, 12288, 128, 171, 168 },
+  { 1, 12288, 512, 172, 168 },
+  { 1, 12288, 2048, 173, 168 },
+  { 1, 12288, 8192, 173, 168 },
+  { 1, 12288, 32768, 173, 168 },
+  { 1, 16384, 1, 174, 175 },
+  { 1, 16384, 8, 176, 175 },
+  { 1, 16384, 32, 174, 175 },
+  { 1, 16384, 128, 177, 175 },
+  { 1, 16384, 512, 177, 175 },
+  { 1, 16384, 2048, 178, 175 },
+  { 1, 16384, 8192, 178, 175 },
+  { 1, 16384, 32768, 178, 175 },
+  { 1, 32768, 1, 179, 180 },
+  { 1, 32768, 8, 179, 180 },
+  { 1, 32768, 32, 181, 182 },
+  { 1, 32768, 128, 183, 184 },
+  { 1, 32768, 512, 185, 184 },
+  { 1, 32768, 2048, 186, 184 },
+  { 1, 32768, 8192, 186, 184 },
+  { 1, 32768, 32768, 186, 184 },
+  { 1, 65536, 1, 187, 184 },
+  { 1, 65536, 8, 187, 184 },
+  { 1, 65536, 32, 188, 184 },
+  { 1, 65536, 128, 189, 184 },
+  { 1, 65536, 512, 190, 184 },
+  { 1, 65536, 2048, 190, 184 },
+  { 1, 65536, 8192, 190, 184 },
+  { 1, 65536, 32768, 190, 184 },
+  { 1, 131072, 1, 191, 184 },
+  { 1, 131072, 8, 191, 184 },
+  { 1, 131072, 32, 192, 184 },
+  { 1, 131072, 128, 192, 184 },
+  { 1, 131072, 512, 192, 184 },
+  { 1, 131072, 2048, 193, 184 },
+  { 1, 131072, 8192, 193, 184 },
+  { 1, 131072, 32768, 193, 184 },
+  { 2, 512, 1, 195, 196 },
+  { 2, 512, 8, 197, 196 },
+  { 2, 512, 32, 198, 196 },
+  { 2, 512, 128, 195, 196 },
+  { 2, 512, 512, 197, 196 },
+  { 2, 512, 2048, 198, 196 },
+  { 2, 512, 8192, 197, 199 },
+  { 2, 512, 32768, 200, 201 },
+  { 2, 768, 1, 202, 203 },
+  { 2, 768, 8, 204, 196 },
+  { 2, 768, 32, 202, 196 },
+  { 2, 768, 128, 202, 196 },
+  { 2, 768, 512, 202, 196 },
+  { 2, 768, 2048, 205, 196 },
+  { 2, 768, 8192, 205, 196 },
+  { 2, 768, 32768, 205, 206 },
+  { 2, 1024, 1, 207, 196 },
+  { 2, 1024, 8, 207, 196 },
+  { 2, 1024, 32, 207, 196 },
+  { 2, 1024, 128, 207, 196 },
+  { 2, 1024, 512, 207, 196 },
+  { 2, 1024, 2048, 208, 209 },
+  { 2, 1024, 8192, 210, 196 },
+  { 2, 1024, 32768, 210, 211 },
+  { 2, 1536, 1, 212, 213 },
+  { 2, 1536, 8, 212, 213 },
+  { 2, 1536, 32, 214, 215 },
+  { 2, 1536, 128, 212, 213 },
+  { 2, 1536, 512, 214, 213 },
+  { 2, 1536, 2048, 214, 213 },
+  { 2, 1536, 8192, 216, 213 },
+  { 2, 1536, 32768, 216, 213 },
+  { 2, 2048, 1, 217, 213 },
+  { 2, 2048, 8, 217, 213 },
+  { 2, 2048, 32, 217, 213 },
+  { 2, 2048, 128, 217, 213 },
+  { 2, 2048, 512, 217, 213 },
+  { 2, 2048, 2048, 217, 213 },
+  { 2, 2048, 8192, 218, 213 },
+  { 2, 2048, 32768, 218, 213 },
+  { 2, 2560, 1, 219, 220 },
+  { 2, 2560, 8, 219, 221 },
+  { 2, 2560, 32, 219, 222 },
+  { 2, 2560, 128, 219, 223 },
+  { 2, 2560, 512, 219, 224 },
+  { 2, 2560, 2048, 219, 224 },
+  { 2, 2560, 8192, 225, 224 },
+  { 2, 2560, 32768, 226, 224 },
+  { 2, 3072, 1, 227, 224 },
+  { 2, 3072, 8, 227, 221 },
+  { 2, 3072, 32, 227, 222 },
+  { 2, 3072, 128, 227, 223 },
+  { 2, 3072, 512, 228, 224 },
+  { 2, 3072, 2048, 228, 220 },
+  { 2, 3072, 8192, 229, 224 },
+  { 2, 3072, 32768, 230, 224 },
+  { 2, 4096, 1, 231, 232 },
+  { 2, 4096, 8, 231, 232 },
+  { 2, 4096, 32, 231, 232 },
+  { 2, 4096, 128, 231, 232 },
+  { 2, 4096, 512, 233, 232 },
+  { 2, 4096, 2048, 231, 232 },
+  { 2, 4096, 8192, 234, 232 },
+  { 2, 4096, 32768, 235, 236 },
+  { 2, 5120, 1, 237, 238 },
+  { 2, 5120, 8, 237, 239 },
+  { 2, 5120, 32, 240, 241 },
+  { 2, 5120, 128, 240, 241 },
+  { 2, 5120, 512, 237, 242 },
+  { 2, 5120, 2048, 237, 243 },
+  { 2, 5120, 8192, 244, 243 },
+  { 2, 5120, 32768, 244, 243 },
+  { 2, 6144, 1, 245, 238 },
+  { 2, 6144, 8, 239, 239 },
+  { 2, 6144, 32, 245, 246 },
+  { 2, 6144, 128, 245, 239 },
+  { 2, 6144, 512, 247, 246 },
+  { 2, 6144, 2048, 248, 246 },
+  { 2, 6144, 8192, 249, 246 },
+  { 2, 6144, 32768, 249, 246 },
+  { 2, 7168, 1, 250, 251 },
+  { 2, 7168, 8, 252, 253 },
+  { 2, 7168, 32, 252, 254 },
+  { 2, 7168, 128, 252, 255 },
+  { 2, 7168, 512, 252, 251 },
+  { 2, 7168, 2048, 256, 251 },
+  { 2, 7168, 8192, 256, 251 },
+  { 2, 7168, 32768, 256, 251 },
+  { 2, 8192, 1, 257, 258 },
+  { 2, 8192, 8, 259, 259 },
+  { 2, 8192, 32, 260, 261 },
+  { 2, 8192, 128, 262, 258 },
+  { 2, 8192, 512, 262, 258 },
+  { 2, 8192, 2048, 263, 258 },
+  { 2, 8192, 8192, 264, 258 },
+  { 2, 8192, 32768, 264, 258 },
+  { 2, 12288, 1, 265, 266 },
+  { 2, 12288, 8, 265, 266 },
+  { 2, 12288, 32, 265, 267 },
+  { 2, 12288, 128, 268, 269 },
+  { 2, 12288, 512, 270, 267 },
+  { 2, 12288, 2048, 271, 267 },
+  { 2, 12288, 8192, 272, 267 },
+  { 2, 12288, 32768, 272, 267 },
+  { 2, 16384, 1, 273, 274 },
+  { 2, 16384, 8, 273, 274 },
+  { 2, 16384, 32, 273, 275 },
+  { 2, 16384, 128, 276, 274 },
+  { 2, 16384, 512, 276, 277 },
+  { 2, 16384, 2048, 278, 274 },
+  { 2, 16384, 8192, 279, 279 },
+  { 2, 16384, 32768, 279, 279 },
+  { 2, 32768, 1, 280, 236 },
+  { 2, 32768, 8, 280, 236 },
+  { 2, 32768, 32, 280, 281 },
+  { 2, 32768, 128, 282, 236 },
+  { 2, 32768, 512, 282, 236 },
+  { 2, 32768, 2048, 282, 236 },
+  { 2, 32768, 8192, 283, 284 },
+  { 2, 32768, 32768, 283, 285 },
+  { 2, 65536, 1, 286, 236 },
+  { 2, 65536, 8, 287, 236 },
+  { 2, 65536, 32, 287, 236 },
+  { 2, 65536, 128, 288, 236 },
+  { 2, 65536, 512, 288, 236 },
+  { 2, 65536, 2048, 288, 236 },
+  { 2, 65536, 8192, 288, 236 },
+  { 2, 65536, 32768, 288, 236 },
+  { 2, 131072, 1, 289, 236 },
+  { 2, 131072, 8, 289, 290 },
+  { 2, 131072, 32, 289, 291 },
+  { 2, 131072, 128, 292, 236 },
+  { 2, 131072, 512, 292, 236 },
+  { 2, 131072, 2048, 292, 236 },
+  { 2, 131072, 8192, 292, 236 },
+  { 2, 131072, 32768, 292, 236 },
+  { 3, 512, 1, 294, 295 },
+  { 3, 512, 8, 294, 295 },
+  { 3, 512, 32, 296, 295 },
+  { 3, 512, 128, 294, 295 },
+  { 3, 512, 512, 297, 295 },
+  { 3, 512, 2048, 298, 295 },
+  { 3, 512, 8192, 299, 295 },
+  { 3, 512, 32768, 298, 300 },
+  { 3, 768, 1, 301, 302 },
+  { 3, 768, 8, 301, 302 },
+  { 3, 768, 32, 303, 302 },
+  { 3, 768, 128, 303, 302 },
+  { 3, 768, 512, 304, 295 },
+  { 3, 768, 2048, 305, 295 },
+  { 3, 768, 8192, 306, 295 },
+  { 3, 768, 32768, 307, 295 },
+  { 3, 1024, 1, 308, 302 },
+  { 3, 1024, 8, 308, 295 },
+  { 3, 1024, 32, 308, 295 },
+  { 3, 1024, 128, 308, 295 },
+  { 3, 1024, 512, 309, 295 },
+  { 3, 1024, 2048, 310, 295 },
+  { 3, 1024, 8192, 311, 295 },
+  { 3, 1024, 32768, 311, 312 },
+  { 3, 1536, 1, 313, 313 },
+  { 3, 1536, 8, 313, 313 },
+  { 3, 1536, 32, 313, 313 },
+  { 3, 1536, 128, 313, 313 },
+  { 3, 1536, 512, 314, 295 },
+  { 3, 1536, 2048, 315, 295 },
+  { 3, 1536, 8192, 316, 295 },
+  { 3, 1536, 32768, 316, 317 },
+  { 3, 2048, 1, 318, 295 },
+  { 3, 2048, 8, 318, 295 },
+  { 3, 2048, 32, 318, 313 },
+  { 3, 2048, 128, 318, 295 },
+  { 3, 2048, 512, 319, 295 },
+  { 3, 2048, 2048, 320, 295 },
+  { 3, 2048, 8192, 321, 322 },
+  { 3, 2048, 32768, 321, 322 },
+  { 3, 2560, 1, 323, 324 },
+  { 3, 2560, 8, 323, 324 },
+  { 3, 2560, 32, 325, 324 },
+  { 3, 2560, 128, 324, 324 },
+  { 3, 2560, 512, 326, 327 },
+  { 3, 2560, 2048, 328, 327 },
+  { 3, 2560, 8192, 329, 330 },
+  { 3, 2560, 32768, 329, 330 },
+  { 3, 3072, 1, 331, 324 },
+  { 3, 3072, 8, 332, 324 },
+  { 3, 3072, 32, 331, 333 },
+  { 3, 3072, 128, 324, 324 },
+  { 3, 3072, 512, 334, 327 },
+  { 3, 3072, 2048, 335, 327 },
+  { 3, 3072, 8192, 336, 330 },
+  { 3, 3072, 32768, 336, 330 },
+  { 3, 4096, 1, 337, 338 },
+  { 3, 4096, 8, 337, 338 },
+  { 3, 4096, 32, 339, 338 },
+  { 3, 4096, 128, 337, 338 },
+  { 3, 4096, 512, 340, 327 },
+  { 3, 4096, 2048, 341, 327 },
+  { 3, 4096, 8192, 341, 327 },
+  { 3, 4096, 32768, 342, 342 },
+  { 3, 5120, 1, 343, 343 },
+  { 3, 5120, 8, 344, 343 },
+  { 3, 5120, 32, 344, 345 },
+  { 3, 5120, 128, 344, 346 },
+  { 3, 5120, 512, 347, 348 },
+  { 3, 5120, 2048, 347, 348 },
+  { 3, 5120, 8192, 347, 348 },
+  { 3, 5120, 32768, 349, 348 },
+  { 3, 6144, 1, 350, 350 },
+  { 3, 6144, 8, 351, 348 },
+  { 3, 6144, 32, 351, 346 },
+  { 3, 6144, 128, 351, 346 },
+  { 3, 6144, 512, 352, 348 },
+  { 3, 6144, 2048, 352, 348 },
+  { 3, 6144, 8192, 352, 348 },
+  { 3, 6144, 32768, 353, 348 },
+  { 3, 7168, 1, 350, 350 },
+  { 3, 7168, 8, 354, 350 },
+  { 3, 7168, 32, 354, 346 },
+  { 3, 7168, 128, 354, 346 },
+  { 3, 7168, 512, 355, 356 },
+  { 3, 7168, 2048, 357, 356 },
+  { 3, 7168, 8192, 355, 356 },
+  { 3, 7168, 32768, 358, 358 },
+  { 3, 8192, 1, 359, 359 },
+  { 3, 8192, 8, 359, 359 },
+  { 3, 8192, 32, 360, 361 },
+  { 3, 8192, 128, 360, 346 },
+  { 3, 8192, 512, 362, 356 },
+  { 3, 8192, 2048, 362, 356 },
+  { 3, 8192, 8192, 358, 358 },
+  { 3, 8192, 32768, 363, 363 },
+  { 3, 12288, 1, 364, 364 },
+  { 3, 12288, 8, 365, 365 },
+  { 3, 12288, 32, 366, 367 },
+  { 3, 12288, 128, 364, 364 },
+  { 3, 12288, 512, 368, 369 },
+  { 3, 12288, 2048, 370, 369 },
+  { 3, 12288, 8192, 371, 369 },
+  { 3, 12288, 32768, 371, 369 },
+  { 3, 16384, 1, 372, 373 },
+  { 3, 16384, 8, 372, 373 },
+  { 3, 16384, 32, 372, 374 },
+  { 3, 16384, 128, 364, 364 },
+  { 3, 16384, 512, 375, 374 },
+  { 3, 16384, 2048, 376, 377 },
+  { 3, 16384, 8192, 376, 377 },
+  { 3, 16384, 32768, 376, 377 },
+  { 3, 32768, 1, 378, 379 },
+  { 3, 32768, 8, 378, 380 },
+  { 3, 32768, 32, 378, 381 },
+  { 3, 32768, 128, 382, 382 },
+  { 3, 32768, 512, 383, 379 },
+  { 3, 32768, 2048, 384, 379 },
+  { 3, 32768, 8192, 384, 377 },
+  { 3, 32768, 32768, 384, 377 },
+  { 3, 65536, 1, 385, 385 },
+  { 3, 65536, 8, 386, 386 },
+  { 3, 65536, 32, 385, 385 },
+  { 3, 65536, 128, 387, 386 },
+  { 3, 65536, 512, 388, 379 },
+  { 3, 65536, 2048, 389, 390 },
+  { 3, 65536, 8192, 391, 390 },
+  { 3, 65536, 32768, 391, 390 },
+  { 3, 131072, 1, 392, 393 },
+  { 3, 131072, 8, 392, 393 },
+  { 3, 131072, 32, 394, 394 },
+  { 3, 131072, 128, 395, 379 },
+  { 3, 131072, 512, 396, 379 },
+  { 3, 131072, 2048, 396, 379 },
+  { 3, 131072, 8192, 396, 379 },
+  { 3, 131072, 32768, 396, 379 },
+  { 4, 512, 1, 398, 399 },
+  { 4, 512, 8, 400, 399 },
+  { 4, 512, 32, 400, 399 },
+  { 4, 512, 128, 400, 399 },
+  { 4, 512, 512, 401, 399 },
+  { 4, 512, 2048, 402, 399 },
+  { 4, 512, 8192, 403, 399 },
+  { 4, 512, 32768, 402, 399 },
+  { 4, 768, 1, 404, 399 },
+  { 4, 768, 8, 404, 399 },
+  { 4, 768, 32, 404, 399 },
+  { 4, 768, 128, 404, 399 },
+  { 4, 768, 512, 405, 399 },
+  { 4, 768, 2048, 406, 399 },
+  { 4, 768, 8192, 407, 399 },
+  { 4, 768, 32768, 406, 399 },
+  { 4, 1024, 1, 408, 399 },
+  { 4, 1024, 8, 408, 399 },
+  { 4, 1024, 32, 408, 399 },
+  { 4, 1024, 128, 409, 399 },
+  { 4, 1024, 512, 410, 399 },
+  { 4, 1024, 2048, 411, 412 },
+  { 4, 1024, 8192, 411, 399 },
+  { 4, 1024, 32768, 411, 399 },
+  { 4, 1536, 1, 413, 399 },
+  { 4, 1536, 8, 413, 399 },
+  { 4, 1536, 32, 413, 399 },
+  { 4, 1536, 128, 414, 399 },
+  { 4, 1536, 512, 415, 399 },
+  { 4, 1536, 2048, 416, 399 },
+  { 4, 1536, 8192, 415, 399 },
+  { 4, 1536, 32768, 415, 399 },
+  { 4, 2048, 1, 417, 399 },
+  { 4, 2048, 8, 417, 399 },
+  { 4, 2048, 32, 418, 399 },
+  { 4, 2048, 128, 417, 399 },
+  { 4, 2048, 512, 419, 399 },
+  { 4, 2048, 2048, 420, 420 },
+  { 4, 2048, 8192, 419, 399 },
+  { 4, 2048, 32768, 419, 399 },
+  { 4, 2560, 1, 421, 422 },
+  { 4, 2560, 8, 423, 422 },
+  { 4, 2560, 32, 423, 422 },
+  { 4, 2560, 128, 421, 424 },
+  { 4, 2560, 512, 425, 422 },
+  { 4, 2560, 2048, 426, 422 },
+  { 4, 2560, 8192, 427, 422 },
+  { 4, 2560, 32768, 427, 422 },
+  { 4, 3072, 1, 428, 422 },
+  { 4, 3072, 8, 428, 422 },
+  { 4, 3072, 32, 429, 422 },
+  { 4, 3072, 128, 430, 424 },
+  { 4, 3072, 512, 431, 432 },
+  { 4, 3072, 2048, 433, 422 },
+  { 4, 3072, 8192, 433, 422 },
+  { 4, 3072, 32768, 433, 422 },
+  { 4, 4096, 1, 434, 422 },
+  { 4, 4096, 8, 434, 422 },
+  { 4, 4096, 32, 435, 422 },
+  { 4, 4096, 128, 436, 437 },
+  { 4, 4096, 512, 438, 432 },
+  { 4, 4096, 2048, 438, 422 },
+  { 4, 4096, 8192, 439, 422 },
+  { 4, 4096, 32768, 439, 422 },
+  { 4, 5120, 1, 440, 441 },
+  { 4, 5120, 8, 440, 441 },
+  { 4, 5120, 32, 442, 441 },
+  { 4, 5120, 128, 440, 443 },
+  { 4, 5120, 512, 444, 441 },
+  { 4, 5120, 2048, 445, 441 },
+  { 4, 5120, 8192, 445, 441 },
+  { 4, 5120, 32768, 445, 441 },
+  { 4, 6144, 1, 446, 441 },
+  { 4, 6144, 8, 447, 441 },
+  { 4, 6144, 32, 448, 441 },
+  { 4, 6144, 128, 447, 443 },
+  { 4, 6144, 512, 449, 441 },
+  { 4, 6144, 2048, 450, 441 },
+  { 4, 6144, 8192, 450, 441 },
+  { 4, 6144, 32768, 450, 441 },
+  { 4, 7168, 1, 451, 452 },
+  { 4, 7168, 8, 453, 454 },
+  { 4, 7168, 32, 455, 454 },
+  { 4, 7168, 128, 453, 443 },
+  { 4, 7168, 512, 456, 456 },
+  { 4, 7168, 2048, 457, 454 },
+  { 4, 7168, 8192, 457, 454 },
+  { 4, 7168, 32768, 457, 454 },
+  { 4, 8192, 1, 458, 459 },
+  { 4, 8192, 8, 458, 454 },
+  { 4, 8192, 32, 460, 454 },
+  { 4, 8192, 128, 460, 459 },
+  { 4, 8192, 512, 456, 456 },
+  { 4, 8192, 2048, 461, 454 },
+  { 4, 8192, 8192, 462, 454 },
+  { 4, 8192, 32768, 463, 454 },
+  { 4, 12288, 1, 464, 465 },
+  { 4, 12288, 8, 466, 467 },
+  { 4, 12288, 32, 468, 467 },
+  { 4, 12288, 128, 464, 469 },
+  { 4, 12288, 512, 470, 467 },
+  { 4, 12288, 2048, 471, 467 },
+  { 4, 12288, 8192, 471, 467 },
+  { 4, 12288, 32768, 471, 467 },
+  { 4, 16384, 1, 472, 473 },
+  { 4, 16384, 8, 472, 473 },
+  { 4, 16384, 32, 474, 473 },
+  { 4, 16384, 128, 472, 469 },
+  { 4, 16384, 512, 475, 473 },
+  { 4, 16384, 2048, 475, 473 },
+  { 4, 16384, 8192, 475, 473 },
+  { 4, 16384, 32768, 476, 476 },
+  { 4, 32768, 1, 477, 478 },
+  { 4, 32768, 8, 477, 478 },
+  { 4, 32768, 32, 479, 479 },
+  { 4, 32768, 128, 480, 478 },
+  { 4, 32768, 512, 481, 478 },
+  { 4, 32768, 2048, 482, 483 },
+  { 4, 32768, 8192, 482, 483 },
+  { 4, 32768, 32768, 482, 483 },
+  { 4, 65536, 1, 484, 478 },
+  { 4, 65536, 8, 485, 478 },
+  { 4, 65536, 32, 484, 486 },
+  { 4, 65536, 128, 484, 478 },
+  { 4, 65536, 512, 487, 478 },
+  { 4, 65536, 2048, 488, 478 },
+  { 4, 65536, 8192, 489, 483 },
+  { 4, 65536, 32768, 489, 483 },
+  { 4, 131072, 1, 490, 478 },
+  { 4, 131072, 8, 490, 491 },
+  { 4, 131072, 32, 492, 478 },
+  { 4, 131072, 128, 493, 478 },
+  { 4, 131072, 512, 494, 478 },
+  { 4, 131072, 2048, 494, 495 },
+  { 4, 131072, 8192, 494, 495 },
+  { 4, 131072, 32768, 494, 495 },
+  { 5, 512, 1, 497, 498 },
+  { 5, 512, 8, 499, 498 },
+  { 5, 512, 32, 497, 498 },
+  { 5, 512, 128, 497, 498 },
+  { 5, 512, 512, 500, 498 },
+  { 5, 512, 2048, 501, 498 },
+  { 5, 512, 8192, 502, 498 },
+  { 5, 512, 32768, 501, 503 },
+  { 5, 768, 1, 504, 498 },
+  { 5, 768, 8, 504, 498 },
+  { 5, 768, 32, 504, 498 },
+  { 5, 768, 128, 504, 498 },
+  { 5, 768, 512, 504, 498 },
+  { 5, 768, 2048, 505, 498 },
+  { 5, 768, 8192, 506, 498 },
+  { 5, 768, 32768, 507, 508 },
+  { 5, 1024, 1, 509, 498 },
+  { 5, 1024, 8, 510, 498 },
+  { 5, 1024, 32, 509, 498 },
+  { 5, 1024, 128, 510, 498 },
+  { 5, 1024, 512, 509, 498 },
+  { 5, 1024, 2048, 511, 498 },
+  { 5, 1024, 8192, 512, 498 },
+  { 5, 1024, 32768, 512, 513 },
+  { 5, 1536, 1, 514, 498 },
+  { 5, 1536, 8, 514, 498 },
+  { 5, 1536, 32, 515, 498 },
+  { 5, 1536, 128, 514, 516 },
+  { 5, 1536, 512, 515, 498 },
+  { 5, 1536, 2048, 517, 498 },
+  { 5, 1536, 8192, 517, 498 },
+  { 5, 1536, 32768, 518, 519 },
+  { 5, 2048, 1, 520, 498 },
+  { 5, 2048, 8, 520, 498 },
+  { 5, 2048, 32, 520, 498 },
+  { 5, 2048, 128, 521, 516 },
+  { 5, 2048, 512, 520, 498 },
+  { 5, 2048, 2048, 522, 498 },
+  { 5, 2048, 8192, 523, 498 },
+  { 5, 2048, 32768, 524, 498 },
+  { 5, 2560, 1, 525, 525 },
+  { 5, 2560, 8, 526, 527 },
+  { 5, 2560, 32, 526, 528 },
+  { 5, 2560, 128, 528, 528 },
+  { 5, 2560, 512, 525, 525 },
+  { 5, 2560, 2048, 526, 529 },
+  { 5, 2560, 8192, 530, 531 },
+  { 5, 2560, 32768, 530, 531 },
+  { 5, 3072, 1, 532, 527 },
+  { 5, 3072, 8, 532, 529 },
+  { 5, 3072, 32, 528, 528 },
+  { 5, 3072, 128, 528, 528 },
+  { 5, 3072, 512, 525, 525 },
+  { 5, 3072, 2048, 532, 529 },
+  { 5, 3072, 8192, 533, 531 },
+  { 5, 3072, 32768, 533, 531 },
+  { 5, 4096, 1, 534, 529 },
+  { 5, 4096, 8, 534, 529 },
+  { 5, 4096, 32, 535, 529 },
+  { 5, 4096, 128, 528, 528 },
+  { 5, 4096, 512, 534, 529 },
+  { 5, 4096, 2048, 536, 529 },
+  { 5, 4096, 8192, 536, 529 },
+  { 5, 4096, 32768, 537, 537 },
+  { 5, 5120, 1, 538, 539 },
+  { 5, 5120, 8, 538, 539 },
+  { 5, 5120, 32, 540, 540 },
+  { 5, 5120, 128, 541, 542 },
+  { 5, 5120, 512, 543, 539 },
+  { 5, 5120, 2048, 543, 539 },
+  { 5, 5120, 8192, 543, 539 },
+  { 5, 5120, 32768, 543, 539 },
+  { 5, 6144, 1, 540, 540 },
+  { 5, 6144, 8, 544, 539 },
+  { 5, 6144, 32, 540, 540 },
+  { 5, 6144, 128, 540, 540 },
+  { 5, 6144, 512, 539, 539 },
+  { 5, 6144, 2048, 539, 539 },
+  { 5, 6144, 8192, 539, 539 },
+  { 5, 6144, 32768, 539, 539 },
+  { 5, 7168, 1, 545, 540 },
+  { 5, 7168, 8, 545, 546 },
+  { 5, 7168, 32, 540, 540 },
+  { 5, 7168, 128, 540, 540 },
+  { 5, 7168, 512, 547, 546 },
+  { 5, 7168, 2048, 547, 546 },
+  { 5, 7168, 8192, 547, 546 },
+  { 5, 7168, 32768, 546, 546 },
+  { 5, 8192, 1, 548, 549 },
+  { 5, 8192, 8, 548, 549 },
+  { 5, 8192, 32, 540, 540 },
+  { 5, 8192, 128, 550, 540 },
+  { 5, 8192, 512, 546, 546 },
+  { 5, 8192, 2048, 551, 546 },
+  { 5, 8192, 8192, 552, 546 },
+  { 5, 8192, 32768, 553, 546 },
+  { 5, 12288, 1, 554, 555 },
+  { 5, 12288, 8, 554, 556 },
+  { 5, 12288, 32, 557, 555 },
+  { 5, 12288, 128, 554, 556 },
+  { 5, 12288, 512, 558, 556 },
+  { 5, 12288, 2048, 559, 556 },
+  { 5, 12288, 8192, 560, 556 },
+  { 5, 12288, 32768, 561, 556 },
+  { 5, 16384, 1, 562, 563 },
+  { 5, 16384, 8, 562, 564 },
+  { 5, 16384, 32, 565, 563 },
+  { 5, 16384, 128, 566, 567 },
+  { 5, 16384, 512, 568, 569 },
+  { 5, 16384, 2048, 570, 571 },
+  { 5, 16384, 8192, 570, 571 },
+  { 5, 16384, 32768, 570, 571 },
+  { 5, 32768, 1, 572, 573 },
+  { 5, 32768, 8, 572, 574 },
+  { 5, 32768, 32, 572, 574 },
+  { 5, 32768, 128, 575, 573 },
+  { 5, 32768, 512, 576, 573 },
+  { 5, 32768, 2048, 577, 573 },
+  { 5, 32768, 8192, 577, 573 },
+  { 5, 32768, 32768, 577, 573 },
+  { 5, 65536, 1, 578, 573 },
+  { 5, 65536, 8, 578, 579 },
+  { 5, 65536, 32, 578, 579 },
+  { 5, 65536, 128, 580, 573 },
+  { 5, 65536, 512, 580, 573 },
+  { 5, 65536, 2048, 581, 573 },
+  { 5, 65536, 8192, 582, 582 },
+  { 5, 65536, 32768, 582, 582 },
+  { 5, 131072, 1, 583, 573 },
+  { 5, 131072, 8, 583, 584 },
+  { 5, 131072, 32, 585, 573 },
+  { 5, 131072, 128, 586, 573 },
+  { 5, 131072, 512, 587, 573 },
+  { 5, 131072, 2048, 588, 573 },
+  { 5, 131072, 8192, 588, 573 },
+  { 5, 131072, 32768, 588, 573 },
+  { 6, 512, 1, 590, 591 },
+  { 6, 512, 8, 592, 591 },
+  { 6, 512, 32, 592, 591 },
+  { 6, 512, 128, 593, 591 },
+  { 6, 512, 512, 592, 591 },
+  { 6, 512, 2048, 593, 591 },
+  { 6, 512, 8192, 594, 591 },
+  { 6, 512, 32768, 595, 591 },
+  { 6, 768, 1, 596, 591 },
+  { 6, 768, 8, 596, 591 },
+  { 6, 768, 32, 596, 591 },
+  { 6, 768, 128, 597, 591 },
+  { 6, 768, 512, 596, 591 },
+  { 6, 768, 2048, 598, 591 },
+  { 6, 768, 8192, 599, 591 },
+  { 6, 768, 32768, 598, 591 },
+  { 6, 1024, 1, 600, 591 },
+  { 6, 1024, 8, 600, 591 },
+  { 6, 1024, 32, 601, 591 },
+  { 6, 1024, 128, 601, 591 },
+  { 6, 1024, 512, 600, 591 },
+  { 6, 1024, 2048, 602, 603 },
+  { 6, 1024, 8192, 601, 591 },
+  { 6, 1024, 32768, 601, 591 },
+  { 6, 1536, 1, 604, 591 },
+  { 6, 1536, 8, 604, 591 },
+  { 6, 1536, 32, 605, 591 },
+  { 6, 1536, 128, 606, 591 },
+  { 6, 1536, 512, 605, 591 },
+  { 6, 1536, 2048, 607, 591 },
+  { 6, 1536, 8192, 605, 591 },
+  { 6, 1536, 32768, 605, 591 },
+  { 6, 2048, 1, 608, 591 },
+  { 6, 2048, 8, 608, 591 },
+  { 6, 2048, 32, 608, 591 },
+  { 6, 2048, 128, 609, 591 },
+  { 6, 2048, 512, 608, 591 },
+  { 6, 2048, 2048, 608, 591 },
+  { 6, 2048, 8192, 608, 591 },
+  { 6, 2048, 32768, 608, 591 },
+  { 6, 2560, 1, 610, 611 },
+  { 6, 2560, 8, 612, 611 },
+  { 6, 2560, 32, 610, 611 },
+  { 6, 2560, 128, 613, 614 },
+  { 6, 2560, 512, 612, 611 },
+  { 6, 2560, 2048, 615, 611 },
+  { 6, 2560, 8192, 615, 611 },
+  { 6, 2560, 32768, 615, 611 },
+  { 6, 3072, 1, 616, 611 },
+  { 6, 3072, 8, 617, 611 },
+  { 6, 3072, 32, 616, 611 },
+  { 6, 3072, 128, 618, 614 },
+  { 6, 3072, 512, 617, 611 },
+  { 6, 3072, 2048, 619, 611 },
+  { 6, 3072, 8192, 619, 611 },
+  { 6, 3072, 32768, 619, 611 },
+  { 6, 4096, 1, 620, 611 },
+  { 6, 4096, 8, 620, 611 },
+  { 6, 4096, 32, 621, 611 },
+  { 6, 4096, 128, 622, 614 },
+  { 6, 4096, 512, 620, 611 },
+  { 6, 4096, 2048, 623, 611 },
+  { 6, 4096, 8192, 623, 611 },
+  { 6, 4096, 32768, 623, 611 },
+  { 6, 5120, 1, 624, 625 },
+  { 6, 5120, 8, 624, 625 },
+  { 6, 5120, 32, 626, 625 },
+  { 6, 5120, 128, 626, 625 },
+  { 6, 5120, 512, 627, 625 },
+  { 6, 5120, 2048, 628, 625 },
+  { 6, 5120, 8192, 628, 625 },
+  { 6, 5120, 32768, 628, 625 },
+  { 6, 6144, 1, 629, 625 },
+  { 6, 6144, 8, 630, 625 },
+  { 6, 6144, 32, 631, 625 },
+  { 6, 6144, 128, 631, 625 },
+  { 6, 6144, 512, 632, 625 },
+  { 6, 6144, 2048, 633, 625 },
+  { 6, 6144, 8192, 634, 625 },
+  { 6, 6144, 32768, 634, 625 },
+  { 6, 7168, 1, 635, 636 },
+  { 6, 7168, 8, 635, 637 },
+  { 6, 7168, 32, 638, 637 },
+  { 6, 7168, 128, 638, 639 },
+  { 6, 7168, 512, 640, 637 },
+  { 6, 7168, 2048, 641, 637 },
+  { 6, 7168, 8192, 641, 637 },
+  { 6, 7168, 32768, 641, 637 },
+  { 6, 8192, 1, 642, 637 },
+  { 6, 8192, 8, 642, 637 },
+  { 6, 8192, 32, 643, 637 },
+  { 6, 8192, 128, 643, 637 },
+  { 6, 8192, 512, 644, 637 },
+  { 6, 8192, 2048, 645, 637 },
+  { 6, 8192, 8192, 646, 637 },
+  { 6, 8192, 32768, 647, 637 },
+  { 6, 12288, 1, 648, 649 },
+  { 6, 12288, 8, 648, 649 },
+  { 6, 12288, 32, 650, 651 },
+  { 6, 12288, 128, 652, 649 },
+  { 6, 12288, 512, 652, 649 },
+  { 6, 12288, 2048, 653, 649 },
+  { 6, 12288, 8192, 654, 649 },
+  { 6, 12288, 32768, 654, 649 },
+  { 6, 16384, 1, 655, 656 },
+  { 6, 16384, 8, 655, 656 },
+  { 6, 16384, 32, 657, 656 },
+  { 6, 16384, 128, 655, 656 },
+  { 6, 16384, 512, 658, 656 },
+  { 6, 16384, 2048, 658, 656 },
+  { 6, 16384, 8192, 658, 656 },
+  { 6, 16384, 32768, 658, 656 },
+  { 6, 32768, 1, 659, 660 },
+  { 6, 32768, 8, 659, 660 },
+  { 6, 32768, 32, 661, 660 },
+  { 6, 32768, 128, 662, 660 },
+  { 6, 32768, 512, 663, 660 },
+  { 6, 32768, 2048, 664, 660 },
+  { 6, 32768, 8192, 664, 660 },
+  { 6, 32768, 32768, 664, 660 },
+  { 6, 65536, 1, 665, 660 },
+  { 6, 65536, 8, 666, 660 },
+  { 6, 65536, 32, 666, 667 },
+  { 6, 65536, 128, 668, 660 },
+  { 6, 65536, 512, 666, 660 },
+  { 6, 65536, 2048, 669, 660 },
+  { 6, 65536, 8192, 670, 660 },
+  { 6, 65536, 32768, 670, 660 },
+  { 6, 131072, 1, 671, 660 },
+  { 6, 131072, 8, 671, 660 },
+  { 6, 131072, 32, 672, 660 },
+  { 6, 131072, 128, 673, 660 },
+  { 6, 131072, 512, 674, 660 },
+  { 6, 131072, 2048, 674, 660 },
+  { 6, 131072, 8192, 674, 660 },
+  { 6, 131072, 32768, 674, 660 },
+  { 7, 512, 1, 676, 677 },
+  { 7, 512, 8, 676, 677 },
+  { 7, 512, 32, 676, 678 },
+  { 7, 512, 128, 679, 678 },
+  { 7, 512, 512, 680, 677 },
+  { 7, 512, 2048, 681, 677 },
+  { 7, 512, 8192, 682, 677 },
+  { 7, 512, 32768, 681, 683 },
+  { 7, 768, 1, 684, 684 },
+  { 7, 768, 8, 684, 684 },
+  { 7, 768, 32, 684, 684 },
+  { 7, 768, 128, 684, 684 },
+  { 7, 768, 512, 685, 677 },
+  { 7, 768, 2048, 686, 686 },
+  { 7, 768, 8192, 686, 686 },
+  { 7, 768, 32768, 687, 687 },
+  { 7, 1024, 1, 688, 689 },
+  { 7, 1024, 8, 688, 689 },
+  { 7, 1024, 32, 684, 684 },
+  { 7, 1024, 128, 688, 684 },
+  { 7, 1024, 512, 690, 689 },
+  { 7, 1024, 2048, 691, 677 },
+  { 7, 1024, 8192, 686, 686 },
+  { 7, 1024, 32768, 692, 692 },
+  { 7, 1536, 1, 693, 693 },
+  { 7, 1536, 8, 693, 693 },
+  { 7, 1536, 32, 694, 695 },
+  { 7, 1536, 128, 696, 696 },
+  { 7, 1536, 512, 696, 696 },
+  { 7, 1536, 2048, 697, 698 },
+  { 7, 1536, 8192, 698, 698 },
+  { 7, 1536, 32768, 698, 698 },
+  { 7, 2048, 1, 699, 698 },
+  { 7, 2048, 8, 693, 693 },
+  { 7, 2048, 32, 699, 700 },
+  { 7, 2048, 128, 696, 696 },
+  { 7, 2048, 512, 696, 696 },
+  { 7, 2048, 2048, 701, 698 },
+  { 7, 2048, 8192, 698, 698 },
+  { 7, 2048, 32768, 702, 698 },
+  { 7, 2560, 1, 703, 704 },
+  { 7, 2560, 8, 703, 705 },
+  { 7, 2560, 32, 706, 706 },
+  { 7, 2560, 128, 707, 707 },
+  { 7, 2560, 512, 703, 708 },
+  { 7, 2560, 2048, 703, 708 },
+  { 7, 2560, 8192, 709, 709 },
+  { 7, 2560, 32768, 709, 709 },
+  { 7, 3072, 1, 710, 704 },
+  { 7, 3072, 8, 710, 705 },
+  { 7, 3072, 32, 711, 712 },
+  { 7, 3072, 128, 707, 707 },
+  { 7, 3072, 512, 713, 713 },
+  { 7, 3072, 2048, 710, 708 },
+  { 7, 3072, 8192, 714, 714 },
+  { 7, 3072, 32768, 714, 714 },
+  { 7, 4096, 1, 715, 716 },
+  { 7, 4096, 8, 715, 716 },
+  { 7, 4096, 32, 715, 716 },
+  { 7, 4096, 128, 715, 707 },
+  { 7, 4096, 512, 713, 713 },
+  { 7, 4096, 2048, 717, 716 },
+  { 7, 4096, 8192, 709, 709 },
+  { 7, 4096, 32768, 714, 714 },
+  { 7, 5120, 1, 718, 719 },
+  { 7, 5120, 8, 718, 720 },
+  { 7, 5120, 32, 721, 721 },
+  { 7, 5120, 128, 718, 720 },
+  { 7, 5120, 512, 718, 722 },
+  { 7, 5120, 2048, 723, 719 },
+  { 7, 5120, 8192, 724, 714 },
+  { 7, 5120, 32768, 725, 725 },
+  { 7, 6144, 1, 726, 726 },
+  { 7, 6144, 8, 726, 726 },
+  { 7, 6144, 32, 727, 721 },
+  { 7, 6144, 128, 727, 728 },
+  { 7, 6144, 512, 729, 729 },
+  { 7, 6144, 2048, 730, 730 },
+  { 7, 6144, 8192, 731, 731 },
+  { 7, 6144, 32768, 731, 731 },
+  { 7, 7168, 1, 732, 732 },
+  { 7, 7168, 8, 732, 732 },
+  { 7, 7168, 32, 733, 728 },
+  { 7, 7168, 128, 728, 728 },
+  { 7, 7168, 512, 734, 734 },
+  { 7, 7168, 2048, 735, 735 },
+  { 7, 7168, 8192, 731, 731 },
+  { 7, 7168, 32768, 731, 731 },
+  { 7, 8192, 1, 736, 736 },
+  { 7, 8192, 8, 737, 737 },
+  { 7, 8192, 32, 738, 739 },
+  { 7, 8192, 128, 728, 728 },
+  { 7, 8192, 512, 740, 741 },
+  { 7, 8192, 2048, 742, 741 },
+  { 7, 8192, 8192, 742, 741 },
+  { 7, 8192, 32768, 731, 731 },
+  { 7, 12288, 1, 743, 743 },
+  { 7, 12288, 8, 743, 743 },
+  { 7, 12288, 32, 744, 744 },
+  { 7, 12288, 128, 743, 743 },
+  { 7, 12288, 512, 745, 745 },
+  { 7, 12288, 2048, 746, 747 },
+  { 7, 12288, 8192, 746, 747 },
+  { 7, 12288, 32768, 746, 747 },
+  { 7, 16384, 1, 748, 749 },
+  { 7, 16384, 8, 750, 750 },
+  { 7, 16384, 32, 748, 751 },
+  { 7, 16384, 128, 750, 750 },
+  { 7, 16384, 512, 752, 753 },
+  { 7, 16384, 2048, 754, 749 },
+  { 7, 16384, 8192, 755, 755 },
+  { 7, 16384, 32768, 755, 755 },
+  { 7, 32768, 1, 756, 756 },
+  { 7, 32768, 8, 756, 756 },
+  { 7, 32768, 32, 757, 757 },
+  { 7, 32768, 128, 758, 758 },
+  { 7, 32768, 512, 759, 758 },
+  { 7, 32768, 2048, 760, 760 },
+  { 7, 32768, 8192, 761, 760 },
+  { 7, 32768, 32768, 761, 760 },
+  { 7, 65536, 1, 762, 762 },
+  { 7, 65536, 8, 763, 763 },
+  { 7, 65536, 32, 764, 765 },
+  { 7, 65536, 128, 766, 766 },
+  { 7, 65536, 512, 767, 766 },
+  { 7, 65536, 2048, 767, 766 },
+  { 7, 65536, 8192, 768, 714 },
+  { 7, 65536, 32768, 768, 714 },
+  { 7, 131072, 1, 769, 770 },
+  { 7, 131072, 8, 771, 771 },
+  { 7, 131072, 32, 772, 770 },
+  { 7, 131072, 128, 772, 714 },
+  { 7, 131072, 512, 772, 714 },
+  { 7, 131072, 2048, 772, 714 },
+  { 7, 131072, 8192, 773, 714 },
+  { 7, 131072, 32768, 773, 714 },
+  { 8, 512, 1, 775, 776 },
+  { 8, 512, 8, 775, 776 },
+  { 8, 512, 32, 775, 776 },
+  { 8, 512, 128, 777, 776 },
+  { 8, 512, 512, 778, 776 },
+  { 8, 512, 2048, 779, 779 },
+  { 8, 512, 8192, 780, 776 },
+  { 8, 512, 32768, 781, 781 },
+  { 8, 768, 1, 782, 783 },
+  { 8, 768, 8, 782, 783 },
+  { 8, 768, 32, 782, 783 },
+  { 8, 768, 128, 782, 784 },
+  { 8, 768, 512, 776, 776 },
+  { 8, 768, 2048, 785, 785 },
+  { 8, 768, 8192, 776, 776 },
+  { 8, 768, 32768, 776, 776 },
+  { 8, 1024, 1, 786, 776 },
+  { 8, 1024, 8, 786, 776 },
+  { 8, 1024, 32, 786, 783 },
+  { 8, 1024, 128, 787, 784 },
+  { 8, 1024, 512, 788, 784 },
+  { 8, 1024, 2048, 788, 784 },
+  { 8, 1024, 8192, 776, 776 },
+  { 8, 1024, 32768, 776, 776 },
+  { 8, 1536, 1, 789, 790 },
+  { 8, 1536, 8, 789, 791 },
+  { 8, 1536, 32, 792, 790 },
+  { 8, 1536, 128, 789, 793 },
+  { 8, 1536, 512, 794, 794 },
+  { 8, 1536, 2048, 789, 790 },
+  { 8, 1536, 8192, 794, 794 },
+  { 8, 1536, 32768, 794, 794 },
+  { 8, 2048, 1, 795, 791 },
+  { 8, 2048, 8, 795, 791 },
+  { 8, 2048, 32, 795, 790 },
+  { 8, 2048, 128, 796, 793 },
+  { 8, 2048, 512, 794, 794 },
+  { 8, 2048, 2048, 794, 794 },
+  { 8, 2048, 8192, 797, 790 },
+  { 8, 2048, 32768, 797, 790 },
+  { 8, 2560, 1, 798, 799 },
+  { 8, 2560, 8, 798, 800 },
+  { 8, 2560, 32, 801, 801 },
+  { 8, 2560, 128, 801, 801 },
+  { 8, 2560, 512, 798, 802 },
+  { 8, 2560, 2048, 803, 803 },
+  { 8, 2560, 8192, 804, 799 },
+  { 8, 2560, 32768, 804, 799 },
+  { 8, 3072, 1, 805, 799 },
+  { 8, 3072, 8, 805, 799 },
+  { 8, 3072, 32, 806, 807 },
+  { 8, 3072, 128, 801, 801 },
+  { 8, 3072, 512, 802, 802 },
+  { 8, 3072, 2048, 802, 802 },
+  { 8, 3072, 8192, 803, 803 },
+  { 8, 3072, 32768, 808, 799 },
+  { 8, 4096, 1, 809, 809 },
+  { 8, 4096, 8, 810, 811 },
+  { 8, 4096, 32, 812, 813 },
+  { 8, 4096, 128, 810, 800 },
+  { 8, 4096, 512, 810, 811 },
+  { 8, 4096, 2048, 802, 802 },
+  { 8, 4096, 8192, 814, 814 },
+  { 8, 4096, 32768, 815, 811 },
+  { 8, 5120, 1, 816, 817 },
+  { 8, 5120, 8, 818, 819 },
+  { 8, 5120, 32, 820, 821 },
+  { 8, 5120, 128, 820, 821 },
+  { 8, 5120, 512, 818, 821 },
+  { 8, 5120, 2048, 814, 814 },
+  { 8, 5120, 8192, 814, 814 },
+  { 8, 5120, 32768, 822, 814 },
+  { 8, 6144, 1, 823, 817 },
+  { 8, 6144, 8, 824, 817 },
+  { 8, 6144, 32, 824, 821 },
+  { 8, 6144, 128, 824, 821 },
+  { 8, 6144, 512, 824, 821 },
+  { 8, 6144, 2048, 814, 814 },
+  { 8, 6144, 8192, 825, 826 },
+  { 8, 6144, 32768, 827, 826 },
+  { 8, 7168, 1, 828, 828 },
+  { 8, 7168, 8, 829, 830 },
+  { 8, 7168, 32, 829, 831 },
+  { 8, 7168, 128, 829, 832 },
+  { 8, 7168, 512, 829, 832 },
+  { 8, 7168, 2048, 833, 834 },
+  { 8, 7168, 8192, 814, 814 },
+  { 8, 7168, 32768, 835, 835 },
+  { 8, 8192, 1, 836, 837 },
+  { 8, 8192, 8, 836, 837 },
+  { 8, 8192, 32, 838, 839 },
+  { 8, 8192, 128, 828, 828 },
+  { 8, 8192, 512, 838, 832 },
+  { 8, 8192, 2048, 840, 840 },
+  { 8, 8192, 8192, 841, 842 },
+  { 8, 8192, 32768, 841, 842 },
+  { 8, 12288, 1, 843, 843 },
+  { 8, 12288, 8, 843, 843 },
+  { 8, 12288, 32, 844, 845 },
+  { 8, 12288, 128, 846, 847 },
+  { 8, 12288, 512, 848, 849 },
+  { 8, 12288, 2048, 848, 849 },
+  { 8, 12288, 8192, 848, 849 },
+  { 8, 12288, 32768, 848, 850 },
+  { 8, 16384, 1, 851, 852 },
+  { 8, 16384, 8, 853, 854 },
+  { 8, 16384, 32, 851, 852 },
+  { 8, 16384, 128, 855, 855 },
+  { 8, 16384, 512, 856, 857 },
+  { 8, 16384, 2048, 856, 858 },
+  { 8, 16384, 8192, 859, 858 },
+  { 8, 16384, 32768, 859, 858 },
+  { 8, 32768, 1, 860, 860 },
+  { 8, 32768, 8, 860, 860 },
+  { 8, 32768, 32, 861, 861 },
+  { 8, 32768, 128, 860, 860 },
+  { 8, 32768, 512, 862, 862 },
+  { 8, 32768, 2048, 863, 862 },
+  { 8, 32768, 8192, 863, 862 },
+  { 8, 32768, 32768, 863, 862 },
+  { 8, 65536, 1, 864, 864 },
+  { 8, 65536, 8, 864, 864 },
+  { 8, 65536, 32, 865, 865 },
+  { 8, 65536, 128, 866, 867 },
+  { 8, 65536, 512, 862, 862 },
+  { 8, 65536, 2048, 862, 862 },
+  { 8, 65536, 8192, 868, 868 },
+  { 8, 65536, 32768, 868, 868 },
+  { 8, 131072, 1, 869, 869 },
+  { 8, 131072, 8, 870, 870 },
+  { 8, 131072, 32, 871, 872 },
+  { 8, 131072, 128, 870, 870 },
+  { 8, 131072, 512, 871, 872 },
+  { 8, 131072, 2048, 873, 873 },
+  { 8, 131072, 8192, 873, 873 },
+  { 8, 131072, 32768, 873, 873 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3339,30 +3363,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_55e772ed016c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_55e772ed016c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d4187c7b95fc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d4187c7b95fc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_fb5bf230f3d3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4f0246db65b9(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_4f0246db65b9_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_a2eb1d3691bc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_080138cf2298(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_080138cf2298_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_88048aa166d0(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_88048aa166d0_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_32374eb505b7(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_32374eb505b7_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5ce750ee4e66_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_4ecdb7f35ceb(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_f871ac78cbbf_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d352a044f7b5(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d352a044f7b5_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b97438b4ab05(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b97438b4ab05_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f171cf2dbc5b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_f171cf2dbc5b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_6eae2b7c2f6d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_6eae2b7c2f6d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_095f4ca100a8(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_095f4ca100a8_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b69c319f06ed(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b69c319f06ed_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3286e3737283(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3286e3737283_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_21f024678edf(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_21f024678edf_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_2430cb1c28a4(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_2430cb1c28a4_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_323aeb375ba3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_323aeb375ba3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_06ddded05046(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_06ddded05046_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5361f4f072f3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5361f4f072f3_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3376,18 +3400,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_55e772ed016c, (const void*)&normgen_layernorm_bwd_55e772ed016c_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_d4187c7b95fc, (const void*)&normgen_layernorm_bwd_d4187c7b95fc_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 229376, 1 },  // regs.t512.v8.tpr512.i4.s3.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_fb5bf230f3d3, (const void*)&normgen_layernorm_bwd_fb5bf230f3d3_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_4f0246db65b9, (const void*)&normgen_layernorm_bwd_4f0246db65b9_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_a2eb1d3691bc, (const void*)&normgen_layernorm_bwd_a2eb1d3691bc_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_080138cf2298, (const void*)&normgen_layernorm_bwd_080138cf2298_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_88048aa166d0, (const void*)&normgen_rmsnorm_bwd_88048aa166d0_reduce, 0, 128, 8, 128, 4, 4, 1, 1, 32768, 1 },  // regs.t128.v8.tpr128.i4.s2.cps4.recompute
-  {(const void*)&normgen_rmsnorm_bwd_32374eb505b7, (const void*)&normgen_rmsnorm_bwd_32374eb505b7_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc, (const void*)&normgen_rmsnorm_bwd_3cdf5b41a9bc_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5ce750ee4e66, (const void*)&normgen_rmsnorm_bwd_5ce750ee4e66_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_4ecdb7f35ceb, (const void*)&normgen_rmsnorm_bwd_4ecdb7f35ceb_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_f871ac78cbbf, (const void*)&normgen_rmsnorm_bwd_f871ac78cbbf_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_d352a044f7b5, (const void*)&normgen_layernorm_bwd_d352a044f7b5_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_b97438b4ab05, (const void*)&normgen_layernorm_bwd_b97438b4ab05_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_f171cf2dbc5b, (const void*)&normgen_layernorm_bwd_f171cf2dbc5b_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_6eae2b7c2f6d, (const void*)&normgen_layernorm_bwd_6eae2b7c2f6d_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_095f4ca100a8, (const void*)&normgen_layernorm_bwd_095f4ca100a8_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_b69c319f06ed, (const void*)&normgen_layernorm_bwd_b69c319f06ed_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3286e3737283, (const void*)&normgen_rmsnorm_bwd_3286e3737283_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_21f024678edf, (const void*)&normgen_rmsnorm_bwd_21f024678edf_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_2430cb1c28a4, (const void*)&normgen_rmsnorm_bwd_2430cb1c28a4_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_323aeb375ba3, (const void*)&normgen_rmsnorm_bwd_323aeb375ba3_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_06ddded05046, (const void*)&normgen_rmsnorm_bwd_06ddded05046_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5361f4f072f3, (const void*)&normgen_rmsnorm_bwd_5361f4f072f3_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

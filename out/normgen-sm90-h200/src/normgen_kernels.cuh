@@ -286,6 +286,14 @@ __device__ __forceinline__ void pipelined_kernel(const NormgenFwdParams& p) {
   }
 }
 
+/** The chunk at row[col..) copied into shared memory as stored, one vector load when whole (zeros past hidden). */
+template <typename E, int VEC>
+__device__ __forceinline__ void stage_chunk(E* dst, const E* __restrict__ row, int col, int hidden) {
+  Pack<E, VEC> pk = load_whole<E, VEC>(row, col, hidden);
+  load_partial<E, VEC>(row, col, hidden, pk);
+  *reinterpret_cast<Pack<E, VEC>*>(dst) = pk;
+}
+
 /** Element-wise copy of the row's ragged end into shared memory, zero-padded to VEC. */
 template <typename E, int VEC>
 __device__ __forceinline__ void stage_tail(E* dst, const E* __restrict__ row, int col, int hidden) {
@@ -314,8 +322,9 @@ struct RingLayout {
  * STAGED_WEIGHTS: weight and bias of the CTA's columns are copied to shared memory once,
  * instead of being read from L2 for every row: for long rows they do not stay in L1,
  * and re-reading them doubles (RMSNorm) or triples (LayerNorm) the L2 traffic.
- * Short slices (kHold) keep the row's values in registers after the first pass, which
- * saves a shared-memory load and a conversion per element in each later pass.
+ * Short slices (kHold), and longer ones with HOLD_ROW, keep the row's values in registers
+ * after the first pass, which saves a shared-memory load and a conversion per element in
+ * each later pass.
  *
  * DEFER_OUTPUT (clusters): a row's output is written while the next row's cluster
  * exchange is in flight: each iteration sends row k's statistics, normalizes and stores
@@ -331,7 +340,7 @@ struct RingLayout {
  * the cp.async ring does not have: without clusters, whose exchange already makes one per
  * row, bulk rings lost up to 22 points (test/gpu/bulk-ring.md), so they keep cp.async.
  */
-template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS, bool DEFER_OUTPUT, int HIDDEN>
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int STAGES, bool STAGED_WEIGHTS, bool DEFER_OUTPUT, bool HOLD_ROW, int HIDDEN>
 __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   using T = typename C::T;
   using R = typename C::R;
@@ -341,8 +350,8 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
   RowReducer<THREADS, TPR, CLUSTER> reduce;
   constexpr int kSlice = ITEMS * TPR * VEC;
   using Layout = RingLayout<C, STAGES, kRows, kSlice, STAGED_WEIGHTS>;
-  // 1024-thread CTAs have 64 registers a thread: room for 16 held values, not 32.
-  constexpr bool kHold = !DEFER_OUTPUT && ITEMS * VEC * (THREADS >= 1024 ? 2 : 1) <= 32;
+  // 1024-thread CTAs have 64 registers a thread: room for 16 held values, not 32. HOLD_ROW: more.
+  constexpr bool kHold = !DEFER_OUTPUT && (HOLD_ROW || ITEMS * VEC * (THREADS >= 1024 ? 2 : 1) <= 32);
   static_assert(!DEFER_OUTPUT || (CLUSTER > 1 && STAGES >= 3), "deferred output overlaps a cluster exchange and keeps a slot for it");
   constexpr int kAhead = DEFER_OUTPUT ? STAGES - 2 : STAGES - 1;  // rows loaded ahead of the one reduced
 #ifdef NORMGEN_HAS_CLUSTERS
@@ -483,8 +492,8 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
       for (int i = 0; i < ITEMS; ++i) {
         const int col = column(i);
         if (col >= hidden) continue;
-        if constexpr (C::kWeight) stage_tail<W, VEC>(w_staged + offset(i), static_cast<const W*>(p.weight), col, hidden);
-        if constexpr (C::kBias) stage_tail<B, VEC>(b_staged + offset(i), static_cast<const B*>(p.bias), col, hidden);
+        if constexpr (C::kWeight) stage_chunk<W, VEC>(w_staged + offset(i), static_cast<const W*>(p.weight), col, hidden);
+        if constexpr (C::kBias) stage_chunk<B, VEC>(b_staged + offset(i), static_cast<const B*>(p.bias), col, hidden);
       }
     }
     __syncthreads();
