@@ -21,6 +21,9 @@ bench_args=${BENCH_ARGS:---budget-s 420 --hidden 1024,4096,8192,16384,65536,1310
 # The package the torch steps load: the committed one, or the one the package step builds.
 pkg=${PKG:-out/normgen-sm90-h200}
 rc=0
+# A tune of the committed tune's kind (sm90, screened, budget screen:4), killed after $1 seconds;
+# the other arguments are tune's (a grid, --db, --report).
+screened_tune() { local seconds=$1; shift; timeout -s KILL "$seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 "$@"; }
 # A process that has not exited (an exited, unreaped child is a zombie: state Z).
 alive() { local state; state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null); [ -n "$state" ] && [ "$state" != Z ]; }
 for step in "$@"; do
@@ -68,7 +71,7 @@ for step in "$@"; do
       snapshot() { gzip -n -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz.part" && mv "$out/sm90-h200.jsonl.gz.part" "$out/sm90-h200.jsonl.gz"; }
       ( while sleep 60; do [ -f "$out/sm90-h200.jsonl" ] && snapshot; done ) &
       snapshots=$!
-      timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 $tune_grid \
+      screened_tune "$tune_seconds" $tune_grid \
         --db "$out/sm90-h200.jsonl" --report "$out/sm90-h200.md" > "$out/tune.log" 2>&1
       r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log"
       kill $snapshots; wait $snapshots 2>/dev/null
@@ -108,7 +111,7 @@ for step in "$@"; do
       # A quick tune of the problems still short of the target, compared with the committed
       # database per storage: how a template change does, in about a minute.
       focus_grid=${FOCUS_GRID:---op rmsnorm,layernorm --dtype bf16 --hidden 1024,8192,16384,32768,65536,131072 --rows 32,2048,32768}
-      timeout -s KILL "${FOCUS_SECONDS:-240}" node dist/cli/main.js tune --arch sm90 --budget screen:4 $focus_grid \
+      screened_tune "${FOCUS_SECONDS:-240}" $focus_grid \
         --db "$out/focus.jsonl" --report "$out/focus-tune.md" > "$out/focus.log" 2>&1
       r=$?; echo "focus rc=$r"; tail -1 "$out/focus.log"
       node dist/test/gpu/compare-db.js out/tuning/sm90-h200.jsonl.gz "$out/focus.jsonl" --log "$out/focus.md" | head -1 ;;
@@ -122,9 +125,9 @@ for step in "$@"; do
       else
         base=/tmp/normgen-ab-base
         rm -rf "$base" "$out/ab-new.jsonl" "$out/ab-base.jsonl" && cp -r . "$base" && rm -rf "$base/templates" && cp -r .device/base/templates "$base/templates"
-        timeout -s KILL "${AB_SECONDS:-240}" node dist/cli/main.js tune --arch sm90 --budget screen:4 $ab_grid --db "$out/ab-new.jsonl" > "$out/ab-new.log" 2>&1
+        screened_tune "${AB_SECONDS:-240}" $ab_grid --db "$out/ab-new.jsonl" > "$out/ab-new.log" 2>&1
         r=$?
-        (cd "$base" && timeout -s KILL "${AB_SECONDS:-240}" node dist/cli/main.js tune --arch sm90 --budget screen:4 $ab_grid --db "$out/ab-base.jsonl" > "$out/ab-base.log" 2>&1) || r=1
+        (cd "$base" && screened_tune "${AB_SECONDS:-240}" $ab_grid --db "$out/ab-base.jsonl" > "$out/ab-base.log" 2>&1) || r=1
         node dist/test/gpu/compare-db.js "$out/ab-base.jsonl" "$out/ab-new.jsonl" --log "$out/ab.md" | head -1 || r=1
         echo "ab rc=$r"
       fi ;;
