@@ -385,7 +385,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
       if (unsupportedReason(problem, p, arch) !== null) continue;
       out.push(p);
       const values = items * vec;
-      if (!deferOutput && threads <= HOLD_MAX_THREADS && values > 32 && values <= HOLD_MAX_VALUES) out.push({ ...p, holdRow: true });
+      if (!deferOutput && threads <= HOLD_MAX_THREADS && values > HELD_ANYWAY_VALUES && values <= HOLD_MAX_VALUES) out.push({ ...p, holdRow: true });
     }
   }
   return out;
@@ -394,6 +394,8 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
 /** The rings offered holdRow: CTAs of up to 256 threads (255 registers each), up to 64 values a thread. */
 const HOLD_MAX_THREADS = 256;
 const HOLD_MAX_VALUES = 64;
+/** Rings of up to 1023 threads with at most this many values a thread hold their row anyway (the template's kHold). */
+const HELD_ANYWAY_VALUES = 32;
 
 /**
  * Registers a thread needs for `values` row elements: regs keeps them as floats;
