@@ -1,4 +1,5 @@
-// Probe: does programmatic dependent launch (PDL) lift short kernels toward copy bandwidth?
+// Probe: does programmatic dependent launch (PDL) lift short kernels toward copy bandwidth,
+// and does an L2 prefetch of the CTA's rows before griddepcontrol.wait lift them further?
 // The problems still short of 92% at rows x hidden >= 16M are mostly 16-bit kernels of
 // 18-37 us, where a plain copy of the same bytes also falls short: launch, ramp-up and tail
 // cost a few us each time. With PDL the next kernel in the stream is launched while this one
@@ -14,10 +15,18 @@
 //   pdl-start    the same, and griddepcontrol.launch_dependents at the kernel's start
 //   pdl-w-early  pdl-start, and the weight loaded before the wait (weights are not written
 //                by the kernel before: only x and y depend on it)
+//   pdl-pf       pdl-start, and each thread prefetches its x chunks into L2 before the wait
+//   pdl-bulk-pf  pdl-start, and one thread prefetches the CTA's rows into L2 (one bulk
+//                prefetch, sm90) before the wait
+// A prefetch only moves lines into L2, the point of coherence that the previous grid's
+// writes go through, so it cannot make a load see stale data: the chain check below is
+// the test of that. What it may buy: the DRAM reads of the first rows start while the
+// grid before is in its tail, not after it.
 // Every mode is checked against float64 on random data (y poisoned first), and a chain
 // (each launch reading what the one before wrote) must end bitwise equal to plain launches'.
 // Build and run on the GPU machine:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pdl test/gpu/pdl.cu && /tmp/pdl > pdl.md
+// (test/gpu/pdl.md: the log of the first four modes; test/gpu/pdl-prefetch.md: all six.)
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -36,8 +45,7 @@
 
 using bf16 = __nv_bfloat16;
 struct alignas(16) Chunk { bf16 v[8]; };  // one 16-byte load
-enum Mode { PLAIN, PDL_EXIT, PDL_START, PDL_W_EARLY };
-const char* kModeName[] = {"plain", "pdl-exit", "pdl-start", "pdl-w-early"};
+enum Mode { PLAIN, PDL_EXIT, PDL_START, PDL_W_EARLY, PDL_PF, PDL_BULK_PF, kModes };
 constexpr int kThreads = 256;
 
 __device__ __forceinline__ void wait_for_previous_grid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
@@ -51,7 +59,14 @@ __global__ void __launch_bounds__(kThreads) norm_kernel(const Chunk* __restrict_
   const int lane = threadIdx.x % TPR;
   const int64_t row = int64_t(blockIdx.x) * (kThreads / TPR) + threadIdx.x / TPR;
   Chunk wc[kChunks], xc[kChunks];
-  if (MODE == PDL_START || MODE == PDL_W_EARLY) release_dependents();
+  if (MODE >= PDL_START) release_dependents();
+  if (MODE == PDL_PF)
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + row * kRowChunks + lane + i * TPR));
+  if (MODE == PDL_BULK_PF && threadIdx.x == 0) {
+    const Chunk* first = x + int64_t(blockIdx.x) * (kThreads / TPR) * kRowChunks;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(first), "r"(unsigned(kThreads / TPR * H * 2)) : "memory");
+  }
   if (MODE == PDL_W_EARLY && !COPY)
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) wc[i] = w[lane + i * TPR];
@@ -99,14 +114,16 @@ using Kernel = void (*)(const Chunk*, const Chunk*, Chunk*);
 
 struct Shape {
   int hidden, rows, tpr;
-  Kernel norm[4], copy[4];
+  Kernel norm[kModes], copy[kModes];
 };
 
 template <int H, int TPR>
 Shape shape(int rows) {
   return {H, rows, TPR,
-          {norm_kernel<H, TPR, PLAIN, false>, norm_kernel<H, TPR, PDL_EXIT, false>, norm_kernel<H, TPR, PDL_START, false>, norm_kernel<H, TPR, PDL_W_EARLY, false>},
-          {norm_kernel<H, TPR, PLAIN, true>, norm_kernel<H, TPR, PDL_EXIT, true>, norm_kernel<H, TPR, PDL_START, true>, norm_kernel<H, TPR, PDL_W_EARLY, true>}};
+          {norm_kernel<H, TPR, PLAIN, false>, norm_kernel<H, TPR, PDL_EXIT, false>, norm_kernel<H, TPR, PDL_START, false>,
+           norm_kernel<H, TPR, PDL_W_EARLY, false>, norm_kernel<H, TPR, PDL_PF, false>, norm_kernel<H, TPR, PDL_BULK_PF, false>},
+          {norm_kernel<H, TPR, PLAIN, true>, norm_kernel<H, TPR, PDL_EXIT, true>, norm_kernel<H, TPR, PDL_START, true>,
+           norm_kernel<H, TPR, PDL_W_EARLY, true>, norm_kernel<H, TPR, PDL_PF, true>, norm_kernel<H, TPR, PDL_BULK_PF, true>}};
 }
 
 void launch(Kernel k, int mode, const Shape& s, cudaStream_t stream, const void* x, const void* w, void* y) {
@@ -132,7 +149,8 @@ float bf16_to_float(uint16_t b) {
 int main() {
   const Shape shapes[] = {
       shape<512, 32>(32768), shape<768, 32>(32768), shape<2048, 64>(8192),
-      shape<3072, 128>(8192), shape<8192, 256>(2048), shape<16384, 256>(1024 * 2),
+      shape<3072, 128>(8192), shape<8192, 256>(2048), shape<12288, 256>(2048), shape<16384, 256>(1024 * 2),
+      shape<4096, 128>(32768),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -169,8 +187,8 @@ int main() {
          driver / 1000, driver % 1000 / 10, copy_gbps);
   printf("- command: `nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pdl test/gpu/pdl.cu && /tmp/pdl`\n");
   printf("- each cell: %% of copy bandwidth, median of 15 replays of a graph of 64 launches over rotating copies (>= 4x L2)\n\n");
-  printf("| hidden x rows | us (plain norm) | copy plain | copy pdl-start | norm plain | norm pdl-exit | norm pdl-start | norm pdl-w-early | checks |\n");
-  printf("|---|---|---|---|---|---|---|---|---|\n");
+  printf("| hidden x rows | us (plain norm) | copy plain | copy pdl-start | copy pdl-pf | copy pdl-bulk-pf | norm plain | norm pdl-exit | norm pdl-start | norm pdl-w-early | norm pdl-pf | norm pdl-bulk-pf | checks |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 
   int failures = 0;
   for (const Shape& s : shapes) {
@@ -193,7 +211,7 @@ int main() {
     // Correctness of each mode: float64 reference on sampled rows, y poisoned (0xFF: NaN).
     std::vector<uint16_t> hy(elems);
     bool ok = true;
-    for (int mode = 0; mode < 4; ++mode) {
+    for (int mode = 0; mode < kModes; ++mode) {
       CHECK(cudaMemset(y[0], 0xFF, bytes));
       launch(s.norm[mode], mode, s, stream, x[0], w, y[0]);
       CHECK(cudaStreamSynchronize(stream));
@@ -210,8 +228,8 @@ int main() {
       }
     }
     // A chain, each launch reading the output of the one before: PDL must end bitwise equal.
-    std::vector<uint16_t> chain[4];
-    for (int mode = 0; mode < 4; ++mode) {
+    std::vector<uint16_t> chain[kModes];
+    for (int mode = 0; mode < kModes; ++mode) {
       CHECK(cudaMemcpy(y[0], hx.data(), bytes, cudaMemcpyHostToDevice));
       for (int i = 0; i < 8; ++i) launch(s.norm[mode], mode, s, stream, i % 2 ? x[1] : y[0], w, i % 2 ? y[0] : x[1]);
       CHECK(cudaStreamSynchronize(stream));
@@ -249,12 +267,14 @@ int main() {
       return 100.0 * (2.0 * bytes / (us * 1e-6) / 1e9) / copy_gbps;
     };
     double us = 0;
-    const double copy_plain = pct(s.copy[PLAIN], PLAIN, nullptr), copy_pdl = pct(s.copy[PDL_START], PDL_START, nullptr);
-    const double plain = pct(s.norm[PLAIN], PLAIN, &us);
-    const double exit_ = pct(s.norm[PDL_EXIT], PDL_EXIT, nullptr), start_ = pct(s.norm[PDL_START], PDL_START, nullptr),
-                 early = pct(s.norm[PDL_W_EARLY], PDL_W_EARLY, nullptr);
-    printf("| %d x %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", s.hidden, s.rows, us, copy_plain, copy_pdl, plain, exit_, start_, early,
-           ok ? "PASS" : "FAIL");
+    printf("| %d x %d |", s.hidden, s.rows);
+    std::vector<double> cells;
+    for (int mode : {PLAIN, PDL_START, PDL_PF, PDL_BULK_PF}) cells.push_back(pct(s.copy[mode], mode, nullptr));
+    cells.push_back(pct(s.norm[PLAIN], PLAIN, &us));
+    for (int mode = PDL_EXIT; mode < kModes; ++mode) cells.push_back(pct(s.norm[mode], mode, nullptr));
+    printf(" %.2f |", us);
+    for (double c : cells) printf(" %.1f |", c);
+    printf(" %s |\n", ok ? "PASS" : "FAIL");
     fflush(stdout);
     for (int c = 0; c < copies; ++c) {
       CHECK(cudaFree(x[c]));
