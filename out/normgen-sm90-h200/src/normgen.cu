@@ -9,881 +9,978 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_158bf7f04569(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b8665067316(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c850e0bf43de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12dad5260e34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2f2593441d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_06fa757bc45a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa737643bb93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea3367c36372(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a9e67bc6937d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a3c2bbe51e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c454029451c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d4b1a1645f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_932ff31dd438(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6336abea996f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df095058d254(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fdeb1111128b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cdb719265f4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee085b6519fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84acfd9a9b36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6baefb064dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_718f5cf17631(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_627fa0d25915(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02a0b73d2690(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b31adcfd8a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_066a7e04aa5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2356b8d4ee7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d99a42bccd6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb12726151f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_36c5e76a6ea5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_783fb1c5397c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0ed2f2803aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ae2a0d7668e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d96381910431(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00e406c07d52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83f6b2f7db60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d87bfeb48689(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a8cda315078(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1e164183c7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05899a360e97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96b95c1a29a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0795020553e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89e204f25eab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0abdc4e85c84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9c4182af80d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4484206bbbdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66999011fb91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd99a284d23e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_900075074824(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_abbc659ae306(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70ad21d31e2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2815efa0bbb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_90ffa343e0d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b58ae7343af5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3219d61d904e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca9b01f3a5c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_68160d734b00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bca1a2628018(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7545bf4c4e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6cb1b0034fba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5eea732e2587(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21b856cb3e24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74c25642851f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b15edfe6f6e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e846aedd095e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55aedd524946(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88884250df6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cba5047a6a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd569f7bb406(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_613090373363(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6d316449051(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_263384cde9fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_06a7110b595d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67f96e0076ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4336d6223de1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4edcb1628770(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7de893a2e28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_247a79cc8ce4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c5fa0d7b299f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c629af9ed436(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b70916973ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_272715e149e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3dc8cac41253(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_944ac257a390(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1cc0d7512b69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bda324b73ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba8e9401e922(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0503a5ed163a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b6a10cf2a9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_001e079a70df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27cda2bb11b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a67c83c3c0ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c6fd943fb07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25b3c591f494(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_101d71814011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db55869f4b71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3ffe43765f09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e3f16f26ff3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66101c0f481f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b50399277b12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef0d5762e68e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_29fad82be4be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba36d7ff433b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a3df37d79a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0bf85f60ba0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e595cd3a9e0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_397b93165ff9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02168505e6b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fe7c515f10a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4465cffdd4ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb44839e03cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ba972fb3523(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34b4b26d5537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_706aefaf2de7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec786eab3040(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38d93196196b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b46c1ce42752(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b834c1f439f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43f3aaea5e59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f1700b84981(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1f668b5a089(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_289de728e567(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_943219edfdd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6e7ee3f295d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07b85ab62f07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a745aa096b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2e24d24a50b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d925c7a8f3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_706c76bc9ce2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b5b317edbe38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_267d695748a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31133850a879(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea58b010e817(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e2fca0e9778(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0487bd35e26f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd8d0e483554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e28619c46fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_135413b14134(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8412c0bca6dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b23538edb8b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc094a73df5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_464f1041411f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_220319662477(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f18899123e82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ac131b4cd2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1bdf9ef5699e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d5f9abe2a1f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8387b990851c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7aa8288c6d2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f4a407f3cef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5533cddc41eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42379a5649db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bb36bc018a3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ba4fdc2a970(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9286e94b4c44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_620368539730(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d286d535b41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3fec8c9981b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_839ac68c1921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60b6873f6827(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_536b75b01418(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2b216b77803(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_492d26b2f03c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d31e146561a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c1893dc09596(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1798be205eb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_752b531b3c20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de68fefbbc46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d9456e0737d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_03dc863c6cbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e04dae62f8d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15563480a163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df08b5dd99cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9cc6b82414ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18b4217e26cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6bb4b6ad51a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94b5405e4a61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47984dfd3257(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24b2879dbdf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3114309fa95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0ae3369e4673(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_248633d71ee2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a44447d4fb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed99f8dc64f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_750997351ae0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_847bba523fc2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecb941c1a697(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_867bc07b6158(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f80778dfc71c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_309a94fa5104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa2efa6a3faf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_833641283949(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_084e2894ef28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e666928c4f03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b11522c9bc3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70d88d3b870b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d10bfd149619(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5bbbefe6d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35decb0b1bbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aebb32c92646(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2717a6057b32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd2feb20a163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d8d35947cfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd2df0d2f89e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5fd73e1314c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db8cc8ce5bf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02e44a641d68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7215bb82719f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00a26f33d874(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_988611218886(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_267cf2abdeed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed772c626ea1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b405c2102b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e06d50eaebf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c55885139a4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e80d495b07a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_36d18d448201(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da554bf0024b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6a78d494b30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_521971437460(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b0df3d7494b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d917a54f31db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_316624e15fbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f27be74df72f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b84062975ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffae33da85a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21d533f4685a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a9166887a9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_517f4f7d5f72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_feef4d43d27a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_08bece412372(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b627d30f7a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d42b2379adb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2cfa78f8c722(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_124e8562da68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f6d6835372f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f89ed85b343(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc1df3a7e9a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70d7ab31329d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f8d762dd63c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a31dbff57d44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b04eb6d8db0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_970744653f70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63b536a4c086(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25ad70cd2e66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ebfc077ddb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_787c27a32fec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_83b51a571ba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81883a0cc626(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0cd870a500df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9caba122a401(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ccc46355da0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a721713642a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a3dda0af3696(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63dd67b3c767(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3aa0ff6dface(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b8dc8ce612d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c07939765b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7755bf64a674(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_76c757261525(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fe484ba8edf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3612afed6d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf5134224558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e3a0bbf91d1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c35fbee28f91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab6072ba0c33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_321295cbc539(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_acabbb9ad918(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cf7f75296de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_59e5877d59c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb1306541054(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c34e0e2a18c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a88abe010153(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_31e79a10ab58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d67861583437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa753a242c5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2e93aec1ae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7880b24185f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_197c112b8333(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed5923207c5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd5f2aa50587(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b12721ea43e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d585a50a4da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8d49717f0ec9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6fcb63655a14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d93fbf797ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c1d7b8025e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50442f951cef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_491a7c3b1f58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24dc68e73f63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e2818fc0df9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f29ff130028(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8d367a8679eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d1b1b55b0317(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1d369c900f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_392a805d46f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_311b974b64f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a39c078b8fa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7e40c159b1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5414202afaf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7aaf13c362e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ea03f65d3dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae78f8cbb05f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5343a98ec98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e2b36e9ecaa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4677ef7c4760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90d7d09634cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f16a86a831a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02ef60fdce25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53e2dffec860(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a64220a895c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9a20e2814fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1c2db8b6500(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00b7a72d7947(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52cfd81e3f6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18033549d349(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf0d76902587(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f1768040e73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4c895cf01f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2274a5c17c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74b7c33fb82f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2668798ced84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d7b5c43ef48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfbff4aafb0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efbad8ffdaaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffd8e71d4d6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5d5dd4722ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_734b9608252b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e878309ce9e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc9068805dbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8adbe131ce1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf30482a8618(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_348611ce8f56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48caf1b1db81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65d667469841(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85549ca03575(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17d7aabeb95d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_437ea6533b5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a50ad46b6066(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7af1fe4ecbf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07b4932602d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ec09ee59492(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c02dda95ecb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_610f3075b76d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5e77f6893c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f218d616931f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_848973052259(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c54cfa22daf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f0c1a9e12a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03c6b03b365e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e0f5094bbc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d2fcb4c39e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6366d12705c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c228b0cd67b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad6957203b64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50cb1d987210(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f42dcad11e5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7a8cc2b2fbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a11dcdff24a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d08945d6cd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_231673eec3a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f31461f249c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d6e79b69c7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3fc6c11fc84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_516e4a167484(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c45a089be08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6a09e8aea02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5684cb9f55e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b760b18fdaaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37ab909e55cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_511078925c94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8d2b29e6760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_341ecc42fb8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0ce2067fc23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d9ed6da00b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_817b5895ee9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_540e6d7405e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88e403ff3619(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47e5655385ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd50d20ff2b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f12f4638380c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fab7e0c973b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57f86678a7df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a38f610c6425(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_490de4cfe395(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7394cd062732(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b406af552a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3ee679f13f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d4cb38f66e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e85298285586(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1c0c73444b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e892da82704(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd296b1ad39f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f36e3f063290(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_080c6700b1f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e385851bff3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_defea89b2d60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c27738d1beea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b62e8257849(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6138c6318c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b2819bd2ad4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cff998322022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24c7d638dd9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9a3b9aba78c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_563693f02d14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8430e80290b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acd66a421646(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f32c58d1ced5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7d47a8e0205(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54fab87daabe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ac689666364(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_594cc1ce0421(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb000aeaf0a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22270d79f46d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b75583ad28a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3d6712bbd69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_095f32f8c7ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff927c79ce22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e723030d3bf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4271991e96af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce877b02f0c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c19018af677(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4934d186861(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d40869edc6c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ad3033608e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db9097145588(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_356283bea103(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e088af70e68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da1d0ffc2fba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8a64498dbb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be1a4678aae0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06b3edaf3d56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee6fef571ff7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0db5011ecbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45f1867e840f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e059a959f942(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b03b5c88a020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa57654554bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_705d5040d7bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_742334d164c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d18d6ec1761(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f69c8e201a24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41a1be469ed2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3ceca32993f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc634460d872(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_554314b1cbf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73e89517af01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_829040fd14c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a649e517010(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfe79af6c018(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55a0a93d7876(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50eae4bfe15e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_956e4a2fd1e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c094aeb0855(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e8754ef7be7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_791af644fc03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_250495781f0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_887149aa95e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b7ede8f0637(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9aeeddb0ccc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa2e79f09eb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ffb3db2dd48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b417f64e103(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f10281cf825(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97105b9a9078(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dff0b8bcf8de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2a7392f4191(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fdc3f45bcba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3ac8336b856(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d94717f023c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e66cbba7e864(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36790173baf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ca5fd08249e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d31ad0852a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb35af0c6542(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29fb2e8419fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be20e000a8bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f06ef93456eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba2351f7af5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18e49a4fc3a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f27ebdc8b3fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a07ec312acff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9336e8407e1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7132f1db143b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27d31d1d525d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_445a43085e53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_834efb8523f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6ddba2f128f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22ffdf0d8e31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05f82e9d5160(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_934ba5e5ecc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7723c4e1dea3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f714ef9f93ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03f0f0ab0db8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_755cf5e9caf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92078751fdac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d6682247df3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ce7af18fb3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df642cc65a7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2966d2736e62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5c7286889e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b4db1d89184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b35130a1da93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecec9bebd089(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5511b8dc643(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9a91914561f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_573361a39201(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb75ac396132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fc7ffb26e71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1770523e5d5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b96f5a2c08a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40f57b9a0ff3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8de87deac32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1deebdaea51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd881dda2d81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_590082b4e104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ead8d6a5c02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a2903d31eb78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2aaa3abaaca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54bfe1180d46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f756cdff5d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cb5ef160022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a0b51502f2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45497783b763(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_302c144e3aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_893cb6e1d5ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fcadab3f6c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_887a4330527b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c75d071be777(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d556cf7317aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d61d04b9a900(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61a70bb917ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65e68e387b0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2e57100ed50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a9c34469ade(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_723cdb63cbb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9557afb39000(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad4af02e9b1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6552bf77f12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b7cd5552f57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08f74b71598b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c741af4ac77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_615ee333b97e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fd1e0efcd4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90f9b5b621e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2d20c2dd7bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf220d3c68e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e363b2ad9c2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c081b6cda62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1346d9626f24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c224875c0d74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78d7bc7a9ed2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68613ecb0e10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ef1a2462823(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43a2c7a58b95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a54e3c62a5f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de636034144d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73e95cd75a5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d8b2f427554(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6b0bda2d2fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e0519320816(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8a19e005fb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8455c79fc06f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28a83017638a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_275bd85f1977(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e3392b37120(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ae3072acf2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c020826f6e67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbdd65fa0913(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb11f4957721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a90b7e45d89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2b11eff9c0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cc7cbd6767f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcf7d17564dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c5dec0e3060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c635bc52c86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c80a574ce64e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5bcb4393a5ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2975a0405917(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a7b33cc09e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a8f08feac89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e77eb3f0e24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb2162de8f8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ca937b258e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7479a9f54288(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47df95c7e8eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca9c69026b44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62901f6a16e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dd985f88ac2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_062ae80d7bb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e52330035f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9beb15e151ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3de2b315882e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8d699382c39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91ccab50b973(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0973ca357bad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c15766620db2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ba3cbb000a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67942870430f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_902852eb9425(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b5765d2157b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dda25f905a60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf6b419d0e6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f87842b5a7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ad0b4f1d482(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_913ee04e1e4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_170a72824d91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d88ab34d806b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0a2b607b412(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e69b24f2de6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a578489df5b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_822f17cad0a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_210929f39edb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26813701d9b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90c500084ea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82f2ac2053cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3425c485fb0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c6c66d2f0c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cabe48e9e13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82a22825b73b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98a11758d26c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee23537681df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad9034e24908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f748e09b7dc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc573fdb6807(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07b3b1a6b245(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de23fa0680b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a2964d77349(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d784dce6c364(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_101985c8dafe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee260c32a6f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c5a4b9e9a4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92477afe69fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82f8b43824df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d95bfc5ef151(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6badb810e36b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96f70b7645ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6dffd160230f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fc1ea33f720(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffec0a1b5b88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a6d1c157b42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63563be53147(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1eb6fb2b245c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a7e21398394(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53a074ded289(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_624ed8b67eb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89b48eeb300e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34ddf49844eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_719cdfbe18cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6b99770fbab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b424165ea62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_735437a35b90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24aec08d4b64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eae8bade7a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78cfc7595ece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f90a8a91490(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9635a3fe267a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47ab581f6435(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52a661284623(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d5ab49578ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a10b7b54af5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b15c7c982ed5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_169a18150770(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a68dcdfd1d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08993aeba565(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ae37e8be58e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3b29563e430(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_555e29ec50fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4d60731b91d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aadcb8d7568b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_845ad2479b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59615e609db5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39265bb13812(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a712932aa92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d122715b2c4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_767947720dab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9153be1ec6f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3930ef7edee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f48bf0c3a8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88d30f39ad8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee790f89981d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7670cb9a1efb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c26800c69c3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f481ef29207d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5299d90342a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_998612ce8901(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61eee44f8db9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8202da86788b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45aea0c6c132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ed422422b9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b2883432c0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6806497ab48a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a6dd63cd5b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7bb89b66245(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dca674fcd34b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_043260cde616(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_404618045d21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cce9f00ba04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f6888b8b1be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4eec7d92ee68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d45c71d8112a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1afab505bee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ac00943c3d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4f9dd81a1c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ac538508418(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_185b8d068473(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f2f7b58de86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f44f1ba6a35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e357cf8d7f54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44202d1c8db0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a23a5842697(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fde484c4b564(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12b1a56ed345(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a851c1f537c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_290f80405e50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d89802518c09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22d70dff7889(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36d1c66aebd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49eb0c16e80f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7e566bcd128(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0daf110066e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_694a6b30276c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6216c5b9095f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b857cf17cfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1dafdb876b3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a639b20ed8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6697512ed746(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcd3fd963ac7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6afa1af40f55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c9609cea7a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a18503cbd562(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27d2e37e5c01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_637e926eb99f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f238d89bfd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ccf64dcf1c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95e7d6f9512b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98d065bf006c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc04bca83c60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e9d81cce23e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb015876a9e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d57d5a880cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aacafb52252f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8700027898f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a808508193d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a28ddd33f97d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5595c775db7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9516017f4c10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6caf94e4f67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f99d00f1011(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc0f5d30fdb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_908ba2bd0947(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_622183e07f2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_816236aa432c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f79666fa6b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e673bf13904e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0df76bb2805e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6b0d7acd483(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aca8f255949a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_778f0d60934b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_242d552dac89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_726c290d2c61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9240d5beff45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62bf2f9578f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6492771bd53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bbfb701370e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59c5a15a3f45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_462f706de559(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c62e6959040d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f10626a5960(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c376baf32647(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83b5aa3a7162(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6322fa78f6e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3d377a47c04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22e987111a0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b27f18d1b06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de7d26137aca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6934b00c8c45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fca0045d2258(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_797f226ce25e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f9f8508d5a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c28fbf97123(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_007e703b8b80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_590da10fd930(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30a2ab7d3f73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1be09558e38f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad14adb158c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_010d10015549(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aed47ee43d34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dce0b5395b23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4cf43f4e6d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1378f3866c07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00b8b9657faf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d54b01f7229e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e192bff17f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79bab740bffd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17f2ebf07367(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9874983a5ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b1458b1b506(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f318ecc39a57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f7938776330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ba6adcd2b20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_889a40545ed9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aec67f6cb542(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8fda33913fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d678e01c6eb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d6eb4773dd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4bcfd8d76f71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9842ee272eab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ccc5fdfd472(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cf6f2c6229d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd648430cbf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2cb58c665da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7596569b0702(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c53709ee11aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dea1c50b302(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63a734000184(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d52cd845da4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1092e1d7414b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6d8a9e73ab6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92ae802ea152(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f512b41159ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da9fc39e161d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b10f69078916(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07aa893470b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66bc8969fb02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9996bcc51f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e03aca04155(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4814042ce3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae45fa9eae42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d80a6adce8ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddb6411d9325(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91bbbc800239(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a6f6975f202(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed8512bd139f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19e299a7e57f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc5b24a95ac4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15cf623d5a8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae8a5109517c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbc904ed3ffe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1694b6b31f32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd635c4325a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6bc1fe5c48e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfb705e66dba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b2266b77716(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93b4ec549b61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a76a15d90696(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9eb8a705ccf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eddcdf48a1dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54d965261989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47cca3317cbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bec85ce8b86d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe1d996da874(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e7514939669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22bb441aa940(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e04b2207d2d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8b0882394e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77671697a6a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c3ce477ab8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3b80dbda4af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_278955a38a38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a4a8ec88dfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a60cebced163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd4be124ce99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a66026c24d83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efb77022cae1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4eca1503c58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_328e043cda9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f58afdc943a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3883aaa18216(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae8c02544ed1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a320af0d7f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bae0802c62ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dfe678c07970(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d17b0ab4ae64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92bab309c277(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96bcd3ee354c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a16130eaac48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73e019e0eb64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cf2653ffb2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53ea2c80f822(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9c60caece02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_78e7aecda3db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_856cbbfd9fd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb31c4d1f207(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_35eaaf2c587b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbe416bc65f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ea5de48d2b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df473beb40e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccb5efac7b63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_72ba9a6d8cb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df890c9cdc15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e638874b133(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c6a264a3bc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1418dd53a475(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97e5a166739b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_99e0f6ec7cf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c1681b529f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6a1bc392f84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9823f1a621a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f666b62bef9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_034b97732b4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e87694d02d89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28d2d1f13754(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4422b512b0b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ab6cf8d5f48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddd48211e75a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da9ff46fd8d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19c3d5ceeab4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ccf52969cc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecabd4aae4cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a4e32840772(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2569eb890c8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_526ecf769dca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96ed00a5dda8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8bb66f221f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_383769968876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_337ae627fb12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4b76f85e9575(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a18ef1066204(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a57bfe22ab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fc5c4e3557d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9863b3434bc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1872baeebc7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1610dff99cae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23b5077dbe68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf5a7161d8c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed675130efec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa2cb2b65d46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b2358e7fef8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4fcd891ac7a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05a736263c5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19b4d37446f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6b3f2c3f178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_799d5a3984e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a131fbb19296(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24dbef0b1aa8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_064a6f0370d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0af66b81faac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec6f60622c2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff04962c1420(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef620466cb72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_141e47ed3bb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa7ab15d0863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05aa32c24481(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_839e859b6882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56c373387e84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd64be5e4d92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc0127beda7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd8b939c0984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e23187ab2db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85eb6122fe06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_089c7cbf042b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b4ed8c37bd7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ca46f4b87a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4d32137455f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15bceba00b59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9d743292921(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eddb730cce36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ee5ac487890(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66c3535d0dc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_214d0119764a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea91d8a7d5f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3ed27bcb197(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_562344b131d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_561c300110b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15cc51d7717b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10aeabf475b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_773e2c3321c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60644ae68d71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65aca0ea9d10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9bb9d806dffc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae751021fd57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_142d57c74d50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02925f0b25e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0799f826267c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9c9da702865(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61cd46ec46a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b22041e4cfed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9aa3ad5f0392(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50dbf4f401a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ead1611d9c57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a6aef32ea1fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7c0df7e7b5bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ab1663adf0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18b94497f141(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9317a28334ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13bea08f6bd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f83ed12a227d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24fd1e6608ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7112baac5e97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_201973caf257(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cce22b0590f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb124f434223(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0963c1e7a5d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_324a811e2d0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a00453c2d023(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca25a3b9d311(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae0b6b6b12f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61d463844c94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d4c30ed0b7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3308b91bf869(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e97a780f6f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6f40bf3e56a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cfa4a8f6bc37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7c9e7e790c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_425633107108(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c635a88b397(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37dc9e3375e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d57e21ea7e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2694108d172(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e729be8a109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62aa02529bf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56c81e55766c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adc63251ccac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9caad63fca97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cda035566617(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f898cc0b8c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0bf08a1bb70e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a39961e8c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_168ffde16d9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f302aefd6d81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a4f570db3d4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ada62c88237c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a3617d6457b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1920374fe3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed9e7b8019b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c80da9730c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b7ef0b7c73a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b1d85ebffdf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54ff2412901d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1865770e27b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_330e7f85ae49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b8852b71bf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09e8fd1d9d88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_39173628e564(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_59559641bbcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_257390d44d70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce4a00fda970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_160dbd9f44d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14518b571875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_510e4a0c1ff1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_586c0e6a24ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34ad62d4bc85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_628f20779d53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a11cce96d11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd4a0f4b3891(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27b6d1bdd3f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a380e5aae5ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5ec7d07e353(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_120c1a7db59d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3fd45f123e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14b473286d46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6068caa217f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7be768e9545(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d63204afd2ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_678668d8c014(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88797f2314aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8bc45780b149(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_162d222a5e33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac73795af2a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d0126770fc67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7bcf5a593078(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d25bdb110f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1774cbb1531e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_72800869622e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5c12b6e394ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c6469eb9357(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_316cf5ef7b16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_442251be8b6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65c412b8cecd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f0f4c23d3b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4ba6baab1fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e388accb153(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b609cbe0f7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2189c21ad4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_830fc7cfd669(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e85081edc26d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd3a4ad46875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_06b397d12c4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e1d5a7568aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c9ea99b5ab8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5bad2bb6c6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c4b467e7e45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d110f930cdbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e586c065a58f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f75efb9333fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab40740b040c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc3bf9d403fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57b990af6626(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6ba7df02d5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66f86b4357af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51120b27c022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a88258d5b962(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c14ab76e8fb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43d02f2b4ee6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a715d23b9779(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f955863648e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1f8a54dbe33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f1e5ffdf634(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cabfd062ff0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f129d6f93c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74173908c5ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed150dc48622(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0097916d9a0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_931ffd78dc85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74bde54f5e5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4730089db85a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_597e7a3b2760(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93b83d3f440a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc8d59cd09c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dacdfc71a070(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_037c6d04bf37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e6226bc035f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd0655bfe50b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de10bf001a6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89651f407872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f9aee1c05b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6d5c831a8ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0b8bb3bf260(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4abcc5b16f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c66c8120a825(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_88479cda457c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1dc09dbcd9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_114919b4cdb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61dee26b515f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b10f6e9966be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9c58baeb4a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ce736e166a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e4b60ede4ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b28ee58bf33b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93d23211ca43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fc26ee79ba2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c75c9eb24ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c2cd42df1808(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dd422804e75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1af1484ca241(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc117ac5681b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5632bc43615f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4290c8ab727a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f30a96eb8bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a21ac013cc4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89ffb927f3bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a26cc7e2388b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edaa460f8b2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bc11bc2a82c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3201735e8af9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c159d35f5aba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a34b7f34e4b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cd7855e3c44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecc85bd6eb54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_362db2231b02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_809a11f81e30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_979176748915(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ed283312c02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42b5b1acc562(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55ed30f53e1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f06ad47b0c5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b7b532b072b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b55d29ea2e54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00da7e0d3d4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28af751d614b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f395d333b74c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_430076173af9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db59790361f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_281dcdcef7c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d99c5321ed56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_96d73535e0e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_078d5c073405(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90415ac2f060(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ff62573f998(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_204609891164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8afda465d9b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_980915eb383c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_314df07f37d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e24c9e0e877a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbb1e07a4f23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf9b0080c746(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3a4315b9652b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_790c18b0056f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cf357772dcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c6d892551a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_022d093a2c8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25a4634e5de9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e33ebf5704cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_660c5c548bb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6c9bfcc8f57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7b0fa3c0221(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1c85158399b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1533d4ba6679(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_213dd0f6ba63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3610000b6aa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_526f6b6773f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_194e1d6471db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97d04dd1371f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d5e5419d0cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e756ff93d8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e7eae0bc378(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4bba9345494b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_662dec535ac8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87f97e042f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8cf0c4bd0a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc04299c10e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82af67eef18d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b8f35cd7f1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_514b7946e041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_717bb0f1fb74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1604ebf9c46b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_153411bdca2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4edd600bde3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbbf014d851d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5db1699d78c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2218a6250814(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d97b1f6a4f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bb3650dbf9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e0ff7d1f0dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8345342e6112(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0952749ee7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_122c2bc8f839(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a69c99e7f4dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3594098711f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d66fb9f51a69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14a46814823a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a396ff089f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ab8deac03b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3873434de146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc9eda4ae57f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bf890ee6fcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdc1e9a36558(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc89547b5133(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0749545f2777(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31c23ff9cb21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fed4074ea73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a4ad526e17e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7f14067ce03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fc8c9f556b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51d72945be4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a589250d491(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43d95b030dc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9f766373908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_118492564835(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_180ab86fba7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b149d34536b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_667654e2b348(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91f032eb632b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce37eefe784b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39edfe132f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_035344ba4ace(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18ae4dd1028b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2b5aca5adc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c30b842b8b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_424edcaa2da1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90b9e516112f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d39b72d63a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd6eb67db1d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1dcb7ae96fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8828a3d107d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c81543ea578a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_908249afc783(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_979023be1dcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2db92fb7d925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_345a1b0cbf81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52d68faf286(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb8a98e54087(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93010cb0374e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e071a139c5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e668fa313b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da29cb843219(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd69c843cb20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1b36cd364da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fd6ff7d3d4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6c69a0e8528(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b81d906572d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebd38a44632a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5376320eb429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99b09bb6be08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb17e70fa859(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c906d317a665(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90471ab9a25f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5289cce43dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9ca3850b77f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d090f0df8129(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf6d8230dbd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec3c2a31a3c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9dc5ffb65d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9db12995c9ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f444191ca33f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff4660bb7e7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db6ebc83a681(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c21baade0033(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f58b2b6cd0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9193504f55b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ab8cdf4744d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8db46636470(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a19dcbd32f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c474c7c2f37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fa736a8fd58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3abee12dcdaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58c7fc6c41ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4316ea9642d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd3c6b61d31a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8167ef50ada5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa5bab8328cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_425e1557773a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3042c36b1d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5a99124e4c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42e6b9732856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18e6862354aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eab181be5fe9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0db1d870686d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cc185db0755(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d79ae311cf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ded21c00ad5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_819af35e70ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_798e1e8d84c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4447d3de63f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce66aa7482c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c56d75445e65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f479acf2c1bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f051135fbd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9442952d0b4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_471a74bbc974(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7258fa7b7a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8f03d8c9550(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_746f7abf3d1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d394ffc106d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb6744756ed7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5225bc554f98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e3ecace315a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fd0b75ad21d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2e2bc4ee8de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a74c3c3d423(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5d2104a00da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39398adc5d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c0eb0435962(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba8329b7a205(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99b43d084d9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5729fd27f577(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a78ca24f4fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_93e68d5a3b63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0cf15880d16c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91c6da429284(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88aed8c4b2cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39a67ff9d656(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2e9f056fc81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ed854b769b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f8986c5fd51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15a55e0c54ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da17a5d9bb58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e05855a9c698(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff0d30e00ade(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_860b13fa3f80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c47229707432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f86620991684(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b0f8d26a570(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87bedf7c65be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_720d6506370b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba7fef338ae1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6be1df448aa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31d71d886374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a584c2eca34b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d3218fe860c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aabc962ecb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c94a5e121fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b56fa71570d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac7e1700d295(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c64e7548c97c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_801f068e55f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7f269fa1a4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2582cc72dd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9e93d099d6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b529b776d921(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10a3af02b4e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97b707f5cbd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0085f1d93c6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab55f223c307(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e45e4825815e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52ab66da1c8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_433c0da5c13d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b54ecffd7f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_adade0b421bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30ef6ab27de1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e93497161c8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f3acd70116b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae3b3570bcd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c94b76ae99e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f58a55805e6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9e0511c6b4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27e0b044fa64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3532df398d72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27d897e02998(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e913de38401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fbe3d543f64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34881c411a1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98e55536092e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b7dc1c978e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8e3918afdd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a92644f1546(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b1fa9e80e12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac7759fce1c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e61c307b401e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fb87f38419e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6198783eae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7d53ff6b365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_845de7ffe130(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4ccf71247d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f8276ea5233(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1fedb9adc69f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_475171b694e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2284a2dfe202(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e3f2fa44c22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e7b6d9138ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c8440a42c81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2263f9951235(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32ed30738255(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_540efcbb03e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ff8b3206103(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee501d0178fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1f24fc9cac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a88ac1c501e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ab580381d59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcc03bc8ebdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5989a2ceedfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f07f281e1d93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ef57e599c1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_776a0aa72315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_207271018593(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0a43160336f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b1b46745bd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7a3b2fd6429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e0c04ef8b0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd278cc0a96c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d29ed45812f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81b9b50006da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fd21475688c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a03f49a4d0d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48275bd4aea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b04cde8678a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf28b7022abf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9aca79134cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c97de3f33663(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac564c2dca27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_660b3e43e3cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aa03930dfd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31423c3bb3cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdaea54ab3ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c416fe700ed0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8254f6b0f752(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_666a89b54d8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e776710190e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c19a6c082b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bcd6083ed78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c6a8e758fca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c57857a3858(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d209c6340d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d064e64897f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dae81e4d4898(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6d97922adb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5f2bae25720(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d3da57093c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_814b5026effe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4d876e4a970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abbaf9097039(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e131dc9cbf59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d36a8ea87c0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a16edc9c7aa4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de7b8a5f5ecd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4c8d77968f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a638c5f5221c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89898b546c9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f6c485d2c0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a11503198781(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15b65c8d1e3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb2a98057865(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a59b43378af6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d535ef543cf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6430b026d693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d431182cfcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27afd9e43bc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5b993ca83f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c92c6fbc8aa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1be9b17d9d42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96330becd0bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c302b66d0469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_075b407a6365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9b98ee0a876(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d68e55e1a91c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a35b175c691a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5378a8a44e49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46886c5273dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de843feb2b8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca502354b23d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc8006fc264f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f87b20d1404e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4b9b6a52f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a6d77555d56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b56d43115b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_149eb88088cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4605cf6530a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92f56d24c558(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbd93c52dd33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_214aad024939(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fab6f2dcae8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec9110e44b51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfcc94ad9353(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e9351fe729b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9497ae8cd788(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_660d48f6a1e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b5dd92aea1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12c6782237e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c33c4787d24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_083c2ce5c5b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb790c46d0ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03b7c4ee5ac6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98dc41f4bf66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2679cce6366(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c76b9d15fbb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7038c99d4dfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4eb5751efa6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60ecc660e646(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7414fff2d6ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f0fb53a9723(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbcba2936560(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbce77a650d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e630b2ccc01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0668293b2f23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20d3d173add3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_420b7672f073(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ec0a86f0696(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8635b2006d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9829573a590e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e78e3edc0e63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d6eca871551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bc995ac393a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7131d64ab70d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce37a3cc14b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42415e91573f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88710b5570c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69d986e7d72b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4d2448b3bfb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2aa77fd8bff1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36c4d04595b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d82fa89e91e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52adb2c0aee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f990a9449a09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5474cf852c9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfcecf64d581(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f48ad9f5bc5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64f00f39bfaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_644e7bd63f37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11b0a0c3649f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccd9461704f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5bc14367223(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_295db1193300(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_565d7fecad00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6187843201b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89d8ae2d83cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7755dcca91a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d69a36c3758(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_513360dead47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3e584cc5cb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed57f9a5f9db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_113a8ca2b24a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f16d54b1ce88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2884c985b970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f304dbafe558(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e17af4a7a340(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c30e4c7886f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e52e5ac60f23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d9b6570e04c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7003c0609019(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c65eb2529ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14a3f4c8a037(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81d6a43b1cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7fcce6448bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_769907973cdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80c5b0765543(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23821f35f8db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c4b38c2e81a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb4261e99872(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c77776aced1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_328858d20887(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e9758f1dbcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46b0881a303d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ce3040b1b35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e65e41822d29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3b07e00aea1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7437bf756222(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1334eae4dfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03746053a020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59dd402bb987(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41b613fc6e42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e1254444b66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64a48a950437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7a675b0f2bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2036d94a2643(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56a0f614a30e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c53ad403c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_417535e4b8fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0230ee02da70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbb87f2462a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcfb33be058a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdd53291a2e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f964aa8a501b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53623aa315d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34a80270a81b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_904808c1d6a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea7977f4a5fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_470301f38ed3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edfe223210fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90743d616f2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a33a6c66828e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5da798a0c3d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1fad5f42912(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_651ffd1b5801(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c047381a0750(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_541c76ff8800(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee48e446c41d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_766424982ebb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88689a5d36f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73719135e54b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f4539e693ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_092239d696f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95b3ef233f9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bb872eaac06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee8e06d6e5fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6174dab28475(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957e3e477f9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7684dddc862c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f964000251a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fc17824740e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e48e4b3b470f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957ba76c1955(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d1f7f3f73c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd28b26ac534(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75224e96504b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26bc347ee432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84511031fda7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95e93d6d68be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd7603e133cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e330c799fbd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69a35b933f0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85a7e6b54f0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_377ee567910b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd663eaae6f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f642f78bd7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0748fee9ae6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1bc22b1ae8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db7ce47f780d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee2c95665d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e26fe038ba9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b34a29910dfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07cafe82406c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8140bd3dbba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1c0971cdab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58014312263b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecea85405cb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9d067044172(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb3dc6d5d477(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3097640f0c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52d86cc12cfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a22dafc24f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af73ce0785ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_963ef1382e8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3330c441832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3e1c83f0e4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6c37f2a768b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c640258e63ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d3183516d34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bdf9e228af4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0eac9cf1b76e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdbaab06838f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27085535b5e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f28ced71339(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8117021c4a08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57b3b2e8db99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eba2d1f66020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65786f5d2e26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5b4c1939eeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5db9e3f90daa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08a0e1ecc72c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_540f3c07af33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd5d20c97edd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0b391da80f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a568d9ad79a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c97e6ca15ee1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87978608d07e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a01855b68b20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16dbad15a8f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3be854869fb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34746a9a724b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2755a88a9933(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6057553e3e45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9002aa83a35a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0487854c5fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9c099724563(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5035e3cc27c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e57df7fde11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81b3a7ab0042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da0f014afb5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22edc8a131dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1061fda929c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c691766bb6c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc0ac342cf72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7951076721e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5b84f980912(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0db6b42be5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e51ff4e00842(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bd0c1bea201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85f3f07b8bb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b59db2e85bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af38a8f8c26e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03677090d2b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2387e00ca4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9915b17545f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_480fb8936753(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_323df470af3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcaf1ddf62d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52ef1e638dc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15bbfcca71aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5df646e5c0e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2da6f36f13cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c9f73325726(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56b92628e029(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14f238312f5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f8d6f0d50a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_193b8e3c2cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a55e224e5a22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70e94c9fa7a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d27f5fd80eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a721652da021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_597cd549ca67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_179470e5435d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_781a27a60e55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c39dbaa1f1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa93e2639f62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a01a2ce8200c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68bd60833e58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15fd9a9701ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13ba1ef922fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4a7370f706c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d49a3d998d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6738b350c8cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1e1a84074c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f7e0f744709(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6c3f2d88c1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c334f94c1487(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_192e66ed3248(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1f239d777fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7e93d016ef9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_731862299c73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcccb18eef57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_049bdbf16564(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0f03c11bb3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3224e463f246(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38a3aeecc420(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f12ce803247f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef579d66bfc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9fd32e4307c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a23338988df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9b2324e8453(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9d6d6d5398e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36b5c5efec11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b426abfa2df5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7519cc1eb085(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9dd52a356b58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8677ea5b3c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_571c607087cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afdf8660aa06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0868d6311cce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59a7e1f5035b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c63fcd10be1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b07c3dea292(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c6237eb560a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f28ef59dd97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a8a4bdad10d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f4348447f82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80a074fc0d56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6486decc7f09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ece42b112ace(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fab02dca78d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_396478da7388(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_500f1849d4c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65dc156bd703(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_509487a6ad2c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_918aad9a337f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83217bccb11a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4478331dd11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7d2c1532450(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b565e9b042fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45c08ea1ed45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49402d9f005c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6644f4169c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afdc27f748f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29a369b6ef02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e55f6d20593b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9273e40ca0cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc372af8214c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c69a8a53eda7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57902ccecdf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d21bdda6abdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0932c581cbaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_769b6d17fe12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d7af17308f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_357ab80529f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b485bbf4d3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe3c23240e8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6da68f7080b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3682c4504885(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_849937511759(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4b81ae8bb61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5de0dc2656d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fbdef9bab16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd8d6ff79021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eeecf63b6f1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1e92920d91b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d11971d68df8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09f6ad040d6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b85aedce6639(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3600f15474e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_280cb06d8275(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af8cfcbb058e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eee7305101bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb76784041b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a65df6beaba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a3c5724dfb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d475564b0975(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afba53fc552a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1a934b62041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f42321d65598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5a0364a042a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d6df76da61d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ecc57547e78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_715694975e83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75b4616e80bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5b6aa7ef083(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39230f81d555(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d4370fd3691(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49a5ac148b74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b7c95a6561a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68830b677f71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e411fed98c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9be635a5850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08cd7af6d768(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5778233cc111(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_187efbdcc247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2f37854b405(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d770ef87fc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3c074bd6dd7(const NormgenFwdParams p);
 
 namespace {
 
@@ -899,881 +996,978 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_158bf7f04569, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_2b8665067316, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_c850e0bf43de, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_12dad5260e34, 4, 128, 8, 64, 1, 1, 2, 6144, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_c2f2593441d9, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_06fa757bc45a, 0, 128, 8, 16, 4, 1, 2, 0, 512 },  // regs.t128.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_aa737643bb93, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_ea3367c36372, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_a9e67bc6937d, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_0a3c2bbe51e8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_4c454029451c, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_1d4b1a1645f5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_932ff31dd438, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_6336abea996f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_df095058d254, 4, 256, 8, 128, 1, 1, 2, 16384, 1024 },  // ring.t256.v8.tpr128.i1.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_fdeb1111128b, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_cdb719265f4c, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_ee085b6519fa, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_84acfd9a9b36, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_a6baefb064dc, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_718f5cf17631, 4, 256, 8, 256, 1, 1, 2, 16384, 1536 },  // ring.t256.v8.tpr256.i1.s2.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_627fa0d25915, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_02a0b73d2690, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_8b31adcfd8a3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_066a7e04aa5f, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_a2356b8d4ee7, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_d99a42bccd6f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_eb12726151f8, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_36c5e76a6ea5, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_783fb1c5397c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_layernorm_fwd_0ed2f2803aa5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_5ae2a0d7668e, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_d96381910431, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_00e406c07d52, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_83f6b2f7db60, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_d87bfeb48689, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_layernorm_fwd_4a8cda315078, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_f1e164183c7d, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_05899a360e97, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_96b95c1a29a5, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_0795020553e1, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_89e204f25eab, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_0abdc4e85c84, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_f9c4182af80d, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_4484206bbbdf, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_66999011fb91, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_dd99a284d23e, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_900075074824, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_abbc659ae306, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_70ad21d31e2b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_2815efa0bbb7, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_layernorm_fwd_90ffa343e0d1, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_b58ae7343af5, 2, 128, 8, 128, 0, 1, 2, 0, 5120 },  // smem.t128.v8.tpr128.h5120
-  {(const void*)&normgen_layernorm_fwd_3219d61d904e, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_ca9b01f3a5c8, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_68160d734b00, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_bca1a2628018, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_f7545bf4c4e3, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_6cb1b0034fba, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_5eea732e2587, 2, 256, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t256.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_21b856cb3e24, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_74c25642851f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_b15edfe6f6e1, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_e846aedd095e, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_55aedd524946, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_88884250df6f, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_7cba5047a6a4, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_fd569f7bb406, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_613090373363, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_c6d316449051, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_263384cde9fb, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_06a7110b595d, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_67f96e0076ac, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_4336d6223de1, 4, 256, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t256.v8.tpr256.i6.s2.sw.h12288
-  {(const void*)&normgen_layernorm_fwd_4edcb1628770, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_f7de893a2e28, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_247a79cc8ce4, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_c5fa0d7b299f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_c629af9ed436, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_2b70916973ac, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_272715e149e9, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_3dc8cac41253, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_944ac257a390, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_1cc0d7512b69, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_3bda324b73ee, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_ba8e9401e922, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_0503a5ed163a, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_9b6a10cf2a9f, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_001e079a70df, 4, 1024, 8, 1024, 4, 1, 2, 131072, 0 },  // ring.t1024.v8.tpr1024.i4.s2
-  {(const void*)&normgen_layernorm_fwd_27cda2bb11b9, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_a67c83c3c0ec, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_4c6fd943fb07, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_25b3c591f494, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_101d71814011, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_db55869f4b71, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_3ffe43765f09, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_3e3f16f26ff3, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_66101c0f481f, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_b50399277b12, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_ef0d5762e68e, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_29fad82be4be, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_ba36d7ff433b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_6a3df37d79a0, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_0bf85f60ba0e, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
-  {(const void*)&normgen_layernorm_fwd_e595cd3a9e0f, 4, 128, 8, 64, 1, 1, 2, 6144, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_397b93165ff9, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_02168505e6b6, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.cap.h512
-  {(const void*)&normgen_layernorm_fwd_1fe7c515f10a, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_4465cffdd4ae, 4, 128, 8, 128, 1, 1, 2, 8192, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_fb44839e03cc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
-  {(const void*)&normgen_layernorm_fwd_4ba972fb3523, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_34b4b26d5537, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_706aefaf2de7, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_ec786eab3040, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_38d93196196b, 4, 128, 8, 128, 1, 1, 2, 8192, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_b46c1ce42752, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_1b834c1f439f, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_43f3aaea5e59, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_layernorm_fwd_7f1700b84981, 4, 256, 8, 256, 1, 1, 2, 20480, 1536 },  // ring.t256.v8.tpr256.i1.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_a1f668b5a089, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_289de728e567, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_943219edfdd1, 4, 256, 8, 256, 1, 1, 2, 20480, 2048 },  // ring.t256.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_c6e7ee3f295d, 0, 128, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t128.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_07b85ab62f07, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_0a745aa096b4, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_2e24d24a50b9, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_9d925c7a8f3c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_706c76bc9ce2, 4, 512, 8, 512, 1, 1, 2, 32768, 2560 },  // ring.t512.v8.tpr512.i1.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_b5b317edbe38, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_267d695748a7, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_31133850a879, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_ea58b010e817, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_6e2fca0e9778, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_0487bd35e26f, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_dd8d0e483554, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_4e28619c46fe, 4, 512, 8, 512, 1, 1, 2, 32768, 3072 },  // ring.t512.v8.tpr512.i1.s2.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_135413b14134, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_8412c0bca6dc, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_b23538edb8b7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_dc094a73df5a, 4, 512, 8, 256, 2, 1, 2, 65536, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_464f1041411f, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_220319662477, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_f18899123e82, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_9ac131b4cd2c, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_1bdf9ef5699e, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_d5f9abe2a1f3, 1, 512, 8, 512, 2, 1, 2, 0, 5120 },  // pipelined.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_8387b990851c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_7aa8288c6d2b, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_5f4a407f3cef, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_5533cddc41eb, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_42379a5649db, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_bb36bc018a3c, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_2ba4fdc2a970, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_9286e94b4c44, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_620368539730, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_9d286d535b41, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_3fec8c9981b1, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_839ac68c1921, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_60b6873f6827, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_536b75b01418, 1, 512, 8, 512, 2, 1, 2, 0, 7168 },  // pipelined.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_layernorm_fwd_d2b216b77803, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_492d26b2f03c, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_1d31e146561a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_c1893dc09596, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_1798be205eb0, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_752b531b3c20, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_de68fefbbc46, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_9d9456e0737d, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_03dc863c6cbd, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_e04dae62f8d5, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_15563480a163, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_df08b5dd99cf, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_9cc6b82414ed, 4, 256, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t256.v8.tpr256.i6.s2.sw.h12288
-  {(const void*)&normgen_layernorm_fwd_18b4217e26cd, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_f6bb4b6ad51a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_94b5405e4a61, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_47984dfd3257, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_24b2879dbdf4, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_b3114309fa95, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_0ae3369e4673, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_248633d71ee2, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_1a44447d4fb4, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_ed99f8dc64f8, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_750997351ae0, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_847bba523fc2, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_ecb941c1a697, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_867bc07b6158, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_f80778dfc71c, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_309a94fa5104, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_fa2efa6a3faf, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_833641283949, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_084e2894ef28, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_e666928c4f03, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_b11522c9bc3f, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_70d88d3b870b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_d10bfd149619, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_f5bbbefe6d6a, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_35decb0b1bbc, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_aebb32c92646, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_2717a6057b32, 1, 256, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_bd2feb20a163, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_3d8d35947cfe, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
-  {(const void*)&normgen_layernorm_fwd_bd2df0d2f89e, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_5fd73e1314c9, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_db8cc8ce5bf4, 1, 128, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_02e44a641d68, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
-  {(const void*)&normgen_layernorm_fwd_7215bb82719f, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_layernorm_fwd_00a26f33d874, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_988611218886, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap2048.h1024
-  {(const void*)&normgen_layernorm_fwd_267cf2abdeed, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_ed772c626ea1, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_5b405c2102b3, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_8e06d50eaebf, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_c55885139a4f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_e80d495b07a2, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_36d18d448201, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_da554bf0024b, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap2048.h1536
-  {(const void*)&normgen_layernorm_fwd_c6a78d494b30, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_521971437460, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_7b0df3d7494b, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_d917a54f31db, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_316624e15fbf, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_f27be74df72f, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_5b84062975ed, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_layernorm_fwd_ffae33da85a5, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_21d533f4685a, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.cap1536.h2560
-  {(const void*)&normgen_layernorm_fwd_6a9166887a9a, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_layernorm_fwd_517f4f7d5f72, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_feef4d43d27a, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_08bece412372, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_1b627d30f7a4, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_d42b2379adb6, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_2cfa78f8c722, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_124e8562da68, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_layernorm_fwd_8f6d6835372f, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.h4096
-  {(const void*)&normgen_layernorm_fwd_8f89ed85b343, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_cc1df3a7e9a2, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_70d7ab31329d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_6f8d762dd63c, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_a31dbff57d44, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_b04eb6d8db0c, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_970744653f70, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_63b536a4c086, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_25ad70cd2e66, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_5ebfc077ddb2, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_787c27a32fec, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_83b51a571ba2, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_81883a0cc626, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_0cd870a500df, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_layernorm_fwd_9caba122a401, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_5ccc46355da0, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_5a721713642a, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_a3dda0af3696, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_63dd67b3c767, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_layernorm_fwd_3aa0ff6dface, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_layernorm_fwd_b8dc8ce612d2, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_5c07939765b9, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_7755bf64a674, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_76c757261525, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_0fe484ba8edf, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_b3612afed6d3, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_cf5134224558, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_e3a0bbf91d1d, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_c35fbee28f91, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_ab6072ba0c33, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_321295cbc539, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_acabbb9ad918, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_3cf7f75296de, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_59e5877d59c6, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_fb1306541054, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_0c34e0e2a18c, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_a88abe010153, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_31e79a10ab58, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_d67861583437, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_aa753a242c5a, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_f2e93aec1ae2, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_7880b24185f1, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_197c112b8333, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_ed5923207c5e, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_cd5f2aa50587, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.cap
-  {(const void*)&normgen_layernorm_fwd_b12721ea43e8, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_5d585a50a4da, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_layernorm_fwd_8d49717f0ec9, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_6fcb63655a14, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_1d93fbf797ce, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_4c1d7b8025e6, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_50442f951cef, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_491a7c3b1f58, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_24dc68e73f63, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_4e2818fc0df9, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_5f29ff130028, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_8d367a8679eb, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_d1b1b55b0317, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_b1d369c900f1, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_392a805d46f2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_311b974b64f5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a39c078b8fa4, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_e7e40c159b1b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_5414202afaf0, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_7aaf13c362e0, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_3ea03f65d3dd, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_ae78f8cbb05f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_f5343a98ec98, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_4e2b36e9ecaa, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_4677ef7c4760, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_90d7d09634cf, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_1f16a86a831a, 4, 128, 8, 32, 3, 1, 2, 13824, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_02ef60fdce25, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_53e2dffec860, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a64220a895c4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e9a20e2814fd, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c1c2db8b6500, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_00b7a72d7947, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_52cfd81e3f6c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_18033549d349, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_cf0d76902587, 4, 128, 8, 32, 6, 1, 2, 27648, 1536 },  // ring.t128.v8.tpr32.i6.s2.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3f1768040e73, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b4c895cf01f0, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_e2274a5c17c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_74b7c33fb82f, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2668798ced84, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7d7b5c43ef48, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_bfbff4aafb0d, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_efbad8ffdaaf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ffd8e71d4d6c, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_a5d5dd4722ff, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_734b9608252b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e878309ce9e3, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_dc9068805dbd, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c8adbe131ce1, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bf30482a8618, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_348611ce8f56, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_48caf1b1db81, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_65d667469841, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_85549ca03575, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_17d7aabeb95d, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_437ea6533b5b, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a50ad46b6066, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7af1fe4ecbf4, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_07b4932602d0, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7ec09ee59492, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4c02dda95ecb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_610f3075b76d, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_d5e77f6893c4, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_f218d616931f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_848973052259, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_5c54cfa22daf, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_3f0c1a9e12a8, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_03c6b03b365e, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_9e0f5094bbc8, 3, 256, 8, 128, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr128.h5120
-  {(const void*)&normgen_rmsnorm_fwd_0d2fcb4c39e9, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d6366d12705c, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c228b0cd67b8, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ad6957203b64, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_50cb1d987210, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_f42dcad11e5d, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d7a8cc2b2fbb, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_7a11dcdff24a, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5d08945d6cd3, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_231673eec3a4, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f31461f249c5, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7d6e79b69c7c, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_f3fc6c11fc84, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_516e4a167484, 3, 512, 8, 256, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_7c45a089be08, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f6a09e8aea02, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_d5684cb9f55e, 4, 512, 8, 512, 3, 1, 2, 73728, 12288 },  // ring.t512.v8.tpr512.i3.s2.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b760b18fdaaf, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_37ab909e55cf, 2, 512, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_511078925c94, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_c8d2b29e6760, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_341ecc42fb8b, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f0ce2067fc23, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6d9ed6da00b3, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_817b5895ee9f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_540e6d7405e2, 4, 256, 8, 256, 8, 1, 2, 98304, 16384 },  // ring.t256.v8.tpr256.i8.s2.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_88e403ff3619, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_47e5655385ce, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_cd50d20ff2b1, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f12f4638380c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_fab7e0c973b1, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_57f86678a7df, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_a38f610c6425, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_490de4cfe395, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7394cd062732, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9b406af552a8, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a3ee679f13f7, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_6d4cb38f66e1, 4, 256, 8, 256, 4, 8, 2, 65536, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e85298285586, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a1c0c73444b2, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5e892da82704, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_cd296b1ad39f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_f36e3f063290, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_080c6700b1f8, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e385851bff3e, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_defea89b2d60, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c27738d1beea, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7b62e8257849, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a6138c6318c9, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_8b2819bd2ad4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_cff998322022, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_24c7d638dd9f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_b9a3b9aba78c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_563693f02d14, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8430e80290b0, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_acd66a421646, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_f32c58d1ced5, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_d7d47a8e0205, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_54fab87daabe, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3ac689666364, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_594cc1ce0421, 4, 128, 8, 128, 1, 1, 2, 14336, 1024 },  // ring.t128.v8.tpr128.i1.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_eb000aeaf0a2, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_22270d79f46d, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_1b75583ad28a, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d3d6712bbd69, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_095f32f8c7ac, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ff927c79ce22, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e723030d3bf6, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4271991e96af, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ce877b02f0c6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7c19018af677, 0, 256, 8, 64, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i4
-  {(const void*)&normgen_rmsnorm_fwd_f4934d186861, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d40869edc6c5, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_4ad3033608e4, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_db9097145588, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_356283bea103, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1e088af70e68, 0, 512, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t512.v8.tpr64.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_da1d0ffc2fba, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a8a64498dbb9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_be1a4678aae0, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_06b3edaf3d56, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ee6fef571ff7, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a0db5011ecbe, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_45f1867e840f, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e059a959f942, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b03b5c88a020, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_aa57654554bf, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_705d5040d7bd, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_742334d164c9, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4d18d6ec1761, 2, 1024, 8, 512, 0, 1, 2, 0, 4096 },  // smem.t1024.v8.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f69c8e201a24, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_41a1be469ed2, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_c3ceca32993f, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_bc634460d872, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_554314b1cbf8, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_73e89517af01, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_829040fd14c4, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7a649e517010, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bfe79af6c018, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_55a0a93d7876, 2, 512, 8, 256, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_50eae4bfe15e, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_956e4a2fd1e0, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3c094aeb0855, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5e8754ef7be7, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_791af644fc03, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_250495781f0f, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_887149aa95e7, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0b7ede8f0637, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9aeeddb0ccc7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_aa2e79f09eb5, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_4ffb3db2dd48, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8b417f64e103, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2f10281cf825, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_97105b9a9078, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_dff0b8bcf8de, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f2a7392f4191, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3fdc3f45bcba, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e3ac8336b856, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_9d94717f023c, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e66cbba7e864, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_36790173baf7, 2, 256, 8, 256, 0, 1, 2, 0, 12288 },  // smem.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2ca5fd08249e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7d31ad0852a8, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fb35af0c6542, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_29fb2e8419fc, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_be20e000a8bf, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f06ef93456eb, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_ba2351f7af5d, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_18e49a4fc3a5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_f27ebdc8b3fe, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a07ec312acff, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9336e8407e1e, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7132f1db143b, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_27d31d1d525d, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_445a43085e53, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_834efb8523f2, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c6ddba2f128f, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_22ffdf0d8e31, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_05f82e9d5160, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_934ba5e5ecc3, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7723c4e1dea3, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f714ef9f93ea, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_03f0f0ab0db8, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_755cf5e9caf3, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_92078751fdac, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8d6682247df3, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_1ce7af18fb3d, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_df642cc65a7c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_2966d2736e62, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_b5c7286889e2, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8b4db1d89184, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_b35130a1da93, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_ecec9bebd089, 0, 256, 8, 16, 4, 1, 2, 0, 512 },  // regs.t256.v8.tpr16.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_c5511b8dc643, 0, 256, 8, 32, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr32.i2
-  {(const void*)&normgen_rmsnorm_fwd_b9a91914561f, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_573361a39201, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_fb75ac396132, 4, 128, 8, 16, 6, 1, 2, 26112, 768 },  // ring.t128.v8.tpr16.i6.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_2fc7ffb26e71, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_1770523e5d5c, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_5b96f5a2c08a, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_40f57b9a0ff3, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d8de87deac32, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d1deebdaea51, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fd881dda2d81, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_590082b4e104, 4, 256, 8, 256, 1, 1, 2, 12288, 1536 },  // ring.t256.v8.tpr256.i1.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5ead8d6a5c02, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a2903d31eb78, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d2aaa3abaaca, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_54bfe1180d46, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1f756cdff5d6, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_5cb5ef160022, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3a0b51502f2e, 4, 256, 8, 256, 1, 1, 2, 12288, 2048 },  // ring.t256.v8.tpr256.i1.s2.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_45497783b763, 0, 256, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t256.v8.tpr64.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_302c144e3aa5, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_893cb6e1d5ce, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0fcadab3f6c6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_887a4330527b, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c75d071be777, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_d556cf7317aa, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_d61d04b9a900, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_61a70bb917ab, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_65e68e387b0c, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_f2e57100ed50, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0a9c34469ade, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_723cdb63cbb6, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9557afb39000, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ad4af02e9b1c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c6552bf77f12, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_1b7cd5552f57, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_08f74b71598b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_6c741af4ac77, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_615ee333b97e, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4fd1e0efcd4a, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_90f9b5b621e0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c2d20c2dd7bf, 1, 512, 8, 512, 2, 1, 2, 0, 6144 },  // pipelined.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bf220d3c68e7, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e363b2ad9c2f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_8c081b6cda62, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1346d9626f24, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c224875c0d74, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_78d7bc7a9ed2, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_68613ecb0e10, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5ef1a2462823, 3, 256, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_43a2c7a58b95, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a54e3c62a5f3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_de636034144d, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_73e95cd75a5c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_8d8b2f427554, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d6b0bda2d2fe, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6e0519320816, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c8a19e005fb2, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8455c79fc06f, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_28a83017638a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_275bd85f1977, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_7e3392b37120, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_8ae3072acf2e, 1, 128, 8, 128, 2, 8, 2, 0, 16384 },  // pipelined.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c020826f6e67, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_dbdd65fa0913, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_bb11f4957721, 4, 256, 8, 256, 8, 1, 2, 98304, 16384 },  // ring.t256.v8.tpr256.i8.s2.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3a90b7e45d89, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_f2b11eff9c0a, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6cc7cbd6767f, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_fcf7d17564dc, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6c5dec0e3060, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0c635bc52c86, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c80a574ce64e, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5bcb4393a5ea, 4, 256, 8, 256, 8, 2, 2, 131072, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2975a0405917, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1a7b33cc09e8, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0a8f08feac89, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_9e77eb3f0e24, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_eb2162de8f8c, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6ca937b258e3, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_7479a9f54288, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_47df95c7e8eb, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_ca9c69026b44, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_62901f6a16e2, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5dd985f88ac2, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_062ae80d7bb7, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3e52330035f8, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9beb15e151ff, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_3de2b315882e, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_d8d699382c39, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_91ccab50b973, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_0973ca357bad, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_c15766620db2, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_6ba3cbb000a7, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_67942870430f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_902852eb9425, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_1b5765d2157b, 4, 128, 8, 32, 3, 1, 2, 38400, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_dda25f905a60, 4, 128, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_bf6b419d0e6d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5f87842b5a7b, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5ad0b4f1d482, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_913ee04e1e4f, 4, 256, 8, 256, 1, 1, 2, 20480, 1536 },  // ring.t256.v8.tpr256.i1.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_170a72824d91, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d88ab34d806b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_e0a2b607b412, 0, 512, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t512.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8e69b24f2de6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a578489df5b0, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_822f17cad0a5, 4, 128, 8, 128, 3, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_210929f39edb, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_26813701d9b2, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_90c500084ea9, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_82f2ac2053cc, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_3425c485fb0f, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9c6c66d2f0c2, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7cabe48e9e13, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
-  {(const void*)&normgen_rmsnorm_fwd_82a22825b73b, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_98a11758d26c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ee23537681df, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ad9034e24908, 2, 128, 8, 128, 0, 1, 2, 0, 4096 },  // smem.t128.v8.tpr128.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f748e09b7dc9, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fc573fdb6807, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
-  {(const void*)&normgen_rmsnorm_fwd_07b3b1a6b245, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_de23fa0680b9, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_9a2964d77349, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d784dce6c364, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_101985c8dafe, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ee260c32a6f9, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0c5a4b9e9a4e, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_92477afe69fe, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_82f8b43824df, 0, 512, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t512.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d95bfc5ef151, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6badb810e36b, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_96f70b7645ef, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6dffd160230f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_4fc1ea33f720, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_ffec0a1b5b88, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0a6d1c157b42, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_63563be53147, 0, 512, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t512.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1eb6fb2b245c, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8a7e21398394, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_53a074ded289, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_624ed8b67eb5, 4, 512, 8, 512, 2, 1, 2, 81920, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_89b48eeb300e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_34ddf49844eb, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_719cdfbe18cf, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d6b99770fbab, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6b424165ea62, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_735437a35b90, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_24aec08d4b64, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8eae8bade7a4, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_78cfc7595ece, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0f90a8a91490, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9635a3fe267a, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_47ab581f6435, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_52a661284623, 1, 512, 8, 512, 1, 4, 2, 0, 16384 },  // pipelined.t512.v8.tpr512.i1.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6d5ab49578ed, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a10b7b54af5d, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b15c7c982ed5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_169a18150770, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0a68dcdfd1d5, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_08993aeba565, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6ae37e8be58e, 2, 512, 8, 512, 0, 2, 2, 0, 32768 },  // smem.t512.v8.tpr512.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c3b29563e430, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_555e29ec50fc, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d4d60731b91d, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_aadcb8d7568b, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_845ad2479b1a, 2, 512, 8, 512, 0, 4, 2, 0, 65536 },  // smem.t512.v8.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_59615e609db5, 2, 1024, 8, 1024, 0, 1, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.h65536
-  {(const void*)&normgen_rmsnorm_fwd_39265bb13812, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_1a712932aa92, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d122715b2c4c, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_767947720dab, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_9153be1ec6f0, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e3930ef7edee, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_6f48bf0c3a8c, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_88d30f39ad8b, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_ee790f89981d, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_7670cb9a1efb, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_c26800c69c3c, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_f481ef29207d, 1, 128, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_a5299d90342a, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_998612ce8901, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_61eee44f8db9, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_8202da86788b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_45aea0c6c132, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_5ed422422b9e, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8b2883432c0b, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_6806497ab48a, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2a6dd63cd5b8, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e7bb89b66245, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_dca674fcd34b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_043260cde616, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_404618045d21, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_1cce9f00ba04, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_2f6888b8b1be, 1, 256, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4eec7d92ee68, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d45c71d8112a, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e1afab505bee, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_1ac00943c3d6, 1, 128, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f4f9dd81a1c8, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8ac538508418, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_185b8d068473, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_4f2f7b58de86, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_3f44f1ba6a35, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_e357cf8d7f54, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_44202d1c8db0, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_3a23a5842697, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_fde484c4b564, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_12b1a56ed345, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9a851c1f537c, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
-  {(const void*)&normgen_rmsnorm_fwd_290f80405e50, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_d89802518c09, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_22d70dff7889, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_36d1c66aebd1, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_49eb0c16e80f, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c7e566bcd128, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c0daf110066e, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_694a6b30276c, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_6216c5b9095f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_5b857cf17cfa, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_1dafdb876b3f, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5a639b20ed8e, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6697512ed746, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_bcd3fd963ac7, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6afa1af40f55, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7c9609cea7a5, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_a18503cbd562, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_27d2e37e5c01, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_637e926eb99f, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_1f238d89bfd7, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9ccf64dcf1c8, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_95e7d6f9512b, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_98d065bf006c, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_dc04bca83c60, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e9d81cce23e7, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_bb015876a9e5, 1, 512, 4, 512, 1, 4, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8d57d5a880cd, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_aacafb52252f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8700027898f0, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_a808508193d5, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a28ddd33f97d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b5595c775db7, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9516017f4c10, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_e6caf94e4f67, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6f99d00f1011, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_fc0f5d30fdb8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_908ba2bd0947, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_622183e07f2a, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_816236aa432c, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_1f79666fa6b6, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e673bf13904e, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_0df76bb2805e, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c6b0d7acd483, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_aca8f255949a, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_778f0d60934b, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_242d552dac89, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_726c290d2c61, 1, 64, 4, 64, 8, 16, 4, 0, 32768 },  // pipelined.t64.v4.tpr64.i8.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9240d5beff45, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_62bf2f9578f4, 0, 256, 4, 256, 8, 4, 4, 0, 32768 },  // regs.t256.v4.tpr256.i8.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b6492771bd53, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_8bbfb701370e, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_59c5a15a3f45, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_462f706de559, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c62e6959040d, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_9f10626a5960, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c376baf32647, 0, 256, 4, 256, 8, 8, 4, 0, 65536 },  // regs.t256.v4.tpr256.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_83b5aa3a7162, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6322fa78f6e2, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_f3d377a47c04, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_22e987111a0a, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3b27f18d1b06, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_de7d26137aca, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6934b00c8c45, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_fca0045d2258, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_797f226ce25e, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_3f9f8508d5a3, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_6c28fbf97123, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_007e703b8b80, 0, 256, 4, 128, 1, 1, 4, 0, 512 },  // regs.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_590da10fd930, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_30a2ab7d3f73, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_1be09558e38f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_ad14adb158c8, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_010d10015549, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_aed47ee43d34, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_dce0b5395b23, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e4cf43f4e6d3, 1, 256, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_1378f3866c07, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_00b8b9657faf, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d54b01f7229e, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_8e192bff17f6, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_79bab740bffd, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_17f2ebf07367, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_b9874983a5ab, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1b1458b1b506, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f318ecc39a57, 3, 1024, 4, 512, 0, 1, 4, 0, 2048 },  // reload.t1024.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0f7938776330, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0ba6adcd2b20, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_889a40545ed9, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_aec67f6cb542, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_b8fda33913fc, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_d678e01c6eb3, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_8d6eb4773dd8, 3, 512, 4, 512, 0, 1, 4, 0, 2560 },  // reload.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4bcfd8d76f71, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9842ee272eab, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2ccc5fdfd472, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_8cf6f2c6229d, 3, 512, 4, 512, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dd648430cbf8, 0, 512, 4, 512, 1, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_b2cb58c665da, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7596569b0702, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c53709ee11aa, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7dea1c50b302, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_63a734000184, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_d52cd845da4a, 3, 1024, 4, 512, 0, 1, 4, 0, 4096 },  // reload.t1024.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1092e1d7414b, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f6d8a9e73ab6, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_92ae802ea152, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f512b41159ec, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_da9fc39e161d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b10f69078916, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_07aa893470b4, 3, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // reload.t1024.v4.tpr1024.h5120
-  {(const void*)&normgen_rmsnorm_fwd_66bc8969fb02, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c9996bcc51f8, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3e03aca04155, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d4814042ce3d, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_ae45fa9eae42, 2, 1024, 4, 512, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d80a6adce8ce, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_ddb6411d9325, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_91bbbc800239, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_7a6f6975f202, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_ed8512bd139f, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_19e299a7e57f, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bc5b24a95ac4, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_15cf623d5a8e, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_ae8a5109517c, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fbc904ed3ffe, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_1694b6b31f32, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_cd635c4325a8, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_f6bc1fe5c48e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_bfb705e66dba, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4b2266b77716, 0, 1024, 4, 1024, 2, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i2
-  {(const void*)&normgen_rmsnorm_fwd_93b4ec549b61, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_a76a15d90696, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c9eb8a705ccf, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_eddcdf48a1dd, 0, 512, 4, 512, 3, 2, 4, 0, 12288 },  // regs.t512.v4.tpr512.i3.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_54d965261989, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_47cca3317cbf, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bec85ce8b86d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_fe1d996da874, 0, 1024, 4, 1024, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i3
-  {(const void*)&normgen_rmsnorm_fwd_1e7514939669, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_22bb441aa940, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e04b2207d2d3, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b8b0882394e3, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_77671697a6a8, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2c3ce477ab8b, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d3b80dbda4af, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_278955a38a38, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_0a4a8ec88dfa, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a60cebced163, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_dd4be124ce99, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_a66026c24d83, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_efb77022cae1, 2, 512, 4, 512, 0, 4, 4, 0, 32768 },  // smem.t512.v4.tpr512.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d4eca1503c58, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_328e043cda9c, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_0f58afdc943a, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_3883aaa18216, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ae8c02544ed1, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_0a320af0d7f4, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_bae0802c62ea, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_dfe678c07970, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d17b0ab4ae64, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_92bab309c277, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_96bcd3ee354c, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a16130eaac48, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_73e019e0eb64, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_3cf2653ffb2f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_53ea2c80f822, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_e9c60caece02, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_78e7aecda3db, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_856cbbfd9fd2, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_cb31c4d1f207, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_35eaaf2c587b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_dbe416bc65f5, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_7ea5de48d2b1, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_layernorm_fwd_df473beb40e1, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_ccb5efac7b63, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_72ba9a6d8cb6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_df890c9cdc15, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_2e638874b133, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_8c6a264a3bc7, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_1418dd53a475, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_97e5a166739b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_99e0f6ec7cf3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_9c1681b529f6, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_c6a1bc392f84, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_9823f1a621a2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_1f666b62bef9, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_layernorm_fwd_034b97732b4f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_e87694d02d89, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_28d2d1f13754, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_4422b512b0b8, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_1ab6cf8d5f48, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_ddd48211e75a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_da9ff46fd8d6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_19c3d5ceeab4, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_5ccf52969cc4, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_ecabd4aae4cb, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_7a4e32840772, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_2569eb890c8a, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_526ecf769dca, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_96ed00a5dda8, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_a8bb66f221f7, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_383769968876, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_337ae627fb12, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_layernorm_fwd_4b76f85e9575, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_a18ef1066204, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_8a57bfe22ab2, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_1fc5c4e3557d, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_9863b3434bc3, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_1872baeebc7f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_1610dff99cae, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_23b5077dbe68, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_layernorm_fwd_bf5a7161d8c4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_ed675130efec, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_aa2cb2b65d46, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_layernorm_fwd_1b2358e7fef8, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_4fcd891ac7a4, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_05a736263c5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_layernorm_fwd_19b4d37446f1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_b6b3f2c3f178, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_799d5a3984e2, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_a131fbb19296, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_24dbef0b1aa8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_064a6f0370d5, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_layernorm_fwd_0af66b81faac, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_ec6f60622c2a, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_layernorm_fwd_ff04962c1420, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_ef620466cb72, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_141e47ed3bb2, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_fa7ab15d0863, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_05aa32c24481, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_839e859b6882, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_56c373387e84, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_cd64be5e4d92, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_layernorm_fwd_dc0127beda7e, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_fd8b939c0984, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_4e23187ab2db, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_85eb6122fe06, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_089c7cbf042b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_b4ed8c37bd7d, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_6ca46f4b87a9, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_f4d32137455f, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_15bceba00b59, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_c9d743292921, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_eddb730cce36, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_2ee5ac487890, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_66c3535d0dc6, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_214d0119764a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_ea91d8a7d5f1, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_f3ed27bcb197, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_562344b131d2, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_561c300110b1, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_15cc51d7717b, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_10aeabf475b7, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_773e2c3321c1, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_60644ae68d71, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_65aca0ea9d10, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_9bb9d806dffc, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_ae751021fd57, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_142d57c74d50, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_02925f0b25e9, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_0799f826267c, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_c9c9da702865, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_61cd46ec46a0, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_b22041e4cfed, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_9aa3ad5f0392, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_50dbf4f401a3, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_ead1611d9c57, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_a6aef32ea1fc, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_7c0df7e7b5bc, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_3ab1663adf0f, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_18b94497f141, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_9317a28334ab, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_13bea08f6bd5, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_f83ed12a227d, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_24fd1e6608ad, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_7112baac5e97, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_201973caf257, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_cce22b0590f4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_eb124f434223, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_0963c1e7a5d5, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_324a811e2d0c, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
+  {(const void*)&normgen_layernorm_fwd_a00453c2d023, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_ca25a3b9d311, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_ae0b6b6b12f3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_layernorm_fwd_61d463844c94, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_3d4c30ed0b7f, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_3308b91bf869, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_e97a780f6f13, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_c6f40bf3e56a, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_cfa4a8f6bc37, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_f7c9e7e790c3, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_425633107108, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_4c635a88b397, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_37dc9e3375e6, 4, 128, 8, 32, 6, 1, 2, 43008, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_d57e21ea7e4d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_a2694108d172, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_8e729be8a109, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_62aa02529bf6, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_56c81e55766c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_adc63251ccac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_9caad63fca97, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_cda035566617, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_6f898cc0b8c1, 0, 1024, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t1024.v8.tpr512.i1.h2560
+  {(const void*)&normgen_layernorm_fwd_0bf08a1bb70e, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_4a39961e8c1b, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_168ffde16d9b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_f302aefd6d81, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_a4f570db3d4a, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_ada62c88237c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_4a3617d6457b, 0, 1024, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t1024.v8.tpr512.i1.h3072
+  {(const void*)&normgen_layernorm_fwd_a1920374fe3d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_ed9e7b8019b8, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_4c80da9730c2, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_1b7ef0b7c73a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_b1d85ebffdf0, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_54ff2412901d, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_1865770e27b5, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
+  {(const void*)&normgen_layernorm_fwd_330e7f85ae49, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_9b8852b71bf9, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_09e8fd1d9d88, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_layernorm_fwd_39173628e564, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_59559641bbcb, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_257390d44d70, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_layernorm_fwd_ce4a00fda970, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_160dbd9f44d0, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_14518b571875, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_510e4a0c1ff1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_layernorm_fwd_586c0e6a24ab, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_layernorm_fwd_34ad62d4bc85, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_628f20779d53, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_6a11cce96d11, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_cd4a0f4b3891, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_27b6d1bdd3f9, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_a380e5aae5ea, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f5ec7d07e353, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_layernorm_fwd_120c1a7db59d, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_b3fd45f123e4, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_14b473286d46, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_6068caa217f2, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_b7be768e9545, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_d63204afd2ce, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_layernorm_fwd_678668d8c014, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_88797f2314aa, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_8bc45780b149, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_162d222a5e33, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_ac73795af2a5, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_d0126770fc67, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_7bcf5a593078, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_9d25bdb110f5, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s2.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_1774cbb1531e, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_72800869622e, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_5c12b6e394ef, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_9c6469eb9357, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_316cf5ef7b16, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_442251be8b6f, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_65c412b8cecd, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_7f0f4c23d3b7, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_c4ba6baab1fd, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_8e388accb153, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_5b609cbe0f7b, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_a2189c21ad4f, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_830fc7cfd669, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_e85081edc26d, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_fd3a4ad46875, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_06b397d12c4c, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_layernorm_fwd_1e1d5a7568aa, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_0c9ea99b5ab8, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_b5bad2bb6c6a, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_3c4b467e7e45, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_d110f930cdbd, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_e586c065a58f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_f75efb9333fd, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_ab40740b040c, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_cc3bf9d403fc, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_57b990af6626, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_c6ba7df02d5c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_66f86b4357af, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_51120b27c022, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_a88258d5b962, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_c14ab76e8fb7, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_43d02f2b4ee6, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_a715d23b9779, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_f955863648e9, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_a1f8a54dbe33, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
+  {(const void*)&normgen_layernorm_fwd_8f1e5ffdf634, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_9cabfd062ff0, 1, 64, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t64.v4.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_0f129d6f93c0, 1, 256, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_74173908c5ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_layernorm_fwd_ed150dc48622, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap
+  {(const void*)&normgen_layernorm_fwd_0097916d9a0a, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_931ffd78dc85, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_74bde54f5e5a, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_4730089db85a, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_597e7a3b2760, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_93b83d3f440a, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_bc8d59cd09c3, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_dacdfc71a070, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_037c6d04bf37, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_5e6226bc035f, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_layernorm_fwd_dd0655bfe50b, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_de10bf001a6c, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_89651f407872, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_7f9aee1c05b9, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_f6d5c831a8ca, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_e0b8bb3bf260, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_d4abcc5b16f4, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_c66c8120a825, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_88479cda457c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_e1dc09dbcd9c, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap
+  {(const void*)&normgen_layernorm_fwd_114919b4cdb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_61dee26b515f, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_b10f6e9966be, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_e9c58baeb4a3, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_5ce736e166a1, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_layernorm_fwd_4e4b60ede4ee, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_b28ee58bf33b, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_layernorm_fwd_93d23211ca43, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_1fc26ee79ba2, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_1c75c9eb24ae, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_c2cd42df1808, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_6dd422804e75, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_1af1484ca241, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_cc117ac5681b, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_5632bc43615f, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_4290c8ab727a, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_3f30a96eb8bd, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_a21ac013cc4f, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_89ffb927f3bd, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_a26cc7e2388b, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_edaa460f8b2a, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5.early
+  {(const void*)&normgen_layernorm_fwd_6bc11bc2a82c, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_3201735e8af9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_c159d35f5aba, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_a34b7f34e4b0, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_7cd7855e3c44, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_ecc85bd6eb54, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_362db2231b02, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
+  {(const void*)&normgen_layernorm_fwd_809a11f81e30, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_979176748915, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_5ed283312c02, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_42b5b1acc562, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_55ed30f53e1b, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_f06ad47b0c5b, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_layernorm_fwd_6b7b532b072b, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
+  {(const void*)&normgen_layernorm_fwd_b55d29ea2e54, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7.cap
+  {(const void*)&normgen_layernorm_fwd_00da7e0d3d4f, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_28af751d614b, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_f395d333b74c, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_430076173af9, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_db59790361f8, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_281dcdcef7c4, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_d99c5321ed56, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_96d73535e0e4, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_078d5c073405, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_90415ac2f060, 1, 512, 4, 512, 2, 4, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i2.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_8ff62573f998, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_layernorm_fwd_204609891164, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_8afda465d9b8, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_layernorm_fwd_980915eb383c, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_314df07f37d0, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_e24c9e0e877a, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_bbb1e07a4f23, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_cf9b0080c746, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_3a4315b9652b, 1, 512, 4, 512, 2, 4, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i2.c4.h16384
+  {(const void*)&normgen_layernorm_fwd_790c18b0056f, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_7cf357772dcf, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_8c6d892551a8, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_022d093a2c8c, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_25a4634e5de9, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_e33ebf5704cf, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_660c5c548bb6, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_b6c9bfcc8f57, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_e7b0fa3c0221, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_f1c85158399b, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_1533d4ba6679, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_213dd0f6ba63, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_3610000b6aa0, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_526f6b6773f5, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_194e1d6471db, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_97d04dd1371f, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_5d5e5419d0cf, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_7e756ff93d8e, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_4e7eae0bc378, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_4bba9345494b, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_662dec535ac8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_87f97e042f13, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a8cf0c4bd0a9, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_fc04299c10e8, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_82af67eef18d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_8b8f35cd7f1c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_514b7946e041, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_717bb0f1fb74, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_1604ebf9c46b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_153411bdca2e, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_4edd600bde3e, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_cbbf014d851d, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_c5db1699d78c, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_2218a6250814, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_0d97b1f6a4f4, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_0bb3650dbf9b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9e0ff7d1f0dd, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_8345342e6112, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d0952749ee7f, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_122c2bc8f839, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a69c99e7f4dd, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3594098711f8, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d66fb9f51a69, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_14a46814823a, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7a396ff089f4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_4ab8deac03b2, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_3873434de146, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bc9eda4ae57f, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2bf890ee6fcf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bdc1e9a36558, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_dc89547b5133, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0749545f2777, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_31c23ff9cb21, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9fed4074ea73, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9a4ad526e17e, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_d7f14067ce03, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0fc8c9f556b0, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_51d72945be4b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_5a589250d491, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_43d95b030dc0, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a9f766373908, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_118492564835, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_180ab86fba7a, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0b149d34536b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_667654e2b348, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_91f032eb632b, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ce37eefe784b, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_39edfe132f5f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_035344ba4ace, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_18ae4dd1028b, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b2b5aca5adc4, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_7c30b842b8b3, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_424edcaa2da1, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_90b9e516112f, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_0d39b72d63a7, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_bd6eb67db1d9, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_c1dcb7ae96fd, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d8828a3d107d, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_c81543ea578a, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_908249afc783, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_979023be1dcd, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2db92fb7d925, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_345a1b0cbf81, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d52d68faf286, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_cb8a98e54087, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_93010cb0374e, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2e071a139c5c, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9e668fa313b0, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_da29cb843219, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bd69c843cb20, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e1b36cd364da, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_0fd6ff7d3d4f, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a6c69a0e8528, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b81d906572d7, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ebd38a44632a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_5376320eb429, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_99b09bb6be08, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_fb17e70fa859, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c906d317a665, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_90471ab9a25f, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c5289cce43dd, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d9ca3850b77f, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d090f0df8129, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bf6d8230dbd9, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ec3c2a31a3c6, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a9dc5ffb65d1, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9db12995c9ca, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_f444191ca33f, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ff4660bb7e7b, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_db6ebc83a681, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c21baade0033, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8f58b2b6cd0d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9193504f55b5, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_4ab8cdf4744d, 0, 64, 8, 64, 4, 8, 2, 0, 16384 },  // regs.t64.v8.tpr64.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c8db46636470, 0, 1024, 8, 1024, 1, 2, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i1.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7a19dcbd32f0, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2c474c7c2f37, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9fa736a8fd58, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_3abee12dcdaf, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_58c7fc6c41ef, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4316ea9642d0, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bd3c6b61d31a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_8167ef50ada5, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_aa5bab8328cd, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_425e1557773a, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c3042c36b1d7, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c5a99124e4c7, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_42e6b9732856, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_18e6862354aa, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_eab181be5fe9, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_0db1d870686d, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1cc185db0755, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7d79ae311cf0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1ded21c00ad5, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_819af35e70ca, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_798e1e8d84c3, 4, 256, 8, 256, 4, 16, 2, 49152, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c4447d3de63f, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ce66aa7482c3, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c56d75445e65, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f479acf2c1bc, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_7f051135fbd4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_9442952d0b4a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_471a74bbc974, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_b7258fa7b7a2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_a8f03d8c9550, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_746f7abf3d1b, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_d394ffc106d8, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_fb6744756ed7, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_5225bc554f98, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_0e3ecace315a, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
+  {(const void*)&normgen_rmsnorm_fwd_3fd0b75ad21d, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_c2e2bc4ee8de, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9a74c3c3d423, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_c5d2104a00da, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_39398adc5d3f, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7c0eb0435962, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_ba8329b7a205, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_99b43d084d9b, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5729fd27f577, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_5a78ca24f4fb, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_93e68d5a3b63, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0cf15880d16c, 4, 512, 8, 256, 1, 1, 2, 53248, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_91c6da429284, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_88aed8c4b2cc, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_39a67ff9d656, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b2e9f056fc81, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_9ed854b769b8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_3f8986c5fd51, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_15a55e0c54ed, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_da17a5d9bb58, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_e05855a9c698, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ff0d30e00ade, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_860b13fa3f80, 4, 256, 8, 256, 2, 1, 2, 40960, 3072 },  // ring.t256.v8.tpr256.i2.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c47229707432, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f86620991684, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5b0f8d26a570, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_87bedf7c65be, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_720d6506370b, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ba7fef338ae1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6be1df448aa7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_31d71d886374, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a584c2eca34b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5d3218fe860c, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_1aabc962ecb2, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9c94a5e121fb, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_b56fa71570d1, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ac7e1700d295, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c64e7548c97c, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_801f068e55f2, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b7f269fa1a4e, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b2582cc72dd4, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_b9e93d099d6d, 4, 128, 8, 128, 3, 2, 2, 43008, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b529b776d921, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_10a3af02b4e5, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_97b707f5cbd5, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_0085f1d93c6d, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ab55f223c307, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e45e4825815e, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_52ab66da1c8f, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_433c0da5c13d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8b54ecffd7f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_adade0b421bd, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_30ef6ab27de1, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e93497161c8a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8f3acd70116b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ae3b3570bcd5, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_c94b76ae99e6, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f58a55805e6d, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a9e0511c6b4c, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_27e0b044fa64, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3532df398d72, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_27d897e02998, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1e913de38401, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_2fbe3d543f64, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_34881c411a1e, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_98e55536092e, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9b7dc1c978e1, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f8e3918afdd5, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_6a92644f1546, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6b1fa9e80e12, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ac7759fce1c2, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e61c307b401e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_4fb87f38419e, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e6198783eae2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_b7d53ff6b365, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_845de7ffe130, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d4ccf71247d1, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_9f8276ea5233, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1fedb9adc69f, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_475171b694e2, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2284a2dfe202, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_8e3f2fa44c22, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6e7b6d9138ea, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_9c8440a42c81, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2263f9951235, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_32ed30738255, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_540efcbb03e3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_4ff8b3206103, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_ee501d0178fa, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d1f24fc9cac5, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_6a88ac1c501e, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_1ab580381d59, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_bcc03bc8ebdf, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_5989a2ceedfc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_f07f281e1d93, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_4ef57e599c1a, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_776a0aa72315, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_207271018593, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_c0a43160336f, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6b1b46745bd1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b7a3b2fd6429, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_2e0c04ef8b0b, 4, 128, 8, 16, 8, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fd278cc0a96c, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d29ed45812f8, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_81b9b50006da, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0fd21475688c, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a03f49a4d0d5, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_48275bd4aea9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b04cde8678a8, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_cf28b7022abf, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d9aca79134cb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c97de3f33663, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ac564c2dca27, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_660b3e43e3cd, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_4aa03930dfd7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_31423c3bb3cf, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_fdaea54ab3ff, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c416fe700ed0, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_8254f6b0f752, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_666a89b54d8d, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1e776710190e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_4c19a6c082b8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1bcd6083ed78, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4c6a8e758fca, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9c57857a3858, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1d209c6340d5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0d064e64897f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_dae81e4d4898, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d6d97922adb4, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_e5f2bae25720, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_3d3da57093c3, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_814b5026effe, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f4d876e4a970, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_abbaf9097039, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_e131dc9cbf59, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d36a8ea87c0f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a16edc9c7aa4, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_de7b8a5f5ecd, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a4c8d77968f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_a638c5f5221c, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_89898b546c9e, 4, 128, 8, 128, 3, 2, 2, 24576, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7f6c485d2c0c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a11503198781, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_15b65c8d1e3e, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb2a98057865, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_a59b43378af6, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d535ef543cf4, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_6430b026d693, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2d431182cfcf, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_27afd9e43bc8, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f5b993ca83f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_c92c6fbc8aa3, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1be9b17d9d42, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_96330becd0bc, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c302b66d0469, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_075b407a6365, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a9b98ee0a876, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d68e55e1a91c, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_a35b175c691a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_5378a8a44e49, 0, 1024, 8, 1024, 2, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_46886c5273dd, 0, 1024, 8, 1024, 1, 2, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_de843feb2b8f, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ca502354b23d, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fc8006fc264f, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f87b20d1404e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e4b9b6a52f13, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_7a6d77555d56, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_2b56d43115b6, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_149eb88088cc, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4605cf6530a0, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_92f56d24c558, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_fbd93c52dd33, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_214aad024939, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6fab6f2dcae8, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ec9110e44b51, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_cfcc94ad9353, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4e9351fe729b, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_9497ae8cd788, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_660d48f6a1e9, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_6b5dd92aea1d, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_12c6782237e1, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5c33c4787d24, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_083c2ce5c5b9, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bb790c46d0ca, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_03b7c4ee5ac6, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_rmsnorm_fwd_98dc41f4bf66, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e2679cce6366, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_c76b9d15fbb2, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7038c99d4dfc, 4, 256, 8, 256, 4, 16, 2, 49152, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a4eb5751efa6, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_60ecc660e646, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7414fff2d6ee, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8f0fb53a9723, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fbcba2936560, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_cbce77a650d8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_4e630b2ccc01, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_0668293b2f23, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_20d3d173add3, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_420b7672f073, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_8ec0a86f0696, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8635b2006d36, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_9829573a590e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_e78e3edc0e63, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_0d6eca871551, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_1bc995ac393a, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_7131d64ab70d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ce37a3cc14b0, 4, 128, 8, 128, 1, 1, 2, 14336, 1024 },  // ring.t128.v8.tpr128.i1.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_42415e91573f, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
+  {(const void*)&normgen_rmsnorm_fwd_88710b5570c3, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_69d986e7d72b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a4d2448b3bfb, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_2aa77fd8bff1, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_36c4d04595b5, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_d82fa89e91e8, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_52adb2c0aee9, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f990a9449a09, 0, 1024, 8, 256, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_5474cf852c9d, 4, 128, 8, 64, 4, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr64.i4.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_cfcecf64d581, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_f48ad9f5bc5c, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_64f00f39bfaf, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_644e7bd63f37, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_11b0a0c3649f, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_ccd9461704f1, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e5bc14367223, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_295db1193300, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_565d7fecad00, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6187843201b3, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_89d8ae2d83cd, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7755dcca91a0, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8d69a36c3758, 4, 512, 8, 512, 1, 1, 2, 40960, 4096 },  // ring.t512.v8.tpr512.i1.s2.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_513360dead47, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b3e584cc5cb6, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ed57f9a5f9db, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_113a8ca2b24a, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f16d54b1ce88, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2884c985b970, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_f304dbafe558, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e17af4a7a340, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_9c30e4c7886f, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e52e5ac60f23, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0d9b6570e04c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_7003c0609019, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_8c65eb2529ba, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_14a3f4c8a037, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_81d6a43b1cd2, 4, 512, 8, 512, 2, 1, 2, 81920, 6144 },  // ring.t512.v8.tpr512.i2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c7fcce6448bd, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_769907973cdf, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_80c5b0765543, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_23821f35f8db, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4c4b38c2e81a, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_fb4261e99872, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6c77776aced1, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_328858d20887, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3e9758f1dbcd, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_46b0881a303d, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7ce3040b1b35, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e65e41822d29, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d3b07e00aea1, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_7437bf756222, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d1334eae4dfd, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_03746053a020, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_59dd402bb987, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_41b613fc6e42, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_8e1254444b66, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_64a48a950437, 4, 512, 8, 512, 4, 1, 2, 229376, 16384 },  // ring.t512.v8.tpr512.i4.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b7a675b0f2bd, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2036d94a2643, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_56a0f614a30e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5c53ad403c60, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_417535e4b8fc, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_0230ee02da70, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_bbb87f2462a4, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bcfb33be058a, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_bdd53291a2e4, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f964aa8a501b, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_53623aa315d4, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_34a80270a81b, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_904808c1d6a0, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ea7977f4a5fd, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_470301f38ed3, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_edfe223210fa, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_90743d616f2b, 2, 1024, 8, 1024, 0, 2, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a33a6c66828e, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.hold.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5da798a0c3d1, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f1fad5f42912, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_651ffd1b5801, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c047381a0750, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_541c76ff8800, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ee48e446c41d, 1, 128, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_766424982ebb, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_88689a5d36f7, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_73719135e54b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_0f4539e693ca, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_092239d696f5, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_95b3ef233f9e, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_1bb872eaac06, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_ee8e06d6e5fa, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_6174dab28475, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_957e3e477f9a, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_7684dddc862c, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_f964000251a7, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_2fc17824740e, 1, 64, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t64.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_e48e4b3b470f, 1, 256, 4, 256, 1, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr256.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_957ba76c1955, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_0d1f7f3f73c3, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_fd28b26ac534, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_75224e96504b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_26bc347ee432, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_84511031fda7, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_95e93d6d68be, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_cd7603e133cc, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e330c799fbd6, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_69a35b933f0b, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_85a7e6b54f0d, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_377ee567910b, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_dd663eaae6f0, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2f642f78bd7e, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_e0748fee9ae6, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c1bc22b1ae8d, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_db7ce47f780d, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4ee2c95665d2, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8e26fe038ba9, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_b34a29910dfd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_07cafe82406c, 1, 512, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_8140bd3dbba3, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_f1c0971cdab9, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_58014312263b, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_ecea85405cb6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_d9d067044172, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_cb3dc6d5d477, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d3097640f0c2, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_52d86cc12cfe, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_3a22dafc24f0, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_af73ce0785ca, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_963ef1382e8e, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_f3330c441832, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c3e1c83f0e4c, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_b6c37f2a768b, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c640258e63ea, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_8d3183516d34, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_2bdf9e228af4, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0eac9cf1b76e, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_fdbaab06838f, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_27085535b5e5, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_2f28ced71339, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8117021c4a08, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_57b3b2e8db99, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_eba2d1f66020, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_65786f5d2e26, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_c5b4c1939eeb, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_5db9e3f90daa, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_08a0e1ecc72c, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_540f3c07af33, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_fd5d20c97edd, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_a0b391da80f4, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_9a568d9ad79a, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c97e6ca15ee1, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_87978608d07e, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_a01855b68b20, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_16dbad15a8f6, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3be854869fb3, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_34746a9a724b, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2755a88a9933, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_6057553e3e45, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9002aa83a35a, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a0487854c5fa, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f9c099724563, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_5035e3cc27c9, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3e57df7fde11, 1, 256, 4, 256, 4, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_81b3a7ab0042, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_da0f014afb5f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_22edc8a131dd, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_d1061fda929c, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c691766bb6c6, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_dc0ac342cf72, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_7951076721e6, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_f5b84f980912, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_0db6b42be5ed, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e51ff4e00842, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_6bd0c1bea201, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_85f3f07b8bb3, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_3b59db2e85bd, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_af38a8f8c26e, 0, 64, 4, 64, 8, 8, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_03677090d2b4, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f2387e00ca4f, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_b9915b17545f, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_480fb8936753, 1, 128, 4, 128, 8, 4, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i8.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_323df470af3d, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_fcaf1ddf62d8, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_52ef1e638dc8, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_15bbfcca71aa, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5df646e5c0e2, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2da6f36f13cc, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_8c9f73325726, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_56b92628e029, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_14f238312f5d, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_8f8d6f0d50a7, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_193b8e3c2cf8, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a55e224e5a22, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_70e94c9fa7a9, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_9d27f5fd80eb, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a721652da021, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_597cd549ca67, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_179470e5435d, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_781a27a60e55, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_3c39dbaa1f1c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_aa93e2639f62, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a01a2ce8200c, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_68bd60833e58, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_15fd9a9701ff, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_13ba1ef922fb, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_b4a7370f706c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3d49a3d998d7, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_6738b350c8cf, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_a1e1a84074c6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_9f7e0f744709, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_d6c3f2d88c1d, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c334f94c1487, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_192e66ed3248, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a1f239d777fa, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d7e93d016ef9, 1, 1024, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t1024.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_731862299c73, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_dcccb18eef57, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_049bdbf16564, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a0f03c11bb3f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3224e463f246, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_38a3aeecc420, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_f12ce803247f, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ef579d66bfc1, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_a9fd32e4307c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2a23338988df, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f9b2324e8453, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_a9d6d6d5398e, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_36b5c5efec11, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b426abfa2df5, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_7519cc1eb085, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9dd52a356b58, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_b8677ea5b3c1, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_571c607087cc, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_afdf8660aa06, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_0868d6311cce, 1, 512, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_59a7e1f5035b, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c63fcd10be1e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_5b07c3dea292, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_5c6237eb560a, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2f28ef59dd97, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_5a8a4bdad10d, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap2048.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7f4348447f82, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_80a074fc0d56, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_6486decc7f09, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ece42b112ace, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_2fab02dca78d, 1, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // pipelined.t1024.v4.tpr1024.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_396478da7388, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_500f1849d4c3, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_65dc156bd703, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_509487a6ad2c, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_918aad9a337f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_83217bccb11a, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c4478331dd11, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e7d2c1532450, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_b565e9b042fb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_45c08ea1ed45, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_49402d9f005c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_f6644f4169c9, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_afdc27f748f7, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_29a369b6ef02, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_e55f6d20593b, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_9273e40ca0cb, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bc372af8214c, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_c69a8a53eda7, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_57902ccecdf0, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d21bdda6abdc, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_0932c581cbaf, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_769b6d17fe12, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_9d7af17308f3, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_357ab80529f3, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_7b485bbf4d3e, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fe3c23240e8e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_6da68f7080b2, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3682c4504885, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_849937511759, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e4b81ae8bb61, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5de0dc2656d6, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_5fbdef9bab16, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_cd8d6ff79021, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_eeecf63b6f1c, 0, 1024, 4, 1024, 1, 4, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_f1e92920d91b, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d11971d68df8, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_09f6ad040d6f, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b85aedce6639, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_3600f15474e6, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_280cb06d8275, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_af8cfcbb058e, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_eee7305101bf, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_eb76784041b8, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5a65df6beaba, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_5a3c5724dfb9, 0, 512, 4, 512, 2, 4, 4, 0, 16384 },  // regs.t512.v4.tpr512.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d475564b0975, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_afba53fc552a, 0, 1024, 4, 1024, 4, 1, 4, 0, 16384 },  // regs.t1024.v4.tpr1024.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b1a934b62041, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_f42321d65598, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c5a0364a042a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5d6df76da61d, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5ecc57547e78, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_715694975e83, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_75b4616e80bd, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_f5b6aa7ef083, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_39230f81d555, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_5d4370fd3691, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_49a5ac148b74, 4, 128, 4, 128, 8, 16, 4, 147456, 65536 },  // ring.t128.v4.tpr128.i8.c16.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_6b7c95a6561a, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_68830b677f71, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7e411fed98c8, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_b9be635a5850, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_08cd7af6d768, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5778233cc111, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_187efbdcc247, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_c2f37854b405, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6d770ef87fc1, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_c3c074bd6dd7, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1782,15 +1976,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 100 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 194 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 293 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 397 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 496 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 589 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 675 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 774 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 874 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 113 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 213 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 321 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 442 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 536 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 645 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 738 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 860 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 971 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1801,1227 +1995,1227 @@ const Entry kEntries[] = {
   { 0, 512, 1, 0, 1 },
   { 0, 512, 8, 2, 1 },
   { 0, 512, 32, 2, 1 },
-  { 0, 512, 128, 2, 1 },
+  { 0, 512, 128, 3, 1 },
   { 0, 512, 512, 3, 1 },
   { 0, 512, 2048, 4, 1 },
   { 0, 512, 8192, 5, 1 },
   { 0, 512, 32768, 6, 1 },
   { 0, 768, 1, 7, 8 },
-  { 0, 768, 8, 7, 8 },
-  { 0, 768, 32, 7, 8 },
+  { 0, 768, 8, 7, 1 },
+  { 0, 768, 32, 7, 1 },
   { 0, 768, 128, 7, 1 },
   { 0, 768, 512, 9, 1 },
   { 0, 768, 2048, 10, 1 },
-  { 0, 768, 8192, 10, 1 },
-  { 0, 768, 32768, 11, 1 },
-  { 0, 1024, 1, 12, 1 },
-  { 0, 1024, 8, 12, 1 },
-  { 0, 1024, 32, 12, 1 },
-  { 0, 1024, 128, 13, 1 },
+  { 0, 768, 8192, 11, 1 },
+  { 0, 768, 32768, 12, 1 },
+  { 0, 1024, 1, 13, 1 },
+  { 0, 1024, 8, 13, 1 },
+  { 0, 1024, 32, 13, 1 },
+  { 0, 1024, 128, 14, 1 },
   { 0, 1024, 512, 14, 1 },
   { 0, 1024, 2048, 15, 1 },
-  { 0, 1024, 8192, 15, 1 },
-  { 0, 1024, 32768, 16, 1 },
-  { 0, 1536, 1, 17, 18 },
-  { 0, 1536, 8, 17, 18 },
+  { 0, 1024, 8192, 16, 1 },
+  { 0, 1024, 32768, 17, 1 },
+  { 0, 1536, 1, 18, 1 },
+  { 0, 1536, 8, 18, 1 },
   { 0, 1536, 32, 19, 1 },
-  { 0, 1536, 128, 20, 1 },
+  { 0, 1536, 128, 19, 1 },
   { 0, 1536, 512, 19, 1 },
-  { 0, 1536, 2048, 21, 1 },
+  { 0, 1536, 2048, 20, 1 },
   { 0, 1536, 8192, 21, 1 },
-  { 0, 1536, 32768, 21, 1 },
+  { 0, 1536, 32768, 20, 1 },
   { 0, 2048, 1, 22, 1 },
   { 0, 2048, 8, 22, 1 },
   { 0, 2048, 32, 23, 1 },
-  { 0, 2048, 128, 22, 1 },
+  { 0, 2048, 128, 24, 1 },
   { 0, 2048, 512, 23, 1 },
-  { 0, 2048, 2048, 24, 1 },
-  { 0, 2048, 8192, 25, 1 },
-  { 0, 2048, 32768, 25, 1 },
-  { 0, 2560, 1, 26, 27 },
-  { 0, 2560, 8, 26, 28 },
-  { 0, 2560, 32, 29, 27 },
-  { 0, 2560, 128, 30, 28 },
-  { 0, 2560, 512, 31, 27 },
-  { 0, 2560, 2048, 32, 27 },
-  { 0, 2560, 8192, 33, 27 },
-  { 0, 2560, 32768, 33, 27 },
-  { 0, 3072, 1, 34, 27 },
-  { 0, 3072, 8, 34, 27 },
-  { 0, 3072, 32, 35, 27 },
-  { 0, 3072, 128, 36, 28 },
-  { 0, 3072, 512, 37, 27 },
-  { 0, 3072, 2048, 38, 27 },
-  { 0, 3072, 8192, 38, 27 },
-  { 0, 3072, 32768, 38, 27 },
-  { 0, 4096, 1, 39, 27 },
-  { 0, 4096, 8, 39, 27 },
-  { 0, 4096, 32, 40, 27 },
-  { 0, 4096, 128, 41, 28 },
-  { 0, 4096, 512, 40, 27 },
-  { 0, 4096, 2048, 42, 27 },
-  { 0, 4096, 8192, 43, 27 },
-  { 0, 4096, 32768, 44, 27 },
+  { 0, 2048, 2048, 25, 1 },
+  { 0, 2048, 8192, 26, 1 },
+  { 0, 2048, 32768, 27, 1 },
+  { 0, 2560, 1, 28, 29 },
+  { 0, 2560, 8, 28, 29 },
+  { 0, 2560, 32, 28, 29 },
+  { 0, 2560, 128, 28, 30 },
+  { 0, 2560, 512, 31, 29 },
+  { 0, 2560, 2048, 32, 29 },
+  { 0, 2560, 8192, 33, 29 },
+  { 0, 2560, 32768, 33, 34 },
+  { 0, 3072, 1, 35, 29 },
+  { 0, 3072, 8, 35, 29 },
+  { 0, 3072, 32, 35, 29 },
+  { 0, 3072, 128, 35, 30 },
+  { 0, 3072, 512, 36, 29 },
+  { 0, 3072, 2048, 37, 29 },
+  { 0, 3072, 8192, 38, 29 },
+  { 0, 3072, 32768, 38, 29 },
+  { 0, 4096, 1, 39, 29 },
+  { 0, 4096, 8, 40, 29 },
+  { 0, 4096, 32, 41, 29 },
+  { 0, 4096, 128, 40, 30 },
+  { 0, 4096, 512, 41, 29 },
+  { 0, 4096, 2048, 42, 29 },
+  { 0, 4096, 8192, 43, 29 },
+  { 0, 4096, 32768, 44, 29 },
   { 0, 5120, 1, 45, 46 },
   { 0, 5120, 8, 47, 46 },
   { 0, 5120, 32, 48, 46 },
-  { 0, 5120, 128, 47, 46 },
-  { 0, 5120, 512, 49, 46 },
-  { 0, 5120, 2048, 50, 46 },
-  { 0, 5120, 8192, 51, 46 },
+  { 0, 5120, 128, 49, 46 },
+  { 0, 5120, 512, 50, 46 },
+  { 0, 5120, 2048, 51, 46 },
+  { 0, 5120, 8192, 52, 46 },
   { 0, 5120, 32768, 52, 46 },
-  { 0, 6144, 1, 53, 54 },
+  { 0, 6144, 1, 53, 46 },
   { 0, 6144, 8, 53, 46 },
-  { 0, 6144, 32, 55, 46 },
+  { 0, 6144, 32, 54, 46 },
   { 0, 6144, 128, 55, 46 },
   { 0, 6144, 512, 56, 46 },
   { 0, 6144, 2048, 57, 46 },
   { 0, 6144, 8192, 58, 46 },
-  { 0, 6144, 32768, 59, 46 },
-  { 0, 7168, 1, 60, 54 },
-  { 0, 7168, 8, 60, 61 },
-  { 0, 7168, 32, 62, 62 },
-  { 0, 7168, 128, 60, 61 },
-  { 0, 7168, 512, 63, 61 },
-  { 0, 7168, 2048, 63, 61 },
-  { 0, 7168, 8192, 63, 61 },
-  { 0, 7168, 32768, 63, 61 },
-  { 0, 8192, 1, 64, 65 },
-  { 0, 8192, 8, 64, 61 },
-  { 0, 8192, 32, 66, 61 },
-  { 0, 8192, 128, 66, 61 },
-  { 0, 8192, 512, 67, 61 },
-  { 0, 8192, 2048, 67, 61 },
-  { 0, 8192, 8192, 67, 61 },
-  { 0, 8192, 32768, 67, 61 },
-  { 0, 12288, 1, 68, 69 },
-  { 0, 12288, 8, 68, 70 },
-  { 0, 12288, 32, 71, 69 },
-  { 0, 12288, 128, 68, 72 },
-  { 0, 12288, 512, 73, 74 },
-  { 0, 12288, 2048, 75, 74 },
-  { 0, 12288, 8192, 75, 74 },
-  { 0, 12288, 32768, 75, 74 },
-  { 0, 16384, 1, 76, 77 },
-  { 0, 16384, 8, 78, 79 },
-  { 0, 16384, 32, 78, 77 },
-  { 0, 16384, 128, 80, 77 },
-  { 0, 16384, 512, 80, 77 },
-  { 0, 16384, 2048, 81, 77 },
-  { 0, 16384, 8192, 81, 77 },
-  { 0, 16384, 32768, 81, 77 },
-  { 0, 32768, 1, 82, 83 },
-  { 0, 32768, 8, 84, 83 },
-  { 0, 32768, 32, 84, 83 },
-  { 0, 32768, 128, 85, 83 },
-  { 0, 32768, 512, 86, 83 },
-  { 0, 32768, 2048, 87, 83 },
-  { 0, 32768, 8192, 87, 88 },
-  { 0, 32768, 32768, 87, 83 },
-  { 0, 65536, 1, 89, 83 },
-  { 0, 65536, 8, 90, 83 },
-  { 0, 65536, 32, 91, 92 },
-  { 0, 65536, 128, 93, 83 },
-  { 0, 65536, 512, 94, 83 },
-  { 0, 65536, 2048, 95, 83 },
-  { 0, 65536, 8192, 95, 83 },
-  { 0, 65536, 32768, 95, 83 },
-  { 0, 131072, 1, 96, 83 },
-  { 0, 131072, 8, 96, 83 },
-  { 0, 131072, 32, 97, 83 },
-  { 0, 131072, 128, 98, 83 },
-  { 0, 131072, 512, 98, 83 },
-  { 0, 131072, 2048, 98, 83 },
-  { 0, 131072, 8192, 99, 83 },
-  { 0, 131072, 32768, 99, 83 },
-  { 1, 512, 1, 101, 102 },
-  { 1, 512, 8, 101, 102 },
-  { 1, 512, 32, 103, 102 },
-  { 1, 512, 128, 103, 102 },
-  { 1, 512, 512, 104, 102 },
-  { 1, 512, 2048, 105, 102 },
-  { 1, 512, 8192, 106, 102 },
-  { 1, 512, 32768, 107, 102 },
-  { 1, 768, 1, 108, 102 },
-  { 1, 768, 8, 108, 102 },
-  { 1, 768, 32, 108, 102 },
-  { 1, 768, 128, 108, 102 },
-  { 1, 768, 512, 109, 102 },
-  { 1, 768, 2048, 110, 102 },
-  { 1, 768, 8192, 111, 102 },
-  { 1, 768, 32768, 112, 102 },
-  { 1, 1024, 1, 113, 102 },
-  { 1, 1024, 8, 114, 102 },
-  { 1, 1024, 32, 113, 102 },
-  { 1, 1024, 128, 114, 102 },
-  { 1, 1024, 512, 114, 102 },
-  { 1, 1024, 2048, 115, 102 },
-  { 1, 1024, 8192, 115, 102 },
-  { 1, 1024, 32768, 116, 102 },
-  { 1, 1536, 1, 117, 102 },
-  { 1, 1536, 8, 117, 102 },
-  { 1, 1536, 32, 117, 102 },
-  { 1, 1536, 128, 118, 102 },
-  { 1, 1536, 512, 117, 102 },
-  { 1, 1536, 2048, 119, 102 },
-  { 1, 1536, 8192, 119, 102 },
-  { 1, 1536, 32768, 119, 102 },
-  { 1, 2048, 1, 120, 102 },
-  { 1, 2048, 8, 120, 102 },
-  { 1, 2048, 32, 120, 102 },
-  { 1, 2048, 128, 121, 102 },
-  { 1, 2048, 512, 120, 102 },
-  { 1, 2048, 2048, 122, 102 },
-  { 1, 2048, 8192, 123, 102 },
-  { 1, 2048, 32768, 124, 102 },
-  { 1, 2560, 1, 125, 126 },
-  { 1, 2560, 8, 125, 126 },
-  { 1, 2560, 32, 125, 126 },
-  { 1, 2560, 128, 127, 126 },
-  { 1, 2560, 512, 128, 126 },
-  { 1, 2560, 2048, 129, 126 },
-  { 1, 2560, 8192, 130, 126 },
-  { 1, 2560, 32768, 130, 131 },
-  { 1, 3072, 1, 132, 126 },
-  { 1, 3072, 8, 133, 126 },
-  { 1, 3072, 32, 134, 126 },
-  { 1, 3072, 128, 135, 126 },
-  { 1, 3072, 512, 134, 126 },
-  { 1, 3072, 2048, 132, 126 },
-  { 1, 3072, 8192, 136, 126 },
-  { 1, 3072, 32768, 136, 126 },
-  { 1, 4096, 1, 137, 126 },
-  { 1, 4096, 8, 137, 126 },
-  { 1, 4096, 32, 138, 126 },
-  { 1, 4096, 128, 139, 126 },
-  { 1, 4096, 512, 138, 126 },
-  { 1, 4096, 2048, 140, 126 },
-  { 1, 4096, 8192, 141, 126 },
-  { 1, 4096, 32768, 142, 126 },
-  { 1, 5120, 1, 143, 144 },
-  { 1, 5120, 8, 143, 144 },
-  { 1, 5120, 32, 145, 144 },
-  { 1, 5120, 128, 146, 144 },
-  { 1, 5120, 512, 147, 144 },
-  { 1, 5120, 2048, 143, 144 },
-  { 1, 5120, 8192, 148, 149 },
-  { 1, 5120, 32768, 148, 144 },
-  { 1, 6144, 1, 150, 144 },
-  { 1, 6144, 8, 150, 144 },
-  { 1, 6144, 32, 151, 144 },
-  { 1, 6144, 128, 152, 144 },
-  { 1, 6144, 512, 153, 144 },
-  { 1, 6144, 2048, 154, 144 },
-  { 1, 6144, 8192, 155, 144 },
-  { 1, 6144, 32768, 156, 144 },
-  { 1, 7168, 1, 157, 158 },
-  { 1, 7168, 8, 157, 158 },
-  { 1, 7168, 32, 159, 158 },
-  { 1, 7168, 128, 157, 158 },
-  { 1, 7168, 512, 160, 158 },
-  { 1, 7168, 2048, 160, 158 },
-  { 1, 7168, 8192, 160, 158 },
-  { 1, 7168, 32768, 161, 158 },
-  { 1, 8192, 1, 162, 163 },
-  { 1, 8192, 8, 162, 163 },
-  { 1, 8192, 32, 164, 158 },
-  { 1, 8192, 128, 164, 158 },
-  { 1, 8192, 512, 165, 158 },
-  { 1, 8192, 2048, 165, 158 },
-  { 1, 8192, 8192, 165, 158 },
-  { 1, 8192, 32768, 166, 158 },
-  { 1, 12288, 1, 167, 168 },
-  { 1, 12288, 8, 169, 168 },
-  { 1, 12288, 32, 170, 168 },
-  { 1, 12288, 128, 171, 168 },
-  { 1, 12288, 512, 172, 168 },
-  { 1, 12288, 2048, 173, 168 },
-  { 1, 12288, 8192, 173, 168 },
-  { 1, 12288, 32768, 173, 168 },
-  { 1, 16384, 1, 174, 175 },
-  { 1, 16384, 8, 176, 175 },
-  { 1, 16384, 32, 174, 175 },
-  { 1, 16384, 128, 177, 175 },
-  { 1, 16384, 512, 177, 175 },
-  { 1, 16384, 2048, 178, 175 },
-  { 1, 16384, 8192, 178, 175 },
-  { 1, 16384, 32768, 178, 175 },
-  { 1, 32768, 1, 179, 180 },
-  { 1, 32768, 8, 179, 180 },
-  { 1, 32768, 32, 181, 182 },
-  { 1, 32768, 128, 183, 184 },
-  { 1, 32768, 512, 185, 184 },
-  { 1, 32768, 2048, 186, 184 },
-  { 1, 32768, 8192, 186, 184 },
-  { 1, 32768, 32768, 186, 184 },
-  { 1, 65536, 1, 187, 184 },
-  { 1, 65536, 8, 187, 184 },
-  { 1, 65536, 32, 188, 184 },
-  { 1, 65536, 128, 189, 184 },
-  { 1, 65536, 512, 190, 184 },
-  { 1, 65536, 2048, 190, 184 },
-  { 1, 65536, 8192, 190, 184 },
-  { 1, 65536, 32768, 190, 184 },
-  { 1, 131072, 1, 191, 184 },
-  { 1, 131072, 8, 191, 184 },
-  { 1, 131072, 32, 192, 184 },
-  { 1, 131072, 128, 192, 184 },
-  { 1, 131072, 512, 192, 184 },
-  { 1, 131072, 2048, 193, 184 },
-  { 1, 131072, 8192, 193, 184 },
-  { 1, 131072, 32768, 193, 184 },
-  { 2, 512, 1, 195, 196 },
-  { 2, 512, 8, 197, 196 },
-  { 2, 512, 32, 198, 196 },
-  { 2, 512, 128, 195, 196 },
-  { 2, 512, 512, 197, 196 },
-  { 2, 512, 2048, 198, 196 },
-  { 2, 512, 8192, 197, 199 },
-  { 2, 512, 32768, 200, 201 },
-  { 2, 768, 1, 202, 203 },
-  { 2, 768, 8, 204, 196 },
-  { 2, 768, 32, 202, 196 },
-  { 2, 768, 128, 202, 196 },
-  { 2, 768, 512, 202, 196 },
-  { 2, 768, 2048, 205, 196 },
-  { 2, 768, 8192, 205, 196 },
-  { 2, 768, 32768, 205, 206 },
-  { 2, 1024, 1, 207, 196 },
-  { 2, 1024, 8, 207, 196 },
-  { 2, 1024, 32, 207, 196 },
-  { 2, 1024, 128, 207, 196 },
-  { 2, 1024, 512, 207, 196 },
-  { 2, 1024, 2048, 208, 209 },
-  { 2, 1024, 8192, 210, 196 },
-  { 2, 1024, 32768, 210, 211 },
-  { 2, 1536, 1, 212, 213 },
-  { 2, 1536, 8, 212, 213 },
-  { 2, 1536, 32, 214, 215 },
-  { 2, 1536, 128, 212, 213 },
-  { 2, 1536, 512, 214, 213 },
-  { 2, 1536, 2048, 214, 213 },
-  { 2, 1536, 8192, 216, 213 },
-  { 2, 1536, 32768, 216, 213 },
-  { 2, 2048, 1, 217, 213 },
-  { 2, 2048, 8, 217, 213 },
-  { 2, 2048, 32, 217, 213 },
-  { 2, 2048, 128, 217, 213 },
-  { 2, 2048, 512, 217, 213 },
-  { 2, 2048, 2048, 217, 213 },
-  { 2, 2048, 8192, 218, 213 },
-  { 2, 2048, 32768, 218, 213 },
-  { 2, 2560, 1, 219, 220 },
-  { 2, 2560, 8, 219, 221 },
-  { 2, 2560, 32, 219, 222 },
-  { 2, 2560, 128, 219, 223 },
-  { 2, 2560, 512, 219, 224 },
-  { 2, 2560, 2048, 219, 224 },
-  { 2, 2560, 8192, 225, 224 },
-  { 2, 2560, 32768, 226, 224 },
-  { 2, 3072, 1, 227, 224 },
-  { 2, 3072, 8, 227, 221 },
-  { 2, 3072, 32, 227, 222 },
-  { 2, 3072, 128, 227, 223 },
-  { 2, 3072, 512, 228, 224 },
-  { 2, 3072, 2048, 228, 220 },
-  { 2, 3072, 8192, 229, 224 },
-  { 2, 3072, 32768, 230, 224 },
-  { 2, 4096, 1, 231, 232 },
-  { 2, 4096, 8, 231, 232 },
-  { 2, 4096, 32, 231, 232 },
-  { 2, 4096, 128, 231, 232 },
-  { 2, 4096, 512, 233, 232 },
-  { 2, 4096, 2048, 231, 232 },
-  { 2, 4096, 8192, 234, 232 },
-  { 2, 4096, 32768, 235, 236 },
-  { 2, 5120, 1, 237, 238 },
-  { 2, 5120, 8, 237, 239 },
-  { 2, 5120, 32, 240, 241 },
-  { 2, 5120, 128, 240, 241 },
-  { 2, 5120, 512, 237, 242 },
-  { 2, 5120, 2048, 237, 243 },
-  { 2, 5120, 8192, 244, 243 },
-  { 2, 5120, 32768, 244, 243 },
-  { 2, 6144, 1, 245, 238 },
-  { 2, 6144, 8, 239, 239 },
-  { 2, 6144, 32, 245, 246 },
-  { 2, 6144, 128, 245, 239 },
-  { 2, 6144, 512, 247, 246 },
-  { 2, 6144, 2048, 248, 246 },
-  { 2, 6144, 8192, 249, 246 },
-  { 2, 6144, 32768, 249, 246 },
-  { 2, 7168, 1, 250, 251 },
-  { 2, 7168, 8, 252, 253 },
-  { 2, 7168, 32, 252, 254 },
-  { 2, 7168, 128, 252, 255 },
-  { 2, 7168, 512, 252, 251 },
-  { 2, 7168, 2048, 256, 251 },
-  { 2, 7168, 8192, 256, 251 },
-  { 2, 7168, 32768, 256, 251 },
-  { 2, 8192, 1, 257, 258 },
-  { 2, 8192, 8, 259, 259 },
-  { 2, 8192, 32, 260, 261 },
-  { 2, 8192, 128, 262, 258 },
-  { 2, 8192, 512, 262, 258 },
-  { 2, 8192, 2048, 263, 258 },
-  { 2, 8192, 8192, 264, 258 },
-  { 2, 8192, 32768, 264, 258 },
-  { 2, 12288, 1, 265, 266 },
-  { 2, 12288, 8, 265, 266 },
-  { 2, 12288, 32, 265, 267 },
-  { 2, 12288, 128, 268, 269 },
-  { 2, 12288, 512, 270, 267 },
-  { 2, 12288, 2048, 271, 267 },
-  { 2, 12288, 8192, 272, 267 },
-  { 2, 12288, 32768, 272, 267 },
-  { 2, 16384, 1, 273, 274 },
-  { 2, 16384, 8, 273, 274 },
-  { 2, 16384, 32, 273, 275 },
-  { 2, 16384, 128, 276, 274 },
-  { 2, 16384, 512, 276, 277 },
-  { 2, 16384, 2048, 278, 274 },
-  { 2, 16384, 8192, 279, 279 },
-  { 2, 16384, 32768, 279, 279 },
-  { 2, 32768, 1, 280, 236 },
-  { 2, 32768, 8, 280, 236 },
-  { 2, 32768, 32, 280, 281 },
-  { 2, 32768, 128, 282, 236 },
-  { 2, 32768, 512, 282, 236 },
-  { 2, 32768, 2048, 282, 236 },
-  { 2, 32768, 8192, 283, 284 },
-  { 2, 32768, 32768, 283, 285 },
-  { 2, 65536, 1, 286, 236 },
-  { 2, 65536, 8, 287, 236 },
-  { 2, 65536, 32, 287, 236 },
-  { 2, 65536, 128, 288, 236 },
-  { 2, 65536, 512, 288, 236 },
-  { 2, 65536, 2048, 288, 236 },
-  { 2, 65536, 8192, 288, 236 },
-  { 2, 65536, 32768, 288, 236 },
-  { 2, 131072, 1, 289, 236 },
-  { 2, 131072, 8, 289, 290 },
-  { 2, 131072, 32, 289, 291 },
-  { 2, 131072, 128, 292, 236 },
-  { 2, 131072, 512, 292, 236 },
-  { 2, 131072, 2048, 292, 236 },
-  { 2, 131072, 8192, 292, 236 },
-  { 2, 131072, 32768, 292, 236 },
-  { 3, 512, 1, 294, 295 },
-  { 3, 512, 8, 294, 295 },
-  { 3, 512, 32, 296, 295 },
-  { 3, 512, 128, 294, 295 },
-  { 3, 512, 512, 297, 295 },
-  { 3, 512, 2048, 298, 295 },
-  { 3, 512, 8192, 299, 295 },
-  { 3, 512, 32768, 298, 300 },
-  { 3, 768, 1, 301, 302 },
-  { 3, 768, 8, 301, 302 },
-  { 3, 768, 32, 303, 302 },
-  { 3, 768, 128, 303, 302 },
-  { 3, 768, 512, 304, 295 },
-  { 3, 768, 2048, 305, 295 },
-  { 3, 768, 8192, 306, 295 },
-  { 3, 768, 32768, 307, 295 },
-  { 3, 1024, 1, 308, 302 },
-  { 3, 1024, 8, 308, 295 },
-  { 3, 1024, 32, 308, 295 },
-  { 3, 1024, 128, 308, 295 },
-  { 3, 1024, 512, 309, 295 },
-  { 3, 1024, 2048, 310, 295 },
-  { 3, 1024, 8192, 311, 295 },
-  { 3, 1024, 32768, 311, 312 },
-  { 3, 1536, 1, 313, 313 },
-  { 3, 1536, 8, 313, 313 },
-  { 3, 1536, 32, 313, 313 },
-  { 3, 1536, 128, 313, 313 },
-  { 3, 1536, 512, 314, 295 },
-  { 3, 1536, 2048, 315, 295 },
-  { 3, 1536, 8192, 316, 295 },
-  { 3, 1536, 32768, 316, 317 },
-  { 3, 2048, 1, 318, 295 },
-  { 3, 2048, 8, 318, 295 },
-  { 3, 2048, 32, 318, 313 },
-  { 3, 2048, 128, 318, 295 },
-  { 3, 2048, 512, 319, 295 },
-  { 3, 2048, 2048, 320, 295 },
-  { 3, 2048, 8192, 321, 322 },
-  { 3, 2048, 32768, 321, 322 },
-  { 3, 2560, 1, 323, 324 },
-  { 3, 2560, 8, 323, 324 },
-  { 3, 2560, 32, 325, 324 },
-  { 3, 2560, 128, 324, 324 },
-  { 3, 2560, 512, 326, 327 },
-  { 3, 2560, 2048, 328, 327 },
-  { 3, 2560, 8192, 329, 330 },
-  { 3, 2560, 32768, 329, 330 },
-  { 3, 3072, 1, 331, 324 },
-  { 3, 3072, 8, 332, 324 },
-  { 3, 3072, 32, 331, 333 },
-  { 3, 3072, 128, 324, 324 },
-  { 3, 3072, 512, 334, 327 },
-  { 3, 3072, 2048, 335, 327 },
-  { 3, 3072, 8192, 336, 330 },
-  { 3, 3072, 32768, 336, 330 },
-  { 3, 4096, 1, 337, 338 },
-  { 3, 4096, 8, 337, 338 },
-  { 3, 4096, 32, 339, 338 },
-  { 3, 4096, 128, 337, 338 },
-  { 3, 4096, 512, 340, 327 },
-  { 3, 4096, 2048, 341, 327 },
-  { 3, 4096, 8192, 341, 327 },
-  { 3, 4096, 32768, 342, 342 },
-  { 3, 5120, 1, 343, 343 },
-  { 3, 5120, 8, 344, 343 },
-  { 3, 5120, 32, 344, 345 },
-  { 3, 5120, 128, 344, 346 },
-  { 3, 5120, 512, 347, 348 },
-  { 3, 5120, 2048, 347, 348 },
-  { 3, 5120, 8192, 347, 348 },
-  { 3, 5120, 32768, 349, 348 },
-  { 3, 6144, 1, 350, 350 },
-  { 3, 6144, 8, 351, 348 },
-  { 3, 6144, 32, 351, 346 },
-  { 3, 6144, 128, 351, 346 },
-  { 3, 6144, 512, 352, 348 },
-  { 3, 6144, 2048, 352, 348 },
-  { 3, 6144, 8192, 352, 348 },
-  { 3, 6144, 32768, 353, 348 },
-  { 3, 7168, 1, 350, 350 },
-  { 3, 7168, 8, 354, 350 },
-  { 3, 7168, 32, 354, 346 },
-  { 3, 7168, 128, 354, 346 },
-  { 3, 7168, 512, 355, 356 },
-  { 3, 7168, 2048, 357, 356 },
-  { 3, 7168, 8192, 355, 356 },
-  { 3, 7168, 32768, 358, 358 },
-  { 3, 8192, 1, 359, 359 },
-  { 3, 8192, 8, 359, 359 },
-  { 3, 8192, 32, 360, 361 },
-  { 3, 8192, 128, 360, 346 },
-  { 3, 8192, 512, 362, 356 },
-  { 3, 8192, 2048, 362, 356 },
-  { 3, 8192, 8192, 358, 358 },
-  { 3, 8192, 32768, 363, 363 },
-  { 3, 12288, 1, 364, 364 },
-  { 3, 12288, 8, 365, 365 },
-  { 3, 12288, 32, 366, 367 },
-  { 3, 12288, 128, 364, 364 },
-  { 3, 12288, 512, 368, 369 },
-  { 3, 12288, 2048, 370, 369 },
-  { 3, 12288, 8192, 371, 369 },
-  { 3, 12288, 32768, 371, 369 },
-  { 3, 16384, 1, 372, 373 },
-  { 3, 16384, 8, 372, 373 },
-  { 3, 16384, 32, 372, 374 },
-  { 3, 16384, 128, 364, 364 },
-  { 3, 16384, 512, 375, 374 },
-  { 3, 16384, 2048, 376, 377 },
-  { 3, 16384, 8192, 376, 377 },
-  { 3, 16384, 32768, 376, 377 },
-  { 3, 32768, 1, 378, 379 },
-  { 3, 32768, 8, 378, 380 },
-  { 3, 32768, 32, 378, 381 },
-  { 3, 32768, 128, 382, 382 },
-  { 3, 32768, 512, 383, 379 },
-  { 3, 32768, 2048, 384, 379 },
-  { 3, 32768, 8192, 384, 377 },
-  { 3, 32768, 32768, 384, 377 },
-  { 3, 65536, 1, 385, 385 },
-  { 3, 65536, 8, 386, 386 },
-  { 3, 65536, 32, 385, 385 },
-  { 3, 65536, 128, 387, 386 },
-  { 3, 65536, 512, 388, 379 },
-  { 3, 65536, 2048, 389, 390 },
-  { 3, 65536, 8192, 391, 390 },
-  { 3, 65536, 32768, 391, 390 },
-  { 3, 131072, 1, 392, 393 },
-  { 3, 131072, 8, 392, 393 },
-  { 3, 131072, 32, 394, 394 },
-  { 3, 131072, 128, 395, 379 },
-  { 3, 131072, 512, 396, 379 },
-  { 3, 131072, 2048, 396, 379 },
-  { 3, 131072, 8192, 396, 379 },
-  { 3, 131072, 32768, 396, 379 },
-  { 4, 512, 1, 398, 399 },
-  { 4, 512, 8, 400, 399 },
-  { 4, 512, 32, 400, 399 },
-  { 4, 512, 128, 400, 399 },
-  { 4, 512, 512, 401, 399 },
-  { 4, 512, 2048, 402, 399 },
-  { 4, 512, 8192, 403, 399 },
-  { 4, 512, 32768, 402, 399 },
-  { 4, 768, 1, 404, 399 },
-  { 4, 768, 8, 404, 399 },
-  { 4, 768, 32, 404, 399 },
-  { 4, 768, 128, 404, 399 },
-  { 4, 768, 512, 405, 399 },
-  { 4, 768, 2048, 406, 399 },
-  { 4, 768, 8192, 407, 399 },
-  { 4, 768, 32768, 406, 399 },
-  { 4, 1024, 1, 408, 399 },
-  { 4, 1024, 8, 408, 399 },
-  { 4, 1024, 32, 408, 399 },
-  { 4, 1024, 128, 409, 399 },
-  { 4, 1024, 512, 410, 399 },
-  { 4, 1024, 2048, 411, 412 },
-  { 4, 1024, 8192, 411, 399 },
-  { 4, 1024, 32768, 411, 399 },
-  { 4, 1536, 1, 413, 399 },
-  { 4, 1536, 8, 413, 399 },
-  { 4, 1536, 32, 413, 399 },
-  { 4, 1536, 128, 414, 399 },
-  { 4, 1536, 512, 415, 399 },
-  { 4, 1536, 2048, 416, 399 },
-  { 4, 1536, 8192, 415, 399 },
-  { 4, 1536, 32768, 415, 399 },
-  { 4, 2048, 1, 417, 399 },
-  { 4, 2048, 8, 417, 399 },
-  { 4, 2048, 32, 418, 399 },
-  { 4, 2048, 128, 417, 399 },
-  { 4, 2048, 512, 419, 399 },
-  { 4, 2048, 2048, 420, 420 },
-  { 4, 2048, 8192, 419, 399 },
-  { 4, 2048, 32768, 419, 399 },
-  { 4, 2560, 1, 421, 422 },
-  { 4, 2560, 8, 423, 422 },
-  { 4, 2560, 32, 423, 422 },
-  { 4, 2560, 128, 421, 424 },
-  { 4, 2560, 512, 425, 422 },
-  { 4, 2560, 2048, 426, 422 },
-  { 4, 2560, 8192, 427, 422 },
-  { 4, 2560, 32768, 427, 422 },
-  { 4, 3072, 1, 428, 422 },
-  { 4, 3072, 8, 428, 422 },
-  { 4, 3072, 32, 429, 422 },
-  { 4, 3072, 128, 430, 424 },
-  { 4, 3072, 512, 431, 432 },
-  { 4, 3072, 2048, 433, 422 },
-  { 4, 3072, 8192, 433, 422 },
-  { 4, 3072, 32768, 433, 422 },
-  { 4, 4096, 1, 434, 422 },
-  { 4, 4096, 8, 434, 422 },
-  { 4, 4096, 32, 435, 422 },
-  { 4, 4096, 128, 436, 437 },
-  { 4, 4096, 512, 438, 432 },
-  { 4, 4096, 2048, 438, 422 },
-  { 4, 4096, 8192, 439, 422 },
-  { 4, 4096, 32768, 439, 422 },
-  { 4, 5120, 1, 440, 441 },
-  { 4, 5120, 8, 440, 441 },
-  { 4, 5120, 32, 442, 441 },
-  { 4, 5120, 128, 440, 443 },
-  { 4, 5120, 512, 444, 441 },
-  { 4, 5120, 2048, 445, 441 },
-  { 4, 5120, 8192, 445, 441 },
-  { 4, 5120, 32768, 445, 441 },
-  { 4, 6144, 1, 446, 441 },
-  { 4, 6144, 8, 447, 441 },
-  { 4, 6144, 32, 448, 441 },
-  { 4, 6144, 128, 447, 443 },
-  { 4, 6144, 512, 449, 441 },
-  { 4, 6144, 2048, 450, 441 },
-  { 4, 6144, 8192, 450, 441 },
-  { 4, 6144, 32768, 450, 441 },
-  { 4, 7168, 1, 451, 452 },
-  { 4, 7168, 8, 453, 454 },
-  { 4, 7168, 32, 455, 454 },
-  { 4, 7168, 128, 453, 443 },
-  { 4, 7168, 512, 456, 456 },
-  { 4, 7168, 2048, 457, 454 },
-  { 4, 7168, 8192, 457, 454 },
-  { 4, 7168, 32768, 457, 454 },
-  { 4, 8192, 1, 458, 459 },
-  { 4, 8192, 8, 458, 454 },
-  { 4, 8192, 32, 460, 454 },
-  { 4, 8192, 128, 460, 459 },
-  { 4, 8192, 512, 456, 456 },
-  { 4, 8192, 2048, 461, 454 },
-  { 4, 8192, 8192, 462, 454 },
-  { 4, 8192, 32768, 463, 454 },
-  { 4, 12288, 1, 464, 465 },
-  { 4, 12288, 8, 466, 467 },
-  { 4, 12288, 32, 468, 467 },
-  { 4, 12288, 128, 464, 469 },
-  { 4, 12288, 512, 470, 467 },
-  { 4, 12288, 2048, 471, 467 },
-  { 4, 12288, 8192, 471, 467 },
-  { 4, 12288, 32768, 471, 467 },
-  { 4, 16384, 1, 472, 473 },
-  { 4, 16384, 8, 472, 473 },
-  { 4, 16384, 32, 474, 473 },
-  { 4, 16384, 128, 472, 469 },
-  { 4, 16384, 512, 475, 473 },
-  { 4, 16384, 2048, 475, 473 },
-  { 4, 16384, 8192, 475, 473 },
-  { 4, 16384, 32768, 476, 476 },
-  { 4, 32768, 1, 477, 478 },
-  { 4, 32768, 8, 477, 478 },
-  { 4, 32768, 32, 479, 479 },
-  { 4, 32768, 128, 480, 478 },
-  { 4, 32768, 512, 481, 478 },
-  { 4, 32768, 2048, 482, 483 },
-  { 4, 32768, 8192, 482, 483 },
-  { 4, 32768, 32768, 482, 483 },
-  { 4, 65536, 1, 484, 478 },
-  { 4, 65536, 8, 485, 478 },
-  { 4, 65536, 32, 484, 486 },
-  { 4, 65536, 128, 484, 478 },
-  { 4, 65536, 512, 487, 478 },
-  { 4, 65536, 2048, 488, 478 },
-  { 4, 65536, 8192, 489, 483 },
-  { 4, 65536, 32768, 489, 483 },
-  { 4, 131072, 1, 490, 478 },
-  { 4, 131072, 8, 490, 491 },
-  { 4, 131072, 32, 492, 478 },
-  { 4, 131072, 128, 493, 478 },
-  { 4, 131072, 512, 494, 478 },
-  { 4, 131072, 2048, 494, 495 },
-  { 4, 131072, 8192, 494, 495 },
-  { 4, 131072, 32768, 494, 495 },
-  { 5, 512, 1, 497, 498 },
-  { 5, 512, 8, 499, 498 },
-  { 5, 512, 32, 497, 498 },
-  { 5, 512, 128, 497, 498 },
-  { 5, 512, 512, 500, 498 },
-  { 5, 512, 2048, 501, 498 },
-  { 5, 512, 8192, 502, 498 },
-  { 5, 512, 32768, 501, 503 },
-  { 5, 768, 1, 504, 498 },
-  { 5, 768, 8, 504, 498 },
-  { 5, 768, 32, 504, 498 },
-  { 5, 768, 128, 504, 498 },
-  { 5, 768, 512, 504, 498 },
-  { 5, 768, 2048, 505, 498 },
-  { 5, 768, 8192, 506, 498 },
-  { 5, 768, 32768, 507, 508 },
-  { 5, 1024, 1, 509, 498 },
-  { 5, 1024, 8, 510, 498 },
-  { 5, 1024, 32, 509, 498 },
-  { 5, 1024, 128, 510, 498 },
-  { 5, 1024, 512, 509, 498 },
-  { 5, 1024, 2048, 511, 498 },
-  { 5, 1024, 8192, 512, 498 },
-  { 5, 1024, 32768, 512, 513 },
-  { 5, 1536, 1, 514, 498 },
-  { 5, 1536, 8, 514, 498 },
-  { 5, 1536, 32, 515, 498 },
-  { 5, 1536, 128, 514, 516 },
-  { 5, 1536, 512, 515, 498 },
-  { 5, 1536, 2048, 517, 498 },
-  { 5, 1536, 8192, 517, 498 },
-  { 5, 1536, 32768, 518, 519 },
-  { 5, 2048, 1, 520, 498 },
-  { 5, 2048, 8, 520, 498 },
-  { 5, 2048, 32, 520, 498 },
-  { 5, 2048, 128, 521, 516 },
-  { 5, 2048, 512, 520, 498 },
-  { 5, 2048, 2048, 522, 498 },
-  { 5, 2048, 8192, 523, 498 },
-  { 5, 2048, 32768, 524, 498 },
-  { 5, 2560, 1, 525, 525 },
-  { 5, 2560, 8, 526, 527 },
-  { 5, 2560, 32, 526, 528 },
-  { 5, 2560, 128, 528, 528 },
-  { 5, 2560, 512, 525, 525 },
-  { 5, 2560, 2048, 526, 529 },
-  { 5, 2560, 8192, 530, 531 },
-  { 5, 2560, 32768, 530, 531 },
-  { 5, 3072, 1, 532, 527 },
-  { 5, 3072, 8, 532, 529 },
-  { 5, 3072, 32, 528, 528 },
-  { 5, 3072, 128, 528, 528 },
-  { 5, 3072, 512, 525, 525 },
-  { 5, 3072, 2048, 532, 529 },
-  { 5, 3072, 8192, 533, 531 },
-  { 5, 3072, 32768, 533, 531 },
-  { 5, 4096, 1, 534, 529 },
-  { 5, 4096, 8, 534, 529 },
-  { 5, 4096, 32, 535, 529 },
-  { 5, 4096, 128, 528, 528 },
-  { 5, 4096, 512, 534, 529 },
-  { 5, 4096, 2048, 536, 529 },
-  { 5, 4096, 8192, 536, 529 },
-  { 5, 4096, 32768, 537, 537 },
-  { 5, 5120, 1, 538, 539 },
-  { 5, 5120, 8, 538, 539 },
-  { 5, 5120, 32, 540, 540 },
-  { 5, 5120, 128, 541, 542 },
-  { 5, 5120, 512, 543, 539 },
-  { 5, 5120, 2048, 543, 539 },
-  { 5, 5120, 8192, 543, 539 },
-  { 5, 5120, 32768, 543, 539 },
-  { 5, 6144, 1, 540, 540 },
-  { 5, 6144, 8, 544, 539 },
-  { 5, 6144, 32, 540, 540 },
-  { 5, 6144, 128, 540, 540 },
-  { 5, 6144, 512, 539, 539 },
-  { 5, 6144, 2048, 539, 539 },
-  { 5, 6144, 8192, 539, 539 },
-  { 5, 6144, 32768, 539, 539 },
-  { 5, 7168, 1, 545, 540 },
-  { 5, 7168, 8, 545, 546 },
-  { 5, 7168, 32, 540, 540 },
-  { 5, 7168, 128, 540, 540 },
-  { 5, 7168, 512, 547, 546 },
-  { 5, 7168, 2048, 547, 546 },
-  { 5, 7168, 8192, 547, 546 },
-  { 5, 7168, 32768, 546, 546 },
-  { 5, 8192, 1, 548, 549 },
-  { 5, 8192, 8, 548, 549 },
-  { 5, 8192, 32, 540, 540 },
-  { 5, 8192, 128, 550, 540 },
-  { 5, 8192, 512, 546, 546 },
-  { 5, 8192, 2048, 551, 546 },
-  { 5, 8192, 8192, 552, 546 },
-  { 5, 8192, 32768, 553, 546 },
-  { 5, 12288, 1, 554, 555 },
-  { 5, 12288, 8, 554, 556 },
-  { 5, 12288, 32, 557, 555 },
-  { 5, 12288, 128, 554, 556 },
-  { 5, 12288, 512, 558, 556 },
-  { 5, 12288, 2048, 559, 556 },
-  { 5, 12288, 8192, 560, 556 },
-  { 5, 12288, 32768, 561, 556 },
-  { 5, 16384, 1, 562, 563 },
-  { 5, 16384, 8, 562, 564 },
-  { 5, 16384, 32, 565, 563 },
-  { 5, 16384, 128, 566, 567 },
-  { 5, 16384, 512, 568, 569 },
-  { 5, 16384, 2048, 570, 571 },
-  { 5, 16384, 8192, 570, 571 },
-  { 5, 16384, 32768, 570, 571 },
-  { 5, 32768, 1, 572, 573 },
-  { 5, 32768, 8, 572, 574 },
-  { 5, 32768, 32, 572, 574 },
-  { 5, 32768, 128, 575, 573 },
-  { 5, 32768, 512, 576, 573 },
-  { 5, 32768, 2048, 577, 573 },
-  { 5, 32768, 8192, 577, 573 },
-  { 5, 32768, 32768, 577, 573 },
-  { 5, 65536, 1, 578, 573 },
-  { 5, 65536, 8, 578, 579 },
-  { 5, 65536, 32, 578, 579 },
-  { 5, 65536, 128, 580, 573 },
-  { 5, 65536, 512, 580, 573 },
-  { 5, 65536, 2048, 581, 573 },
-  { 5, 65536, 8192, 582, 582 },
-  { 5, 65536, 32768, 582, 582 },
-  { 5, 131072, 1, 583, 573 },
-  { 5, 131072, 8, 583, 584 },
-  { 5, 131072, 32, 585, 573 },
-  { 5, 131072, 128, 586, 573 },
-  { 5, 131072, 512, 587, 573 },
-  { 5, 131072, 2048, 588, 573 },
-  { 5, 131072, 8192, 588, 573 },
-  { 5, 131072, 32768, 588, 573 },
-  { 6, 512, 1, 590, 591 },
-  { 6, 512, 8, 592, 591 },
-  { 6, 512, 32, 592, 591 },
-  { 6, 512, 128, 593, 591 },
-  { 6, 512, 512, 592, 591 },
-  { 6, 512, 2048, 593, 591 },
-  { 6, 512, 8192, 594, 591 },
-  { 6, 512, 32768, 595, 591 },
-  { 6, 768, 1, 596, 591 },
-  { 6, 768, 8, 596, 591 },
-  { 6, 768, 32, 596, 591 },
-  { 6, 768, 128, 597, 591 },
-  { 6, 768, 512, 596, 591 },
-  { 6, 768, 2048, 598, 591 },
-  { 6, 768, 8192, 599, 591 },
-  { 6, 768, 32768, 598, 591 },
-  { 6, 1024, 1, 600, 591 },
-  { 6, 1024, 8, 600, 591 },
-  { 6, 1024, 32, 601, 591 },
-  { 6, 1024, 128, 601, 591 },
-  { 6, 1024, 512, 600, 591 },
-  { 6, 1024, 2048, 602, 603 },
-  { 6, 1024, 8192, 601, 591 },
-  { 6, 1024, 32768, 601, 591 },
-  { 6, 1536, 1, 604, 591 },
-  { 6, 1536, 8, 604, 591 },
-  { 6, 1536, 32, 605, 591 },
-  { 6, 1536, 128, 606, 591 },
-  { 6, 1536, 512, 605, 591 },
-  { 6, 1536, 2048, 607, 591 },
-  { 6, 1536, 8192, 605, 591 },
-  { 6, 1536, 32768, 605, 591 },
-  { 6, 2048, 1, 608, 591 },
-  { 6, 2048, 8, 608, 591 },
-  { 6, 2048, 32, 608, 591 },
-  { 6, 2048, 128, 609, 591 },
-  { 6, 2048, 512, 608, 591 },
-  { 6, 2048, 2048, 608, 591 },
-  { 6, 2048, 8192, 608, 591 },
-  { 6, 2048, 32768, 608, 591 },
-  { 6, 2560, 1, 610, 611 },
-  { 6, 2560, 8, 612, 611 },
-  { 6, 2560, 32, 610, 611 },
-  { 6, 2560, 128, 613, 614 },
-  { 6, 2560, 512, 612, 611 },
-  { 6, 2560, 2048, 615, 611 },
-  { 6, 2560, 8192, 615, 611 },
-  { 6, 2560, 32768, 615, 611 },
-  { 6, 3072, 1, 616, 611 },
-  { 6, 3072, 8, 617, 611 },
-  { 6, 3072, 32, 616, 611 },
-  { 6, 3072, 128, 618, 614 },
-  { 6, 3072, 512, 617, 611 },
-  { 6, 3072, 2048, 619, 611 },
-  { 6, 3072, 8192, 619, 611 },
-  { 6, 3072, 32768, 619, 611 },
-  { 6, 4096, 1, 620, 611 },
-  { 6, 4096, 8, 620, 611 },
-  { 6, 4096, 32, 621, 611 },
-  { 6, 4096, 128, 622, 614 },
-  { 6, 4096, 512, 620, 611 },
-  { 6, 4096, 2048, 623, 611 },
-  { 6, 4096, 8192, 623, 611 },
-  { 6, 4096, 32768, 623, 611 },
-  { 6, 5120, 1, 624, 625 },
-  { 6, 5120, 8, 624, 625 },
-  { 6, 5120, 32, 626, 625 },
-  { 6, 5120, 128, 626, 625 },
-  { 6, 5120, 512, 627, 625 },
-  { 6, 5120, 2048, 628, 625 },
-  { 6, 5120, 8192, 628, 625 },
-  { 6, 5120, 32768, 628, 625 },
-  { 6, 6144, 1, 629, 625 },
-  { 6, 6144, 8, 630, 625 },
-  { 6, 6144, 32, 631, 625 },
-  { 6, 6144, 128, 631, 625 },
-  { 6, 6144, 512, 632, 625 },
-  { 6, 6144, 2048, 633, 625 },
-  { 6, 6144, 8192, 634, 625 },
-  { 6, 6144, 32768, 634, 625 },
-  { 6, 7168, 1, 635, 636 },
-  { 6, 7168, 8, 635, 637 },
-  { 6, 7168, 32, 638, 637 },
-  { 6, 7168, 128, 638, 639 },
-  { 6, 7168, 512, 640, 637 },
-  { 6, 7168, 2048, 641, 637 },
-  { 6, 7168, 8192, 641, 637 },
-  { 6, 7168, 32768, 641, 637 },
-  { 6, 8192, 1, 642, 637 },
-  { 6, 8192, 8, 642, 637 },
-  { 6, 8192, 32, 643, 637 },
-  { 6, 8192, 128, 643, 637 },
-  { 6, 8192, 512, 644, 637 },
-  { 6, 8192, 2048, 645, 637 },
-  { 6, 8192, 8192, 646, 637 },
-  { 6, 8192, 32768, 647, 637 },
-  { 6, 12288, 1, 648, 649 },
-  { 6, 12288, 8, 648, 649 },
-  { 6, 12288, 32, 650, 651 },
-  { 6, 12288, 128, 652, 649 },
-  { 6, 12288, 512, 652, 649 },
-  { 6, 12288, 2048, 653, 649 },
-  { 6, 12288, 8192, 654, 649 },
-  { 6, 12288, 32768, 654, 649 },
-  { 6, 16384, 1, 655, 656 },
-  { 6, 16384, 8, 655, 656 },
-  { 6, 16384, 32, 657, 656 },
-  { 6, 16384, 128, 655, 656 },
-  { 6, 16384, 512, 658, 656 },
-  { 6, 16384, 2048, 658, 656 },
-  { 6, 16384, 8192, 658, 656 },
-  { 6, 16384, 32768, 658, 656 },
-  { 6, 32768, 1, 659, 660 },
-  { 6, 32768, 8, 659, 660 },
-  { 6, 32768, 32, 661, 660 },
-  { 6, 32768, 128, 662, 660 },
-  { 6, 32768, 512, 663, 660 },
-  { 6, 32768, 2048, 664, 660 },
-  { 6, 32768, 8192, 664, 660 },
-  { 6, 32768, 32768, 664, 660 },
-  { 6, 65536, 1, 665, 660 },
-  { 6, 65536, 8, 666, 660 },
-  { 6, 65536, 32, 666, 667 },
-  { 6, 65536, 128, 668, 660 },
-  { 6, 65536, 512, 666, 660 },
-  { 6, 65536, 2048, 669, 660 },
-  { 6, 65536, 8192, 670, 660 },
-  { 6, 65536, 32768, 670, 660 },
-  { 6, 131072, 1, 671, 660 },
-  { 6, 131072, 8, 671, 660 },
-  { 6, 131072, 32, 672, 660 },
-  { 6, 131072, 128, 673, 660 },
-  { 6, 131072, 512, 674, 660 },
-  { 6, 131072, 2048, 674, 660 },
-  { 6, 131072, 8192, 674, 660 },
-  { 6, 131072, 32768, 674, 660 },
-  { 7, 512, 1, 676, 677 },
-  { 7, 512, 8, 676, 677 },
-  { 7, 512, 32, 676, 678 },
-  { 7, 512, 128, 679, 678 },
-  { 7, 512, 512, 680, 677 },
-  { 7, 512, 2048, 681, 677 },
-  { 7, 512, 8192, 682, 677 },
-  { 7, 512, 32768, 681, 683 },
-  { 7, 768, 1, 684, 684 },
-  { 7, 768, 8, 684, 684 },
-  { 7, 768, 32, 684, 684 },
-  { 7, 768, 128, 684, 684 },
-  { 7, 768, 512, 685, 677 },
-  { 7, 768, 2048, 686, 686 },
-  { 7, 768, 8192, 686, 686 },
-  { 7, 768, 32768, 687, 687 },
-  { 7, 1024, 1, 688, 689 },
-  { 7, 1024, 8, 688, 689 },
-  { 7, 1024, 32, 684, 684 },
-  { 7, 1024, 128, 688, 684 },
-  { 7, 1024, 512, 690, 689 },
-  { 7, 1024, 2048, 691, 677 },
-  { 7, 1024, 8192, 686, 686 },
-  { 7, 1024, 32768, 692, 692 },
-  { 7, 1536, 1, 693, 693 },
-  { 7, 1536, 8, 693, 693 },
-  { 7, 1536, 32, 694, 695 },
-  { 7, 1536, 128, 696, 696 },
-  { 7, 1536, 512, 696, 696 },
-  { 7, 1536, 2048, 697, 698 },
-  { 7, 1536, 8192, 698, 698 },
-  { 7, 1536, 32768, 698, 698 },
-  { 7, 2048, 1, 699, 698 },
-  { 7, 2048, 8, 693, 693 },
-  { 7, 2048, 32, 699, 700 },
-  { 7, 2048, 128, 696, 696 },
-  { 7, 2048, 512, 696, 696 },
-  { 7, 2048, 2048, 701, 698 },
-  { 7, 2048, 8192, 698, 698 },
-  { 7, 2048, 32768, 702, 698 },
-  { 7, 2560, 1, 703, 704 },
-  { 7, 2560, 8, 703, 705 },
-  { 7, 2560, 32, 706, 706 },
-  { 7, 2560, 128, 707, 707 },
-  { 7, 2560, 512, 703, 708 },
-  { 7, 2560, 2048, 703, 708 },
-  { 7, 2560, 8192, 709, 709 },
-  { 7, 2560, 32768, 709, 709 },
-  { 7, 3072, 1, 710, 704 },
-  { 7, 3072, 8, 710, 705 },
-  { 7, 3072, 32, 711, 712 },
-  { 7, 3072, 128, 707, 707 },
-  { 7, 3072, 512, 713, 713 },
-  { 7, 3072, 2048, 710, 708 },
-  { 7, 3072, 8192, 714, 714 },
-  { 7, 3072, 32768, 714, 714 },
-  { 7, 4096, 1, 715, 716 },
-  { 7, 4096, 8, 715, 716 },
-  { 7, 4096, 32, 715, 716 },
-  { 7, 4096, 128, 715, 707 },
-  { 7, 4096, 512, 713, 713 },
-  { 7, 4096, 2048, 717, 716 },
-  { 7, 4096, 8192, 709, 709 },
-  { 7, 4096, 32768, 714, 714 },
-  { 7, 5120, 1, 718, 719 },
-  { 7, 5120, 8, 718, 720 },
-  { 7, 5120, 32, 721, 721 },
-  { 7, 5120, 128, 718, 720 },
-  { 7, 5120, 512, 718, 722 },
-  { 7, 5120, 2048, 723, 719 },
-  { 7, 5120, 8192, 724, 714 },
-  { 7, 5120, 32768, 725, 725 },
-  { 7, 6144, 1, 726, 726 },
-  { 7, 6144, 8, 726, 726 },
-  { 7, 6144, 32, 727, 721 },
-  { 7, 6144, 128, 727, 728 },
-  { 7, 6144, 512, 729, 729 },
-  { 7, 6144, 2048, 730, 730 },
-  { 7, 6144, 8192, 731, 731 },
-  { 7, 6144, 32768, 731, 731 },
-  { 7, 7168, 1, 732, 732 },
-  { 7, 7168, 8, 732, 732 },
-  { 7, 7168, 32, 733, 728 },
-  { 7, 7168, 128, 728, 728 },
-  { 7, 7168, 512, 734, 734 },
-  { 7, 7168, 2048, 735, 735 },
-  { 7, 7168, 8192, 731, 731 },
-  { 7, 7168, 32768, 731, 731 },
-  { 7, 8192, 1, 736, 736 },
-  { 7, 8192, 8, 737, 737 },
-  { 7, 8192, 32, 738, 739 },
-  { 7, 8192, 128, 728, 728 },
-  { 7, 8192, 512, 740, 741 },
-  { 7, 8192, 2048, 742, 741 },
-  { 7, 8192, 8192, 742, 741 },
-  { 7, 8192, 32768, 731, 731 },
-  { 7, 12288, 1, 743, 743 },
-  { 7, 12288, 8, 743, 743 },
-  { 7, 12288, 32, 744, 744 },
-  { 7, 12288, 128, 743, 743 },
-  { 7, 12288, 512, 745, 745 },
-  { 7, 12288, 2048, 746, 747 },
-  { 7, 12288, 8192, 746, 747 },
-  { 7, 12288, 32768, 746, 747 },
-  { 7, 16384, 1, 748, 749 },
-  { 7, 16384, 8, 750, 750 },
-  { 7, 16384, 32, 748, 751 },
-  { 7, 16384, 128, 750, 750 },
-  { 7, 16384, 512, 752, 753 },
-  { 7, 16384, 2048, 754, 749 },
-  { 7, 16384, 8192, 755, 755 },
-  { 7, 16384, 32768, 755, 755 },
-  { 7, 32768, 1, 756, 756 },
-  { 7, 32768, 8, 756, 756 },
-  { 7, 32768, 32, 757, 757 },
-  { 7, 32768, 128, 758, 758 },
-  { 7, 32768, 512, 759, 758 },
-  { 7, 32768, 2048, 760, 760 },
-  { 7, 32768, 8192, 761, 760 },
-  { 7, 32768, 32768, 761, 760 },
-  { 7, 65536, 1, 762, 762 },
-  { 7, 65536, 8, 763, 763 },
-  { 7, 65536, 32, 764, 765 },
-  { 7, 65536, 128, 766, 766 },
-  { 7, 65536, 512, 767, 766 },
-  { 7, 65536, 2048, 767, 766 },
-  { 7, 65536, 8192, 768, 714 },
-  { 7, 65536, 32768, 768, 714 },
-  { 7, 131072, 1, 769, 770 },
-  { 7, 131072, 8, 771, 771 },
-  { 7, 131072, 32, 772, 770 },
-  { 7, 131072, 128, 772, 714 },
-  { 7, 131072, 512, 772, 714 },
-  { 7, 131072, 2048, 772, 714 },
-  { 7, 131072, 8192, 773, 714 },
-  { 7, 131072, 32768, 773, 714 },
-  { 8, 512, 1, 775, 776 },
-  { 8, 512, 8, 775, 776 },
-  { 8, 512, 32, 775, 776 },
-  { 8, 512, 128, 777, 776 },
-  { 8, 512, 512, 778, 776 },
-  { 8, 512, 2048, 779, 779 },
-  { 8, 512, 8192, 780, 776 },
-  { 8, 512, 32768, 781, 781 },
-  { 8, 768, 1, 782, 783 },
-  { 8, 768, 8, 782, 783 },
-  { 8, 768, 32, 782, 783 },
-  { 8, 768, 128, 782, 784 },
-  { 8, 768, 512, 776, 776 },
-  { 8, 768, 2048, 785, 785 },
-  { 8, 768, 8192, 776, 776 },
-  { 8, 768, 32768, 776, 776 },
-  { 8, 1024, 1, 786, 776 },
-  { 8, 1024, 8, 786, 776 },
-  { 8, 1024, 32, 786, 783 },
-  { 8, 1024, 128, 787, 784 },
-  { 8, 1024, 512, 788, 784 },
-  { 8, 1024, 2048, 788, 784 },
-  { 8, 1024, 8192, 776, 776 },
-  { 8, 1024, 32768, 776, 776 },
-  { 8, 1536, 1, 789, 790 },
-  { 8, 1536, 8, 789, 791 },
-  { 8, 1536, 32, 792, 790 },
-  { 8, 1536, 128, 789, 793 },
-  { 8, 1536, 512, 794, 794 },
-  { 8, 1536, 2048, 789, 790 },
-  { 8, 1536, 8192, 794, 794 },
-  { 8, 1536, 32768, 794, 794 },
-  { 8, 2048, 1, 795, 791 },
-  { 8, 2048, 8, 795, 791 },
-  { 8, 2048, 32, 795, 790 },
-  { 8, 2048, 128, 796, 793 },
-  { 8, 2048, 512, 794, 794 },
-  { 8, 2048, 2048, 794, 794 },
-  { 8, 2048, 8192, 797, 790 },
-  { 8, 2048, 32768, 797, 790 },
-  { 8, 2560, 1, 798, 799 },
-  { 8, 2560, 8, 798, 800 },
-  { 8, 2560, 32, 801, 801 },
-  { 8, 2560, 128, 801, 801 },
-  { 8, 2560, 512, 798, 802 },
-  { 8, 2560, 2048, 803, 803 },
-  { 8, 2560, 8192, 804, 799 },
-  { 8, 2560, 32768, 804, 799 },
-  { 8, 3072, 1, 805, 799 },
-  { 8, 3072, 8, 805, 799 },
-  { 8, 3072, 32, 806, 807 },
-  { 8, 3072, 128, 801, 801 },
-  { 8, 3072, 512, 802, 802 },
-  { 8, 3072, 2048, 802, 802 },
-  { 8, 3072, 8192, 803, 803 },
-  { 8, 3072, 32768, 808, 799 },
-  { 8, 4096, 1, 809, 809 },
-  { 8, 4096, 8, 810, 811 },
-  { 8, 4096, 32, 812, 813 },
-  { 8, 4096, 128, 810, 800 },
-  { 8, 4096, 512, 810, 811 },
-  { 8, 4096, 2048, 802, 802 },
-  { 8, 4096, 8192, 814, 814 },
-  { 8, 4096, 32768, 815, 811 },
-  { 8, 5120, 1, 816, 817 },
-  { 8, 5120, 8, 818, 819 },
-  { 8, 5120, 32, 820, 821 },
-  { 8, 5120, 128, 820, 821 },
-  { 8, 5120, 512, 818, 821 },
-  { 8, 5120, 2048, 814, 814 },
-  { 8, 5120, 8192, 814, 814 },
-  { 8, 5120, 32768, 822, 814 },
-  { 8, 6144, 1, 823, 817 },
-  { 8, 6144, 8, 824, 817 },
-  { 8, 6144, 32, 824, 821 },
-  { 8, 6144, 128, 824, 821 },
-  { 8, 6144, 512, 824, 821 },
-  { 8, 6144, 2048, 814, 814 },
-  { 8, 6144, 8192, 825, 826 },
-  { 8, 6144, 32768, 827, 826 },
-  { 8, 7168, 1, 828, 828 },
-  { 8, 7168, 8, 829, 830 },
-  { 8, 7168, 32, 829, 831 },
-  { 8, 7168, 128, 829, 832 },
-  { 8, 7168, 512, 829, 832 },
-  { 8, 7168, 2048, 833, 834 },
-  { 8, 7168, 8192, 814, 814 },
-  { 8, 7168, 32768, 835, 835 },
-  { 8, 8192, 1, 836, 837 },
-  { 8, 8192, 8, 836, 837 },
-  { 8, 8192, 32, 838, 839 },
-  { 8, 8192, 128, 828, 828 },
-  { 8, 8192, 512, 838, 832 },
-  { 8, 8192, 2048, 840, 840 },
-  { 8, 8192, 8192, 841, 842 },
-  { 8, 8192, 32768, 841, 842 },
-  { 8, 12288, 1, 843, 843 },
-  { 8, 12288, 8, 843, 843 },
-  { 8, 12288, 32, 844, 845 },
-  { 8, 12288, 128, 846, 847 },
-  { 8, 12288, 512, 848, 849 },
-  { 8, 12288, 2048, 848, 849 },
-  { 8, 12288, 8192, 848, 849 },
-  { 8, 12288, 32768, 848, 850 },
-  { 8, 16384, 1, 851, 852 },
-  { 8, 16384, 8, 853, 854 },
-  { 8, 16384, 32, 851, 852 },
-  { 8, 16384, 128, 855, 855 },
-  { 8, 16384, 512, 856, 857 },
-  { 8, 16384, 2048, 856, 858 },
-  { 8, 16384, 8192, 859, 858 },
-  { 8, 16384, 32768, 859, 858 },
-  { 8, 32768, 1, 860, 860 },
-  { 8, 32768, 8, 860, 860 },
-  { 8, 32768, 32, 861, 861 },
-  { 8, 32768, 128, 860, 860 },
-  { 8, 32768, 512, 862, 862 },
-  { 8, 32768, 2048, 863, 862 },
-  { 8, 32768, 8192, 863, 862 },
-  { 8, 32768, 32768, 863, 862 },
-  { 8, 65536, 1, 864, 864 },
-  { 8, 65536, 8, 864, 864 },
-  { 8, 65536, 32, 865, 865 },
-  { 8, 65536, 128, 866, 867 },
-  { 8, 65536, 512, 862, 862 },
-  { 8, 65536, 2048, 862, 862 },
-  { 8, 65536, 8192, 868, 868 },
-  { 8, 65536, 32768, 868, 868 },
-  { 8, 131072, 1, 869, 869 },
-  { 8, 131072, 8, 870, 870 },
-  { 8, 131072, 32, 871, 872 },
-  { 8, 131072, 128, 870, 870 },
-  { 8, 131072, 512, 871, 872 },
-  { 8, 131072, 2048, 873, 873 },
-  { 8, 131072, 8192, 873, 873 },
-  { 8, 131072, 32768, 873, 873 },
+  { 0, 6144, 32768, 58, 46 },
+  { 0, 7168, 1, 59, 60 },
+  { 0, 7168, 8, 59, 61 },
+  { 0, 7168, 32, 62, 61 },
+  { 0, 7168, 128, 59, 61 },
+  { 0, 7168, 512, 63, 64 },
+  { 0, 7168, 2048, 65, 64 },
+  { 0, 7168, 8192, 66, 64 },
+  { 0, 7168, 32768, 66, 64 },
+  { 0, 8192, 1, 67, 68 },
+  { 0, 8192, 8, 69, 64 },
+  { 0, 8192, 32, 70, 64 },
+  { 0, 8192, 128, 71, 64 },
+  { 0, 8192, 512, 72, 64 },
+  { 0, 8192, 2048, 73, 64 },
+  { 0, 8192, 8192, 73, 64 },
+  { 0, 8192, 32768, 73, 64 },
+  { 0, 12288, 1, 74, 75 },
+  { 0, 12288, 8, 74, 76 },
+  { 0, 12288, 32, 77, 75 },
+  { 0, 12288, 128, 74, 78 },
+  { 0, 12288, 512, 79, 78 },
+  { 0, 12288, 2048, 80, 78 },
+  { 0, 12288, 8192, 80, 78 },
+  { 0, 12288, 32768, 81, 78 },
+  { 0, 16384, 1, 82, 83 },
+  { 0, 16384, 8, 84, 85 },
+  { 0, 16384, 32, 82, 85 },
+  { 0, 16384, 128, 86, 85 },
+  { 0, 16384, 512, 87, 85 },
+  { 0, 16384, 2048, 88, 85 },
+  { 0, 16384, 8192, 89, 85 },
+  { 0, 16384, 32768, 89, 85 },
+  { 0, 32768, 1, 90, 91 },
+  { 0, 32768, 8, 92, 93 },
+  { 0, 32768, 32, 92, 94 },
+  { 0, 32768, 128, 95, 91 },
+  { 0, 32768, 512, 96, 91 },
+  { 0, 32768, 2048, 97, 91 },
+  { 0, 32768, 8192, 98, 99 },
+  { 0, 32768, 32768, 98, 99 },
+  { 0, 65536, 1, 100, 91 },
+  { 0, 65536, 8, 101, 102 },
+  { 0, 65536, 32, 103, 91 },
+  { 0, 65536, 128, 104, 91 },
+  { 0, 65536, 512, 103, 91 },
+  { 0, 65536, 2048, 105, 91 },
+  { 0, 65536, 8192, 106, 106 },
+  { 0, 65536, 32768, 106, 106 },
+  { 0, 131072, 1, 107, 91 },
+  { 0, 131072, 8, 107, 108 },
+  { 0, 131072, 32, 109, 91 },
+  { 0, 131072, 128, 109, 91 },
+  { 0, 131072, 512, 110, 91 },
+  { 0, 131072, 2048, 111, 91 },
+  { 0, 131072, 8192, 111, 91 },
+  { 0, 131072, 32768, 111, 112 },
+  { 1, 512, 1, 114, 115 },
+  { 1, 512, 8, 116, 115 },
+  { 1, 512, 32, 116, 115 },
+  { 1, 512, 128, 116, 115 },
+  { 1, 512, 512, 116, 115 },
+  { 1, 512, 2048, 117, 115 },
+  { 1, 512, 8192, 118, 115 },
+  { 1, 512, 32768, 119, 115 },
+  { 1, 768, 1, 120, 115 },
+  { 1, 768, 8, 120, 115 },
+  { 1, 768, 32, 120, 115 },
+  { 1, 768, 128, 120, 115 },
+  { 1, 768, 512, 120, 121 },
+  { 1, 768, 2048, 122, 115 },
+  { 1, 768, 8192, 123, 115 },
+  { 1, 768, 32768, 124, 115 },
+  { 1, 1024, 1, 125, 115 },
+  { 1, 1024, 8, 125, 115 },
+  { 1, 1024, 32, 125, 115 },
+  { 1, 1024, 128, 125, 115 },
+  { 1, 1024, 512, 125, 115 },
+  { 1, 1024, 2048, 126, 115 },
+  { 1, 1024, 8192, 127, 115 },
+  { 1, 1024, 32768, 128, 115 },
+  { 1, 1536, 1, 129, 115 },
+  { 1, 1536, 8, 129, 115 },
+  { 1, 1536, 32, 129, 115 },
+  { 1, 1536, 128, 129, 115 },
+  { 1, 1536, 512, 129, 115 },
+  { 1, 1536, 2048, 130, 115 },
+  { 1, 1536, 8192, 131, 115 },
+  { 1, 1536, 32768, 130, 115 },
+  { 1, 2048, 1, 132, 115 },
+  { 1, 2048, 8, 132, 115 },
+  { 1, 2048, 32, 132, 115 },
+  { 1, 2048, 128, 133, 115 },
+  { 1, 2048, 512, 132, 115 },
+  { 1, 2048, 2048, 134, 115 },
+  { 1, 2048, 8192, 135, 115 },
+  { 1, 2048, 32768, 136, 115 },
+  { 1, 2560, 1, 137, 138 },
+  { 1, 2560, 8, 137, 138 },
+  { 1, 2560, 32, 139, 138 },
+  { 1, 2560, 128, 140, 138 },
+  { 1, 2560, 512, 139, 138 },
+  { 1, 2560, 2048, 141, 138 },
+  { 1, 2560, 8192, 142, 138 },
+  { 1, 2560, 32768, 142, 143 },
+  { 1, 3072, 1, 144, 138 },
+  { 1, 3072, 8, 145, 138 },
+  { 1, 3072, 32, 146, 138 },
+  { 1, 3072, 128, 147, 138 },
+  { 1, 3072, 512, 146, 138 },
+  { 1, 3072, 2048, 145, 138 },
+  { 1, 3072, 8192, 148, 138 },
+  { 1, 3072, 32768, 148, 138 },
+  { 1, 4096, 1, 149, 138 },
+  { 1, 4096, 8, 150, 138 },
+  { 1, 4096, 32, 151, 138 },
+  { 1, 4096, 128, 149, 138 },
+  { 1, 4096, 512, 151, 138 },
+  { 1, 4096, 2048, 152, 138 },
+  { 1, 4096, 8192, 153, 138 },
+  { 1, 4096, 32768, 154, 138 },
+  { 1, 5120, 1, 155, 156 },
+  { 1, 5120, 8, 155, 156 },
+  { 1, 5120, 32, 157, 156 },
+  { 1, 5120, 128, 158, 156 },
+  { 1, 5120, 512, 159, 156 },
+  { 1, 5120, 2048, 160, 156 },
+  { 1, 5120, 8192, 161, 162 },
+  { 1, 5120, 32768, 161, 156 },
+  { 1, 6144, 1, 163, 156 },
+  { 1, 6144, 8, 163, 156 },
+  { 1, 6144, 32, 164, 156 },
+  { 1, 6144, 128, 165, 156 },
+  { 1, 6144, 512, 166, 156 },
+  { 1, 6144, 2048, 167, 156 },
+  { 1, 6144, 8192, 168, 156 },
+  { 1, 6144, 32768, 169, 156 },
+  { 1, 7168, 1, 170, 171 },
+  { 1, 7168, 8, 170, 171 },
+  { 1, 7168, 32, 172, 171 },
+  { 1, 7168, 128, 173, 171 },
+  { 1, 7168, 512, 174, 171 },
+  { 1, 7168, 2048, 175, 171 },
+  { 1, 7168, 8192, 174, 171 },
+  { 1, 7168, 32768, 174, 171 },
+  { 1, 8192, 1, 176, 171 },
+  { 1, 8192, 8, 176, 177 },
+  { 1, 8192, 32, 178, 171 },
+  { 1, 8192, 128, 179, 171 },
+  { 1, 8192, 512, 180, 171 },
+  { 1, 8192, 2048, 181, 171 },
+  { 1, 8192, 8192, 181, 171 },
+  { 1, 8192, 32768, 181, 171 },
+  { 1, 12288, 1, 182, 183 },
+  { 1, 12288, 8, 184, 183 },
+  { 1, 12288, 32, 182, 183 },
+  { 1, 12288, 128, 185, 183 },
+  { 1, 12288, 512, 186, 183 },
+  { 1, 12288, 2048, 187, 183 },
+  { 1, 12288, 8192, 187, 183 },
+  { 1, 12288, 32768, 188, 183 },
+  { 1, 16384, 1, 189, 190 },
+  { 1, 16384, 8, 191, 190 },
+  { 1, 16384, 32, 192, 190 },
+  { 1, 16384, 128, 193, 190 },
+  { 1, 16384, 512, 194, 190 },
+  { 1, 16384, 2048, 195, 190 },
+  { 1, 16384, 8192, 195, 190 },
+  { 1, 16384, 32768, 195, 190 },
+  { 1, 32768, 1, 196, 197 },
+  { 1, 32768, 8, 196, 197 },
+  { 1, 32768, 32, 198, 199 },
+  { 1, 32768, 128, 200, 201 },
+  { 1, 32768, 512, 202, 201 },
+  { 1, 32768, 2048, 203, 201 },
+  { 1, 32768, 8192, 204, 201 },
+  { 1, 32768, 32768, 204, 201 },
+  { 1, 65536, 1, 205, 201 },
+  { 1, 65536, 8, 205, 201 },
+  { 1, 65536, 32, 206, 201 },
+  { 1, 65536, 128, 207, 201 },
+  { 1, 65536, 512, 207, 201 },
+  { 1, 65536, 2048, 208, 201 },
+  { 1, 65536, 8192, 209, 201 },
+  { 1, 65536, 32768, 209, 201 },
+  { 1, 131072, 1, 210, 201 },
+  { 1, 131072, 8, 210, 201 },
+  { 1, 131072, 32, 211, 201 },
+  { 1, 131072, 128, 211, 201 },
+  { 1, 131072, 512, 211, 201 },
+  { 1, 131072, 2048, 211, 201 },
+  { 1, 131072, 8192, 212, 201 },
+  { 1, 131072, 32768, 212, 201 },
+  { 2, 512, 1, 214, 215 },
+  { 2, 512, 8, 216, 215 },
+  { 2, 512, 32, 216, 215 },
+  { 2, 512, 128, 217, 215 },
+  { 2, 512, 512, 217, 215 },
+  { 2, 512, 2048, 218, 215 },
+  { 2, 512, 8192, 219, 220 },
+  { 2, 512, 32768, 221, 221 },
+  { 2, 768, 1, 222, 215 },
+  { 2, 768, 8, 222, 215 },
+  { 2, 768, 32, 222, 215 },
+  { 2, 768, 128, 222, 223 },
+  { 2, 768, 512, 222, 215 },
+  { 2, 768, 2048, 224, 215 },
+  { 2, 768, 8192, 224, 225 },
+  { 2, 768, 32768, 226, 226 },
+  { 2, 1024, 1, 227, 215 },
+  { 2, 1024, 8, 227, 215 },
+  { 2, 1024, 32, 227, 215 },
+  { 2, 1024, 128, 227, 215 },
+  { 2, 1024, 512, 227, 215 },
+  { 2, 1024, 2048, 228, 229 },
+  { 2, 1024, 8192, 230, 215 },
+  { 2, 1024, 32768, 230, 225 },
+  { 2, 1536, 1, 231, 232 },
+  { 2, 1536, 8, 231, 232 },
+  { 2, 1536, 32, 233, 234 },
+  { 2, 1536, 128, 235, 236 },
+  { 2, 1536, 512, 231, 237 },
+  { 2, 1536, 2048, 238, 232 },
+  { 2, 1536, 8192, 239, 232 },
+  { 2, 1536, 32768, 240, 240 },
+  { 2, 2048, 1, 241, 232 },
+  { 2, 2048, 8, 242, 232 },
+  { 2, 2048, 32, 241, 232 },
+  { 2, 2048, 128, 243, 236 },
+  { 2, 2048, 512, 241, 244 },
+  { 2, 2048, 2048, 242, 244 },
+  { 2, 2048, 8192, 245, 232 },
+  { 2, 2048, 32768, 246, 246 },
+  { 2, 2560, 1, 247, 248 },
+  { 2, 2560, 8, 247, 249 },
+  { 2, 2560, 32, 250, 250 },
+  { 2, 2560, 128, 251, 250 },
+  { 2, 2560, 512, 251, 248 },
+  { 2, 2560, 2048, 247, 252 },
+  { 2, 2560, 8192, 252, 252 },
+  { 2, 2560, 32768, 253, 252 },
+  { 2, 3072, 1, 254, 252 },
+  { 2, 3072, 8, 254, 252 },
+  { 2, 3072, 32, 250, 250 },
+  { 2, 3072, 128, 254, 250 },
+  { 2, 3072, 512, 254, 248 },
+  { 2, 3072, 2048, 255, 248 },
+  { 2, 3072, 8192, 252, 252 },
+  { 2, 3072, 32768, 256, 252 },
+  { 2, 4096, 1, 257, 258 },
+  { 2, 4096, 8, 257, 258 },
+  { 2, 4096, 32, 250, 250 },
+  { 2, 4096, 128, 257, 258 },
+  { 2, 4096, 512, 257, 259 },
+  { 2, 4096, 2048, 257, 258 },
+  { 2, 4096, 8192, 260, 258 },
+  { 2, 4096, 32768, 260, 261 },
+  { 2, 5120, 1, 262, 263 },
+  { 2, 5120, 8, 262, 264 },
+  { 2, 5120, 32, 265, 266 },
+  { 2, 5120, 128, 265, 267 },
+  { 2, 5120, 512, 262, 268 },
+  { 2, 5120, 2048, 262, 269 },
+  { 2, 5120, 8192, 270, 269 },
+  { 2, 5120, 32768, 270, 269 },
+  { 2, 6144, 1, 271, 263 },
+  { 2, 6144, 8, 264, 264 },
+  { 2, 6144, 32, 272, 266 },
+  { 2, 6144, 128, 271, 266 },
+  { 2, 6144, 512, 273, 263 },
+  { 2, 6144, 2048, 274, 274 },
+  { 2, 6144, 8192, 274, 274 },
+  { 2, 6144, 32768, 275, 276 },
+  { 2, 7168, 1, 277, 278 },
+  { 2, 7168, 8, 279, 278 },
+  { 2, 7168, 32, 279, 280 },
+  { 2, 7168, 128, 277, 281 },
+  { 2, 7168, 512, 277, 278 },
+  { 2, 7168, 2048, 282, 282 },
+  { 2, 7168, 8192, 283, 278 },
+  { 2, 7168, 32768, 283, 278 },
+  { 2, 8192, 1, 284, 285 },
+  { 2, 8192, 8, 284, 285 },
+  { 2, 8192, 32, 286, 280 },
+  { 2, 8192, 128, 287, 285 },
+  { 2, 8192, 512, 287, 285 },
+  { 2, 8192, 2048, 288, 285 },
+  { 2, 8192, 8192, 289, 285 },
+  { 2, 8192, 32768, 289, 285 },
+  { 2, 12288, 1, 290, 291 },
+  { 2, 12288, 8, 292, 293 },
+  { 2, 12288, 32, 294, 295 },
+  { 2, 12288, 128, 294, 295 },
+  { 2, 12288, 512, 296, 297 },
+  { 2, 12288, 2048, 296, 297 },
+  { 2, 12288, 8192, 298, 297 },
+  { 2, 12288, 32768, 298, 297 },
+  { 2, 16384, 1, 299, 300 },
+  { 2, 16384, 8, 301, 293 },
+  { 2, 16384, 32, 302, 300 },
+  { 2, 16384, 128, 302, 303 },
+  { 2, 16384, 512, 302, 303 },
+  { 2, 16384, 2048, 304, 300 },
+  { 2, 16384, 8192, 304, 300 },
+  { 2, 16384, 32768, 304, 300 },
+  { 2, 32768, 1, 305, 261 },
+  { 2, 32768, 8, 306, 307 },
+  { 2, 32768, 32, 308, 261 },
+  { 2, 32768, 128, 308, 261 },
+  { 2, 32768, 512, 309, 261 },
+  { 2, 32768, 2048, 310, 311 },
+  { 2, 32768, 8192, 312, 312 },
+  { 2, 32768, 32768, 312, 312 },
+  { 2, 65536, 1, 313, 261 },
+  { 2, 65536, 8, 314, 261 },
+  { 2, 65536, 32, 314, 261 },
+  { 2, 65536, 128, 315, 261 },
+  { 2, 65536, 512, 315, 261 },
+  { 2, 65536, 2048, 315, 261 },
+  { 2, 65536, 8192, 316, 316 },
+  { 2, 65536, 32768, 316, 316 },
+  { 2, 131072, 1, 317, 261 },
+  { 2, 131072, 8, 318, 319 },
+  { 2, 131072, 32, 318, 319 },
+  { 2, 131072, 128, 320, 261 },
+  { 2, 131072, 512, 320, 261 },
+  { 2, 131072, 2048, 320, 261 },
+  { 2, 131072, 8192, 320, 261 },
+  { 2, 131072, 32768, 320, 261 },
+  { 3, 512, 1, 322, 323 },
+  { 3, 512, 8, 324, 323 },
+  { 3, 512, 32, 324, 323 },
+  { 3, 512, 128, 325, 323 },
+  { 3, 512, 512, 326, 323 },
+  { 3, 512, 2048, 327, 323 },
+  { 3, 512, 8192, 328, 323 },
+  { 3, 512, 32768, 329, 323 },
+  { 3, 768, 1, 330, 323 },
+  { 3, 768, 8, 331, 331 },
+  { 3, 768, 32, 331, 331 },
+  { 3, 768, 128, 332, 323 },
+  { 3, 768, 512, 333, 333 },
+  { 3, 768, 2048, 334, 323 },
+  { 3, 768, 8192, 335, 323 },
+  { 3, 768, 32768, 336, 323 },
+  { 3, 1024, 1, 337, 323 },
+  { 3, 1024, 8, 338, 323 },
+  { 3, 1024, 32, 338, 323 },
+  { 3, 1024, 128, 339, 323 },
+  { 3, 1024, 512, 340, 323 },
+  { 3, 1024, 2048, 341, 323 },
+  { 3, 1024, 8192, 342, 323 },
+  { 3, 1024, 32768, 343, 344 },
+  { 3, 1536, 1, 345, 346 },
+  { 3, 1536, 8, 345, 346 },
+  { 3, 1536, 32, 347, 346 },
+  { 3, 1536, 128, 347, 323 },
+  { 3, 1536, 512, 347, 323 },
+  { 3, 1536, 2048, 348, 323 },
+  { 3, 1536, 8192, 349, 323 },
+  { 3, 1536, 32768, 350, 351 },
+  { 3, 2048, 1, 352, 323 },
+  { 3, 2048, 8, 353, 323 },
+  { 3, 2048, 32, 352, 323 },
+  { 3, 2048, 128, 352, 323 },
+  { 3, 2048, 512, 353, 323 },
+  { 3, 2048, 2048, 354, 323 },
+  { 3, 2048, 8192, 355, 323 },
+  { 3, 2048, 32768, 356, 356 },
+  { 3, 2560, 1, 357, 358 },
+  { 3, 2560, 8, 357, 358 },
+  { 3, 2560, 32, 357, 359 },
+  { 3, 2560, 128, 357, 359 },
+  { 3, 2560, 512, 360, 359 },
+  { 3, 2560, 2048, 361, 359 },
+  { 3, 2560, 8192, 362, 363 },
+  { 3, 2560, 32768, 362, 363 },
+  { 3, 3072, 1, 364, 358 },
+  { 3, 3072, 8, 364, 358 },
+  { 3, 3072, 32, 364, 365 },
+  { 3, 3072, 128, 364, 358 },
+  { 3, 3072, 512, 366, 359 },
+  { 3, 3072, 2048, 367, 359 },
+  { 3, 3072, 8192, 368, 363 },
+  { 3, 3072, 32768, 369, 363 },
+  { 3, 4096, 1, 370, 359 },
+  { 3, 4096, 8, 370, 359 },
+  { 3, 4096, 32, 370, 359 },
+  { 3, 4096, 128, 371, 372 },
+  { 3, 4096, 512, 370, 359 },
+  { 3, 4096, 2048, 373, 359 },
+  { 3, 4096, 8192, 374, 359 },
+  { 3, 4096, 32768, 375, 375 },
+  { 3, 5120, 1, 376, 377 },
+  { 3, 5120, 8, 378, 379 },
+  { 3, 5120, 32, 378, 380 },
+  { 3, 5120, 128, 378, 381 },
+  { 3, 5120, 512, 379, 379 },
+  { 3, 5120, 2048, 382, 379 },
+  { 3, 5120, 8192, 383, 379 },
+  { 3, 5120, 32768, 383, 379 },
+  { 3, 6144, 1, 384, 385 },
+  { 3, 6144, 8, 386, 379 },
+  { 3, 6144, 32, 386, 380 },
+  { 3, 6144, 128, 386, 381 },
+  { 3, 6144, 512, 387, 379 },
+  { 3, 6144, 2048, 388, 379 },
+  { 3, 6144, 8192, 379, 379 },
+  { 3, 6144, 32768, 389, 379 },
+  { 3, 7168, 1, 390, 385 },
+  { 3, 7168, 8, 391, 392 },
+  { 3, 7168, 32, 391, 380 },
+  { 3, 7168, 128, 391, 381 },
+  { 3, 7168, 512, 393, 392 },
+  { 3, 7168, 2048, 394, 392 },
+  { 3, 7168, 8192, 395, 392 },
+  { 3, 7168, 32768, 396, 396 },
+  { 3, 8192, 1, 397, 398 },
+  { 3, 8192, 8, 397, 398 },
+  { 3, 8192, 32, 399, 398 },
+  { 3, 8192, 128, 400, 381 },
+  { 3, 8192, 512, 401, 392 },
+  { 3, 8192, 2048, 402, 392 },
+  { 3, 8192, 8192, 403, 392 },
+  { 3, 8192, 32768, 396, 396 },
+  { 3, 12288, 1, 404, 405 },
+  { 3, 12288, 8, 404, 406 },
+  { 3, 12288, 32, 407, 408 },
+  { 3, 12288, 128, 409, 405 },
+  { 3, 12288, 512, 410, 408 },
+  { 3, 12288, 2048, 410, 408 },
+  { 3, 12288, 8192, 411, 408 },
+  { 3, 12288, 32768, 412, 408 },
+  { 3, 16384, 1, 413, 414 },
+  { 3, 16384, 8, 415, 414 },
+  { 3, 16384, 32, 416, 414 },
+  { 3, 16384, 128, 417, 405 },
+  { 3, 16384, 512, 418, 419 },
+  { 3, 16384, 2048, 420, 419 },
+  { 3, 16384, 8192, 421, 419 },
+  { 3, 16384, 32768, 421, 419 },
+  { 3, 32768, 1, 422, 423 },
+  { 3, 32768, 8, 424, 423 },
+  { 3, 32768, 32, 422, 423 },
+  { 3, 32768, 128, 425, 426 },
+  { 3, 32768, 512, 427, 423 },
+  { 3, 32768, 2048, 428, 428 },
+  { 3, 32768, 8192, 428, 428 },
+  { 3, 32768, 32768, 428, 428 },
+  { 3, 65536, 1, 429, 430 },
+  { 3, 65536, 8, 431, 431 },
+  { 3, 65536, 32, 429, 430 },
+  { 3, 65536, 128, 432, 423 },
+  { 3, 65536, 512, 433, 423 },
+  { 3, 65536, 2048, 434, 435 },
+  { 3, 65536, 8192, 434, 435 },
+  { 3, 65536, 32768, 434, 428 },
+  { 3, 131072, 1, 436, 436 },
+  { 3, 131072, 8, 437, 438 },
+  { 3, 131072, 32, 439, 423 },
+  { 3, 131072, 128, 439, 423 },
+  { 3, 131072, 512, 440, 423 },
+  { 3, 131072, 2048, 440, 441 },
+  { 3, 131072, 8192, 435, 435 },
+  { 3, 131072, 32768, 435, 435 },
+  { 4, 512, 1, 443, 444 },
+  { 4, 512, 8, 443, 444 },
+  { 4, 512, 32, 443, 444 },
+  { 4, 512, 128, 443, 444 },
+  { 4, 512, 512, 445, 444 },
+  { 4, 512, 2048, 446, 447 },
+  { 4, 512, 8192, 446, 444 },
+  { 4, 512, 32768, 448, 448 },
+  { 4, 768, 1, 449, 444 },
+  { 4, 768, 8, 449, 444 },
+  { 4, 768, 32, 449, 444 },
+  { 4, 768, 128, 449, 444 },
+  { 4, 768, 512, 444, 444 },
+  { 4, 768, 2048, 450, 444 },
+  { 4, 768, 8192, 451, 444 },
+  { 4, 768, 32768, 450, 452 },
+  { 4, 1024, 1, 453, 444 },
+  { 4, 1024, 8, 453, 444 },
+  { 4, 1024, 32, 453, 444 },
+  { 4, 1024, 128, 453, 444 },
+  { 4, 1024, 512, 444, 444 },
+  { 4, 1024, 2048, 454, 454 },
+  { 4, 1024, 8192, 455, 444 },
+  { 4, 1024, 32768, 454, 454 },
+  { 4, 1536, 1, 456, 444 },
+  { 4, 1536, 8, 456, 444 },
+  { 4, 1536, 32, 456, 444 },
+  { 4, 1536, 128, 457, 457 },
+  { 4, 1536, 512, 458, 444 },
+  { 4, 1536, 2048, 459, 444 },
+  { 4, 1536, 8192, 459, 444 },
+  { 4, 1536, 32768, 460, 460 },
+  { 4, 2048, 1, 461, 444 },
+  { 4, 2048, 8, 461, 444 },
+  { 4, 2048, 32, 462, 444 },
+  { 4, 2048, 128, 461, 444 },
+  { 4, 2048, 512, 462, 444 },
+  { 4, 2048, 2048, 463, 444 },
+  { 4, 2048, 8192, 444, 444 },
+  { 4, 2048, 32768, 444, 444 },
+  { 4, 2560, 1, 464, 465 },
+  { 4, 2560, 8, 464, 465 },
+  { 4, 2560, 32, 466, 465 },
+  { 4, 2560, 128, 464, 467 },
+  { 4, 2560, 512, 468, 468 },
+  { 4, 2560, 2048, 469, 465 },
+  { 4, 2560, 8192, 470, 465 },
+  { 4, 2560, 32768, 471, 471 },
+  { 4, 3072, 1, 472, 465 },
+  { 4, 3072, 8, 472, 465 },
+  { 4, 3072, 32, 473, 465 },
+  { 4, 3072, 128, 472, 467 },
+  { 4, 3072, 512, 474, 465 },
+  { 4, 3072, 2048, 475, 465 },
+  { 4, 3072, 8192, 465, 465 },
+  { 4, 3072, 32768, 465, 465 },
+  { 4, 4096, 1, 476, 465 },
+  { 4, 4096, 8, 477, 465 },
+  { 4, 4096, 32, 476, 465 },
+  { 4, 4096, 128, 478, 465 },
+  { 4, 4096, 512, 468, 468 },
+  { 4, 4096, 2048, 479, 465 },
+  { 4, 4096, 8192, 468, 468 },
+  { 4, 4096, 32768, 468, 468 },
+  { 4, 5120, 1, 480, 481 },
+  { 4, 5120, 8, 482, 481 },
+  { 4, 5120, 32, 483, 484 },
+  { 4, 5120, 128, 482, 481 },
+  { 4, 5120, 512, 485, 486 },
+  { 4, 5120, 2048, 487, 481 },
+  { 4, 5120, 8192, 481, 481 },
+  { 4, 5120, 32768, 488, 488 },
+  { 4, 6144, 1, 489, 481 },
+  { 4, 6144, 8, 490, 481 },
+  { 4, 6144, 32, 491, 484 },
+  { 4, 6144, 128, 490, 492 },
+  { 4, 6144, 512, 493, 481 },
+  { 4, 6144, 2048, 493, 481 },
+  { 4, 6144, 8192, 488, 488 },
+  { 4, 6144, 32768, 488, 488 },
+  { 4, 7168, 1, 494, 495 },
+  { 4, 7168, 8, 494, 495 },
+  { 4, 7168, 32, 496, 484 },
+  { 4, 7168, 128, 492, 492 },
+  { 4, 7168, 512, 497, 495 },
+  { 4, 7168, 2048, 498, 495 },
+  { 4, 7168, 8192, 499, 499 },
+  { 4, 7168, 32768, 500, 500 },
+  { 4, 8192, 1, 501, 502 },
+  { 4, 8192, 8, 501, 495 },
+  { 4, 8192, 32, 503, 495 },
+  { 4, 8192, 128, 492, 492 },
+  { 4, 8192, 512, 504, 495 },
+  { 4, 8192, 2048, 505, 495 },
+  { 4, 8192, 8192, 500, 500 },
+  { 4, 8192, 32768, 500, 500 },
+  { 4, 12288, 1, 506, 507 },
+  { 4, 12288, 8, 506, 507 },
+  { 4, 12288, 32, 508, 507 },
+  { 4, 12288, 128, 509, 510 },
+  { 4, 12288, 512, 509, 507 },
+  { 4, 12288, 2048, 511, 507 },
+  { 4, 12288, 8192, 512, 512 },
+  { 4, 12288, 32768, 512, 512 },
+  { 4, 16384, 1, 513, 514 },
+  { 4, 16384, 8, 515, 514 },
+  { 4, 16384, 32, 516, 514 },
+  { 4, 16384, 128, 516, 517 },
+  { 4, 16384, 512, 518, 514 },
+  { 4, 16384, 2048, 512, 512 },
+  { 4, 16384, 8192, 512, 512 },
+  { 4, 16384, 32768, 519, 519 },
+  { 4, 32768, 1, 520, 521 },
+  { 4, 32768, 8, 520, 521 },
+  { 4, 32768, 32, 522, 523 },
+  { 4, 32768, 128, 524, 521 },
+  { 4, 32768, 512, 524, 525 },
+  { 4, 32768, 2048, 525, 525 },
+  { 4, 32768, 8192, 525, 525 },
+  { 4, 32768, 32768, 525, 525 },
+  { 4, 65536, 1, 526, 521 },
+  { 4, 65536, 8, 527, 528 },
+  { 4, 65536, 32, 526, 528 },
+  { 4, 65536, 128, 529, 521 },
+  { 4, 65536, 512, 530, 530 },
+  { 4, 65536, 2048, 530, 530 },
+  { 4, 65536, 8192, 530, 530 },
+  { 4, 65536, 32768, 530, 530 },
+  { 4, 131072, 1, 531, 532 },
+  { 4, 131072, 8, 533, 521 },
+  { 4, 131072, 32, 534, 521 },
+  { 4, 131072, 128, 534, 521 },
+  { 4, 131072, 512, 534, 521 },
+  { 4, 131072, 2048, 535, 530 },
+  { 4, 131072, 8192, 535, 530 },
+  { 4, 131072, 32768, 535, 530 },
+  { 5, 512, 1, 537, 538 },
+  { 5, 512, 8, 539, 538 },
+  { 5, 512, 32, 539, 538 },
+  { 5, 512, 128, 539, 538 },
+  { 5, 512, 512, 540, 538 },
+  { 5, 512, 2048, 541, 538 },
+  { 5, 512, 8192, 542, 538 },
+  { 5, 512, 32768, 543, 538 },
+  { 5, 768, 1, 544, 538 },
+  { 5, 768, 8, 545, 538 },
+  { 5, 768, 32, 545, 538 },
+  { 5, 768, 128, 545, 538 },
+  { 5, 768, 512, 546, 546 },
+  { 5, 768, 2048, 547, 538 },
+  { 5, 768, 8192, 548, 538 },
+  { 5, 768, 32768, 549, 538 },
+  { 5, 1024, 1, 550, 538 },
+  { 5, 1024, 8, 551, 538 },
+  { 5, 1024, 32, 551, 538 },
+  { 5, 1024, 128, 550, 538 },
+  { 5, 1024, 512, 550, 538 },
+  { 5, 1024, 2048, 552, 538 },
+  { 5, 1024, 8192, 553, 538 },
+  { 5, 1024, 32768, 554, 555 },
+  { 5, 1536, 1, 556, 538 },
+  { 5, 1536, 8, 556, 538 },
+  { 5, 1536, 32, 556, 538 },
+  { 5, 1536, 128, 556, 538 },
+  { 5, 1536, 512, 556, 538 },
+  { 5, 1536, 2048, 557, 538 },
+  { 5, 1536, 8192, 558, 538 },
+  { 5, 1536, 32768, 559, 560 },
+  { 5, 2048, 1, 561, 538 },
+  { 5, 2048, 8, 562, 538 },
+  { 5, 2048, 32, 562, 538 },
+  { 5, 2048, 128, 562, 538 },
+  { 5, 2048, 512, 561, 538 },
+  { 5, 2048, 2048, 563, 538 },
+  { 5, 2048, 8192, 564, 538 },
+  { 5, 2048, 32768, 565, 565 },
+  { 5, 2560, 1, 566, 567 },
+  { 5, 2560, 8, 566, 567 },
+  { 5, 2560, 32, 568, 567 },
+  { 5, 2560, 128, 568, 569 },
+  { 5, 2560, 512, 566, 567 },
+  { 5, 2560, 2048, 570, 567 },
+  { 5, 2560, 8192, 571, 572 },
+  { 5, 2560, 32768, 572, 572 },
+  { 5, 3072, 1, 573, 567 },
+  { 5, 3072, 8, 573, 567 },
+  { 5, 3072, 32, 574, 567 },
+  { 5, 3072, 128, 574, 569 },
+  { 5, 3072, 512, 573, 567 },
+  { 5, 3072, 2048, 575, 567 },
+  { 5, 3072, 8192, 572, 572 },
+  { 5, 3072, 32768, 572, 572 },
+  { 5, 4096, 1, 576, 567 },
+  { 5, 4096, 8, 576, 567 },
+  { 5, 4096, 32, 576, 567 },
+  { 5, 4096, 128, 577, 567 },
+  { 5, 4096, 512, 576, 567 },
+  { 5, 4096, 2048, 578, 567 },
+  { 5, 4096, 8192, 579, 567 },
+  { 5, 4096, 32768, 580, 580 },
+  { 5, 5120, 1, 581, 582 },
+  { 5, 5120, 8, 583, 582 },
+  { 5, 5120, 32, 584, 585 },
+  { 5, 5120, 128, 586, 585 },
+  { 5, 5120, 512, 587, 582 },
+  { 5, 5120, 2048, 588, 582 },
+  { 5, 5120, 8192, 587, 582 },
+  { 5, 5120, 32768, 587, 582 },
+  { 5, 6144, 1, 589, 590 },
+  { 5, 6144, 8, 589, 582 },
+  { 5, 6144, 32, 591, 585 },
+  { 5, 6144, 128, 591, 585 },
+  { 5, 6144, 512, 592, 582 },
+  { 5, 6144, 2048, 592, 582 },
+  { 5, 6144, 8192, 593, 582 },
+  { 5, 6144, 32768, 594, 582 },
+  { 5, 7168, 1, 595, 590 },
+  { 5, 7168, 8, 595, 596 },
+  { 5, 7168, 32, 597, 585 },
+  { 5, 7168, 128, 598, 598 },
+  { 5, 7168, 512, 599, 596 },
+  { 5, 7168, 2048, 600, 596 },
+  { 5, 7168, 8192, 599, 596 },
+  { 5, 7168, 32768, 599, 596 },
+  { 5, 8192, 1, 601, 602 },
+  { 5, 8192, 8, 601, 602 },
+  { 5, 8192, 32, 603, 585 },
+  { 5, 8192, 128, 604, 596 },
+  { 5, 8192, 512, 605, 596 },
+  { 5, 8192, 2048, 606, 596 },
+  { 5, 8192, 8192, 607, 596 },
+  { 5, 8192, 32768, 607, 596 },
+  { 5, 12288, 1, 608, 609 },
+  { 5, 12288, 8, 608, 610 },
+  { 5, 12288, 32, 611, 612 },
+  { 5, 12288, 128, 608, 610 },
+  { 5, 12288, 512, 613, 610 },
+  { 5, 12288, 2048, 613, 610 },
+  { 5, 12288, 8192, 614, 610 },
+  { 5, 12288, 32768, 615, 610 },
+  { 5, 16384, 1, 616, 617 },
+  { 5, 16384, 8, 616, 618 },
+  { 5, 16384, 32, 619, 617 },
+  { 5, 16384, 128, 620, 618 },
+  { 5, 16384, 512, 620, 618 },
+  { 5, 16384, 2048, 621, 622 },
+  { 5, 16384, 8192, 623, 622 },
+  { 5, 16384, 32768, 623, 622 },
+  { 5, 32768, 1, 624, 625 },
+  { 5, 32768, 8, 624, 625 },
+  { 5, 32768, 32, 624, 626 },
+  { 5, 32768, 128, 627, 625 },
+  { 5, 32768, 512, 628, 625 },
+  { 5, 32768, 2048, 629, 630 },
+  { 5, 32768, 8192, 631, 630 },
+  { 5, 32768, 32768, 631, 630 },
+  { 5, 65536, 1, 632, 633 },
+  { 5, 65536, 8, 634, 635 },
+  { 5, 65536, 32, 634, 635 },
+  { 5, 65536, 128, 636, 625 },
+  { 5, 65536, 512, 636, 625 },
+  { 5, 65536, 2048, 637, 638 },
+  { 5, 65536, 8192, 637, 638 },
+  { 5, 65536, 32768, 637, 638 },
+  { 5, 131072, 1, 639, 625 },
+  { 5, 131072, 8, 640, 625 },
+  { 5, 131072, 32, 641, 625 },
+  { 5, 131072, 128, 641, 625 },
+  { 5, 131072, 512, 642, 625 },
+  { 5, 131072, 2048, 643, 625 },
+  { 5, 131072, 8192, 644, 638 },
+  { 5, 131072, 32768, 644, 638 },
+  { 6, 512, 1, 646, 647 },
+  { 6, 512, 8, 648, 647 },
+  { 6, 512, 32, 648, 647 },
+  { 6, 512, 128, 649, 647 },
+  { 6, 512, 512, 650, 647 },
+  { 6, 512, 2048, 651, 652 },
+  { 6, 512, 8192, 649, 647 },
+  { 6, 512, 32768, 652, 652 },
+  { 6, 768, 1, 653, 647 },
+  { 6, 768, 8, 653, 647 },
+  { 6, 768, 32, 653, 647 },
+  { 6, 768, 128, 653, 647 },
+  { 6, 768, 512, 654, 654 },
+  { 6, 768, 2048, 655, 655 },
+  { 6, 768, 8192, 656, 647 },
+  { 6, 768, 32768, 654, 654 },
+  { 6, 1024, 1, 657, 647 },
+  { 6, 1024, 8, 657, 647 },
+  { 6, 1024, 32, 657, 647 },
+  { 6, 1024, 128, 657, 647 },
+  { 6, 1024, 512, 658, 647 },
+  { 6, 1024, 2048, 659, 659 },
+  { 6, 1024, 8192, 660, 647 },
+  { 6, 1024, 32768, 654, 654 },
+  { 6, 1536, 1, 661, 647 },
+  { 6, 1536, 8, 661, 647 },
+  { 6, 1536, 32, 661, 647 },
+  { 6, 1536, 128, 661, 662 },
+  { 6, 1536, 512, 661, 647 },
+  { 6, 1536, 2048, 663, 647 },
+  { 6, 1536, 8192, 663, 647 },
+  { 6, 1536, 32768, 664, 664 },
+  { 6, 2048, 1, 665, 647 },
+  { 6, 2048, 8, 665, 647 },
+  { 6, 2048, 32, 665, 647 },
+  { 6, 2048, 128, 666, 667 },
+  { 6, 2048, 512, 665, 662 },
+  { 6, 2048, 2048, 668, 647 },
+  { 6, 2048, 8192, 669, 669 },
+  { 6, 2048, 32768, 669, 669 },
+  { 6, 2560, 1, 670, 671 },
+  { 6, 2560, 8, 670, 671 },
+  { 6, 2560, 32, 672, 671 },
+  { 6, 2560, 128, 673, 673 },
+  { 6, 2560, 512, 670, 671 },
+  { 6, 2560, 2048, 674, 671 },
+  { 6, 2560, 8192, 672, 675 },
+  { 6, 2560, 32768, 675, 675 },
+  { 6, 3072, 1, 676, 671 },
+  { 6, 3072, 8, 676, 671 },
+  { 6, 3072, 32, 677, 671 },
+  { 6, 3072, 128, 673, 673 },
+  { 6, 3072, 512, 676, 671 },
+  { 6, 3072, 2048, 678, 671 },
+  { 6, 3072, 8192, 675, 675 },
+  { 6, 3072, 32768, 675, 675 },
+  { 6, 4096, 1, 679, 671 },
+  { 6, 4096, 8, 679, 671 },
+  { 6, 4096, 32, 680, 671 },
+  { 6, 4096, 128, 680, 673 },
+  { 6, 4096, 512, 681, 671 },
+  { 6, 4096, 2048, 682, 671 },
+  { 6, 4096, 8192, 671, 671 },
+  { 6, 4096, 32768, 671, 671 },
+  { 6, 5120, 1, 683, 684 },
+  { 6, 5120, 8, 685, 684 },
+  { 6, 5120, 32, 686, 687 },
+  { 6, 5120, 128, 685, 687 },
+  { 6, 5120, 512, 688, 689 },
+  { 6, 5120, 2048, 690, 684 },
+  { 6, 5120, 8192, 691, 684 },
+  { 6, 5120, 32768, 692, 692 },
+  { 6, 6144, 1, 693, 684 },
+  { 6, 6144, 8, 694, 684 },
+  { 6, 6144, 32, 695, 687 },
+  { 6, 6144, 128, 694, 687 },
+  { 6, 6144, 512, 696, 684 },
+  { 6, 6144, 2048, 684, 684 },
+  { 6, 6144, 8192, 684, 684 },
+  { 6, 6144, 32768, 684, 684 },
+  { 6, 7168, 1, 697, 698 },
+  { 6, 7168, 8, 699, 698 },
+  { 6, 7168, 32, 700, 687 },
+  { 6, 7168, 128, 699, 687 },
+  { 6, 7168, 512, 701, 698 },
+  { 6, 7168, 2048, 699, 698 },
+  { 6, 7168, 8192, 699, 698 },
+  { 6, 7168, 32768, 699, 698 },
+  { 6, 8192, 1, 702, 698 },
+  { 6, 8192, 8, 702, 698 },
+  { 6, 8192, 32, 703, 698 },
+  { 6, 8192, 128, 704, 705 },
+  { 6, 8192, 512, 706, 698 },
+  { 6, 8192, 2048, 704, 698 },
+  { 6, 8192, 8192, 707, 698 },
+  { 6, 8192, 32768, 707, 698 },
+  { 6, 12288, 1, 708, 709 },
+  { 6, 12288, 8, 708, 709 },
+  { 6, 12288, 32, 710, 711 },
+  { 6, 12288, 128, 710, 709 },
+  { 6, 12288, 512, 710, 709 },
+  { 6, 12288, 2048, 712, 709 },
+  { 6, 12288, 8192, 712, 709 },
+  { 6, 12288, 32768, 712, 709 },
+  { 6, 16384, 1, 713, 714 },
+  { 6, 16384, 8, 713, 714 },
+  { 6, 16384, 32, 715, 714 },
+  { 6, 16384, 128, 715, 714 },
+  { 6, 16384, 512, 716, 714 },
+  { 6, 16384, 2048, 717, 714 },
+  { 6, 16384, 8192, 718, 714 },
+  { 6, 16384, 32768, 718, 714 },
+  { 6, 32768, 1, 719, 720 },
+  { 6, 32768, 8, 719, 720 },
+  { 6, 32768, 32, 721, 722 },
+  { 6, 32768, 128, 723, 720 },
+  { 6, 32768, 512, 723, 720 },
+  { 6, 32768, 2048, 724, 720 },
+  { 6, 32768, 8192, 725, 720 },
+  { 6, 32768, 32768, 725, 726 },
+  { 6, 65536, 1, 727, 720 },
+  { 6, 65536, 8, 728, 729 },
+  { 6, 65536, 32, 730, 720 },
+  { 6, 65536, 128, 731, 720 },
+  { 6, 65536, 512, 730, 720 },
+  { 6, 65536, 2048, 732, 720 },
+  { 6, 65536, 8192, 732, 720 },
+  { 6, 65536, 32768, 733, 720 },
+  { 6, 131072, 1, 734, 720 },
+  { 6, 131072, 8, 735, 720 },
+  { 6, 131072, 32, 736, 720 },
+  { 6, 131072, 128, 736, 720 },
+  { 6, 131072, 512, 737, 720 },
+  { 6, 131072, 2048, 737, 720 },
+  { 6, 131072, 8192, 737, 720 },
+  { 6, 131072, 32768, 737, 720 },
+  { 7, 512, 1, 739, 740 },
+  { 7, 512, 8, 740, 740 },
+  { 7, 512, 32, 741, 741 },
+  { 7, 512, 128, 742, 743 },
+  { 7, 512, 512, 744, 743 },
+  { 7, 512, 2048, 745, 746 },
+  { 7, 512, 8192, 745, 747 },
+  { 7, 512, 32768, 748, 749 },
+  { 7, 768, 1, 750, 751 },
+  { 7, 768, 8, 750, 751 },
+  { 7, 768, 32, 750, 743 },
+  { 7, 768, 128, 752, 753 },
+  { 7, 768, 512, 754, 743 },
+  { 7, 768, 2048, 755, 755 },
+  { 7, 768, 8192, 756, 757 },
+  { 7, 768, 32768, 758, 758 },
+  { 7, 1024, 1, 759, 743 },
+  { 7, 1024, 8, 759, 743 },
+  { 7, 1024, 32, 760, 760 },
+  { 7, 1024, 128, 761, 743 },
+  { 7, 1024, 512, 762, 743 },
+  { 7, 1024, 2048, 755, 755 },
+  { 7, 1024, 8192, 762, 743 },
+  { 7, 1024, 32768, 763, 763 },
+  { 7, 1536, 1, 764, 765 },
+  { 7, 1536, 8, 766, 765 },
+  { 7, 1536, 32, 767, 765 },
+  { 7, 1536, 128, 764, 768 },
+  { 7, 1536, 512, 764, 765 },
+  { 7, 1536, 2048, 769, 770 },
+  { 7, 1536, 8192, 765, 765 },
+  { 7, 1536, 32768, 765, 765 },
+  { 7, 2048, 1, 771, 765 },
+  { 7, 2048, 8, 772, 765 },
+  { 7, 2048, 32, 771, 765 },
+  { 7, 2048, 128, 771, 773 },
+  { 7, 2048, 512, 774, 765 },
+  { 7, 2048, 2048, 775, 775 },
+  { 7, 2048, 8192, 765, 765 },
+  { 7, 2048, 32768, 776, 776 },
+  { 7, 2560, 1, 777, 778 },
+  { 7, 2560, 8, 777, 779 },
+  { 7, 2560, 32, 777, 780 },
+  { 7, 2560, 128, 781, 782 },
+  { 7, 2560, 512, 777, 779 },
+  { 7, 2560, 2048, 783, 783 },
+  { 7, 2560, 8192, 784, 784 },
+  { 7, 2560, 32768, 784, 784 },
+  { 7, 3072, 1, 785, 778 },
+  { 7, 3072, 8, 785, 779 },
+  { 7, 3072, 32, 786, 786 },
+  { 7, 3072, 128, 787, 782 },
+  { 7, 3072, 512, 787, 782 },
+  { 7, 3072, 2048, 788, 788 },
+  { 7, 3072, 8192, 789, 789 },
+  { 7, 3072, 32768, 789, 789 },
+  { 7, 4096, 1, 790, 791 },
+  { 7, 4096, 8, 792, 791 },
+  { 7, 4096, 32, 790, 786 },
+  { 7, 4096, 128, 792, 793 },
+  { 7, 4096, 512, 792, 782 },
+  { 7, 4096, 2048, 790, 782 },
+  { 7, 4096, 8192, 784, 784 },
+  { 7, 4096, 32768, 789, 789 },
+  { 7, 5120, 1, 794, 795 },
+  { 7, 5120, 8, 796, 797 },
+  { 7, 5120, 32, 798, 798 },
+  { 7, 5120, 128, 799, 800 },
+  { 7, 5120, 512, 799, 800 },
+  { 7, 5120, 2048, 799, 795 },
+  { 7, 5120, 8192, 801, 801 },
+  { 7, 5120, 32768, 802, 802 },
+  { 7, 6144, 1, 803, 797 },
+  { 7, 6144, 8, 804, 797 },
+  { 7, 6144, 32, 804, 798 },
+  { 7, 6144, 128, 804, 798 },
+  { 7, 6144, 512, 805, 805 },
+  { 7, 6144, 2048, 801, 801 },
+  { 7, 6144, 8192, 806, 806 },
+  { 7, 6144, 32768, 806, 806 },
+  { 7, 7168, 1, 807, 807 },
+  { 7, 7168, 8, 807, 807 },
+  { 7, 7168, 32, 808, 809 },
+  { 7, 7168, 128, 808, 807 },
+  { 7, 7168, 512, 810, 810 },
+  { 7, 7168, 2048, 811, 812 },
+  { 7, 7168, 8192, 806, 806 },
+  { 7, 7168, 32768, 806, 806 },
+  { 7, 8192, 1, 813, 814 },
+  { 7, 8192, 8, 813, 815 },
+  { 7, 8192, 32, 816, 809 },
+  { 7, 8192, 128, 817, 818 },
+  { 7, 8192, 512, 819, 820 },
+  { 7, 8192, 2048, 821, 818 },
+  { 7, 8192, 8192, 806, 806 },
+  { 7, 8192, 32768, 806, 806 },
+  { 7, 12288, 1, 822, 823 },
+  { 7, 12288, 8, 822, 823 },
+  { 7, 12288, 32, 824, 825 },
+  { 7, 12288, 128, 824, 826 },
+  { 7, 12288, 512, 827, 827 },
+  { 7, 12288, 2048, 828, 828 },
+  { 7, 12288, 8192, 829, 830 },
+  { 7, 12288, 32768, 829, 830 },
+  { 7, 16384, 1, 831, 832 },
+  { 7, 16384, 8, 833, 834 },
+  { 7, 16384, 32, 835, 836 },
+  { 7, 16384, 128, 835, 837 },
+  { 7, 16384, 512, 838, 839 },
+  { 7, 16384, 2048, 840, 832 },
+  { 7, 16384, 8192, 830, 830 },
+  { 7, 16384, 32768, 830, 830 },
+  { 7, 32768, 1, 841, 789 },
+  { 7, 32768, 8, 841, 842 },
+  { 7, 32768, 32, 843, 844 },
+  { 7, 32768, 128, 844, 844 },
+  { 7, 32768, 512, 844, 844 },
+  { 7, 32768, 2048, 845, 844 },
+  { 7, 32768, 8192, 846, 846 },
+  { 7, 32768, 32768, 845, 847 },
+  { 7, 65536, 1, 848, 789 },
+  { 7, 65536, 8, 849, 850 },
+  { 7, 65536, 32, 849, 851 },
+  { 7, 65536, 128, 852, 851 },
+  { 7, 65536, 512, 851, 851 },
+  { 7, 65536, 2048, 853, 854 },
+  { 7, 65536, 8192, 846, 846 },
+  { 7, 65536, 32768, 846, 846 },
+  { 7, 131072, 1, 855, 789 },
+  { 7, 131072, 8, 856, 857 },
+  { 7, 131072, 32, 858, 789 },
+  { 7, 131072, 128, 858, 789 },
+  { 7, 131072, 512, 858, 789 },
+  { 7, 131072, 2048, 858, 789 },
+  { 7, 131072, 8192, 859, 789 },
+  { 7, 131072, 32768, 858, 789 },
+  { 8, 512, 1, 861, 862 },
+  { 8, 512, 8, 861, 862 },
+  { 8, 512, 32, 863, 862 },
+  { 8, 512, 128, 863, 862 },
+  { 8, 512, 512, 862, 862 },
+  { 8, 512, 2048, 864, 864 },
+  { 8, 512, 8192, 864, 864 },
+  { 8, 512, 32768, 865, 865 },
+  { 8, 768, 1, 866, 862 },
+  { 8, 768, 8, 866, 862 },
+  { 8, 768, 32, 866, 862 },
+  { 8, 768, 128, 867, 867 },
+  { 8, 768, 512, 862, 862 },
+  { 8, 768, 2048, 868, 869 },
+  { 8, 768, 8192, 862, 862 },
+  { 8, 768, 32768, 862, 862 },
+  { 8, 1024, 1, 870, 862 },
+  { 8, 1024, 8, 871, 862 },
+  { 8, 1024, 32, 870, 862 },
+  { 8, 1024, 128, 872, 862 },
+  { 8, 1024, 512, 862, 862 },
+  { 8, 1024, 2048, 872, 862 },
+  { 8, 1024, 8192, 862, 862 },
+  { 8, 1024, 32768, 862, 862 },
+  { 8, 1536, 1, 873, 874 },
+  { 8, 1536, 8, 875, 874 },
+  { 8, 1536, 32, 873, 876 },
+  { 8, 1536, 128, 877, 878 },
+  { 8, 1536, 512, 877, 874 },
+  { 8, 1536, 2048, 879, 874 },
+  { 8, 1536, 8192, 880, 880 },
+  { 8, 1536, 32768, 880, 880 },
+  { 8, 2048, 1, 881, 874 },
+  { 8, 2048, 8, 882, 874 },
+  { 8, 2048, 32, 882, 874 },
+  { 8, 2048, 128, 882, 878 },
+  { 8, 2048, 512, 882, 878 },
+  { 8, 2048, 2048, 883, 874 },
+  { 8, 2048, 8192, 884, 874 },
+  { 8, 2048, 32768, 884, 874 },
+  { 8, 2560, 1, 885, 886 },
+  { 8, 2560, 8, 887, 888 },
+  { 8, 2560, 32, 889, 889 },
+  { 8, 2560, 128, 890, 890 },
+  { 8, 2560, 512, 891, 892 },
+  { 8, 2560, 2048, 885, 886 },
+  { 8, 2560, 8192, 893, 886 },
+  { 8, 2560, 32768, 893, 886 },
+  { 8, 3072, 1, 894, 886 },
+  { 8, 3072, 8, 895, 888 },
+  { 8, 3072, 32, 889, 889 },
+  { 8, 3072, 128, 890, 890 },
+  { 8, 3072, 512, 896, 892 },
+  { 8, 3072, 2048, 897, 886 },
+  { 8, 3072, 8192, 897, 886 },
+  { 8, 3072, 32768, 898, 886 },
+  { 8, 4096, 1, 899, 900 },
+  { 8, 4096, 8, 901, 902 },
+  { 8, 4096, 32, 903, 889 },
+  { 8, 4096, 128, 901, 904 },
+  { 8, 4096, 512, 901, 905 },
+  { 8, 4096, 2048, 906, 902 },
+  { 8, 4096, 8192, 906, 902 },
+  { 8, 4096, 32768, 907, 902 },
+  { 8, 5120, 1, 908, 909 },
+  { 8, 5120, 8, 910, 911 },
+  { 8, 5120, 32, 910, 911 },
+  { 8, 5120, 128, 910, 911 },
+  { 8, 5120, 512, 910, 911 },
+  { 8, 5120, 2048, 912, 912 },
+  { 8, 5120, 8192, 913, 914 },
+  { 8, 5120, 32768, 913, 914 },
+  { 8, 6144, 1, 915, 909 },
+  { 8, 6144, 8, 916, 917 },
+  { 8, 6144, 32, 916, 911 },
+  { 8, 6144, 128, 916, 918 },
+  { 8, 6144, 512, 916, 911 },
+  { 8, 6144, 2048, 919, 920 },
+  { 8, 6144, 8192, 919, 920 },
+  { 8, 6144, 32768, 921, 920 },
+  { 8, 7168, 1, 922, 923 },
+  { 8, 7168, 8, 924, 923 },
+  { 8, 7168, 32, 924, 925 },
+  { 8, 7168, 128, 924, 918 },
+  { 8, 7168, 512, 922, 918 },
+  { 8, 7168, 2048, 926, 927 },
+  { 8, 7168, 8192, 926, 927 },
+  { 8, 7168, 32768, 926, 927 },
+  { 8, 8192, 1, 928, 929 },
+  { 8, 8192, 8, 928, 929 },
+  { 8, 8192, 32, 930, 931 },
+  { 8, 8192, 128, 930, 918 },
+  { 8, 8192, 512, 930, 931 },
+  { 8, 8192, 2048, 932, 931 },
+  { 8, 8192, 8192, 933, 931 },
+  { 8, 8192, 32768, 934, 934 },
+  { 8, 12288, 1, 935, 936 },
+  { 8, 12288, 8, 937, 937 },
+  { 8, 12288, 32, 938, 939 },
+  { 8, 12288, 128, 938, 939 },
+  { 8, 12288, 512, 938, 939 },
+  { 8, 12288, 2048, 940, 941 },
+  { 8, 12288, 8192, 940, 941 },
+  { 8, 12288, 32768, 940, 941 },
+  { 8, 16384, 1, 942, 942 },
+  { 8, 16384, 8, 943, 944 },
+  { 8, 16384, 32, 943, 945 },
+  { 8, 16384, 128, 946, 947 },
+  { 8, 16384, 512, 948, 949 },
+  { 8, 16384, 2048, 950, 951 },
+  { 8, 16384, 8192, 952, 951 },
+  { 8, 16384, 32768, 952, 951 },
+  { 8, 32768, 1, 953, 954 },
+  { 8, 32768, 8, 955, 956 },
+  { 8, 32768, 32, 953, 957 },
+  { 8, 32768, 128, 953, 957 },
+  { 8, 32768, 512, 958, 958 },
+  { 8, 32768, 2048, 959, 959 },
+  { 8, 32768, 8192, 959, 959 },
+  { 8, 32768, 32768, 959, 959 },
+  { 8, 65536, 1, 960, 960 },
+  { 8, 65536, 8, 961, 962 },
+  { 8, 65536, 32, 963, 964 },
+  { 8, 65536, 128, 965, 965 },
+  { 8, 65536, 512, 965, 965 },
+  { 8, 65536, 2048, 958, 958 },
+  { 8, 65536, 8192, 958, 958 },
+  { 8, 65536, 32768, 958, 958 },
+  { 8, 131072, 1, 966, 967 },
+  { 8, 131072, 8, 966, 968 },
+  { 8, 131072, 32, 969, 968 },
+  { 8, 131072, 128, 969, 968 },
+  { 8, 131072, 512, 969, 968 },
+  { 8, 131072, 2048, 969, 968 },
+  { 8, 131072, 8192, 969, 968 },
+  { 8, 131072, 32768, 970, 970 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3363,30 +3557,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_d352a044f7b5(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_d352a044f7b5_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b97438b4ab05(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b97438b4ab05_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f171cf2dbc5b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_f171cf2dbc5b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_6eae2b7c2f6d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_6eae2b7c2f6d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_095f4ca100a8(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_095f4ca100a8_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b69c319f06ed(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b69c319f06ed_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3286e3737283(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_3286e3737283_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_21f024678edf(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_21f024678edf_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_2430cb1c28a4(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_2430cb1c28a4_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_323aeb375ba3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_323aeb375ba3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_06ddded05046(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_06ddded05046_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5361f4f072f3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5361f4f072f3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ea6d9a8f149c(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_ea6d9a8f149c_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_1ff8c0331f79(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_1ff8c0331f79_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_55008ff66bdc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_55008ff66bdc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_022405c135b7(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_022405c135b7_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e8de25ccba1f(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e8de25ccba1f_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_67cc84ba3828(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_67cc84ba3828_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_42513a92f61b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_42513a92f61b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6f3b12bfb7f3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_6f3b12bfb7f3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_53ff8b349934(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_53ff8b349934_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_607f3d2444b0(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_607f3d2444b0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_cccfdd19ed49(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_cccfdd19ed49_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_15541d41a30a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_15541d41a30a_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3400,18 +3594,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_d352a044f7b5, (const void*)&normgen_layernorm_bwd_d352a044f7b5_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_b97438b4ab05, (const void*)&normgen_layernorm_bwd_b97438b4ab05_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_f171cf2dbc5b, (const void*)&normgen_layernorm_bwd_f171cf2dbc5b_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_6eae2b7c2f6d, (const void*)&normgen_layernorm_bwd_6eae2b7c2f6d_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_095f4ca100a8, (const void*)&normgen_layernorm_bwd_095f4ca100a8_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_b69c319f06ed, (const void*)&normgen_layernorm_bwd_b69c319f06ed_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_3286e3737283, (const void*)&normgen_rmsnorm_bwd_3286e3737283_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_21f024678edf, (const void*)&normgen_rmsnorm_bwd_21f024678edf_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_2430cb1c28a4, (const void*)&normgen_rmsnorm_bwd_2430cb1c28a4_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_323aeb375ba3, (const void*)&normgen_rmsnorm_bwd_323aeb375ba3_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_06ddded05046, (const void*)&normgen_rmsnorm_bwd_06ddded05046_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5361f4f072f3, (const void*)&normgen_rmsnorm_bwd_5361f4f072f3_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_ea6d9a8f149c, (const void*)&normgen_layernorm_bwd_ea6d9a8f149c_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_1ff8c0331f79, (const void*)&normgen_layernorm_bwd_1ff8c0331f79_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 229376, 1 },  // regs.t512.v8.tpr512.i4.s3.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_55008ff66bdc, (const void*)&normgen_layernorm_bwd_55008ff66bdc_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_022405c135b7, (const void*)&normgen_layernorm_bwd_022405c135b7_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_e8de25ccba1f, (const void*)&normgen_layernorm_bwd_e8de25ccba1f_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_67cc84ba3828, (const void*)&normgen_layernorm_bwd_67cc84ba3828_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_42513a92f61b, (const void*)&normgen_rmsnorm_bwd_42513a92f61b_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_6f3b12bfb7f3, (const void*)&normgen_rmsnorm_bwd_6f3b12bfb7f3_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_53ff8b349934, (const void*)&normgen_rmsnorm_bwd_53ff8b349934_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_607f3d2444b0, (const void*)&normgen_rmsnorm_bwd_607f3d2444b0_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_cccfdd19ed49, (const void*)&normgen_rmsnorm_bwd_cccfdd19ed49_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_15541d41a30a, (const void*)&normgen_rmsnorm_bwd_15541d41a30a_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

@@ -28,11 +28,19 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
  * or reading what this one writes. Both are no-ops for a launch without the programmatic
  * stream serialization attribute.
  */
-__device__ __forceinline__ void start_after_previous_grid() {
+__device__ __forceinline__ void release_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void start_after_previous_grid() {
+  release_dependents();
+  wait_for_previous_grid();
 }
 
 /** Round a float to E's precision and back: what storing then reloading gives. */
@@ -220,6 +228,36 @@ template <int CLUSTER>
 __device__ __forceinline__ int cluster_rank() {
   if constexpr (CLUSTER == 1) return 0;
   else return int(blockIdx.x % CLUSTER);  // 1-D grid, cluster dims (CLUSTER, 1, 1)
+}
+
+/**
+ * Before griddepcontrol.wait: pull this CTA's first rows (its slice of them, with clusters)
+ * into L2, one bulk prefetch per row and input, so that their DRAM reads overlap the
+ * previous grid's tail instead of starting after it. Only L2 is touched, and L2 is where
+ * the previous grid's writes land: the loads after the wait still see them. A CTA's rows
+ * start at (blockIdx.x / CLUSTER) * (THREADS / TPR) in every storage; a cluster CTA's slice
+ * is ITEMS * TPR * VEC columns, or hidden split in VEC-aligned parts (ITEMS 0).
+ */
+template <typename C, int THREADS, int VEC, int TPR, int ITEMS, int CLUSTER, int HIDDEN>
+__device__ __forceinline__ void prefetch_first_rows(const NormgenFwdParams& p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kRows = THREADS / TPR;
+  const int t = int(threadIdx.x);
+  if (t >= kRows * (C::kResidual ? 2 : 1)) return;  // thread t: row t % kRows, residual when t >= kRows
+  const int64_t row = int64_t(blockIdx.x / CLUSTER) * kRows + t % kRows;
+  const int hidden = HIDDEN > 0 ? HIDDEN : int(p.hidden);
+  const int slice = ITEMS > 0 ? ITEMS * TPR * VEC : (hidden + CLUSTER * VEC - 1) / (CLUSTER * VEC) * VEC;
+  const int col0 = cluster_rank<CLUSTER>() * slice;
+  const int count = min(slice, hidden - col0);
+  if (row >= p.rows || count <= 0) return;
+  const bool residual = t >= kRows;
+  const uintptr_t first = residual ? uintptr_t(static_cast<const typename C::R*>(p.residual) + row * p.residual_stride + col0)
+                                   : uintptr_t(static_cast<const typename C::T*>(p.x) + row * p.x_stride + col0);
+  const uintptr_t end = first + uintptr_t(count) * (residual ? sizeof(typename C::R) : sizeof(typename C::T));
+  // The bulk prefetch takes 16-byte-aligned addresses and sizes: widen to 16-byte bounds.
+  const uintptr_t from = first & ~uintptr_t(15), to = (end + 15) & ~uintptr_t(15);
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(from), "r"(unsigned(to - from)) : "memory");
+#endif
 }
 
 #ifdef NORMGEN_HAS_CLUSTERS
