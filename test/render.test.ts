@@ -2,7 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { allFeatureCombos, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
 import { renderCudaUnit } from '../generator/render-cuda.js';
-import { GENERIC_PARAMS } from '../generator/space.js';
+import { parseArch } from '../generator/arch.js';
+import { enumerateSpace, GENERIC_PARAMS } from '../generator/space.js';
 import { FAULTS, makeVariant } from '../generator/variant.js';
 
 const TYPES = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
@@ -60,6 +61,33 @@ test('fault variants render only their fault and have their own ids', () => {
     assert.ok(renderCudaUnit(makeProblem(spec, 8, 1), [v]).includes(`Deliberately broken (${f})`));
   }
   assert.is(ids.size, FAULTS.length + 1);
+});
+
+test('every storage but reload prefetches its first rows into L2 between releasing dependents and waiting', () => {
+  const residual = allFeatureCombos().find((f) => f.residual === 'same' && !f.bias && !f.stats && !f.weightOffset && f.weight === 'same')!;
+  const problems = [
+    makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: residual }, 8192, 2048),
+    makeProblem({ op: 'layernorm', dtype: 'fp32', features: { ...residual, residual: 'none', bias: true } }, 32768, 2048),
+  ];
+  const seen = new Set<string>();
+  for (const problem of problems)
+    for (const params of enumerateSpace(problem, parseArch('sm90'))) {
+      const kind = `${params.storage}${params.cluster > 1 ? '.cl' : ''}`;
+      if (seen.has(kind)) continue;
+      seen.add(kind);
+      const v = makeVariant(problem, params);
+      const src = renderCudaUnit(problem, [v]);
+      const body = src.slice(src.indexOf(`${v.symbol}(`));
+      const order = ['release_dependents();', 'prefetch_first_rows<', 'wait_for_previous_grid();', `${params.storage}_kernel<`].map((s) => body.indexOf(s));
+      if (params.storage === 'reload') {
+        assert.is(order[1], -1, kind);
+        continue;
+      }
+      assert.ok(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1])), `${kind}: release, prefetch, wait, kernel in that order`);
+      const args = `${params.threads}, ${params.vec}, ${params.threadsPerRow}, ${params.items}, ${params.cluster}, ${params.fixedHidden ?? 0}>(p);`;
+      assert.ok(body.includes(`prefetch_first_rows<Config, ${args}`), `${kind}: prefetch shaped like the kernel`);
+    }
+  for (const kind of ['pipelined.cl', 'regs', 'regs.cl', 'reload', 'ring', 'ring.cl', 'smem', 'smem.cl']) assert.ok(seen.has(kind), kind);
 });
 
 test.run();
