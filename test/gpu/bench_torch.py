@@ -132,7 +132,7 @@ def bench_problem(ng, spec, hidden, rows, args, liger, compile_ok, l2_bytes, gen
     first["peer_w"], first["peer_b"] = peer_params(spec, first)
     inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()} for _ in range(copies - 1)]
     guess_us = bytes_moved / 3e6  # at ~3 TB/s, only to size the graph
-    calls = min(MAX_COPIES, max(copies, 3, math.ceil(GRAPH_US / guess_us)))
+    calls = min(args.max_calls, max(copies, 3, math.ceil(GRAPH_US / guess_us)))
     impls = implementations(ng, spec, args, liger, compile_ok)
     results = time_in_rounds(impls, inputs, calls, args.repeats, args.rounds, keep_outputs=copies > 1)
     try:
@@ -231,6 +231,9 @@ def main():
     parser.add_argument("--no-plain", dest="plain", action="store_false", help="do not also time normgen with plain launches")
     parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune-no-cudagraphs') (slow)")
     parser.add_argument("--budget-s", type=float, default=300, help="stop compiling new shapes after this many seconds")
+    parser.add_argument("--max-calls", type=int, default=MAX_COPIES,
+                        help=f"at most this many calls in one graph (default {MAX_COPIES}), to compare chain lengths with the tuner's"
+                        " (~1 ms of work, at least 16 launches); fewer calls than input copies read fewer copies, and the L2 is then less cold")
     args = parser.parse_args()
 
     started = time.time()
@@ -277,7 +280,7 @@ def main():
 
     geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
     lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
-        f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
+        f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work, at most {args.max_calls}) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
         f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays,"
         f" {args.rounds} rounds (every implementation once a round, in turn; each round starts with the next one), the median of the rounds;"
         " GPU time only (no Python or launch overhead)."
