@@ -37,6 +37,13 @@ def parse_ints(text):
     return [int(v) for v in text.split(",") if v]
 
 
+def positive_int(text):
+    n = int(text)
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return n
+
+
 def try_liger():
     """(rms_norm(x, w, eps), layer_norm(x, w, b, eps), note) from Liger-Kernel, or Nones and why not."""
     try:
@@ -231,7 +238,7 @@ def main():
     parser.add_argument("--no-plain", dest="plain", action="store_false", help="do not also time normgen with plain launches")
     parser.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune-no-cudagraphs') (slow)")
     parser.add_argument("--budget-s", type=float, default=300, help="stop compiling new shapes after this many seconds")
-    parser.add_argument("--max-calls", type=int, default=MAX_COPIES,
+    parser.add_argument("--max-calls", type=positive_int, default=MAX_COPIES,
                         help=f"at most this many calls in one graph (default {MAX_COPIES}), to compare chain lengths with the tuner's"
                         " (~1 ms of work, at least 16 launches); fewer calls than input copies read fewer copies, and the L2 is then less cold")
     args = parser.parse_args()

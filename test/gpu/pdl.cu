@@ -30,11 +30,13 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #define CHECK(call)                                                                               \
@@ -114,16 +116,19 @@ using Kernel = void (*)(const Chunk*, const Chunk*, Chunk*);
 
 struct Shape {
   int hidden, rows, tpr;
-  Kernel norm[kModes], copy[kModes];
+  std::array<Kernel, kModes> norm, copy;
 };
+
+// The kernel of every mode, in Mode order.
+template <int H, int TPR, bool COPY, int... MODES>
+std::array<Kernel, kModes> kernels(std::integer_sequence<int, MODES...>) {
+  return {norm_kernel<H, TPR, MODES, COPY>...};
+}
 
 template <int H, int TPR>
 Shape shape(int rows) {
-  return {H, rows, TPR,
-          {norm_kernel<H, TPR, PLAIN, false>, norm_kernel<H, TPR, PDL_EXIT, false>, norm_kernel<H, TPR, PDL_START, false>,
-           norm_kernel<H, TPR, PDL_W_EARLY, false>, norm_kernel<H, TPR, PDL_PF, false>, norm_kernel<H, TPR, PDL_BULK_PF, false>},
-          {norm_kernel<H, TPR, PLAIN, true>, norm_kernel<H, TPR, PDL_EXIT, true>, norm_kernel<H, TPR, PDL_START, true>,
-           norm_kernel<H, TPR, PDL_W_EARLY, true>, norm_kernel<H, TPR, PDL_PF, true>, norm_kernel<H, TPR, PDL_BULK_PF, true>}};
+  const auto modes = std::make_integer_sequence<int, kModes>{};
+  return {H, rows, TPR, kernels<H, TPR, false>(modes), kernels<H, TPR, true>(modes)};
 }
 
 void launch(Kernel k, int mode, const Shape& s, cudaStream_t stream, const void* x, const void* w, void* y) {
