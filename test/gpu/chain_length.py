@@ -1,0 +1,94 @@
+"""How the time per call of the package's kernels (and torch.compile's) depends on the graph's length.
+
+bench_torch.py timed short kernels slower in graphs of 4096 calls than in graphs of 800 (and the tuner
+faster still): this times a few shapes over graph lengths, with programmatic
+launch on and off, each call writing fresh outputs (as the benchmark does) or one output buffer again
+(fewer pages touched), to tell chain length from memory footprint.
+
+    python3 test/gpu/chain_length.py PKG_DIR OUT_MD [--shapes rmsnorm.bf16.w-same:4096x32,...] [--calls 100,400,...]
+"""
+
+import argparse
+import math
+import statistics
+
+import torch
+
+from torch_common import call_normgen, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params
+
+EPS = 1e-6
+L2_COLD_FACTOR = 3.5  # as bench_torch.py: the rotated inputs span this many L2 sizes
+
+
+def parse_shapes(text):
+    """'spec:HIDDENxROWS,...' -> [(spec key, hidden, rows)]."""
+    shapes = []
+    for item in text.split(","):
+        key, dims = item.split(":")
+        hidden, rows = (int(v) for v in dims.split("x"))
+        shapes.append((key, hidden, rows))
+    return shapes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pkg_dir")
+    parser.add_argument("out_md")
+    parser.add_argument("--shapes", type=parse_shapes,
+                        default="rmsnorm.bf16.w-same:4096x32,rmsnorm.bf16.w-same.res-same:4096x32,layernorm.bf16.w-same.bias:4096x32")
+    parser.add_argument("--calls", default="100,200,400,800,1600,3200,4096")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+    call_counts = [int(c) for c in args.calls.split(",")]
+
+    ng = import_binding(args.pkg_dir)
+    specs = {s.key: s for s in package_specs(args.pkg_dir)}
+    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    lines = log_header("normgen: time per call (us) against the graph's length", ng)
+    lines += ["", "| spec | hidden x rows | impl | outputs | " + " | ".join(f"{c} calls" for c in call_counts) + " |",
+              "|---|---|---|---|" + "---|" * len(call_counts)]
+    for key, hidden, rows in args.shapes:
+        spec = specs[key]
+        half = spec.bytes_moved(rows, hidden) / 2
+        copies = max(1, min(4096, math.ceil(L2_COLD_FACTOR * l2_bytes / half)))
+        first = make_inputs(spec, (rows, hidden), gen)
+        first["peer_w"], first["peer_b"] = peer_params(spec, first)
+        inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()}
+                            for _ in range(copies - 1)]
+
+        def normgen(inp):
+            return call_normgen(ng, spec, inp, EPS)
+
+        def plain(inp):
+            before = ng.set_programmatic_launch(False)
+            try:
+                return call_normgen(ng, spec, inp, EPS)
+            finally:
+                ng.set_programmatic_launch(before)
+
+        eager = lambda inp: call_torch(spec, inp, EPS, inp["peer_w"], inp["peer_b"])
+        impls = {"normgen": normgen, "normgen plain": plain}
+        if not args.no_compile:
+            impls["compile"] = torch.compile(eager, fullgraph=True, dynamic=False)
+        for name, fn in impls.items():
+            for fresh in (True, False):
+                cells = []
+                for calls in call_counts:
+                    us, _ = measure(fn, inputs, calls, args.repeats, keep_outputs=fresh)
+                    cells.append(f"{us:.2f}")
+                    torch.cuda.empty_cache()
+                row = f"| {key} | {hidden} x {rows} | {name} | {'fresh' if fresh else 'reused'} | " + " | ".join(cells) + " |"
+                print(row, flush=True)
+                lines.append(row)
+        lines.append(f"| | | ({copies} input copies) | | " + " | ".join("" for _ in call_counts) + " |")
+        del inputs, first
+        torch.cuda.empty_cache()
+    with open(args.out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.out_md}")
+
+
+if __name__ == "__main__":
+    main()
