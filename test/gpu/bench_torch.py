@@ -24,7 +24,7 @@ import time
 import torch
 import torch._dynamo
 
-from torch_common import (call_normgen, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params,
+from torch_common import (call_normgen, call_normgen_plain, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params,
                           time_events, tuned_grid, warm_up, write_log)
 
 EPS = 1e-5
@@ -94,15 +94,7 @@ def implementations(ng, spec, args, liger, compile_ok):
 
     impls = {"normgen": normgen}
     if args.plain:
-
-        def normgen_plain(inp):
-            before = ng.set_programmatic_launch(False)
-            try:
-                return call_normgen(ng, spec, inp, EPS)
-            finally:
-                ng.set_programmatic_launch(before)
-
-        impls["normgen plain"] = normgen_plain
+        impls["normgen plain"] = lambda inp: call_normgen_plain(ng, spec, inp, EPS)
     impls["eager"] = eager
     if compile_ok:
         impls["compile"] = torch.compile(eager, fullgraph=True, dynamic=False)

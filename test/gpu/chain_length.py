@@ -10,11 +10,10 @@ launch on and off, each call writing fresh outputs (as the benchmark does) or on
 
 import argparse
 import math
-import statistics
 
 import torch
 
-from torch_common import call_normgen, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params
+from torch_common import call_normgen, call_normgen_plain, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params
 
 EPS = 1e-6
 L2_COLD_FACTOR = 3.5  # as bench_torch.py: the rotated inputs span this many L2 sizes
@@ -58,19 +57,12 @@ def main():
         inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()}
                             for _ in range(copies - 1)]
 
-        def normgen(inp):
-            return call_normgen(ng, spec, inp, EPS)
-
-        def plain(inp):
-            before = ng.set_programmatic_launch(False)
-            try:
-                return call_normgen(ng, spec, inp, EPS)
-            finally:
-                ng.set_programmatic_launch(before)
-
-        eager = lambda inp: call_torch(spec, inp, EPS, inp["peer_w"], inp["peer_b"])
-        impls = {"normgen": normgen, "normgen plain": plain}
+        impls = {
+            "normgen": lambda inp: call_normgen(ng, spec, inp, EPS),
+            "normgen plain": lambda inp: call_normgen_plain(ng, spec, inp, EPS),
+        }
         if not args.no_compile:
+            eager = lambda inp: call_torch(spec, inp, EPS, inp["peer_w"], inp["peer_b"])
             impls["compile"] = torch.compile(eager, fullgraph=True, dynamic=False)
         for name, fn in impls.items():
             for fresh in (True, False):

@@ -113,6 +113,15 @@ def call_normgen(ng, spec, inp, eps):
     return dict(zip(names, outs))
 
 
+def call_normgen_plain(ng, spec, inp, eps):
+    """call_normgen with programmatic launch turned off for this call (what a call after a kernel that does not release its dependents gets)."""
+    before = ng.set_programmatic_launch(False)
+    try:
+        return call_normgen(ng, spec, inp, eps)
+    finally:
+        ng.set_programmatic_launch(before)
+
+
 def peer_params(spec, inp):
     """weight and bias as torch's functional ops take them: in the normalized tensor's dtype, (1 + w) applied."""
     norm_dtype = spec.dtype_of(spec.residual) if spec.residual != "none" else DTYPES[spec.dtype]
