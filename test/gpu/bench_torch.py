@@ -24,24 +24,15 @@ import time
 import torch
 import torch._dynamo
 
-from torch_common import (call_normgen, call_normgen_plain, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params,
-                          time_events, tuned_grid, warm_up, write_log)
+from torch_common import (L2_COLD_FACTOR, MAX_COPIES, call_normgen, call_normgen_plain, call_torch, import_binding, input_copies, log_header,
+                          measure, package_specs, positive_int, rotated_inputs, time_events, tuned_grid, warm_up, write_log)
 
 EPS = 1e-5
-L2_COLD_FACTOR = 3.5  # the rotated inputs (what a call reads) span this many L2 sizes; the tuner rotates as many
-MAX_COPIES = 4096  # also the most calls in one graph
 GRAPH_US = 2000  # aim for at least this much GPU time per graph replay
 
 
 def parse_ints(text):
     return [int(v) for v in text.split(",") if v]
-
-
-def positive_int(text):
-    n = int(text)
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return n
 
 
 def try_liger():
@@ -124,12 +115,11 @@ def fits(spec, rows, hidden, copies):
 def bench_problem(ng, spec, hidden, rows, args, liger, compile_ok, l2_bytes, gen):
     """{impl: (us, via graph)} for one (spec, hidden, rows); None when it does not fit."""
     bytes_moved = spec.bytes_moved(rows, hidden)
-    copies = max(1, min(MAX_COPIES, math.ceil(L2_COLD_FACTOR * l2_bytes / (bytes_moved / 2))))
+    copies = input_copies(spec, rows, hidden, l2_bytes)
     if not fits(spec, rows, hidden, copies):
         return None
-    first = make_inputs(spec, (rows, hidden), gen)
-    first["peer_w"], first["peer_b"] = peer_params(spec, first)
-    inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()} for _ in range(copies - 1)]
+    inputs = rotated_inputs(spec, rows, hidden, copies, gen)
+    first = inputs[0]
     guess_us = bytes_moved / 3e6  # at ~3 TB/s, only to size the graph
     calls = min(args.max_calls, max(copies, 3, math.ceil(GRAPH_US / guess_us)))
     impls = implementations(ng, spec, args, liger, compile_ok)

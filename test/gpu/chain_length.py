@@ -9,24 +9,30 @@ launch on and off, each call writing fresh outputs (as the benchmark does) or on
 """
 
 import argparse
-import math
 
 import torch
 
-from torch_common import call_normgen, call_normgen_plain, call_torch, import_binding, log_header, make_inputs, measure, package_specs, peer_params
+from torch_common import (call_normgen, call_normgen_plain, call_torch, import_binding, input_copies, log_header, measure, package_specs,
+                          positive_int, rotated_inputs)
 
 EPS = 1e-6
-L2_COLD_FACTOR = 3.5  # as bench_torch.py: the rotated inputs span this many L2 sizes
 
 
 def parse_shapes(text):
     """'spec:HIDDENxROWS,...' -> [(spec key, hidden, rows)]."""
     shapes = []
     for item in text.split(","):
-        key, dims = item.split(":")
-        hidden, rows = (int(v) for v in dims.split("x"))
+        try:
+            key, dims = item.split(":")
+            hidden, rows = (positive_int(v) for v in dims.split("x"))
+        except (ValueError, argparse.ArgumentTypeError):
+            raise argparse.ArgumentTypeError(f"'{item}' is not SPEC:HIDDENxROWS with positive sizes") from None
         shapes.append((key, hidden, rows))
     return shapes
+
+
+def parse_counts(text):
+    return [positive_int(c) for c in text.split(",")]
 
 
 def main():
@@ -35,14 +41,17 @@ def main():
     parser.add_argument("out_md")
     parser.add_argument("--shapes", type=parse_shapes,
                         default="rmsnorm.bf16.w-same:4096x32,rmsnorm.bf16.w-same.res-same:4096x32,layernorm.bf16.w-same.bias:4096x32")
-    parser.add_argument("--calls", default="100,200,400,800,1600,3200,4096")
+    parser.add_argument("--calls", type=parse_counts, default="100,200,400,800,1600,3200,4096")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
-    call_counts = [int(c) for c in args.calls.split(",")]
+    call_counts = args.calls
 
     ng = import_binding(args.pkg_dir)
     specs = {s.key: s for s in package_specs(args.pkg_dir)}
+    unknown = sorted({key for key, _, _ in args.shapes} - specs.keys())
+    if unknown:
+        parser.error(f"the package has no spec {', '.join(unknown)} (it has {', '.join(sorted(specs))})")
     l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
     gen = torch.Generator(device="cuda").manual_seed(7)
     lines = log_header("normgen: time per call (us) against the graph's length", ng)
@@ -50,12 +59,8 @@ def main():
               "|---|---|---|---|" + "---|" * len(call_counts)]
     for key, hidden, rows in args.shapes:
         spec = specs[key]
-        half = spec.bytes_moved(rows, hidden) / 2
-        copies = max(1, min(4096, math.ceil(L2_COLD_FACTOR * l2_bytes / half)))
-        first = make_inputs(spec, (rows, hidden), gen)
-        first["peer_w"], first["peer_b"] = peer_params(spec, first)
-        inputs = [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()}
-                            for _ in range(copies - 1)]
+        copies = input_copies(spec, rows, hidden, l2_bytes)
+        inputs = rotated_inputs(spec, rows, hidden, copies, gen)
 
         impls = {
             "normgen": lambda inp: call_normgen(ng, spec, inp, EPS),
@@ -75,7 +80,7 @@ def main():
                 print(row, flush=True)
                 lines.append(row)
         lines.append(f"| | | ({copies} input copies) | | " + " | ".join("" for _ in call_counts) + " |")
-        del inputs, first
+        del inputs
         torch.cuda.empty_cache()
     with open(args.out_md, "w") as f:
         f.write("\n".join(lines) + "\n")

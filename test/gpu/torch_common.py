@@ -2,8 +2,10 @@
 binding, read its kernel specs and tuned grid from dispatch.json, make inputs, call the
 package and the torch peers the same way, and write the markdown log header."""
 
+import argparse
 import datetime
 import json
+import math
 import os
 import shlex
 import statistics
@@ -16,6 +18,8 @@ import torch.nn.functional as F
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+L2_COLD_FACTOR = 3.5  # the rotated inputs (what a call reads) span this many L2 sizes; the tuner rotates as many
+MAX_COPIES = 4096  # also the most calls in one graph
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,25 @@ def call_normgen_plain(ng, spec, inp, eps):
         return call_normgen(ng, spec, inp, eps)
     finally:
         ng.set_programmatic_launch(before)
+
+
+def input_copies(spec, rows, hidden, l2_bytes):
+    """How many input copies a timing rotates over: together >= L2_COLD_FACTOR L2s (cold L2), at most MAX_COPIES."""
+    return max(1, min(MAX_COPIES, math.ceil(L2_COLD_FACTOR * l2_bytes / (spec.bytes_moved(rows, hidden) / 2))))
+
+
+def rotated_inputs(spec, rows, hidden, copies, gen):
+    """`copies` input sets of random data (x and residual cloned; weight, bias and the peers' ones shared)."""
+    first = make_inputs(spec, (rows, hidden), gen)
+    first["peer_w"], first["peer_b"] = peer_params(spec, first)
+    return [first] + [{k: (v.clone() if k in ("x", "residual") and v is not None else v) for k, v in first.items()} for _ in range(copies - 1)]
+
+
+def positive_int(text):
+    n = int(text)
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return n
 
 
 def peer_params(spec, inp):
