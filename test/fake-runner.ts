@@ -5,6 +5,8 @@
 // FAKE_SCALE=symbol:factor,... makes those kernels slower (> 1) or faster (< 1);
 // FAKE_ALIAS=symbol:factor,... scales their time when asked to alias weight and bias
 // (affineAlias: both placements are reported, the slower as the median);
+// FAKE_LATE=symbol:factor,... scales their time when asked to compare release points and
+// releasing late (compareRelease, with programmatic launch: both reported, the faster as the median);
 // FAKE_LOG=file appends every run request's timing fields to that file.
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -16,16 +18,18 @@ const wrong = list('FAKE_WRONG');
 const factors = (name: string) => new Map([...list(name)].map((e) => [e.split(':')[0], Number(e.split(':')[1])]));
 const scale = factors('FAKE_SCALE');
 const aliasScale = factors('FAKE_ALIAS');
+const lateScale = factors('FAKE_LATE');
+const programmatic = () => process.env.NORMGEN_PDL !== '0';
 const say = (o: object) => process.stdout.write(JSON.stringify(o) + '\n');
 
 createInterface({ input: process.stdin }).on('line', (line) => {
   const req = JSON.parse(line);
   if (req.cmd === 'info') {
-    say({ status: 'OK', name: 'Fake GPU', major: 9, minor: 0, sms: 132, memoryBytes: 80e9, l2Bytes: 50e6, driver: 13000, runtime: 13000, driverVersion: 'fake 1.0', uuid: 'fake', programmaticLaunch: process.env.NORMGEN_PDL !== '0' });
+    say({ status: 'OK', name: 'Fake GPU', major: 9, minor: 0, sms: 132, memoryBytes: 80e9, l2Bytes: 50e6, driver: 13000, runtime: 13000, driverVersion: 'fake 1.0', uuid: 'fake', programmaticLaunch: programmatic() });
   } else if (req.cmd === 'copy') {
     say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {
-    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias }) + '\n');
+    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias, compareRelease: req.compareRelease }) + '\n');
     if (hang.has(req.symbol)) return; // never answers
     if (crash.has(req.symbol)) {
       say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });
@@ -35,9 +39,12 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     if (wrong.has(req.symbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, medianUs: us / 10 });
     else {
       const aliased = req.affineAlias ? us * (aliasScale.get(req.symbol) ?? 1) : undefined;
-      const t = Math.max(us, aliased ?? us);
+      const start = Math.max(us, aliased ?? us);
       const placements = aliased === undefined ? {} : { usualUs: us, aliasedUs: aliased };
-      say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, verified: true });
+      const late = req.compareRelease && programmatic() ? start * (lateScale.get(req.symbol) ?? 1) : undefined;
+      const releases = late === undefined ? {} : { releaseStartUs: start, releaseLateUs: late, ...(late < start ? { releaseLate: true } : {}) };
+      const t = Math.min(start, late ?? start);
+      say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, ...releases, verified: true });
     }
   } else if (req.cmd === 'quit') {
     process.exit(0);

@@ -14,8 +14,10 @@ import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { tuneReport } from '../tuner/tune-report.js';
 import type { Progress } from '../tuner/progress.js';
-import { AFFINE_ALIAS_BYTES, runRequest, type RunOptions } from '../tuner/measure.js';
-import { FULL, SCREEN, SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
+import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, runRequest, type RunOptions } from '../tuner/measure.js';
+import { finalOptions, FULL, SCREEN, SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
+import { buildDispatchTable } from '../tuner/dispatch.js';
+import { planPackage } from '../generator/package-plan.js';
 import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
@@ -135,6 +137,8 @@ test('--budget screen times all briefly, then the best N and the baseline in ful
   assert.ok(finals.every((r) => r.maxCopies === undefined));
   // Finals time a long chain of launches (programmatic launch's steady state); screens do not.
   assert.ok(finals.every((r) => r.chainLaunches === 16) && screens.every((r) => r.chainLaunches === undefined));
+  // Finals of these short problems compare the two release points; screens do not.
+  assert.ok(finals.every((r) => r.compareRelease === true) && screens.every((r) => r.compareRelease === undefined));
   const results = TuningDb.read(dbPath).results;
   for (const p of out.problems) {
     const mine = results.filter((r) => r.problemKey === problemKey(p));
@@ -189,6 +193,55 @@ test('the aliased placement is asked for full timings of reload kernels without 
   assert.is(asked(plain, baselineParams(plain), FULL), undefined, 'a kernel that reads x once');
   assert.is(asked(plain, reload, SCREEN), undefined);
   assert.is(asked(plain, reload, { ...FULL, time: false }), undefined, 'nothing to time');
+});
+
+test('finals of short problems are timed releasing the next grid at the start and after the wait; the faster wins and the table launches it so', async () => {
+  const probe = makeProblem(RMS_BF16, 1024, 8);
+  const baseline = makeVariant(probe, baselineParams(probe));
+  const run = async (lateFactor: number, pdl = true) => {
+    const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+    const saved = process.env.NORMGEN_PDL;
+    Object.assign(process.env, { FAKE_LATE: `${baseline.symbol}:${lateFactor}`, NORMGEN_PDL: pdl ? '1' : '0' });
+    const out = await tune(options(dbPath, { grid: { ...grid, rows: [probe.rows] } })).finally(() => {
+      delete process.env.FAKE_LATE;
+      if (saved === undefined) delete process.env.NORMGEN_PDL;
+      else process.env.NORMGEN_PDL = saved;
+    });
+    out.db.close();
+    const db = TuningDb.read(dbPath);
+    return { db, record: db.results.find((r) => r.variantId === baseline.id)! };
+  };
+
+  const late = await run(0.01);
+  assert.is(late.record.releaseLate, true);
+  assert.is(late.record.medianUs, late.record.releaseLateUs, 'the faster release point is its time');
+  assert.ok(late.record.releaseLateUs! < late.record.releaseStartUs!);
+  const entry = buildDispatchTable(late.db).entries[0];
+  assert.is(entry.variantId, baseline.id);
+  assert.is(entry.releaseLate, true);
+  const plan = planPackage([{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: '', tunedOn: '', table: buildDispatchTable(late.db), measured: '' }]);
+  assert.equal(plan.entries.map((e) => e.releaseLate), [1]);
+  assert.match(tuneReport(late.db, 1, 0), /timed twice, the next grid released at the kernel's start and after its wait, and keep the faster: \d+ timings, 1 faster released after the wait \(1 by over 2%/);
+
+  const slower = await run(3);  // slower released late: timed so, but launched releasing at the start
+  assert.is(slower.record.releaseLate, undefined);
+  assert.is(slower.record.medianUs, slower.record.releaseStartUs);
+  assert.ok(buildDispatchTable(slower.db).entries.every((e) => e.releaseLate === undefined));
+
+  const plain = await run(0.01, false);  // without programmatic launch there is nothing to compare
+  assert.is(plain.record.releaseStartUs, undefined);
+  assert.is(plain.record.releaseLate, undefined);
+});
+
+test('only final timings of problems moving up to RELEASE_COMPARE_MAX_BYTES compare release points', () => {
+  const short = makeProblem(RMS_BF16, 4096, 32);
+  const long = makeProblem(RMS_BF16, 8192, 32768);  // 1 GiB moved: the release point is lost in the kernel's time
+  assert.ok(RELEASE_COMPARE_MAX_BYTES > 2 * 2 * 4096 * 32 && RELEASE_COMPARE_MAX_BYTES < 2 * 2 * 8192 * 32768);
+  const asked = (p: Problem, o: RunOptions) => runRequest(p, makeVariant(p, baselineParams(p)), 'k.cubin', o).compareRelease;
+  assert.is(asked(short, finalOptions(short)), true);
+  assert.is(asked(long, finalOptions(long)), undefined);
+  assert.is(asked(short, SCREEN), undefined);
+  assert.is(asked(short, { ...finalOptions(short), time: false }), undefined, 'nothing to time');
 });
 
 test.run();

@@ -12,7 +12,7 @@ import { fwdParams, sameDevice, type DbResult, type TuningDb } from './db.js';
 import { copyBandwidth, queryDevice, type DeviceId } from './device.js';
 import { measure, type Measurement } from './measure.js';
 import { buildRunner, Runner } from './runner.js';
-import { FULL, hangTimeoutMs } from './tune.js';
+import { finalOptions, hangTimeoutMs } from './tune.js';
 
 export interface CheckOptions {
   /** The databases to choose from: the one tuned on this GPU's model is checked. */
@@ -162,7 +162,7 @@ export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
         const b = builds.get(variant.id)!;
         const now: Measurement =
           b.status === 'OK'
-            ? await measure(runner, problem, variant, b.cubin, { ...FULL, timeoutMs: hangTimeoutMs(problem, o.timeoutSeconds) }, copyNow)
+            ? await measure(runner, problem, variant, b.cubin, { ...finalOptions(problem), timeoutMs: hangTimeoutMs(problem, o.timeoutSeconds) }, copyNow)
             : { status: b.status, ...(b.status === 'COMPILE_ERROR' ? { error: b.log.split('\n').find((l) => l.includes('error')) ?? 'compile error' } : {}) };
         const drift = now.status === 'OK' && now.medianUs !== undefined ? now.medianUs / recorded.medianUs! - 1 : undefined;
         rows.push({ problem, role, recorded, now, drift });

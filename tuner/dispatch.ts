@@ -28,6 +28,11 @@ export interface DispatchEntry<P extends object = CudaParams> {
    * untuned sizes instead of falling through to the generic variant.
    */
   portable?: { variantId: string; params: P; medianUs: number };
+  /**
+   * The winner was faster releasing the next grid after its wait (CUDA forward finals that
+   * compared both, see finalOptions): the package launches it so on this tuned problem.
+   */
+  releaseLate?: boolean;
 }
 
 export interface DispatchTable<P extends object = CudaParams> {
@@ -167,6 +172,7 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
       medianUs: r.medianUs!,
       regret: r.medianUs! / best.get(r.problemKey)! - 1,
       ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs! } } : {}),
+      ...(r.releaseLate ? { releaseLate: true } : {}),
     };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);

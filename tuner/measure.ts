@@ -37,6 +37,11 @@ export interface RunOptions {
    * keep the slower time (see the runner's AliasedAffine).
    */
   affineAliasBytes?: number;
+  /**
+   * With programmatic launch: time the kernel releasing the next grid at its start and after
+   * its wait, and keep the faster (finals of short problems; see compareReleaseFor).
+   */
+  compareRelease?: boolean;
 }
 
 /**
@@ -45,6 +50,14 @@ export interface RunOptions {
  * worst times the kernel twice.
  */
 export const AFFINE_ALIAS_BYTES = 64 * 1024;
+
+/**
+ * Finals of problems moving at most this many bytes (about 16 us on an H200) are timed with
+ * the next grid released at the kernel's start and after its wait, and keep the faster: in
+ * graphs of back-to-back launches either was 10-25% the faster on problems of 8-512 rows,
+ * while on larger ones they were within 0.5% (test/gpu/release-late.md).
+ */
+export const RELEASE_COMPARE_MAX_BYTES = 64e6;
 
 /**
  * Whether a kernel reads x twice counting on L1 to hold its rows between the passes: reload
@@ -107,6 +120,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     statsRtol: STATS_TOLERANCE.rtol,
     ...timingFields(o),
     ...(o.time && o.affineAliasBytes && rereadsRowsFromL1(problem, v) ? { affineAlias: o.affineAliasBytes } : {}),
+    ...(o.time && o.compareRelease ? { compareRelease: true } : {}),
   };
 }
 
@@ -128,6 +142,11 @@ export interface Measurement {
   /** Timed in two placements of weight and bias (affineAliasBytes): each median; medianUs is the slower. */
   usualUs?: number;
   aliasedUs?: number;
+  /** Faster releasing the next grid after its wait than at its start (compareRelease): the package launches it so. */
+  releaseLate?: boolean;
+  /** Timed both ways (compareRelease): each median; medianUs is the faster. */
+  releaseStartUs?: number;
+  releaseLateUs?: number;
 }
 
 /** `bytes`: the roofline numerator (default: the forward's). */
@@ -151,6 +170,11 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     if (typeof reply.usualUs === 'number' && typeof reply.aliasedUs === 'number') {
       m.usualUs = reply.usualUs;
       m.aliasedUs = reply.aliasedUs;
+    }
+    if (typeof reply.releaseStartUs === 'number' && typeof reply.releaseLateUs === 'number') {
+      m.releaseStartUs = reply.releaseStartUs;
+      m.releaseLateUs = reply.releaseLateUs;
+      if (reply.releaseLate === true) m.releaseLate = true;
     }
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;

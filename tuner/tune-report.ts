@@ -3,7 +3,7 @@
 
 import { formatTable } from '../cli/table.js';
 import type { DbSession, TuningDb } from './db.js';
-import { AFFINE_ALIAS_BYTES } from './measure.js';
+import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES } from './measure.js';
 import { WINNER_HEADER, winnerRow, winners, type Winner } from './select.js';
 
 /** Problems this large must reach the roofline target. */
@@ -95,6 +95,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `Times are medians of 5-15 samples, each a CUDA graph of ${launchText(db.sessions)}`,
     'over rotating input copies (cold L2); every timed variant was verified on the same problem.',
     ...aliasedLine(db),
+    ...releaseLine(db),
     '',
     '```',
     formatTable(WINNER_HEADER, ws.map(winnerRow)),
@@ -119,5 +120,18 @@ function aliasedLine(db: TuningDb): string[] {
   return [
     `Kernels that re-read rows from L1 (reload, no residual) were timed in their finals twice, weight and bias as allocated and aliased ` +
       `(${AFFINE_ALIAS_BYTES / 1024} KiB apart, in L1 sets of x's rows), and keep the slower time: ${both.length} timing${both.length === 1 ? '' : 's'}, ${slowed} of them over 2% slower aliased.`,
+  ];
+}
+
+/** How many final timings compared the two release points (finalOptions), and how often and by how much releasing after the wait won. */
+function releaseLine(db: TuningDb): string[] {
+  const both = db.results.filter((r) => r.releaseStartUs !== undefined && r.releaseLateUs !== undefined);
+  if (both.length === 0) return [];
+  const late = both.filter((r) => r.releaseLate).length;
+  const clearly = both.filter((r) => r.releaseLateUs! < 0.98 * r.releaseStartUs!).length;
+  const startClearly = both.filter((r) => r.releaseStartUs! < 0.98 * r.releaseLateUs!).length;
+  return [
+    `Finals of problems moving up to ${RELEASE_COMPARE_MAX_BYTES / 1e6} MB were timed twice, the next grid released at the kernel's start and after its wait, and keep the faster: ` +
+      `${both.length} timing${both.length === 1 ? '' : 's'}, ${late} faster released after the wait (${clearly} by over 2%; ${startClearly} over 2% faster released at the start).`,
   ];
 }

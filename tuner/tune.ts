@@ -9,7 +9,7 @@ import { BACKWARD, FORWARD, type AnyVariant, type Direction } from './direction.
 import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
 import { TuningDb, type DbResult, type Stage } from './db.js';
 import { checkArchMatches, copyBandwidth, queryDevice, queryRunner, type DeviceId } from './device.js';
-import { AFFINE_ALIAS_BYTES, type RunOptions } from './measure.js';
+import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, type RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
 import { gridProblems, type GridSpec } from './grid.js';
@@ -40,6 +40,9 @@ export interface TuneOptions {
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5, chainLaunches: 16, affineAliasBytes: AFFINE_ALIAS_BYTES };
+/** A final timing's options: FULL, comparing release points where the problem is short. */
+export const finalOptions = (p: Problem): RunOptions => (bytesMoved(p) <= RELEASE_COMPARE_MAX_BYTES ? { ...FULL, compareRelease: true } : FULL);
+
 /**
  * Screening rotates over at most SCREEN_MAX_COPIES input copies: with a tiny problem's cold
  * rotation (4096 copies, each replay a graph of as many launches) a 1-row problem took 29 ms
@@ -143,7 +146,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
     const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
-    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : FULL), timeoutMs, cutoffUs }, device, copyByGpu.get(runner.gpu));
+    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : finalOptions(p)), timeoutMs, cutoffUs }, device, copyByGpu.get(runner.gpu));
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };
 

@@ -748,12 +748,14 @@ struct AliasedAffine {
 };
 
 // The workspace may hold more copies than this request rotates over (a finalist's came first).
-// `affine`: weight and bias elsewhere than the workspace's (the same values).
+// `affine`: weight and bias elsewhere than the workspace's (the same values). `late`: the
+// kernel releases its dependents after its wait (NormgenFwdParams::release_late).
 static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, unsigned cluster, const Json& req,
-                               const AliasedAffine* affine = nullptr, double* median_us = nullptr) {
+                               bool late, const AliasedAffine* affine = nullptr, double* median_us = nullptr) {
   std::vector<NormgenFwdParams> ps;
   for (size_t i = 0; i < copies; ++i) {
     ps.push_back(params_for(g_ws.copies[i], d, eps));
+    ps.back().release_late = late ? 1 : 0;
     if (affine && affine->w) ps.back().weight = affine->w;
     if (affine && affine->b) ps.back().bias = affine->b;
   }
@@ -827,15 +829,29 @@ static size_t rotation_copies(const Json& req, size_t read_bytes, size_t per_cop
 // kernel is timed twice, as the workspace places them and aliased (AliasedAffine); the slower
 // timing is the reply's, both medians beside it (usualUs, aliasedUs): a kernel that is fast
 // in one placement only must not win on it.
-static std::string time_placements(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
+static std::string time_placements(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req, bool late, double* median_us) {
   const unsigned cluster = (unsigned)req.integer("cluster", 1);
   const long long period = req.integer("affineAlias", 0);
-  if (period <= 0 || (d.w == NONE && d.b == NONE)) return time_kernel(l, d, eps, copies, cluster, req);
+  if (period <= 0 || (d.w == NONE && d.b == NONE)) return time_kernel(l, d, eps, copies, cluster, req, late, nullptr, median_us);
   double usual = 0, aliased = 0;
-  const std::string usual_body = time_kernel(l, d, eps, copies, cluster, req, nullptr, &usual);
+  const std::string usual_body = time_kernel(l, d, eps, copies, cluster, req, late, nullptr, &usual);
   const AliasedAffine affine(d, (size_t)period);
-  const std::string aliased_body = time_kernel(l, d, eps, copies, cluster, req, &affine, &aliased);
+  const std::string aliased_body = time_kernel(l, d, eps, copies, cluster, req, late, &affine, &aliased);
+  *median_us = std::max(usual, aliased);
   return (aliased > usual ? aliased_body : usual_body) + ",\"usualUs\":" + num(usual) + ",\"aliasedUs\":" + num(aliased);
+}
+
+// With compareRelease and programmatic launch, the kernel is timed releasing its dependents
+// at its start and after its wait (each as time_placements does); the faster is the reply's,
+// with releaseLate set if it was late and both medians beside it (releaseStartUs,
+// releaseLateUs). The release point changes no result, only how far grids run ahead: in long
+// chains of short kernels either can be the faster by 10-25% (test/gpu/release-late.md).
+static std::string time_releases(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
+  double start = 0, late = 0;
+  const std::string start_body = time_placements(l, d, eps, copies, req, false, &start);
+  if (!g_pdl || !req.flag("compareRelease")) return start_body;
+  const std::string late_body = time_placements(l, d, eps, copies, req, true, &late);
+  return (late < start ? late_body + ",\"releaseLate\":true" : start_body) + ",\"releaseStartUs\":" + num(start) + ",\"releaseLateUs\":" + num(late);
 }
 
 static void cmd_run(const Json& req) {
@@ -895,7 +911,7 @@ static void cmd_run(const Json& req) {
     setup_workspace(d, copies);
   }
   const std::string verified = body;
-  if (req.flag("time")) body += time_placements(l, d, eps, copies, req) + ",";
+  if (req.flag("time")) body += time_releases(l, d, eps, copies, req) + ",";
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
   if (req.flag("time") && req.flag("verify")) {
