@@ -18,6 +18,8 @@ import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, runRequest, type RunOpti
 import { finalOptions, FULL, SCREEN, SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
 import { buildDispatchTable } from '../tuner/dispatch.js';
 import { planPackage } from '../generator/package-plan.js';
+import { emitPackage } from '../generator/package.js';
+import { templateHash } from '../generator/templates.js';
 import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
@@ -219,8 +221,12 @@ test('finals of short problems are timed releasing the next grid at the start an
   const entry = buildDispatchTable(late.db).entries[0];
   assert.is(entry.variantId, baseline.id);
   assert.is(entry.releaseLate, true);
-  const plan = planPackage([{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: '', tunedOn: '', table: buildDispatchTable(late.db), measured: '' }]);
-  assert.equal(plan.entries.map((e) => e.releaseLate), [1]);
+  const tables = [{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: templateHash('cuda'), tunedOn: '', table: buildDispatchTable(late.db), measured: '' }];
+  assert.equal(planPackage(tables).entries.map((e) => e.releaseLate), [1]);
+  // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_late }.
+  const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
+  emitPackage({ name: 'normgen-test', tables }, pkg);
+  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 1 \},/);
   assert.match(tuneReport(late.db, 1, 0), /timed twice, the next grid released at the kernel's start and after its wait, and keep the faster: \d+ timings, 1 faster released after the wait \(1 by over 2%/);
 
   const slower = await run(3);  // slower released late: timed so, but launched releasing at the start
