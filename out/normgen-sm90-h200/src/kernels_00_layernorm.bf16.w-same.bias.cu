@@ -20,1134 +20,1704 @@ struct Config {
 
 // regs.t64.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_a16130eaac48(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_7d147d2c18e4(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 1, 1, 512>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_73e019e0eb64(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_1173eb887f9c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr64.i1.early.h512
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_3cf2653ffb2f(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 1, 1, 512>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
-}
-
-// regs.t64.v8.tpr64.i1.h512
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_53ea2c80f822(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t64.v8.tpr64.i1.cap2048.h512
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_layernorm_fwd_4e883296db58(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 1, 1, 512>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t512.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_e9c60caece02(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_70c7d7c1c825(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 32, 2, 1, 512>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 32, 2, 1, 512>(p);
 }
 
-// regs.t512.v8.tpr16.i4.h512
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_78e7aecda3db(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// ring.t128.v8.tpr32.i2.s2.sw.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_a39a856c46d0(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 16, 4, 1, 512>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 16, 4, 1, 512>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 2, true, false, false, 512>(p);
 }
 
 // ring.t128.v8.tpr8.i8.s3.sw.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_856cbbfd9fd2(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_87aed85ff9cb(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 8, 8, 1, 512>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 8, 8, 1, 3, true, false, false, 512>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_cb31c4d1f207(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_d57d55e5f098(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_35eaaf2c587b(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_934b3ef1b661(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap1536.h768
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_layernorm_fwd_dbe416bc65f5(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t128.v8.tpr128.i1.cap2048.h768
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_15490595a92f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
 }
 
-// regs.t128.v8.tpr64.i2.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_7ea5de48d2b1(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t256.v8.tpr32.i3.cap.h768
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_d82a25bf891d(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 768>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 3, 1, 768>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
 }
 
 // ring.t128.v8.tpr32.i3.s3.sw.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_df473beb40e1(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_8c884eb5a3c6(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
 }
 
-// regs.t64.v8.tpr32.i3.cap.h768
-extern "C" __global__ void __launch_bounds__(64, 16)
-normgen_layernorm_fwd_ccb5efac7b63(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t128.v8.tpr32.i3.h768
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_44dfc4519e9a(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 64, 8, 32, 3, 1, 768>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_72ba9a6d8cb6(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_7ecd08c9cd79(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 1024>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+
+// regs.t64.v8.tpr64.i2.early.h1024
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_8622eb08f891(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 2, 1, 1024>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
 }
 
 // regs.t128.v8.tpr128.i1.cap.h1024
 extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_df890c9cdc15(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_dd27b3b9c68b(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 1024>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// regs.t256.v8.tpr64.i2.cap.h1024
+// regs.t256.v8.tpr128.i1.cap.h1024
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_2e638874b133(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_89432b636690(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 64, 2, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 1, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 64, 2, 1, 1024>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
 }
 
-// ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_8c6a264a3bc7(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// ring.t512.v8.tpr32.i4.s3.sw.h1024
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_7ca71278f249(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 16, 8, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 4, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 16, 8, 1, 3, true, false, true, 1024>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
 }
 
 // regs.t64.v8.tpr32.i4.cap.h1024
 extern "C" __global__ void __launch_bounds__(64, 16)
-normgen_layernorm_fwd_1418dd53a475(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_9575244668dd(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 32, 4, 1, 1024>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
 }
 
 // regs.t256.v8.tpr256.i1.early.h1536
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_97e5a166739b(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_dd866c0f424b(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 1536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.cap.h1536
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_99e0f6ec7cf3(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t256.v8.tpr256.i1.early
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_3f4479626cf7(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
+}
+
+// regs.t256.v8.tpr256.i1.h1536
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_cbb247eb1c7f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 1536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
 }
 
-// regs.t128.v8.tpr64.i3.cap.h1536
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_9c1681b529f6(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t64.v8.tpr64.i3.early.h1536
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_ea03bf8248a8(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 3, 1, 1536>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 1536, true>(p);
+}
+
+// regs.t128.v8.tpr64.i3.h1536
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_0fd361606b68(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 64, 3, 1, 1536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
 }
 
 // ring.t256.v8.tpr32.i6.s3.sw.h1536
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c6a1bc392f84(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0c5593f517d5(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
 }
 
 // regs.t256.v8.tpr256.i1.early.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_9823f1a621a2(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_30f4af5bd734(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 2048>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1.cap2048.h2048
 extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_layernorm_fwd_1f666b62bef9(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_f4409e8b0549(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 2048>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
 
-// regs.t128.v8.tpr128.i2.early.h2048
+// ring.t128.v8.tpr128.i2.s2.sw.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_034b97732b4f(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_69b117024243(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 2048>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
-}
-
-// ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_e87694d02d89(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
-  normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 2, true, false, true, 2048>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 2, 1, 2, true, false, false, 2048>(p);
 }
 
 // ring.t128.v8.tpr32.i8.s3.sw.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_28d2d1f13754(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_ef3eafc837cc(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 32, 8, 1, 2048>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
 }
 
 // regs.t64.v8.tpr64.i4.cap.h2048
 extern "C" __global__ void __launch_bounds__(64, 16)
-normgen_layernorm_fwd_4422b512b0b8(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_907aa9aaf1e4(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 1, 2048>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
 }
 
-// regs.t512.v8.tpr512.i1.early.h2560
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_1ab6cf8d5f48(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t256.v8.tpr256.i2.early.h2560
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_7b5a6385f2c3(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 2560>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 2560>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ddd48211e75a(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0261f53e1fae(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+
+// regs.t512.v8.tpr512.i1.early.h2560
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_01eb40f37da1(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
 }
 
 // regs.t512.v8.tpr512.i1.early
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_da9ff46fd8d6(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_9ce442efab80(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2.h2560
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_19c3d5ceeab4(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t256.v8.tpr256.i2.cap.h2560
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_ccee5b6441c3(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 2560>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
 }
 
-// ring.t128.v8.tpr128.i3.s2.sw.h2560
+// ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_5ccf52969cc4(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_98d703851118(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
   normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 2, true, false, true, 2560>(p);
 }
 
 // regs.t64.v8.tpr64.i5.h2560
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_ecabd4aae4cb(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_2f8a81bac903(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 5, 1, 2560>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
 }
 
 // regs.t64.v8.tpr64.i5
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_7a4e32840772(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_b0f2c32a1d78(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 5, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i1.early.h3072
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_2569eb890c8a(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 3072>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2.h3072
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_526ecf769dca(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 3072>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
-}
-
-// ring.t128.v8.tpr128.i3.s3.sw.h3072
+// regs.t128.v8.tpr128.i3.early.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_96ed00a5dda8(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_8c8d84b8600c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
   normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+}
+
+// regs.t128.v8.tpr128.i3.early
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_34fbe71df784(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+}
+
+// regs.t256.v8.tpr256.i2.cap.h3072
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_052a5151e7b2(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 3072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+
+// ring.t128.v8.tpr128.i3.s2.sw.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_4fa03f00dfca(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 3072>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_a8bb66f221f7(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_379dbb721464(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c2.early.h4096
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_383769968876(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_8864d932eb94(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.early.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_337ae627fb12(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t256.v8.tpr256.i2.early.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_a1cf7c4098fb(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 4096>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 4096>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096, true>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_4b76f85e9575(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_c00ad5bd3698(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 4096>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
 }
 
-// ring.t128.v8.tpr128.i4.s3.sw.h4096
+// ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_a18ef1066204(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_b970e94b4d3a(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 8, 1, 4096>(p);
   normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 64, 8, 1, 3, true, false, true, 4096>(p);
 }
 
 // regs.t128.v8.tpr128.i4.h4096
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_8a57bfe22ab2(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0a056a243204(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096>(p);
 }
 
 // reload.t128.v8.tpr128.cap1536.h4096
 extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_layernorm_fwd_1fc5c4e3557d(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_4fed374ffcf1(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_9863b3434bc3(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_8e38f9eb198a(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 5120>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_1872baeebc7f(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_d3167fcf2b85(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c2.early.h5120
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_1610dff99cae(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t128.v8.tpr128.i5.early.h5120
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_77293a1d02df(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 5120>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120, true>(p);
 }
 
-// regs.t1024.v8.tpr1024.i1.h5120
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_23b5077dbe68(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 1, 1, 5120>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 5120>(p);
-}
-
-// regs.t512.v8.tpr512.i2.h5120
+// regs.t512.v8.tpr512.i2.early.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_bf5a7161d8c4(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_f00ab8863fee(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3.cap.h5120
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_ed675130efec(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_a107ecfda371(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 5120>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
 }
 
-// ring.t128.v8.tpr128.i5.s3.sw.h5120
+// ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_aa2cb2b65d46(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0814b6a86c78(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, true, 5120>(p);
 }
 
 // regs.t128.v8.tpr128.i5.h5120
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_1b2358e7fef8(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_ac57e7c6fb9c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120>(p);
+}
+
+// regs.t128.v8.tpr128.i5
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_372e2103c2d2(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c2.early.h6144
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_4fcd891ac7a4(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_ed47e7d10b79(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
-}
-
-// regs.t1024.v8.tpr1024.i1.h6144
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_05a736263c5e(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 1, 1, 6144>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 6144>(p);
-}
-
-// regs.t512.v8.tpr512.i2.h6144
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_19b4d37446f1(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 6144>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i3.cap.h6144
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_b6b3f2c3f178(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_6b0a1924dbbb(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
+}
+
+// pipelined.t512.v8.tpr512.i1.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::pipelined_kernel<Config, 512, 8, 512, 1, 2, 0>(p);
+}
+
+// regs.t512.v8.tpr512.i2.early.h6144
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_21aa722fc200(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 6144>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
 }
 
 // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_799d5a3984e2(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_4947b89aa774(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, true, 6144>(p);
 }
 
 // regs.t128.v8.tpr128.i6.h6144
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_a131fbb19296(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_2952e739baee(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 6, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_24dbef0b1aa8(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_2bfb2ee09ccc(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_064a6f0370d5(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.early
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_0af66b81faac(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_3692e1b95807(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0, true>(p);
-}
-
-// regs.t1024.v8.tpr1024.i1.h7168
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_ec6f60622c2a(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 1, 1, 7168>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 7168>(p);
-}
-
-// regs.t128.v8.tpr128.i4.c2.h7168
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_ff04962c1420(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 7168>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i4
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ef620466cb72(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_da766f228e66(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+
+// regs.t256.v8.tpr256.i4.cap.h7168
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_f46dc3c2252f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 7168>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
 }
 
 // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_141e47ed3bb2(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_faf24232aeff(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
 }
 
 // regs.t128.v8.tpr128.i7.h7168
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_fa7ab15d0863(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0fdfed86b8d6(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 7, 1, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_05aa32c24481(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0611d9d775c1(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 8192>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_839e859b6882(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_f4bd36990a2d(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c4.early.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_56c373387e84(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// ring.t512.v8.tpr512.i2.s2.sw.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_ffefef1db57e(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, true, false, false, 8192>(p);
 }
 
-// regs.t1024.v8.tpr1024.i1.h8192
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_cd64be5e4d92(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t256.v8.tpr256.i2.c2.early.h8192
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_67e17c7d706d(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 1, 1, 8192>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 8192>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 8192>(p);
-}
-
-// regs.t128.v8.tpr128.i4.c2.early.h8192
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_dc0127beda7e(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 8192>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 8192, true>(p);
-}
-
-// ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_fd8b939c0984(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 8192>(p);
-  normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 128, 8, 128, 4, 2, 3, true, false, false, 8192>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 8192, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_4e23187ab2db(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_05ea37f8db12(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 8192>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c4.early.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_85eb6122fe06(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_2c85a8ce9916(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_089c7cbf042b(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_5fb0db6c3d99(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 4, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_b4ed8c37bd7d(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_e19d8807e28e(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3.c2.early.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_6ca46f4b87a9(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_6f820cc1cae9(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 2, 12288>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288, true>(p);
+}
+
+// regs.t512.v8.tpr512.i3.early
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_e145c546b818(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 3, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_f4d32137455f(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_c8343d7e6b55(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 6, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
 }
 
 // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_15bceba00b59(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_bdc1531ad381(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i6.h12288
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c9d743292921(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_786e4d74b0c3(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 6, 1, 12288>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 12288>(p);
 }
 
 // smem.t128.v8.tpr128.h12288
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_eddb730cce36(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_a8414c818103(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 0, 1, 12288>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c8.early.h16384
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_2ee5ac487890(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// smem.t128.v8.tpr128
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_ec16029af605(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 16384>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 0, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384, true>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 0>(p);
+}
+
+// regs.t128.v8.tpr128.i2.c8.early.h16384
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_a4b3fae338c0(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c8.early
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_66c3535d0dc6(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_b943af727c0a(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0, true>(p);
+}
+
+// regs.t128.v8.tpr128.i2.c8.early
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_2ee84dd5f344(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 0, true>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_214d0119764a(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_704b854895b5(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ea91d8a7d5f1(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_53ff44def336(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i2.c2.h16384
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_f3ed27bcb197(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_2757651497c7(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 16384>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 16384>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_562344b131d2(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_5244a564ba7d(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
 }
 
 // regs.t512.v8.tpr512.i4.cap.h16384
 extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_561c300110b1(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_cf034326ddee(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
 }
 
 // smem.t256.v8.tpr256.h16384
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_15cc51d7717b(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_7eb94c9a7d99(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 16384>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c16.early.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_10aeabf475b7(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_ae567439d1af(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
 }
 
 // reload.t256.v8.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_773e2c3321c1(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_cc1856cf053c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t64.v8.tpr64.i4.c16.early.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(64, 1)
-normgen_layernorm_fwd_60644ae68d71(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_df373049dd08(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 16, 32768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 4, 16, 32768, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c16
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_65aca0ea9d10(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// regs.t128.v8.tpr128.i2.c16
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_2e9354a48ee4(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
   normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0>(p);
-}
-
-// regs.t256.v8.tpr256.i2.c8.early
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_9bb9d806dffc(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 0>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 0, true>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_ae751021fd57(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_aa9ad8947a04(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_142d57c74d50(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_863ccf388140(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
 }
 
 // ring.t1024.v8.tpr1024.i4.s2.h32768
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_02925f0b25e9(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_6cf6813af899(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 1024, 8, 1024, 4, 1, 32768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, false, 32768>(p);
 }
 
 // smem.t256.v8.tpr256.h32768
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_0799f826267c(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0989ed7e82a3(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 32768>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 32768>(p);
 }
 
 // smem.t256.v8.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c9c9da702865(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_3570c3d0f239(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i4.c16.early.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_61cd46ec46a0(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_8ae06eab55de(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2.c16.early.h65536
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_b22041e4cfed(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
-  normgen::wait_for_previous_grid();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_9aa3ad5f0392(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_fc876efd2923(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
 }
 
-// ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_50dbf4f401a3(const NormgenFwdParams p) {
-  normgen::release_dependents();
+// ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_f7a0240c2fc0(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 8, 65536>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
   normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 4, 8, 3, true, false, false, 65536>(p);
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_ead1611d9c57(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_9773dbbd5bfe(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, false, true, 65536>(p);
+}
+
+// ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_f7a18519b43f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, true, 65536>(p);
 }
 
 // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_a6aef32ea1fc(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_e81e227d340f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
 }
 
 // smem.t256.v8.tpr256.c2
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_7c0df7e7b5bc(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0abd1c57c9db(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_3ab1663adf0f(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_0409564aec27(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_18b94497f141(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_1766ecd083e2(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0, true>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_9317a28334ab(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_61c9434b3d0e(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, true, 131072>(p);
 }
 
 // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_13bea08f6bd5(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_7bf008011dc0(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, false, true, 131072>(p);
-}
-
-// ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_f83ed12a227d(const NormgenFwdParams p) {
-  normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
-  normgen::wait_for_previous_grid();
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, false, false, 131072>(p);
 }
 
 // smem.t256.v8.tpr256.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_24fd1e6608ad(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_8840723e36bd(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 0>(p);
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_7112baac5e97(const NormgenFwdParams p) {
-  normgen::release_dependents();
+normgen_layernorm_fwd_e5da5b58c43b(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
   normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

@@ -9,978 +9,948 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_a16130eaac48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_73e019e0eb64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cf2653ffb2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53ea2c80f822(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9c60caece02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_78e7aecda3db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_856cbbfd9fd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb31c4d1f207(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35eaaf2c587b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dbe416bc65f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ea5de48d2b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df473beb40e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccb5efac7b63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_72ba9a6d8cb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df890c9cdc15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2e638874b133(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c6a264a3bc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1418dd53a475(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97e5a166739b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_99e0f6ec7cf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c1681b529f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6a1bc392f84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9823f1a621a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1f666b62bef9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_034b97732b4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e87694d02d89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28d2d1f13754(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4422b512b0b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1ab6cf8d5f48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddd48211e75a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da9ff46fd8d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_19c3d5ceeab4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ccf52969cc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecabd4aae4cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a4e32840772(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2569eb890c8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_526ecf769dca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96ed00a5dda8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8bb66f221f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_383769968876(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_337ae627fb12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b76f85e9575(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a18ef1066204(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a57bfe22ab2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fc5c4e3557d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9863b3434bc3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1872baeebc7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1610dff99cae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_23b5077dbe68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf5a7161d8c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed675130efec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa2cb2b65d46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b2358e7fef8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4fcd891ac7a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05a736263c5e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_19b4d37446f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6b3f2c3f178(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_799d5a3984e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a131fbb19296(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24dbef0b1aa8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_064a6f0370d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0af66b81faac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec6f60622c2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff04962c1420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef620466cb72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_141e47ed3bb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa7ab15d0863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05aa32c24481(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_839e859b6882(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56c373387e84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd64be5e4d92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc0127beda7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd8b939c0984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e23187ab2db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85eb6122fe06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_089c7cbf042b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b4ed8c37bd7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ca46f4b87a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4d32137455f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15bceba00b59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9d743292921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eddb730cce36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ee5ac487890(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66c3535d0dc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_214d0119764a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea91d8a7d5f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f3ed27bcb197(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_562344b131d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_561c300110b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15cc51d7717b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10aeabf475b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_773e2c3321c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60644ae68d71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65aca0ea9d10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9bb9d806dffc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae751021fd57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_142d57c74d50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02925f0b25e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0799f826267c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9c9da702865(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61cd46ec46a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b22041e4cfed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9aa3ad5f0392(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50dbf4f401a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ead1611d9c57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a6aef32ea1fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7c0df7e7b5bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3ab1663adf0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18b94497f141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9317a28334ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_13bea08f6bd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f83ed12a227d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24fd1e6608ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7112baac5e97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_201973caf257(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cce22b0590f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb124f434223(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0963c1e7a5d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_324a811e2d0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a00453c2d023(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca25a3b9d311(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae0b6b6b12f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61d463844c94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d4c30ed0b7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3308b91bf869(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e97a780f6f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6f40bf3e56a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cfa4a8f6bc37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7c9e7e790c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_425633107108(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c635a88b397(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37dc9e3375e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d57e21ea7e4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2694108d172(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e729be8a109(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62aa02529bf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56c81e55766c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_adc63251ccac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9caad63fca97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cda035566617(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f898cc0b8c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0bf08a1bb70e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a39961e8c1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_168ffde16d9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f302aefd6d81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a4f570db3d4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ada62c88237c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4a3617d6457b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1920374fe3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed9e7b8019b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c80da9730c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b7ef0b7c73a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b1d85ebffdf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54ff2412901d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1865770e27b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_330e7f85ae49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b8852b71bf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09e8fd1d9d88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_39173628e564(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_59559641bbcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_257390d44d70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ce4a00fda970(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_160dbd9f44d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14518b571875(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_510e4a0c1ff1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_586c0e6a24ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34ad62d4bc85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_628f20779d53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a11cce96d11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd4a0f4b3891(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27b6d1bdd3f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a380e5aae5ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5ec7d07e353(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_120c1a7db59d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3fd45f123e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14b473286d46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6068caa217f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7be768e9545(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d63204afd2ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_678668d8c014(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88797f2314aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8bc45780b149(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_162d222a5e33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac73795af2a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d0126770fc67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7bcf5a593078(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d25bdb110f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1774cbb1531e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_72800869622e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c12b6e394ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c6469eb9357(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_316cf5ef7b16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_442251be8b6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65c412b8cecd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f0f4c23d3b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4ba6baab1fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e388accb153(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b609cbe0f7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2189c21ad4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_830fc7cfd669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e85081edc26d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd3a4ad46875(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_06b397d12c4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e1d5a7568aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c9ea99b5ab8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b5bad2bb6c6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c4b467e7e45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d110f930cdbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e586c065a58f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f75efb9333fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab40740b040c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc3bf9d403fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_57b990af6626(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6ba7df02d5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66f86b4357af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_51120b27c022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a88258d5b962(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c14ab76e8fb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43d02f2b4ee6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a715d23b9779(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f955863648e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1f8a54dbe33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f1e5ffdf634(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9cabfd062ff0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f129d6f93c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74173908c5ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed150dc48622(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0097916d9a0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_931ffd78dc85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_74bde54f5e5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4730089db85a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_597e7a3b2760(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93b83d3f440a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc8d59cd09c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dacdfc71a070(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_037c6d04bf37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e6226bc035f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd0655bfe50b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de10bf001a6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89651f407872(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7f9aee1c05b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6d5c831a8ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0b8bb3bf260(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4abcc5b16f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c66c8120a825(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_88479cda457c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e1dc09dbcd9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_114919b4cdb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61dee26b515f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b10f6e9966be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9c58baeb4a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ce736e166a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e4b60ede4ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b28ee58bf33b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93d23211ca43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fc26ee79ba2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c75c9eb24ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c2cd42df1808(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dd422804e75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1af1484ca241(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc117ac5681b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5632bc43615f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4290c8ab727a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f30a96eb8bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a21ac013cc4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89ffb927f3bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a26cc7e2388b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edaa460f8b2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6bc11bc2a82c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3201735e8af9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c159d35f5aba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a34b7f34e4b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cd7855e3c44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ecc85bd6eb54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_362db2231b02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_809a11f81e30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_979176748915(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ed283312c02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42b5b1acc562(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55ed30f53e1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f06ad47b0c5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b7b532b072b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b55d29ea2e54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_00da7e0d3d4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28af751d614b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f395d333b74c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_430076173af9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db59790361f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_281dcdcef7c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d99c5321ed56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_96d73535e0e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_078d5c073405(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_90415ac2f060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ff62573f998(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_204609891164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8afda465d9b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_980915eb383c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_314df07f37d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e24c9e0e877a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbb1e07a4f23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf9b0080c746(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3a4315b9652b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_790c18b0056f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cf357772dcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c6d892551a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_022d093a2c8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25a4634e5de9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e33ebf5704cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_660c5c548bb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6c9bfcc8f57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7b0fa3c0221(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1c85158399b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1533d4ba6679(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_213dd0f6ba63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3610000b6aa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_526f6b6773f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_194e1d6471db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97d04dd1371f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d5e5419d0cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e756ff93d8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e7eae0bc378(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4bba9345494b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_662dec535ac8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87f97e042f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8cf0c4bd0a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc04299c10e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82af67eef18d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b8f35cd7f1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_514b7946e041(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_717bb0f1fb74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1604ebf9c46b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_153411bdca2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4edd600bde3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbbf014d851d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5db1699d78c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2218a6250814(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d97b1f6a4f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bb3650dbf9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e0ff7d1f0dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8345342e6112(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0952749ee7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_122c2bc8f839(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a69c99e7f4dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3594098711f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d66fb9f51a69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14a46814823a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a396ff089f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ab8deac03b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3873434de146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc9eda4ae57f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bf890ee6fcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdc1e9a36558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc89547b5133(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0749545f2777(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31c23ff9cb21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9fed4074ea73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a4ad526e17e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7f14067ce03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fc8c9f556b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51d72945be4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a589250d491(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43d95b030dc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9f766373908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_118492564835(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_180ab86fba7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b149d34536b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_667654e2b348(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91f032eb632b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce37eefe784b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39edfe132f5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_035344ba4ace(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18ae4dd1028b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2b5aca5adc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c30b842b8b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_424edcaa2da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90b9e516112f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d39b72d63a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd6eb67db1d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1dcb7ae96fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8828a3d107d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c81543ea578a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_908249afc783(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_979023be1dcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2db92fb7d925(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_345a1b0cbf81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d52d68faf286(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb8a98e54087(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93010cb0374e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e071a139c5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e668fa313b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da29cb843219(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd69c843cb20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1b36cd364da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fd6ff7d3d4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6c69a0e8528(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b81d906572d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebd38a44632a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5376320eb429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99b09bb6be08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb17e70fa859(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c906d317a665(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90471ab9a25f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5289cce43dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9ca3850b77f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d090f0df8129(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf6d8230dbd9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec3c2a31a3c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9dc5ffb65d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9db12995c9ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f444191ca33f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff4660bb7e7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db6ebc83a681(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c21baade0033(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f58b2b6cd0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9193504f55b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ab8cdf4744d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8db46636470(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a19dcbd32f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c474c7c2f37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9fa736a8fd58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3abee12dcdaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58c7fc6c41ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4316ea9642d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd3c6b61d31a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8167ef50ada5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa5bab8328cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_425e1557773a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3042c36b1d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5a99124e4c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42e6b9732856(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18e6862354aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eab181be5fe9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0db1d870686d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cc185db0755(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d79ae311cf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ded21c00ad5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_819af35e70ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_798e1e8d84c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4447d3de63f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce66aa7482c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c56d75445e65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f479acf2c1bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f051135fbd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9442952d0b4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_471a74bbc974(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7258fa7b7a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8f03d8c9550(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_746f7abf3d1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d394ffc106d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb6744756ed7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5225bc554f98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e3ecace315a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fd0b75ad21d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2e2bc4ee8de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a74c3c3d423(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5d2104a00da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39398adc5d3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c0eb0435962(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba8329b7a205(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99b43d084d9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5729fd27f577(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a78ca24f4fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_93e68d5a3b63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cf15880d16c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91c6da429284(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88aed8c4b2cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39a67ff9d656(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2e9f056fc81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ed854b769b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f8986c5fd51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15a55e0c54ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da17a5d9bb58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e05855a9c698(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff0d30e00ade(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_860b13fa3f80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c47229707432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f86620991684(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b0f8d26a570(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87bedf7c65be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_720d6506370b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba7fef338ae1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6be1df448aa7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31d71d886374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a584c2eca34b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d3218fe860c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1aabc962ecb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c94a5e121fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b56fa71570d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac7e1700d295(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c64e7548c97c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_801f068e55f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7f269fa1a4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2582cc72dd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9e93d099d6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b529b776d921(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10a3af02b4e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97b707f5cbd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0085f1d93c6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab55f223c307(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e45e4825815e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52ab66da1c8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_433c0da5c13d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b54ecffd7f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_adade0b421bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30ef6ab27de1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e93497161c8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f3acd70116b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae3b3570bcd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c94b76ae99e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f58a55805e6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9e0511c6b4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27e0b044fa64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3532df398d72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27d897e02998(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e913de38401(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fbe3d543f64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34881c411a1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98e55536092e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b7dc1c978e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8e3918afdd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a92644f1546(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b1fa9e80e12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac7759fce1c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e61c307b401e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fb87f38419e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6198783eae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7d53ff6b365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_845de7ffe130(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4ccf71247d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f8276ea5233(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1fedb9adc69f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_475171b694e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2284a2dfe202(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e3f2fa44c22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e7b6d9138ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c8440a42c81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2263f9951235(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32ed30738255(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_540efcbb03e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ff8b3206103(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee501d0178fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1f24fc9cac5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a88ac1c501e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ab580381d59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcc03bc8ebdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5989a2ceedfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f07f281e1d93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ef57e599c1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_776a0aa72315(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_207271018593(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0a43160336f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b1b46745bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7a3b2fd6429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e0c04ef8b0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd278cc0a96c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d29ed45812f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81b9b50006da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fd21475688c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a03f49a4d0d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48275bd4aea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b04cde8678a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf28b7022abf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9aca79134cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c97de3f33663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac564c2dca27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_660b3e43e3cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4aa03930dfd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31423c3bb3cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdaea54ab3ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c416fe700ed0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8254f6b0f752(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_666a89b54d8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e776710190e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c19a6c082b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bcd6083ed78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c6a8e758fca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c57857a3858(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d209c6340d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d064e64897f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dae81e4d4898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6d97922adb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5f2bae25720(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d3da57093c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_814b5026effe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4d876e4a970(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_abbaf9097039(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e131dc9cbf59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d36a8ea87c0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a16edc9c7aa4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de7b8a5f5ecd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4c8d77968f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a638c5f5221c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89898b546c9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f6c485d2c0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a11503198781(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15b65c8d1e3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb2a98057865(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a59b43378af6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d535ef543cf4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6430b026d693(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d431182cfcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27afd9e43bc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5b993ca83f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c92c6fbc8aa3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1be9b17d9d42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96330becd0bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c302b66d0469(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_075b407a6365(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9b98ee0a876(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d68e55e1a91c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a35b175c691a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5378a8a44e49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46886c5273dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de843feb2b8f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca502354b23d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc8006fc264f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f87b20d1404e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4b9b6a52f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a6d77555d56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b56d43115b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_149eb88088cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4605cf6530a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92f56d24c558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbd93c52dd33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_214aad024939(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fab6f2dcae8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec9110e44b51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfcc94ad9353(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e9351fe729b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9497ae8cd788(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_660d48f6a1e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b5dd92aea1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12c6782237e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c33c4787d24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_083c2ce5c5b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb790c46d0ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03b7c4ee5ac6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98dc41f4bf66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2679cce6366(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c76b9d15fbb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7038c99d4dfc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4eb5751efa6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_60ecc660e646(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7414fff2d6ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f0fb53a9723(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbcba2936560(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbce77a650d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e630b2ccc01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0668293b2f23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20d3d173add3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_420b7672f073(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ec0a86f0696(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8635b2006d36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9829573a590e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e78e3edc0e63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d6eca871551(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bc995ac393a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7131d64ab70d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce37a3cc14b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42415e91573f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88710b5570c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69d986e7d72b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4d2448b3bfb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2aa77fd8bff1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36c4d04595b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d82fa89e91e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52adb2c0aee9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f990a9449a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5474cf852c9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfcecf64d581(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f48ad9f5bc5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64f00f39bfaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_644e7bd63f37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11b0a0c3649f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccd9461704f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5bc14367223(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_295db1193300(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_565d7fecad00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6187843201b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89d8ae2d83cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7755dcca91a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d69a36c3758(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_513360dead47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3e584cc5cb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed57f9a5f9db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_113a8ca2b24a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f16d54b1ce88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2884c985b970(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f304dbafe558(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e17af4a7a340(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c30e4c7886f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e52e5ac60f23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d9b6570e04c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7003c0609019(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c65eb2529ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14a3f4c8a037(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81d6a43b1cd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7fcce6448bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_769907973cdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80c5b0765543(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23821f35f8db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c4b38c2e81a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb4261e99872(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c77776aced1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_328858d20887(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e9758f1dbcd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46b0881a303d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ce3040b1b35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e65e41822d29(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3b07e00aea1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7437bf756222(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1334eae4dfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03746053a020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59dd402bb987(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41b613fc6e42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e1254444b66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64a48a950437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7a675b0f2bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2036d94a2643(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56a0f614a30e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c53ad403c60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_417535e4b8fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0230ee02da70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbb87f2462a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcfb33be058a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdd53291a2e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f964aa8a501b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53623aa315d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34a80270a81b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_904808c1d6a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea7977f4a5fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_470301f38ed3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_edfe223210fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90743d616f2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a33a6c66828e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5da798a0c3d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1fad5f42912(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_651ffd1b5801(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c047381a0750(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_541c76ff8800(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee48e446c41d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_766424982ebb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88689a5d36f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73719135e54b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f4539e693ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_092239d696f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95b3ef233f9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bb872eaac06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee8e06d6e5fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6174dab28475(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_957e3e477f9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7684dddc862c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f964000251a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fc17824740e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e48e4b3b470f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_957ba76c1955(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d1f7f3f73c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd28b26ac534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75224e96504b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26bc347ee432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84511031fda7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95e93d6d68be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd7603e133cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e330c799fbd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69a35b933f0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85a7e6b54f0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_377ee567910b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd663eaae6f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f642f78bd7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0748fee9ae6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c1bc22b1ae8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db7ce47f780d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ee2c95665d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e26fe038ba9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b34a29910dfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_07cafe82406c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8140bd3dbba3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1c0971cdab9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58014312263b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecea85405cb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9d067044172(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb3dc6d5d477(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3097640f0c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52d86cc12cfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a22dafc24f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af73ce0785ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_963ef1382e8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3330c441832(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3e1c83f0e4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6c37f2a768b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c640258e63ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d3183516d34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bdf9e228af4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0eac9cf1b76e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdbaab06838f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27085535b5e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f28ced71339(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8117021c4a08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57b3b2e8db99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eba2d1f66020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65786f5d2e26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5b4c1939eeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5db9e3f90daa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08a0e1ecc72c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_540f3c07af33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd5d20c97edd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0b391da80f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a568d9ad79a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c97e6ca15ee1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87978608d07e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a01855b68b20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16dbad15a8f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3be854869fb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34746a9a724b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2755a88a9933(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6057553e3e45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9002aa83a35a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0487854c5fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9c099724563(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5035e3cc27c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e57df7fde11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81b3a7ab0042(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da0f014afb5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_22edc8a131dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1061fda929c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c691766bb6c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc0ac342cf72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7951076721e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5b84f980912(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0db6b42be5ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e51ff4e00842(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bd0c1bea201(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85f3f07b8bb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b59db2e85bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af38a8f8c26e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03677090d2b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2387e00ca4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9915b17545f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_480fb8936753(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_323df470af3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcaf1ddf62d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52ef1e638dc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15bbfcca71aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5df646e5c0e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2da6f36f13cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c9f73325726(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56b92628e029(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14f238312f5d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f8d6f0d50a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_193b8e3c2cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a55e224e5a22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70e94c9fa7a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d27f5fd80eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a721652da021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_597cd549ca67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_179470e5435d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_781a27a60e55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c39dbaa1f1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa93e2639f62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a01a2ce8200c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68bd60833e58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15fd9a9701ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_13ba1ef922fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4a7370f706c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d49a3d998d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6738b350c8cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1e1a84074c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f7e0f744709(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6c3f2d88c1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c334f94c1487(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_192e66ed3248(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1f239d777fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7e93d016ef9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_731862299c73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcccb18eef57(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_049bdbf16564(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0f03c11bb3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3224e463f246(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38a3aeecc420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f12ce803247f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef579d66bfc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9fd32e4307c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a23338988df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9b2324e8453(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a9d6d6d5398e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36b5c5efec11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b426abfa2df5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7519cc1eb085(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9dd52a356b58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8677ea5b3c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_571c607087cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afdf8660aa06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0868d6311cce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59a7e1f5035b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c63fcd10be1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b07c3dea292(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c6237eb560a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f28ef59dd97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a8a4bdad10d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f4348447f82(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80a074fc0d56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6486decc7f09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ece42b112ace(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2fab02dca78d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_396478da7388(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_500f1849d4c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65dc156bd703(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_509487a6ad2c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_918aad9a337f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83217bccb11a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4478331dd11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e7d2c1532450(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b565e9b042fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45c08ea1ed45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49402d9f005c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6644f4169c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afdc27f748f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29a369b6ef02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e55f6d20593b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9273e40ca0cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc372af8214c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c69a8a53eda7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_57902ccecdf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d21bdda6abdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0932c581cbaf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_769b6d17fe12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d7af17308f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_357ab80529f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b485bbf4d3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe3c23240e8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6da68f7080b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3682c4504885(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_849937511759(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4b81ae8bb61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5de0dc2656d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fbdef9bab16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd8d6ff79021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eeecf63b6f1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1e92920d91b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d11971d68df8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09f6ad040d6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b85aedce6639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3600f15474e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_280cb06d8275(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af8cfcbb058e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eee7305101bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb76784041b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a65df6beaba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a3c5724dfb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d475564b0975(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afba53fc552a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1a934b62041(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f42321d65598(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5a0364a042a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d6df76da61d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ecc57547e78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_715694975e83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75b4616e80bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5b6aa7ef083(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39230f81d555(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d4370fd3691(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49a5ac148b74(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b7c95a6561a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68830b677f71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e411fed98c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9be635a5850(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08cd7af6d768(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5778233cc111(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_187efbdcc247(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2f37854b405(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d770ef87fc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c3c074bd6dd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7d147d2c18e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1173eb887f9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e883296db58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70c7d7c1c825(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a39a856c46d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87aed85ff9cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d57d55e5f098(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_934b3ef1b661(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15490595a92f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d82a25bf891d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c884eb5a3c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44dfc4519e9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ecd08c9cd79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8622eb08f891(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd27b3b9c68b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89432b636690(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ca71278f249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9575244668dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dd866c0f424b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f4479626cf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbb247eb1c7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea03bf8248a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fd361606b68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c5593f517d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_30f4af5bd734(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4409e8b0549(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69b117024243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef3eafc837cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_907aa9aaf1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b5a6385f2c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0261f53e1fae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01eb40f37da1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ce442efab80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccee5b6441c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98d703851118(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f8a81bac903(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b0f2c32a1d78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c8d84b8600c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34fbe71df784(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_052a5151e7b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4fa03f00dfca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_379dbb721464(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8864d932eb94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1cf7c4098fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c00ad5bd3698(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b970e94b4d3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a056a243204(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4fed374ffcf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e38f9eb198a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3167fcf2b85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_77293a1d02df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f00ab8863fee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a107ecfda371(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0814b6a86c78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac57e7c6fb9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_372e2103c2d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed47e7d10b79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b0a1924dbbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_21aa722fc200(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4947b89aa774(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2952e739baee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2bfb2ee09ccc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3692e1b95807(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da766f228e66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f46dc3c2252f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_faf24232aeff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0fdfed86b8d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0611d9d775c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4bd36990a2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffefef1db57e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67e17c7d706d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05ea37f8db12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2c85a8ce9916(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5fb0db6c3d99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e19d8807e28e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f820cc1cae9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e145c546b818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c8343d7e6b55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdc1531ad381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_786e4d74b0c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8414c818103(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec16029af605(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a4b3fae338c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b943af727c0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ee84dd5f344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_704b854895b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53ff44def336(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2757651497c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5244a564ba7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf034326ddee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7eb94c9a7d99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae567439d1af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc1856cf053c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df373049dd08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e9354a48ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa9ad8947a04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_863ccf388140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cf6813af899(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0989ed7e82a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3570c3d0f239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ae06eab55de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc876efd2923(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7a0240c2fc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9773dbbd5bfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7a18519b43f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e81e227d340f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0abd1c57c9db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0409564aec27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1766ecd083e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_61c9434b3d0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7bf008011dc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8840723e36bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5da5b58c43b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_22b796650d4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf0ddffb162f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b27abfcc538c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63d777e19a95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_93da3d15fa71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2bb4c303072a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_797433f25b93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d3abc3afbce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a90fba71940(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d397cb7f1e35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_91e3c594908b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_979a384c4f10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42b1552424ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94ee80dbddc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4a63ab8aee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b147f7d3148(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eedc3d007ef9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bbb565af711(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a82337e89bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0e5d4317ea4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_129b7cac002a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0d195dc7099(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c5b121c190ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d38c0b4cc203(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2601f150d585(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3571f89f3a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_30c0a4339ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42dd2504f83d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3370be5c6e2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b62be266d65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d51852fc1097(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf1932859a08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_699fc73b0366(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3480f520704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1cf973f843be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cbdaa66c21eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c709274ba8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3b40a3617be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1107240bed44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c934676771f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87e590599b01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_952cded0cd87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e2fa0e0ae88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9257c0688043(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fe6e2839a5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d78d5b71fd49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e22f39dc236f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d0f122c7e16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bf3d6d79491(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c2ef0457b61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8aabde14d4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f01d2fbe777c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_deaa3db6e8b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c6c94d0287f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85685a965bfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1737bb3f509b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a4cdb310e7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9c030124e63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c563754224b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e719ac338298(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_199d2840ddf0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97fad271d846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c49585fcdb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a48dd8345055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_75e8ee24f330(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_986ef06d504a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f12a6b17e931(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_059500e9f426(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_951a5803c4a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab6c312e0332(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c391bd3518ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01a74144b72e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_073ebd8447e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f778bd4d88b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de573740ec03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8428174b96cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ccf60c65dd48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a02320cb9448(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ba85b909318(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd8dcbe35c7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0101a95edb86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37dd4ef1f117(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f218567b38ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f91c78a27c22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3621e0b6223f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8db6af48f9d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d49315b8d3d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56a824b35ded(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cea5769c2fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ac46ab1a94f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec58adba3183(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad6aca2f60ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_22087462310c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aec2f066070d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea6b0f4a062b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c99a548427c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04c1725bddde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4e2757d1c669(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6876290868d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c53a4ae8ac3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3eede55d8994(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7fddd4aff8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_590891353e65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80868fc82c99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fcaa8c1afb7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b086ab52291(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e7c056365c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52364ac01989(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52487dbd2299(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6c8dc3c52bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08fe0dbc3b18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_642189692582(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eab000894edd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71be4b2b9168(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff8fd3d82ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eabbf668b091(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e28737750a83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef230e54456f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_808b1d5f492d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cd59227e1eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4b2089e32914(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ade41f1f9d85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ca2e6e51e3c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8800251b1a81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a7fdc0e11632(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_defb46e48a83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6768ce216827(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ffb6aabd7fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a9943308242(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14a6d408f391(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b8fa53aceb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6fd6ca06d93a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fbee4a35b69b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_907313738bfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a208b2fc9515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d5b6c56ca4e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd94404df68b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07dd412d7691(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6def4ffe896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bbde664baae3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65400df6e779(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14b939ba6439(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d519e3d6791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ad34400cfa9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2186d25748ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ac726918e71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53b1dd89047a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3dd7d0c72435(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d13f2b755df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c5bde6cd495a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_643b042f3d3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_82d9347afea7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e72695898d08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8613083533d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8aa659d4d1c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b04da747aae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6494a652edea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c945b1988e14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46400ace4729(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_102f8ccf8e60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fb168bcd02a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d2bb15f56ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b3a388c82e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fb28c523a98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60bc471f9848(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f24ac1df83e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d12423262ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_873208a2de72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7806bf544c09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d708c6f913e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b760c65da5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95ca5c799f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_525e559d8515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6141da2d0e47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_483636691fa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5c6c0bd98c25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f07f52ba116(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff9986baaea0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bd883bd93162(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc5686c67ff7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6dd1a05efcd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b65c8ab89206(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7649b9d2b3a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_07284b396a73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b14e5aa9edcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d72ace68b87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2fdb09222d42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e9e8b4da18d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5ce0ef8a8149(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f493b66c0b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4bb3a9464044(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_72bc7df0c35a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cf7971017ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62b2015bd26f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9db0135c35e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40a29c30ba34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4706efda49c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1c9006e6c58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2e1978f4312(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c97550289c54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76631f4922c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_018933162cff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab188447e7c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d93739f95b4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f57bbc18a51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43a53e7de4fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8dca2f2b417e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecf82f4e8c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59abe8a9f7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_976706c5a559(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92b9846acd62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a86fdc81a38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4f63bc4fbed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_935486e28af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d304be77f95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db249b579b3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_601e56d66317(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_741977e5f7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f73a4af3cece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29be065b0aef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_111e077a056f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67b168964a6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4f0209d99f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97670c191336(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccfe367e53e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10500ce89a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf158b091082(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b522e841f509(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8160ab77293c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4777ae550057(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9022389a9fa9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f18739b6420(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d24533e8223(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2c4921282e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0598328ad7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94ec85972685(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3777a7219be7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_609d948387e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef0b1b90c02b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d92afef26be8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_749323fb3fce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58efa40f4b30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f008785c268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca278a7d864c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f265f65f1a8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_982b5e42e749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2f7f9ccc744(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2efcb263174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a977e3bf0dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e38008b1d67d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e82437edb0d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b8c3edea653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_574fe966e021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec6a54c9da63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4bef47e622f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b212e62736c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f9205908b6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a88cc4c09a52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8c242abe846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d72bca185d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43624b230fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5eb0eba12139(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971df96fd598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7a353de916b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0101ddedf2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7372200d7871(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8c6c469860e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccc20234e625(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6c38988750e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e57efbd50e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_684fc4e6cdf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_189b66c32b7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e62d97687b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c7eb322f1ba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f956412a537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_589c20381f38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1e98b3262e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0df7efd1643f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19e161df40a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99d8f4e75b0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77ecef1bb0d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26677e7ecb3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f71f63d0281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e27a1d5d7d02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e601a4c05469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_368d4e7944e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_970019ff9fc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_917fdc2825b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec6cb1f655c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55a06f869dd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12f8950ee1cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c0f6a23078e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e8337155835(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0690969501a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_616840c2878f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f6c09d20c23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_681632c77a8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21532b95516c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2085c903e32a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79c52c36684f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a0f1b75aaf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5656913405e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba2019445a1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18b012c75da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebe941962ed8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d3c6ec5baa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1418eac5b2fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2249f3c554e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1668821f3df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e56b3fbbaab7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b77d3f80215c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae9052159faa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9141be385516(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c9d2c8ca7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_013024974d63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_970c8cb4acbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43b6a147ceee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1d3428fecbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bde5936d7d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1812eaf225c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4965ee4d412a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2334954c978c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0158ff8e9c78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ac055f90df8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4640cae2f415(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b995cde99860(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e1712babcf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27589055c7c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb2efc856f43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d05528728bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_403318ade9c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bef9df9da38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1669c0a381c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5632105d9c5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b6ecef58c95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99ac24706fa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_954f97b628ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3a4fd88421c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0f30bf86301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78a5d3ea2533(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73a626bd312b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5fd22eb1bb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85446340edbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb04849803a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b05c5cb0b3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2ae00581980(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26d222c2dfc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3a1336d7a7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31568b91feb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a445ebf42d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8cdb230208b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ae35544e347(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35bf3bfeeff8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_23779b2d17a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47ab9eb3ba39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78511c936026(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42ffefda1d92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_412e0365c461(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5d3cc8c74d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8577eb069742(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4e54b4e4135(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38690456001c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e20d96a341c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8043a703f094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7752627ce61a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b192e78b8d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b6f3fe01803(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a07fa359e751(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85aaae72a738(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d45713a9bc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5534c21e2d8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1c3a45eb755(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f078f1b6dfc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f2460394e14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_505328ea371a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_439cbc8cefae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4a05b45d393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5617422fd0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed70624f1f6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c56c446b441b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8458d5fe4b6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8106c4e1e96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a84f2bcfd532(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3a182f33cda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01bc1dc4dea7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_247bb1a02de6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ef7edf418c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08512ccbfe9d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_579d520886a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8dc16fa37402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_221f0bb2e291(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_adbb08475ef5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa6cd6e352d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f90503a03cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b37416e449cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e375fb41002(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0f0a4f18712(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15b5f25e8189(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6849b2deec4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6160ad469d55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c240cc49ac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac90614253d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd71cb60d4b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be16d064ea32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba579c51ed19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b65a0f4e508(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45f7eaa30a45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c5e64a621da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5de5b8d73f2b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10ecadf00dc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26f2691f0662(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce38abfe7069(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53cf1b60d85f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe105cc337d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_421d86b4e382(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59a1a807a8b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7849046f3110(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55fec9699ffc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e97f43b4f9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac90a0962ccb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01f5af047e02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffe54488e2ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ee5148bf87e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad7eb7c0f4c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab4618238417(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78d3b2877db9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9129076e42a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c7e7ed47d67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f127f6f13b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95665edf0b9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54ec6161f1f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce6929226443(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2794189b7072(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92f90f88a743(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c977e8c4db30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9327b943f67c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21939c03637d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_663788b9f17d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55968bcf1719(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a082aa94906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb142669126b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a86c77960a81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1961f05848a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f587a5b3d9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e488bbaccb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ff11d489c8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_284891b0261f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9876d2d601e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_580ac3b24179(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0d61be44c10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f20629e3be72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_465747f3b988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b5792515f960(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f568c36f9c32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4db05d673fb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3423bdc3096(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb5ee9b24596(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74222d0b3997(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a4ac5cc085f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12f481ebcf94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e5c6444c384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b1b03c75343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_726ccfd54551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_821fa6c941aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11cb0c0adce9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba278b3f44fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_028115954670(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc9bf901a6ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a507d8652c61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d28096d1f2a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd7de4c00f50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddc528574bdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eccbc65afb12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_368c1b170ab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_913dfef7dd63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee70b9de9828(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_911325852807(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b06a52e57c1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc86b9391736(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8eba21fbcd66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdf5c56a9660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e07763fd49e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a07e74d7595(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1478d5f51ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4075eac1864(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c073cabaa0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2938fc192455(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c86ec5aaa4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_382bc0715ba0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c9120a1b95c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ba5fc4db9d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3069cd07dd86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_caa360159346(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_568a54146e32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ffb5dd4945f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36067cbbc8ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4f5f410e54e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09ec31c6d056(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2b5b987ea91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c8a25f38863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78dc6261b8f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c83ba104c163(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e47dbac80bf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05053ee33e86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a5bf74f8c50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d656c8c445e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d856bbe28b8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_657f5ed5d662(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7b89b4611af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1816d83030e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_478c87ffbd9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb427d3c2ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ecddd5f390f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_693c048bfef4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9f49e880a57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a713c0ac2233(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce21673beb93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5bc02a3e5b16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f411d30b1a07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e994b6f36e4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2563c663b5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd8e7a5ca7fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c491cc538fc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18f204fdeb2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcad0c91e31f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48007aa8a03c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fec8dae2abb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3689467953dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e680480145b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39ba593bb7cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_870a359d8e0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fab0a5e2797(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b78315a783e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12b5226a458e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9be0721a741f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad9a3bbf1aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae9b1670c024(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7911c33f627(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c269bb2ba37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a8d722549cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef936ded8149(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6d1f9c0e637(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05e7188fce72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_423d163f0be2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9002276fb69f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acb3a4affee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19ee24d0fe27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f2e704d069b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27b49f1830cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18338bbbd33e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d46aaa4815cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7b46821e62a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1a0b2d1cb62(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1da7a6528e61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0f77c3ed3e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca89e0cbd4f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7c8ba3eeb1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b546a2061bfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40f6abecce44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0618ea4d7513(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26473c3f7529(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdd288f85861(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06603e2ac6a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6bf635aecf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f9425ef3898(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12807aa7a043(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f83e44de38e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a18421c73794(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c96b22cc065(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9639593ee9cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_360484a2df5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_87e0f908bebc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19a0c3e40b65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46c40976aa4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26834de8ae70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e239ee6ac4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f35c6d0fce92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58cb55b6c6ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44328c08586e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39b8dad22953(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bff0610719bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be5955ed2410(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35334859a40a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0cb5748c253b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da6374f7b98e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c2a5143f52a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20002e1ad5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_595b8ec85a10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbc15e2c2efa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_484c4caac895(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6caf20433c0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84a44edca458(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_561c65b8d65e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_448b798b5fe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5bec7ba6c43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27e30e4a0b27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d1779ea9e13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_032c161db432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_889aba4eaf32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79c4c4284e45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fc8732b06b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec5dcbde0056(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77cda15fea51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4fbbcd4dbb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16eebdb2e4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b9a7c8f4324(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f16fbba4fdd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9b881ad4d01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e4eb5a7a278(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59862406bf66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1e7b8cab2c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a39361e8b6ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d460195de83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a652702db34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c2a7d2d270b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbbb6f441568(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff5d597b1f05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5c975af6d28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e4df419f06f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccb029bf277e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cbaf6314721(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a23aa96ec26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58e7d487c9ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c075ddd6a601(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_704adf61d1c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56582c9f617e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2206c02cb91b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4267455df54c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f55f086f18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74ce87241900(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26a12f5957d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e14af8e9144d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb3d67a5d9bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_715632b45f3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f215ff5fa192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fbd954fdb34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18bdc14c0303(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ce8bb765e6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b666b38973e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c7a50a859fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20540691a63f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_068b6cfe3f5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_173ac446b863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6868af8795b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38fa0fa0f46d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c00da9c0b962(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44f6e8747d2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f1189642f11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b00c1614bd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc0ff5667e5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbf049c65e93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5ebe4fc9dbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fe1b1962b1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b233e397f82e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_689d2c9f0b2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_617311806d24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc84516ed8d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5edeae43814c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5771548f8cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c6f67003e3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cbd6748f352(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0f461813fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_636b21406437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d181db344ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c6541efe7dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cf2d50eb2cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5843854bdc17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cabb61d1250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f9f84309d09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a38b9f953d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50cb559fd3a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1e087ea8adb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfe4c30d47a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6727c66fb375(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bec4682f91cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_046bab20bfb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a43a74aeaaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44538b819d1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6d66bb4720d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70e260a7f94a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06fb8908cf41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb2d046b077e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6d9f1624785(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37dab744a6fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_147b25f41dd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffd6646a2d4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff71d99d2335(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0f6cfca8500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d68d2a605645(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d158175f9168(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_739e50138777(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24ba4fcc1205(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcb34612eaf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c36d99425eac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dce1e6d5a7f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_accb15f69b59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a90bc2e6e728(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7eaba9f48808(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_570120bd5b59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_229b5a6dc0ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bfc0b60ec870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82774d6bcde9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f07aef27eab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7019521dc33d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_908f468f128e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c533e60107a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62ba10d5e390(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92b3f70e3f58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ec43ac20ceb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a62342a2c23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82e88070a639(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81bd1936302d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5bc938a821c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71590c25ad50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ac0b6d66ff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec4ff5c728a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c18e04a021ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43a7ea9ce9c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fe0af9e0bc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e349cc43b5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6d294cdada4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e386db3f3889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fdc0e50fa7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7eb93d7b742(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69bbd816f837(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_336f9b686462(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_547c2e84d374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e106a28ff1c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6081ddb332d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_753b9a8ab1ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f18ee570c416(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce59f8178534(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64bf0eed75b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0987014e5e3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef01513765fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7c10f405ec6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8e1fc61f6a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_840db986eb7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91b83ff6fd0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62500709aabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1121cba16b2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0154f8b0e5c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9481a7fd8e66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9990e7045022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dde791ee601(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f58e35364fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34fb4d761ac6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e1e1df1cd2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da1d5e0263fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33feb2aba8ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55cf67c1b272(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fe61e77f023(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae635ea6334f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33f6542830d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0259e4c7775f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a891bb26e90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56efd5d3dcdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3861948a4bd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26516d4ec7e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7fd6ac7b0914(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02cf59f4cddc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10e3512afaa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b692ee60cad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47c4797d1972(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f59b66ed251e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28d335bfcb90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_938284df7263(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b716bcd3df1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_090930b695be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aaeaa0d23fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d774d54c33c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5b2290dd4f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a22d3121338d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7925b493e6e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cecc52ce481a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bedd22d2094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90496bb9211e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfe198632d33(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a086370f37a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a11e83f3119(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_423fc8389551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fbf0bbff4de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3bee64b191d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de7e6d039688(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ed2409ec2d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9c8b94c4f0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eaf497ebdeb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_900dfd597522(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4ffea29d3a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ac4f95ca59f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bb645c7b900(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35faf241881d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e11c6fb897fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81f693762df9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33ca69d8aa8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80234884fc89(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb67cc7c7bc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0423a3c68ae6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27b559ff60bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6524b9fbf374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbe1e4d0a366(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95a63737f15d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6e7639f3abf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f416fa3b546(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73a60bc4e22f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d4ef1f14af9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4e31c8363c27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1c2fb3d713d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f217bd25af4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd0c0e94c8bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0dd083f971f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f04cf2edbb98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46fbda72a301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_051e55179840(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc2247111ff2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18a78ea96f56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_054c96a913df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58b156d409cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ce65e2e1a83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e21eceee9452(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8b7416babcb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1191ac10d840(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e124644bfbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6151a0d090d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64f2a267273a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9440ea0c8dc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4214af95af2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c5729d8efb8(const NormgenFwdParams p);
 
 namespace {
 
@@ -996,978 +966,948 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_a16130eaac48, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_73e019e0eb64, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_3cf2653ffb2f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_53ea2c80f822, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_e9c60caece02, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_78e7aecda3db, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_856cbbfd9fd2, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_cb31c4d1f207, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_35eaaf2c587b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_dbe416bc65f5, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_7ea5de48d2b1, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_layernorm_fwd_df473beb40e1, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_ccb5efac7b63, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_72ba9a6d8cb6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_df890c9cdc15, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_2e638874b133, 0, 256, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t256.v8.tpr64.i2.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_8c6a264a3bc7, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-  {(const void*)&normgen_layernorm_fwd_1418dd53a475, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_97e5a166739b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_99e0f6ec7cf3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_9c1681b529f6, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_c6a1bc392f84, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_9823f1a621a2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_1f666b62bef9, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_layernorm_fwd_034b97732b4f, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_e87694d02d89, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_28d2d1f13754, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_4422b512b0b8, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_1ab6cf8d5f48, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_ddd48211e75a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_da9ff46fd8d6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_19c3d5ceeab4, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_5ccf52969cc4, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_ecabd4aae4cb, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_7a4e32840772, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_2569eb890c8a, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_526ecf769dca, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_96ed00a5dda8, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_a8bb66f221f7, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_383769968876, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_337ae627fb12, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_4b76f85e9575, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_a18ef1066204, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_8a57bfe22ab2, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_1fc5c4e3557d, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_9863b3434bc3, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_1872baeebc7f, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_1610dff99cae, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_23b5077dbe68, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_layernorm_fwd_bf5a7161d8c4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_ed675130efec, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_aa2cb2b65d46, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_layernorm_fwd_1b2358e7fef8, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_4fcd891ac7a4, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_05a736263c5e, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_layernorm_fwd_19b4d37446f1, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_b6b3f2c3f178, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_799d5a3984e2, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_a131fbb19296, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_24dbef0b1aa8, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_064a6f0370d5, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_layernorm_fwd_0af66b81faac, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_ec6f60622c2a, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_layernorm_fwd_ff04962c1420, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_ef620466cb72, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_141e47ed3bb2, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_fa7ab15d0863, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_05aa32c24481, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_839e859b6882, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_56c373387e84, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_cd64be5e4d92, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_layernorm_fwd_dc0127beda7e, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_fd8b939c0984, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_4e23187ab2db, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_85eb6122fe06, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_089c7cbf042b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_b4ed8c37bd7d, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_6ca46f4b87a9, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_f4d32137455f, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_15bceba00b59, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_layernorm_fwd_c9d743292921, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_eddb730cce36, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_2ee5ac487890, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_66c3535d0dc6, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_214d0119764a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_ea91d8a7d5f1, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_f3ed27bcb197, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_562344b131d2, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_561c300110b1, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_15cc51d7717b, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_10aeabf475b7, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_773e2c3321c1, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_60644ae68d71, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_65aca0ea9d10, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_9bb9d806dffc, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_ae751021fd57, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_142d57c74d50, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_02925f0b25e9, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_0799f826267c, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_c9c9da702865, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_61cd46ec46a0, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_b22041e4cfed, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_9aa3ad5f0392, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_50dbf4f401a3, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_ead1611d9c57, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_a6aef32ea1fc, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_7c0df7e7b5bc, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_3ab1663adf0f, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_18b94497f141, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_9317a28334ab, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_13bea08f6bd5, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_f83ed12a227d, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_24fd1e6608ad, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_7112baac5e97, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_201973caf257, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_cce22b0590f4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_eb124f434223, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_0963c1e7a5d5, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_324a811e2d0c, 0, 512, 8, 16, 4, 1, 2, 0, 512 },  // regs.t512.v8.tpr16.i4.h512
-  {(const void*)&normgen_layernorm_fwd_a00453c2d023, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_ca25a3b9d311, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_ae0b6b6b12f3, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_layernorm_fwd_61d463844c94, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_3d4c30ed0b7f, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_3308b91bf869, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_e97a780f6f13, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_c6f40bf3e56a, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_cfa4a8f6bc37, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-  {(const void*)&normgen_layernorm_fwd_f7c9e7e790c3, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_425633107108, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_4c635a88b397, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_37dc9e3375e6, 4, 128, 8, 32, 6, 1, 2, 43008, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_d57e21ea7e4d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_a2694108d172, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_8e729be8a109, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_62aa02529bf6, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_56c81e55766c, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_adc63251ccac, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_9caad63fca97, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_cda035566617, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_6f898cc0b8c1, 0, 1024, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t1024.v8.tpr512.i1.h2560
-  {(const void*)&normgen_layernorm_fwd_0bf08a1bb70e, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_4a39961e8c1b, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_168ffde16d9b, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_f302aefd6d81, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_a4f570db3d4a, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_ada62c88237c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_4a3617d6457b, 0, 1024, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t1024.v8.tpr512.i1.h3072
-  {(const void*)&normgen_layernorm_fwd_a1920374fe3d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_ed9e7b8019b8, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_4c80da9730c2, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_1b7ef0b7c73a, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_b1d85ebffdf0, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_54ff2412901d, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_1865770e27b5, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.h4096
-  {(const void*)&normgen_layernorm_fwd_330e7f85ae49, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_9b8852b71bf9, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_09e8fd1d9d88, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_layernorm_fwd_39173628e564, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_59559641bbcb, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_257390d44d70, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_layernorm_fwd_ce4a00fda970, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_160dbd9f44d0, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_14518b571875, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_510e4a0c1ff1, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_layernorm_fwd_586c0e6a24ab, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_layernorm_fwd_34ad62d4bc85, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_628f20779d53, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_6a11cce96d11, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_cd4a0f4b3891, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_27b6d1bdd3f9, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_a380e5aae5ea, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_f5ec7d07e353, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_layernorm_fwd_120c1a7db59d, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_b3fd45f123e4, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_14b473286d46, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_6068caa217f2, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_b7be768e9545, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_d63204afd2ce, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_layernorm_fwd_678668d8c014, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_88797f2314aa, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_8bc45780b149, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_162d222a5e33, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_ac73795af2a5, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_d0126770fc67, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_7bcf5a593078, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_9d25bdb110f5, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s2.sw.h12288
-  {(const void*)&normgen_layernorm_fwd_1774cbb1531e, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_72800869622e, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_5c12b6e394ef, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_9c6469eb9357, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_316cf5ef7b16, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_442251be8b6f, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_65c412b8cecd, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_7f0f4c23d3b7, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_c4ba6baab1fd, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_8e388accb153, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_5b609cbe0f7b, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_a2189c21ad4f, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_830fc7cfd669, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_e85081edc26d, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_fd3a4ad46875, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_06b397d12c4c, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_layernorm_fwd_1e1d5a7568aa, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_0c9ea99b5ab8, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_b5bad2bb6c6a, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_3c4b467e7e45, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_d110f930cdbd, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_e586c065a58f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_f75efb9333fd, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
-  {(const void*)&normgen_layernorm_fwd_ab40740b040c, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_cc3bf9d403fc, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_57b990af6626, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_c6ba7df02d5c, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_66f86b4357af, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_51120b27c022, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a88258d5b962, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_c14ab76e8fb7, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_43d02f2b4ee6, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_a715d23b9779, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_f955863648e9, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_a1f8a54dbe33, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
-  {(const void*)&normgen_layernorm_fwd_8f1e5ffdf634, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_9cabfd062ff0, 1, 64, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t64.v4.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_0f129d6f93c0, 1, 256, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_74173908c5ca, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_layernorm_fwd_ed150dc48622, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap
-  {(const void*)&normgen_layernorm_fwd_0097916d9a0a, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_931ffd78dc85, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_74bde54f5e5a, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_4730089db85a, 0, 256, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t256.v4.tpr128.i2.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_597e7a3b2760, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_93b83d3f440a, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_bc8d59cd09c3, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_dacdfc71a070, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_037c6d04bf37, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_5e6226bc035f, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_layernorm_fwd_dd0655bfe50b, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_de10bf001a6c, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_89651f407872, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_7f9aee1c05b9, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_f6d5c831a8ca, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_e0b8bb3bf260, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_d4abcc5b16f4, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_c66c8120a825, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_88479cda457c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_e1dc09dbcd9c, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap
-  {(const void*)&normgen_layernorm_fwd_114919b4cdb3, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_61dee26b515f, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_b10f6e9966be, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_e9c58baeb4a3, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_5ce736e166a1, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_layernorm_fwd_4e4b60ede4ee, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_b28ee58bf33b, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_layernorm_fwd_93d23211ca43, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_1fc26ee79ba2, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_1c75c9eb24ae, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_c2cd42df1808, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_6dd422804e75, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_1af1484ca241, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_cc117ac5681b, 3, 256, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t256.v4.tpr256.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_5632bc43615f, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_4290c8ab727a, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_3f30a96eb8bd, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_a21ac013cc4f, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_89ffb927f3bd, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_a26cc7e2388b, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_edaa460f8b2a, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5.early
-  {(const void*)&normgen_layernorm_fwd_6bc11bc2a82c, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_3201735e8af9, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_c159d35f5aba, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_a34b7f34e4b0, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_7cd7855e3c44, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_ecc85bd6eb54, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_362db2231b02, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
-  {(const void*)&normgen_layernorm_fwd_809a11f81e30, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_979176748915, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_5ed283312c02, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_42b5b1acc562, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_55ed30f53e1b, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_f06ad47b0c5b, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_layernorm_fwd_6b7b532b072b, 0, 512, 4, 512, 4, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.early
-  {(const void*)&normgen_layernorm_fwd_b55d29ea2e54, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7.cap
-  {(const void*)&normgen_layernorm_fwd_00da7e0d3d4f, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_28af751d614b, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_f395d333b74c, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_430076173af9, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_db59790361f8, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_281dcdcef7c4, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_d99c5321ed56, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_96d73535e0e4, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_078d5c073405, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_90415ac2f060, 1, 512, 4, 512, 2, 4, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i2.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_8ff62573f998, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_layernorm_fwd_204609891164, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_8afda465d9b8, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_layernorm_fwd_980915eb383c, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_314df07f37d0, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_e24c9e0e877a, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_bbb1e07a4f23, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_cf9b0080c746, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_3a4315b9652b, 1, 512, 4, 512, 2, 4, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i2.c4.h16384
-  {(const void*)&normgen_layernorm_fwd_790c18b0056f, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_7cf357772dcf, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_8c6d892551a8, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_022d093a2c8c, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_25a4634e5de9, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_e33ebf5704cf, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_660c5c548bb6, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_b6c9bfcc8f57, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_e7b0fa3c0221, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_f1c85158399b, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_1533d4ba6679, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_213dd0f6ba63, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_3610000b6aa0, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_526f6b6773f5, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_194e1d6471db, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_97d04dd1371f, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_5d5e5419d0cf, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_7e756ff93d8e, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_4e7eae0bc378, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_4bba9345494b, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_662dec535ac8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_87f97e042f13, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a8cf0c4bd0a9, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_fc04299c10e8, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_82af67eef18d, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_8b8f35cd7f1c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_514b7946e041, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_717bb0f1fb74, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
-  {(const void*)&normgen_rmsnorm_fwd_1604ebf9c46b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_153411bdca2e, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_4edd600bde3e, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_cbbf014d851d, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_c5db1699d78c, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_2218a6250814, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_0d97b1f6a4f4, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_0bb3650dbf9b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9e0ff7d1f0dd, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_8345342e6112, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d0952749ee7f, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_122c2bc8f839, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a69c99e7f4dd, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3594098711f8, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d66fb9f51a69, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_14a46814823a, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7a396ff089f4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_4ab8deac03b2, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3873434de146, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bc9eda4ae57f, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2bf890ee6fcf, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bdc1e9a36558, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_dc89547b5133, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0749545f2777, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_31c23ff9cb21, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9fed4074ea73, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9a4ad526e17e, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_d7f14067ce03, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0fc8c9f556b0, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_51d72945be4b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_5a589250d491, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_43d95b030dc0, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a9f766373908, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_118492564835, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_180ab86fba7a, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0b149d34536b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_667654e2b348, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_91f032eb632b, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ce37eefe784b, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_39edfe132f5f, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_035344ba4ace, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_18ae4dd1028b, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b2b5aca5adc4, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_7c30b842b8b3, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_424edcaa2da1, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_90b9e516112f, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_0d39b72d63a7, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_bd6eb67db1d9, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_c1dcb7ae96fd, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d8828a3d107d, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_c81543ea578a, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_908249afc783, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_979023be1dcd, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2db92fb7d925, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_345a1b0cbf81, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d52d68faf286, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_cb8a98e54087, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_93010cb0374e, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_2e071a139c5c, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9e668fa313b0, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_da29cb843219, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bd69c843cb20, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e1b36cd364da, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_0fd6ff7d3d4f, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a6c69a0e8528, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b81d906572d7, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ebd38a44632a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_5376320eb429, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_99b09bb6be08, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_fb17e70fa859, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c906d317a665, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_90471ab9a25f, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c5289cce43dd, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d9ca3850b77f, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d090f0df8129, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bf6d8230dbd9, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ec3c2a31a3c6, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_a9dc5ffb65d1, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9db12995c9ca, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_f444191ca33f, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ff4660bb7e7b, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_db6ebc83a681, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c21baade0033, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8f58b2b6cd0d, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9193504f55b5, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_4ab8cdf4744d, 0, 64, 8, 64, 4, 8, 2, 0, 16384 },  // regs.t64.v8.tpr64.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c8db46636470, 0, 1024, 8, 1024, 1, 2, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i1.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7a19dcbd32f0, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2c474c7c2f37, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9fa736a8fd58, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_3abee12dcdaf, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_58c7fc6c41ef, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4316ea9642d0, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bd3c6b61d31a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_8167ef50ada5, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_aa5bab8328cd, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_425e1557773a, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c3042c36b1d7, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c5a99124e4c7, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_42e6b9732856, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_18e6862354aa, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_eab181be5fe9, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_0db1d870686d, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1cc185db0755, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7d79ae311cf0, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1ded21c00ad5, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_819af35e70ca, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_798e1e8d84c3, 4, 256, 8, 256, 4, 16, 2, 49152, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c4447d3de63f, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ce66aa7482c3, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c56d75445e65, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f479acf2c1bc, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_7f051135fbd4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_9442952d0b4a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_471a74bbc974, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_b7258fa7b7a2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_a8f03d8c9550, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_746f7abf3d1b, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_d394ffc106d8, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_fb6744756ed7, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_5225bc554f98, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_0e3ecace315a, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
-  {(const void*)&normgen_rmsnorm_fwd_3fd0b75ad21d, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_c2e2bc4ee8de, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9a74c3c3d423, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_c5d2104a00da, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_39398adc5d3f, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7c0eb0435962, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_ba8329b7a205, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_99b43d084d9b, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5729fd27f577, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_5a78ca24f4fb, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_93e68d5a3b63, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0cf15880d16c, 4, 512, 8, 256, 1, 1, 2, 53248, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_91c6da429284, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_88aed8c4b2cc, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_39a67ff9d656, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b2e9f056fc81, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_9ed854b769b8, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_3f8986c5fd51, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_15a55e0c54ed, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_da17a5d9bb58, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_e05855a9c698, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ff0d30e00ade, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_860b13fa3f80, 4, 256, 8, 256, 2, 1, 2, 40960, 3072 },  // ring.t256.v8.tpr256.i2.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c47229707432, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f86620991684, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_5b0f8d26a570, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_87bedf7c65be, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_720d6506370b, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ba7fef338ae1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6be1df448aa7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_31d71d886374, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a584c2eca34b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5d3218fe860c, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_1aabc962ecb2, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9c94a5e121fb, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_b56fa71570d1, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ac7e1700d295, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c64e7548c97c, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_801f068e55f2, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b7f269fa1a4e, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b2582cc72dd4, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_b9e93d099d6d, 4, 128, 8, 128, 3, 2, 2, 43008, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b529b776d921, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_10a3af02b4e5, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_97b707f5cbd5, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_0085f1d93c6d, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ab55f223c307, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e45e4825815e, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_52ab66da1c8f, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_433c0da5c13d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8b54ecffd7f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_adade0b421bd, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_30ef6ab27de1, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e93497161c8a, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8f3acd70116b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ae3b3570bcd5, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_c94b76ae99e6, 0, 1024, 8, 1024, 1, 2, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i1.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f58a55805e6d, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a9e0511c6b4c, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_27e0b044fa64, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_3532df398d72, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_27d897e02998, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1e913de38401, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_2fbe3d543f64, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_34881c411a1e, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_98e55536092e, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_9b7dc1c978e1, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f8e3918afdd5, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_6a92644f1546, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6b1fa9e80e12, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ac7759fce1c2, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e61c307b401e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_4fb87f38419e, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e6198783eae2, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_b7d53ff6b365, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_845de7ffe130, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d4ccf71247d1, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_9f8276ea5233, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1fedb9adc69f, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_475171b694e2, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2284a2dfe202, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_8e3f2fa44c22, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6e7b6d9138ea, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_9c8440a42c81, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2263f9951235, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_32ed30738255, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_540efcbb03e3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_4ff8b3206103, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_ee501d0178fa, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d1f24fc9cac5, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_6a88ac1c501e, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_1ab580381d59, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
-  {(const void*)&normgen_rmsnorm_fwd_bcc03bc8ebdf, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_5989a2ceedfc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_f07f281e1d93, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_4ef57e599c1a, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_776a0aa72315, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_207271018593, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_c0a43160336f, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6b1b46745bd1, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b7a3b2fd6429, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_2e0c04ef8b0b, 4, 128, 8, 16, 8, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fd278cc0a96c, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d29ed45812f8, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_81b9b50006da, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0fd21475688c, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a03f49a4d0d5, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_48275bd4aea9, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b04cde8678a8, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_cf28b7022abf, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d9aca79134cb, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c97de3f33663, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ac564c2dca27, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_660b3e43e3cd, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_4aa03930dfd7, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_31423c3bb3cf, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_fdaea54ab3ff, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c416fe700ed0, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_8254f6b0f752, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_666a89b54d8d, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1e776710190e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_4c19a6c082b8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1bcd6083ed78, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4c6a8e758fca, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9c57857a3858, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1d209c6340d5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_0d064e64897f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_dae81e4d4898, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d6d97922adb4, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_e5f2bae25720, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_3d3da57093c3, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_814b5026effe, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f4d876e4a970, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_abbaf9097039, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_e131dc9cbf59, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d36a8ea87c0f, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a16edc9c7aa4, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_de7b8a5f5ecd, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a4c8d77968f2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_a638c5f5221c, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_89898b546c9e, 4, 128, 8, 128, 3, 2, 2, 24576, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7f6c485d2c0c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a11503198781, 3, 256, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_15b65c8d1e3e, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eb2a98057865, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_a59b43378af6, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d535ef543cf4, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6430b026d693, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2d431182cfcf, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_27afd9e43bc8, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f5b993ca83f6, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_c92c6fbc8aa3, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1be9b17d9d42, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_96330becd0bc, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c302b66d0469, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_075b407a6365, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a9b98ee0a876, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d68e55e1a91c, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_a35b175c691a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_5378a8a44e49, 0, 1024, 8, 1024, 2, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr1024.i2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_46886c5273dd, 0, 1024, 8, 1024, 1, 2, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_de843feb2b8f, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ca502354b23d, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fc8006fc264f, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f87b20d1404e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e4b9b6a52f13, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_7a6d77555d56, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_2b56d43115b6, 0, 1024, 8, 1024, 2, 1, 2, 0, 16384 },  // regs.t1024.v8.tpr1024.i2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_149eb88088cc, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4605cf6530a0, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_92f56d24c558, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_fbd93c52dd33, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_214aad024939, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6fab6f2dcae8, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ec9110e44b51, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_cfcc94ad9353, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4e9351fe729b, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_9497ae8cd788, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_660d48f6a1e9, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_6b5dd92aea1d, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_12c6782237e1, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5c33c4787d24, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16
-  {(const void*)&normgen_rmsnorm_fwd_083c2ce5c5b9, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bb790c46d0ca, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_03b7c4ee5ac6, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_rmsnorm_fwd_98dc41f4bf66, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e2679cce6366, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_c76b9d15fbb2, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7038c99d4dfc, 4, 256, 8, 256, 4, 16, 2, 49152, 131072 },  // ring.t256.v8.tpr256.i4.c16.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a4eb5751efa6, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_60ecc660e646, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7414fff2d6ee, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8f0fb53a9723, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fbcba2936560, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_cbce77a650d8, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_4e630b2ccc01, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_0668293b2f23, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_20d3d173add3, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_420b7672f073, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_8ec0a86f0696, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8635b2006d36, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_9829573a590e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_e78e3edc0e63, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_0d6eca871551, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_1bc995ac393a, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_7131d64ab70d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ce37a3cc14b0, 4, 128, 8, 128, 1, 1, 2, 14336, 1024 },  // ring.t128.v8.tpr128.i1.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_42415e91573f, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
-  {(const void*)&normgen_rmsnorm_fwd_88710b5570c3, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_69d986e7d72b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a4d2448b3bfb, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_2aa77fd8bff1, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_36c4d04595b5, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_d82fa89e91e8, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_52adb2c0aee9, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f990a9449a09, 0, 1024, 8, 256, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_5474cf852c9d, 4, 128, 8, 64, 4, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr64.i4.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_cfcecf64d581, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_f48ad9f5bc5c, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_64f00f39bfaf, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_644e7bd63f37, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_11b0a0c3649f, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_ccd9461704f1, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e5bc14367223, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_295db1193300, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_565d7fecad00, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_6187843201b3, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_89d8ae2d83cd, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7755dcca91a0, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8d69a36c3758, 4, 512, 8, 512, 1, 1, 2, 40960, 4096 },  // ring.t512.v8.tpr512.i1.s2.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_513360dead47, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b3e584cc5cb6, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ed57f9a5f9db, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_113a8ca2b24a, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f16d54b1ce88, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2884c985b970, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_f304dbafe558, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e17af4a7a340, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_9c30e4c7886f, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e52e5ac60f23, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_0d9b6570e04c, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_7003c0609019, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_8c65eb2529ba, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_14a3f4c8a037, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_81d6a43b1cd2, 4, 512, 8, 512, 2, 1, 2, 81920, 6144 },  // ring.t512.v8.tpr512.i2.s2.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c7fcce6448bd, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_769907973cdf, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_80c5b0765543, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_23821f35f8db, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4c4b38c2e81a, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_fb4261e99872, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_6c77776aced1, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_328858d20887, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3e9758f1dbcd, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_46b0881a303d, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7ce3040b1b35, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e65e41822d29, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d3b07e00aea1, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_7437bf756222, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d1334eae4dfd, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_03746053a020, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_59dd402bb987, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_41b613fc6e42, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_8e1254444b66, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_64a48a950437, 4, 512, 8, 512, 4, 1, 2, 229376, 16384 },  // ring.t512.v8.tpr512.i4.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b7a675b0f2bd, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2036d94a2643, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_56a0f614a30e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5c53ad403c60, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_417535e4b8fc, 1, 256, 8, 256, 1, 16, 2, 0, 32768 },  // pipelined.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_0230ee02da70, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_bbb87f2462a4, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bcfb33be058a, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_bdd53291a2e4, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f964aa8a501b, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_53623aa315d4, 0, 512, 8, 512, 1, 16, 2, 0, 65536 },  // regs.t512.v8.tpr512.i1.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_34a80270a81b, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_904808c1d6a0, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ea7977f4a5fd, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_470301f38ed3, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_edfe223210fa, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_90743d616f2b, 2, 1024, 8, 1024, 0, 2, 2, 0, 65536 },  // smem.t1024.v8.tpr1024.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a33a6c66828e, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s2.sw.hold.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5da798a0c3d1, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f1fad5f42912, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_651ffd1b5801, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c047381a0750, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_541c76ff8800, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ee48e446c41d, 1, 128, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_766424982ebb, 0, 128, 4, 128, 1, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_88689a5d36f7, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_73719135e54b, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_0f4539e693ca, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_092239d696f5, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_95b3ef233f9e, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_1bb872eaac06, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_ee8e06d6e5fa, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_6174dab28475, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_957e3e477f9a, 0, 256, 4, 256, 1, 1, 4, 0, 768 },  // regs.t256.v4.tpr256.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_7684dddc862c, 1, 256, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_f964000251a7, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_2fc17824740e, 1, 64, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t64.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_e48e4b3b470f, 1, 256, 4, 256, 1, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr256.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_957ba76c1955, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_0d1f7f3f73c3, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_fd28b26ac534, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_75224e96504b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_26bc347ee432, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_84511031fda7, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_95e93d6d68be, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_cd7603e133cc, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e330c799fbd6, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_69a35b933f0b, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_85a7e6b54f0d, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_377ee567910b, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_dd663eaae6f0, 0, 512, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t512.v4.tpr512.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2f642f78bd7e, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_e0748fee9ae6, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c1bc22b1ae8d, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_db7ce47f780d, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4ee2c95665d2, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8e26fe038ba9, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_b34a29910dfd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_07cafe82406c, 1, 512, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_8140bd3dbba3, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_f1c0971cdab9, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_58014312263b, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_ecea85405cb6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_d9d067044172, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_cb3dc6d5d477, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d3097640f0c2, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_52d86cc12cfe, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_3a22dafc24f0, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_af73ce0785ca, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_963ef1382e8e, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_f3330c441832, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c3e1c83f0e4c, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_b6c37f2a768b, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c640258e63ea, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_8d3183516d34, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_2bdf9e228af4, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_0eac9cf1b76e, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_fdbaab06838f, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_27085535b5e5, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_2f28ced71339, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8117021c4a08, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_57b3b2e8db99, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_eba2d1f66020, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_65786f5d2e26, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_c5b4c1939eeb, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_5db9e3f90daa, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_08a0e1ecc72c, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_540f3c07af33, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_fd5d20c97edd, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_a0b391da80f4, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_9a568d9ad79a, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c97e6ca15ee1, 1, 512, 4, 512, 4, 1, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_87978608d07e, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_a01855b68b20, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_16dbad15a8f6, 2, 512, 4, 512, 0, 1, 4, 0, 7168 },  // smem.t512.v4.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3be854869fb3, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_34746a9a724b, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2755a88a9933, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_6057553e3e45, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9002aa83a35a, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a0487854c5fa, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f9c099724563, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_5035e3cc27c9, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3e57df7fde11, 1, 256, 4, 256, 4, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_81b3a7ab0042, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_da0f014afb5f, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_22edc8a131dd, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_d1061fda929c, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c691766bb6c6, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_dc0ac342cf72, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_7951076721e6, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_f5b84f980912, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_0db6b42be5ed, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e51ff4e00842, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_6bd0c1bea201, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_85f3f07b8bb3, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_3b59db2e85bd, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_af38a8f8c26e, 0, 64, 4, 64, 8, 8, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_03677090d2b4, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f2387e00ca4f, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_b9915b17545f, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_480fb8936753, 1, 128, 4, 128, 8, 4, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i8.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_323df470af3d, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_fcaf1ddf62d8, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_52ef1e638dc8, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_15bbfcca71aa, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5df646e5c0e2, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2da6f36f13cc, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_8c9f73325726, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_56b92628e029, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_14f238312f5d, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_8f8d6f0d50a7, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_193b8e3c2cf8, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a55e224e5a22, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_70e94c9fa7a9, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_9d27f5fd80eb, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a721652da021, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_597cd549ca67, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_179470e5435d, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_781a27a60e55, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_3c39dbaa1f1c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_aa93e2639f62, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a01a2ce8200c, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_68bd60833e58, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_15fd9a9701ff, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_13ba1ef922fb, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_b4a7370f706c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_3d49a3d998d7, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_6738b350c8cf, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_a1e1a84074c6, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_9f7e0f744709, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_d6c3f2d88c1d, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c334f94c1487, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_192e66ed3248, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a1f239d777fa, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d7e93d016ef9, 1, 1024, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t1024.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_731862299c73, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_dcccb18eef57, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_049bdbf16564, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a0f03c11bb3f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_3224e463f246, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_38a3aeecc420, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_f12ce803247f, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ef579d66bfc1, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_a9fd32e4307c, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2a23338988df, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f9b2324e8453, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_a9d6d6d5398e, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_36b5c5efec11, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b426abfa2df5, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_7519cc1eb085, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9dd52a356b58, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_b8677ea5b3c1, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_571c607087cc, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_afdf8660aa06, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_0868d6311cce, 1, 512, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_59a7e1f5035b, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c63fcd10be1e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5b07c3dea292, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5c6237eb560a, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2f28ef59dd97, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5a8a4bdad10d, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap2048.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7f4348447f82, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_80a074fc0d56, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6486decc7f09, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ece42b112ace, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_2fab02dca78d, 1, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // pipelined.t1024.v4.tpr1024.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_396478da7388, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_500f1849d4c3, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_65dc156bd703, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_509487a6ad2c, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_918aad9a337f, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_83217bccb11a, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c4478331dd11, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e7d2c1532450, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_b565e9b042fb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_45c08ea1ed45, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
-  {(const void*)&normgen_rmsnorm_fwd_49402d9f005c, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_f6644f4169c9, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_afdc27f748f7, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_29a369b6ef02, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_e55f6d20593b, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_9273e40ca0cb, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bc372af8214c, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_c69a8a53eda7, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_rmsnorm_fwd_57902ccecdf0, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d21bdda6abdc, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_0932c581cbaf, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_769b6d17fe12, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_9d7af17308f3, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_357ab80529f3, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_7b485bbf4d3e, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fe3c23240e8e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_6da68f7080b2, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3682c4504885, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_849937511759, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e4b81ae8bb61, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5de0dc2656d6, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_5fbdef9bab16, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_cd8d6ff79021, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_eeecf63b6f1c, 0, 1024, 4, 1024, 1, 4, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_f1e92920d91b, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d11971d68df8, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_09f6ad040d6f, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b85aedce6639, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_3600f15474e6, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_280cb06d8275, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_af8cfcbb058e, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_eee7305101bf, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_eb76784041b8, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5a65df6beaba, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
-  {(const void*)&normgen_rmsnorm_fwd_5a3c5724dfb9, 0, 512, 4, 512, 2, 4, 4, 0, 16384 },  // regs.t512.v4.tpr512.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d475564b0975, 0, 512, 4, 512, 2, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_afba53fc552a, 0, 1024, 4, 1024, 4, 1, 4, 0, 16384 },  // regs.t1024.v4.tpr1024.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b1a934b62041, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_f42321d65598, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c5a0364a042a, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5d6df76da61d, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5ecc57547e78, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_715694975e83, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_75b4616e80bd, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_f5b6aa7ef083, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_39230f81d555, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_5d4370fd3691, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_49a5ac148b74, 4, 128, 4, 128, 8, 16, 4, 147456, 65536 },  // ring.t128.v4.tpr128.i8.c16.s4.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6b7c95a6561a, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_68830b677f71, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7e411fed98c8, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_b9be635a5850, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_08cd7af6d768, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5778233cc111, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_187efbdcc247, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_c2f37854b405, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6d770ef87fc1, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_c3c074bd6dd7, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_7d147d2c18e4, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_1173eb887f9c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_4e883296db58, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_layernorm_fwd_70c7d7c1c825, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_a39a856c46d0, 4, 128, 8, 32, 2, 1, 2, 10240, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_87aed85ff9cb, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_d57d55e5f098, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_934b3ef1b661, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_15490595a92f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_layernorm_fwd_d82a25bf891d, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_8c884eb5a3c6, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_44dfc4519e9a, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_7ecd08c9cd79, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_8622eb08f891, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_dd27b3b9c68b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_89432b636690, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_7ca71278f249, 4, 512, 8, 32, 4, 1, 2, 102400, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_9575244668dd, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_dd866c0f424b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_3f4479626cf7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_cbb247eb1c7f, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_ea03bf8248a8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
+  {(const void*)&normgen_layernorm_fwd_0fd361606b68, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_0c5593f517d5, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_30f4af5bd734, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_f4409e8b0549, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_layernorm_fwd_69b117024243, 4, 128, 8, 128, 2, 1, 2, 16384, 2048 },  // ring.t128.v8.tpr128.i2.s2.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_ef3eafc837cc, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_907aa9aaf1e4, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_7b5a6385f2c3, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_0261f53e1fae, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_01eb40f37da1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_layernorm_fwd_9ce442efab80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_ccee5b6441c3, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_98d703851118, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_2f8a81bac903, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_b0f2c32a1d78, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_8c8d84b8600c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_34fbe71df784, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_052a5151e7b2, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_4fa03f00dfca, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_379dbb721464, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_8864d932eb94, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_a1cf7c4098fb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_c00ad5bd3698, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_b970e94b4d3a, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_0a056a243204, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_4fed374ffcf1, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_8e38f9eb198a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_d3167fcf2b85, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_77293a1d02df, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
+  {(const void*)&normgen_layernorm_fwd_f00ab8863fee, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_a107ecfda371, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_0814b6a86c78, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_ac57e7c6fb9c, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_372e2103c2d2, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_ed47e7d10b79, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_6b0a1924dbbb, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_acd65e2e4979, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_layernorm_fwd_21aa722fc200, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_4947b89aa774, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_2952e739baee, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_2bfb2ee09ccc, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_3692e1b95807, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_da766f228e66, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f46dc3c2252f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_faf24232aeff, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_0fdfed86b8d6, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_0611d9d775c1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_f4bd36990a2d, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_ffefef1db57e, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_67e17c7d706d, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_05ea37f8db12, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_2c85a8ce9916, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_5fb0db6c3d99, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_e19d8807e28e, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_6f820cc1cae9, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e145c546b818, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_c8343d7e6b55, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_bdc1531ad381, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_786e4d74b0c3, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_a8414c818103, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_ec16029af605, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
+  {(const void*)&normgen_layernorm_fwd_a4b3fae338c0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_b943af727c0a, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_2ee84dd5f344, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_layernorm_fwd_704b854895b5, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_53ff44def336, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_2757651497c7, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_5244a564ba7d, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_cf034326ddee, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_7eb94c9a7d99, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_ae567439d1af, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_cc1856cf053c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_df373049dd08, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_2e9354a48ee4, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_aa9ad8947a04, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_863ccf388140, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_6cf6813af899, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_0989ed7e82a3, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_3570c3d0f239, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_8ae06eab55de, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_fc876efd2923, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_f7a0240c2fc0, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_9773dbbd5bfe, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_f7a18519b43f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_e81e227d340f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_0abd1c57c9db, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_0409564aec27, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_1766ecd083e2, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_61c9434b3d0e, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_7bf008011dc0, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_8840723e36bd, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_e5da5b58c43b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_22b796650d4a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_bf0ddffb162f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_b27abfcc538c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_63d777e19a95, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_93da3d15fa71, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_2bb4c303072a, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_797433f25b93, 4, 128, 8, 128, 1, 1, 2, 8192, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_1d3abc3afbce, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
+  {(const void*)&normgen_layernorm_fwd_6a90fba71940, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_d397cb7f1e35, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_layernorm_fwd_91e3c594908b, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_979a384c4f10, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_42b1552424ec, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_94ee80dbddc5, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_5f4a63ab8aee, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_7b147f7d3148, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_eedc3d007ef9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_1bbb565af711, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_7a82337e89bc, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_0e5d4317ea4c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_129b7cac002a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_a0d195dc7099, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_c5b121c190ed, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_d38c0b4cc203, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_2601f150d585, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_d3571f89f3a4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_30c0a4339ea9, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_42dd2504f83d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_3370be5c6e2b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_6b62be266d65, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_d51852fc1097, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_bf1932859a08, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_699fc73b0366, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_f3480f520704, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_1cf973f843be, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_cbdaa66c21eb, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_4c709274ba8d, 4, 512, 8, 256, 2, 1, 2, 65536, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_a3b40a3617be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_1107240bed44, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_c934676771f1, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_87e590599b01, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_952cded0cd87, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_6e2fa0e0ae88, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_9257c0688043, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_1fe6e2839a5c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_d78d5b71fd49, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_e22f39dc236f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_3d0f122c7e16, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_6bf3d6d79491, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_1c2ef0457b61, 4, 256, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t256.v8.tpr256.i3.s2.sw.h6144
+  {(const void*)&normgen_layernorm_fwd_f8aabde14d4c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_f01d2fbe777c, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_layernorm_fwd_deaa3db6e8b9, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_9c6c94d0287f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_85685a965bfa, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_1737bb3f509b, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_8a4cdb310e7a, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_c9c030124e63, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_4c563754224b, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_e719ac338298, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_199d2840ddf0, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_layernorm_fwd_97fad271d846, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_4c49585fcdb8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_a48dd8345055, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_75e8ee24f330, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_986ef06d504a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_f12a6b17e931, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_059500e9f426, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_951a5803c4a5, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s2.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_ab6c312e0332, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_c391bd3518ec, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_01a74144b72e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_073ebd8447e4, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_5f778bd4d88b, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_de573740ec03, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_8428174b96cf, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_ccf60c65dd48, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_a02320cb9448, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
+  {(const void*)&normgen_layernorm_fwd_6ba85b909318, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_bd8dcbe35c7c, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_0101a95edb86, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_37dd4ef1f117, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_f218567b38ac, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_f91c78a27c22, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_3621e0b6223f, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_8db6af48f9d3, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_d49315b8d3d8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_56a824b35ded, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_3cea5769c2fd, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_6ac46ab1a94f, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_ec58adba3183, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_ad6aca2f60ac, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_22087462310c, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_aec2f066070d, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_ea6b0f4a062b, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_c99a548427c6, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_layernorm_fwd_04c1725bddde, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_4e2757d1c669, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_c6876290868d, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_c53a4ae8ac3e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_3eede55d8994, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_d7fddd4aff8c, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_590891353e65, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_80868fc82c99, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
+  {(const void*)&normgen_layernorm_fwd_1fcaa8c1afb7, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_1b086ab52291, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_1e7c056365c1, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_52364ac01989, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_52487dbd2299, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_d6c8dc3c52bd, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_08fe0dbc3b18, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_642189692582, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_eab000894edd, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_71be4b2b9168, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_ff8fd3d82ae2, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_eabbf668b091, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_e28737750a83, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_ef230e54456f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_808b1d5f492d, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_4cd59227e1eb, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_4b2089e32914, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.cap
+  {(const void*)&normgen_layernorm_fwd_ade41f1f9d85, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_ca2e6e51e3c1, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_8800251b1a81, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_a7fdc0e11632, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_defb46e48a83, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_6768ce216827, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_4ffb6aabd7fa, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.cap1536
+  {(const void*)&normgen_layernorm_fwd_9a9943308242, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_14a6d408f391, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_8b8fa53aceb1, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_6fd6ca06d93a, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_fbee4a35b69b, 0, 512, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t512.v4.tpr256.i3.cap1536.h3072
+  {(const void*)&normgen_layernorm_fwd_907313738bfd, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_a208b2fc9515, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_d5b6c56ca4e3, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_bd94404df68b, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_07dd412d7691, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f6def4ffe896, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
+  {(const void*)&normgen_layernorm_fwd_bbde664baae3, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_65400df6e779, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_14b939ba6439, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_9d519e3d6791, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_ad34400cfa9e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_2186d25748ab, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_5ac726918e71, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_53b1dd89047a, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_3dd7d0c72435, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_9d13f2b755df, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_c5bde6cd495a, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_643b042f3d3e, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_82d9347afea7, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_e72695898d08, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_8613083533d6, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_8aa659d4d1c2, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
+  {(const void*)&normgen_layernorm_fwd_1b04da747aae, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_6494a652edea, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_c945b1988e14, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_46400ace4729, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_layernorm_fwd_102f8ccf8e60, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_9fb168bcd02a, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_2d2bb15f56ce, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_5b3a388c82e2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_9fb28c523a98, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_60bc471f9848, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_f24ac1df83e4, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_3d12423262ed, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_873208a2de72, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_7806bf544c09, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_d708c6f913e0, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_b760c65da5ed, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_layernorm_fwd_95ca5c799f13, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_525e559d8515, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_layernorm_fwd_6141da2d0e47, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_483636691fa0, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_5c6c0bd98c25, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_3f07f52ba116, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_ff9986baaea0, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_bd883bd93162, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_bc5686c67ff7, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_6dd1a05efcd4, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_b65c8ab89206, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_7649b9d2b3a6, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.cap
+  {(const void*)&normgen_layernorm_fwd_07284b396a73, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_b14e5aa9edcd, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_3d72ace68b87, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_2fdb09222d42, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_9e9e8b4da18d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_5ce0ef8a8149, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_8f493b66c0b8, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_4bb3a9464044, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_72bc7df0c35a, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_cf7971017ee4, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_62b2015bd26f, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_e9db0135c35e, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_40a29c30ba34, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_c4706efda49c, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_f1c9006e6c58, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_a2e1978f4312, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c97550289c54, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_76631f4922c5, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_018933162cff, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ab188447e7c6, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d93739f95b4d, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_7f57bbc18a51, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_43a53e7de4fe, 4, 512, 8, 16, 4, 1, 2, 66560, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8dca2f2b417e, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_ecf82f4e8c60, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_59abe8a9f7bd, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_976706c5a559, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_92b9846acd62, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_9a86fdc81a38, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_b4f63bc4fbed, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_935486e28af7, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_5d304be77f95, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_db249b579b3c, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_601e56d66317, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_741977e5f7c8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f73a4af3cece, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_29be065b0aef, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_111e077a056f, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_67b168964a6d, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b4f0209d99f5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_97670c191336, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ccfe367e53e9, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_10500ce89a77, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cf158b091082, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b522e841f509, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_8160ab77293c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4777ae550057, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9022389a9fa9, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0f18739b6420, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6d24533e8223, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_e2c4921282e1, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_b0598328ad7c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_94ec85972685, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_3777a7219be7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_609d948387e3, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ef0b1b90c02b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d92afef26be8, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_749323fb3fce, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_58efa40f4b30, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3f008785c268, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_ca278a7d864c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_f265f65f1a8d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_982b5e42e749, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_e2f7f9ccc744, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b2efcb263174, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1a977e3bf0dc, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e38008b1d67d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e82437edb0d7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1b8c3edea653, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_574fe966e021, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ec6a54c9da63, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f4bef47e622f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b212e62736c5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2f9205908b6c, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_a88cc4c09a52, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_a8c242abe846, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9d72bca185d7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_43624b230fc8, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_5eb0eba12139, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_971df96fd598, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d7a353de916b, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a0101ddedf2a, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_7372200d7871, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e8c6c469860e, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ccc20234e625, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e6c38988750e, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6e57efbd50e6, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_684fc4e6cdf4, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_189b66c32b7f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_6e62d97687b1, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c7eb322f1ba3, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6f956412a537, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_589c20381f38, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a1e98b3262e9, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0df7efd1643f, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_19e161df40a0, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_99d8f4e75b0b, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_77ecef1bb0d3, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_26677e7ecb3f, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2f71f63d0281, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_e27a1d5d7d02, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e601a4c05469, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_368d4e7944e1, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_970019ff9fc6, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_917fdc2825b3, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ec6cb1f655c9, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_55a06f869dd1, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_12f8950ee1cf, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2c0f6a23078e, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_6e8337155835, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0690969501a3, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_616840c2878f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_6f6c09d20c23, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_681632c77a8b, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_21532b95516c, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2085c903e32a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_79c52c36684f, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_7a0f1b75aaf3, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5656913405e9, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_ba2019445a1d, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_18b012c75da3, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_ebe941962ed8, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2d3c6ec5baa7, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1418eac5b2fc, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_2249f3c554e5, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d1668821f3df, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e56b3fbbaab7, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b77d3f80215c, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ae9052159faa, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_9141be385516, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_5c9d2c8ca7bd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_013024974d63, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_970c8cb4acbb, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_43b6a147ceee, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b1d3428fecbe, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5bde5936d7d6, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e1812eaf225c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4965ee4d412a, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_2334954c978c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_0158ff8e9c78, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_4ac055f90df8, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_4640cae2f415, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_b995cde99860, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_1e1712babcf1, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_27589055c7c4, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_eb2efc856f43, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_d05528728bd2, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_403318ade9c3, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_9bef9df9da38, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_1669c0a381c0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5632105d9c5f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_0b6ecef58c95, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_99ac24706fa0, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_954f97b628ea, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_a3a4fd88421c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a0f30bf86301, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_78a5d3ea2533, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_73a626bd312b, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b5fd22eb1bb4, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_85446340edbb, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_eb04849803a3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1b05c5cb0b3a, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c2ae00581980, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_26d222c2dfc8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b3a1336d7a7a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_31568b91feb8, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3a445ebf42d3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_d8cdb230208b, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4ae35544e347, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_35bf3bfeeff8, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_23779b2d17a9, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_47ab9eb3ba39, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_78511c936026, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_42ffefda1d92, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_412e0365c461, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d5d3cc8c74d5, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_8577eb069742, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c4e54b4e4135, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_38690456001c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_e20d96a341c3, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8043a703f094, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_7752627ce61a, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_0b192e78b8d1, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5b6f3fe01803, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_a07fa359e751, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_rmsnorm_fwd_85aaae72a738, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_7d45713a9bc5, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5534c21e2d8d, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a1c3a45eb755, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f078f1b6dfc0, 4, 512, 8, 512, 2, 1, 2, 81920, 6144 },  // ring.t512.v8.tpr512.i2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9f2460394e14, 4, 128, 8, 128, 3, 2, 2, 43008, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_505328ea371a, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_439cbc8cefae, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_e4a05b45d393, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c5617422fd0f, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ed70624f1f6d, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c56c446b441b, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_8458d5fe4b6a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c8106c4e1e96, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a84f2bcfd532, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f3a182f33cda, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_01bc1dc4dea7, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_247bb1a02de6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8ef7edf418c8, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_08512ccbfe9d, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_579d520886a4, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_8dc16fa37402, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_221f0bb2e291, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_adbb08475ef5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_fa6cd6e352d9, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_6f90503a03cc, 4, 256, 8, 256, 1, 8, 2, 20480, 16384 },  // ring.t256.v8.tpr256.i1.c8.s2.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b37416e449cc, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2e375fb41002, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c0f0a4f18712, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_15b5f25e8189, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_6849b2deec4c, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6160ad469d55, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5c240cc49ac7, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ac90614253d5, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_cd71cb60d4b6, 4, 256, 8, 256, 4, 4, 2, 114688, 32768 },  // ring.t256.v8.tpr256.i4.c4.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_be16d064ea32, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_ba579c51ed19, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9b65a0f4e508, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_45f7eaa30a45, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_0c5e64a621da, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5de5b8d73f2b, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_10ecadf00dc6, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_26f2691f0662, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ce38abfe7069, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_53cf1b60d85f, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_fe105cc337d4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_421d86b4e382, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_59a1a807a8b7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_7849046f3110, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_55fec9699ffc, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_5e97f43b4f9e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_ac90a0962ccb, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_01f5af047e02, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_ffe54488e2ae, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_2ee5148bf87e, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_ad7eb7c0f4c9, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_ab4618238417, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_78d3b2877db9, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_9129076e42a0, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7c7e7ed47d67, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3f127f6f13b8, 4, 256, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_95665edf0b9f, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_54ec6161f1f7, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_ce6929226443, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_2794189b7072, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_92f90f88a743, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c977e8c4db30, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9327b943f67c, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_21939c03637d, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_663788b9f17d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_55968bcf1719, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8a082aa94906, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
+  {(const void*)&normgen_rmsnorm_fwd_cb142669126b, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_a86c77960a81, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1961f05848a1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_2f587a5b3d9f, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5e488bbaccb3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_2ff11d489c8e, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_284891b0261f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_9876d2d601e4, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
+  {(const void*)&normgen_rmsnorm_fwd_580ac3b24179, 4, 128, 8, 64, 6, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.hold.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e0d61be44c10, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f20629e3be72, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_465747f3b988, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b5792515f960, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f568c36f9c32, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4db05d673fb2, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_e3423bdc3096, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fb5ee9b24596, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_74222d0b3997, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_9a4ac5cc085f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_12f481ebcf94, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_3e5c6444c384, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0b1b03c75343, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_726ccfd54551, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_821fa6c941aa, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_11cb0c0adce9, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ba278b3f44fa, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_028115954670, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_bc9bf901a6ac, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a507d8652c61, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d28096d1f2a3, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bd7de4c00f50, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ddc528574bdf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eccbc65afb12, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_368c1b170ab9, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_913dfef7dd63, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ee70b9de9828, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_911325852807, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b06a52e57c1d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_cc86b9391736, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8eba21fbcd66, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_fdf5c56a9660, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3e07763fd49e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2a07e74d7595, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_b1478d5f51ff, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a4075eac1864, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_9c073cabaa0c, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_2938fc192455, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s2.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7c86ec5aaa4e, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_382bc0715ba0, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0c9120a1b95c, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5ba5fc4db9d3, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3069cd07dd86, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_caa360159346, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_568a54146e32, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0ffb5dd4945f, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_36067cbbc8ab, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c4f5f410e54e, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_09ec31c6d056, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c2b5b987ea91, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_1c8a25f38863, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_78dc6261b8f5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c83ba104c163, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16
+  {(const void*)&normgen_rmsnorm_fwd_e47dbac80bf9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_05053ee33e86, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8a5bf74f8c50, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4d656c8c445e, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d856bbe28b8a, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_657f5ed5d662, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a7b89b4611af, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1816d83030e8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_478c87ffbd9b, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_eb427d3c2ae2, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_6ecddd5f390f, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_693c048bfef4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c9f49e880a57, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_a713c0ac2233, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ce21673beb93, 4, 128, 8, 64, 1, 1, 2, 9216, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_5bc02a3e5b16, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_f411d30b1a07, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_e994b6f36e4a, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_f2563c663b5a, 4, 128, 8, 128, 1, 1, 2, 14336, 768 },  // ring.t128.v8.tpr128.i1.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_dd8e7a5ca7fc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_c491cc538fc9, 4, 128, 8, 32, 3, 1, 2, 26112, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_18f204fdeb2d, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_bcad0c91e31f, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
+  {(const void*)&normgen_rmsnorm_fwd_48007aa8a03c, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_fec8dae2abb0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3689467953dd, 4, 128, 8, 64, 2, 1, 2, 18432, 1024 },  // ring.t128.v8.tpr64.i2.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e680480145b1, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
+  {(const void*)&normgen_rmsnorm_fwd_39ba593bb7cf, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_870a359d8e0f, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_4fab0a5e2797, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4b78315a783e, 4, 128, 8, 64, 3, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr64.i3.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_12b5226a458e, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_9be0721a741f, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ad9a3bbf1aa5, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ae9b1670c024, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b7911c33f627, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9c269bb2ba37, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7a8d722549cb, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_ef936ded8149, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b6d1f9c0e637, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_05e7188fce72, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_423d163f0be2, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9002276fb69f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_acb3a4affee4, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_19ee24d0fe27, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3f2e704d069b, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_27b49f1830cd, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_18338bbbd33e, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d46aaa4815cb, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d7b46821e62a, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e1a0b2d1cb62, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_1da7a6528e61, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d0f77c3ed3e1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ca89e0cbd4f5, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_f7c8ba3eeb1b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b546a2061bfe, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_40f6abecce44, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0618ea4d7513, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_26473c3f7529, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_cdd288f85861, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_06603e2ac6a3, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f6bf635aecf6, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1f9425ef3898, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_12807aa7a043, 4, 128, 8, 128, 3, 2, 2, 43008, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f83e44de38e3, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a18421c73794, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_6c96b22cc065, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_9639593ee9cd, 4, 128, 8, 128, 7, 1, 2, 100352, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_360484a2df5b, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_87e0f908bebc, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_19a0c3e40b65, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_46c40976aa4c, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_26834de8ae70, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0e239ee6ac4e, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f35c6d0fce92, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_58cb55b6c6ad, 2, 1024, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_44328c08586e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_39b8dad22953, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_bff0610719bb, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_be5955ed2410, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_35334859a40a, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0cb5748c253b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_da6374f7b98e, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_1c2a5143f52a, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_20002e1ad5ed, 4, 512, 8, 512, 4, 1, 2, 229376, 16384 },  // ring.t512.v8.tpr512.i4.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_595b8ec85a10, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_fbc15e2c2efa, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_484c4caac895, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6caf20433c0d, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_84a44edca458, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_561c65b8d65e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_448b798b5fe3, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d5bec7ba6c43, 4, 256, 8, 256, 4, 4, 2, 114688, 32768 },  // ring.t256.v8.tpr256.i4.c4.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_27e30e4a0b27, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8d1779ea9e13, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_032c161db432, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_889aba4eaf32, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_79c4c4284e45, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5fc8732b06b2, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ec5dcbde0056, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_77cda15fea51, 4, 128, 8, 128, 4, 16, 2, 73728, 65536 },  // ring.t128.v8.tpr128.i4.c16.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a4fbbcd4dbb1, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_16eebdb2e4b7, 4, 128, 8, 128, 8, 16, 2, 114688, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4b9a7c8f4324, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f16fbba4fdd4, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c9b881ad4d01, 4, 256, 8, 256, 8, 8, 2, 229376, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6e4eb5a7a278, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_59862406bf66, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d1e7b8cab2c9, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_a39361e8b6ee, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_3d460195de83, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4a652702db34, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3c2a7d2d270b, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_cbbb6f441568, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_ff5d597b1f05, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_c5c975af6d28, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_8e4df419f06f, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_ccb029bf277e, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_5cbaf6314721, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_0a23aa96ec26, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_58e7d487c9ee, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_c075ddd6a601, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_704adf61d1c8, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_56582c9f617e, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_2206c02cb91b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_4267455df54c, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5f55f086f18f, 1, 512, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t512.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_74ce87241900, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_26a12f5957d5, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_e14af8e9144d, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_eb3d67a5d9bf, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_715632b45f3f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_f215ff5fa192, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_6fbd954fdb34, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_18bdc14c0303, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_4ce8bb765e6e, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_7b666b38973e, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8c7a50a859fe, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_20540691a63f, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_068b6cfe3f5c, 1, 512, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_173ac446b863, 0, 512, 4, 256, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_6868af8795b3, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_38fa0fa0f46d, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c00da9c0b962, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_44f6e8747d2e, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4f1189642f11, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_1b00c1614bd8, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_dc0ff5667e5c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_dbf049c65e93, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_d5ebe4fc9dbb, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_9fe1b1962b1c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_b233e397f82e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_689d2c9f0b2e, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
+  {(const void*)&normgen_rmsnorm_fwd_617311806d24, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_fc84516ed8d6, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_5edeae43814c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_c5771548f8cf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2c6f67003e3c, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3cbd6748f352, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f0f461813fd6, 0, 64, 4, 64, 8, 2, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_636b21406437, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_3d181db344ce, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_9c6541efe7dc, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9cf2d50eb2cb, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5843854bdc17, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_2cabb61d1250, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5f9f84309d09, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_7a38b9f953d8, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_50cb559fd3a3, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f1e087ea8adb, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_bfe4c30d47a5, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6727c66fb375, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bec4682f91cc, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_046bab20bfb5, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_3a43a74aeaaa, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_44538b819d1a, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_a6d66bb4720d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_70e260a7f94a, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_06fb8908cf41, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb2d046b077e, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_d6d9f1624785, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_37dab744a6fb, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_147b25f41dd7, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ffd6646a2d4c, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ff71d99d2335, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d0f6cfca8500, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_d68d2a605645, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d158175f9168, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_739e50138777, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_24ba4fcc1205, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fcb34612eaf8, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_c36d99425eac, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_dce1e6d5a7f7, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_accb15f69b59, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_rmsnorm_fwd_a90bc2e6e728, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7eaba9f48808, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_570120bd5b59, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_229b5a6dc0ad, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_bfc0b60ec870, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_82774d6bcde9, 1, 128, 4, 128, 8, 4, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i8.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f07aef27eab2, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7019521dc33d, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_rmsnorm_fwd_908f468f128e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_c533e60107a5, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_62ba10d5e390, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_92b3f70e3f58, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5ec43ac20ceb, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_6a62342a2c23, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_82e88070a639, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_81bd1936302d, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_c5bc938a821c, 0, 64, 4, 64, 16, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i16.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_71590c25ad50, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2ac0b6d66ff3, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ec4ff5c728a5, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_c18e04a021ae, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_43a7ea9ce9c0, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_6fe0af9e0bc1, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7e349cc43b5b, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e6d294cdada4, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e386db3f3889, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_0fdc0e50fa7f, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a7eb93d7b742, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_69bbd816f837, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_336f9b686462, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_547c2e84d374, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_e106a28ff1c9, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_6081ddb332d3, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_753b9a8ab1ae, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_f18ee570c416, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_ce59f8178534, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_b64bf0eed75b, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_0987014e5e3b, 1, 1024, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ef01513765fb, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a7c10f405ec6, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d8e1fc61f6a3, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_840db986eb7e, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_91b83ff6fd0c, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_62500709aabb, 1, 1024, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_1121cba16b2d, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0154f8b0e5c0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_9481a7fd8e66, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_9990e7045022, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5dde791ee601, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f58e35364fc8, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_34fb4d761ac6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_5e1e1df1cd2d, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_da1d5e0263fc, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_33feb2aba8ee, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_55cf67c1b272, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_5fe61e77f023, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.cap1536.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ae635ea6334f, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_33f6542830d5, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0259e4c7775f, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4a891bb26e90, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_56efd5d3dcdc, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3861948a4bd1, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_26516d4ec7e0, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7fd6ac7b0914, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_02cf59f4cddc, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_10e3512afaa7, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_8b692ee60cad, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_47c4797d1972, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_f59b66ed251e, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_28d335bfcb90, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_938284df7263, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4b716bcd3df1, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_090930b695be, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_8aaeaa0d23fe, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_d774d54c33c3, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f5b2290dd4f8, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_a22d3121338d, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
+  {(const void*)&normgen_rmsnorm_fwd_7925b493e6e4, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_cecc52ce481a, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1bedd22d2094, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_90496bb9211e, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_cfe198632d33, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_a086370f37a6, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5a11e83f3119, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_423fc8389551, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3fbf0bbff4de, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3bee64b191d0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_de7e6d039688, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4ed2409ec2d2, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b9c8b94c4f0f, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_eaf497ebdeb1, 0, 1024, 4, 1024, 2, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr1024.i2.cap2048.h7168
+  {(const void*)&normgen_rmsnorm_fwd_900dfd597522, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_b4ffea29d3a6, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1ac4f95ca59f, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_6bb645c7b900, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_35faf241881d, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e11c6fb897fe, 2, 1024, 4, 1024, 0, 1, 4, 0, 8192 },  // smem.t1024.v4.tpr1024.h8192
+  {(const void*)&normgen_rmsnorm_fwd_81f693762df9, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_33ca69d8aa8d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_80234884fc89, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bb67cc7c7bc1, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_0423a3c68ae6, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_27b559ff60bc, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6524b9fbf374, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_fbe1e4d0a366, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_95a63737f15d, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_b6e7639f3abf, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_1f416fa3b546, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_73a60bc4e22f, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5d4ef1f14af9, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_4e31c8363c27, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e1c2fb3d713d, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_f217bd25af4b, 2, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_fd0c0e94c8bb, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b0dd083f971f, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f04cf2edbb98, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_46fbda72a301, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_051e55179840, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_fc2247111ff2, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_18a78ea96f56, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_054c96a913df, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_58b156d409cf, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9ce65e2e1a83, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e21eceee9452, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d8b7416babcb, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_1191ac10d840, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_8e124644bfbb, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6151a0d090d3, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_64f2a267273a, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_9440ea0c8dc0, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a4214af95af2, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_4c5729d8efb8, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1977,1245 +1917,1247 @@ struct Spec {
 };
 const Spec kSpecs[] = {
   { 1, 2, 2, 1, 0, -1, 0, 113 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 213 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 321 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 442 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 536 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 645 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 738 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 860 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 971 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 1, 1, 1, 0, -1, 0, 211 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 312 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 432 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 527 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 627 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 723 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 837 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 941 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
-// the variant that stands for other hidden sizes (the winner may be compiled for this one).
-struct Entry { int spec; int64_t hidden, rows; int variant, portable; };
+// the variant that stands for other hidden sizes (the winner may be compiled for this one);
+// release_late: on this tuned shape the variant releases the next grid after its wait
+// (NormgenFwdParams::release_late), as it timed faster so.
+struct Entry { int spec; int64_t hidden, rows; int variant, portable, release_late; };
 const Entry kEntries[] = {
   // NVIDIA H200
-  { 0, 512, 1, 0, 1 },
-  { 0, 512, 8, 2, 1 },
-  { 0, 512, 32, 2, 1 },
-  { 0, 512, 128, 3, 1 },
-  { 0, 512, 512, 3, 1 },
-  { 0, 512, 2048, 4, 1 },
-  { 0, 512, 8192, 5, 1 },
-  { 0, 512, 32768, 6, 1 },
-  { 0, 768, 1, 7, 8 },
-  { 0, 768, 8, 7, 1 },
-  { 0, 768, 32, 7, 1 },
-  { 0, 768, 128, 7, 1 },
-  { 0, 768, 512, 9, 1 },
-  { 0, 768, 2048, 10, 1 },
-  { 0, 768, 8192, 11, 1 },
-  { 0, 768, 32768, 12, 1 },
-  { 0, 1024, 1, 13, 1 },
-  { 0, 1024, 8, 13, 1 },
-  { 0, 1024, 32, 13, 1 },
-  { 0, 1024, 128, 14, 1 },
-  { 0, 1024, 512, 14, 1 },
-  { 0, 1024, 2048, 15, 1 },
-  { 0, 1024, 8192, 16, 1 },
-  { 0, 1024, 32768, 17, 1 },
-  { 0, 1536, 1, 18, 1 },
-  { 0, 1536, 8, 18, 1 },
-  { 0, 1536, 32, 19, 1 },
-  { 0, 1536, 128, 19, 1 },
-  { 0, 1536, 512, 19, 1 },
-  { 0, 1536, 2048, 20, 1 },
-  { 0, 1536, 8192, 21, 1 },
-  { 0, 1536, 32768, 20, 1 },
-  { 0, 2048, 1, 22, 1 },
-  { 0, 2048, 8, 22, 1 },
-  { 0, 2048, 32, 23, 1 },
-  { 0, 2048, 128, 24, 1 },
-  { 0, 2048, 512, 23, 1 },
-  { 0, 2048, 2048, 25, 1 },
-  { 0, 2048, 8192, 26, 1 },
-  { 0, 2048, 32768, 27, 1 },
-  { 0, 2560, 1, 28, 29 },
-  { 0, 2560, 8, 28, 29 },
-  { 0, 2560, 32, 28, 29 },
-  { 0, 2560, 128, 28, 30 },
-  { 0, 2560, 512, 31, 29 },
-  { 0, 2560, 2048, 32, 29 },
-  { 0, 2560, 8192, 33, 29 },
-  { 0, 2560, 32768, 33, 34 },
-  { 0, 3072, 1, 35, 29 },
-  { 0, 3072, 8, 35, 29 },
-  { 0, 3072, 32, 35, 29 },
-  { 0, 3072, 128, 35, 30 },
-  { 0, 3072, 512, 36, 29 },
-  { 0, 3072, 2048, 37, 29 },
-  { 0, 3072, 8192, 38, 29 },
-  { 0, 3072, 32768, 38, 29 },
-  { 0, 4096, 1, 39, 29 },
-  { 0, 4096, 8, 40, 29 },
-  { 0, 4096, 32, 41, 29 },
-  { 0, 4096, 128, 40, 30 },
-  { 0, 4096, 512, 41, 29 },
-  { 0, 4096, 2048, 42, 29 },
-  { 0, 4096, 8192, 43, 29 },
-  { 0, 4096, 32768, 44, 29 },
-  { 0, 5120, 1, 45, 46 },
-  { 0, 5120, 8, 47, 46 },
-  { 0, 5120, 32, 48, 46 },
-  { 0, 5120, 128, 49, 46 },
-  { 0, 5120, 512, 50, 46 },
-  { 0, 5120, 2048, 51, 46 },
-  { 0, 5120, 8192, 52, 46 },
-  { 0, 5120, 32768, 52, 46 },
-  { 0, 6144, 1, 53, 46 },
-  { 0, 6144, 8, 53, 46 },
-  { 0, 6144, 32, 54, 46 },
-  { 0, 6144, 128, 55, 46 },
-  { 0, 6144, 512, 56, 46 },
-  { 0, 6144, 2048, 57, 46 },
-  { 0, 6144, 8192, 58, 46 },
-  { 0, 6144, 32768, 58, 46 },
-  { 0, 7168, 1, 59, 60 },
-  { 0, 7168, 8, 59, 61 },
-  { 0, 7168, 32, 62, 61 },
-  { 0, 7168, 128, 59, 61 },
-  { 0, 7168, 512, 63, 64 },
-  { 0, 7168, 2048, 65, 64 },
-  { 0, 7168, 8192, 66, 64 },
-  { 0, 7168, 32768, 66, 64 },
-  { 0, 8192, 1, 67, 68 },
-  { 0, 8192, 8, 69, 64 },
-  { 0, 8192, 32, 70, 64 },
-  { 0, 8192, 128, 71, 64 },
-  { 0, 8192, 512, 72, 64 },
-  { 0, 8192, 2048, 73, 64 },
-  { 0, 8192, 8192, 73, 64 },
-  { 0, 8192, 32768, 73, 64 },
-  { 0, 12288, 1, 74, 75 },
-  { 0, 12288, 8, 74, 76 },
-  { 0, 12288, 32, 77, 75 },
-  { 0, 12288, 128, 74, 78 },
-  { 0, 12288, 512, 79, 78 },
-  { 0, 12288, 2048, 80, 78 },
-  { 0, 12288, 8192, 80, 78 },
-  { 0, 12288, 32768, 81, 78 },
-  { 0, 16384, 1, 82, 83 },
-  { 0, 16384, 8, 84, 85 },
-  { 0, 16384, 32, 82, 85 },
-  { 0, 16384, 128, 86, 85 },
-  { 0, 16384, 512, 87, 85 },
-  { 0, 16384, 2048, 88, 85 },
-  { 0, 16384, 8192, 89, 85 },
-  { 0, 16384, 32768, 89, 85 },
-  { 0, 32768, 1, 90, 91 },
-  { 0, 32768, 8, 92, 93 },
-  { 0, 32768, 32, 92, 94 },
-  { 0, 32768, 128, 95, 91 },
-  { 0, 32768, 512, 96, 91 },
-  { 0, 32768, 2048, 97, 91 },
-  { 0, 32768, 8192, 98, 99 },
-  { 0, 32768, 32768, 98, 99 },
-  { 0, 65536, 1, 100, 91 },
-  { 0, 65536, 8, 101, 102 },
-  { 0, 65536, 32, 103, 91 },
-  { 0, 65536, 128, 104, 91 },
-  { 0, 65536, 512, 103, 91 },
-  { 0, 65536, 2048, 105, 91 },
-  { 0, 65536, 8192, 106, 106 },
-  { 0, 65536, 32768, 106, 106 },
-  { 0, 131072, 1, 107, 91 },
-  { 0, 131072, 8, 107, 108 },
-  { 0, 131072, 32, 109, 91 },
-  { 0, 131072, 128, 109, 91 },
-  { 0, 131072, 512, 110, 91 },
-  { 0, 131072, 2048, 111, 91 },
-  { 0, 131072, 8192, 111, 91 },
-  { 0, 131072, 32768, 111, 112 },
-  { 1, 512, 1, 114, 115 },
-  { 1, 512, 8, 116, 115 },
-  { 1, 512, 32, 116, 115 },
-  { 1, 512, 128, 116, 115 },
-  { 1, 512, 512, 116, 115 },
-  { 1, 512, 2048, 117, 115 },
-  { 1, 512, 8192, 118, 115 },
-  { 1, 512, 32768, 119, 115 },
-  { 1, 768, 1, 120, 115 },
-  { 1, 768, 8, 120, 115 },
-  { 1, 768, 32, 120, 115 },
-  { 1, 768, 128, 120, 115 },
-  { 1, 768, 512, 120, 121 },
-  { 1, 768, 2048, 122, 115 },
-  { 1, 768, 8192, 123, 115 },
-  { 1, 768, 32768, 124, 115 },
-  { 1, 1024, 1, 125, 115 },
-  { 1, 1024, 8, 125, 115 },
-  { 1, 1024, 32, 125, 115 },
-  { 1, 1024, 128, 125, 115 },
-  { 1, 1024, 512, 125, 115 },
-  { 1, 1024, 2048, 126, 115 },
-  { 1, 1024, 8192, 127, 115 },
-  { 1, 1024, 32768, 128, 115 },
-  { 1, 1536, 1, 129, 115 },
-  { 1, 1536, 8, 129, 115 },
-  { 1, 1536, 32, 129, 115 },
-  { 1, 1536, 128, 129, 115 },
-  { 1, 1536, 512, 129, 115 },
-  { 1, 1536, 2048, 130, 115 },
-  { 1, 1536, 8192, 131, 115 },
-  { 1, 1536, 32768, 130, 115 },
-  { 1, 2048, 1, 132, 115 },
-  { 1, 2048, 8, 132, 115 },
-  { 1, 2048, 32, 132, 115 },
-  { 1, 2048, 128, 133, 115 },
-  { 1, 2048, 512, 132, 115 },
-  { 1, 2048, 2048, 134, 115 },
-  { 1, 2048, 8192, 135, 115 },
-  { 1, 2048, 32768, 136, 115 },
-  { 1, 2560, 1, 137, 138 },
-  { 1, 2560, 8, 137, 138 },
-  { 1, 2560, 32, 139, 138 },
-  { 1, 2560, 128, 140, 138 },
-  { 1, 2560, 512, 139, 138 },
-  { 1, 2560, 2048, 141, 138 },
-  { 1, 2560, 8192, 142, 138 },
-  { 1, 2560, 32768, 142, 143 },
-  { 1, 3072, 1, 144, 138 },
-  { 1, 3072, 8, 145, 138 },
-  { 1, 3072, 32, 146, 138 },
-  { 1, 3072, 128, 147, 138 },
-  { 1, 3072, 512, 146, 138 },
-  { 1, 3072, 2048, 145, 138 },
-  { 1, 3072, 8192, 148, 138 },
-  { 1, 3072, 32768, 148, 138 },
-  { 1, 4096, 1, 149, 138 },
-  { 1, 4096, 8, 150, 138 },
-  { 1, 4096, 32, 151, 138 },
-  { 1, 4096, 128, 149, 138 },
-  { 1, 4096, 512, 151, 138 },
-  { 1, 4096, 2048, 152, 138 },
-  { 1, 4096, 8192, 153, 138 },
-  { 1, 4096, 32768, 154, 138 },
-  { 1, 5120, 1, 155, 156 },
-  { 1, 5120, 8, 155, 156 },
-  { 1, 5120, 32, 157, 156 },
-  { 1, 5120, 128, 158, 156 },
-  { 1, 5120, 512, 159, 156 },
-  { 1, 5120, 2048, 160, 156 },
-  { 1, 5120, 8192, 161, 162 },
-  { 1, 5120, 32768, 161, 156 },
-  { 1, 6144, 1, 163, 156 },
-  { 1, 6144, 8, 163, 156 },
-  { 1, 6144, 32, 164, 156 },
-  { 1, 6144, 128, 165, 156 },
-  { 1, 6144, 512, 166, 156 },
-  { 1, 6144, 2048, 167, 156 },
-  { 1, 6144, 8192, 168, 156 },
-  { 1, 6144, 32768, 169, 156 },
-  { 1, 7168, 1, 170, 171 },
-  { 1, 7168, 8, 170, 171 },
-  { 1, 7168, 32, 172, 171 },
-  { 1, 7168, 128, 173, 171 },
-  { 1, 7168, 512, 174, 171 },
-  { 1, 7168, 2048, 175, 171 },
-  { 1, 7168, 8192, 174, 171 },
-  { 1, 7168, 32768, 174, 171 },
-  { 1, 8192, 1, 176, 171 },
-  { 1, 8192, 8, 176, 177 },
-  { 1, 8192, 32, 178, 171 },
-  { 1, 8192, 128, 179, 171 },
-  { 1, 8192, 512, 180, 171 },
-  { 1, 8192, 2048, 181, 171 },
-  { 1, 8192, 8192, 181, 171 },
-  { 1, 8192, 32768, 181, 171 },
-  { 1, 12288, 1, 182, 183 },
-  { 1, 12288, 8, 184, 183 },
-  { 1, 12288, 32, 182, 183 },
-  { 1, 12288, 128, 185, 183 },
-  { 1, 12288, 512, 186, 183 },
-  { 1, 12288, 2048, 187, 183 },
-  { 1, 12288, 8192, 187, 183 },
-  { 1, 12288, 32768, 188, 183 },
-  { 1, 16384, 1, 189, 190 },
-  { 1, 16384, 8, 191, 190 },
-  { 1, 16384, 32, 192, 190 },
-  { 1, 16384, 128, 193, 190 },
-  { 1, 16384, 512, 194, 190 },
-  { 1, 16384, 2048, 195, 190 },
-  { 1, 16384, 8192, 195, 190 },
-  { 1, 16384, 32768, 195, 190 },
-  { 1, 32768, 1, 196, 197 },
-  { 1, 32768, 8, 196, 197 },
-  { 1, 32768, 32, 198, 199 },
-  { 1, 32768, 128, 200, 201 },
-  { 1, 32768, 512, 202, 201 },
-  { 1, 32768, 2048, 203, 201 },
-  { 1, 32768, 8192, 204, 201 },
-  { 1, 32768, 32768, 204, 201 },
-  { 1, 65536, 1, 205, 201 },
-  { 1, 65536, 8, 205, 201 },
-  { 1, 65536, 32, 206, 201 },
-  { 1, 65536, 128, 207, 201 },
-  { 1, 65536, 512, 207, 201 },
-  { 1, 65536, 2048, 208, 201 },
-  { 1, 65536, 8192, 209, 201 },
-  { 1, 65536, 32768, 209, 201 },
-  { 1, 131072, 1, 210, 201 },
-  { 1, 131072, 8, 210, 201 },
-  { 1, 131072, 32, 211, 201 },
-  { 1, 131072, 128, 211, 201 },
-  { 1, 131072, 512, 211, 201 },
-  { 1, 131072, 2048, 211, 201 },
-  { 1, 131072, 8192, 212, 201 },
-  { 1, 131072, 32768, 212, 201 },
-  { 2, 512, 1, 214, 215 },
-  { 2, 512, 8, 216, 215 },
-  { 2, 512, 32, 216, 215 },
-  { 2, 512, 128, 217, 215 },
-  { 2, 512, 512, 217, 215 },
-  { 2, 512, 2048, 218, 215 },
-  { 2, 512, 8192, 219, 220 },
-  { 2, 512, 32768, 221, 221 },
-  { 2, 768, 1, 222, 215 },
-  { 2, 768, 8, 222, 215 },
-  { 2, 768, 32, 222, 215 },
-  { 2, 768, 128, 222, 223 },
-  { 2, 768, 512, 222, 215 },
-  { 2, 768, 2048, 224, 215 },
-  { 2, 768, 8192, 224, 225 },
-  { 2, 768, 32768, 226, 226 },
-  { 2, 1024, 1, 227, 215 },
-  { 2, 1024, 8, 227, 215 },
-  { 2, 1024, 32, 227, 215 },
-  { 2, 1024, 128, 227, 215 },
-  { 2, 1024, 512, 227, 215 },
-  { 2, 1024, 2048, 228, 229 },
-  { 2, 1024, 8192, 230, 215 },
-  { 2, 1024, 32768, 230, 225 },
-  { 2, 1536, 1, 231, 232 },
-  { 2, 1536, 8, 231, 232 },
-  { 2, 1536, 32, 233, 234 },
-  { 2, 1536, 128, 235, 236 },
-  { 2, 1536, 512, 231, 237 },
-  { 2, 1536, 2048, 238, 232 },
-  { 2, 1536, 8192, 239, 232 },
-  { 2, 1536, 32768, 240, 240 },
-  { 2, 2048, 1, 241, 232 },
-  { 2, 2048, 8, 242, 232 },
-  { 2, 2048, 32, 241, 232 },
-  { 2, 2048, 128, 243, 236 },
-  { 2, 2048, 512, 241, 244 },
-  { 2, 2048, 2048, 242, 244 },
-  { 2, 2048, 8192, 245, 232 },
-  { 2, 2048, 32768, 246, 246 },
-  { 2, 2560, 1, 247, 248 },
-  { 2, 2560, 8, 247, 249 },
-  { 2, 2560, 32, 250, 250 },
-  { 2, 2560, 128, 251, 250 },
-  { 2, 2560, 512, 251, 248 },
-  { 2, 2560, 2048, 247, 252 },
-  { 2, 2560, 8192, 252, 252 },
-  { 2, 2560, 32768, 253, 252 },
-  { 2, 3072, 1, 254, 252 },
-  { 2, 3072, 8, 254, 252 },
-  { 2, 3072, 32, 250, 250 },
-  { 2, 3072, 128, 254, 250 },
-  { 2, 3072, 512, 254, 248 },
-  { 2, 3072, 2048, 255, 248 },
-  { 2, 3072, 8192, 252, 252 },
-  { 2, 3072, 32768, 256, 252 },
-  { 2, 4096, 1, 257, 258 },
-  { 2, 4096, 8, 257, 258 },
-  { 2, 4096, 32, 250, 250 },
-  { 2, 4096, 128, 257, 258 },
-  { 2, 4096, 512, 257, 259 },
-  { 2, 4096, 2048, 257, 258 },
-  { 2, 4096, 8192, 260, 258 },
-  { 2, 4096, 32768, 260, 261 },
-  { 2, 5120, 1, 262, 263 },
-  { 2, 5120, 8, 262, 264 },
-  { 2, 5120, 32, 265, 266 },
-  { 2, 5120, 128, 265, 267 },
-  { 2, 5120, 512, 262, 268 },
-  { 2, 5120, 2048, 262, 269 },
-  { 2, 5120, 8192, 270, 269 },
-  { 2, 5120, 32768, 270, 269 },
-  { 2, 6144, 1, 271, 263 },
-  { 2, 6144, 8, 264, 264 },
-  { 2, 6144, 32, 272, 266 },
-  { 2, 6144, 128, 271, 266 },
-  { 2, 6144, 512, 273, 263 },
-  { 2, 6144, 2048, 274, 274 },
-  { 2, 6144, 8192, 274, 274 },
-  { 2, 6144, 32768, 275, 276 },
-  { 2, 7168, 1, 277, 278 },
-  { 2, 7168, 8, 279, 278 },
-  { 2, 7168, 32, 279, 280 },
-  { 2, 7168, 128, 277, 281 },
-  { 2, 7168, 512, 277, 278 },
-  { 2, 7168, 2048, 282, 282 },
-  { 2, 7168, 8192, 283, 278 },
-  { 2, 7168, 32768, 283, 278 },
-  { 2, 8192, 1, 284, 285 },
-  { 2, 8192, 8, 284, 285 },
-  { 2, 8192, 32, 286, 280 },
-  { 2, 8192, 128, 287, 285 },
-  { 2, 8192, 512, 287, 285 },
-  { 2, 8192, 2048, 288, 285 },
-  { 2, 8192, 8192, 289, 285 },
-  { 2, 8192, 32768, 289, 285 },
-  { 2, 12288, 1, 290, 291 },
-  { 2, 12288, 8, 292, 293 },
-  { 2, 12288, 32, 294, 295 },
-  { 2, 12288, 128, 294, 295 },
-  { 2, 12288, 512, 296, 297 },
-  { 2, 12288, 2048, 296, 297 },
-  { 2, 12288, 8192, 298, 297 },
-  { 2, 12288, 32768, 298, 297 },
-  { 2, 16384, 1, 299, 300 },
-  { 2, 16384, 8, 301, 293 },
-  { 2, 16384, 32, 302, 300 },
-  { 2, 16384, 128, 302, 303 },
-  { 2, 16384, 512, 302, 303 },
-  { 2, 16384, 2048, 304, 300 },
-  { 2, 16384, 8192, 304, 300 },
-  { 2, 16384, 32768, 304, 300 },
-  { 2, 32768, 1, 305, 261 },
-  { 2, 32768, 8, 306, 307 },
-  { 2, 32768, 32, 308, 261 },
-  { 2, 32768, 128, 308, 261 },
-  { 2, 32768, 512, 309, 261 },
-  { 2, 32768, 2048, 310, 311 },
-  { 2, 32768, 8192, 312, 312 },
-  { 2, 32768, 32768, 312, 312 },
-  { 2, 65536, 1, 313, 261 },
-  { 2, 65536, 8, 314, 261 },
-  { 2, 65536, 32, 314, 261 },
-  { 2, 65536, 128, 315, 261 },
-  { 2, 65536, 512, 315, 261 },
-  { 2, 65536, 2048, 315, 261 },
-  { 2, 65536, 8192, 316, 316 },
-  { 2, 65536, 32768, 316, 316 },
-  { 2, 131072, 1, 317, 261 },
-  { 2, 131072, 8, 318, 319 },
-  { 2, 131072, 32, 318, 319 },
-  { 2, 131072, 128, 320, 261 },
-  { 2, 131072, 512, 320, 261 },
-  { 2, 131072, 2048, 320, 261 },
-  { 2, 131072, 8192, 320, 261 },
-  { 2, 131072, 32768, 320, 261 },
-  { 3, 512, 1, 322, 323 },
-  { 3, 512, 8, 324, 323 },
-  { 3, 512, 32, 324, 323 },
-  { 3, 512, 128, 325, 323 },
-  { 3, 512, 512, 326, 323 },
-  { 3, 512, 2048, 327, 323 },
-  { 3, 512, 8192, 328, 323 },
-  { 3, 512, 32768, 329, 323 },
-  { 3, 768, 1, 330, 323 },
-  { 3, 768, 8, 331, 331 },
-  { 3, 768, 32, 331, 331 },
-  { 3, 768, 128, 332, 323 },
-  { 3, 768, 512, 333, 333 },
-  { 3, 768, 2048, 334, 323 },
-  { 3, 768, 8192, 335, 323 },
-  { 3, 768, 32768, 336, 323 },
-  { 3, 1024, 1, 337, 323 },
-  { 3, 1024, 8, 338, 323 },
-  { 3, 1024, 32, 338, 323 },
-  { 3, 1024, 128, 339, 323 },
-  { 3, 1024, 512, 340, 323 },
-  { 3, 1024, 2048, 341, 323 },
-  { 3, 1024, 8192, 342, 323 },
-  { 3, 1024, 32768, 343, 344 },
-  { 3, 1536, 1, 345, 346 },
-  { 3, 1536, 8, 345, 346 },
-  { 3, 1536, 32, 347, 346 },
-  { 3, 1536, 128, 347, 323 },
-  { 3, 1536, 512, 347, 323 },
-  { 3, 1536, 2048, 348, 323 },
-  { 3, 1536, 8192, 349, 323 },
-  { 3, 1536, 32768, 350, 351 },
-  { 3, 2048, 1, 352, 323 },
-  { 3, 2048, 8, 353, 323 },
-  { 3, 2048, 32, 352, 323 },
-  { 3, 2048, 128, 352, 323 },
-  { 3, 2048, 512, 353, 323 },
-  { 3, 2048, 2048, 354, 323 },
-  { 3, 2048, 8192, 355, 323 },
-  { 3, 2048, 32768, 356, 356 },
-  { 3, 2560, 1, 357, 358 },
-  { 3, 2560, 8, 357, 358 },
-  { 3, 2560, 32, 357, 359 },
-  { 3, 2560, 128, 357, 359 },
-  { 3, 2560, 512, 360, 359 },
-  { 3, 2560, 2048, 361, 359 },
-  { 3, 2560, 8192, 362, 363 },
-  { 3, 2560, 32768, 362, 363 },
-  { 3, 3072, 1, 364, 358 },
-  { 3, 3072, 8, 364, 358 },
-  { 3, 3072, 32, 364, 365 },
-  { 3, 3072, 128, 364, 358 },
-  { 3, 3072, 512, 366, 359 },
-  { 3, 3072, 2048, 367, 359 },
-  { 3, 3072, 8192, 368, 363 },
-  { 3, 3072, 32768, 369, 363 },
-  { 3, 4096, 1, 370, 359 },
-  { 3, 4096, 8, 370, 359 },
-  { 3, 4096, 32, 370, 359 },
-  { 3, 4096, 128, 371, 372 },
-  { 3, 4096, 512, 370, 359 },
-  { 3, 4096, 2048, 373, 359 },
-  { 3, 4096, 8192, 374, 359 },
-  { 3, 4096, 32768, 375, 375 },
-  { 3, 5120, 1, 376, 377 },
-  { 3, 5120, 8, 378, 379 },
-  { 3, 5120, 32, 378, 380 },
-  { 3, 5120, 128, 378, 381 },
-  { 3, 5120, 512, 379, 379 },
-  { 3, 5120, 2048, 382, 379 },
-  { 3, 5120, 8192, 383, 379 },
-  { 3, 5120, 32768, 383, 379 },
-  { 3, 6144, 1, 384, 385 },
-  { 3, 6144, 8, 386, 379 },
-  { 3, 6144, 32, 386, 380 },
-  { 3, 6144, 128, 386, 381 },
-  { 3, 6144, 512, 387, 379 },
-  { 3, 6144, 2048, 388, 379 },
-  { 3, 6144, 8192, 379, 379 },
-  { 3, 6144, 32768, 389, 379 },
-  { 3, 7168, 1, 390, 385 },
-  { 3, 7168, 8, 391, 392 },
-  { 3, 7168, 32, 391, 380 },
-  { 3, 7168, 128, 391, 381 },
-  { 3, 7168, 512, 393, 392 },
-  { 3, 7168, 2048, 394, 392 },
-  { 3, 7168, 8192, 395, 392 },
-  { 3, 7168, 32768, 396, 396 },
-  { 3, 8192, 1, 397, 398 },
-  { 3, 8192, 8, 397, 398 },
-  { 3, 8192, 32, 399, 398 },
-  { 3, 8192, 128, 400, 381 },
-  { 3, 8192, 512, 401, 392 },
-  { 3, 8192, 2048, 402, 392 },
-  { 3, 8192, 8192, 403, 392 },
-  { 3, 8192, 32768, 396, 396 },
-  { 3, 12288, 1, 404, 405 },
-  { 3, 12288, 8, 404, 406 },
-  { 3, 12288, 32, 407, 408 },
-  { 3, 12288, 128, 409, 405 },
-  { 3, 12288, 512, 410, 408 },
-  { 3, 12288, 2048, 410, 408 },
-  { 3, 12288, 8192, 411, 408 },
-  { 3, 12288, 32768, 412, 408 },
-  { 3, 16384, 1, 413, 414 },
-  { 3, 16384, 8, 415, 414 },
-  { 3, 16384, 32, 416, 414 },
-  { 3, 16384, 128, 417, 405 },
-  { 3, 16384, 512, 418, 419 },
-  { 3, 16384, 2048, 420, 419 },
-  { 3, 16384, 8192, 421, 419 },
-  { 3, 16384, 32768, 421, 419 },
-  { 3, 32768, 1, 422, 423 },
-  { 3, 32768, 8, 424, 423 },
-  { 3, 32768, 32, 422, 423 },
-  { 3, 32768, 128, 425, 426 },
-  { 3, 32768, 512, 427, 423 },
-  { 3, 32768, 2048, 428, 428 },
-  { 3, 32768, 8192, 428, 428 },
-  { 3, 32768, 32768, 428, 428 },
-  { 3, 65536, 1, 429, 430 },
-  { 3, 65536, 8, 431, 431 },
-  { 3, 65536, 32, 429, 430 },
-  { 3, 65536, 128, 432, 423 },
-  { 3, 65536, 512, 433, 423 },
-  { 3, 65536, 2048, 434, 435 },
-  { 3, 65536, 8192, 434, 435 },
-  { 3, 65536, 32768, 434, 428 },
-  { 3, 131072, 1, 436, 436 },
-  { 3, 131072, 8, 437, 438 },
-  { 3, 131072, 32, 439, 423 },
-  { 3, 131072, 128, 439, 423 },
-  { 3, 131072, 512, 440, 423 },
-  { 3, 131072, 2048, 440, 441 },
-  { 3, 131072, 8192, 435, 435 },
-  { 3, 131072, 32768, 435, 435 },
-  { 4, 512, 1, 443, 444 },
-  { 4, 512, 8, 443, 444 },
-  { 4, 512, 32, 443, 444 },
-  { 4, 512, 128, 443, 444 },
-  { 4, 512, 512, 445, 444 },
-  { 4, 512, 2048, 446, 447 },
-  { 4, 512, 8192, 446, 444 },
-  { 4, 512, 32768, 448, 448 },
-  { 4, 768, 1, 449, 444 },
-  { 4, 768, 8, 449, 444 },
-  { 4, 768, 32, 449, 444 },
-  { 4, 768, 128, 449, 444 },
-  { 4, 768, 512, 444, 444 },
-  { 4, 768, 2048, 450, 444 },
-  { 4, 768, 8192, 451, 444 },
-  { 4, 768, 32768, 450, 452 },
-  { 4, 1024, 1, 453, 444 },
-  { 4, 1024, 8, 453, 444 },
-  { 4, 1024, 32, 453, 444 },
-  { 4, 1024, 128, 453, 444 },
-  { 4, 1024, 512, 444, 444 },
-  { 4, 1024, 2048, 454, 454 },
-  { 4, 1024, 8192, 455, 444 },
-  { 4, 1024, 32768, 454, 454 },
-  { 4, 1536, 1, 456, 444 },
-  { 4, 1536, 8, 456, 444 },
-  { 4, 1536, 32, 456, 444 },
-  { 4, 1536, 128, 457, 457 },
-  { 4, 1536, 512, 458, 444 },
-  { 4, 1536, 2048, 459, 444 },
-  { 4, 1536, 8192, 459, 444 },
-  { 4, 1536, 32768, 460, 460 },
-  { 4, 2048, 1, 461, 444 },
-  { 4, 2048, 8, 461, 444 },
-  { 4, 2048, 32, 462, 444 },
-  { 4, 2048, 128, 461, 444 },
-  { 4, 2048, 512, 462, 444 },
-  { 4, 2048, 2048, 463, 444 },
-  { 4, 2048, 8192, 444, 444 },
-  { 4, 2048, 32768, 444, 444 },
-  { 4, 2560, 1, 464, 465 },
-  { 4, 2560, 8, 464, 465 },
-  { 4, 2560, 32, 466, 465 },
-  { 4, 2560, 128, 464, 467 },
-  { 4, 2560, 512, 468, 468 },
-  { 4, 2560, 2048, 469, 465 },
-  { 4, 2560, 8192, 470, 465 },
-  { 4, 2560, 32768, 471, 471 },
-  { 4, 3072, 1, 472, 465 },
-  { 4, 3072, 8, 472, 465 },
-  { 4, 3072, 32, 473, 465 },
-  { 4, 3072, 128, 472, 467 },
-  { 4, 3072, 512, 474, 465 },
-  { 4, 3072, 2048, 475, 465 },
-  { 4, 3072, 8192, 465, 465 },
-  { 4, 3072, 32768, 465, 465 },
-  { 4, 4096, 1, 476, 465 },
-  { 4, 4096, 8, 477, 465 },
-  { 4, 4096, 32, 476, 465 },
-  { 4, 4096, 128, 478, 465 },
-  { 4, 4096, 512, 468, 468 },
-  { 4, 4096, 2048, 479, 465 },
-  { 4, 4096, 8192, 468, 468 },
-  { 4, 4096, 32768, 468, 468 },
-  { 4, 5120, 1, 480, 481 },
-  { 4, 5120, 8, 482, 481 },
-  { 4, 5120, 32, 483, 484 },
-  { 4, 5120, 128, 482, 481 },
-  { 4, 5120, 512, 485, 486 },
-  { 4, 5120, 2048, 487, 481 },
-  { 4, 5120, 8192, 481, 481 },
-  { 4, 5120, 32768, 488, 488 },
-  { 4, 6144, 1, 489, 481 },
-  { 4, 6144, 8, 490, 481 },
-  { 4, 6144, 32, 491, 484 },
-  { 4, 6144, 128, 490, 492 },
-  { 4, 6144, 512, 493, 481 },
-  { 4, 6144, 2048, 493, 481 },
-  { 4, 6144, 8192, 488, 488 },
-  { 4, 6144, 32768, 488, 488 },
-  { 4, 7168, 1, 494, 495 },
-  { 4, 7168, 8, 494, 495 },
-  { 4, 7168, 32, 496, 484 },
-  { 4, 7168, 128, 492, 492 },
-  { 4, 7168, 512, 497, 495 },
-  { 4, 7168, 2048, 498, 495 },
-  { 4, 7168, 8192, 499, 499 },
-  { 4, 7168, 32768, 500, 500 },
-  { 4, 8192, 1, 501, 502 },
-  { 4, 8192, 8, 501, 495 },
-  { 4, 8192, 32, 503, 495 },
-  { 4, 8192, 128, 492, 492 },
-  { 4, 8192, 512, 504, 495 },
-  { 4, 8192, 2048, 505, 495 },
-  { 4, 8192, 8192, 500, 500 },
-  { 4, 8192, 32768, 500, 500 },
-  { 4, 12288, 1, 506, 507 },
-  { 4, 12288, 8, 506, 507 },
-  { 4, 12288, 32, 508, 507 },
-  { 4, 12288, 128, 509, 510 },
-  { 4, 12288, 512, 509, 507 },
-  { 4, 12288, 2048, 511, 507 },
-  { 4, 12288, 8192, 512, 512 },
-  { 4, 12288, 32768, 512, 512 },
-  { 4, 16384, 1, 513, 514 },
-  { 4, 16384, 8, 515, 514 },
-  { 4, 16384, 32, 516, 514 },
-  { 4, 16384, 128, 516, 517 },
-  { 4, 16384, 512, 518, 514 },
-  { 4, 16384, 2048, 512, 512 },
-  { 4, 16384, 8192, 512, 512 },
-  { 4, 16384, 32768, 519, 519 },
-  { 4, 32768, 1, 520, 521 },
-  { 4, 32768, 8, 520, 521 },
-  { 4, 32768, 32, 522, 523 },
-  { 4, 32768, 128, 524, 521 },
-  { 4, 32768, 512, 524, 525 },
-  { 4, 32768, 2048, 525, 525 },
-  { 4, 32768, 8192, 525, 525 },
-  { 4, 32768, 32768, 525, 525 },
-  { 4, 65536, 1, 526, 521 },
-  { 4, 65536, 8, 527, 528 },
-  { 4, 65536, 32, 526, 528 },
-  { 4, 65536, 128, 529, 521 },
-  { 4, 65536, 512, 530, 530 },
-  { 4, 65536, 2048, 530, 530 },
-  { 4, 65536, 8192, 530, 530 },
-  { 4, 65536, 32768, 530, 530 },
-  { 4, 131072, 1, 531, 532 },
-  { 4, 131072, 8, 533, 521 },
-  { 4, 131072, 32, 534, 521 },
-  { 4, 131072, 128, 534, 521 },
-  { 4, 131072, 512, 534, 521 },
-  { 4, 131072, 2048, 535, 530 },
-  { 4, 131072, 8192, 535, 530 },
-  { 4, 131072, 32768, 535, 530 },
-  { 5, 512, 1, 537, 538 },
-  { 5, 512, 8, 539, 538 },
-  { 5, 512, 32, 539, 538 },
-  { 5, 512, 128, 539, 538 },
-  { 5, 512, 512, 540, 538 },
-  { 5, 512, 2048, 541, 538 },
-  { 5, 512, 8192, 542, 538 },
-  { 5, 512, 32768, 543, 538 },
-  { 5, 768, 1, 544, 538 },
-  { 5, 768, 8, 545, 538 },
-  { 5, 768, 32, 545, 538 },
-  { 5, 768, 128, 545, 538 },
-  { 5, 768, 512, 546, 546 },
-  { 5, 768, 2048, 547, 538 },
-  { 5, 768, 8192, 548, 538 },
-  { 5, 768, 32768, 549, 538 },
-  { 5, 1024, 1, 550, 538 },
-  { 5, 1024, 8, 551, 538 },
-  { 5, 1024, 32, 551, 538 },
-  { 5, 1024, 128, 550, 538 },
-  { 5, 1024, 512, 550, 538 },
-  { 5, 1024, 2048, 552, 538 },
-  { 5, 1024, 8192, 553, 538 },
-  { 5, 1024, 32768, 554, 555 },
-  { 5, 1536, 1, 556, 538 },
-  { 5, 1536, 8, 556, 538 },
-  { 5, 1536, 32, 556, 538 },
-  { 5, 1536, 128, 556, 538 },
-  { 5, 1536, 512, 556, 538 },
-  { 5, 1536, 2048, 557, 538 },
-  { 5, 1536, 8192, 558, 538 },
-  { 5, 1536, 32768, 559, 560 },
-  { 5, 2048, 1, 561, 538 },
-  { 5, 2048, 8, 562, 538 },
-  { 5, 2048, 32, 562, 538 },
-  { 5, 2048, 128, 562, 538 },
-  { 5, 2048, 512, 561, 538 },
-  { 5, 2048, 2048, 563, 538 },
-  { 5, 2048, 8192, 564, 538 },
-  { 5, 2048, 32768, 565, 565 },
-  { 5, 2560, 1, 566, 567 },
-  { 5, 2560, 8, 566, 567 },
-  { 5, 2560, 32, 568, 567 },
-  { 5, 2560, 128, 568, 569 },
-  { 5, 2560, 512, 566, 567 },
-  { 5, 2560, 2048, 570, 567 },
-  { 5, 2560, 8192, 571, 572 },
-  { 5, 2560, 32768, 572, 572 },
-  { 5, 3072, 1, 573, 567 },
-  { 5, 3072, 8, 573, 567 },
-  { 5, 3072, 32, 574, 567 },
-  { 5, 3072, 128, 574, 569 },
-  { 5, 3072, 512, 573, 567 },
-  { 5, 3072, 2048, 575, 567 },
-  { 5, 3072, 8192, 572, 572 },
-  { 5, 3072, 32768, 572, 572 },
-  { 5, 4096, 1, 576, 567 },
-  { 5, 4096, 8, 576, 567 },
-  { 5, 4096, 32, 576, 567 },
-  { 5, 4096, 128, 577, 567 },
-  { 5, 4096, 512, 576, 567 },
-  { 5, 4096, 2048, 578, 567 },
-  { 5, 4096, 8192, 579, 567 },
-  { 5, 4096, 32768, 580, 580 },
-  { 5, 5120, 1, 581, 582 },
-  { 5, 5120, 8, 583, 582 },
-  { 5, 5120, 32, 584, 585 },
-  { 5, 5120, 128, 586, 585 },
-  { 5, 5120, 512, 587, 582 },
-  { 5, 5120, 2048, 588, 582 },
-  { 5, 5120, 8192, 587, 582 },
-  { 5, 5120, 32768, 587, 582 },
-  { 5, 6144, 1, 589, 590 },
-  { 5, 6144, 8, 589, 582 },
-  { 5, 6144, 32, 591, 585 },
-  { 5, 6144, 128, 591, 585 },
-  { 5, 6144, 512, 592, 582 },
-  { 5, 6144, 2048, 592, 582 },
-  { 5, 6144, 8192, 593, 582 },
-  { 5, 6144, 32768, 594, 582 },
-  { 5, 7168, 1, 595, 590 },
-  { 5, 7168, 8, 595, 596 },
-  { 5, 7168, 32, 597, 585 },
-  { 5, 7168, 128, 598, 598 },
-  { 5, 7168, 512, 599, 596 },
-  { 5, 7168, 2048, 600, 596 },
-  { 5, 7168, 8192, 599, 596 },
-  { 5, 7168, 32768, 599, 596 },
-  { 5, 8192, 1, 601, 602 },
-  { 5, 8192, 8, 601, 602 },
-  { 5, 8192, 32, 603, 585 },
-  { 5, 8192, 128, 604, 596 },
-  { 5, 8192, 512, 605, 596 },
-  { 5, 8192, 2048, 606, 596 },
-  { 5, 8192, 8192, 607, 596 },
-  { 5, 8192, 32768, 607, 596 },
-  { 5, 12288, 1, 608, 609 },
-  { 5, 12288, 8, 608, 610 },
-  { 5, 12288, 32, 611, 612 },
-  { 5, 12288, 128, 608, 610 },
-  { 5, 12288, 512, 613, 610 },
-  { 5, 12288, 2048, 613, 610 },
-  { 5, 12288, 8192, 614, 610 },
-  { 5, 12288, 32768, 615, 610 },
-  { 5, 16384, 1, 616, 617 },
-  { 5, 16384, 8, 616, 618 },
-  { 5, 16384, 32, 619, 617 },
-  { 5, 16384, 128, 620, 618 },
-  { 5, 16384, 512, 620, 618 },
-  { 5, 16384, 2048, 621, 622 },
-  { 5, 16384, 8192, 623, 622 },
-  { 5, 16384, 32768, 623, 622 },
-  { 5, 32768, 1, 624, 625 },
-  { 5, 32768, 8, 624, 625 },
-  { 5, 32768, 32, 624, 626 },
-  { 5, 32768, 128, 627, 625 },
-  { 5, 32768, 512, 628, 625 },
-  { 5, 32768, 2048, 629, 630 },
-  { 5, 32768, 8192, 631, 630 },
-  { 5, 32768, 32768, 631, 630 },
-  { 5, 65536, 1, 632, 633 },
-  { 5, 65536, 8, 634, 635 },
-  { 5, 65536, 32, 634, 635 },
-  { 5, 65536, 128, 636, 625 },
-  { 5, 65536, 512, 636, 625 },
-  { 5, 65536, 2048, 637, 638 },
-  { 5, 65536, 8192, 637, 638 },
-  { 5, 65536, 32768, 637, 638 },
-  { 5, 131072, 1, 639, 625 },
-  { 5, 131072, 8, 640, 625 },
-  { 5, 131072, 32, 641, 625 },
-  { 5, 131072, 128, 641, 625 },
-  { 5, 131072, 512, 642, 625 },
-  { 5, 131072, 2048, 643, 625 },
-  { 5, 131072, 8192, 644, 638 },
-  { 5, 131072, 32768, 644, 638 },
-  { 6, 512, 1, 646, 647 },
-  { 6, 512, 8, 648, 647 },
-  { 6, 512, 32, 648, 647 },
-  { 6, 512, 128, 649, 647 },
-  { 6, 512, 512, 650, 647 },
-  { 6, 512, 2048, 651, 652 },
-  { 6, 512, 8192, 649, 647 },
-  { 6, 512, 32768, 652, 652 },
-  { 6, 768, 1, 653, 647 },
-  { 6, 768, 8, 653, 647 },
-  { 6, 768, 32, 653, 647 },
-  { 6, 768, 128, 653, 647 },
-  { 6, 768, 512, 654, 654 },
-  { 6, 768, 2048, 655, 655 },
-  { 6, 768, 8192, 656, 647 },
-  { 6, 768, 32768, 654, 654 },
-  { 6, 1024, 1, 657, 647 },
-  { 6, 1024, 8, 657, 647 },
-  { 6, 1024, 32, 657, 647 },
-  { 6, 1024, 128, 657, 647 },
-  { 6, 1024, 512, 658, 647 },
-  { 6, 1024, 2048, 659, 659 },
-  { 6, 1024, 8192, 660, 647 },
-  { 6, 1024, 32768, 654, 654 },
-  { 6, 1536, 1, 661, 647 },
-  { 6, 1536, 8, 661, 647 },
-  { 6, 1536, 32, 661, 647 },
-  { 6, 1536, 128, 661, 662 },
-  { 6, 1536, 512, 661, 647 },
-  { 6, 1536, 2048, 663, 647 },
-  { 6, 1536, 8192, 663, 647 },
-  { 6, 1536, 32768, 664, 664 },
-  { 6, 2048, 1, 665, 647 },
-  { 6, 2048, 8, 665, 647 },
-  { 6, 2048, 32, 665, 647 },
-  { 6, 2048, 128, 666, 667 },
-  { 6, 2048, 512, 665, 662 },
-  { 6, 2048, 2048, 668, 647 },
-  { 6, 2048, 8192, 669, 669 },
-  { 6, 2048, 32768, 669, 669 },
-  { 6, 2560, 1, 670, 671 },
-  { 6, 2560, 8, 670, 671 },
-  { 6, 2560, 32, 672, 671 },
-  { 6, 2560, 128, 673, 673 },
-  { 6, 2560, 512, 670, 671 },
-  { 6, 2560, 2048, 674, 671 },
-  { 6, 2560, 8192, 672, 675 },
-  { 6, 2560, 32768, 675, 675 },
-  { 6, 3072, 1, 676, 671 },
-  { 6, 3072, 8, 676, 671 },
-  { 6, 3072, 32, 677, 671 },
-  { 6, 3072, 128, 673, 673 },
-  { 6, 3072, 512, 676, 671 },
-  { 6, 3072, 2048, 678, 671 },
-  { 6, 3072, 8192, 675, 675 },
-  { 6, 3072, 32768, 675, 675 },
-  { 6, 4096, 1, 679, 671 },
-  { 6, 4096, 8, 679, 671 },
-  { 6, 4096, 32, 680, 671 },
-  { 6, 4096, 128, 680, 673 },
-  { 6, 4096, 512, 681, 671 },
-  { 6, 4096, 2048, 682, 671 },
-  { 6, 4096, 8192, 671, 671 },
-  { 6, 4096, 32768, 671, 671 },
-  { 6, 5120, 1, 683, 684 },
-  { 6, 5120, 8, 685, 684 },
-  { 6, 5120, 32, 686, 687 },
-  { 6, 5120, 128, 685, 687 },
-  { 6, 5120, 512, 688, 689 },
-  { 6, 5120, 2048, 690, 684 },
-  { 6, 5120, 8192, 691, 684 },
-  { 6, 5120, 32768, 692, 692 },
-  { 6, 6144, 1, 693, 684 },
-  { 6, 6144, 8, 694, 684 },
-  { 6, 6144, 32, 695, 687 },
-  { 6, 6144, 128, 694, 687 },
-  { 6, 6144, 512, 696, 684 },
-  { 6, 6144, 2048, 684, 684 },
-  { 6, 6144, 8192, 684, 684 },
-  { 6, 6144, 32768, 684, 684 },
-  { 6, 7168, 1, 697, 698 },
-  { 6, 7168, 8, 699, 698 },
-  { 6, 7168, 32, 700, 687 },
-  { 6, 7168, 128, 699, 687 },
-  { 6, 7168, 512, 701, 698 },
-  { 6, 7168, 2048, 699, 698 },
-  { 6, 7168, 8192, 699, 698 },
-  { 6, 7168, 32768, 699, 698 },
-  { 6, 8192, 1, 702, 698 },
-  { 6, 8192, 8, 702, 698 },
-  { 6, 8192, 32, 703, 698 },
-  { 6, 8192, 128, 704, 705 },
-  { 6, 8192, 512, 706, 698 },
-  { 6, 8192, 2048, 704, 698 },
-  { 6, 8192, 8192, 707, 698 },
-  { 6, 8192, 32768, 707, 698 },
-  { 6, 12288, 1, 708, 709 },
-  { 6, 12288, 8, 708, 709 },
-  { 6, 12288, 32, 710, 711 },
-  { 6, 12288, 128, 710, 709 },
-  { 6, 12288, 512, 710, 709 },
-  { 6, 12288, 2048, 712, 709 },
-  { 6, 12288, 8192, 712, 709 },
-  { 6, 12288, 32768, 712, 709 },
-  { 6, 16384, 1, 713, 714 },
-  { 6, 16384, 8, 713, 714 },
-  { 6, 16384, 32, 715, 714 },
-  { 6, 16384, 128, 715, 714 },
-  { 6, 16384, 512, 716, 714 },
-  { 6, 16384, 2048, 717, 714 },
-  { 6, 16384, 8192, 718, 714 },
-  { 6, 16384, 32768, 718, 714 },
-  { 6, 32768, 1, 719, 720 },
-  { 6, 32768, 8, 719, 720 },
-  { 6, 32768, 32, 721, 722 },
-  { 6, 32768, 128, 723, 720 },
-  { 6, 32768, 512, 723, 720 },
-  { 6, 32768, 2048, 724, 720 },
-  { 6, 32768, 8192, 725, 720 },
-  { 6, 32768, 32768, 725, 726 },
-  { 6, 65536, 1, 727, 720 },
-  { 6, 65536, 8, 728, 729 },
-  { 6, 65536, 32, 730, 720 },
-  { 6, 65536, 128, 731, 720 },
-  { 6, 65536, 512, 730, 720 },
-  { 6, 65536, 2048, 732, 720 },
-  { 6, 65536, 8192, 732, 720 },
-  { 6, 65536, 32768, 733, 720 },
-  { 6, 131072, 1, 734, 720 },
-  { 6, 131072, 8, 735, 720 },
-  { 6, 131072, 32, 736, 720 },
-  { 6, 131072, 128, 736, 720 },
-  { 6, 131072, 512, 737, 720 },
-  { 6, 131072, 2048, 737, 720 },
-  { 6, 131072, 8192, 737, 720 },
-  { 6, 131072, 32768, 737, 720 },
-  { 7, 512, 1, 739, 740 },
-  { 7, 512, 8, 740, 740 },
-  { 7, 512, 32, 741, 741 },
-  { 7, 512, 128, 742, 743 },
-  { 7, 512, 512, 744, 743 },
-  { 7, 512, 2048, 745, 746 },
-  { 7, 512, 8192, 745, 747 },
-  { 7, 512, 32768, 748, 749 },
-  { 7, 768, 1, 750, 751 },
-  { 7, 768, 8, 750, 751 },
-  { 7, 768, 32, 750, 743 },
-  { 7, 768, 128, 752, 753 },
-  { 7, 768, 512, 754, 743 },
-  { 7, 768, 2048, 755, 755 },
-  { 7, 768, 8192, 756, 757 },
-  { 7, 768, 32768, 758, 758 },
-  { 7, 1024, 1, 759, 743 },
-  { 7, 1024, 8, 759, 743 },
-  { 7, 1024, 32, 760, 760 },
-  { 7, 1024, 128, 761, 743 },
-  { 7, 1024, 512, 762, 743 },
-  { 7, 1024, 2048, 755, 755 },
-  { 7, 1024, 8192, 762, 743 },
-  { 7, 1024, 32768, 763, 763 },
-  { 7, 1536, 1, 764, 765 },
-  { 7, 1536, 8, 766, 765 },
-  { 7, 1536, 32, 767, 765 },
-  { 7, 1536, 128, 764, 768 },
-  { 7, 1536, 512, 764, 765 },
-  { 7, 1536, 2048, 769, 770 },
-  { 7, 1536, 8192, 765, 765 },
-  { 7, 1536, 32768, 765, 765 },
-  { 7, 2048, 1, 771, 765 },
-  { 7, 2048, 8, 772, 765 },
-  { 7, 2048, 32, 771, 765 },
-  { 7, 2048, 128, 771, 773 },
-  { 7, 2048, 512, 774, 765 },
-  { 7, 2048, 2048, 775, 775 },
-  { 7, 2048, 8192, 765, 765 },
-  { 7, 2048, 32768, 776, 776 },
-  { 7, 2560, 1, 777, 778 },
-  { 7, 2560, 8, 777, 779 },
-  { 7, 2560, 32, 777, 780 },
-  { 7, 2560, 128, 781, 782 },
-  { 7, 2560, 512, 777, 779 },
-  { 7, 2560, 2048, 783, 783 },
-  { 7, 2560, 8192, 784, 784 },
-  { 7, 2560, 32768, 784, 784 },
-  { 7, 3072, 1, 785, 778 },
-  { 7, 3072, 8, 785, 779 },
-  { 7, 3072, 32, 786, 786 },
-  { 7, 3072, 128, 787, 782 },
-  { 7, 3072, 512, 787, 782 },
-  { 7, 3072, 2048, 788, 788 },
-  { 7, 3072, 8192, 789, 789 },
-  { 7, 3072, 32768, 789, 789 },
-  { 7, 4096, 1, 790, 791 },
-  { 7, 4096, 8, 792, 791 },
-  { 7, 4096, 32, 790, 786 },
-  { 7, 4096, 128, 792, 793 },
-  { 7, 4096, 512, 792, 782 },
-  { 7, 4096, 2048, 790, 782 },
-  { 7, 4096, 8192, 784, 784 },
-  { 7, 4096, 32768, 789, 789 },
-  { 7, 5120, 1, 794, 795 },
-  { 7, 5120, 8, 796, 797 },
-  { 7, 5120, 32, 798, 798 },
-  { 7, 5120, 128, 799, 800 },
-  { 7, 5120, 512, 799, 800 },
-  { 7, 5120, 2048, 799, 795 },
-  { 7, 5120, 8192, 801, 801 },
-  { 7, 5120, 32768, 802, 802 },
-  { 7, 6144, 1, 803, 797 },
-  { 7, 6144, 8, 804, 797 },
-  { 7, 6144, 32, 804, 798 },
-  { 7, 6144, 128, 804, 798 },
-  { 7, 6144, 512, 805, 805 },
-  { 7, 6144, 2048, 801, 801 },
-  { 7, 6144, 8192, 806, 806 },
-  { 7, 6144, 32768, 806, 806 },
-  { 7, 7168, 1, 807, 807 },
-  { 7, 7168, 8, 807, 807 },
-  { 7, 7168, 32, 808, 809 },
-  { 7, 7168, 128, 808, 807 },
-  { 7, 7168, 512, 810, 810 },
-  { 7, 7168, 2048, 811, 812 },
-  { 7, 7168, 8192, 806, 806 },
-  { 7, 7168, 32768, 806, 806 },
-  { 7, 8192, 1, 813, 814 },
-  { 7, 8192, 8, 813, 815 },
-  { 7, 8192, 32, 816, 809 },
-  { 7, 8192, 128, 817, 818 },
-  { 7, 8192, 512, 819, 820 },
-  { 7, 8192, 2048, 821, 818 },
-  { 7, 8192, 8192, 806, 806 },
-  { 7, 8192, 32768, 806, 806 },
-  { 7, 12288, 1, 822, 823 },
-  { 7, 12288, 8, 822, 823 },
-  { 7, 12288, 32, 824, 825 },
-  { 7, 12288, 128, 824, 826 },
-  { 7, 12288, 512, 827, 827 },
-  { 7, 12288, 2048, 828, 828 },
-  { 7, 12288, 8192, 829, 830 },
-  { 7, 12288, 32768, 829, 830 },
-  { 7, 16384, 1, 831, 832 },
-  { 7, 16384, 8, 833, 834 },
-  { 7, 16384, 32, 835, 836 },
-  { 7, 16384, 128, 835, 837 },
-  { 7, 16384, 512, 838, 839 },
-  { 7, 16384, 2048, 840, 832 },
-  { 7, 16384, 8192, 830, 830 },
-  { 7, 16384, 32768, 830, 830 },
-  { 7, 32768, 1, 841, 789 },
-  { 7, 32768, 8, 841, 842 },
-  { 7, 32768, 32, 843, 844 },
-  { 7, 32768, 128, 844, 844 },
-  { 7, 32768, 512, 844, 844 },
-  { 7, 32768, 2048, 845, 844 },
-  { 7, 32768, 8192, 846, 846 },
-  { 7, 32768, 32768, 845, 847 },
-  { 7, 65536, 1, 848, 789 },
-  { 7, 65536, 8, 849, 850 },
-  { 7, 65536, 32, 849, 851 },
-  { 7, 65536, 128, 852, 851 },
-  { 7, 65536, 512, 851, 851 },
-  { 7, 65536, 2048, 853, 854 },
-  { 7, 65536, 8192, 846, 846 },
-  { 7, 65536, 32768, 846, 846 },
-  { 7, 131072, 1, 855, 789 },
-  { 7, 131072, 8, 856, 857 },
-  { 7, 131072, 32, 858, 789 },
-  { 7, 131072, 128, 858, 789 },
-  { 7, 131072, 512, 858, 789 },
-  { 7, 131072, 2048, 858, 789 },
-  { 7, 131072, 8192, 859, 789 },
-  { 7, 131072, 32768, 858, 789 },
-  { 8, 512, 1, 861, 862 },
-  { 8, 512, 8, 861, 862 },
-  { 8, 512, 32, 863, 862 },
-  { 8, 512, 128, 863, 862 },
-  { 8, 512, 512, 862, 862 },
-  { 8, 512, 2048, 864, 864 },
-  { 8, 512, 8192, 864, 864 },
-  { 8, 512, 32768, 865, 865 },
-  { 8, 768, 1, 866, 862 },
-  { 8, 768, 8, 866, 862 },
-  { 8, 768, 32, 866, 862 },
-  { 8, 768, 128, 867, 867 },
-  { 8, 768, 512, 862, 862 },
-  { 8, 768, 2048, 868, 869 },
-  { 8, 768, 8192, 862, 862 },
-  { 8, 768, 32768, 862, 862 },
-  { 8, 1024, 1, 870, 862 },
-  { 8, 1024, 8, 871, 862 },
-  { 8, 1024, 32, 870, 862 },
-  { 8, 1024, 128, 872, 862 },
-  { 8, 1024, 512, 862, 862 },
-  { 8, 1024, 2048, 872, 862 },
-  { 8, 1024, 8192, 862, 862 },
-  { 8, 1024, 32768, 862, 862 },
-  { 8, 1536, 1, 873, 874 },
-  { 8, 1536, 8, 875, 874 },
-  { 8, 1536, 32, 873, 876 },
-  { 8, 1536, 128, 877, 878 },
-  { 8, 1536, 512, 877, 874 },
-  { 8, 1536, 2048, 879, 874 },
-  { 8, 1536, 8192, 880, 880 },
-  { 8, 1536, 32768, 880, 880 },
-  { 8, 2048, 1, 881, 874 },
-  { 8, 2048, 8, 882, 874 },
-  { 8, 2048, 32, 882, 874 },
-  { 8, 2048, 128, 882, 878 },
-  { 8, 2048, 512, 882, 878 },
-  { 8, 2048, 2048, 883, 874 },
-  { 8, 2048, 8192, 884, 874 },
-  { 8, 2048, 32768, 884, 874 },
-  { 8, 2560, 1, 885, 886 },
-  { 8, 2560, 8, 887, 888 },
-  { 8, 2560, 32, 889, 889 },
-  { 8, 2560, 128, 890, 890 },
-  { 8, 2560, 512, 891, 892 },
-  { 8, 2560, 2048, 885, 886 },
-  { 8, 2560, 8192, 893, 886 },
-  { 8, 2560, 32768, 893, 886 },
-  { 8, 3072, 1, 894, 886 },
-  { 8, 3072, 8, 895, 888 },
-  { 8, 3072, 32, 889, 889 },
-  { 8, 3072, 128, 890, 890 },
-  { 8, 3072, 512, 896, 892 },
-  { 8, 3072, 2048, 897, 886 },
-  { 8, 3072, 8192, 897, 886 },
-  { 8, 3072, 32768, 898, 886 },
-  { 8, 4096, 1, 899, 900 },
-  { 8, 4096, 8, 901, 902 },
-  { 8, 4096, 32, 903, 889 },
-  { 8, 4096, 128, 901, 904 },
-  { 8, 4096, 512, 901, 905 },
-  { 8, 4096, 2048, 906, 902 },
-  { 8, 4096, 8192, 906, 902 },
-  { 8, 4096, 32768, 907, 902 },
-  { 8, 5120, 1, 908, 909 },
-  { 8, 5120, 8, 910, 911 },
-  { 8, 5120, 32, 910, 911 },
-  { 8, 5120, 128, 910, 911 },
-  { 8, 5120, 512, 910, 911 },
-  { 8, 5120, 2048, 912, 912 },
-  { 8, 5120, 8192, 913, 914 },
-  { 8, 5120, 32768, 913, 914 },
-  { 8, 6144, 1, 915, 909 },
-  { 8, 6144, 8, 916, 917 },
-  { 8, 6144, 32, 916, 911 },
-  { 8, 6144, 128, 916, 918 },
-  { 8, 6144, 512, 916, 911 },
-  { 8, 6144, 2048, 919, 920 },
-  { 8, 6144, 8192, 919, 920 },
-  { 8, 6144, 32768, 921, 920 },
-  { 8, 7168, 1, 922, 923 },
-  { 8, 7168, 8, 924, 923 },
-  { 8, 7168, 32, 924, 925 },
-  { 8, 7168, 128, 924, 918 },
-  { 8, 7168, 512, 922, 918 },
-  { 8, 7168, 2048, 926, 927 },
-  { 8, 7168, 8192, 926, 927 },
-  { 8, 7168, 32768, 926, 927 },
-  { 8, 8192, 1, 928, 929 },
-  { 8, 8192, 8, 928, 929 },
-  { 8, 8192, 32, 930, 931 },
-  { 8, 8192, 128, 930, 918 },
-  { 8, 8192, 512, 930, 931 },
-  { 8, 8192, 2048, 932, 931 },
-  { 8, 8192, 8192, 933, 931 },
-  { 8, 8192, 32768, 934, 934 },
-  { 8, 12288, 1, 935, 936 },
-  { 8, 12288, 8, 937, 937 },
-  { 8, 12288, 32, 938, 939 },
-  { 8, 12288, 128, 938, 939 },
-  { 8, 12288, 512, 938, 939 },
-  { 8, 12288, 2048, 940, 941 },
-  { 8, 12288, 8192, 940, 941 },
-  { 8, 12288, 32768, 940, 941 },
-  { 8, 16384, 1, 942, 942 },
-  { 8, 16384, 8, 943, 944 },
-  { 8, 16384, 32, 943, 945 },
-  { 8, 16384, 128, 946, 947 },
-  { 8, 16384, 512, 948, 949 },
-  { 8, 16384, 2048, 950, 951 },
-  { 8, 16384, 8192, 952, 951 },
-  { 8, 16384, 32768, 952, 951 },
-  { 8, 32768, 1, 953, 954 },
-  { 8, 32768, 8, 955, 956 },
-  { 8, 32768, 32, 953, 957 },
-  { 8, 32768, 128, 953, 957 },
-  { 8, 32768, 512, 958, 958 },
-  { 8, 32768, 2048, 959, 959 },
-  { 8, 32768, 8192, 959, 959 },
-  { 8, 32768, 32768, 959, 959 },
-  { 8, 65536, 1, 960, 960 },
-  { 8, 65536, 8, 961, 962 },
-  { 8, 65536, 32, 963, 964 },
-  { 8, 65536, 128, 965, 965 },
-  { 8, 65536, 512, 965, 965 },
-  { 8, 65536, 2048, 958, 958 },
-  { 8, 65536, 8192, 958, 958 },
-  { 8, 65536, 32768, 958, 958 },
-  { 8, 131072, 1, 966, 967 },
-  { 8, 131072, 8, 966, 968 },
-  { 8, 131072, 32, 969, 968 },
-  { 8, 131072, 128, 969, 968 },
-  { 8, 131072, 512, 969, 968 },
-  { 8, 131072, 2048, 969, 968 },
-  { 8, 131072, 8192, 969, 968 },
-  { 8, 131072, 32768, 970, 970 },
+  { 0, 512, 1, 0, 1, 0 },
+  { 0, 512, 8, 0, 1, 0 },
+  { 0, 512, 32, 0, 1, 0 },
+  { 0, 512, 128, 0, 1, 0 },
+  { 0, 512, 512, 2, 1, 0 },
+  { 0, 512, 2048, 3, 1, 0 },
+  { 0, 512, 8192, 4, 1, 1 },
+  { 0, 512, 32768, 5, 1, 0 },
+  { 0, 768, 1, 6, 7, 0 },
+  { 0, 768, 8, 6, 7, 0 },
+  { 0, 768, 32, 6, 7, 0 },
+  { 0, 768, 128, 6, 1, 0 },
+  { 0, 768, 512, 8, 1, 0 },
+  { 0, 768, 2048, 9, 1, 0 },
+  { 0, 768, 8192, 10, 1, 1 },
+  { 0, 768, 32768, 11, 1, 0 },
+  { 0, 1024, 1, 12, 1, 0 },
+  { 0, 1024, 8, 12, 1, 0 },
+  { 0, 1024, 32, 12, 1, 0 },
+  { 0, 1024, 128, 13, 1, 1 },
+  { 0, 1024, 512, 14, 1, 1 },
+  { 0, 1024, 2048, 15, 1, 0 },
+  { 0, 1024, 8192, 16, 1, 1 },
+  { 0, 1024, 32768, 17, 1, 0 },
+  { 0, 1536, 1, 18, 19, 0 },
+  { 0, 1536, 8, 18, 19, 0 },
+  { 0, 1536, 32, 20, 1, 0 },
+  { 0, 1536, 128, 21, 1, 1 },
+  { 0, 1536, 512, 20, 1, 0 },
+  { 0, 1536, 2048, 22, 1, 1 },
+  { 0, 1536, 8192, 23, 1, 1 },
+  { 0, 1536, 32768, 22, 1, 0 },
+  { 0, 2048, 1, 24, 1, 0 },
+  { 0, 2048, 8, 24, 1, 0 },
+  { 0, 2048, 32, 25, 1, 0 },
+  { 0, 2048, 128, 24, 1, 1 },
+  { 0, 2048, 512, 25, 1, 0 },
+  { 0, 2048, 2048, 26, 1, 1 },
+  { 0, 2048, 8192, 27, 1, 0 },
+  { 0, 2048, 32768, 28, 1, 0 },
+  { 0, 2560, 1, 29, 30, 1 },
+  { 0, 2560, 8, 31, 30, 0 },
+  { 0, 2560, 32, 29, 30, 1 },
+  { 0, 2560, 128, 31, 32, 1 },
+  { 0, 2560, 512, 33, 30, 0 },
+  { 0, 2560, 2048, 34, 30, 1 },
+  { 0, 2560, 8192, 35, 30, 0 },
+  { 0, 2560, 32768, 35, 36, 0 },
+  { 0, 3072, 1, 37, 30, 1 },
+  { 0, 3072, 8, 37, 30, 0 },
+  { 0, 3072, 32, 37, 38, 1 },
+  { 0, 3072, 128, 32, 32, 1 },
+  { 0, 3072, 512, 39, 30, 0 },
+  { 0, 3072, 2048, 40, 30, 1 },
+  { 0, 3072, 8192, 41, 30, 0 },
+  { 0, 3072, 32768, 41, 30, 0 },
+  { 0, 4096, 1, 42, 30, 0 },
+  { 0, 4096, 8, 42, 30, 1 },
+  { 0, 4096, 32, 43, 30, 1 },
+  { 0, 4096, 128, 32, 32, 1 },
+  { 0, 4096, 512, 44, 30, 0 },
+  { 0, 4096, 2048, 45, 30, 1 },
+  { 0, 4096, 8192, 46, 30, 0 },
+  { 0, 4096, 32768, 47, 30, 0 },
+  { 0, 5120, 1, 48, 49, 1 },
+  { 0, 5120, 8, 48, 49, 1 },
+  { 0, 5120, 32, 50, 49, 1 },
+  { 0, 5120, 128, 51, 49, 1 },
+  { 0, 5120, 512, 52, 49, 0 },
+  { 0, 5120, 2048, 53, 49, 1 },
+  { 0, 5120, 8192, 54, 55, 0 },
+  { 0, 5120, 32768, 54, 55, 0 },
+  { 0, 6144, 1, 56, 49, 1 },
+  { 0, 6144, 8, 56, 49, 1 },
+  { 0, 6144, 32, 57, 58, 1 },
+  { 0, 6144, 128, 59, 49, 1 },
+  { 0, 6144, 512, 57, 49, 0 },
+  { 0, 6144, 2048, 60, 49, 1 },
+  { 0, 6144, 8192, 61, 49, 0 },
+  { 0, 6144, 32768, 61, 49, 0 },
+  { 0, 7168, 1, 62, 63, 1 },
+  { 0, 7168, 8, 62, 64, 1 },
+  { 0, 7168, 32, 63, 63, 1 },
+  { 0, 7168, 128, 62, 64, 1 },
+  { 0, 7168, 512, 65, 64, 0 },
+  { 0, 7168, 2048, 66, 64, 0 },
+  { 0, 7168, 8192, 65, 64, 0 },
+  { 0, 7168, 32768, 67, 64, 0 },
+  { 0, 8192, 1, 68, 69, 0 },
+  { 0, 8192, 8, 68, 64, 1 },
+  { 0, 8192, 32, 70, 58, 1 },
+  { 0, 8192, 128, 71, 64, 1 },
+  { 0, 8192, 512, 72, 64, 0 },
+  { 0, 8192, 2048, 72, 64, 0 },
+  { 0, 8192, 8192, 72, 64, 0 },
+  { 0, 8192, 32768, 72, 64, 0 },
+  { 0, 12288, 1, 73, 74, 1 },
+  { 0, 12288, 8, 73, 75, 1 },
+  { 0, 12288, 32, 76, 77, 1 },
+  { 0, 12288, 128, 73, 78, 1 },
+  { 0, 12288, 512, 79, 78, 1 },
+  { 0, 12288, 2048, 80, 78, 0 },
+  { 0, 12288, 8192, 80, 78, 0 },
+  { 0, 12288, 32768, 81, 82, 0 },
+  { 0, 16384, 1, 83, 84, 0 },
+  { 0, 16384, 8, 83, 85, 1 },
+  { 0, 16384, 32, 86, 87, 1 },
+  { 0, 16384, 128, 88, 87, 1 },
+  { 0, 16384, 512, 89, 87, 1 },
+  { 0, 16384, 2048, 90, 87, 0 },
+  { 0, 16384, 8192, 91, 87, 0 },
+  { 0, 16384, 32768, 91, 87, 0 },
+  { 0, 32768, 1, 92, 93, 0 },
+  { 0, 32768, 8, 92, 93, 1 },
+  { 0, 32768, 32, 94, 95, 0 },
+  { 0, 32768, 128, 96, 93, 1 },
+  { 0, 32768, 512, 97, 93, 0 },
+  { 0, 32768, 2048, 98, 93, 0 },
+  { 0, 32768, 8192, 99, 100, 0 },
+  { 0, 32768, 32768, 99, 100, 0 },
+  { 0, 65536, 1, 101, 93, 1 },
+  { 0, 65536, 8, 101, 102, 1 },
+  { 0, 65536, 32, 103, 93, 1 },
+  { 0, 65536, 128, 104, 93, 0 },
+  { 0, 65536, 512, 105, 93, 0 },
+  { 0, 65536, 2048, 106, 93, 0 },
+  { 0, 65536, 8192, 107, 107, 0 },
+  { 0, 65536, 32768, 107, 107, 0 },
+  { 0, 131072, 1, 108, 109, 0 },
+  { 0, 131072, 8, 108, 93, 1 },
+  { 0, 131072, 32, 110, 93, 1 },
+  { 0, 131072, 128, 110, 93, 0 },
+  { 0, 131072, 512, 111, 93, 0 },
+  { 0, 131072, 2048, 111, 93, 0 },
+  { 0, 131072, 8192, 111, 112, 0 },
+  { 0, 131072, 32768, 111, 112, 0 },
+  { 1, 512, 1, 114, 115, 0 },
+  { 1, 512, 8, 116, 115, 0 },
+  { 1, 512, 32, 116, 115, 0 },
+  { 1, 512, 128, 116, 115, 0 },
+  { 1, 512, 512, 114, 115, 0 },
+  { 1, 512, 2048, 117, 115, 0 },
+  { 1, 512, 8192, 118, 115, 0 },
+  { 1, 512, 32768, 119, 115, 0 },
+  { 1, 768, 1, 120, 115, 1 },
+  { 1, 768, 8, 120, 115, 0 },
+  { 1, 768, 32, 121, 115, 0 },
+  { 1, 768, 128, 122, 115, 1 },
+  { 1, 768, 512, 121, 123, 0 },
+  { 1, 768, 2048, 124, 115, 0 },
+  { 1, 768, 8192, 122, 115, 0 },
+  { 1, 768, 32768, 125, 115, 0 },
+  { 1, 1024, 1, 126, 115, 0 },
+  { 1, 1024, 8, 126, 115, 0 },
+  { 1, 1024, 32, 126, 115, 0 },
+  { 1, 1024, 128, 126, 115, 1 },
+  { 1, 1024, 512, 126, 115, 0 },
+  { 1, 1024, 2048, 127, 115, 0 },
+  { 1, 1024, 8192, 128, 115, 1 },
+  { 1, 1024, 32768, 129, 115, 0 },
+  { 1, 1536, 1, 130, 115, 0 },
+  { 1, 1536, 8, 130, 115, 0 },
+  { 1, 1536, 32, 130, 115, 0 },
+  { 1, 1536, 128, 115, 115, 1 },
+  { 1, 1536, 512, 130, 115, 0 },
+  { 1, 1536, 2048, 131, 115, 1 },
+  { 1, 1536, 8192, 132, 115, 0 },
+  { 1, 1536, 32768, 131, 115, 0 },
+  { 1, 2048, 1, 133, 115, 0 },
+  { 1, 2048, 8, 133, 115, 0 },
+  { 1, 2048, 32, 133, 115, 0 },
+  { 1, 2048, 128, 134, 115, 1 },
+  { 1, 2048, 512, 133, 115, 0 },
+  { 1, 2048, 2048, 135, 115, 0 },
+  { 1, 2048, 8192, 136, 115, 0 },
+  { 1, 2048, 32768, 137, 115, 0 },
+  { 1, 2560, 1, 138, 139, 1 },
+  { 1, 2560, 8, 138, 139, 1 },
+  { 1, 2560, 32, 140, 139, 1 },
+  { 1, 2560, 128, 138, 139, 1 },
+  { 1, 2560, 512, 141, 139, 0 },
+  { 1, 2560, 2048, 140, 139, 0 },
+  { 1, 2560, 8192, 142, 139, 0 },
+  { 1, 2560, 32768, 143, 144, 0 },
+  { 1, 3072, 1, 145, 139, 1 },
+  { 1, 3072, 8, 145, 139, 1 },
+  { 1, 3072, 32, 146, 139, 1 },
+  { 1, 3072, 128, 147, 139, 1 },
+  { 1, 3072, 512, 147, 139, 0 },
+  { 1, 3072, 2048, 145, 139, 1 },
+  { 1, 3072, 8192, 148, 139, 0 },
+  { 1, 3072, 32768, 148, 139, 0 },
+  { 1, 4096, 1, 149, 139, 1 },
+  { 1, 4096, 8, 149, 139, 1 },
+  { 1, 4096, 32, 149, 139, 1 },
+  { 1, 4096, 128, 150, 139, 1 },
+  { 1, 4096, 512, 151, 139, 0 },
+  { 1, 4096, 2048, 152, 139, 0 },
+  { 1, 4096, 8192, 153, 139, 0 },
+  { 1, 4096, 32768, 154, 139, 0 },
+  { 1, 5120, 1, 155, 156, 1 },
+  { 1, 5120, 8, 155, 156, 1 },
+  { 1, 5120, 32, 157, 156, 1 },
+  { 1, 5120, 128, 158, 156, 0 },
+  { 1, 5120, 512, 157, 156, 1 },
+  { 1, 5120, 2048, 159, 156, 1 },
+  { 1, 5120, 8192, 160, 161, 0 },
+  { 1, 5120, 32768, 160, 156, 0 },
+  { 1, 6144, 1, 162, 156, 1 },
+  { 1, 6144, 8, 162, 156, 1 },
+  { 1, 6144, 32, 163, 156, 1 },
+  { 1, 6144, 128, 162, 156, 1 },
+  { 1, 6144, 512, 164, 156, 0 },
+  { 1, 6144, 2048, 165, 156, 1 },
+  { 1, 6144, 8192, 166, 156, 0 },
+  { 1, 6144, 32768, 166, 156, 0 },
+  { 1, 7168, 1, 167, 168, 1 },
+  { 1, 7168, 8, 167, 168, 1 },
+  { 1, 7168, 32, 169, 168, 1 },
+  { 1, 7168, 128, 167, 168, 1 },
+  { 1, 7168, 512, 170, 168, 0 },
+  { 1, 7168, 2048, 171, 168, 0 },
+  { 1, 7168, 8192, 172, 168, 0 },
+  { 1, 7168, 32768, 172, 168, 0 },
+  { 1, 8192, 1, 173, 168, 0 },
+  { 1, 8192, 8, 173, 174, 1 },
+  { 1, 8192, 32, 175, 168, 1 },
+  { 1, 8192, 128, 176, 168, 1 },
+  { 1, 8192, 512, 177, 168, 0 },
+  { 1, 8192, 2048, 177, 168, 0 },
+  { 1, 8192, 8192, 177, 168, 0 },
+  { 1, 8192, 32768, 177, 168, 0 },
+  { 1, 12288, 1, 178, 179, 1 },
+  { 1, 12288, 8, 178, 179, 1 },
+  { 1, 12288, 32, 180, 179, 1 },
+  { 1, 12288, 128, 181, 179, 1 },
+  { 1, 12288, 512, 182, 179, 0 },
+  { 1, 12288, 2048, 183, 179, 0 },
+  { 1, 12288, 8192, 183, 179, 0 },
+  { 1, 12288, 32768, 184, 179, 0 },
+  { 1, 16384, 1, 185, 186, 0 },
+  { 1, 16384, 8, 185, 186, 1 },
+  { 1, 16384, 32, 187, 186, 1 },
+  { 1, 16384, 128, 188, 186, 1 },
+  { 1, 16384, 512, 189, 186, 0 },
+  { 1, 16384, 2048, 188, 186, 0 },
+  { 1, 16384, 8192, 190, 186, 0 },
+  { 1, 16384, 32768, 191, 186, 0 },
+  { 1, 32768, 1, 192, 193, 0 },
+  { 1, 32768, 8, 194, 193, 1 },
+  { 1, 32768, 32, 195, 196, 1 },
+  { 1, 32768, 128, 197, 198, 1 },
+  { 1, 32768, 512, 199, 198, 0 },
+  { 1, 32768, 2048, 200, 198, 0 },
+  { 1, 32768, 8192, 201, 198, 0 },
+  { 1, 32768, 32768, 201, 198, 0 },
+  { 1, 65536, 1, 202, 198, 1 },
+  { 1, 65536, 8, 202, 198, 1 },
+  { 1, 65536, 32, 203, 198, 1 },
+  { 1, 65536, 128, 204, 198, 0 },
+  { 1, 65536, 512, 204, 198, 0 },
+  { 1, 65536, 2048, 205, 198, 0 },
+  { 1, 65536, 8192, 206, 198, 0 },
+  { 1, 65536, 32768, 206, 198, 0 },
+  { 1, 131072, 1, 207, 198, 1 },
+  { 1, 131072, 8, 207, 198, 1 },
+  { 1, 131072, 32, 208, 198, 1 },
+  { 1, 131072, 128, 208, 198, 0 },
+  { 1, 131072, 512, 208, 198, 0 },
+  { 1, 131072, 2048, 209, 198, 0 },
+  { 1, 131072, 8192, 209, 198, 0 },
+  { 1, 131072, 32768, 210, 198, 0 },
+  { 2, 512, 1, 212, 213, 0 },
+  { 2, 512, 8, 212, 213, 0 },
+  { 2, 512, 32, 212, 213, 0 },
+  { 2, 512, 128, 212, 213, 0 },
+  { 2, 512, 512, 212, 213, 0 },
+  { 2, 512, 2048, 214, 213, 0 },
+  { 2, 512, 8192, 215, 216, 1 },
+  { 2, 512, 32768, 217, 217, 0 },
+  { 2, 768, 1, 218, 213, 0 },
+  { 2, 768, 8, 218, 213, 0 },
+  { 2, 768, 32, 218, 213, 0 },
+  { 2, 768, 128, 218, 213, 1 },
+  { 2, 768, 512, 218, 213, 0 },
+  { 2, 768, 2048, 219, 220, 0 },
+  { 2, 768, 8192, 221, 221, 0 },
+  { 2, 768, 32768, 222, 223, 0 },
+  { 2, 1024, 1, 224, 213, 0 },
+  { 2, 1024, 8, 224, 213, 0 },
+  { 2, 1024, 32, 224, 213, 0 },
+  { 2, 1024, 128, 224, 213, 1 },
+  { 2, 1024, 512, 224, 213, 0 },
+  { 2, 1024, 2048, 225, 213, 0 },
+  { 2, 1024, 8192, 226, 213, 0 },
+  { 2, 1024, 32768, 226, 213, 0 },
+  { 2, 1536, 1, 227, 228, 0 },
+  { 2, 1536, 8, 227, 228, 0 },
+  { 2, 1536, 32, 229, 230, 0 },
+  { 2, 1536, 128, 231, 228, 1 },
+  { 2, 1536, 512, 227, 228, 0 },
+  { 2, 1536, 2048, 232, 228, 1 },
+  { 2, 1536, 8192, 233, 228, 0 },
+  { 2, 1536, 32768, 234, 234, 0 },
+  { 2, 2048, 1, 235, 228, 0 },
+  { 2, 2048, 8, 236, 228, 0 },
+  { 2, 2048, 32, 235, 228, 1 },
+  { 2, 2048, 128, 236, 228, 1 },
+  { 2, 2048, 512, 235, 228, 0 },
+  { 2, 2048, 2048, 236, 228, 1 },
+  { 2, 2048, 8192, 237, 228, 0 },
+  { 2, 2048, 32768, 237, 228, 0 },
+  { 2, 2560, 1, 238, 239, 0 },
+  { 2, 2560, 8, 238, 239, 0 },
+  { 2, 2560, 32, 238, 240, 1 },
+  { 2, 2560, 128, 238, 240, 1 },
+  { 2, 2560, 512, 238, 239, 0 },
+  { 2, 2560, 2048, 238, 239, 1 },
+  { 2, 2560, 8192, 241, 241, 0 },
+  { 2, 2560, 32768, 242, 239, 0 },
+  { 2, 3072, 1, 243, 239, 0 },
+  { 2, 3072, 8, 243, 239, 1 },
+  { 2, 3072, 32, 244, 244, 1 },
+  { 2, 3072, 128, 243, 240, 1 },
+  { 2, 3072, 512, 243, 239, 1 },
+  { 2, 3072, 2048, 245, 239, 1 },
+  { 2, 3072, 8192, 246, 239, 0 },
+  { 2, 3072, 32768, 247, 239, 0 },
+  { 2, 4096, 1, 248, 249, 1 },
+  { 2, 4096, 8, 248, 249, 1 },
+  { 2, 4096, 32, 248, 240, 1 },
+  { 2, 4096, 128, 250, 249, 1 },
+  { 2, 4096, 512, 248, 249, 0 },
+  { 2, 4096, 2048, 251, 251, 0 },
+  { 2, 4096, 8192, 252, 252, 0 },
+  { 2, 4096, 32768, 253, 254, 0 },
+  { 2, 5120, 1, 255, 256, 1 },
+  { 2, 5120, 8, 255, 257, 1 },
+  { 2, 5120, 32, 258, 259, 0 },
+  { 2, 5120, 128, 260, 259, 1 },
+  { 2, 5120, 512, 260, 256, 0 },
+  { 2, 5120, 2048, 255, 261, 0 },
+  { 2, 5120, 8192, 262, 261, 0 },
+  { 2, 5120, 32768, 263, 261, 0 },
+  { 2, 6144, 1, 264, 256, 1 },
+  { 2, 6144, 8, 264, 257, 1 },
+  { 2, 6144, 32, 264, 259, 1 },
+  { 2, 6144, 128, 265, 266, 1 },
+  { 2, 6144, 512, 265, 256, 1 },
+  { 2, 6144, 2048, 267, 267, 0 },
+  { 2, 6144, 8192, 267, 267, 0 },
+  { 2, 6144, 32768, 268, 266, 0 },
+  { 2, 7168, 1, 269, 270, 1 },
+  { 2, 7168, 8, 269, 270, 1 },
+  { 2, 7168, 32, 271, 272, 1 },
+  { 2, 7168, 128, 269, 270, 1 },
+  { 2, 7168, 512, 269, 270, 0 },
+  { 2, 7168, 2048, 273, 270, 0 },
+  { 2, 7168, 8192, 274, 270, 0 },
+  { 2, 7168, 32768, 274, 270, 0 },
+  { 2, 8192, 1, 275, 276, 1 },
+  { 2, 8192, 8, 275, 277, 1 },
+  { 2, 8192, 32, 278, 276, 0 },
+  { 2, 8192, 128, 275, 276, 1 },
+  { 2, 8192, 512, 279, 276, 1 },
+  { 2, 8192, 2048, 280, 276, 0 },
+  { 2, 8192, 8192, 281, 276, 0 },
+  { 2, 8192, 32768, 281, 276, 0 },
+  { 2, 12288, 1, 282, 283, 1 },
+  { 2, 12288, 8, 282, 284, 1 },
+  { 2, 12288, 32, 285, 286, 1 },
+  { 2, 12288, 128, 285, 286, 1 },
+  { 2, 12288, 512, 287, 288, 1 },
+  { 2, 12288, 2048, 287, 288, 0 },
+  { 2, 12288, 8192, 289, 288, 0 },
+  { 2, 12288, 32768, 289, 288, 0 },
+  { 2, 16384, 1, 290, 291, 1 },
+  { 2, 16384, 8, 290, 292, 1 },
+  { 2, 16384, 32, 290, 291, 0 },
+  { 2, 16384, 128, 293, 291, 1 },
+  { 2, 16384, 512, 293, 294, 0 },
+  { 2, 16384, 2048, 295, 291, 0 },
+  { 2, 16384, 8192, 295, 291, 0 },
+  { 2, 16384, 32768, 296, 296, 0 },
+  { 2, 32768, 1, 297, 254, 1 },
+  { 2, 32768, 8, 297, 298, 1 },
+  { 2, 32768, 32, 299, 254, 1 },
+  { 2, 32768, 128, 299, 254, 1 },
+  { 2, 32768, 512, 300, 254, 0 },
+  { 2, 32768, 2048, 301, 302, 0 },
+  { 2, 32768, 8192, 303, 303, 0 },
+  { 2, 32768, 32768, 303, 303, 0 },
+  { 2, 65536, 1, 304, 254, 1 },
+  { 2, 65536, 8, 305, 254, 1 },
+  { 2, 65536, 32, 305, 254, 1 },
+  { 2, 65536, 128, 306, 254, 0 },
+  { 2, 65536, 512, 306, 254, 0 },
+  { 2, 65536, 2048, 306, 254, 0 },
+  { 2, 65536, 8192, 307, 307, 0 },
+  { 2, 65536, 32768, 307, 307, 0 },
+  { 2, 131072, 1, 308, 254, 0 },
+  { 2, 131072, 8, 309, 310, 1 },
+  { 2, 131072, 32, 309, 310, 0 },
+  { 2, 131072, 128, 311, 254, 0 },
+  { 2, 131072, 512, 311, 254, 0 },
+  { 2, 131072, 2048, 311, 254, 0 },
+  { 2, 131072, 8192, 311, 254, 0 },
+  { 2, 131072, 32768, 311, 254, 0 },
+  { 3, 512, 1, 313, 314, 0 },
+  { 3, 512, 8, 315, 316, 0 },
+  { 3, 512, 32, 315, 316, 0 },
+  { 3, 512, 128, 315, 316, 0 },
+  { 3, 512, 512, 317, 316, 0 },
+  { 3, 512, 2048, 318, 316, 0 },
+  { 3, 512, 8192, 319, 316, 0 },
+  { 3, 512, 32768, 320, 316, 0 },
+  { 3, 768, 1, 321, 321, 1 },
+  { 3, 768, 8, 322, 321, 0 },
+  { 3, 768, 32, 322, 321, 0 },
+  { 3, 768, 128, 323, 316, 0 },
+  { 3, 768, 512, 324, 316, 0 },
+  { 3, 768, 2048, 325, 316, 0 },
+  { 3, 768, 8192, 326, 316, 0 },
+  { 3, 768, 32768, 327, 316, 0 },
+  { 3, 1024, 1, 328, 321, 0 },
+  { 3, 1024, 8, 329, 316, 0 },
+  { 3, 1024, 32, 329, 316, 0 },
+  { 3, 1024, 128, 328, 316, 0 },
+  { 3, 1024, 512, 330, 316, 0 },
+  { 3, 1024, 2048, 331, 316, 0 },
+  { 3, 1024, 8192, 332, 316, 0 },
+  { 3, 1024, 32768, 333, 334, 0 },
+  { 3, 1536, 1, 335, 336, 0 },
+  { 3, 1536, 8, 335, 336, 0 },
+  { 3, 1536, 32, 335, 336, 0 },
+  { 3, 1536, 128, 335, 336, 0 },
+  { 3, 1536, 512, 337, 316, 0 },
+  { 3, 1536, 2048, 338, 316, 0 },
+  { 3, 1536, 8192, 339, 316, 1 },
+  { 3, 1536, 32768, 340, 341, 0 },
+  { 3, 2048, 1, 342, 316, 0 },
+  { 3, 2048, 8, 342, 336, 0 },
+  { 3, 2048, 32, 342, 336, 0 },
+  { 3, 2048, 128, 342, 316, 0 },
+  { 3, 2048, 512, 343, 316, 0 },
+  { 3, 2048, 2048, 344, 316, 1 },
+  { 3, 2048, 8192, 345, 316, 0 },
+  { 3, 2048, 32768, 346, 347, 0 },
+  { 3, 2560, 1, 348, 349, 0 },
+  { 3, 2560, 8, 348, 349, 0 },
+  { 3, 2560, 32, 348, 350, 0 },
+  { 3, 2560, 128, 351, 349, 0 },
+  { 3, 2560, 512, 352, 350, 0 },
+  { 3, 2560, 2048, 353, 350, 0 },
+  { 3, 2560, 8192, 354, 350, 0 },
+  { 3, 2560, 32768, 355, 356, 0 },
+  { 3, 3072, 1, 357, 349, 0 },
+  { 3, 3072, 8, 357, 349, 0 },
+  { 3, 3072, 32, 358, 359, 0 },
+  { 3, 3072, 128, 357, 349, 1 },
+  { 3, 3072, 512, 360, 350, 0 },
+  { 3, 3072, 2048, 361, 350, 1 },
+  { 3, 3072, 8192, 362, 356, 0 },
+  { 3, 3072, 32768, 363, 356, 0 },
+  { 3, 4096, 1, 364, 365, 0 },
+  { 3, 4096, 8, 366, 350, 0 },
+  { 3, 4096, 32, 364, 367, 1 },
+  { 3, 4096, 128, 364, 365, 1 },
+  { 3, 4096, 512, 366, 350, 0 },
+  { 3, 4096, 2048, 368, 350, 0 },
+  { 3, 4096, 8192, 369, 350, 0 },
+  { 3, 4096, 32768, 370, 370, 0 },
+  { 3, 5120, 1, 371, 371, 0 },
+  { 3, 5120, 8, 372, 373, 0 },
+  { 3, 5120, 32, 371, 371, 1 },
+  { 3, 5120, 128, 372, 374, 1 },
+  { 3, 5120, 512, 375, 373, 0 },
+  { 3, 5120, 2048, 376, 373, 1 },
+  { 3, 5120, 8192, 375, 373, 0 },
+  { 3, 5120, 32768, 375, 373, 0 },
+  { 3, 6144, 1, 377, 378, 0 },
+  { 3, 6144, 8, 377, 373, 1 },
+  { 3, 6144, 32, 371, 371, 1 },
+  { 3, 6144, 128, 379, 374, 1 },
+  { 3, 6144, 512, 373, 373, 0 },
+  { 3, 6144, 2048, 380, 373, 1 },
+  { 3, 6144, 8192, 373, 373, 0 },
+  { 3, 6144, 32768, 381, 373, 0 },
+  { 3, 7168, 1, 382, 378, 0 },
+  { 3, 7168, 8, 382, 378, 1 },
+  { 3, 7168, 32, 383, 374, 1 },
+  { 3, 7168, 128, 383, 374, 1 },
+  { 3, 7168, 512, 384, 385, 1 },
+  { 3, 7168, 2048, 386, 385, 1 },
+  { 3, 7168, 8192, 387, 385, 0 },
+  { 3, 7168, 32768, 388, 388, 0 },
+  { 3, 8192, 1, 389, 390, 0 },
+  { 3, 8192, 8, 390, 390, 0 },
+  { 3, 8192, 32, 390, 390, 1 },
+  { 3, 8192, 128, 391, 392, 0 },
+  { 3, 8192, 512, 393, 385, 0 },
+  { 3, 8192, 2048, 394, 385, 0 },
+  { 3, 8192, 8192, 395, 385, 0 },
+  { 3, 8192, 32768, 388, 388, 0 },
+  { 3, 12288, 1, 396, 397, 0 },
+  { 3, 12288, 8, 396, 397, 0 },
+  { 3, 12288, 32, 398, 399, 0 },
+  { 3, 12288, 128, 400, 397, 1 },
+  { 3, 12288, 512, 401, 399, 1 },
+  { 3, 12288, 2048, 401, 399, 0 },
+  { 3, 12288, 8192, 402, 399, 0 },
+  { 3, 12288, 32768, 403, 399, 0 },
+  { 3, 16384, 1, 404, 405, 0 },
+  { 3, 16384, 8, 405, 405, 1 },
+  { 3, 16384, 32, 405, 405, 1 },
+  { 3, 16384, 128, 406, 397, 0 },
+  { 3, 16384, 512, 407, 408, 1 },
+  { 3, 16384, 2048, 409, 408, 0 },
+  { 3, 16384, 8192, 410, 408, 0 },
+  { 3, 16384, 32768, 410, 408, 0 },
+  { 3, 32768, 1, 411, 412, 0 },
+  { 3, 32768, 8, 411, 413, 0 },
+  { 3, 32768, 32, 414, 415, 1 },
+  { 3, 32768, 128, 416, 417, 0 },
+  { 3, 32768, 512, 418, 412, 0 },
+  { 3, 32768, 2048, 419, 420, 0 },
+  { 3, 32768, 8192, 419, 420, 0 },
+  { 3, 32768, 32768, 419, 420, 0 },
+  { 3, 65536, 1, 421, 421, 0 },
+  { 3, 65536, 8, 421, 421, 1 },
+  { 3, 65536, 32, 421, 421, 1 },
+  { 3, 65536, 128, 422, 412, 1 },
+  { 3, 65536, 512, 423, 412, 0 },
+  { 3, 65536, 2048, 424, 425, 0 },
+  { 3, 65536, 8192, 424, 420, 0 },
+  { 3, 65536, 32768, 426, 426, 0 },
+  { 3, 131072, 1, 427, 427, 1 },
+  { 3, 131072, 8, 428, 429, 1 },
+  { 3, 131072, 32, 430, 412, 1 },
+  { 3, 131072, 128, 430, 412, 0 },
+  { 3, 131072, 512, 431, 412, 0 },
+  { 3, 131072, 2048, 431, 412, 0 },
+  { 3, 131072, 8192, 426, 426, 0 },
+  { 3, 131072, 32768, 426, 426, 0 },
+  { 4, 512, 1, 433, 434, 0 },
+  { 4, 512, 8, 435, 434, 0 },
+  { 4, 512, 32, 435, 434, 0 },
+  { 4, 512, 128, 435, 434, 0 },
+  { 4, 512, 512, 436, 434, 1 },
+  { 4, 512, 2048, 437, 437, 0 },
+  { 4, 512, 8192, 438, 434, 0 },
+  { 4, 512, 32768, 437, 437, 0 },
+  { 4, 768, 1, 439, 434, 0 },
+  { 4, 768, 8, 439, 434, 0 },
+  { 4, 768, 32, 439, 434, 0 },
+  { 4, 768, 128, 440, 434, 1 },
+  { 4, 768, 512, 441, 434, 1 },
+  { 4, 768, 2048, 442, 442, 0 },
+  { 4, 768, 8192, 443, 434, 1 },
+  { 4, 768, 32768, 444, 445, 0 },
+  { 4, 1024, 1, 446, 434, 0 },
+  { 4, 1024, 8, 446, 434, 0 },
+  { 4, 1024, 32, 446, 434, 0 },
+  { 4, 1024, 128, 447, 434, 1 },
+  { 4, 1024, 512, 434, 434, 0 },
+  { 4, 1024, 2048, 448, 448, 0 },
+  { 4, 1024, 8192, 449, 434, 0 },
+  { 4, 1024, 32768, 450, 450, 0 },
+  { 4, 1536, 1, 451, 434, 0 },
+  { 4, 1536, 8, 451, 434, 0 },
+  { 4, 1536, 32, 451, 434, 0 },
+  { 4, 1536, 128, 452, 434, 1 },
+  { 4, 1536, 512, 453, 434, 0 },
+  { 4, 1536, 2048, 454, 434, 1 },
+  { 4, 1536, 8192, 455, 434, 0 },
+  { 4, 1536, 32768, 456, 456, 0 },
+  { 4, 2048, 1, 457, 434, 0 },
+  { 4, 2048, 8, 457, 434, 0 },
+  { 4, 2048, 32, 457, 434, 0 },
+  { 4, 2048, 128, 458, 434, 1 },
+  { 4, 2048, 512, 434, 434, 0 },
+  { 4, 2048, 2048, 459, 434, 0 },
+  { 4, 2048, 8192, 434, 434, 0 },
+  { 4, 2048, 32768, 434, 434, 0 },
+  { 4, 2560, 1, 460, 461, 0 },
+  { 4, 2560, 8, 460, 461, 1 },
+  { 4, 2560, 32, 462, 461, 1 },
+  { 4, 2560, 128, 460, 461, 1 },
+  { 4, 2560, 512, 463, 463, 0 },
+  { 4, 2560, 2048, 464, 461, 0 },
+  { 4, 2560, 8192, 465, 461, 0 },
+  { 4, 2560, 32768, 465, 461, 0 },
+  { 4, 3072, 1, 466, 461, 0 },
+  { 4, 3072, 8, 467, 461, 1 },
+  { 4, 3072, 32, 466, 461, 1 },
+  { 4, 3072, 128, 467, 461, 1 },
+  { 4, 3072, 512, 463, 463, 0 },
+  { 4, 3072, 2048, 468, 461, 1 },
+  { 4, 3072, 8192, 469, 461, 0 },
+  { 4, 3072, 32768, 461, 461, 0 },
+  { 4, 4096, 1, 470, 461, 0 },
+  { 4, 4096, 8, 470, 461, 1 },
+  { 4, 4096, 32, 470, 461, 1 },
+  { 4, 4096, 128, 471, 461, 1 },
+  { 4, 4096, 512, 472, 472, 1 },
+  { 4, 4096, 2048, 473, 461, 0 },
+  { 4, 4096, 8192, 461, 461, 0 },
+  { 4, 4096, 32768, 463, 463, 0 },
+  { 4, 5120, 1, 474, 475, 1 },
+  { 4, 5120, 8, 474, 475, 1 },
+  { 4, 5120, 32, 476, 477, 1 },
+  { 4, 5120, 128, 478, 478, 1 },
+  { 4, 5120, 512, 479, 480, 1 },
+  { 4, 5120, 2048, 481, 475, 0 },
+  { 4, 5120, 8192, 482, 475, 0 },
+  { 4, 5120, 32768, 483, 483, 0 },
+  { 4, 6144, 1, 484, 475, 1 },
+  { 4, 6144, 8, 484, 475, 1 },
+  { 4, 6144, 32, 485, 477, 0 },
+  { 4, 6144, 128, 478, 478, 1 },
+  { 4, 6144, 512, 486, 480, 1 },
+  { 4, 6144, 2048, 487, 475, 0 },
+  { 4, 6144, 8192, 483, 483, 0 },
+  { 4, 6144, 32768, 483, 483, 0 },
+  { 4, 7168, 1, 488, 489, 1 },
+  { 4, 7168, 8, 488, 489, 1 },
+  { 4, 7168, 32, 490, 477, 1 },
+  { 4, 7168, 128, 478, 478, 1 },
+  { 4, 7168, 512, 491, 480, 1 },
+  { 4, 7168, 2048, 492, 489, 0 },
+  { 4, 7168, 8192, 493, 493, 0 },
+  { 4, 7168, 32768, 493, 493, 0 },
+  { 4, 8192, 1, 494, 495, 0 },
+  { 4, 8192, 8, 494, 489, 0 },
+  { 4, 8192, 32, 496, 497, 1 },
+  { 4, 8192, 128, 478, 478, 1 },
+  { 4, 8192, 512, 498, 489, 0 },
+  { 4, 8192, 2048, 499, 489, 0 },
+  { 4, 8192, 8192, 500, 500, 0 },
+  { 4, 8192, 32768, 500, 500, 0 },
+  { 4, 12288, 1, 501, 502, 1 },
+  { 4, 12288, 8, 501, 502, 1 },
+  { 4, 12288, 32, 503, 502, 1 },
+  { 4, 12288, 128, 503, 502, 1 },
+  { 4, 12288, 512, 503, 502, 1 },
+  { 4, 12288, 2048, 504, 504, 0 },
+  { 4, 12288, 8192, 504, 504, 0 },
+  { 4, 12288, 32768, 504, 504, 0 },
+  { 4, 16384, 1, 505, 506, 0 },
+  { 4, 16384, 8, 505, 506, 1 },
+  { 4, 16384, 32, 507, 506, 1 },
+  { 4, 16384, 128, 508, 509, 0 },
+  { 4, 16384, 512, 510, 506, 0 },
+  { 4, 16384, 2048, 504, 504, 0 },
+  { 4, 16384, 8192, 511, 511, 0 },
+  { 4, 16384, 32768, 511, 511, 0 },
+  { 4, 32768, 1, 512, 513, 1 },
+  { 4, 32768, 8, 512, 513, 1 },
+  { 4, 32768, 32, 514, 514, 1 },
+  { 4, 32768, 128, 515, 513, 1 },
+  { 4, 32768, 512, 516, 513, 0 },
+  { 4, 32768, 2048, 517, 517, 0 },
+  { 4, 32768, 8192, 517, 517, 0 },
+  { 4, 32768, 32768, 517, 517, 0 },
+  { 4, 65536, 1, 518, 513, 1 },
+  { 4, 65536, 8, 519, 520, 1 },
+  { 4, 65536, 32, 518, 520, 0 },
+  { 4, 65536, 128, 521, 513, 0 },
+  { 4, 65536, 512, 522, 522, 0 },
+  { 4, 65536, 2048, 522, 522, 0 },
+  { 4, 65536, 8192, 522, 522, 0 },
+  { 4, 65536, 32768, 522, 522, 0 },
+  { 4, 131072, 1, 523, 513, 1 },
+  { 4, 131072, 8, 524, 513, 0 },
+  { 4, 131072, 32, 525, 513, 0 },
+  { 4, 131072, 128, 525, 513, 0 },
+  { 4, 131072, 512, 525, 513, 0 },
+  { 4, 131072, 2048, 526, 522, 0 },
+  { 4, 131072, 8192, 526, 522, 0 },
+  { 4, 131072, 32768, 526, 522, 0 },
+  { 5, 512, 1, 528, 529, 0 },
+  { 5, 512, 8, 530, 529, 0 },
+  { 5, 512, 32, 530, 529, 0 },
+  { 5, 512, 128, 530, 529, 0 },
+  { 5, 512, 512, 531, 529, 0 },
+  { 5, 512, 2048, 532, 529, 0 },
+  { 5, 512, 8192, 533, 529, 1 },
+  { 5, 512, 32768, 534, 529, 0 },
+  { 5, 768, 1, 535, 529, 0 },
+  { 5, 768, 8, 535, 529, 0 },
+  { 5, 768, 32, 535, 529, 0 },
+  { 5, 768, 128, 535, 529, 0 },
+  { 5, 768, 512, 536, 529, 0 },
+  { 5, 768, 2048, 537, 529, 0 },
+  { 5, 768, 8192, 538, 529, 0 },
+  { 5, 768, 32768, 539, 529, 0 },
+  { 5, 1024, 1, 540, 529, 0 },
+  { 5, 1024, 8, 540, 529, 0 },
+  { 5, 1024, 32, 541, 529, 0 },
+  { 5, 1024, 128, 541, 529, 0 },
+  { 5, 1024, 512, 541, 529, 0 },
+  { 5, 1024, 2048, 542, 529, 0 },
+  { 5, 1024, 8192, 543, 529, 1 },
+  { 5, 1024, 32768, 544, 545, 0 },
+  { 5, 1536, 1, 546, 529, 0 },
+  { 5, 1536, 8, 546, 529, 0 },
+  { 5, 1536, 32, 546, 529, 0 },
+  { 5, 1536, 128, 546, 529, 0 },
+  { 5, 1536, 512, 546, 529, 0 },
+  { 5, 1536, 2048, 547, 529, 0 },
+  { 5, 1536, 8192, 548, 529, 1 },
+  { 5, 1536, 32768, 549, 550, 0 },
+  { 5, 2048, 1, 551, 529, 0 },
+  { 5, 2048, 8, 551, 529, 0 },
+  { 5, 2048, 32, 551, 529, 0 },
+  { 5, 2048, 128, 551, 529, 0 },
+  { 5, 2048, 512, 551, 529, 0 },
+  { 5, 2048, 2048, 552, 529, 1 },
+  { 5, 2048, 8192, 553, 529, 0 },
+  { 5, 2048, 32768, 554, 554, 0 },
+  { 5, 2560, 1, 555, 556, 1 },
+  { 5, 2560, 8, 555, 556, 0 },
+  { 5, 2560, 32, 557, 556, 0 },
+  { 5, 2560, 128, 558, 558, 0 },
+  { 5, 2560, 512, 555, 556, 0 },
+  { 5, 2560, 2048, 557, 556, 1 },
+  { 5, 2560, 8192, 559, 560, 0 },
+  { 5, 2560, 32768, 559, 560, 0 },
+  { 5, 3072, 1, 561, 556, 0 },
+  { 5, 3072, 8, 561, 556, 0 },
+  { 5, 3072, 32, 561, 556, 1 },
+  { 5, 3072, 128, 558, 558, 0 },
+  { 5, 3072, 512, 561, 556, 0 },
+  { 5, 3072, 2048, 562, 556, 0 },
+  { 5, 3072, 8192, 560, 560, 0 },
+  { 5, 3072, 32768, 560, 560, 0 },
+  { 5, 4096, 1, 563, 556, 0 },
+  { 5, 4096, 8, 563, 556, 0 },
+  { 5, 4096, 32, 564, 556, 1 },
+  { 5, 4096, 128, 565, 556, 1 },
+  { 5, 4096, 512, 563, 556, 0 },
+  { 5, 4096, 2048, 566, 556, 0 },
+  { 5, 4096, 8192, 567, 556, 0 },
+  { 5, 4096, 32768, 568, 568, 0 },
+  { 5, 5120, 1, 569, 570, 1 },
+  { 5, 5120, 8, 569, 570, 1 },
+  { 5, 5120, 32, 571, 571, 0 },
+  { 5, 5120, 128, 572, 570, 1 },
+  { 5, 5120, 512, 570, 570, 0 },
+  { 5, 5120, 2048, 573, 570, 1 },
+  { 5, 5120, 8192, 574, 570, 0 },
+  { 5, 5120, 32768, 574, 570, 0 },
+  { 5, 6144, 1, 575, 570, 0 },
+  { 5, 6144, 8, 575, 570, 1 },
+  { 5, 6144, 32, 571, 571, 0 },
+  { 5, 6144, 128, 576, 576, 0 },
+  { 5, 6144, 512, 570, 570, 1 },
+  { 5, 6144, 2048, 577, 570, 1 },
+  { 5, 6144, 8192, 570, 570, 0 },
+  { 5, 6144, 32768, 570, 570, 0 },
+  { 5, 7168, 1, 578, 576, 0 },
+  { 5, 7168, 8, 578, 576, 1 },
+  { 5, 7168, 32, 576, 576, 1 },
+  { 5, 7168, 128, 576, 576, 0 },
+  { 5, 7168, 512, 579, 580, 1 },
+  { 5, 7168, 2048, 581, 580, 0 },
+  { 5, 7168, 8192, 582, 580, 0 },
+  { 5, 7168, 32768, 582, 580, 0 },
+  { 5, 8192, 1, 583, 584, 0 },
+  { 5, 8192, 8, 583, 584, 0 },
+  { 5, 8192, 32, 576, 576, 1 },
+  { 5, 8192, 128, 585, 576, 0 },
+  { 5, 8192, 512, 586, 580, 1 },
+  { 5, 8192, 2048, 587, 580, 0 },
+  { 5, 8192, 8192, 588, 580, 0 },
+  { 5, 8192, 32768, 589, 580, 0 },
+  { 5, 12288, 1, 590, 591, 1 },
+  { 5, 12288, 8, 590, 591, 1 },
+  { 5, 12288, 32, 592, 593, 0 },
+  { 5, 12288, 128, 590, 591, 0 },
+  { 5, 12288, 512, 594, 591, 0 },
+  { 5, 12288, 2048, 594, 591, 0 },
+  { 5, 12288, 8192, 595, 591, 0 },
+  { 5, 12288, 32768, 596, 596, 0 },
+  { 5, 16384, 1, 597, 598, 0 },
+  { 5, 16384, 8, 597, 598, 1 },
+  { 5, 16384, 32, 599, 599, 1 },
+  { 5, 16384, 128, 600, 601, 1 },
+  { 5, 16384, 512, 602, 601, 1 },
+  { 5, 16384, 2048, 603, 601, 0 },
+  { 5, 16384, 8192, 604, 605, 0 },
+  { 5, 16384, 32768, 604, 605, 0 },
+  { 5, 32768, 1, 606, 607, 0 },
+  { 5, 32768, 8, 606, 608, 0 },
+  { 5, 32768, 32, 606, 608, 1 },
+  { 5, 32768, 128, 609, 607, 0 },
+  { 5, 32768, 512, 610, 607, 0 },
+  { 5, 32768, 2048, 611, 612, 0 },
+  { 5, 32768, 8192, 613, 612, 0 },
+  { 5, 32768, 32768, 613, 612, 0 },
+  { 5, 65536, 1, 614, 615, 1 },
+  { 5, 65536, 8, 614, 616, 1 },
+  { 5, 65536, 32, 614, 607, 1 },
+  { 5, 65536, 128, 617, 607, 0 },
+  { 5, 65536, 512, 618, 607, 0 },
+  { 5, 65536, 2048, 619, 620, 0 },
+  { 5, 65536, 8192, 620, 620, 0 },
+  { 5, 65536, 32768, 620, 620, 0 },
+  { 5, 131072, 1, 621, 607, 0 },
+  { 5, 131072, 8, 621, 622, 1 },
+  { 5, 131072, 32, 623, 607, 1 },
+  { 5, 131072, 128, 623, 607, 0 },
+  { 5, 131072, 512, 623, 607, 0 },
+  { 5, 131072, 2048, 624, 625, 0 },
+  { 5, 131072, 8192, 620, 620, 0 },
+  { 5, 131072, 32768, 626, 620, 0 },
+  { 6, 512, 1, 628, 629, 0 },
+  { 6, 512, 8, 630, 629, 0 },
+  { 6, 512, 32, 630, 629, 0 },
+  { 6, 512, 128, 631, 629, 0 },
+  { 6, 512, 512, 628, 629, 0 },
+  { 6, 512, 2048, 632, 633, 0 },
+  { 6, 512, 8192, 631, 629, 1 },
+  { 6, 512, 32768, 633, 633, 0 },
+  { 6, 768, 1, 634, 629, 0 },
+  { 6, 768, 8, 635, 629, 0 },
+  { 6, 768, 32, 635, 629, 0 },
+  { 6, 768, 128, 636, 629, 1 },
+  { 6, 768, 512, 637, 637, 0 },
+  { 6, 768, 2048, 638, 639, 1 },
+  { 6, 768, 8192, 638, 629, 0 },
+  { 6, 768, 32768, 635, 629, 0 },
+  { 6, 1024, 1, 640, 629, 0 },
+  { 6, 1024, 8, 640, 629, 0 },
+  { 6, 1024, 32, 640, 629, 0 },
+  { 6, 1024, 128, 641, 629, 1 },
+  { 6, 1024, 512, 629, 629, 0 },
+  { 6, 1024, 2048, 642, 642, 1 },
+  { 6, 1024, 8192, 643, 629, 0 },
+  { 6, 1024, 32768, 644, 644, 0 },
+  { 6, 1536, 1, 645, 629, 0 },
+  { 6, 1536, 8, 645, 629, 0 },
+  { 6, 1536, 32, 645, 629, 0 },
+  { 6, 1536, 128, 646, 629, 1 },
+  { 6, 1536, 512, 645, 629, 0 },
+  { 6, 1536, 2048, 647, 629, 0 },
+  { 6, 1536, 8192, 648, 629, 0 },
+  { 6, 1536, 32768, 645, 629, 0 },
+  { 6, 2048, 1, 649, 629, 0 },
+  { 6, 2048, 8, 649, 629, 0 },
+  { 6, 2048, 32, 649, 629, 0 },
+  { 6, 2048, 128, 650, 629, 1 },
+  { 6, 2048, 512, 649, 629, 0 },
+  { 6, 2048, 2048, 651, 629, 1 },
+  { 6, 2048, 8192, 629, 629, 0 },
+  { 6, 2048, 32768, 629, 629, 0 },
+  { 6, 2560, 1, 652, 653, 0 },
+  { 6, 2560, 8, 652, 653, 0 },
+  { 6, 2560, 32, 652, 653, 1 },
+  { 6, 2560, 128, 654, 653, 1 },
+  { 6, 2560, 512, 652, 653, 0 },
+  { 6, 2560, 2048, 655, 656, 1 },
+  { 6, 2560, 8192, 657, 653, 0 },
+  { 6, 2560, 32768, 658, 658, 0 },
+  { 6, 3072, 1, 659, 653, 0 },
+  { 6, 3072, 8, 659, 653, 0 },
+  { 6, 3072, 32, 659, 653, 1 },
+  { 6, 3072, 128, 660, 653, 1 },
+  { 6, 3072, 512, 659, 653, 0 },
+  { 6, 3072, 2048, 661, 653, 1 },
+  { 6, 3072, 8192, 662, 653, 0 },
+  { 6, 3072, 32768, 658, 658, 0 },
+  { 6, 4096, 1, 663, 653, 1 },
+  { 6, 4096, 8, 663, 653, 1 },
+  { 6, 4096, 32, 664, 653, 1 },
+  { 6, 4096, 128, 665, 653, 1 },
+  { 6, 4096, 512, 666, 666, 1 },
+  { 6, 4096, 2048, 667, 656, 0 },
+  { 6, 4096, 8192, 653, 653, 0 },
+  { 6, 4096, 32768, 653, 653, 0 },
+  { 6, 5120, 1, 668, 669, 1 },
+  { 6, 5120, 8, 668, 669, 1 },
+  { 6, 5120, 32, 670, 671, 0 },
+  { 6, 5120, 128, 672, 671, 1 },
+  { 6, 5120, 512, 673, 674, 0 },
+  { 6, 5120, 2048, 675, 669, 0 },
+  { 6, 5120, 8192, 675, 669, 0 },
+  { 6, 5120, 32768, 675, 669, 0 },
+  { 6, 6144, 1, 676, 669, 1 },
+  { 6, 6144, 8, 676, 669, 1 },
+  { 6, 6144, 32, 677, 671, 1 },
+  { 6, 6144, 128, 678, 671, 1 },
+  { 6, 6144, 512, 679, 674, 0 },
+  { 6, 6144, 2048, 679, 669, 0 },
+  { 6, 6144, 8192, 669, 669, 0 },
+  { 6, 6144, 32768, 669, 669, 0 },
+  { 6, 7168, 1, 680, 681, 1 },
+  { 6, 7168, 8, 680, 681, 1 },
+  { 6, 7168, 32, 682, 671, 1 },
+  { 6, 7168, 128, 683, 671, 1 },
+  { 6, 7168, 512, 684, 674, 1 },
+  { 6, 7168, 2048, 685, 681, 0 },
+  { 6, 7168, 8192, 685, 681, 0 },
+  { 6, 7168, 32768, 685, 681, 0 },
+  { 6, 8192, 1, 686, 681, 0 },
+  { 6, 8192, 8, 686, 681, 0 },
+  { 6, 8192, 32, 687, 681, 1 },
+  { 6, 8192, 128, 688, 681, 1 },
+  { 6, 8192, 512, 689, 681, 0 },
+  { 6, 8192, 2048, 690, 681, 0 },
+  { 6, 8192, 8192, 690, 681, 0 },
+  { 6, 8192, 32768, 691, 681, 0 },
+  { 6, 12288, 1, 692, 693, 1 },
+  { 6, 12288, 8, 692, 693, 1 },
+  { 6, 12288, 32, 694, 693, 1 },
+  { 6, 12288, 128, 694, 693, 1 },
+  { 6, 12288, 512, 694, 693, 0 },
+  { 6, 12288, 2048, 695, 693, 0 },
+  { 6, 12288, 8192, 696, 693, 0 },
+  { 6, 12288, 32768, 696, 693, 0 },
+  { 6, 16384, 1, 697, 698, 0 },
+  { 6, 16384, 8, 697, 698, 1 },
+  { 6, 16384, 32, 699, 698, 1 },
+  { 6, 16384, 128, 699, 698, 1 },
+  { 6, 16384, 512, 700, 698, 0 },
+  { 6, 16384, 2048, 701, 698, 0 },
+  { 6, 16384, 8192, 702, 698, 0 },
+  { 6, 16384, 32768, 702, 698, 0 },
+  { 6, 32768, 1, 703, 704, 1 },
+  { 6, 32768, 8, 703, 704, 1 },
+  { 6, 32768, 32, 705, 706, 1 },
+  { 6, 32768, 128, 707, 704, 0 },
+  { 6, 32768, 512, 708, 704, 0 },
+  { 6, 32768, 2048, 709, 704, 0 },
+  { 6, 32768, 8192, 709, 704, 0 },
+  { 6, 32768, 32768, 709, 710, 0 },
+  { 6, 65536, 1, 711, 704, 1 },
+  { 6, 65536, 8, 712, 713, 1 },
+  { 6, 65536, 32, 714, 704, 0 },
+  { 6, 65536, 128, 715, 704, 0 },
+  { 6, 65536, 512, 716, 704, 0 },
+  { 6, 65536, 2048, 717, 704, 0 },
+  { 6, 65536, 8192, 717, 704, 0 },
+  { 6, 65536, 32768, 717, 704, 0 },
+  { 6, 131072, 1, 718, 704, 1 },
+  { 6, 131072, 8, 719, 704, 0 },
+  { 6, 131072, 32, 720, 704, 0 },
+  { 6, 131072, 128, 720, 704, 0 },
+  { 6, 131072, 512, 721, 704, 0 },
+  { 6, 131072, 2048, 722, 704, 0 },
+  { 6, 131072, 8192, 722, 704, 0 },
+  { 6, 131072, 32768, 722, 704, 0 },
+  { 7, 512, 1, 724, 725, 0 },
+  { 7, 512, 8, 726, 725, 0 },
+  { 7, 512, 32, 727, 727, 0 },
+  { 7, 512, 128, 728, 725, 0 },
+  { 7, 512, 512, 728, 725, 0 },
+  { 7, 512, 2048, 729, 730, 0 },
+  { 7, 512, 8192, 729, 731, 1 },
+  { 7, 512, 32768, 732, 732, 0 },
+  { 7, 768, 1, 733, 725, 0 },
+  { 7, 768, 8, 733, 725, 0 },
+  { 7, 768, 32, 734, 734, 0 },
+  { 7, 768, 128, 733, 735, 0 },
+  { 7, 768, 512, 736, 725, 0 },
+  { 7, 768, 2048, 733, 737, 0 },
+  { 7, 768, 8192, 738, 739, 0 },
+  { 7, 768, 32768, 740, 740, 0 },
+  { 7, 1024, 1, 741, 725, 0 },
+  { 7, 1024, 8, 741, 725, 0 },
+  { 7, 1024, 32, 734, 734, 0 },
+  { 7, 1024, 128, 741, 725, 0 },
+  { 7, 1024, 512, 741, 725, 0 },
+  { 7, 1024, 2048, 742, 743, 1 },
+  { 7, 1024, 8192, 741, 725, 0 },
+  { 7, 1024, 32768, 744, 744, 0 },
+  { 7, 1536, 1, 745, 746, 0 },
+  { 7, 1536, 8, 745, 747, 0 },
+  { 7, 1536, 32, 745, 747, 0 },
+  { 7, 1536, 128, 748, 748, 0 },
+  { 7, 1536, 512, 745, 746, 0 },
+  { 7, 1536, 2048, 749, 750, 1 },
+  { 7, 1536, 8192, 751, 751, 0 },
+  { 7, 1536, 32768, 751, 751, 0 },
+  { 7, 2048, 1, 752, 746, 0 },
+  { 7, 2048, 8, 752, 747, 0 },
+  { 7, 2048, 32, 752, 753, 0 },
+  { 7, 2048, 128, 748, 748, 0 },
+  { 7, 2048, 512, 754, 746, 0 },
+  { 7, 2048, 2048, 755, 755, 0 },
+  { 7, 2048, 8192, 756, 756, 0 },
+  { 7, 2048, 32768, 757, 746, 0 },
+  { 7, 2560, 1, 758, 759, 0 },
+  { 7, 2560, 8, 760, 759, 0 },
+  { 7, 2560, 32, 761, 761, 1 },
+  { 7, 2560, 128, 762, 763, 0 },
+  { 7, 2560, 512, 760, 764, 0 },
+  { 7, 2560, 2048, 765, 765, 0 },
+  { 7, 2560, 8192, 766, 766, 0 },
+  { 7, 2560, 32768, 766, 766, 0 },
+  { 7, 3072, 1, 767, 759, 0 },
+  { 7, 3072, 8, 767, 764, 0 },
+  { 7, 3072, 32, 768, 768, 1 },
+  { 7, 3072, 128, 769, 763, 1 },
+  { 7, 3072, 512, 767, 764, 0 },
+  { 7, 3072, 2048, 770, 770, 0 },
+  { 7, 3072, 8192, 771, 771, 0 },
+  { 7, 3072, 32768, 771, 771, 0 },
+  { 7, 4096, 1, 772, 773, 0 },
+  { 7, 4096, 8, 774, 773, 0 },
+  { 7, 4096, 32, 772, 775, 1 },
+  { 7, 4096, 128, 774, 763, 1 },
+  { 7, 4096, 512, 774, 776, 1 },
+  { 7, 4096, 2048, 772, 777, 0 },
+  { 7, 4096, 8192, 778, 771, 0 },
+  { 7, 4096, 32768, 771, 771, 0 },
+  { 7, 5120, 1, 779, 780, 1 },
+  { 7, 5120, 8, 779, 781, 0 },
+  { 7, 5120, 32, 779, 782, 1 },
+  { 7, 5120, 128, 779, 783, 1 },
+  { 7, 5120, 512, 779, 783, 0 },
+  { 7, 5120, 2048, 784, 780, 0 },
+  { 7, 5120, 8192, 784, 780, 0 },
+  { 7, 5120, 32768, 785, 785, 0 },
+  { 7, 6144, 1, 786, 781, 0 },
+  { 7, 6144, 8, 786, 781, 1 },
+  { 7, 6144, 32, 787, 782, 0 },
+  { 7, 6144, 128, 787, 788, 1 },
+  { 7, 6144, 512, 789, 789, 1 },
+  { 7, 6144, 2048, 790, 788, 0 },
+  { 7, 6144, 8192, 791, 791, 0 },
+  { 7, 6144, 32768, 791, 791, 0 },
+  { 7, 7168, 1, 792, 792, 1 },
+  { 7, 7168, 8, 792, 792, 1 },
+  { 7, 7168, 32, 793, 793, 1 },
+  { 7, 7168, 128, 792, 792, 1 },
+  { 7, 7168, 512, 794, 795, 1 },
+  { 7, 7168, 2048, 796, 797, 0 },
+  { 7, 7168, 8192, 796, 797, 0 },
+  { 7, 7168, 32768, 791, 791, 0 },
+  { 7, 8192, 1, 798, 798, 0 },
+  { 7, 8192, 8, 798, 798, 1 },
+  { 7, 8192, 32, 799, 795, 0 },
+  { 7, 8192, 128, 800, 801, 0 },
+  { 7, 8192, 512, 802, 795, 0 },
+  { 7, 8192, 2048, 803, 801, 0 },
+  { 7, 8192, 8192, 803, 801, 0 },
+  { 7, 8192, 32768, 791, 791, 0 },
+  { 7, 12288, 1, 804, 804, 1 },
+  { 7, 12288, 8, 804, 804, 1 },
+  { 7, 12288, 32, 805, 806, 1 },
+  { 7, 12288, 128, 805, 806, 0 },
+  { 7, 12288, 512, 807, 807, 0 },
+  { 7, 12288, 2048, 808, 809, 0 },
+  { 7, 12288, 8192, 810, 809, 0 },
+  { 7, 12288, 32768, 810, 809, 0 },
+  { 7, 16384, 1, 811, 811, 0 },
+  { 7, 16384, 8, 811, 811, 1 },
+  { 7, 16384, 32, 812, 813, 1 },
+  { 7, 16384, 128, 812, 814, 0 },
+  { 7, 16384, 512, 815, 814, 0 },
+  { 7, 16384, 2048, 816, 817, 0 },
+  { 7, 16384, 8192, 818, 818, 0 },
+  { 7, 16384, 32768, 818, 818, 0 },
+  { 7, 32768, 1, 819, 819, 1 },
+  { 7, 32768, 8, 819, 819, 1 },
+  { 7, 32768, 32, 820, 821, 0 },
+  { 7, 32768, 128, 822, 822, 0 },
+  { 7, 32768, 512, 822, 822, 0 },
+  { 7, 32768, 2048, 823, 823, 0 },
+  { 7, 32768, 8192, 823, 823, 0 },
+  { 7, 32768, 32768, 823, 823, 0 },
+  { 7, 65536, 1, 824, 825, 1 },
+  { 7, 65536, 8, 826, 826, 1 },
+  { 7, 65536, 32, 827, 771, 1 },
+  { 7, 65536, 128, 828, 829, 0 },
+  { 7, 65536, 512, 829, 829, 0 },
+  { 7, 65536, 2048, 830, 831, 0 },
+  { 7, 65536, 8192, 823, 823, 0 },
+  { 7, 65536, 32768, 823, 823, 0 },
+  { 7, 131072, 1, 832, 833, 1 },
+  { 7, 131072, 8, 834, 835, 1 },
+  { 7, 131072, 32, 836, 771, 1 },
+  { 7, 131072, 128, 836, 771, 0 },
+  { 7, 131072, 512, 836, 771, 0 },
+  { 7, 131072, 2048, 836, 771, 0 },
+  { 7, 131072, 8192, 836, 771, 0 },
+  { 7, 131072, 32768, 836, 771, 0 },
+  { 8, 512, 1, 838, 839, 0 },
+  { 8, 512, 8, 838, 839, 0 },
+  { 8, 512, 32, 838, 839, 0 },
+  { 8, 512, 128, 840, 839, 0 },
+  { 8, 512, 512, 839, 839, 0 },
+  { 8, 512, 2048, 841, 841, 1 },
+  { 8, 512, 8192, 841, 841, 0 },
+  { 8, 512, 32768, 842, 842, 0 },
+  { 8, 768, 1, 843, 839, 0 },
+  { 8, 768, 8, 843, 839, 0 },
+  { 8, 768, 32, 843, 839, 0 },
+  { 8, 768, 128, 843, 839, 1 },
+  { 8, 768, 512, 839, 839, 0 },
+  { 8, 768, 2048, 844, 845, 1 },
+  { 8, 768, 8192, 839, 839, 0 },
+  { 8, 768, 32768, 839, 839, 0 },
+  { 8, 1024, 1, 846, 839, 0 },
+  { 8, 1024, 8, 846, 839, 0 },
+  { 8, 1024, 32, 846, 839, 0 },
+  { 8, 1024, 128, 846, 839, 1 },
+  { 8, 1024, 512, 839, 839, 0 },
+  { 8, 1024, 2048, 847, 847, 0 },
+  { 8, 1024, 8192, 839, 839, 0 },
+  { 8, 1024, 32768, 839, 839, 0 },
+  { 8, 1536, 1, 848, 849, 0 },
+  { 8, 1536, 8, 848, 849, 0 },
+  { 8, 1536, 32, 848, 850, 0 },
+  { 8, 1536, 128, 851, 852, 0 },
+  { 8, 1536, 512, 853, 853, 1 },
+  { 8, 1536, 2048, 854, 849, 1 },
+  { 8, 1536, 8192, 855, 855, 0 },
+  { 8, 1536, 32768, 855, 855, 0 },
+  { 8, 2048, 1, 856, 850, 0 },
+  { 8, 2048, 8, 856, 849, 0 },
+  { 8, 2048, 32, 856, 849, 1 },
+  { 8, 2048, 128, 857, 852, 1 },
+  { 8, 2048, 512, 853, 853, 1 },
+  { 8, 2048, 2048, 853, 853, 0 },
+  { 8, 2048, 8192, 858, 849, 0 },
+  { 8, 2048, 32768, 858, 849, 0 },
+  { 8, 2560, 1, 859, 860, 0 },
+  { 8, 2560, 8, 861, 860, 0 },
+  { 8, 2560, 32, 861, 862, 1 },
+  { 8, 2560, 128, 863, 864, 1 },
+  { 8, 2560, 512, 863, 864, 1 },
+  { 8, 2560, 2048, 859, 860, 0 },
+  { 8, 2560, 8192, 865, 860, 0 },
+  { 8, 2560, 32768, 866, 860, 0 },
+  { 8, 3072, 1, 867, 860, 0 },
+  { 8, 3072, 8, 868, 869, 0 },
+  { 8, 3072, 32, 868, 862, 1 },
+  { 8, 3072, 128, 868, 864, 1 },
+  { 8, 3072, 512, 870, 864, 1 },
+  { 8, 3072, 2048, 867, 860, 0 },
+  { 8, 3072, 8192, 871, 860, 0 },
+  { 8, 3072, 32768, 872, 860, 0 },
+  { 8, 4096, 1, 873, 874, 0 },
+  { 8, 4096, 8, 873, 875, 1 },
+  { 8, 4096, 32, 876, 877, 1 },
+  { 8, 4096, 128, 878, 878, 1 },
+  { 8, 4096, 512, 876, 877, 0 },
+  { 8, 4096, 2048, 879, 875, 0 },
+  { 8, 4096, 8192, 880, 875, 0 },
+  { 8, 4096, 32768, 880, 875, 0 },
+  { 8, 5120, 1, 881, 882, 1 },
+  { 8, 5120, 8, 881, 883, 1 },
+  { 8, 5120, 32, 884, 885, 0 },
+  { 8, 5120, 128, 884, 885, 1 },
+  { 8, 5120, 512, 884, 885, 0 },
+  { 8, 5120, 2048, 886, 883, 0 },
+  { 8, 5120, 8192, 887, 883, 0 },
+  { 8, 5120, 32768, 887, 883, 0 },
+  { 8, 6144, 1, 888, 882, 1 },
+  { 8, 6144, 8, 888, 889, 1 },
+  { 8, 6144, 32, 890, 885, 0 },
+  { 8, 6144, 128, 890, 891, 1 },
+  { 8, 6144, 512, 890, 885, 1 },
+  { 8, 6144, 2048, 892, 893, 0 },
+  { 8, 6144, 8192, 892, 893, 0 },
+  { 8, 6144, 32768, 892, 893, 0 },
+  { 8, 7168, 1, 894, 895, 1 },
+  { 8, 7168, 8, 894, 896, 1 },
+  { 8, 7168, 32, 897, 896, 1 },
+  { 8, 7168, 128, 897, 891, 1 },
+  { 8, 7168, 512, 894, 891, 0 },
+  { 8, 7168, 2048, 898, 899, 0 },
+  { 8, 7168, 8192, 898, 899, 0 },
+  { 8, 7168, 32768, 900, 899, 0 },
+  { 8, 8192, 1, 901, 901, 1 },
+  { 8, 8192, 8, 901, 901, 1 },
+  { 8, 8192, 32, 902, 903, 1 },
+  { 8, 8192, 128, 902, 891, 1 },
+  { 8, 8192, 512, 902, 904, 0 },
+  { 8, 8192, 2048, 905, 904, 0 },
+  { 8, 8192, 8192, 906, 904, 0 },
+  { 8, 8192, 32768, 907, 907, 0 },
+  { 8, 12288, 1, 908, 908, 1 },
+  { 8, 12288, 8, 908, 908, 1 },
+  { 8, 12288, 32, 909, 910, 1 },
+  { 8, 12288, 128, 911, 910, 1 },
+  { 8, 12288, 512, 911, 910, 0 },
+  { 8, 12288, 2048, 912, 913, 0 },
+  { 8, 12288, 8192, 912, 913, 0 },
+  { 8, 12288, 32768, 912, 913, 0 },
+  { 8, 16384, 1, 914, 915, 0 },
+  { 8, 16384, 8, 914, 916, 1 },
+  { 8, 16384, 32, 917, 916, 1 },
+  { 8, 16384, 128, 918, 919, 1 },
+  { 8, 16384, 512, 917, 916, 0 },
+  { 8, 16384, 2048, 920, 921, 0 },
+  { 8, 16384, 8192, 922, 922, 0 },
+  { 8, 16384, 32768, 922, 922, 0 },
+  { 8, 32768, 1, 923, 924, 1 },
+  { 8, 32768, 8, 925, 924, 1 },
+  { 8, 32768, 32, 923, 926, 0 },
+  { 8, 32768, 128, 923, 927, 0 },
+  { 8, 32768, 512, 928, 928, 0 },
+  { 8, 32768, 2048, 929, 928, 0 },
+  { 8, 32768, 8192, 930, 930, 0 },
+  { 8, 32768, 32768, 930, 930, 0 },
+  { 8, 65536, 1, 931, 932, 1 },
+  { 8, 65536, 8, 931, 933, 1 },
+  { 8, 65536, 32, 934, 934, 1 },
+  { 8, 65536, 128, 934, 934, 0 },
+  { 8, 65536, 512, 931, 935, 0 },
+  { 8, 65536, 2048, 928, 928, 0 },
+  { 8, 65536, 8192, 928, 928, 0 },
+  { 8, 65536, 32768, 928, 928, 0 },
+  { 8, 131072, 1, 936, 937, 0 },
+  { 8, 131072, 8, 936, 938, 0 },
+  { 8, 131072, 32, 939, 938, 0 },
+  { 8, 131072, 128, 939, 938, 0 },
+  { 8, 131072, 512, 939, 938, 0 },
+  { 8, 131072, 2048, 939, 938, 0 },
+  { 8, 131072, 8192, 939, 938, 0 },
+  { 8, 131072, 32768, 940, 940, 0 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3339,8 +3281,9 @@ bool clusters_fit(int variant);
 
 // The same rule as the TypeScript select(): exact key, nearest tuned hidden that can
 // run the shape, else the spec's generic variant; and one it cannot check, that a
-// variant's clusters fit on this GPU.
-int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path) {
+// variant's clusters fit on this GPU. *release_late: the exact entry's (others release at
+// their start).
+int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path, int* release_late = nullptr) {
   const Table& t = kTables[table];
   const int64_t bucket = row_bucket(t, d.rows);
   int nearest = -1;
@@ -3349,7 +3292,11 @@ int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path) {
   for (int i = t.first_entry; i < t.first_entry + t.entries; ++i) {
     const Entry& e = kEntries[i];
     if (e.spec != spec || e.rows != bucket) continue;
-    if (e.hidden == d.hidden && runs(e.variant)) { *path = 0; return e.variant; }
+    if (e.hidden == d.hidden && runs(e.variant)) {
+      *path = 0;
+      if (release_late) *release_late = e.release_late;
+      return e.variant;
+    }
     if (!runs(e.portable)) continue;
     const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
     if (nearest < 0 || dist < distance) { nearest = e.portable; distance = dist; }
@@ -3525,10 +3472,10 @@ extern "C" int normgen_set_programmatic_launch(int enabled) {
 }
 
 extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
-  int spec, path;
+  int spec, path, release_late = 0;
   const normgen_status s = check(d, &spec);
   if (s != NORMGEN_OK) return s;
-  const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path)];
+  const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path, &release_late)];
   NormgenFwdParams p;
   memset(&p, 0, sizeof p);
   p.x = d->x; p.residual = d->residual; p.weight = d->weight; p.bias = d->bias;
@@ -3536,6 +3483,7 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   p.rows = d->rows; p.hidden = d->hidden;
   p.x_stride = d->x_stride; p.residual_stride = d->residual_stride; p.y_stride = d->y_stride; p.residual_out_stride = d->residual_out_stride;
   p.eps = d->eps;
+  p.release_late = release_late;
   const int rows_per_cta = v.threads / v.threads_per_row;
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = size_t(staged_bytes(v, d->hidden));
@@ -3557,30 +3505,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_ea6d9a8f149c(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_ea6d9a8f149c_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_1ff8c0331f79(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_1ff8c0331f79_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_55008ff66bdc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_55008ff66bdc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_022405c135b7(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_022405c135b7_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e8de25ccba1f(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e8de25ccba1f_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_67cc84ba3828(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_67cc84ba3828_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_42513a92f61b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_42513a92f61b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6f3b12bfb7f3(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_6f3b12bfb7f3_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_53ff8b349934(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_53ff8b349934_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_607f3d2444b0(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_607f3d2444b0_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_cccfdd19ed49(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_cccfdd19ed49_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_15541d41a30a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_15541d41a30a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_48ad75103557(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_48ad75103557_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e442346a2b45(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_e442346a2b45_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_72b364c55103(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_72b364c55103_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0f613c0af4ac(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_0f613c0af4ac_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_cdef104ab80a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_cdef104ab80a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c56358ce1f8e(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c56358ce1f8e_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_141dfd0275ff(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_141dfd0275ff_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_49bb7bd76428(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_49bb7bd76428_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_c28214453bff(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_c28214453bff_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_947dd448e9c0(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_947dd448e9c0_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b4ded2024918(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b4ded2024918_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5ab48f4b7464(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_5ab48f4b7464_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3594,18 +3542,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_ea6d9a8f149c, (const void*)&normgen_layernorm_bwd_ea6d9a8f149c_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_1ff8c0331f79, (const void*)&normgen_layernorm_bwd_1ff8c0331f79_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 229376, 1 },  // regs.t512.v8.tpr512.i4.s3.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_55008ff66bdc, (const void*)&normgen_layernorm_bwd_55008ff66bdc_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_022405c135b7, (const void*)&normgen_layernorm_bwd_022405c135b7_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_e8de25ccba1f, (const void*)&normgen_layernorm_bwd_e8de25ccba1f_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
-  {(const void*)&normgen_layernorm_bwd_67cc84ba3828, (const void*)&normgen_layernorm_bwd_67cc84ba3828_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_42513a92f61b, (const void*)&normgen_rmsnorm_bwd_42513a92f61b_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_6f3b12bfb7f3, (const void*)&normgen_rmsnorm_bwd_6f3b12bfb7f3_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_53ff8b349934, (const void*)&normgen_rmsnorm_bwd_53ff8b349934_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_607f3d2444b0, (const void*)&normgen_rmsnorm_bwd_607f3d2444b0_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_cccfdd19ed49, (const void*)&normgen_rmsnorm_bwd_cccfdd19ed49_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.sw.c2.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_15541d41a30a, (const void*)&normgen_rmsnorm_bwd_15541d41a30a_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_48ad75103557, (const void*)&normgen_layernorm_bwd_48ad75103557_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_e442346a2b45, (const void*)&normgen_layernorm_bwd_e442346a2b45_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_72b364c55103, (const void*)&normgen_layernorm_bwd_72b364c55103_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_0f613c0af4ac, (const void*)&normgen_layernorm_bwd_0f613c0af4ac_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_cdef104ab80a, (const void*)&normgen_layernorm_bwd_cdef104ab80a_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_c56358ce1f8e, (const void*)&normgen_layernorm_bwd_c56358ce1f8e_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_141dfd0275ff, (const void*)&normgen_rmsnorm_bwd_141dfd0275ff_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_49bb7bd76428, (const void*)&normgen_rmsnorm_bwd_49bb7bd76428_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_c28214453bff, (const void*)&normgen_rmsnorm_bwd_c28214453bff_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_947dd448e9c0, (const void*)&normgen_rmsnorm_bwd_947dd448e9c0_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_b4ded2024918, (const void*)&normgen_rmsnorm_bwd_b4ded2024918_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_5ab48f4b7464, (const void*)&normgen_rmsnorm_bwd_5ab48f4b7464_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

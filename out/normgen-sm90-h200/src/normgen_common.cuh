@@ -21,12 +21,13 @@ template <> __device__ __forceinline__ __half from_float<__half>(float v) { retu
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 /**
- * Programmatic dependent launch (sm90 and later). Let the next grid on the stream start
- * launching (its CTAs take SMs as this grid's retire, and wait here in turn), then wait until
- * the grid before this one has finished and its writes are visible. Every kernel calls it
- * before touching global memory: the previous grid may still be writing this one's inputs,
- * or reading what this one writes. Both are no-ops for a launch without the programmatic
- * stream serialization attribute.
+ * Programmatic dependent launch (sm90 and later). release_dependents lets the next grid on
+ * the stream start launching (its CTAs take SMs as this grid's retire, and wait in turn);
+ * wait_for_previous_grid waits until the grid before this one has finished and its writes
+ * are visible. Every kernel waits before touching global memory: the previous grid may still
+ * be writing this one's inputs, or reading what this one writes. Forward kernels release
+ * before or after their wait (NormgenFwdParams::release_late). Both are no-ops for a launch
+ * without the programmatic stream serialization attribute.
  */
 __device__ __forceinline__ void release_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
