@@ -42,7 +42,7 @@ def main():
     parser.add_argument("--shapes", type=parse_shapes,
                         default="rmsnorm.bf16.w-same:4096x32,rmsnorm.bf16.w-same.res-same:4096x32,layernorm.bf16.w-same.bias:4096x32")
     parser.add_argument("--calls", type=parse_counts, default="100,200,400,800,1600,3200,4096")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=positive_int, default=7)
     parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
     call_counts = args.calls
