@@ -3393,6 +3393,22 @@ int programmatic_setting() {
   return g_programmatic.load(std::memory_order_relaxed);
 }
 
+// Where forward kernels release the next grid: NORMGEN_RELEASE=start or late overrides the
+// table's per-shape choice for every call (to compare the two in a program's own chain of
+// calls); unset or anything else, the tuned choice. Read once: -2 unread, -1 tuned, 0 or 1.
+std::atomic<int> g_release_override{-2};
+
+int release_point(int tuned) {
+  if (g_release_override.load(std::memory_order_relaxed) == -2) {
+    const char* env = getenv("NORMGEN_RELEASE");
+    const int value = !env ? -1 : strcmp(env, "start") == 0 ? 0 : strcmp(env, "late") == 0 ? 1 : -1;
+    int unread = -2;
+    g_release_override.compare_exchange_strong(unread, value);
+  }
+  const int forced = g_release_override.load(std::memory_order_relaxed);
+  return forced < 0 ? tuned : forced;
+}
+
 // On, and the current device is sm90 or later.
 bool programmatic_launch_allowed() {
   if (!programmatic_setting()) return false;
@@ -3483,7 +3499,7 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   p.rows = d->rows; p.hidden = d->hidden;
   p.x_stride = d->x_stride; p.residual_stride = d->residual_stride; p.y_stride = d->y_stride; p.residual_out_stride = d->residual_out_stride;
   p.eps = d->eps;
-  p.release_late = release_late;
+  p.release_late = release_point(release_late);
   const int rows_per_cta = v.threads / v.threads_per_row;
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = size_t(staged_bytes(v, d->hidden));
