@@ -15,7 +15,8 @@ import traceback
 import torch
 import torch._dynamo
 
-from torch_common import call_normgen, call_torch, describe, import_binding, log_header, make_inputs, package_specs, peer_params, write_log
+from torch_common import (call_normgen, call_torch, describe, dispatch_entries, import_binding, log_header, make_inputs, package_specs, peer_params,
+                          write_log)
 
 HIDDEN = [2880, 5376, 7169, 1000, 4095]
 ROWS = [1, 3, 777, 10000]
@@ -198,39 +199,54 @@ def chain(ng, spec, first, calls):
     return ys
 
 
-def chain_checks(ng, specs, gen, calls=32):
-    """Chains of short kernels with programmatic dependent launch (eager and in a CUDA graph)
-    against the same chain launched plainly: bitwise equal."""
-    header = ["spec", "shape", "calls", "package default", "eager: calls differing", "CUDA graph: calls differing", "result"]
+def tuned_release(pkg_dir, spec, rows, hidden):
+    """How the package's table launches this exact shape: released "late" (after the wait), at the "start", or "untuned"."""
+    for e in dispatch_entries(pkg_dir):
+        if e["spec"] == spec.key and e["rows"] == rows and e["hidden"] == hidden:
+            return "late" if e.get("releaseLate") else "start"
+    return "untuned"
+
+
+# 2048 x 4096: a long kernel; 32 x 4096: short ones, which the H200 table launches released
+# after their wait (test/gpu/release-choice.md), so that both release points are chained.
+CHAIN_SHAPES = ((2048, 4096), (32, 4096))
+
+
+def chain_checks(ng, pkg_dir, specs, gen, calls=32):
+    """Chains of kernels with programmatic dependent launch (eager and in a CUDA graph) against
+    the same chain launched plainly: bitwise equal."""
+    header = ["spec", "shape", "tuned release", "calls", "package default", "eager: calls differing", "CUDA graph: calls differing", "result"]
     rows, failures = [], 0
     for spec in specs:
-        first = make_inputs(spec, (2048, 4096), gen)
-        before = ng.set_programmatic_launch(False)
-        try:
-            plain = chain(ng, spec, first, calls)
-            ng.set_programmatic_launch(True)
-            eager = chain(ng, spec, first, calls)
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                chain(ng, spec, first, 2)  # warm up outside the capture
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                captured = chain(ng, spec, first, calls)
-            graph.replay()
-            torch.cuda.synchronize()
-            differ = lambda ys: sum(not torch.equal(a, b) for a, b in zip(ys, plain))
-            d_eager, d_graph = differ(eager), differ(captured)
-            ok = d_eager == 0 and d_graph == 0
-            rows.append([spec.key, "2048x4096", calls, "on" if before else "off (NORMGEN_PDL=0)", d_eager, d_graph, "pass" if ok else "FAIL"])
-        except Exception as e:
-            ok = False
-            rows.append([spec.key, "2048x4096", calls, "-", "-", "-", f"FAIL: {describe(e)}"])
-            traceback.print_exc()
-        finally:
-            ng.set_programmatic_launch(before)
-        failures += not ok
+        for shape in CHAIN_SHAPES:
+            label, release = f"{shape[0]}x{shape[1]}", tuned_release(pkg_dir, spec, *shape)
+            first = make_inputs(spec, shape, gen)
+            before = ng.set_programmatic_launch(False)
+            try:
+                plain = chain(ng, spec, first, calls)
+                ng.set_programmatic_launch(True)
+                eager = chain(ng, spec, first, calls)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    chain(ng, spec, first, 2)  # warm up outside the capture
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    captured = chain(ng, spec, first, calls)
+                graph.replay()
+                torch.cuda.synchronize()
+                differ = lambda ys: sum(not torch.equal(a, b) for a, b in zip(ys, plain))
+                d_eager, d_graph = differ(eager), differ(captured)
+                ok = d_eager == 0 and d_graph == 0
+                rows.append([spec.key, label, release, calls, "on" if before else "off (NORMGEN_PDL=0)", d_eager, d_graph, "pass" if ok else "FAIL"])
+            except Exception as e:
+                ok = False
+                rows.append([spec.key, label, release, calls, "-", "-", "-", f"FAIL: {describe(e)}"])
+                traceback.print_exc()
+            finally:
+                ng.set_programmatic_launch(before)
+            failures += not ok
     return header, rows, failures
 
 
@@ -306,7 +322,7 @@ def main():
         ("Held-out shapes against float64", held_out(ng, specs, gen)),
         ("torch.compile(fullgraph=True, dynamic=False) against eager", compiled_checks(ng, specs, gen)),
         ("CUDA graph capture: a replay on new inputs against eager (bitwise)", graph_checks(ng, specs, gen)),
-        ("Programmatic dependent launch: chained calls against plain launches (bitwise)", chain_checks(ng, specs, gen)),
+        ("Programmatic dependent launch: chained calls against plain launches (bitwise)", chain_checks(ng, args.pkg_dir, specs, gen)),
         ("Bad calls", error_cases(ng, specs, gen)),
     ]
     total = sum(len(r) for _, (_, r, _) in sections)
