@@ -248,9 +248,55 @@ def main():
     args.plain = args.plain and programmatic  # plain is the only mode under NORMGEN_PDL=0
     names = ["normgen"] + (["normgen plain"] if args.plain else []) + ["eager"] + ([] if args.no_compile else ["compile"] + (["compile max-autotune"] if args.max_autotune else []))
     names += ["liger"] if liger[0] else []
-    sections, all_speedups, plain_speedups, uncompiled, partial = [], [], [], 0, 0
+    shapes = len(specs) * len(hiddens) * len(row_counts)
+    sections, uncompiled = [], 0  # sections: (spec, [(hidden, rows, result)])
+
+    def write_report(done):
+        """The log from the shapes measured so far; rewritten after each shape, so that a run
+        stopped from outside (its machine taken back) still leaves every finished measurement."""
+        all_speedups, plain_speedups, partial, tables = [], [], 0, []
+        for spec, results in sections:
+            spec_lines, speedups, spec_partial = spec_table(spec, results, names, copy_gbs)
+            partial += spec_partial
+            all_speedups += speedups["normgen"]
+            plain_speedups += speedups.get("normgen plain", [])
+            tables.append((spec, spec_lines, speedups))
+        geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+        measured = sum(len(results) for _, results in sections)
+        lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
+            f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work, at most {args.max_calls}) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
+            f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays,"
+            f" {args.rounds} rounds (every implementation once a round, in turn; each round starts with the next one), the median of the rounds;"
+            " GPU time only (no Python or launch overhead)."
+            " `*` marks a measurement with CUDA events around eager calls (its capture failed).",
+            f"- copy bandwidth: {copy_gbs:.0f} GB/s (`dst.copy_(src)`, 1 GiB of fp32, read + write), measured in this run",
+            "- bytes moved: x (+ residual) read, y (+ x + r) written, weight and bias once, stats; the same for every implementation",
+            ("- normgen launches with programmatic dependent launch (the package's default on sm90 and later): in the graph each"
+             " call may start while the one before drains; torch's kernels launch plainly. `normgen plain`: the same"
+             " calls with programmatic launch turned off (what a call after a kernel that does not release its dependents gets)"
+             if programmatic else
+             "- normgen launches plainly (NORMGEN_PDL=0), as torch's kernels do"),
+            "- eager: `s = x + r` (fused residual), then `F.rms_norm` (+ bias) / `F.layer_norm`; weight cast to the normalized dtype once, outside the timing",
+            "- compile: the same function, `torch.compile(fullgraph=True, dynamic=False)`, default mode"
+            + (", and mode max-autotune-no-cudagraphs" if args.max_autotune else "")
+            + ("" if not uncompiled else f"; not compiled for {uncompiled} shapes after --budget-s {args.budget_s:.0f}")
+            + (" (not run: --no-compile)" if args.no_compile else ""),
+            f"- {liger[2]}",
+            f"- speedup: the fastest peer's time over normgen's; geometric mean over {'all problems' if not partial else f'the {len(all_speedups)} problems every peer ran ({partial} where some peer did not are left out)'}"
+            f" {geo(all_speedups):.2f}x, normgen fastest on {sum(s >= 1 for s in all_speedups)} of {len(all_speedups)}"
+            + (f"; with plain launches {geo(plain_speedups):.2f}x, fastest on {sum(s >= 1 for s in plain_speedups)} of {len(plain_speedups)}" if plain_speedups else ""),
+            "- y vs eager: normgen's y within twice the verify tolerance of eager's (first 256 rows of the first input copy)",
+            f"- total run time: {time.time() - started:.0f} s" if done else
+            f"- NOT FINISHED: {measured} of {shapes} shapes measured after {time.time() - started:.0f} s (the log is rewritten after each shape)",
+        ]
+        for spec, spec_lines, speedups in tables:
+            plain = f" (plain launches: {geo(speedups['normgen plain']):.2f}x)" if speedups.get("normgen plain") else ""
+            lines += ["", f"## {spec.key}", "", f"Geometric mean speedup over the best peer: {geo(speedups['normgen']):.2f}x{plain}.", ""] + spec_lines
+        write_log(args.out_md, lines)
+
     for spec in specs:
         results = []
+        sections.append((spec, results))
         for hidden in hiddens:
             for rows in row_counts:
                 compile_ok = not args.no_compile and time.time() - started < args.budget_s
@@ -261,42 +307,8 @@ def main():
                     res["compile"] = "skipped: --budget-s"
                 results.append((hidden, rows, res))
                 print(f"{spec.key} h{hidden} r{rows}: {res} ({time.time() - started:.0f} s)", file=sys.stderr)
-        lines, speedups, spec_partial = spec_table(spec, results, names, copy_gbs)
-        partial += spec_partial
-        all_speedups += [(spec.key, s) for s in speedups["normgen"]]
-        plain_speedups += speedups.get("normgen plain", [])
-        sections.append((spec, lines, speedups))
-
-    geo = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-    lines = log_header("normgen PyTorch ops against torch eager and torch.compile", ng) + [
-        f"- timing: CUDA graphs of back-to-back calls (>= 3, and >= ~{GRAPH_US / 1000:.0f} ms of work, at most {args.max_calls}) over input copies whose inputs alone span >= {L2_COLD_FACTOR}x L2"
-        f" ({l2_bytes / 2**20:.0f} MiB; at most {MAX_COPIES} copies), each call writing fresh outputs; median of {args.repeats} replays,"
-        f" {args.rounds} rounds (every implementation once a round, in turn; each round starts with the next one), the median of the rounds;"
-        " GPU time only (no Python or launch overhead)."
-        " `*` marks a measurement with CUDA events around eager calls (its capture failed).",
-        f"- copy bandwidth: {copy_gbs:.0f} GB/s (`dst.copy_(src)`, 1 GiB of fp32, read + write), measured in this run",
-        "- bytes moved: x (+ residual) read, y (+ x + r) written, weight and bias once, stats; the same for every implementation",
-        ("- normgen launches with programmatic dependent launch (the package's default on sm90 and later): in the graph each"
-         " call may start while the one before drains; torch's kernels launch plainly. `normgen plain`: the same"
-         " calls with programmatic launch turned off (what a call after a kernel that does not release its dependents gets)"
-         if programmatic else
-         "- normgen launches plainly (NORMGEN_PDL=0), as torch's kernels do"),
-        "- eager: `s = x + r` (fused residual), then `F.rms_norm` (+ bias) / `F.layer_norm`; weight cast to the normalized dtype once, outside the timing",
-        "- compile: the same function, `torch.compile(fullgraph=True, dynamic=False)`, default mode"
-        + (", and mode max-autotune-no-cudagraphs" if args.max_autotune else "")
-        + ("" if not uncompiled else f"; not compiled for {uncompiled} shapes after --budget-s {args.budget_s:.0f}")
-        + (" (not run: --no-compile)" if args.no_compile else ""),
-        f"- {liger[2]}",
-        f"- speedup: the fastest peer's time over normgen's; geometric mean over {'all problems' if not partial else f'the {len(all_speedups)} problems every peer ran ({partial} where some peer did not are left out)'}"
-        f" {geo([s for _, s in all_speedups]):.2f}x, normgen fastest on {sum(s >= 1 for _, s in all_speedups)} of {len(all_speedups)}"
-        + (f"; with plain launches {geo(plain_speedups):.2f}x, fastest on {sum(s >= 1 for s in plain_speedups)} of {len(plain_speedups)}" if plain_speedups else ""),
-        "- y vs eager: normgen's y within twice the verify tolerance of eager's (first 256 rows of the first input copy)",
-        f"- total run time: {time.time() - started:.0f} s",
-    ]
-    for spec, spec_lines, speedups in sections:
-        plain = f" (plain launches: {geo(speedups['normgen plain']):.2f}x)" if speedups.get("normgen plain") else ""
-        lines += ["", f"## {spec.key}", "", f"Geometric mean speedup over the best peer: {geo(speedups['normgen']):.2f}x{plain}.", ""] + spec_lines
-    write_log(args.out_md, lines)
+                write_report(done=False)
+    write_report(done=True)
 
 
 if __name__ == "__main__":

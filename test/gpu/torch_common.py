@@ -206,8 +206,11 @@ def log_header(title, ng):
 
 
 def write_log(path, lines):
+    """Written whole or not at all (a run stopped mid-write keeps the log before)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text("\n".join(lines) + "\n")
+    part = Path(f"{path}.part")
+    part.write_text("\n".join(lines) + "\n")
+    os.replace(part, path)
     print(f"wrote {path}")
 
 
