@@ -4,7 +4,7 @@
 #   bash .device/run.sh bash test/gpu/run.sh tune-start, then tune-wait (again, in each next call, until it says done)
 #   DETACHED_STEPS='tune bwd-tune package bench-torch torch verify-quick torch-bwd' ... tune-start: a re-tune and
 #     every log the package feeds, in one detached run
-#   bash test/gpu/run.sh [torch] [bench-torch]     (Python and PyTorch only, no Node)
+#   bash test/gpu/run.sh [torch] [bench-torch] [release-chains]     (Python and PyTorch only, no Node)
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
@@ -159,6 +159,20 @@ for step in "$@"; do
       make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
         OUT="$out" timeout -s KILL 570 python3 "test/gpu/$script.py" "$pkg" "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
+    release-chains)
+      # The package's short kernels in graphs of 200-4096 calls, released as tuned, at the start
+      # and after the wait (NORMGEN_RELEASE): where the tuner's choice (timed in graphs of about
+      # 1 ms) and the benchmark's graphs of 4096 calls disagree (test/gpu/release-choice.md).
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      chain_shapes=${CHAIN_SHAPES:-rmsnorm.fp32.w-same.res-same:1024x32,rmsnorm.bf16.w-same:1024x32,layernorm.bf16.w-same.bias:1024x32,rmsnorm.bf16.w-same.res-same:4096x32,rmsnorm.fp32.w-same:8192x32}
+      make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1
+      r=$?
+      for release in tuned start late; do
+        [ "$r" = 0 ] || break
+        env $([ "$release" = tuned ] || echo "NORMGEN_RELEASE=$release") timeout -s KILL 200 python3 test/gpu/chain_length.py "$pkg" "$out/chain-$release.md" \
+          --shapes "$chain_shapes" --calls 200,800,1600,4096 --no-compile > "$out/chain-$release.log" 2>&1 || r=1
+      done
+      echo "release-chains rc=$r"; tail -1 "$out/chain-late.log" 2>/dev/null ;;
     cluster-select)
       # The package's C selection on this GPU against its tuned table (clusters of 16 kept).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"

@@ -202,7 +202,7 @@ def log_header(title, ng):
         f"- torch {torch.__version__} (CUDA {torch.version.cuda}), Python {sys.version.split()[0]}",
         f"- package: {ng.PACKAGE}, tuned on {ng.abi.DEVICE} ({ng.abi.ARCH}); library `{os.path.basename(str(ng.library._name))}`",
         f"- command: `{command_line()}`",
-    ]
+    ] + [f"- environment: {name}={os.environ[name]}" for name in ("NORMGEN_PDL", "NORMGEN_RELEASE") if name in os.environ]
 
 
 def write_log(path, lines):
