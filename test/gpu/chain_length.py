@@ -13,7 +13,7 @@ import argparse
 import torch
 
 from torch_common import (call_normgen, call_normgen_plain, call_torch, import_binding, input_copies, log_header, measure, package_specs,
-                          positive_int, rotated_inputs)
+                          positive_int, rotated_inputs, write_log)
 
 EPS = 1e-6
 
@@ -82,9 +82,7 @@ def main():
         lines.append(f"| | | ({copies} input copies) | | " + " | ".join("" for _ in call_counts) + " |")
         del inputs
         torch.cuda.empty_cache()
-    with open(args.out_md, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {args.out_md}")
+    write_log(args.out_md, lines)
 
 
 if __name__ == "__main__":

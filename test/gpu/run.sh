@@ -4,7 +4,7 @@
 #   bash .device/run.sh bash test/gpu/run.sh tune-start, then tune-wait (again, in each next call, until it says done)
 #   DETACHED_STEPS='tune bwd-tune package bench-torch torch verify-quick torch-bwd' ... tune-start: a re-tune and
 #     every log the package feeds, in one detached run
-#   bash test/gpu/run.sh [torch] [bench-torch] [release-chains]     (Python and PyTorch only, no Node)
+#   bash test/gpu/run.sh [torch] [bench-torch] [release-chains] [roofline-chains]     (Python and PyTorch only, no Node)
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
 # Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
@@ -173,6 +173,17 @@ for step in "$@"; do
           --shapes "$chain_shapes" --calls 200,800,1600,4096 --no-compile > "$out/chain-$release.log" 2>&1 || r=1
       done
       echo "release-chains rc=$r"; tail -1 "$out/chain-late.log" 2>/dev/null ;;
+    roofline-chains)
+      # The 32768-row shapes where torch.compile stays 0.3-0.8% ahead at the copy roofline, and one
+      # where normgen leads (bf16 RMSNorm x 16384), with torch.compile, in graphs of 8 (the
+      # benchmark's), 16 and 64 calls, fresh and reused outputs: chain length or footprint,
+      # which of the harnesses' differences costs the package (test/gpu/roofline-ties.md).
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
+        timeout -s KILL 300 python3 test/gpu/chain_length.py "$pkg" "$out/chain-roofline.md" --calls 8,16,64 \
+          --shapes rmsnorm.bf16.w-same:8192x32768,layernorm.fp32.w-same.bias:4096x32768,rmsnorm.fp32.w-same:4096x32768,rmsnorm.bf16.w-same:16384x32768 \
+          > "$out/chain-roofline.log" 2>&1
+      r=$?; echo "roofline-chains rc=$r"; tail -1 "$out/chain-roofline.log" ;;
     cluster-select)
       # The package's C selection on this GPU against its tuned table (clusters of 16 kept).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
