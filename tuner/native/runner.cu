@@ -3,6 +3,7 @@
 //   {"cmd":"info"}                         device identity
 //   {"cmd":"copy","bytes":N}               device-to-device copy bandwidth
 //   {"cmd":"copy","bytes":N,"graph":true}  a copy kernel over N bytes, timed like a kernel
+//                                          (add "programmatic":true: launched as kernels are timed)
 //   {"cmd":"run", ...}                     load a kernel from a cubin, run it on inputs
 //                                          generated on the device, verify, time
 //   {"cmd":"bwd", ...}                     the same for a backward variant (see below)
@@ -947,8 +948,15 @@ static void cmd_info() {
 
 // A plain copy kernel: each thread moves kCopyUnroll 16-byte vectors, all loads before the
 // stores (so each thread keeps that many in flight), one CTA per 256 * kCopyUnroll vectors.
+// Launched with programmatic dependent launch it releases the next grid at its start and
+// waits for the previous one before touching memory, as the templates' kernels do (without
+// the launch attribute both instructions are no-ops).
 constexpr int kCopyUnroll = 4;
 __global__ void __launch_bounds__(256) copy16(const int4* __restrict__ src, int4* __restrict__ dst, long long n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const long long first = blockIdx.x * 256LL * kCopyUnroll + threadIdx.x;
   int4 v[kCopyUnroll];
 #pragma unroll
@@ -962,8 +970,10 @@ __global__ void __launch_bounds__(256) copy16(const int4* __restrict__ src, int4
 // {"cmd":"copy","bytes":N,"graph":true}: copy16 over N bytes (rounded down to 16), timed as
 // kernels are (a CUDA graph of back-to-back launches over rotating buffers, cold L2, median),
 // so a short kernel can be set beside a copy of its own size: launch, ramp-up and tail
-// included. (cudaMemcpyAsync is not used here: captured in a graph, its speed jumped between
-// about 60% and 100% of the 1 GiB copy from one size to the next.)
+// included. With "programmatic":true (where the runner times kernels so) each launch may
+// overlap the one before, as timed kernels do. (cudaMemcpyAsync is not used here: captured
+// in a graph, its speed jumped between about 60% and 100% of the 1 GiB copy from one size to
+// the next.)
 static void cmd_copy_like_kernel(const Json& req, size_t bytes) {
   const long long n = (long long)(bytes / 16);
   bytes = size_t(n) * 16;
@@ -978,15 +988,26 @@ static void cmd_copy_like_kernel(const Json& req, size_t bytes) {
     CUDA_OK(cudaMemset(src[i], 1, bytes));
   }
   const unsigned grid = unsigned((n + 256 * kCopyUnroll - 1) / (256 * kCopyUnroll));
+  cudaLaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  const bool programmatic = g_pdl && req.flag("programmatic");
   const std::string body = time_launches(pairs, [&](size_t i, cudaStream_t s) {
-    copy16<<<grid, 256, 0, s>>>(src[i], dst[i], n);
-    return cudaGetLastError() == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = programmatic ? 1 : 0;
+    const int4* from = src[i];
+    return cudaLaunchKernelEx(&cfg, copy16, from, dst[i], n) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
   }, req);
   for (size_t i = 0; i < pairs; ++i) {
     CUDA_OK(cudaFree(src[i]));
     CUDA_OK(cudaFree(dst[i]));
   }
-  reply("\"status\":\"OK\",\"bytes\":" + num((double)bytes) + "," + body);
+  reply("\"status\":\"OK\",\"bytes\":" + num((double)bytes) + ",\"programmatic\":" + (programmatic ? "true" : "false") + "," + body);
 }
 
 static void cmd_copy(const Json& req) {
