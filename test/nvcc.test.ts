@@ -205,4 +205,19 @@ test('the probe (test/gpu/probe.cu) builds for sm_90a, no kernel with stack or s
   for (const k of kernels) assert.ok(k.stackBytes === 0 && !spills(k), JSON.stringify(k));
 });
 
+test('the fp16 widening probe (test/gpu/cvt-f16.cu) builds, and its integer widening is exact for all 65536 patterns', async () => {
+  const source = fileURLToPath(new URL('../../test/gpu/cvt-f16.cu', import.meta.url));
+  const exe = join(tmpdir(), `normgen-cvt-f16-${process.pid}`);
+  try {
+    const nvcc = spawnSync(await findNvcc(), ['-O3', '-arch=sm_90a', '-o', exe, source], { encoding: 'utf8' });
+    assert.is(nvcc.status, 0, nvcc.stderr);
+    // --host-check runs on the CPU: the widening against a decoder of the fp16 fields.
+    const check = spawnSync(exe, ['--host-check'], { encoding: 'utf8' });
+    assert.is(check.status, 0, check.stdout + check.stderr);
+    assert.match(check.stdout, /: 0 mismatches/);
+  } finally {
+    rmSync(exe, { force: true });
+  }
+});
+
 test.run();

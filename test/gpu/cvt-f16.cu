@@ -4,9 +4,22 @@
 // and sums them, with 8 independent chains, so the pipe that converts is what limits.
 // Also checks the integer widening against cvt.f32.f16 for all 65536 fp16 bit patterns.
 //   nvcc -arch=native -O3 -o /tmp/cvt-f16 test/gpu/cvt-f16.cu && /tmp/cvt-f16
+//   /tmp/cvt-f16 --host-check    the integer widening against an fp16 decoder, on the CPU (CI)
 #include <cuda_fp16.h>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+
+__host__ __device__ __forceinline__ float bits_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+__host__ __device__ __forceinline__ unsigned float_bits(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
 
 __device__ __forceinline__ float f16_cvt(unsigned short h) {
   float f;
@@ -16,11 +29,31 @@ __device__ __forceinline__ float f16_cvt(unsigned short h) {
 // Exact for every pattern: the magnitude's bits moved into a float's place and scaled by
 // 2^112 (rebiasing the exponent; subnormal halves come out as the normal floats they are),
 // infinities and NaNs rebuilt, then the sign.
-__device__ __forceinline__ float f16_int(unsigned short h) {
+__host__ __device__ __forceinline__ float f16_int(unsigned short h) {
   const unsigned mag = h & 0x7fffu;
-  float f = __uint_as_float(mag << 13) * 0x1p112f;
-  if (mag >= 0x7c00u) f = __uint_as_float((mag << 13) | 0x7f800000u);
-  return __uint_as_float(__float_as_uint(f) | ((h & 0x8000u) << 16));
+  float f = bits_float(mag << 13) * 0x1p112f;
+  if (mag >= 0x7c00u) f = bits_float((mag << 13) | 0x7f800000u);
+  return bits_float(float_bits(f) | ((h & 0x8000u) << 16));
+}
+
+// fp16 decoded from its fields (sign, 5-bit exponent, 10-bit mantissa), on the host.
+static float f16_decoded(unsigned short h) {
+  const int exponent = (h >> 10) & 31, mantissa = h & 1023;
+  const float magnitude = exponent == 0 ? std::ldexp(float(mantissa), -24)
+                          : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                           : std::ldexp(float(1024 + mantissa), exponent - 25);
+  return (h & 0x8000) ? -magnitude : magnitude;
+}
+
+// Every pattern: the same bits, or both NaN. No GPU needed.
+static int host_check() {
+  int mismatches = 0;
+  for (unsigned h = 0; h < 65536; ++h) {
+    const float a = f16_decoded((unsigned short)h), b = f16_int((unsigned short)h);
+    if (float_bits(a) != float_bits(b) && !(std::isnan(a) && std::isnan(b))) ++mismatches;
+  }
+  printf("integer widening vs the decoded fp16 over all 65536 patterns: %d mismatches\n", mismatches);
+  return mismatches == 0 ? 0 : 1;
 }
 __device__ __forceinline__ float bf16_lo(unsigned pair) { return __uint_as_float(pair << 16); }
 __device__ __forceinline__ float bf16_hi(unsigned pair) { return __uint_as_float(pair & 0xffff0000u); }
@@ -51,11 +84,12 @@ __global__ void check(int* mismatches) {
   const unsigned h = blockIdx.x * blockDim.x + threadIdx.x;
   if (h >= 65536) return;
   const float a = f16_cvt((unsigned short)h), b = f16_int((unsigned short)h);
-  const bool same = __float_as_uint(a) == __float_as_uint(b) || (a != a && b != b);
+  const bool same = float_bits(a) == float_bits(b) || (a != a && b != b);
   if (!same) atomicAdd(mismatches, 1);
 }
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--host-check") == 0) return host_check();
   int sms = 0, clock_khz = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
