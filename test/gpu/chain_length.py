@@ -31,6 +31,15 @@ def parse_shapes(text):
     return shapes
 
 
+def specs_for_shapes(parser, pkg_dir, shapes):
+    """The package's specs by key; an argument error naming any shape's spec the package lacks."""
+    specs = {s.key: s for s in package_specs(pkg_dir)}
+    unknown = sorted({key for key, _, _ in shapes} - specs.keys())
+    if unknown:
+        parser.error(f"the package has no spec {', '.join(unknown)} (it has {', '.join(sorted(specs))})")
+    return specs
+
+
 def parse_counts(text):
     return [positive_int(c) for c in text.split(",")]
 
@@ -48,10 +57,7 @@ def main():
     call_counts = args.calls
 
     ng = import_binding(args.pkg_dir)
-    specs = {s.key: s for s in package_specs(args.pkg_dir)}
-    unknown = sorted({key for key, _, _ in args.shapes} - specs.keys())
-    if unknown:
-        parser.error(f"the package has no spec {', '.join(unknown)} (it has {', '.join(sorted(specs))})")
+    specs = specs_for_shapes(parser, args.pkg_dir, args.shapes)
     l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
     gen = torch.Generator(device="cuda").manual_seed(7)
     lines = log_header("normgen: time per call (us) against the graph's length", ng)

@@ -14,8 +14,8 @@ import argparse
 
 import torch
 
-from chain_length import parse_shapes
-from torch_common import call_normgen, call_torch, import_binding, make_inputs, package_specs, peer_params
+from chain_length import parse_shapes, specs_for_shapes
+from torch_common import call_normgen, call_torch, import_binding, make_inputs, peer_params
 
 EPS = 1e-6
 DEFAULT_SHAPES = "rmsnorm.bf16.w-same:8192x32768,layernorm.fp32.w-same.bias:4096x32768,rmsnorm.fp32.w-same:4096x32768,rmsnorm.bf16.w-same:16384x32768"
@@ -28,10 +28,7 @@ def main():
     args = parser.parse_args()
 
     ng = import_binding(args.pkg_dir)
-    specs = {s.key: s for s in package_specs(args.pkg_dir)}
-    unknown = sorted({key for key, _, _ in args.shapes} - specs.keys())
-    if unknown:
-        parser.error(f"the package has no spec {', '.join(unknown)}")
+    specs = specs_for_shapes(parser, args.pkg_dir, args.shapes)
     gen = torch.Generator(device="cuda").manual_seed(7)
     for key, hidden, rows in args.shapes:
         spec = specs[key]
