@@ -988,20 +988,16 @@ static void cmd_copy_like_kernel(const Json& req, size_t bytes) {
     CUDA_OK(cudaMemset(src[i], 1, bytes));
   }
   const unsigned grid = unsigned((n + 256 * kCopyUnroll - 1) / (256 * kCopyUnroll));
-  cudaLaunchAttribute attr;
-  memset(&attr, 0, sizeof attr);
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+  // The runtime's kernel as a driver function, so it launches as the templates' kernels do.
+  cudaFunction_t copy_fn;
+  CUDA_OK(cudaGetFuncBySymbol(&copy_fn, (const void*)copy16));
   const bool programmatic = g_pdl && req.flag("programmatic");
   const std::string body = time_launches(pairs, [&](size_t i, cudaStream_t s) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(256);
-    cfg.stream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = programmatic ? 1 : 0;
     const int4* from = src[i];
-    return cudaLaunchKernelEx(&cfg, copy16, from, dst[i], n) == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
+    int4* to = dst[i];
+    long long count = n;
+    void* args[] = {&from, &to, &count};
+    return launch_grid((CUfunction)copy_fn, grid, 256, 0, s, args, programmatic);
   }, req);
   for (size_t i = 0; i < pairs; ++i) {
     CUDA_OK(cudaFree(src[i]));
