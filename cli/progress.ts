@@ -26,7 +26,8 @@ export function progressReporter(label: string, stream: NodeJS.WriteStream = pro
     const eta = rate > 0 ? Math.max(0, total - done) / rate : NaN;
     const etaText = Number.isFinite(eta) ? `ETA ${formatDuration(eta)}` : 'ETA --';
     const skipped = p.skipped > 0 ? `, ${p.skipped} already in the database` : '';
-    const text = `${label}: ${p.done}/${p.total} measured, ${p.failures} failed${skipped}, ${formatDuration(p.elapsedS)} elapsed, ${etaText}`;
+    const dropped = p.dropped ? `, ${p.dropped} dropped (registers spill)` : '';
+    const text = `${label}: ${p.done}/${p.total} measured, ${p.failures} failed${dropped}${skipped}, ${formatDuration(p.elapsedS)} elapsed, ${etaText}`;
     if (stream.isTTY) {
       const width = 30;
       const filled = p.total ? Math.round((width * p.done) / p.total) : width;

@@ -39,9 +39,9 @@ test('no ETA before a rate exists; a plain line at the end', () => {
   const report = progressReporter('tune', stream);
   report({ done: 0, total: 5, skipped: 2, failures: 0, elapsedS: 10 }); // plain lines come every 10 s
   assert.ok(lines[0].endsWith('ETA --') && lines[0].includes('2 already in the database'), lines[0]);
-  report({ done: 5, total: 5, skipped: 2, failures: 1, elapsedS: 13 });
+  report({ done: 5, total: 5, skipped: 2, failures: 1, dropped: 2, elapsedS: 13 });
   assert.is(lines.length, 2);
-  assert.ok(lines[1].startsWith('tune: 5/5 measured, 1 failed'), lines[1]);
+  assert.ok(lines[1].startsWith('tune: 5/5 measured, 1 failed, 2 dropped (registers spill), 2 already'), lines[1]);
 });
 
 test('durations round before they split into units', () => {
@@ -54,13 +54,14 @@ test('durations round before they split into units', () => {
 test("a tune's progress: reported at the start and on every first-stage measurement, failures and work counted", () => {
   const seen: Progress[] = [];
   const t = trackProgress({ total: 3, skipped: 2, work: 10 }, (p) => seen.push({ ...p }));
-  assert.equal(seen, [{ done: 0, failures: 0, elapsedS: seen[0].elapsedS, workDone: 0, total: 3, skipped: 2, work: 10 }]);
+  assert.equal(seen, [{ done: 0, failures: 0, dropped: 0, elapsedS: seen[0].elapsedS, workDone: 0, total: 3, skipped: 2, work: 10 }]);
   t.counted({ status: 'OK' });
   t.worked(1.5);
   t.counted({ status: 'INCORRECT' });
   t.worked(5.5); // a final: work, not a count
-  assert.is(seen.length, 3);
-  assert.equal([seen[2].done, seen[2].failures], [2, 1]);
+  t.counted({ status: 'SPILLS' }); // dropped by design: not a failure
+  assert.is(seen.length, 4);
+  assert.equal([seen[3].done, seen[3].failures, seen[3].dropped], [3, 1, 1]);
   assert.is(t.progress.workDone, 7);
   assert.ok(seen.every((p, i) => i === 0 || p.elapsedS >= seen[i - 1].elapsedS));
 });

@@ -5,6 +5,8 @@ export interface Progress {
   total: number;
   skipped: number;
   failures: number;
+  /** Measurements of variants dropped because their registers spill (by design, not failures). */
+  dropped?: number;
   elapsedS: number;
   /** The cost of all the work planned and of what is done (search.ts measurementCost; finals included): the ETA's measure where given. */
   work?: number;
@@ -16,7 +18,7 @@ export interface Progress {
  * at the start and on every tick; `counted` and `worked` are SearchPlan.run's callbacks.
  */
 export function trackProgress(counts: { total: number; skipped: number; work: number }, onProgress?: (p: Progress) => void) {
-  const progress: Progress = { done: 0, failures: 0, elapsedS: 0, workDone: 0, ...counts };
+  const progress: Progress = { done: 0, failures: 0, dropped: 0, elapsedS: 0, workDone: 0, ...counts };
   const started = performance.now();
   const elapsedS = () => (performance.now() - started) / 1000;
   const tick = () => {
@@ -28,10 +30,11 @@ export function trackProgress(counts: { total: number; skipped: number; work: nu
     progress,
     elapsedS,
     tick,
-    /** A first-stage measurement taken (a failure counted as such). */
+    /** A first-stage measurement taken (a failure or a spilling variant counted as such). */
     counted: (r: { status: string }) => {
       progress.done++;
-      if (r.status !== 'OK') progress.failures++;
+      if (r.status === 'SPILLS') progress.dropped = (progress.dropped ?? 0) + 1;
+      else if (r.status !== 'OK') progress.failures++;
       tick();
     },
     /** The expected cost of a measurement taken (finals too). */
