@@ -11,6 +11,14 @@ export const SEED = 20261125;
 
 export type Status = 'OK' | 'INCORRECT' | 'NONDETERMINISTIC' | 'COMPILE_ERROR' | 'SPILLS' | 'RUNTIME_ERROR' | 'LAUNCH_ERROR' | 'LOAD_ERROR' | 'TIMEOUT' | 'TOO_LARGE' | 'BAD_REQUEST';
 
+/**
+ * A run that went wrong. A variant whose registers spill is not one: the tuner drops it
+ * at compile time and never times it, so verify, tune's progress and the
+ * fault test report it apart.
+ */
+export const isFailure = (r: { status: string }) => r.status !== 'OK' && r.status !== 'SPILLS';
+export const isDropped = (r: { status: string }) => r.status === 'SPILLS';
+
 export interface RunOptions {
   verify: boolean;
   time: boolean;

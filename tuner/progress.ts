@@ -1,5 +1,7 @@
 // A tune's progress as both tuners (CUDA and WGSL) report it: what the progress line and its ETA read.
 
+import { isDropped, isFailure } from './measure.js';
+
 export interface Progress {
   done: number;
   total: number;
@@ -33,8 +35,8 @@ export function trackProgress(counts: { total: number; skipped: number; work: nu
     /** A first-stage measurement taken (a failure or a spilling variant counted as such). */
     counted: (r: { status: string }) => {
       progress.done++;
-      if (r.status === 'SPILLS') progress.dropped = (progress.dropped ?? 0) + 1;
-      else if (r.status !== 'OK') progress.failures++;
+      if (isDropped(r)) progress.dropped = (progress.dropped ?? 0) + 1;
+      if (isFailure(r)) progress.failures++;
       tick();
     },
     /** The expected cost of a measurement taken (finals too). */

@@ -13,7 +13,8 @@ import { VERSION } from '../generator/version.js';
 import { checkArchMatches, queryDevice, type DeviceId } from './device.js';
 import { measureBwd } from './measure-bwd.js';
 import { buildRunner, Runner } from './runner.js';
-import { compileCases, isDropped, isFailure } from './verify.js';
+import { isDropped, isFailure } from './measure.js';
+import { compileCases } from './verify.js';
 
 export interface BwdCase {
   problem: Problem;

@@ -6,7 +6,8 @@ import { OUTPUT_TOLERANCE, STATS_TOLERANCE } from '../generator/tolerance.js';
 import { templateHash } from '../generator/templates.js';
 import { VERSION } from '../generator/version.js';
 import type { DeviceId } from './device.js';
-import { failureLines, isDropped, isFailure, type VerifyResult } from './verify.js';
+import { isDropped, isFailure } from './measure.js';
+import { failureLines, type VerifyResult } from './verify.js';
 import { MATRIX_HIDDEN, MATRIX_ROWS } from './verify-matrix.js';
 
 function countBy(results: VerifyResult[], key: (r: VerifyResult) => string): [string, number, number][] {

@@ -16,7 +16,7 @@ import type { Variant } from '../generator/variant.js';
 import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
 import type { BwdVariant } from '../generator/variant-bwd.js';
 import { checkArchMatches, queryDevice, type DeviceId } from './device.js';
-import { EPS, measure, SEED, type Measurement } from './measure.js';
+import { EPS, isFailure, measure, SEED, type Measurement } from './measure.js';
 import { buildRunner, Runner } from './runner.js';
 import { correctnessMatrix, type VerifyCase } from './verify-matrix.js';
 
@@ -138,13 +138,6 @@ export async function compileCases(arch: Arch, jobs: number, cases: { problem: P
   }
   return builds;
 }
-
-/**
- * A run that went wrong. A variant whose registers spill is not one: the tuner drops it
- * at compile time and never times it, so verify reports it apart and does not run it.
- */
-export const isFailure = (r: { status: string }) => r.status !== 'OK' && r.status !== 'SPILLS';
-export const isDropped = (r: { status: string }) => r.status === 'SPILLS';
 
 export function failureLines(results: VerifyResult[], which: (r: VerifyResult) => boolean = isFailure): string[] {
   return results

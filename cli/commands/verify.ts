@@ -6,7 +6,8 @@ import type { Argv } from 'yargs';
 import { parseArch } from '../../generator/arch.js';
 import { prepareOutputDir, writeFileAtomic } from '../../generator/files.js';
 import { checkPositiveInt } from '../../generator/problem.js';
-import { failureLines, isDropped, isFailure, runVerify } from '../../tuner/verify.js';
+import { isDropped, isFailure } from '../../tuner/measure.js';
+import { failureLines, runVerify } from '../../tuner/verify.js';
 import { bwdVerifyReport, runVerifyBwd } from '../../tuner/verify-bwd.js';
 import { verifyReport } from '../../tuner/verify-report.js';
 

@@ -16,11 +16,10 @@ import { biasDType, problemKey, residualDType, weightDType } from '../../generat
 import { GENERIC_PARAMS } from '../../generator/space.js';
 import { FAULTS, makeVariant, type Fault } from '../../generator/variant.js';
 import { CompilePool } from '../../tuner/compile-pool.js';
-import { runRequest } from '../../tuner/measure.js';
+import { isDropped, isFailure, runRequest } from '../../tuner/measure.js';
 import { buildRunner, Runner } from '../../tuner/runner.js';
 import { winners } from '../../tuner/select.js';
 import { SCREEN, tune } from '../../tuner/tune.js';
-import { isDropped, isFailure } from '../../tuner/verify.js';
 
 const EXPECTED: Record<Fault, string> = {
   'wrong-value': 'INCORRECT',
@@ -51,6 +50,9 @@ const outcome = await tune({
   extraVariants: (p) => FAULTS.map((f) => makeVariant(p, GENERIC_PARAMS, f)),
 });
 
+/** A database result's error or bad counts, fit for a table cell. */
+const detail = (r: (typeof outcome.db.results)[number]) => (r.error ?? JSON.stringify(r.bad ?? {})).slice(0, 80).replace(/\|/g, '/');
+
 const lines: string[] = [];
 let failed = 0;
 for (const r of outcome.db.results) {
@@ -58,7 +60,7 @@ for (const r of outcome.db.results) {
   if (!v) continue;
   const ok = r.status === EXPECTED[v];
   if (!ok) failed++;
-  lines.push(`| ${problemKey(r.problem)} | ${v} | ${EXPECTED[v]} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${(r.error ?? JSON.stringify(r.bad ?? {})).slice(0, 80).replace(/\|/g, '/')} |`);
+  lines.push(`| ${problemKey(r.problem)} | ${v} | ${EXPECTED[v]} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${detail(r)} |`);
 }
 const faultIds = new Set(outcome.problems.flatMap((p) => FAULTS.map((f) => makeVariant(p, GENERIC_PARAMS, f).id)));
 for (const w of winners(outcome.db)) {
@@ -73,7 +75,7 @@ const healthyBad = healthy.filter(isFailure);
 const healthySpills = healthy.filter(isDropped).length;
 for (const r of healthyBad) {
   failed++;
-  lines.push(`| ${problemKey(r.problem)} | none (${r.variantId}) | OK | ${r.status} | FAIL | ${(r.error ?? JSON.stringify(r.bad ?? {})).slice(0, 80).replace(/\|/g, '/')} |`);
+  lines.push(`| ${problemKey(r.problem)} | none (${r.variantId}) | OK | ${r.status} | FAIL | ${detail(r)} |`);
 }
 const expectedCount = outcome.problems.length * FAULTS.length;
 if (lines.length < expectedCount) failed++;
@@ -98,8 +100,8 @@ for (const p of outcome.problems) {
         const caught = corrupt ? r.bad_inputs === 1 : r.bad_inputs === undefined;
         const ok = r.status === expected && caught;
         if (!ok) failed++;
-        const detail = r.bad_inputs ? `{"inputs":${r.bad_inputs},"first":${r.first_bad_inputs}}${r.error ? ` ${r.error}` : ''}` : (r.error ?? '{}');
-        lines.push(`| ${problemKey(p)} | ${fault} | ${expected} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${String(detail).slice(0, 80).replace(/\|/g, '/')} |`);
+        const info = r.bad_inputs ? `{"inputs":${r.bad_inputs},"first":${r.first_bad_inputs}}${r.error ? ` ${r.error}` : ''}` : (r.error ?? '{}');
+        lines.push(`| ${problemKey(p)} | ${fault} | ${expected} | ${r.status} | ${ok ? 'pass' : 'FAIL'} | ${String(info).slice(0, 80).replace(/\|/g, '/')} |`);
       }
     }
   }
