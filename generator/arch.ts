@@ -20,6 +20,9 @@ export interface Arch {
 }
 
 const KB = 1024;
+
+/** An SM's shared memory: 1 KiB more than one CTA may take (sm80 164/163 KiB, sm90 228/227, sm86 100/99). */
+export const smSharedBytes = (arch: Arch) => arch.maxSharedPerBlock + KB;
 // From the CUDA C++ Programming Guide's table of compute capabilities.
 const ARCHES: Arch[] = [
   { name: 'sm80', cc: 80, nvccArch: 'sm_80', maxCluster: 1, maxSharedPerBlock: 163 * KB, maxThreadsPerSm: 2048 },

@@ -1,7 +1,7 @@
 // The tunable space of the CUDA backward kernels (templates/cuda-bwd/) and the
 // constraints that prune it, the launch geometry, and the bytes a backward moves.
 
-import { clusterLimit, type Arch } from './arch.js';
+import { clusterLimit, smSharedBytes, type Arch } from './arch.js';
 import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 import { THREAD_CHOICES } from './space.js';
 
@@ -77,8 +77,6 @@ const LEAN_REGISTER_OVERHEAD = 32;
 const LONG_ROW_BYTES = 16 * 1024;
 /** Static shared memory besides a multi-row kernel's staging: reduction partials, cluster mailboxes. */
 const STATIC_SHARED_RESERVE = 1024;
-/** An SM's shared memory is 1 KiB more than one CTA may take (sm80 164/163 KiB, sm90 228/227, sm86 100/99). */
-const SM_SHARED_BEYOND_BLOCK = 1024;
 
 /** dtype of x (what the forward normalized), dx and dresidual: the residual's, else x's. */
 export const xDType = (spec: KernelSpec): DType => residualDType(spec) ?? spec.dtype;
@@ -187,7 +185,7 @@ export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch)
 
 /** At most this many CTAs of a variant fit on an SM (threads and shared memory; registers may allow fewer). */
 function mostResidentPerSm(problem: Problem, p: BwdParams, arch: Arch): number {
-  const perSm = arch.maxSharedPerBlock + SM_SHARED_BEYOND_BLOCK;
+  const perSm = smSharedBytes(arch);
   const perCta = bwdSharedBytes(problem, p, problem.hidden) + bwdStaticSharedBytes(problem, p);
   return Math.max(1, Math.min(Math.floor(arch.maxThreadsPerSm / p.threads), Math.floor(perSm / perCta)));
 }
