@@ -1,7 +1,7 @@
 // The tunable space of the CUDA forward kernel and the constraints that prune it
 // before anything is compiled.
 
-import { clusterLimit, type Arch } from './arch.js';
+import { clusterLimit, smSharedBytes, type Arch } from './arch.js';
 import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 
 /**
@@ -36,8 +36,8 @@ export interface CudaParams {
   /** ring only: rows in the shared-memory ring (loads run stages - 1 rows ahead); 0 otherwise. */
   stages: number;
   /**
-   * ring only: weight and bias live in shared memory, copied once per CTA. Not searched:
-   * the space sets it whenever they fit beside the ring (they save L2 traffic).
+   * ring only: weight and bias live in shared memory, copied once per CTA. Set whenever they
+   * fit beside the ring (they save L2 traffic); some rings also come without (unstagedTwinOffered).
    */
   stagedWeights: boolean;
   /**
@@ -384,11 +384,37 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
       const p = unsupportedReason(problem, staged, arch) === null ? staged : unstaged;
       if (unsupportedReason(problem, p, arch) !== null) continue;
       out.push(p);
+      if (p.stagedWeights && unstagedTwinOffered(problem, arch, p, unstaged)) out.push(unstaged);
       const values = items * vec;
       if (!deferOutput && threads <= HOLD_MAX_THREADS && values > HELD_ANYWAY_VALUES && values <= HOLD_MAX_VALUES) out.push({ ...p, holdRow: true });
     }
   }
   return out;
+}
+
+/**
+ * Staged weight and bias are a copy per CTA. Where that copy leaves room for fewer CTAs an SM
+ * than the slots alone, the ring is offered unstaged too (weight and bias read through L1,
+ * one copy an SM), on the problems where that was measured to pay: 512-2048 rows, clusters of
+ * at most 2. In an H200 tune of 84 problems (bf16 and fp16 RMSNorm and LayerNorm, hidden
+ * 4096-131072, rows 512-8192; test/gpu/unstaged-rings.md) a twin was the fastest final on 17
+ * of them (bf16 LayerNorm 12288 x 512: 8% ahead in a second tune); 34 of the 44 twins that
+ * screened within 1% of the best other variant had a cluster of 1 or 2, none was at 8192 rows.
+ */
+function unstagedTwinOffered(problem: Problem, arch: Arch, staged: CudaParams, unstaged: CudaParams): boolean {
+  const rowsFit = problem.rows >= UNSTAGED_TWIN_ROWS[0] && problem.rows <= UNSTAGED_TWIN_ROWS[1];
+  return rowsFit && staged.cluster <= UNSTAGED_TWIN_MAX_CLUSTER && ringsPerSm(problem, arch, staged) < ringsPerSm(problem, arch, unstaged);
+}
+const UNSTAGED_TWIN_ROWS = [512, 2048] as const;
+const UNSTAGED_TWIN_MAX_CLUSTER = 2;
+
+/** A ring whose weight and bias would fit staged but are read through L1: an unstaged twin. */
+export const isUnstagedTwin = (problem: Problem, p: CudaParams, arch: Arch) =>
+  p.storage === 'ring' && !p.stagedWeights && stagedWeightBytes(problem, p) > 0 && unsupportedReason(problem, { ...p, stagedWeights: true }, arch) === null;
+
+/** CTAs of a ring an SM has the shared memory and threads for (STATIC_SHARED_RESERVE counts the system's KiB a CTA). */
+function ringsPerSm(spec: KernelSpec, arch: Arch, p: CudaParams): number {
+  return Math.min(Math.floor(arch.maxThreadsPerSm / p.threads), Math.floor(smSharedBytes(arch) / (ringSharedBytes(spec, p) + STATIC_SHARED_RESERVE)));
 }
 
 /** The rings offered holdRow: CTAs of up to 256 threads (255 registers each), up to 64 values a thread. */

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hasClusters, parseArch } from '../generator/arch.js';
 import { allFeatureCombos, BYTES, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, maxVec, REGS_CAP_SPARE_REGISTERS, FULL_OCCUPANCY_MAX_VALUES, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
+import { baselineParams, capacity, describeParams, dynamicSharedBytes, enumerateSpace, GENERIC_PARAMS, inRegisters, isUnstagedTwin, maxVec, REGS_CAP_SPARE_REGISTERS, FULL_OCCUPANCY_MAX_VALUES, ringSharedBytes, rowsPerCta, unsupportedReason, type CudaParams } from '../generator/space.js';
 import { makeVariant } from '../generator/variant.js';
 import { coveringSet, MATRIX_HIDDEN, MATRIX_ROWS, correctnessMatrix } from '../tuner/verify-matrix.js';
 
@@ -166,6 +166,37 @@ test('the full-occupancy cap (2048 threads an SM): regs variants of at most 8 va
   }
   assert.ok(enumerateSpace(makeProblem(rmsSpec, 4096, 32768), sm90).some((p) => describeParams(p) === 'regs.t1024.v4.tpr1024.i1.cap2048.h4096'));
   assert.not.ok(enumerateSpace(makeProblem({ ...lnSpec, dtype: 'fp16' }, 4096, 32768), sm90).some((p) => p.registerCap === 2048), 'fp16 LayerNorm spills at 32 registers');
+});
+
+test('unstaged ring twins: at 512-2048 rows and clusters of up to 2, where staged weight and bias leave room for fewer CTAs an SM', () => {
+  const lnSpec: KernelSpec = { op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } };
+  // CTAs an SM by threads and shared memory (228 KiB on sm90, a KiB a CTA besides the ring).
+  const perSm = (problem: ReturnType<typeof makeProblem>, p: CudaParams) =>
+    Math.min(Math.floor(2048 / p.threads), Math.floor((228 * 1024) / (ringSharedBytes(problem, p) + 1024)));
+  let twins = 0;
+  for (const [hidden, rows] of [[8192, 2048], [12288, 512], [16384, 2048], [8192, 8192], [65536, 512], [4096, 128]]) {
+    const problem = makeProblem(lnSpec, hidden, rows);
+    const space = enumerateSpace(problem, sm90);
+    const key = (p: CudaParams) => JSON.stringify({ ...p, holdRow: undefined });
+    const names = new Set(space.map(key));
+    for (const staged of space.filter((p) => p.storage === 'ring' && p.stagedWeights && !p.holdRow)) {
+      const unstaged = { ...staged, stagedWeights: false };
+      const expected = rows >= 512 && rows <= 2048 && staged.cluster <= 2 && perSm(problem, staged) < perSm(problem, unstaged);
+      assert.is(names.has(key(unstaged)), expected, `${hidden} x ${rows}: ${describeParams(staged)}`);
+      if (!expected) continue;
+      twins++;
+      assert.ok(isUnstagedTwin(problem, unstaged, sm90));
+      assert.is.not(makeVariant(problem, unstaged).id, makeVariant(problem, staged).id, 'each its own kernel');
+    }
+    // Twins do not hold their rows (the holding ones were never ahead in the H200 tune of 2026-12-04).
+    assert.not.ok(space.some((p) => p.holdRow && isUnstagedTwin(problem, p, sm90)));
+  }
+  assert.ok(twins > 0, 'some rings have twins');
+  // 128 threads, 8 vectors of 8 a thread, 3 stages: 80 KiB staged (two CTAs an SM), 48 KiB not (four).
+  assert.ok(enumerateSpace(makeProblem(lnSpec, 8192, 2048), sm90).some((p) => describeParams(p) === 'ring.t128.v8.tpr128.i8.s3.h8192'));
+  // Nothing to stage, no twin.
+  const bare = makeProblem({ ...lnSpec, op: 'rmsnorm', features: { ...lnSpec.features, weight: 'none', bias: false } }, 8192, 2048);
+  assert.not.ok(enumerateSpace(bare, sm90).some((p) => isUnstagedTwin(bare, p, sm90)));
 });
 
 test('holdRow: rings of up to 256 threads that read back more than 32 values a thread, not deferred, get a holding twin', () => {
