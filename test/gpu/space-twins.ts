@@ -1,0 +1,52 @@
+// In one tune, the unstaged ring twins (generator/space.ts, unstagedTwinOffered) against every
+// other variant of the same problem: per problem the best screening and the best final timing
+// of each side, so a twin's gain is measured on one GPU in one run, not across tunes.
+// node dist/test/gpu/space-twins.js DB.jsonl[.gz] [--log FILE]
+import { writeFileSync } from 'node:fs';
+import { formatTable } from '../../cli/table.js';
+import { parseArch } from '../../generator/arch.js';
+import { problemKey } from '../../generator/problem.js';
+import { describeParams, isUnstagedTwin } from '../../generator/space.js';
+import { fwdParams, TuningDb, type DbResult } from '../../tuner/db.js';
+import { comparableTimes } from '../../tuner/dispatch.js';
+
+const [path] = process.argv.slice(2);
+if (!path) {
+  console.error('usage: space-twins DB.jsonl[.gz] [--log FILE]');
+  process.exit(2);
+}
+const logAt = process.argv.indexOf('--log');
+const db = TuningDb.read(path);
+const arch = parseArch(db.header.arch);
+
+type Side = 'others' | 'twins';
+const best = new Map<string, Partial<Record<`${Side}.${DbResult['stage']}`, DbResult>>>();
+for (const r of comparableTimes(db.results)) {
+  const side: Side = isUnstagedTwin(r.problem, fwdParams(r), arch) ? 'twins' : 'others';
+  const key = problemKey(r.problem);
+  const held = best.get(key) ?? {};
+  const slot = `${side}.${r.stage}` as const;
+  if (!held[slot] || r.medianUs! < held[slot]!.medianUs!) held[slot] = r;
+  best.set(key, held);
+}
+const ratio = (a?: DbResult, b?: DbResult) => (a && b ? Number((a.medianUs! / b.medianUs!).toFixed(3)) : '-');
+const pct = (r?: DbResult) => (r ? (100 * r.fractionOfCopy!).toFixed(1) : '-');
+const rows: (string | number)[][] = [];
+let twinProblems = 0;
+let twinsAhead = 0;
+for (const [key, b] of [...best].sort(([x], [y]) => x.localeCompare(y))) {
+  if (!b['twins.screen']) continue;
+  twinProblems++;
+  const final = b['twins.final'] && b['others.final'] && b['twins.final'].medianUs! < b['others.final'].medianUs!;
+  if (final) twinsAhead++;
+  rows.push([key, ratio(b['others.screen'], b['twins.screen']), pct(b['others.final']), pct(b['twins.final']), ratio(b['others.final'], b['twins.final']), describeParams(fwdParams(b['twins.screen']))]);
+}
+const header = ['problem', 'screen others/twin', 'others % copy', 'twin % copy', 'final others/twin', 'best twin screened'];
+const text =
+  `# Unstaged ring twins in ${path}: ${twinProblems} problems offer them, a twin's final the fastest on ${twinsAhead}\n\n` +
+  `- ${db.header.device.name}, ${db.sessions.map((s) => `\`${s.command}\``).join(', ')}\n` +
+  '- ratios over 1: the twin faster; % of copy bandwidth as measured in the run; `-`: no twin reached the finals\n\n' +
+  '```\n' + formatTable(header, rows) + '\n```\n';
+if (logAt > 0) writeFileSync(process.argv[logAt + 1], text);
+console.log(text.split('\n')[0]);
+if (logAt < 0) console.log(text);
