@@ -22,7 +22,11 @@ export interface Arch {
 const KB = 1024;
 
 /** An SM's shared memory: 1 KiB more than one CTA may take (sm80 164/163 KiB, sm90 228/227, sm86 100/99). */
-export const smSharedBytes = (arch: Arch) => arch.maxSharedPerBlock + KB;
+const smSharedBytes = (arch: Arch) => arch.maxSharedPerBlock + KB;
+
+/** CTAs of `threads` threads and `sharedBytes` of shared memory each that an SM has room for (registers may allow fewer). */
+export const ctasPerSm = (arch: Arch, threads: number, sharedBytes: number) =>
+  Math.min(Math.floor(arch.maxThreadsPerSm / threads), Math.floor(smSharedBytes(arch) / sharedBytes));
 // From the CUDA C++ Programming Guide's table of compute capabilities.
 const ARCHES: Arch[] = [
   { name: 'sm80', cc: 80, nvccArch: 'sm_80', maxCluster: 1, maxSharedPerBlock: 163 * KB, maxThreadsPerSm: 2048 },

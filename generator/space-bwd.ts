@@ -1,7 +1,7 @@
 // The tunable space of the CUDA backward kernels (templates/cuda-bwd/) and the
 // constraints that prune it, the launch geometry, and the bytes a backward moves.
 
-import { clusterLimit, smSharedBytes, type Arch } from './arch.js';
+import { clusterLimit, ctasPerSm, type Arch } from './arch.js';
 import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 import { THREAD_CHOICES } from './space.js';
 
@@ -185,9 +185,8 @@ export function bwdUnsupportedReason(problem: Problem, p: BwdParams, arch: Arch)
 
 /** At most this many CTAs of a variant fit on an SM (threads and shared memory; registers may allow fewer). */
 function mostResidentPerSm(problem: Problem, p: BwdParams, arch: Arch): number {
-  const perSm = smSharedBytes(arch);
   const perCta = bwdSharedBytes(problem, p, problem.hidden) + bwdStaticSharedBytes(problem, p);
-  return Math.max(1, Math.min(Math.floor(arch.maxThreadsPerSm / p.threads), Math.floor(perSm / perCta)));
+  return Math.max(1, ctasPerSm(arch, p.threads, perCta));
 }
 
 const nextPow2 = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));

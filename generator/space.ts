@@ -1,7 +1,7 @@
 // The tunable space of the CUDA forward kernel and the constraints that prune it
 // before anything is compiled.
 
-import { clusterLimit, smSharedBytes, type Arch } from './arch.js';
+import { clusterLimit, ctasPerSm, type Arch } from './arch.js';
 import { BYTES, biasDType, residualDType, weightDType, type DType, type KernelSpec, type Problem } from './problem.js';
 
 /**
@@ -384,7 +384,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
       const p = unsupportedReason(problem, staged, arch) === null ? staged : unstaged;
       if (unsupportedReason(problem, p, arch) !== null) continue;
       out.push(p);
-      if (p.stagedWeights && unstagedTwinOffered(problem, arch, p, unstaged)) out.push(unstaged);
+      if (p.stagedWeights && unstagedTwinOffered(problem, arch, p)) out.push(unstaged);
       const values = items * vec;
       if (!deferOutput && threads <= HOLD_MAX_THREADS && values > HELD_ANYWAY_VALUES && values <= HOLD_MAX_VALUES) out.push({ ...p, holdRow: true });
     }
@@ -401,9 +401,9 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
  * of them (bf16 LayerNorm 12288 x 512: 8% ahead in a second tune); 34 of the 44 twins that
  * screened within 1% of the best other variant had a cluster of 1 or 2, none was at 8192 rows.
  */
-function unstagedTwinOffered(problem: Problem, arch: Arch, staged: CudaParams, unstaged: CudaParams): boolean {
+function unstagedTwinOffered(problem: Problem, arch: Arch, staged: CudaParams): boolean {
   const rowsFit = problem.rows >= UNSTAGED_TWIN_ROWS[0] && problem.rows <= UNSTAGED_TWIN_ROWS[1];
-  return rowsFit && staged.cluster <= UNSTAGED_TWIN_MAX_CLUSTER && ringsPerSm(problem, arch, staged) < ringsPerSm(problem, arch, unstaged);
+  return rowsFit && staged.cluster <= UNSTAGED_TWIN_MAX_CLUSTER && ringsPerSm(problem, arch, staged) < ringsPerSm(problem, arch, { ...staged, stagedWeights: false });
 }
 const UNSTAGED_TWIN_ROWS = [512, 2048] as const;
 const UNSTAGED_TWIN_MAX_CLUSTER = 2;
@@ -413,9 +413,7 @@ export const isUnstagedTwin = (problem: Problem, p: CudaParams, arch: Arch) =>
   p.storage === 'ring' && !p.stagedWeights && stagedWeightBytes(problem, p) > 0 && unsupportedReason(problem, { ...p, stagedWeights: true }, arch) === null;
 
 /** CTAs of a ring an SM has the shared memory and threads for (STATIC_SHARED_RESERVE counts the system's KiB a CTA). */
-function ringsPerSm(spec: KernelSpec, arch: Arch, p: CudaParams): number {
-  return Math.min(Math.floor(arch.maxThreadsPerSm / p.threads), Math.floor(smSharedBytes(arch) / (ringSharedBytes(spec, p) + STATIC_SHARED_RESERVE)));
-}
+const ringsPerSm = (spec: KernelSpec, arch: Arch, p: CudaParams) => ctasPerSm(arch, p.threads, ringSharedBytes(spec, p) + STATIC_SHARED_RESERVE);
 
 /** The rings offered holdRow: CTAs of up to 256 threads (255 registers each), up to 64 values a thread. */
 const HOLD_MAX_THREADS = 256;

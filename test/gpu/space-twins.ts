@@ -37,8 +37,8 @@ let twinsAhead = 0;
 for (const [key, b] of [...best].sort(([x], [y]) => x.localeCompare(y))) {
   if (!b['twins.screen']) continue;
   twinProblems++;
-  const final = b['twins.final'] && b['others.final'] && b['twins.final'].medianUs! < b['others.final'].medianUs!;
-  if (final) twinsAhead++;
+  const twinWon = b['twins.final'] && b['others.final'] && b['twins.final'].medianUs! < b['others.final'].medianUs!;
+  if (twinWon) twinsAhead++;
   rows.push([key, ratio(b['others.screen'], b['twins.screen']), pct(b['others.final']), pct(b['twins.final']), ratio(b['others.final'], b['twins.final']), describeParams(fwdParams(b['twins.screen']))]);
 }
 const header = ['problem', 'screen others/twin', 'others % copy', 'twin % copy', 'final others/twin', 'best twin screened'];
@@ -48,5 +48,4 @@ const text =
   '- ratios over 1: the twin faster; % of copy bandwidth as measured in the run; `-`: no twin reached the finals\n\n' +
   '```\n' + formatTable(header, rows) + '\n```\n';
 if (logAt > 0) writeFileSync(process.argv[logAt + 1], text);
-console.log(text.split('\n')[0]);
-if (logAt < 0) console.log(text);
+console.log(logAt > 0 ? text.split('\n')[0] : text);
