@@ -138,9 +138,9 @@ normgen_layernorm_fwd_934b3ef1b661(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap2048.h768
-extern "C" __global__ void __launch_bounds__(128, 16)
-normgen_layernorm_fwd_15490595a92f(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.cap1536.h768
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_18e94228c6a8(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -153,9 +153,9 @@ normgen_layernorm_fwd_15490595a92f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
 }
 
-// regs.t256.v8.tpr32.i3.cap.h768
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_d82a25bf891d(const NormgenFwdParams p) {
+// regs.t256.v8.tpr32.i3.h768
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_58c7aec48db7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -183,9 +183,9 @@ normgen_layernorm_fwd_8c884eb5a3c6(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
 }
 
-// regs.t128.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_44dfc4519e9a(const NormgenFwdParams p) {
+// regs.t128.v8.tpr32.i3.cap.h768
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_176506add449(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -228,9 +228,9 @@ normgen_layernorm_fwd_8622eb08f891(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap.h1024
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_dd27b3b9c68b(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_87538f873fed(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -243,39 +243,39 @@ normgen_layernorm_fwd_dd27b3b9c68b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// regs.t256.v8.tpr128.i1.cap.h1024
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_89432b636690(const NormgenFwdParams p) {
+// ring.t128.v8.tpr64.i2.s3.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_3da60e2ad0ec(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 128, 1, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 1024>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 2, 1, 3, false, false, false, 1024>(p);
 }
 
-// ring.t512.v8.tpr32.i4.s3.sw.h1024
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_7ca71278f249(const NormgenFwdParams p) {
+// ring.t256.v8.tpr32.i4.s3.sw.h1024
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_9cd49eccacf3(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 32, 4, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 4, 1, 1024>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
 }
 
-// regs.t64.v8.tpr32.i4.cap.h1024
-extern "C" __global__ void __launch_bounds__(64, 16)
-normgen_layernorm_fwd_9575244668dd(const NormgenFwdParams p) {
+// regs.t64.v8.tpr32.i4.h1024
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_0746328c715f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -318,9 +318,9 @@ normgen_layernorm_fwd_3f4479626cf7(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.h1536
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_cbb247eb1c7f(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.cap1536.h1536
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_f03e0cb36081(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -393,9 +393,9 @@ normgen_layernorm_fwd_30f4af5bd734(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.cap2048.h2048
-extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_layernorm_fwd_f4409e8b0549(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.cap1536.h2048
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_dfc49eebbc42(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -408,19 +408,19 @@ normgen_layernorm_fwd_f4409e8b0549(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
 
-// ring.t128.v8.tpr128.i2.s2.sw.h2048
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_69b117024243(const NormgenFwdParams p) {
+// ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_cd4501997bba(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 2048>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 2, 1, 2, true, false, false, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 2, true, false, true, 2048>(p);
 }
 
 // ring.t128.v8.tpr32.i8.s3.sw.h2048
@@ -438,9 +438,9 @@ normgen_layernorm_fwd_ef3eafc837cc(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
 }
 
-// regs.t64.v8.tpr64.i4.cap.h2048
-extern "C" __global__ void __launch_bounds__(64, 16)
-normgen_layernorm_fwd_907aa9aaf1e4(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i4.h2048
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_d2ded1a2c51b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -573,19 +573,19 @@ normgen_layernorm_fwd_b0f2c32a1d78(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr128.i3.early.h3072
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_8c8d84b8600c(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.early.h3072
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_421d3d1f18f4(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 3072>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
 }
 
 // regs.t128.v8.tpr128.i3.early
@@ -603,24 +603,24 @@ normgen_layernorm_fwd_34fbe71df784(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2.cap.h3072
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_052a5151e7b2(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.early.h3072
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_caa726383f8e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 3072>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 3072>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072, true>(p);
 }
 
-// ring.t128.v8.tpr128.i3.s2.sw.h3072
+// ring.t128.v8.tpr128.i3.s3.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_4fa03f00dfca(const NormgenFwdParams p) {
+normgen_layernorm_fwd_09bd365cd4c2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -630,7 +630,22 @@ normgen_layernorm_fwd_4fa03f00dfca(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, false, false, false, 3072>(p);
+}
+
+// ring.t128.v8.tpr128.i3.s2.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_db85ccccc2ea(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, false, false, false, 3072>(p);
 }
 
 // regs.t128.v8.tpr128.i3.h3072
@@ -678,6 +693,21 @@ normgen_layernorm_fwd_a1cf7c4098fb(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
 }
 
+// regs.t512.v8.tpr512.i1.early.h4096
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_0eb51e6da596(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 4096>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096, true>(p);
+}
+
 // regs.t256.v8.tpr256.i2.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_layernorm_fwd_c00ad5bd3698(const NormgenFwdParams p) {
@@ -708,9 +738,9 @@ normgen_layernorm_fwd_b970e94b4d3a(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 64, 8, 1, 3, true, false, true, 4096>(p);
 }
 
-// regs.t128.v8.tpr128.i4.h4096
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_0a056a243204(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i4.cap.h4096
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_02ca3b0af1bd(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -781,19 +811,19 @@ normgen_layernorm_fwd_77293a1d02df(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120, true>(p);
 }
 
-// regs.t512.v8.tpr512.i2.early.h5120
+// regs.t512.v8.tpr256.i3.early.h5120
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_f00ab8863fee(const NormgenFwdParams p) {
+normgen_layernorm_fwd_0c370e47d5f6(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 5120>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 5120>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120, true>(p);
+  normgen::regs_kernel<Config, 512, 8, 256, 3, 1, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3.cap.h5120
@@ -886,34 +916,19 @@ normgen_layernorm_fwd_6b0a1924dbbb(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
 }
 
-// pipelined.t512.v8.tpr512.i1.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i3.s2.sw.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_ffe16c9f6a3e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 0>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::pipelined_kernel<Config, 512, 8, 512, 1, 2, 0>(p);
-}
-
-// regs.t512.v8.tpr512.i2.early.h6144
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_21aa722fc200(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 6144>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 3, 1, 2, true, false, false, 6144>(p);
 }
 
 // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
@@ -991,6 +1006,36 @@ normgen_layernorm_fwd_da766f228e66(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
 }
 
+// regs.t256.v8.tpr256.i4.early.h7168
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_9216b59482cb(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 7168>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168, true>(p);
+}
+
+// pipelined.t512.v8.tpr512.i1.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::pipelined_kernel<Config, 512, 8, 512, 1, 2, 0>(p);
+}
+
 // regs.t256.v8.tpr256.i4.cap.h7168
 extern "C" __global__ void __launch_bounds__(256, 4)
 normgen_layernorm_fwd_f46dc3c2252f(const NormgenFwdParams p) {
@@ -1019,21 +1064,6 @@ normgen_layernorm_fwd_faf24232aeff(const NormgenFwdParams p) {
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
-}
-
-// regs.t128.v8.tpr128.i7.h7168
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_0fdfed86b8d6(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 7, 1, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.h8192
@@ -1081,24 +1111,39 @@ normgen_layernorm_fwd_ffefef1db57e(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, true, false, false, 8192>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c2.early.h8192
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_67e17c7d706d(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i4.c2.early.h8192
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_39383ff3235a(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 8192>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 8192>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 8192, true>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 8192, true>(p);
 }
 
-// regs.t256.v8.tpr256.i4.h8192
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_05ea37f8db12(const NormgenFwdParams p) {
+// ring.t512.v8.tpr512.i2.s2.h8192
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_1d1493c773e8(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 8192>(p);
+}
+
+// regs.t256.v8.tpr256.i4.cap.h8192
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_6523a24f2c1f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1201,9 +1246,9 @@ normgen_layernorm_fwd_c8343d7e6b55(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
 }
 
-// ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+// ring.t128.v8.tpr128.i6.c2.s3.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_bdc1531ad381(const NormgenFwdParams p) {
+normgen_layernorm_fwd_8da55c1974b4(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1213,7 +1258,7 @@ normgen_layernorm_fwd_bdc1531ad381(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, false, false, false, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i6.h12288
@@ -1244,21 +1289,6 @@ normgen_layernorm_fwd_a8414c818103(const NormgenFwdParams p) {
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
-}
-
-// smem.t128.v8.tpr128
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_ec16029af605(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 0, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.early.h16384
@@ -1306,21 +1336,6 @@ normgen_layernorm_fwd_2ee84dd5f344(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 0, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c8.h16384
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_704b854895b5(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
-}
-
 // regs.t256.v8.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_layernorm_fwd_53ff44def336(const NormgenFwdParams p) {
@@ -1336,19 +1351,19 @@ normgen_layernorm_fwd_53ff44def336(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i2.c2.h16384
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_2757651497c7(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_c80a4bd14f37(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 16384>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 2, 16384>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 16384>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 2, 3, true, false, false, 16384>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
@@ -1439,21 +1454,6 @@ normgen_layernorm_fwd_df373049dd08(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 4, 16, 32768, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c16
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_2e9354a48ee4(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0>(p);
-}
-
 // regs.t512.v8.tpr512.i4.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
 normgen_layernorm_fwd_aa9ad8947a04(const NormgenFwdParams p) {
@@ -1469,19 +1469,19 @@ normgen_layernorm_fwd_aa9ad8947a04(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
 }
 
-// ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_863ccf388140(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_2085c78f5349(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 2, 32768>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 2, 3, true, false, true, 32768>(p);
 }
 
 // ring.t1024.v8.tpr1024.i4.s2.h32768
@@ -1529,19 +1529,19 @@ normgen_layernorm_fwd_3570c3d0f239(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr128.i4.c16.early.h65536
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_8ae06eab55de(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c16.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_c7aef4946000(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.early
@@ -1559,9 +1559,9 @@ normgen_layernorm_fwd_fc876efd2923(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
 }
 
-// ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+// ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_f7a0240c2fc0(const NormgenFwdParams p) {
+normgen_layernorm_fwd_6611273a1836(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1571,7 +1571,7 @@ normgen_layernorm_fwd_f7a0240c2fc0(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 2, true, false, false, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536

@@ -18,9 +18,9 @@ struct Config {
 };
 }  // namespace
 
-// regs.t64.v8.tpr64.i1.cap2048.h512
-extern "C" __global__ void __launch_bounds__(64, 32)
-normgen_rmsnorm_fwd_421d86b4e382(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i1.h512
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_7849046f3110(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -48,21 +48,6 @@ normgen_rmsnorm_fwd_59a1a807a8b7(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
-// regs.t64.v8.tpr64.i1.h512
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_7849046f3110(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 64, 8, 64, 1, 1, 512>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
-}
-
 // regs.t128.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
 normgen_rmsnorm_fwd_55fec9699ffc(const NormgenFwdParams p) {
@@ -76,21 +61,6 @@ normgen_rmsnorm_fwd_55fec9699ffc(const NormgenFwdParams p) {
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
-}
-
-// regs.t1024.v8.tpr32.i2.h512
-extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_fwd_5e97f43b4f9e(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 1024, 8, 32, 2, 1, 512>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 1024, 8, 32, 2, 1, 512>(p);
 }
 
 // ring.t256.v8.tpr16.i4.s2.sw.h512
@@ -138,9 +108,9 @@ normgen_rmsnorm_fwd_ffe54488e2ae(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 2, true, false, false, 768>(p);
 }
 
-// regs.t256.v8.tpr128.i1.cap1536.h768
-extern "C" __global__ void __launch_bounds__(256, 6)
-normgen_rmsnorm_fwd_2ee5148bf87e(const NormgenFwdParams p) {
+// regs.t256.v8.tpr128.i1.h768
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_53485a92eba4(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -183,19 +153,19 @@ normgen_rmsnorm_fwd_ab4618238417(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
 }
 
-// ring.t256.v8.tpr16.i6.s3.sw.h768
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_78d3b2877db9(const NormgenFwdParams p) {
+// ring.t512.v8.tpr16.i6.s3.sw.h768
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_d396cb4c814b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 16, 6, 1, 768>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 16, 6, 1, 768>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 16, 6, 1, 3, true, false, false, 768>(p);
+  normgen::ring_kernel<Config, 512, 8, 16, 6, 1, 3, true, false, false, 768>(p);
 }
 
 // ring.t128.v8.tpr128.i1.s2.sw.h1024
@@ -228,19 +198,19 @@ normgen_rmsnorm_fwd_7c7e7ed47d67(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// ring.t256.v8.tpr128.i1.s2.sw.h1024
+// regs.t256.v8.tpr32.i4.h1024
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3f127f6f13b8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c265a528f4c0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 128, 1, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 4, 1, 1024>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
+  normgen::regs_kernel<Config, 256, 8, 32, 4, 1, 1024>(p);
 }
 
 // ring.t128.v8.tpr32.i4.s3.sw.h1024
@@ -393,9 +363,9 @@ normgen_rmsnorm_fwd_55968bcf1719(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 256, 1, 1, 3, true, false, false, 2048>(p);
 }
 
-// ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
+// ring.t128.v8.tpr32.i8.s3.sw.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8a082aa94906(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_fbc8a5806857(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -405,7 +375,7 @@ normgen_rmsnorm_fwd_8a082aa94906(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 32, 8, 1, 2048>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, true, 2048>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
 }
 
 // regs.t128.v8.tpr128.i2
@@ -483,19 +453,19 @@ normgen_rmsnorm_fwd_5e488bbaccb3(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr128.i3.h2560
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2ff11d489c8e(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i3.h2560
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_1aa65c553454(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 128, 3, 1, 2560>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 2560>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
 }
 
 // regs.t128.v8.tpr128.i3
@@ -543,6 +513,21 @@ normgen_rmsnorm_fwd_580ac3b24179(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 64, 6, 1, 2, true, false, true, 3072>(p);
 }
 
+// regs.t128.v8.tpr128.i3.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_8546911e8f66(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+}
+
 // regs.t512.v8.tpr512.i1.cap2048.h4096
 extern "C" __global__ void __launch_bounds__(512, 4)
 normgen_rmsnorm_fwd_e0d61be44c10(const NormgenFwdParams p) {
@@ -558,49 +543,34 @@ normgen_rmsnorm_fwd_e0d61be44c10(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
 }
 
-// regs.t512.v8.tpr512.i1.cap1536.h4096
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_f20629e3be72(const NormgenFwdParams p) {
+// regs.t1024.v8.tpr512.i1.h4096
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_a8e6f17922a1(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 4096>(p);
+  normgen::prefetch_first_rows<Config, 1024, 8, 512, 1, 1, 4096>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
+  normgen::regs_kernel<Config, 1024, 8, 512, 1, 1, 4096>(p);
 }
 
-// regs.t512.v8.tpr512.i1.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_465747f3b988(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 4096>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
-}
-
-// ring.t128.v8.tpr128.i4.s3.sw.h4096
+// ring.t128.v8.tpr64.i8.s3.sw.h4096
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_b5792515f960(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b9374fefbb10(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 8, 1, 4096>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 8, 1, 3, true, false, false, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i2.h4096
@@ -676,36 +646,6 @@ normgen_rmsnorm_fwd_74222d0b3997(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i2.h5120
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_9a4ac5cc085f(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 5120>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
-}
-
-// ring.t128.v8.tpr128.i5.s3.sw.h5120
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_12f481ebcf94(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
-}
-
 // regs.t256.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_3e5c6444c384(const NormgenFwdParams p) {
@@ -719,6 +659,21 @@ normgen_rmsnorm_fwd_3e5c6444c384(const NormgenFwdParams p) {
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+
+// ring.t512.v8.tpr256.i3.s2
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_30b4325ee3b4(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 2, false, false, false, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.h6144
@@ -751,19 +706,34 @@ normgen_rmsnorm_fwd_726ccfd54551(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0, true>(p);
 }
 
-// ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_821fa6c941aa(const NormgenFwdParams p) {
+// ring.t256.v8.tpr256.i3.s2.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_06b269efd948(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, true, 6144>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 3, 1, 2, false, false, false, 6144>(p);
+}
+
+// regs.t256.v8.tpr256.i3.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_625b047ad821(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
 }
 
 // regs.t512.v8.tpr512.i1.c2.h7168
@@ -781,9 +751,24 @@ normgen_rmsnorm_fwd_11cb0c0adce9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 7168>(p);
 }
 
-// ring.t512.v8.tpr512.i2.s2.sw.h7168
+// regs.t512.v8.tpr512.i1.c2
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_4d6dd7178e6f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0>(p);
+}
+
+// ring.t512.v8.tpr512.i2.s3.h7168
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_ba278b3f44fa(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_20be8332baac(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -793,7 +778,7 @@ normgen_rmsnorm_fwd_ba278b3f44fa(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, true, false, false, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i4
@@ -871,6 +856,21 @@ normgen_rmsnorm_fwd_bd7de4c00f50(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
 }
 
+// regs.t1024.v8.tpr1024.i1.h8192
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_5a3289c18062(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
+  // times its finalists both ways and the dispatch table keeps the faster.
+  if (!p.release_late) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 1, 1, 8192>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_late) normgen::release_dependents();
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 8192>(p);
+}
+
 // regs.t512.v8.tpr512.i2.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
 normgen_rmsnorm_fwd_ddc528574bdf(const NormgenFwdParams p) {
@@ -886,9 +886,9 @@ normgen_rmsnorm_fwd_ddc528574bdf(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
-// ring.t512.v8.tpr512.i2.s2.sw.h8192
+// ring.t512.v8.tpr512.i2.s3.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_eccbc65afb12(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c711f7ef0cff(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -898,7 +898,7 @@ normgen_rmsnorm_fwd_eccbc65afb12(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, true, false, false, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 8192>(p);
 }
 
 // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
@@ -1004,9 +1004,9 @@ normgen_rmsnorm_fwd_8eba21fbcd66(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
 }
 
-// ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+// ring.t128.v8.tpr128.i6.c2.s3.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_fdf5c56a9660(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_db423ed287ce(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1016,7 +1016,7 @@ normgen_rmsnorm_fwd_fdf5c56a9660(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, false, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, false, false, false, 12288>(p);
 }
 
 // smem.t512.v8.tpr512.h12288
@@ -1124,9 +1124,9 @@ normgen_rmsnorm_fwd_7c86ec5aaa4e(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
-// ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+// ring.t128.v8.tpr128.i8.c2.s3.h16384
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_382bc0715ba0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5450b5c96c65(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1136,7 +1136,7 @@ normgen_rmsnorm_fwd_382bc0715ba0(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, false, false, false, 16384>(p);
 }
 
 // regs.t512.v8.tpr512.i4.h16384
@@ -1154,9 +1154,9 @@ normgen_rmsnorm_fwd_0c9120a1b95c(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
 }
 
-// reload.t512.v8.tpr512.h16384
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_5ba5fc4db9d3(const NormgenFwdParams p) {
+// reload.t512.v8.tpr512.cap1536.h16384
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_77e58f5c8603(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1225,9 +1225,9 @@ normgen_rmsnorm_fwd_0ffb5dd4945f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
 }
 
-// ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+// ring.t128.v8.tpr128.i8.c4.s3.sw.h32768
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_36067cbbc8ab(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1209e90a57f6(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
@@ -1237,7 +1237,7 @@ normgen_rmsnorm_fwd_36067cbbc8ab(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 4, 32768>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 8, 4, 3, true, false, true, 32768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 4, 3, true, false, false, 32768>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
@@ -1345,19 +1345,19 @@ normgen_rmsnorm_fwd_e47dbac80bf9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0>(p);
 }
 
-// ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_05053ee33e86(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_a14ac825aca9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
   // times its finalists both ways and the dispatch table keeps the faster.
   if (!p.release_late) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
   normgen::wait_for_previous_grid();
   if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536

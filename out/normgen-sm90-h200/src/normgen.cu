@@ -17,27 +17,27 @@ extern "C" __global__ void normgen_layernorm_fwd_a39a856c46d0(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_87aed85ff9cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d57d55e5f098(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_934b3ef1b661(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15490595a92f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d82a25bf891d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_18e94228c6a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58c7aec48db7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8c884eb5a3c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_44dfc4519e9a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_176506add449(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ecd08c9cd79(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8622eb08f891(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd27b3b9c68b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89432b636690(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ca71278f249(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9575244668dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87538f873fed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3da60e2ad0ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9cd49eccacf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0746328c715f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dd866c0f424b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3f4479626cf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbb247eb1c7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f03e0cb36081(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ea03bf8248a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0fd361606b68(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0c5593f517d5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_30f4af5bd734(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4409e8b0549(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_69b117024243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dfc49eebbc42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cd4501997bba(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ef3eafc837cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_907aa9aaf1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2ded1a2c51b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7b5a6385f2c3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0261f53e1fae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_01eb40f37da1(const NormgenFwdParams p);
@@ -46,73 +46,73 @@ extern "C" __global__ void normgen_layernorm_fwd_ccee5b6441c3(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_98d703851118(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2f8a81bac903(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b0f2c32a1d78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c8d84b8600c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_421d3d1f18f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_34fbe71df784(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_052a5151e7b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4fa03f00dfca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_caa726383f8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09bd365cd4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_db85ccccc2ea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_379dbb721464(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8864d932eb94(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a1cf7c4098fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0eb51e6da596(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c00ad5bd3698(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b970e94b4d3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a056a243204(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02ca3b0af1bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4fed374ffcf1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e38f9eb198a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d3167fcf2b85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_77293a1d02df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f00ab8863fee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c370e47d5f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a107ecfda371(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0814b6a86c78(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ac57e7c6fb9c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_372e2103c2d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed47e7d10b79(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6b0a1924dbbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_21aa722fc200(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffe16c9f6a3e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4947b89aa774(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2952e739baee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2bfb2ee09ccc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3692e1b95807(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da766f228e66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9216b59482cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f46dc3c2252f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_faf24232aeff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fdfed86b8d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0611d9d775c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4bd36990a2d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ffefef1db57e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_67e17c7d706d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05ea37f8db12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_39383ff3235a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1d1493c773e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6523a24f2c1f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2c85a8ce9916(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5fb0db6c3d99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e19d8807e28e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f820cc1cae9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e145c546b818(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c8343d7e6b55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bdc1531ad381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8da55c1974b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_786e4d74b0c3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a8414c818103(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec16029af605(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a4b3fae338c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b943af727c0a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2ee84dd5f344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_704b854895b5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53ff44def336(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2757651497c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c80a4bd14f37(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5244a564ba7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf034326ddee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7eb94c9a7d99(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae567439d1af(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc1856cf053c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_df373049dd08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2e9354a48ee4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aa9ad8947a04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_863ccf388140(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2085c78f5349(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6cf6813af899(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0989ed7e82a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3570c3d0f239(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8ae06eab55de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7aef4946000(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fc876efd2923(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7a0240c2fc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6611273a1836(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9773dbbd5bfe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f7a18519b43f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e81e227d340f(const NormgenFwdParams p);
@@ -125,73 +125,72 @@ extern "C" __global__ void normgen_layernorm_fwd_8840723e36bd(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_e5da5b58c43b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_22b796650d4a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bf0ddffb162f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b27abfcc538c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a59dd4aec9b3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63d777e19a95(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_93da3d15fa71(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2bb4c303072a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_797433f25b93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d3abc3afbce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4a05cfa2e0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7662142ad733(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f0ba04f7260(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6a90fba71940(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d397cb7f1e35(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_91e3c594908b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_979a384c4f10(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_42b1552424ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94ee80dbddc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f11ab266a01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_52f53b58115b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f4a63ab8aee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b147f7d3148(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eedc3d007ef9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e4b93c732d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_256662794e65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1bbb565af711(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a82337e89bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e5d4317ea4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_129b7cac002a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f202ff60f113(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aca1e1adaffd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a0d195dc7099(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c5b121c190ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d38c0b4cc203(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2601f150d585(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb7d3e7b5136(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_10ee713f66f5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d3571f89f3a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_30c0a4339ea9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_42dd2504f83d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3370be5c6e2b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6b62be266d65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d51852fc1097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf1932859a08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1921c3f95c6f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_699fc73b0366(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f3480f520704(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a80e95a3e4d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1cf973f843be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cbdaa66c21eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e4bda0f3c1fe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4c709274ba8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a3b40a3617be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1107240bed44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4852c6dd9006(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c934676771f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_87e590599b01(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_952cded0cd87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6e2fa0e0ae88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9257c0688043(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fe6e2839a5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_700346278104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97a7c90f087f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d78d5b71fd49(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e22f39dc236f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d0f122c7e16(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6bf3d6d79491(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c2ef0457b61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8aabde14d4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f01d2fbe777c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f875dcb65b16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2e1b31bae6b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_deaa3db6e8b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c6c94d0287f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_85685a965bfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1737bb3f509b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a240bcf58b1e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8a4cdb310e7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9c030124e63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c563754224b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e719ac338298(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_199d2840ddf0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97fad271d846(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4c49585fcdb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a48dd8345055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1495e68dda1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2911df80d387(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_75e8ee24f330(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_986ef06d504a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f12a6b17e931(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_059500e9f426(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_951a5803c4a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66cf72195712(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ab6c312e0332(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c391bd3518ec(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_01a74144b72e(const NormgenFwdParams p);
@@ -200,7 +199,6 @@ extern "C" __global__ void normgen_layernorm_fwd_5f778bd4d88b(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_de573740ec03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8428174b96cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ccf60c65dd48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a02320cb9448(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6ba85b909318(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bd8dcbe35c7c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0101a95edb86(const NormgenFwdParams p);
@@ -223,45 +221,43 @@ extern "C" __global__ void normgen_layernorm_fwd_04c1725bddde(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_4e2757d1c669(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c6876290868d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c53a4ae8ac3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3eede55d8994(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a644c1abacb4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d7fddd4aff8c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_590891353e65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80868fc82c99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bfa1635c55e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1fcaa8c1afb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b086ab52291(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bd0a44b0782(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1e7c056365c1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_52364ac01989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52487dbd2299(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d6c8dc3c52bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc420e67f044(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee79affff0f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08fe0dbc3b18(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_642189692582(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eab000894edd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04159fea8374(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_71be4b2b9168(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ff8fd3d82ae2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eabbf668b091(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e28737750a83(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ef230e54456f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2e5ca002a50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_808b1d5f492d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4cd59227e1eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b2089e32914(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ade41f1f9d85(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ca2e6e51e3c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8800251b1a81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65764bb3d477(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c8849ee7e12(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a7fdc0e11632(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_defb46e48a83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6768ce216827(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ffb6aabd7fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a9943308242(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14a6d408f391(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2aeed2bc3fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b8fa53aceb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6768ce216827(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_defb46e48a83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bde6005cc2b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14a6d408f391(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6fd6ca06d93a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fbee4a35b69b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_907313738bfd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a208b2fc9515(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d5b6c56ca4e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bd94404df68b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07dd412d7691(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f6def4ffe896(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af0537a7b27d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bbde664baae3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_65400df6e779(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_14b939ba6439(const NormgenFwdParams p);
@@ -271,9 +267,9 @@ extern "C" __global__ void normgen_layernorm_fwd_2186d25748ab(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_5ac726918e71(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53b1dd89047a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3dd7d0c72435(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d13f2b755df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c5bde6cd495a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b26ca790689(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_643b042f3d3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5764042d3005(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_82d9347afea7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e72695898d08(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8613083533d6(const NormgenFwdParams p);
@@ -282,12 +278,11 @@ extern "C" __global__ void normgen_layernorm_fwd_1b04da747aae(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_6494a652edea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c945b1988e14(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_46400ace4729(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_102f8ccf8e60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a2debafe796(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9fb168bcd02a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2d2bb15f56ce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5b3a388c82e2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9fb28c523a98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_60bc471f9848(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f24ac1df83e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d12423262ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_873208a2de72(const NormgenFwdParams p);
@@ -296,18 +291,19 @@ extern "C" __global__ void normgen_layernorm_fwd_d708c6f913e0(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_b760c65da5ed(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95ca5c799f13(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_525e559d8515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6141da2d0e47(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_483636691fa0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6141da2d0e47(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5c6c0bd98c25(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3f07f52ba116(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff9986baaea0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3ff27ba006c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bd883bd93162(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff9986baaea0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bc5686c67ff7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6dd1a05efcd4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b65c8ab89206(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7649b9d2b3a6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_07284b396a73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b14e5aa9edcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da505ef97c3f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d72ace68b87(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2fdb09222d42(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9e9e8b4da18d(const NormgenFwdParams p);
@@ -317,45 +313,44 @@ extern "C" __global__ void normgen_layernorm_fwd_4bb3a9464044(const NormgenFwdPa
 extern "C" __global__ void normgen_layernorm_fwd_72bc7df0c35a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cf7971017ee4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62b2015bd26f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28800f05feb0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e9db0135c35e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40a29c30ba34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c4706efda49c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f1c9006e6c58(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a2e1978f4312(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c97550289c54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76631f4922c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_018933162cff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab188447e7c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d93739f95b4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_018933162cff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39762916cdef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f57bbc18a51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43a53e7de4fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8dca2f2b417e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1070bf77d5cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a17111bd6396(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ecf82f4e8c60(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59abe8a9f7bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_976706c5a559(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_92b9846acd62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a86fdc81a38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4f63bc4fbed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_935486e28af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f40a61dc5a25(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d304be77f95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db249b579b3c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_601e56d66317(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_741977e5f7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_727e8ac131c5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f73a4af3cece(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_29be065b0aef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_111e077a056f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67b168964a6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4f0209d99f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_97670c191336(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccfe367e53e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10500ce89a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b590376b5e93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dad07638bbc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9df3c4700ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab3e68801dbc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf158b091082(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b522e841f509(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad48ad70195c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8160ab77293c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4777ae550057(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d24533e8223(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9022389a9fa9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0f18739b6420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d24533e8223(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e2c4921282e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0598328ad7c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94ec85972685(const NormgenFwdParams p);
@@ -371,70 +366,64 @@ extern "C" __global__ void normgen_rmsnorm_fwd_f265f65f1a8d(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_982b5e42e749(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e2f7f9ccc744(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2efcb263174(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a977e3bf0dc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e38008b1d67d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e82437edb0d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b8c3edea653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_574fe966e021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec6a54c9da63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89bd366baa23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c7a85752e4b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f4bef47e622f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b212e62736c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f9205908b6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a88cc4c09a52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d5d717077b9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a8c242abe846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a88cc4c09a52(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d72bca185d7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43624b230fc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5eb0eba12139(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_971df96fd598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b87e623078f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d7a353de916b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0101ddedf2a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7372200d7871(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8c6c469860e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccc20234e625(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6c38988750e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e57efbd50e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_684fc4e6cdf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_434f124aa039(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44e299812480(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_189b66c32b7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e62d97687b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c7eb322f1ba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_270250a25ebd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f956412a537(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_589c20381f38(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1e98b3262e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0df7efd1643f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19e161df40a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99d8f4e75b0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cbc1ef17a3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b78b3bbd125e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77ecef1bb0d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26677e7ecb3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8669ee825b1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f71f63d0281(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e27a1d5d7d02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdb5a5b4c571(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e601a4c05469(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_368d4e7944e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_970019ff9fc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_917fdc2825b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8ca69e2dfe5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cb527513748(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ec6cb1f655c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55a06f869dd1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_12f8950ee1cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2c0f6a23078e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e8337155835(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0690969501a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edfb0ab516a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_616840c2878f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee70cb6e6d03(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f6c09d20c23(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_681632c77a8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21532b95516c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2085c903e32a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79c52c36684f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a0f1b75aaf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5656913405e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ec9d948c2eb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba2019445a1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18b012c75da3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2085c903e32a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ebe941962ed8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d3c6ec5baa7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1418eac5b2fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f346028d2ca(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2249f3c554e5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1668821f3df(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e56b3fbbaab7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b77d3f80215c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae9052159faa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9141be385516(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c9d2c8ca7bd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_013024974d63(const NormgenFwdParams p);
@@ -445,113 +434,112 @@ extern "C" __global__ void normgen_rmsnorm_fwd_5bde5936d7d6(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_e1812eaf225c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4965ee4d412a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2334954c978c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0158ff8e9c78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_857a24895000(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ac055f90df8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4640cae2f415(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b995cde99860(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e1712babcf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27589055c7c4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb2efc856f43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6fc353d04b92(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0401443dbf73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d05528728bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_403318ade9c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9bef9df9da38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_980d86cb1dea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1669c0a381c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5632105d9c5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b6ecef58c95(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99ac24706fa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_954f97b628ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5374b48649b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3a4fd88421c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a0f30bf86301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78a5d3ea2533(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0f00382ca9b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_73a626bd312b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5fd22eb1bb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85446340edbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73f534fb38f2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb04849803a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b05c5cb0b3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e7f46b142ea(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c2ae00581980(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_26d222c2dfc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3a1336d7a7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31568b91feb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a445ebf42d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8cdb230208b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a91eb3186d28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb639562476d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ae35544e347(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fed4efd95b69(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35bf3bfeeff8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_23779b2d17a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a445ebf42d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47ab9eb3ba39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78511c936026(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42ffefda1d92(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_412e0365c461(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5d3cc8c74d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8577eb069742(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9644d8218ce4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c4e54b4e4135(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_38690456001c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e20d96a341c3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8043a703f094(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7752627ce61a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b192e78b8d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00922ab65060(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5b6f3fe01803(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a07fa359e751(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85aaae72a738(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d45713a9bc5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5534c21e2d8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1c3a45eb755(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f078f1b6dfc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f2460394e14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7752627ce61a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad30faf28c41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4cefe75f7430(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_505328ea371a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_439cbc8cefae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4a05b45d393(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5617422fd0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79ad0d9d3b06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_708d8d4f1eb8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed70624f1f6d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c56c446b441b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ef7edf418c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8458d5fe4b6a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c8106c4e1e96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_314e52053078(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a84f2bcfd532(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3a182f33cda(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01bc1dc4dea7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_247bb1a02de6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ef7edf418c8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_08512ccbfe9d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_579d520886a4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8dc16fa37402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d742ba5329e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_221f0bb2e291(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_adbb08475ef5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b413aa13bb5f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa6cd6e352d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f90503a03cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b37416e449cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e375fb41002(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0f0a4f18712(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15b5f25e8189(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6849b2deec4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_667462474e6a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6160ad469d55(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c240cc49ac7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac90614253d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd71cb60d4b6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be16d064ea32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba579c51ed19(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9b65a0f4e508(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_45f7eaa30a45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c5e64a621da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1848e45df7a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5de5b8d73f2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10ecadf00dc6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26f2691f0662(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a025a7aa157(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91dc91d5808b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce38abfe7069(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_53cf1b60d85f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe105cc337d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_421d86b4e382(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59a1a807a8b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7849046f3110(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59a1a807a8b7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55fec9699ffc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e97f43b4f9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac90a0962ccb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01f5af047e02(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ffe54488e2ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ee5148bf87e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53485a92eba4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ad7eb7c0f4c9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab4618238417(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78d3b2877db9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d396cb4c814b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9129076e42a0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c7e7ed47d67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f127f6f13b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c265a528f4c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95665edf0b9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_54ec6161f1f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce6929226443(const NormgenFwdParams p);
@@ -562,40 +550,42 @@ extern "C" __global__ void normgen_rmsnorm_fwd_9327b943f67c(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_21939c03637d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_663788b9f17d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55968bcf1719(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a082aa94906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbc8a5806857(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb142669126b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a86c77960a81(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1961f05848a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f587a5b3d9f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e488bbaccb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ff11d489c8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aa65c553454(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_284891b0261f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9876d2d601e4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_580ac3b24179(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8546911e8f66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e0d61be44c10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f20629e3be72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_465747f3b988(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b5792515f960(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8e6f17922a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9374fefbb10(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f568c36f9c32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4db05d673fb2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3423bdc3096(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb5ee9b24596(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74222d0b3997(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a4ac5cc085f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12f481ebcf94(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e5c6444c384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30b4325ee3b4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b1b03c75343(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_726ccfd54551(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_821fa6c941aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_06b269efd948(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_625b047ad821(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_11cb0c0adce9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba278b3f44fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d6dd7178e6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20be8332baac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_028115954670(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc9bf901a6ac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a507d8652c61(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d28096d1f2a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bd7de4c00f50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a3289c18062(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddc528574bdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eccbc65afb12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c711f7ef0cff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_368c1b170ab9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_913dfef7dd63(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee70b9de9828(const NormgenFwdParams p);
@@ -603,7 +593,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_911325852807(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_b06a52e57c1d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cc86b9391736(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8eba21fbcd66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdf5c56a9660(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db423ed287ce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e07763fd49e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a07e74d7595(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1478d5f51ff(const NormgenFwdParams p);
@@ -611,14 +601,14 @@ extern "C" __global__ void normgen_rmsnorm_fwd_a4075eac1864(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_9c073cabaa0c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2938fc192455(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c86ec5aaa4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_382bc0715ba0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5450b5c96c65(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0c9120a1b95c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ba5fc4db9d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77e58f5c8603(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3069cd07dd86(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_caa360159346(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_568a54146e32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0ffb5dd4945f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36067cbbc8ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1209e90a57f6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c4f5f410e54e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09ec31c6d056(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c2b5b987ea91(const NormgenFwdParams p);
@@ -626,7 +616,7 @@ extern "C" __global__ void normgen_rmsnorm_fwd_1c8a25f38863(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_78dc6261b8f5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c83ba104c163(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e47dbac80bf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05053ee33e86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a14ac825aca9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a5bf74f8c50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d656c8c445e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d856bbe28b8a(const NormgenFwdParams p);
@@ -637,14 +627,13 @@ extern "C" __global__ void normgen_rmsnorm_fwd_478c87ffbd9b(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_eb427d3c2ae2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6ecddd5f390f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_693c048bfef4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9f49e880a57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ff1a7cf30ab(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a713c0ac2233(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce21673beb93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41b035fbdb67(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5bc02a3e5b16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f411d30b1a07(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e994b6f36e4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2563c663b5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd8e7a5ca7fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ad2d5444ae3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8a13af2623c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c491cc538fc9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18f204fdeb2d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcad0c91e31f(const NormgenFwdParams p);
@@ -653,269 +642,263 @@ extern "C" __global__ void normgen_rmsnorm_fwd_fec8dae2abb0(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_3689467953dd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e680480145b1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39ba593bb7cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_870a359d8e0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9763598f4935(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4fab0a5e2797(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b78315a783e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f964536414a2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_12b5226a458e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9be0721a741f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad9a3bbf1aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae9b1670c024(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7911c33f627(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c269bb2ba37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11ed1270e7d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4faa1bab574(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e14affed6d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7a8d722549cb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef936ded8149(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6d1f9c0e637(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05e7188fce72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b057f04d17b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_423d163f0be2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9002276fb69f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_acb3a4affee4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19ee24d0fe27(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f2e704d069b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27b49f1830cd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18338bbbd33e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d46aaa4815cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7b46821e62a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01f0f75f1732(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e1a0b2d1cb62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1da7a6528e61(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d0f77c3ed3e1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca89e0cbd4f5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7c8ba3eeb1b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b546a2061bfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_40f6abecce44(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0618ea4d7513(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2aceba388096(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_26473c3f7529(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddec842bf402(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cdd288f85861(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06603e2ac6a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f6bf635aecf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f9425ef3898(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12807aa7a043(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af5de4234d10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5e454509c9e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f83e44de38e3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a18421c73794(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6c96b22cc065(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9639593ee9cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_360484a2df5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5ceb175e065(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee93c7ff2c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_273357a1043b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_87e0f908bebc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19a0c3e40b65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46c40976aa4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26834de8ae70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90d2f10660ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_878b9183646e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e239ee6ac4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f35c6d0fce92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58cb55b6c6ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eedffa815c80(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_44328c08586e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_39b8dad22953(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bff0610719bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c249c78070a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8511934b2306(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be5955ed2410(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35334859a40a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0cb5748c253b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da6374f7b98e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c2a5143f52a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20002e1ad5ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_595b8ec85a10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b747d875bbe6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eaaa2d6e7400(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbc15e2c2efa(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_484c4caac895(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6caf20433c0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84a44edca458(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_561c65b8d65e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_448b798b5fe3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5bec7ba6c43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71c23ab5c9ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27e30e4a0b27(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d1779ea9e13(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_032c161db432(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_889aba4eaf32(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79c4c4284e45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5fc8732b06b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a360dd70d824(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ec5dcbde0056(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77cda15fea51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b28d58b34d9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a4fbbcd4dbb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_16eebdb2e4b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b9a7c8f4324(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d1e7bf1b993(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f16fbba4fdd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9b881ad4d01(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e4eb5a7a278(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59862406bf66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1e7b8cab2c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a39361e8b6ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d460195de83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a39361e8b6ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a652702db34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_602b10b167ff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c2a7d2d270b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cbbb6f441568(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff5d597b1f05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce16f1681f72(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5c975af6d28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e4df419f06f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c69e66912a8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ccb029bf277e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e50f9823bae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5cbaf6314721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a23aa96ec26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58e7d487c9ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c075ddd6a601(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_704adf61d1c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56582c9f617e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2206c02cb91b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4267455df54c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f55f086f18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_662c6f0af2e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a38f2c3da62(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74ce87241900(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26a12f5957d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_704adf61d1c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c075ddd6a601(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acdae3999e28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4267455df54c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_969bbecba9e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f55f086f18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_258fa546290f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e14af8e9144d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb3d67a5d9bf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_715632b45f3f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f215ff5fa192(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6fbd954fdb34(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18bdc14c0303(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ce8bb765e6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b666b38973e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c7a50a859fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20540691a63f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_068b6cfe3f5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_173ac446b863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6868af8795b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38fa0fa0f46d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2084abd3a5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_addf03408c04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1799dd635da5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c00da9c0b962(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44f6e8747d2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f1189642f11(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b00c1614bd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc0ff5667e5c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dbf049c65e93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f1189642f11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc0ff5667e5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44f6e8747d2e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5ebe4fc9dbb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9fe1b1962b1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b233e397f82e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cfbcf54d565(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_689d2c9f0b2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_617311806d24(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fc84516ed8d6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5edeae43814c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5771548f8cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac6938d3c504(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2c6f67003e3c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3cbd6748f352(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0f461813fd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_636b21406437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ff2385ab5d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d181db344ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c6541efe7dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cf2d50eb2cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_636b21406437(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afafe77162f1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5843854bdc17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cabb61d1250(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cf2d50eb2cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42921f55a5f3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f9f84309d09(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7a38b9f953d8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50cb559fd3a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1e087ea8adb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfe4c30d47a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cabb61d1250(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6727c66fb375(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bec4682f91cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_046bab20bfb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a43a74aeaaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9da32892f069(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_44538b819d1a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6d66bb4720d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_70e260a7f94a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_06fb8908cf41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb2d046b077e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6d9f1624785(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37dab744a6fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_038588823398(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6d9f1624785(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_147b25f41dd7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ffd6646a2d4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb2d046b077e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ff71d99d2335(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d0f6cfca8500(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d68d2a605645(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d158175f9168(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_739e50138777(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24ba4fcc1205(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fcb34612eaf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0db18006bde(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c36d99425eac(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dce1e6d5a7f7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_accb15f69b59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a90bc2e6e728(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7eaba9f48808(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5de7b7fe0e45(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_570120bd5b59(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_229b5a6dc0ad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bfc0b60ec870(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_82774d6bcde9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f07aef27eab2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3672f1d39c9a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7019521dc33d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_908f468f128e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c533e60107a5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62ba10d5e390(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92b3f70e3f58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2c2c4db70c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ec43ac20ceb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af3066e6258d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a62342a2c23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5191ddeabdd6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_82e88070a639(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81bd1936302d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5bc938a821c(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_71590c25ad50(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2ac0b6d66ff3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ec4ff5c728a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c18e04a021ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea1ec3390f7d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43a7ea9ce9c0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6fe0af9e0bc1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e349cc43b5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6d294cdada4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e386db3f3889(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fdc0e50fa7f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_088fb838ba15(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7eb93d7b742(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69bbd816f837(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_336f9b686462(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_547c2e84d374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7449487dcf8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e106a28ff1c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6081ddb332d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_753b9a8ab1ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12b3785b6576(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5117d827e47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_503ba5cb9c46(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f18ee570c416(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce59f8178534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b64bf0eed75b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0987014e5e3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2e47487f13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8a519e32a24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5aa881289be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef01513765fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a7c10f405ec6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d8e1fc61f6a3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_840db986eb7e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91b83ff6fd0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62500709aabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5848b167cbd(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1121cba16b2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0154f8b0e5c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_add28d30b855(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9481a7fd8e66(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9990e7045022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dde791ee601(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_549e31ab8eac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45b6280e3400(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f58e35364fc8(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34fb4d761ac6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e1e1df1cd2d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da1d5e0263fc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33feb2aba8ee(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_55cf67c1b272(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fe61e77f023(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae635ea6334f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33f6542830d5(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0259e4c7775f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a891bb26e90(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_56efd5d3dcdc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3861948a4bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26516d4ec7e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d1f158c43ef(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7fd6ac7b0914(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02cf59f4cddc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10e3512afaa7(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b692ee60cad(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47c4797d1972(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f1869aa5aa1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f59b66ed251e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28d335bfcb90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_938284df7263(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1210b794553a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f63bc07bb1fb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b716bcd3df1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_090930b695be(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8aaeaa0d23fe(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d774d54c33c3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f5b2290dd4f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a22d3121338d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7925b493e6e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b392876ff21b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d97cac079f4(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cecc52ce481a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bedd22d2094(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a11e83f3119(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_90496bb9211e(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfe198632d33(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a086370f37a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a11e83f3119(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d1e602cd3ae(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_423fc8389551(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3fbf0bbff4de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bee64b191d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c88a429e2b7f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de7e6d039688(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3bee64b191d0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ed2409ec2d2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b9c8b94c4f0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eaf497ebdeb1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_900dfd597522(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4ffea29d3a6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1ac4f95ca59f(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6bb645c7b900(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35faf241881d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e11c6fb897fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5d03e7f1fee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dfe201df078(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81f693762df9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33ca69d8aa8d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80234884fc89(const NormgenFwdParams p);
@@ -923,32 +906,32 @@ extern "C" __global__ void normgen_rmsnorm_fwd_bb67cc7c7bc1(const NormgenFwdPara
 extern "C" __global__ void normgen_rmsnorm_fwd_0423a3c68ae6(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27b559ff60bc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6524b9fbf374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbe1e4d0a366(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95a63737f15d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6e7639f3abf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1f416fa3b546(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73a60bc4e22f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6e7639f3abf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c000ea2c69bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1af51be16ff(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d4ef1f14af9(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4e31c8363c27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1c2fb3d713d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f217bd25af4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c7fd30501a1(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd0c0e94c8bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0dd083f971f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b02a96d2abce(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f04cf2edbb98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46fbda72a301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_051e55179840(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0dd083f971f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d74908ee2b73(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fc2247111ff2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18a78ea96f56(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_054c96a913df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58b156d409cf(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9ce65e2e1a83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_140faeac38a0(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e21eceee9452(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aa647b2a6cc(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d8b7416babcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1191ac10d840(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e2e84d1f84b(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e124644bfbb(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6151a0d090d3(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_64f2a267273a(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9440ea0c8dc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a24c6cb430d(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a4214af95af2(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c5729d8efb8(const NormgenFwdParams p);
 
@@ -974,27 +957,27 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_87aed85ff9cb, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
   {(const void*)&normgen_layernorm_fwd_d57d55e5f098, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_layernorm_fwd_934b3ef1b661, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_15490595a92f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_layernorm_fwd_d82a25bf891d, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_18e94228c6a8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_58c7aec48db7, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_8c884eb5a3c6, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_44dfc4519e9a, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_176506add449, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
   {(const void*)&normgen_layernorm_fwd_7ecd08c9cd79, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_layernorm_fwd_8622eb08f891, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_dd27b3b9c68b, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_89432b636690, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_7ca71278f249, 4, 512, 8, 32, 4, 1, 2, 102400, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_9575244668dd, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_87538f873fed, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_3da60e2ad0ec, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
+  {(const void*)&normgen_layernorm_fwd_9cd49eccacf3, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_0746328c715f, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
   {(const void*)&normgen_layernorm_fwd_dd866c0f424b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_layernorm_fwd_3f4479626cf7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_cbb247eb1c7f, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_f03e0cb36081, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
   {(const void*)&normgen_layernorm_fwd_ea03bf8248a8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
   {(const void*)&normgen_layernorm_fwd_0fd361606b68, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
   {(const void*)&normgen_layernorm_fwd_0c5593f517d5, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
   {(const void*)&normgen_layernorm_fwd_30f4af5bd734, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_f4409e8b0549, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_layernorm_fwd_69b117024243, 4, 128, 8, 128, 2, 1, 2, 16384, 2048 },  // ring.t128.v8.tpr128.i2.s2.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_dfc49eebbc42, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_cd4501997bba, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
   {(const void*)&normgen_layernorm_fwd_ef3eafc837cc, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_907aa9aaf1e4, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_d2ded1a2c51b, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
   {(const void*)&normgen_layernorm_fwd_7b5a6385f2c3, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
   {(const void*)&normgen_layernorm_fwd_0261f53e1fae, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_01eb40f37da1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
@@ -1003,73 +986,73 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_98d703851118, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
   {(const void*)&normgen_layernorm_fwd_2f8a81bac903, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_b0f2c32a1d78, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_8c8d84b8600c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_421d3d1f18f4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_layernorm_fwd_34fbe71df784, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_052a5151e7b2, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_4fa03f00dfca, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_caa726383f8e, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_layernorm_fwd_09bd365cd4c2, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s3.h3072
+  {(const void*)&normgen_layernorm_fwd_db85ccccc2ea, 4, 128, 8, 128, 3, 1, 2, 12288, 3072 },  // ring.t128.v8.tpr128.i3.s2.h3072
   {(const void*)&normgen_layernorm_fwd_379dbb721464, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_layernorm_fwd_8864d932eb94, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_layernorm_fwd_a1cf7c4098fb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_0eb51e6da596, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
   {(const void*)&normgen_layernorm_fwd_c00ad5bd3698, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_layernorm_fwd_b970e94b4d3a, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_0a056a243204, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_02ca3b0af1bd, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
   {(const void*)&normgen_layernorm_fwd_4fed374ffcf1, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
   {(const void*)&normgen_layernorm_fwd_8e38f9eb198a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_d3167fcf2b85, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_77293a1d02df, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
-  {(const void*)&normgen_layernorm_fwd_f00ab8863fee, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_0c370e47d5f6, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.early.h5120
   {(const void*)&normgen_layernorm_fwd_a107ecfda371, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
   {(const void*)&normgen_layernorm_fwd_0814b6a86c78, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
   {(const void*)&normgen_layernorm_fwd_ac57e7c6fb9c, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_372e2103c2d2, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_ed47e7d10b79, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_layernorm_fwd_6b0a1924dbbb, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_acd65e2e4979, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_21aa722fc200, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_ffe16c9f6a3e, 4, 256, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t256.v8.tpr256.i3.s2.sw.h6144
   {(const void*)&normgen_layernorm_fwd_4947b89aa774, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
   {(const void*)&normgen_layernorm_fwd_2952e739baee, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_2bfb2ee09ccc, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_3692e1b95807, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
   {(const void*)&normgen_layernorm_fwd_da766f228e66, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_9216b59482cb, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_acd65e2e4979, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_layernorm_fwd_f46dc3c2252f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
   {(const void*)&normgen_layernorm_fwd_faf24232aeff, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_0fdfed86b8d6, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_layernorm_fwd_0611d9d775c1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_f4bd36990a2d, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_ffefef1db57e, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_67e17c7d706d, 0, 256, 8, 256, 2, 2, 2, 0, 8192 },  // regs.t256.v8.tpr256.i2.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_05ea37f8db12, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_39383ff3235a, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_1d1493c773e8, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
+  {(const void*)&normgen_layernorm_fwd_6523a24f2c1f, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
   {(const void*)&normgen_layernorm_fwd_2c85a8ce9916, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_layernorm_fwd_5fb0db6c3d99, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
   {(const void*)&normgen_layernorm_fwd_e19d8807e28e, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_layernorm_fwd_6f820cc1cae9, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
   {(const void*)&normgen_layernorm_fwd_e145c546b818, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
   {(const void*)&normgen_layernorm_fwd_c8343d7e6b55, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_bdc1531ad381, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_8da55c1974b4, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
   {(const void*)&normgen_layernorm_fwd_786e4d74b0c3, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_a8414c818103, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_ec16029af605, 2, 128, 8, 128, 0, 1, 2, 0, 0 },  // smem.t128.v8.tpr128
   {(const void*)&normgen_layernorm_fwd_a4b3fae338c0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
   {(const void*)&normgen_layernorm_fwd_b943af727c0a, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_layernorm_fwd_2ee84dd5f344, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_704b854895b5, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
   {(const void*)&normgen_layernorm_fwd_53ff44def336, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_2757651497c7, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_c80a4bd14f37, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
   {(const void*)&normgen_layernorm_fwd_5244a564ba7d, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
   {(const void*)&normgen_layernorm_fwd_cf034326ddee, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
   {(const void*)&normgen_layernorm_fwd_7eb94c9a7d99, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
   {(const void*)&normgen_layernorm_fwd_ae567439d1af, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
   {(const void*)&normgen_layernorm_fwd_cc1856cf053c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_layernorm_fwd_df373049dd08, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_2e9354a48ee4, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
   {(const void*)&normgen_layernorm_fwd_aa9ad8947a04, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_863ccf388140, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_2085c78f5349, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
   {(const void*)&normgen_layernorm_fwd_6cf6813af899, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
   {(const void*)&normgen_layernorm_fwd_0989ed7e82a3, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
   {(const void*)&normgen_layernorm_fwd_3570c3d0f239, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_8ae06eab55de, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_c7aef4946000, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_layernorm_fwd_fc876efd2923, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_f7a0240c2fc0, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_6611273a1836, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
   {(const void*)&normgen_layernorm_fwd_9773dbbd5bfe, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
   {(const void*)&normgen_layernorm_fwd_f7a18519b43f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
   {(const void*)&normgen_layernorm_fwd_e81e227d340f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
@@ -1082,73 +1065,72 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_e5da5b58c43b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_22b796650d4a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
   {(const void*)&normgen_layernorm_fwd_bf0ddffb162f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_b27abfcc538c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_a59dd4aec9b3, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
   {(const void*)&normgen_layernorm_fwd_63d777e19a95, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
   {(const void*)&normgen_layernorm_fwd_93da3d15fa71, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
   {(const void*)&normgen_layernorm_fwd_2bb4c303072a, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
   {(const void*)&normgen_layernorm_fwd_797433f25b93, 4, 128, 8, 128, 1, 1, 2, 8192, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_1d3abc3afbce, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
+  {(const void*)&normgen_layernorm_fwd_c4a05cfa2e0f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_7662142ad733, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap
+  {(const void*)&normgen_layernorm_fwd_9f0ba04f7260, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_6a90fba71940, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_d397cb7f1e35, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_layernorm_fwd_91e3c594908b, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
   {(const void*)&normgen_layernorm_fwd_979a384c4f10, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
   {(const void*)&normgen_layernorm_fwd_42b1552424ec, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_94ee80dbddc5, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_0f11ab266a01, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_52f53b58115b, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
   {(const void*)&normgen_layernorm_fwd_5f4a63ab8aee, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_7b147f7d3148, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_eedc3d007ef9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_e4b93c732d36, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_256662794e65, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
   {(const void*)&normgen_layernorm_fwd_1bbb565af711, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
   {(const void*)&normgen_layernorm_fwd_7a82337e89bc, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_0e5d4317ea4c, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_129b7cac002a, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_f202ff60f113, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_aca1e1adaffd, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.cap.h2048
   {(const void*)&normgen_layernorm_fwd_a0d195dc7099, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
   {(const void*)&normgen_layernorm_fwd_c5b121c190ed, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_d38c0b4cc203, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_2601f150d585, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_fb7d3e7b5136, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_10ee713f66f5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
   {(const void*)&normgen_layernorm_fwd_d3571f89f3a4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_30c0a4339ea9, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
   {(const void*)&normgen_layernorm_fwd_42dd2504f83d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_3370be5c6e2b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
   {(const void*)&normgen_layernorm_fwd_6b62be266d65, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
   {(const void*)&normgen_layernorm_fwd_d51852fc1097, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_bf1932859a08, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_1921c3f95c6f, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
   {(const void*)&normgen_layernorm_fwd_699fc73b0366, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_f3480f520704, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_6a80e95a3e4d, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s3.h3072
   {(const void*)&normgen_layernorm_fwd_1cf973f843be, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_layernorm_fwd_cbdaa66c21eb, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_e4bda0f3c1fe, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
   {(const void*)&normgen_layernorm_fwd_4c709274ba8d, 4, 512, 8, 256, 2, 1, 2, 65536, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_a3b40a3617be, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_1107240bed44, 4, 128, 8, 128, 4, 1, 2, 40960, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_layernorm_fwd_4852c6dd9006, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
   {(const void*)&normgen_layernorm_fwd_c934676771f1, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
   {(const void*)&normgen_layernorm_fwd_87e590599b01, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
   {(const void*)&normgen_layernorm_fwd_952cded0cd87, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_layernorm_fwd_6e2fa0e0ae88, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_9257c0688043, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_1fe6e2839a5c, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_700346278104, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_97a7c90f087f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.cap.h5120
   {(const void*)&normgen_layernorm_fwd_d78d5b71fd49, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
   {(const void*)&normgen_layernorm_fwd_e22f39dc236f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
   {(const void*)&normgen_layernorm_fwd_3d0f122c7e16, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
   {(const void*)&normgen_layernorm_fwd_6bf3d6d79491, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_1c2ef0457b61, 4, 256, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t256.v8.tpr256.i3.s2.sw.h6144
-  {(const void*)&normgen_layernorm_fwd_f8aabde14d4c, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_f01d2fbe777c, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_layernorm_fwd_f875dcb65b16, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_a2e1b31bae6b, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
   {(const void*)&normgen_layernorm_fwd_deaa3db6e8b9, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
   {(const void*)&normgen_layernorm_fwd_9c6c94d0287f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_layernorm_fwd_85685a965bfa, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_1737bb3f509b, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_a240bcf58b1e, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
   {(const void*)&normgen_layernorm_fwd_8a4cdb310e7a, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
   {(const void*)&normgen_layernorm_fwd_c9c030124e63, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_4c563754224b, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
   {(const void*)&normgen_layernorm_fwd_e719ac338298, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_layernorm_fwd_199d2840ddf0, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
   {(const void*)&normgen_layernorm_fwd_97fad271d846, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
   {(const void*)&normgen_layernorm_fwd_4c49585fcdb8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_a48dd8345055, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_d1495e68dda1, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
+  {(const void*)&normgen_layernorm_fwd_2911df80d387, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
   {(const void*)&normgen_layernorm_fwd_75e8ee24f330, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
   {(const void*)&normgen_layernorm_fwd_986ef06d504a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_f12a6b17e931, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
   {(const void*)&normgen_layernorm_fwd_059500e9f426, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_951a5803c4a5, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s2.sw.h12288
+  {(const void*)&normgen_layernorm_fwd_66cf72195712, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
   {(const void*)&normgen_layernorm_fwd_ab6c312e0332, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
   {(const void*)&normgen_layernorm_fwd_c391bd3518ec, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
   {(const void*)&normgen_layernorm_fwd_01a74144b72e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
@@ -1157,7 +1139,6 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_de573740ec03, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
   {(const void*)&normgen_layernorm_fwd_8428174b96cf, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
   {(const void*)&normgen_layernorm_fwd_ccf60c65dd48, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_a02320cb9448, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
   {(const void*)&normgen_layernorm_fwd_6ba85b909318, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_layernorm_fwd_bd8dcbe35c7c, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
   {(const void*)&normgen_layernorm_fwd_0101a95edb86, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.h32768
@@ -1180,45 +1161,43 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_4e2757d1c669, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_layernorm_fwd_c6876290868d, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
   {(const void*)&normgen_layernorm_fwd_c53a4ae8ac3e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_3eede55d8994, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_a644c1abacb4, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
   {(const void*)&normgen_layernorm_fwd_d7fddd4aff8c, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
   {(const void*)&normgen_layernorm_fwd_590891353e65, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_80868fc82c99, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
+  {(const void*)&normgen_layernorm_fwd_3bfa1635c55e, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
   {(const void*)&normgen_layernorm_fwd_1fcaa8c1afb7, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_1b086ab52291, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_1bd0a44b0782, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
   {(const void*)&normgen_layernorm_fwd_1e7c056365c1, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
   {(const void*)&normgen_layernorm_fwd_52364ac01989, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_52487dbd2299, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_d6c8dc3c52bd, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_bc420e67f044, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
+  {(const void*)&normgen_layernorm_fwd_ee79affff0f1, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap
   {(const void*)&normgen_layernorm_fwd_08fe0dbc3b18, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_642189692582, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_eab000894edd, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_04159fea8374, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
   {(const void*)&normgen_layernorm_fwd_71be4b2b9168, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_layernorm_fwd_ff8fd3d82ae2, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_layernorm_fwd_eabbf668b091, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
   {(const void*)&normgen_layernorm_fwd_e28737750a83, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
   {(const void*)&normgen_layernorm_fwd_ef230e54456f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_b2e5ca002a50, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
   {(const void*)&normgen_layernorm_fwd_808b1d5f492d, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
   {(const void*)&normgen_layernorm_fwd_4cd59227e1eb, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_4b2089e32914, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.cap
   {(const void*)&normgen_layernorm_fwd_ade41f1f9d85, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
   {(const void*)&normgen_layernorm_fwd_ca2e6e51e3c1, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_8800251b1a81, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_65764bb3d477, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_1c8849ee7e12, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap1536.h2048
   {(const void*)&normgen_layernorm_fwd_a7fdc0e11632, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_defb46e48a83, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_6768ce216827, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_4ffb6aabd7fa, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.cap1536
-  {(const void*)&normgen_layernorm_fwd_9a9943308242, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
-  {(const void*)&normgen_layernorm_fwd_14a6d408f391, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_f2aeed2bc3fb, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
   {(const void*)&normgen_layernorm_fwd_8b8fa53aceb1, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_6768ce216827, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_defb46e48a83, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_bde6005cc2b0, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_14a6d408f391, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_layernorm_fwd_6fd6ca06d93a, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_fbee4a35b69b, 0, 512, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t512.v4.tpr256.i3.cap1536.h3072
-  {(const void*)&normgen_layernorm_fwd_907313738bfd, 3, 256, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr128.cap.h3072
   {(const void*)&normgen_layernorm_fwd_a208b2fc9515, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
   {(const void*)&normgen_layernorm_fwd_d5b6c56ca4e3, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_layernorm_fwd_bd94404df68b, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_07dd412d7691, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_f6def4ffe896, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap2048
+  {(const void*)&normgen_layernorm_fwd_af0537a7b27d, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
   {(const void*)&normgen_layernorm_fwd_bbde664baae3, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
   {(const void*)&normgen_layernorm_fwd_65400df6e779, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
   {(const void*)&normgen_layernorm_fwd_14b939ba6439, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
@@ -1228,9 +1207,9 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_5ac726918e71, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_layernorm_fwd_53b1dd89047a, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
   {(const void*)&normgen_layernorm_fwd_3dd7d0c72435, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_9d13f2b755df, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
-  {(const void*)&normgen_layernorm_fwd_c5bde6cd495a, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_3b26ca790689, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
   {(const void*)&normgen_layernorm_fwd_643b042f3d3e, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_5764042d3005, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_layernorm_fwd_82d9347afea7, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
   {(const void*)&normgen_layernorm_fwd_e72695898d08, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_layernorm_fwd_8613083533d6, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
@@ -1239,12 +1218,11 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_6494a652edea, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
   {(const void*)&normgen_layernorm_fwd_c945b1988e14, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
   {(const void*)&normgen_layernorm_fwd_46400ace4729, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_layernorm_fwd_102f8ccf8e60, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_9a2debafe796, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7.cap
   {(const void*)&normgen_layernorm_fwd_9fb168bcd02a, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
   {(const void*)&normgen_layernorm_fwd_2d2bb15f56ce, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
   {(const void*)&normgen_layernorm_fwd_5b3a388c82e2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_layernorm_fwd_9fb28c523a98, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_60bc471f9848, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
   {(const void*)&normgen_layernorm_fwd_f24ac1df83e4, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
   {(const void*)&normgen_layernorm_fwd_3d12423262ed, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
   {(const void*)&normgen_layernorm_fwd_873208a2de72, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
@@ -1253,18 +1231,19 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_b760c65da5ed, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
   {(const void*)&normgen_layernorm_fwd_95ca5c799f13, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
   {(const void*)&normgen_layernorm_fwd_525e559d8515, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_layernorm_fwd_6141da2d0e47, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
   {(const void*)&normgen_layernorm_fwd_483636691fa0, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_6141da2d0e47, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
   {(const void*)&normgen_layernorm_fwd_5c6c0bd98c25, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
   {(const void*)&normgen_layernorm_fwd_3f07f52ba116, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_ff9986baaea0, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_b3ff27ba006c, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
   {(const void*)&normgen_layernorm_fwd_bd883bd93162, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_ff9986baaea0, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
   {(const void*)&normgen_layernorm_fwd_bc5686c67ff7, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
   {(const void*)&normgen_layernorm_fwd_6dd1a05efcd4, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
   {(const void*)&normgen_layernorm_fwd_b65c8ab89206, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
   {(const void*)&normgen_layernorm_fwd_7649b9d2b3a6, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.cap
   {(const void*)&normgen_layernorm_fwd_07284b396a73, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_b14e5aa9edcd, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_da505ef97c3f, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
   {(const void*)&normgen_layernorm_fwd_3d72ace68b87, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
   {(const void*)&normgen_layernorm_fwd_2fdb09222d42, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
   {(const void*)&normgen_layernorm_fwd_9e9e8b4da18d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
@@ -1274,45 +1253,44 @@ const Variant kVariants[] = {
   {(const void*)&normgen_layernorm_fwd_72bc7df0c35a, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
   {(const void*)&normgen_layernorm_fwd_cf7971017ee4, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
   {(const void*)&normgen_layernorm_fwd_62b2015bd26f, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_28800f05feb0, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
   {(const void*)&normgen_layernorm_fwd_e9db0135c35e, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
   {(const void*)&normgen_layernorm_fwd_40a29c30ba34, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
   {(const void*)&normgen_layernorm_fwd_c4706efda49c, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_layernorm_fwd_f1c9006e6c58, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
   {(const void*)&normgen_layernorm_fwd_a2e1978f4312, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_c97550289c54, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_76631f4922c5, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_018933162cff, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_ab188447e7c6, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_d93739f95b4d, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_018933162cff, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_39762916cdef, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
   {(const void*)&normgen_rmsnorm_fwd_7f57bbc18a51, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_43a53e7de4fe, 4, 512, 8, 16, 4, 1, 2, 66560, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8dca2f2b417e, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_1070bf77d5cb, 4, 512, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_a17111bd6396, 4, 1024, 8, 16, 4, 1, 2, 132096, 512 },  // ring.t1024.v8.tpr16.i4.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_ecf82f4e8c60, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
   {(const void*)&normgen_rmsnorm_fwd_59abe8a9f7bd, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
   {(const void*)&normgen_rmsnorm_fwd_976706c5a559, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
   {(const void*)&normgen_rmsnorm_fwd_92b9846acd62, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_9a86fdc81a38, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_b4f63bc4fbed, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_935486e28af7, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_f40a61dc5a25, 4, 512, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t512.v8.tpr16.i6.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_5d304be77f95, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_db249b579b3c, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_601e56d66317, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_741977e5f7c8, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_727e8ac131c5, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
   {(const void*)&normgen_rmsnorm_fwd_f73a4af3cece, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_29be065b0aef, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_111e077a056f, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
   {(const void*)&normgen_rmsnorm_fwd_67b168964a6d, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_b4f0209d99f5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_97670c191336, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ccfe367e53e9, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_10500ce89a77, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b590376b5e93, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_dad07638bbc9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_c9df3c4700ff, 4, 512, 8, 32, 6, 1, 2, 101376, 1536 },  // ring.t512.v8.tpr32.i6.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ab3e68801dbc, 4, 128, 8, 64, 3, 1, 2, 12288, 0 },  // ring.t128.v8.tpr64.i3.s2
   {(const void*)&normgen_rmsnorm_fwd_cf158b091082, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b522e841f509, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_ad48ad70195c, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_8160ab77293c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4777ae550057, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6d24533e8223, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_9022389a9fa9, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
   {(const void*)&normgen_rmsnorm_fwd_0f18739b6420, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6d24533e8223, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_e2c4921282e1, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_b0598328ad7c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_94ec85972685, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
@@ -1328,70 +1306,64 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_982b5e42e749, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
   {(const void*)&normgen_rmsnorm_fwd_e2f7f9ccc744, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
   {(const void*)&normgen_rmsnorm_fwd_b2efcb263174, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1a977e3bf0dc, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
   {(const void*)&normgen_rmsnorm_fwd_e38008b1d67d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_e82437edb0d7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_1b8c3edea653, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_574fe966e021, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ec6a54c9da63, 0, 128, 8, 128, 2, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_89bd366baa23, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_5c7a85752e4b, 4, 512, 8, 512, 1, 1, 2, 24576, 4096 },  // ring.t512.v8.tpr512.i1.s2.sw.h4096
   {(const void*)&normgen_rmsnorm_fwd_f4bef47e622f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
   {(const void*)&normgen_rmsnorm_fwd_b212e62736c5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2f9205908b6c, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_a88cc4c09a52, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_3d5d717077b9, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
   {(const void*)&normgen_rmsnorm_fwd_a8c242abe846, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a88cc4c09a52, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
   {(const void*)&normgen_rmsnorm_fwd_9d72bca185d7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_43624b230fc8, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_5eb0eba12139, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_971df96fd598, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9b87e623078f, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
   {(const void*)&normgen_rmsnorm_fwd_d7a353de916b, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_a0101ddedf2a, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_7372200d7871, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e8c6c469860e, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
   {(const void*)&normgen_rmsnorm_fwd_ccc20234e625, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
   {(const void*)&normgen_rmsnorm_fwd_e6c38988750e, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_6e57efbd50e6, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_684fc4e6cdf4, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_434f124aa039, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_44e299812480, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
   {(const void*)&normgen_rmsnorm_fwd_189b66c32b7f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_6e62d97687b1, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c7eb322f1ba3, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_270250a25ebd, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
   {(const void*)&normgen_rmsnorm_fwd_6f956412a537, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
   {(const void*)&normgen_rmsnorm_fwd_589c20381f38, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_a1e98b3262e9, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0df7efd1643f, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_19e161df40a0, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_99d8f4e75b0b, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1cbc1ef17a3b, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_b78b3bbd125e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_77ecef1bb0d3, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_26677e7ecb3f, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8669ee825b1a, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
   {(const void*)&normgen_rmsnorm_fwd_2f71f63d0281, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_e27a1d5d7d02, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_bdb5a5b4c571, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_e601a4c05469, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
   {(const void*)&normgen_rmsnorm_fwd_368d4e7944e1, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_970019ff9fc6, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_917fdc2825b3, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c8ca69e2dfe5, 4, 512, 8, 512, 3, 1, 2, 49152, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7cb527513748, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
   {(const void*)&normgen_rmsnorm_fwd_ec6cb1f655c9, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_55a06f869dd1, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
   {(const void*)&normgen_rmsnorm_fwd_12f8950ee1cf, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
   {(const void*)&normgen_rmsnorm_fwd_2c0f6a23078e, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_6e8337155835, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0690969501a3, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_edfb0ab516a1, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_616840c2878f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_ee70cb6e6d03, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
   {(const void*)&normgen_rmsnorm_fwd_6f6c09d20c23, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
   {(const void*)&normgen_rmsnorm_fwd_681632c77a8b, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_21532b95516c, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2085c903e32a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_79c52c36684f, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_7a0f1b75aaf3, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5656913405e9, 0, 512, 8, 512, 1, 8, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_7ec9d948c2eb, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
   {(const void*)&normgen_rmsnorm_fwd_ba2019445a1d, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_18b012c75da3, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2085c903e32a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_ebe941962ed8, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2d3c6ec5baa7, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_1418eac5b2fc, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_1f346028d2ca, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_2249f3c554e5, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
   {(const void*)&normgen_rmsnorm_fwd_d1668821f3df, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
   {(const void*)&normgen_rmsnorm_fwd_e56b3fbbaab7, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_b77d3f80215c, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ae9052159faa, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_9141be385516, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
   {(const void*)&normgen_rmsnorm_fwd_5c9d2c8ca7bd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_013024974d63, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
@@ -1402,113 +1374,112 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_e1812eaf225c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_4965ee4d412a, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_2334954c978c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_0158ff8e9c78, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_857a24895000, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
   {(const void*)&normgen_rmsnorm_fwd_4ac055f90df8, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_4640cae2f415, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_b995cde99860, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
   {(const void*)&normgen_rmsnorm_fwd_1e1712babcf1, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_27589055c7c4, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_eb2efc856f43, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_6fc353d04b92, 4, 128, 8, 128, 1, 1, 2, 12288, 768 },  // ring.t128.v8.tpr128.i1.s3.h768
+  {(const void*)&normgen_rmsnorm_fwd_0401443dbf73, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_d05528728bd2, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_403318ade9c3, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_9bef9df9da38, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_980d86cb1dea, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
   {(const void*)&normgen_rmsnorm_fwd_1669c0a381c0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_5632105d9c5f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
   {(const void*)&normgen_rmsnorm_fwd_0b6ecef58c95, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
   {(const void*)&normgen_rmsnorm_fwd_99ac24706fa0, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_954f97b628ea, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_e5374b48649b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
   {(const void*)&normgen_rmsnorm_fwd_a3a4fd88421c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
   {(const void*)&normgen_rmsnorm_fwd_a0f30bf86301, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_78a5d3ea2533, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b0f00382ca9b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
   {(const void*)&normgen_rmsnorm_fwd_73a626bd312b, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b5fd22eb1bb4, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_85446340edbb, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_73f534fb38f2, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_eb04849803a3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
   {(const void*)&normgen_rmsnorm_fwd_1b05c5cb0b3a, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1e7f46b142ea, 0, 512, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t512.v8.tpr256.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_c2ae00581980, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
   {(const void*)&normgen_rmsnorm_fwd_26d222c2dfc8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
   {(const void*)&normgen_rmsnorm_fwd_b3a1336d7a7a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_31568b91feb8, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3a445ebf42d3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_d8cdb230208b, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_a91eb3186d28, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_eb639562476d, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
   {(const void*)&normgen_rmsnorm_fwd_4ae35544e347, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_fed4efd95b69, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_35bf3bfeeff8, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_23779b2d17a9, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_3a445ebf42d3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_47ab9eb3ba39, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_78511c936026, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_42ffefda1d92, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_412e0365c461, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_d5d3cc8c74d5, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_8577eb069742, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9644d8218ce4, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.cap2048.h4096
   {(const void*)&normgen_rmsnorm_fwd_c4e54b4e4135, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_38690456001c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_e20d96a341c3, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
   {(const void*)&normgen_rmsnorm_fwd_8043a703f094, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_7752627ce61a, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_0b192e78b8d1, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_00922ab65060, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
   {(const void*)&normgen_rmsnorm_fwd_5b6f3fe01803, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
   {(const void*)&normgen_rmsnorm_fwd_a07fa359e751, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
   {(const void*)&normgen_rmsnorm_fwd_85aaae72a738, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_7d45713a9bc5, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_5534c21e2d8d, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
   {(const void*)&normgen_rmsnorm_fwd_a1c3a45eb755, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f078f1b6dfc0, 4, 512, 8, 512, 2, 1, 2, 81920, 6144 },  // ring.t512.v8.tpr512.i2.s2.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9f2460394e14, 4, 128, 8, 128, 3, 2, 2, 43008, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7752627ce61a, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_ad30faf28c41, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4cefe75f7430, 4, 1024, 8, 512, 2, 1, 2, 212992, 6144 },  // ring.t1024.v8.tpr512.i2.s3.sw.h6144
   {(const void*)&normgen_rmsnorm_fwd_505328ea371a, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
   {(const void*)&normgen_rmsnorm_fwd_439cbc8cefae, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_e4a05b45d393, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c5617422fd0f, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_79ad0d9d3b06, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_708d8d4f1eb8, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
   {(const void*)&normgen_rmsnorm_fwd_ed70624f1f6d, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
   {(const void*)&normgen_rmsnorm_fwd_c56c446b441b, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_8ef7edf418c8, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_8458d5fe4b6a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_c8106c4e1e96, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_314e52053078, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
   {(const void*)&normgen_rmsnorm_fwd_a84f2bcfd532, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
   {(const void*)&normgen_rmsnorm_fwd_f3a182f33cda, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_01bc1dc4dea7, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
   {(const void*)&normgen_rmsnorm_fwd_247bb1a02de6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8ef7edf418c8, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_08512ccbfe9d, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_579d520886a4, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_8dc16fa37402, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9d742ba5329e, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
   {(const void*)&normgen_rmsnorm_fwd_221f0bb2e291, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
   {(const void*)&normgen_rmsnorm_fwd_adbb08475ef5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b413aa13bb5f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_fa6cd6e352d9, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_6f90503a03cc, 4, 256, 8, 256, 1, 8, 2, 20480, 16384 },  // ring.t256.v8.tpr256.i1.c8.s2.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_b37416e449cc, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_2e375fb41002, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c0f0a4f18712, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
   {(const void*)&normgen_rmsnorm_fwd_15b5f25e8189, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_6849b2deec4c, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_667462474e6a, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
   {(const void*)&normgen_rmsnorm_fwd_6160ad469d55, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_5c240cc49ac7, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_ac90614253d5, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_cd71cb60d4b6, 4, 256, 8, 256, 4, 4, 2, 114688, 32768 },  // ring.t256.v8.tpr256.i4.c4.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_be16d064ea32, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_ba579c51ed19, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_9b65a0f4e508, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_45f7eaa30a45, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_0c5e64a621da, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_f1848e45df7a, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_5de5b8d73f2b, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_10ecadf00dc6, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_26f2691f0662, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_9a025a7aa157, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_91dc91d5808b, 4, 256, 8, 256, 8, 8, 2, 229376, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
   {(const void*)&normgen_rmsnorm_fwd_ce38abfe7069, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_53cf1b60d85f, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_fe105cc337d4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_421d86b4e382, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_59a1a807a8b7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_7849046f3110, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_59a1a807a8b7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_55fec9699ffc, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_5e97f43b4f9e, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
   {(const void*)&normgen_rmsnorm_fwd_ac90a0962ccb, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_01f5af047e02, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
   {(const void*)&normgen_rmsnorm_fwd_ffe54488e2ae, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_2ee5148bf87e, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_53485a92eba4, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
   {(const void*)&normgen_rmsnorm_fwd_ad7eb7c0f4c9, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_ab4618238417, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_78d3b2877db9, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_d396cb4c814b, 4, 512, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t512.v8.tpr16.i6.s3.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_9129076e42a0, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_7c7e7ed47d67, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3f127f6f13b8, 4, 256, 8, 128, 1, 1, 2, 10240, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c265a528f4c0, 0, 256, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t256.v8.tpr32.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_95665edf0b9f, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_54ec6161f1f7, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
   {(const void*)&normgen_rmsnorm_fwd_ce6929226443, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
@@ -1519,40 +1490,42 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_21939c03637d, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
   {(const void*)&normgen_rmsnorm_fwd_663788b9f17d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
   {(const void*)&normgen_rmsnorm_fwd_55968bcf1719, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8a082aa94906, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fbc8a5806857, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
   {(const void*)&normgen_rmsnorm_fwd_cb142669126b, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_a86c77960a81, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_1961f05848a1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_2f587a5b3d9f, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
   {(const void*)&normgen_rmsnorm_fwd_5e488bbaccb3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_2ff11d489c8e, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1aa65c553454, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_284891b0261f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_9876d2d601e4, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
   {(const void*)&normgen_rmsnorm_fwd_580ac3b24179, 4, 128, 8, 64, 6, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.hold.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8546911e8f66, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_e0d61be44c10, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f20629e3be72, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
-  {(const void*)&normgen_rmsnorm_fwd_465747f3b988, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b5792515f960, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a8e6f17922a1, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b9374fefbb10, 4, 128, 8, 64, 8, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.h4096
   {(const void*)&normgen_rmsnorm_fwd_f568c36f9c32, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
   {(const void*)&normgen_rmsnorm_fwd_4db05d673fb2, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
   {(const void*)&normgen_rmsnorm_fwd_e3423bdc3096, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_fb5ee9b24596, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_74222d0b3997, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_9a4ac5cc085f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_12f481ebcf94, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
   {(const void*)&normgen_rmsnorm_fwd_3e5c6444c384, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_30b4325ee3b4, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
   {(const void*)&normgen_rmsnorm_fwd_0b1b03c75343, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
   {(const void*)&normgen_rmsnorm_fwd_726ccfd54551, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_821fa6c941aa, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_06b269efd948, 4, 256, 8, 256, 3, 1, 2, 24576, 6144 },  // ring.t256.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_625b047ad821, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_11cb0c0adce9, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ba278b3f44fa, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4d6dd7178e6f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_20be8332baac, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s3.h7168
   {(const void*)&normgen_rmsnorm_fwd_028115954670, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_bc9bf901a6ac, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
   {(const void*)&normgen_rmsnorm_fwd_a507d8652c61, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_d28096d1f2a3, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_bd7de4c00f50, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_5a3289c18062, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
   {(const void*)&normgen_rmsnorm_fwd_ddc528574bdf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_eccbc65afb12, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c711f7ef0cff, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
   {(const void*)&normgen_rmsnorm_fwd_368c1b170ab9, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
   {(const void*)&normgen_rmsnorm_fwd_913dfef7dd63, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
   {(const void*)&normgen_rmsnorm_fwd_ee70b9de9828, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
@@ -1560,7 +1533,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_b06a52e57c1d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_cc86b9391736, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_8eba21fbcd66, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_fdf5c56a9660, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_db423ed287ce, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
   {(const void*)&normgen_rmsnorm_fwd_3e07763fd49e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
   {(const void*)&normgen_rmsnorm_fwd_2a07e74d7595, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_b1478d5f51ff, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
@@ -1568,14 +1541,14 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_9c073cabaa0c, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_2938fc192455, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s2.sw.h16384
   {(const void*)&normgen_rmsnorm_fwd_7c86ec5aaa4e, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_382bc0715ba0, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5450b5c96c65, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.h16384
   {(const void*)&normgen_rmsnorm_fwd_0c9120a1b95c, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5ba5fc4db9d3, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_77e58f5c8603, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
   {(const void*)&normgen_rmsnorm_fwd_3069cd07dd86, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_caa360159346, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_568a54146e32, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
   {(const void*)&normgen_rmsnorm_fwd_0ffb5dd4945f, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_36067cbbc8ab, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_1209e90a57f6, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_c4f5f410e54e, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_09ec31c6d056, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_c2b5b987ea91, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
@@ -1583,7 +1556,7 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_78dc6261b8f5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_c83ba104c163, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16
   {(const void*)&normgen_rmsnorm_fwd_e47dbac80bf9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_05053ee33e86, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a14ac825aca9, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_8a5bf74f8c50, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_4d656c8c445e, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
   {(const void*)&normgen_rmsnorm_fwd_d856bbe28b8a, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
@@ -1594,14 +1567,13 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_eb427d3c2ae2, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_6ecddd5f390f, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_693c048bfef4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c9f49e880a57, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_5ff1a7cf30ab, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
   {(const void*)&normgen_rmsnorm_fwd_a713c0ac2233, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_ce21673beb93, 4, 128, 8, 64, 1, 1, 2, 9216, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_41b035fbdb67, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_5bc02a3e5b16, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_f411d30b1a07, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
   {(const void*)&normgen_rmsnorm_fwd_e994b6f36e4a, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_f2563c663b5a, 4, 128, 8, 128, 1, 1, 2, 14336, 768 },  // ring.t128.v8.tpr128.i1.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_dd8e7a5ca7fc, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_5ad2d5444ae3, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_f8a13af2623c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
   {(const void*)&normgen_rmsnorm_fwd_c491cc538fc9, 4, 128, 8, 32, 3, 1, 2, 26112, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
   {(const void*)&normgen_rmsnorm_fwd_18f204fdeb2d, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
   {(const void*)&normgen_rmsnorm_fwd_bcad0c91e31f, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
@@ -1610,269 +1582,263 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_3689467953dd, 4, 128, 8, 64, 2, 1, 2, 18432, 1024 },  // ring.t128.v8.tpr64.i2.s2.sw.h1024
   {(const void*)&normgen_rmsnorm_fwd_e680480145b1, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
   {(const void*)&normgen_rmsnorm_fwd_39ba593bb7cf, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_870a359d8e0f, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_9763598f4935, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap2048
   {(const void*)&normgen_rmsnorm_fwd_4fab0a5e2797, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4b78315a783e, 4, 128, 8, 64, 3, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr64.i3.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f964536414a2, 4, 128, 8, 64, 3, 1, 2, 27648, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
   {(const void*)&normgen_rmsnorm_fwd_12b5226a458e, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9be0721a741f, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ad9a3bbf1aa5, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ae9b1670c024, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b7911c33f627, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9c269bb2ba37, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_11ed1270e7d9, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f4faa1bab574, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7e14affed6d8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
   {(const void*)&normgen_rmsnorm_fwd_7a8d722549cb, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_ef936ded8149, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b6d1f9c0e637, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_05e7188fce72, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_5b057f04d17b, 4, 512, 8, 128, 3, 1, 2, 153600, 2560 },  // ring.t512.v8.tpr128.i3.s3.sw.h2560
   {(const void*)&normgen_rmsnorm_fwd_423d163f0be2, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_9002276fb69f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
   {(const void*)&normgen_rmsnorm_fwd_acb3a4affee4, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
   {(const void*)&normgen_rmsnorm_fwd_19ee24d0fe27, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_3f2e704d069b, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_27b49f1830cd, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_18338bbbd33e, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_d46aaa4815cb, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d7b46821e62a, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_01f0f75f1732, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
   {(const void*)&normgen_rmsnorm_fwd_e1a0b2d1cb62, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
   {(const void*)&normgen_rmsnorm_fwd_1da7a6528e61, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
   {(const void*)&normgen_rmsnorm_fwd_d0f77c3ed3e1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_ca89e0cbd4f5, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_f7c8ba3eeb1b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
   {(const void*)&normgen_rmsnorm_fwd_b546a2061bfe, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_40f6abecce44, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_0618ea4d7513, 4, 512, 8, 512, 2, 1, 2, 81920, 5120 },  // ring.t512.v8.tpr512.i2.s2.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2aceba388096, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
   {(const void*)&normgen_rmsnorm_fwd_26473c3f7529, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_ddec842bf402, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
   {(const void*)&normgen_rmsnorm_fwd_cdd288f85861, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
   {(const void*)&normgen_rmsnorm_fwd_06603e2ac6a3, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
   {(const void*)&normgen_rmsnorm_fwd_f6bf635aecf6, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1f9425ef3898, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_12807aa7a043, 4, 128, 8, 128, 3, 2, 2, 43008, 6144 },  // ring.t128.v8.tpr128.i3.c2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_af5de4234d10, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a5e454509c9e, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
   {(const void*)&normgen_rmsnorm_fwd_f83e44de38e3, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_a18421c73794, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_6c96b22cc065, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_9639593ee9cd, 4, 128, 8, 128, 7, 1, 2, 100352, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_360484a2df5b, 4, 512, 8, 512, 2, 1, 2, 81920, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a5ceb175e065, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4ee93c7ff2c1, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_273357a1043b, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
   {(const void*)&normgen_rmsnorm_fwd_87e0f908bebc, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
   {(const void*)&normgen_rmsnorm_fwd_19a0c3e40b65, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_46c40976aa4c, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_26834de8ae70, 0, 1024, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_90d2f10660ed, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_878b9183646e, 4, 128, 8, 128, 8, 1, 2, 114688, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.h8192
   {(const void*)&normgen_rmsnorm_fwd_0e239ee6ac4e, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f35c6d0fce92, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_58cb55b6c6ad, 2, 1024, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eedffa815c80, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
   {(const void*)&normgen_rmsnorm_fwd_44328c08586e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
   {(const void*)&normgen_rmsnorm_fwd_39b8dad22953, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_bff0610719bb, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0c249c78070a, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8511934b2306, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
   {(const void*)&normgen_rmsnorm_fwd_be5955ed2410, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_35334859a40a, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_0cb5748c253b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_da6374f7b98e, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_1c2a5143f52a, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_20002e1ad5ed, 4, 512, 8, 512, 4, 1, 2, 229376, 16384 },  // ring.t512.v8.tpr512.i4.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_595b8ec85a10, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b747d875bbe6, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_eaaa2d6e7400, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
   {(const void*)&normgen_rmsnorm_fwd_fbc15e2c2efa, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
   {(const void*)&normgen_rmsnorm_fwd_484c4caac895, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
   {(const void*)&normgen_rmsnorm_fwd_6caf20433c0d, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_84a44edca458, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
   {(const void*)&normgen_rmsnorm_fwd_561c65b8d65e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_448b798b5fe3, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d5bec7ba6c43, 4, 256, 8, 256, 4, 4, 2, 114688, 32768 },  // ring.t256.v8.tpr256.i4.c4.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_71c23ab5c9ad, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
   {(const void*)&normgen_rmsnorm_fwd_27e30e4a0b27, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
   {(const void*)&normgen_rmsnorm_fwd_8d1779ea9e13, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
   {(const void*)&normgen_rmsnorm_fwd_032c161db432, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_889aba4eaf32, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_79c4c4284e45, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_5fc8732b06b2, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a360dd70d824, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_ec5dcbde0056, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_77cda15fea51, 4, 128, 8, 128, 4, 16, 2, 73728, 65536 },  // ring.t128.v8.tpr128.i4.c16.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1b28d58b34d9, 4, 512, 8, 512, 2, 8, 2, 114688, 65536 },  // ring.t512.v8.tpr512.i2.c8.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_a4fbbcd4dbb1, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_16eebdb2e4b7, 4, 128, 8, 128, 8, 16, 2, 114688, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4b9a7c8f4324, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6d1e7bf1b993, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_f16fbba4fdd4, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c9b881ad4d01, 4, 256, 8, 256, 8, 8, 2, 229376, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
   {(const void*)&normgen_rmsnorm_fwd_6e4eb5a7a278, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_59862406bf66, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d1e7b8cab2c9, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_a39361e8b6ee, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_3d460195de83, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_a39361e8b6ee, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
   {(const void*)&normgen_rmsnorm_fwd_4a652702db34, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_602b10b167ff, 1, 128, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr32.i4.h512
   {(const void*)&normgen_rmsnorm_fwd_3c2a7d2d270b, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_cbbb6f441568, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_ff5d597b1f05, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ce16f1681f72, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
   {(const void*)&normgen_rmsnorm_fwd_c5c975af6d28, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_8e4df419f06f, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_8c69e66912a8, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
   {(const void*)&normgen_rmsnorm_fwd_ccb029bf277e, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_6e50f9823bae, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_5cbaf6314721, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_0a23aa96ec26, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_58e7d487c9ee, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_c075ddd6a601, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_704adf61d1c8, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_56582c9f617e, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_2206c02cb91b, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_4267455df54c, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5f55f086f18f, 1, 512, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t512.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_662c6f0af2e7, 0, 64, 4, 64, 3, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_4a38f2c3da62, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
   {(const void*)&normgen_rmsnorm_fwd_74ce87241900, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_26a12f5957d5, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_704adf61d1c8, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_c075ddd6a601, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_acdae3999e28, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_4267455df54c, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_969bbecba9e1, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5f55f086f18f, 1, 512, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t512.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_258fa546290f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
   {(const void*)&normgen_rmsnorm_fwd_e14af8e9144d, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_eb3d67a5d9bf, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_715632b45f3f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_f215ff5fa192, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
   {(const void*)&normgen_rmsnorm_fwd_6fbd954fdb34, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_18bdc14c0303, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_4ce8bb765e6e, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_7b666b38973e, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8c7a50a859fe, 0, 128, 4, 128, 4, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_20540691a63f, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_068b6cfe3f5c, 1, 512, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_173ac446b863, 0, 512, 4, 256, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_6868af8795b3, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_38fa0fa0f46d, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b2084abd3a5a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
+  {(const void*)&normgen_rmsnorm_fwd_addf03408c04, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1799dd635da5, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
   {(const void*)&normgen_rmsnorm_fwd_c00da9c0b962, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_44f6e8747d2e, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4f1189642f11, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
   {(const void*)&normgen_rmsnorm_fwd_1b00c1614bd8, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_dc0ff5667e5c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_dbf049c65e93, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_4f1189642f11, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_dc0ff5667e5c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_44f6e8747d2e, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_d5ebe4fc9dbb, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
   {(const void*)&normgen_rmsnorm_fwd_9fe1b1962b1c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_b233e397f82e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6cfbcf54d565, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_689d2c9f0b2e, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
-  {(const void*)&normgen_rmsnorm_fwd_617311806d24, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
   {(const void*)&normgen_rmsnorm_fwd_fc84516ed8d6, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
   {(const void*)&normgen_rmsnorm_fwd_5edeae43814c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c5771548f8cf, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ac6938d3c504, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
   {(const void*)&normgen_rmsnorm_fwd_2c6f67003e3c, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_3cbd6748f352, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f0f461813fd6, 0, 64, 4, 64, 8, 2, 4, 0, 0 },  // regs.t64.v4.tpr64.i8.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_636b21406437, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_9ff2385ab5d3, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.early
   {(const void*)&normgen_rmsnorm_fwd_3d181db344ce, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_9c6541efe7dc, 2, 512, 4, 512, 0, 1, 4, 0, 4096 },  // smem.t512.v4.tpr512.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9cf2d50eb2cb, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_636b21406437, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_afafe77162f1, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
   {(const void*)&normgen_rmsnorm_fwd_5843854bdc17, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_2cabb61d1250, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_9cf2d50eb2cb, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_42921f55a5f3, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
   {(const void*)&normgen_rmsnorm_fwd_5f9f84309d09, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
   {(const void*)&normgen_rmsnorm_fwd_7a38b9f953d8, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_50cb559fd3a3, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_f1e087ea8adb, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_bfe4c30d47a5, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_2cabb61d1250, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_6727c66fb375, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_bec4682f91cc, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_046bab20bfb5, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_3a43a74aeaaa, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9da32892f069, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_44538b819d1a, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
   {(const void*)&normgen_rmsnorm_fwd_a6d66bb4720d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
   {(const void*)&normgen_rmsnorm_fwd_70e260a7f94a, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_06fb8908cf41, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eb2d046b077e, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_d6d9f1624785, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_37dab744a6fb, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_038588823398, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_d6d9f1624785, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_147b25f41dd7, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_ffd6646a2d4c, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eb2d046b077e, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
   {(const void*)&normgen_rmsnorm_fwd_ff71d99d2335, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
   {(const void*)&normgen_rmsnorm_fwd_d0f6cfca8500, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
   {(const void*)&normgen_rmsnorm_fwd_d68d2a605645, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
   {(const void*)&normgen_rmsnorm_fwd_d158175f9168, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
   {(const void*)&normgen_rmsnorm_fwd_739e50138777, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_24ba4fcc1205, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fcb34612eaf8, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_b0db18006bde, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
   {(const void*)&normgen_rmsnorm_fwd_c36d99425eac, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
   {(const void*)&normgen_rmsnorm_fwd_dce1e6d5a7f7, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
   {(const void*)&normgen_rmsnorm_fwd_accb15f69b59, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
   {(const void*)&normgen_rmsnorm_fwd_a90bc2e6e728, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7eaba9f48808, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_5de7b7fe0e45, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
   {(const void*)&normgen_rmsnorm_fwd_570120bd5b59, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_229b5a6dc0ad, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
   {(const void*)&normgen_rmsnorm_fwd_bfc0b60ec870, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
   {(const void*)&normgen_rmsnorm_fwd_82774d6bcde9, 1, 128, 4, 128, 8, 4, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i8.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f07aef27eab2, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3672f1d39c9a, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
   {(const void*)&normgen_rmsnorm_fwd_7019521dc33d, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
   {(const void*)&normgen_rmsnorm_fwd_908f468f128e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
   {(const void*)&normgen_rmsnorm_fwd_c533e60107a5, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_62ba10d5e390, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_92b3f70e3f58, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_e2c2c4db70c0, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_5ec43ac20ceb, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_af3066e6258d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
   {(const void*)&normgen_rmsnorm_fwd_6a62342a2c23, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_5191ddeabdd6, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
   {(const void*)&normgen_rmsnorm_fwd_82e88070a639, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
   {(const void*)&normgen_rmsnorm_fwd_81bd1936302d, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_c5bc938a821c, 0, 64, 4, 64, 16, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i16.c16.early
   {(const void*)&normgen_rmsnorm_fwd_71590c25ad50, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_2ac0b6d66ff3, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_ec4ff5c728a5, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_c18e04a021ae, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ea1ec3390f7d, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
   {(const void*)&normgen_rmsnorm_fwd_43a7ea9ce9c0, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
   {(const void*)&normgen_rmsnorm_fwd_6fe0af9e0bc1, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
   {(const void*)&normgen_rmsnorm_fwd_7e349cc43b5b, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e6d294cdada4, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_e386db3f3889, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
   {(const void*)&normgen_rmsnorm_fwd_0fdc0e50fa7f, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_088fb838ba15, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
   {(const void*)&normgen_rmsnorm_fwd_a7eb93d7b742, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
   {(const void*)&normgen_rmsnorm_fwd_69bbd816f837, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
   {(const void*)&normgen_rmsnorm_fwd_336f9b686462, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_547c2e84d374, 1, 128, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_b7449487dcf8, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
   {(const void*)&normgen_rmsnorm_fwd_e106a28ff1c9, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_6081ddb332d3, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_753b9a8ab1ae, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_12b3785b6576, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_c5117d827e47, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_503ba5cb9c46, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
   {(const void*)&normgen_rmsnorm_fwd_f18ee570c416, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
   {(const void*)&normgen_rmsnorm_fwd_ce59f8178534, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_b64bf0eed75b, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_0987014e5e3b, 1, 1024, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_dd2e47487f13, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b8a519e32a24, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e5aa881289be, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
   {(const void*)&normgen_rmsnorm_fwd_ef01513765fb, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
   {(const void*)&normgen_rmsnorm_fwd_a7c10f405ec6, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
   {(const void*)&normgen_rmsnorm_fwd_d8e1fc61f6a3, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
   {(const void*)&normgen_rmsnorm_fwd_840db986eb7e, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_91b83ff6fd0c, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_62500709aabb, 1, 1024, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_d5848b167cbd, 0, 1024, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t1024.v4.tpr512.i1.h1536
   {(const void*)&normgen_rmsnorm_fwd_1121cba16b2d, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0154f8b0e5c0, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_add28d30b855, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap1536
   {(const void*)&normgen_rmsnorm_fwd_9481a7fd8e66, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
   {(const void*)&normgen_rmsnorm_fwd_9990e7045022, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5dde791ee601, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_549e31ab8eac, 1, 1024, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t1024.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_45b6280e3400, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.h2048
   {(const void*)&normgen_rmsnorm_fwd_f58e35364fc8, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
   {(const void*)&normgen_rmsnorm_fwd_34fb4d761ac6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
   {(const void*)&normgen_rmsnorm_fwd_5e1e1df1cd2d, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
   {(const void*)&normgen_rmsnorm_fwd_da1d5e0263fc, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
   {(const void*)&normgen_rmsnorm_fwd_33feb2aba8ee, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
   {(const void*)&normgen_rmsnorm_fwd_55cf67c1b272, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_5fe61e77f023, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.cap1536.h2560
   {(const void*)&normgen_rmsnorm_fwd_ae635ea6334f, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
   {(const void*)&normgen_rmsnorm_fwd_33f6542830d5, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_0259e4c7775f, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
   {(const void*)&normgen_rmsnorm_fwd_4a891bb26e90, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
   {(const void*)&normgen_rmsnorm_fwd_56efd5d3dcdc, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
   {(const void*)&normgen_rmsnorm_fwd_3861948a4bd1, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_26516d4ec7e0, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2d1f158c43ef, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap2048.h3072
   {(const void*)&normgen_rmsnorm_fwd_7fd6ac7b0914, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_02cf59f4cddc, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
   {(const void*)&normgen_rmsnorm_fwd_10e3512afaa7, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
   {(const void*)&normgen_rmsnorm_fwd_8b692ee60cad, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
   {(const void*)&normgen_rmsnorm_fwd_47c4797d1972, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_5f1869aa5aa1, 1, 256, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr128.i8.h4096
   {(const void*)&normgen_rmsnorm_fwd_f59b66ed251e, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_28d335bfcb90, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_938284df7263, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1210b794553a, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f63bc07bb1fb, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
   {(const void*)&normgen_rmsnorm_fwd_4b716bcd3df1, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
   {(const void*)&normgen_rmsnorm_fwd_090930b695be, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
   {(const void*)&normgen_rmsnorm_fwd_8aaeaa0d23fe, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
   {(const void*)&normgen_rmsnorm_fwd_d774d54c33c3, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_f5b2290dd4f8, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_a22d3121338d, 2, 1024, 4, 1024, 0, 1, 4, 0, 5120 },  // smem.t1024.v4.tpr1024.h5120
-  {(const void*)&normgen_rmsnorm_fwd_7925b493e6e4, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b392876ff21b, 0, 1024, 4, 1024, 2, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_0d97cac079f4, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
   {(const void*)&normgen_rmsnorm_fwd_cecc52ce481a, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1bedd22d2094, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_5a11e83f3119, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
   {(const void*)&normgen_rmsnorm_fwd_90496bb9211e, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
   {(const void*)&normgen_rmsnorm_fwd_cfe198632d33, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
   {(const void*)&normgen_rmsnorm_fwd_a086370f37a6, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5a11e83f3119, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_1d1e602cd3ae, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
   {(const void*)&normgen_rmsnorm_fwd_423fc8389551, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
   {(const void*)&normgen_rmsnorm_fwd_3fbf0bbff4de, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3bee64b191d0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_c88a429e2b7f, 1, 256, 4, 256, 4, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c2
   {(const void*)&normgen_rmsnorm_fwd_de7e6d039688, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3bee64b191d0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
   {(const void*)&normgen_rmsnorm_fwd_4ed2409ec2d2, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
   {(const void*)&normgen_rmsnorm_fwd_b9c8b94c4f0f, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_eaf497ebdeb1, 0, 1024, 4, 1024, 2, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr1024.i2.cap2048.h7168
   {(const void*)&normgen_rmsnorm_fwd_900dfd597522, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
   {(const void*)&normgen_rmsnorm_fwd_b4ffea29d3a6, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
   {(const void*)&normgen_rmsnorm_fwd_1ac4f95ca59f, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
   {(const void*)&normgen_rmsnorm_fwd_6bb645c7b900, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_35faf241881d, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e11c6fb897fe, 2, 1024, 4, 1024, 0, 1, 4, 0, 8192 },  // smem.t1024.v4.tpr1024.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e5d03e7f1fee, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_5dfe201df078, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.cap2048.h8192
   {(const void*)&normgen_rmsnorm_fwd_81f693762df9, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
   {(const void*)&normgen_rmsnorm_fwd_33ca69d8aa8d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
   {(const void*)&normgen_rmsnorm_fwd_80234884fc89, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
@@ -1880,32 +1846,32 @@ const Variant kVariants[] = {
   {(const void*)&normgen_rmsnorm_fwd_0423a3c68ae6, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
   {(const void*)&normgen_rmsnorm_fwd_27b559ff60bc, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
   {(const void*)&normgen_rmsnorm_fwd_6524b9fbf374, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_fbe1e4d0a366, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
   {(const void*)&normgen_rmsnorm_fwd_95a63737f15d, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_b6e7639f3abf, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
   {(const void*)&normgen_rmsnorm_fwd_1f416fa3b546, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_73a60bc4e22f, 1, 256, 4, 256, 4, 4, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i4.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b6e7639f3abf, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_c000ea2c69bd, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_d1af51be16ff, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
   {(const void*)&normgen_rmsnorm_fwd_5d4ef1f14af9, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
   {(const void*)&normgen_rmsnorm_fwd_4e31c8363c27, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e1c2fb3d713d, 0, 512, 4, 512, 4, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_f217bd25af4b, 2, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_1c7fd30501a1, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
   {(const void*)&normgen_rmsnorm_fwd_fd0c0e94c8bb, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b0dd083f971f, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_b02a96d2abce, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
   {(const void*)&normgen_rmsnorm_fwd_f04cf2edbb98, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_46fbda72a301, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_051e55179840, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_b0dd083f971f, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d74908ee2b73, 1, 512, 4, 512, 2, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c8
   {(const void*)&normgen_rmsnorm_fwd_fc2247111ff2, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_18a78ea96f56, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
   {(const void*)&normgen_rmsnorm_fwd_054c96a913df, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_58b156d409cf, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
   {(const void*)&normgen_rmsnorm_fwd_9ce65e2e1a83, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_140faeac38a0, 4, 128, 4, 128, 8, 16, 4, 147456, 65536 },  // ring.t128.v4.tpr128.i8.c16.s4.sw.defer.h65536
   {(const void*)&normgen_rmsnorm_fwd_e21eceee9452, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_4aa647b2a6cc, 4, 256, 4, 256, 8, 8, 4, 229376, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
   {(const void*)&normgen_rmsnorm_fwd_d8b7416babcb, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_1191ac10d840, 1, 128, 4, 128, 8, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_0e2e84d1f84b, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
   {(const void*)&normgen_rmsnorm_fwd_8e124644bfbb, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
   {(const void*)&normgen_rmsnorm_fwd_6151a0d090d3, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
   {(const void*)&normgen_rmsnorm_fwd_64f2a267273a, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
   {(const void*)&normgen_rmsnorm_fwd_9440ea0c8dc0, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0a24c6cb430d, 2, 512, 4, 512, 0, 4, 4, 0, 131072 },  // smem.t512.v4.tpr512.c4.h131072
   {(const void*)&normgen_rmsnorm_fwd_a4214af95af2, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
   {(const void*)&normgen_rmsnorm_fwd_4c5729d8efb8, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
@@ -1917,14 +1883,14 @@ struct Spec {
 };
 const Spec kSpecs[] = {
   { 1, 2, 2, 1, 0, -1, 0, 113 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 211 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 312 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 432 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 527 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 627 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 723 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 837 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 941 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 1, 1, 1, 0, -1, 0, 209 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 309 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 421 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 517 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 617 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 707 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 817 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 924 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1948,7 +1914,7 @@ const Entry kEntries[] = {
   { 0, 768, 128, 6, 1, 0 },
   { 0, 768, 512, 8, 1, 0 },
   { 0, 768, 2048, 9, 1, 0 },
-  { 0, 768, 8192, 10, 1, 1 },
+  { 0, 768, 8192, 10, 1, 0 },
   { 0, 768, 32768, 11, 1, 0 },
   { 0, 1024, 1, 12, 1, 0 },
   { 0, 1024, 8, 12, 1, 0 },
@@ -1963,7 +1929,7 @@ const Entry kEntries[] = {
   { 0, 1536, 32, 20, 1, 0 },
   { 0, 1536, 128, 21, 1, 1 },
   { 0, 1536, 512, 20, 1, 0 },
-  { 0, 1536, 2048, 22, 1, 1 },
+  { 0, 1536, 2048, 22, 1, 0 },
   { 0, 1536, 8192, 23, 1, 1 },
   { 0, 1536, 32768, 22, 1, 0 },
   { 0, 2048, 1, 24, 1, 0 },
@@ -1985,89 +1951,89 @@ const Entry kEntries[] = {
   { 0, 3072, 1, 37, 30, 1 },
   { 0, 3072, 8, 37, 30, 0 },
   { 0, 3072, 32, 37, 38, 1 },
-  { 0, 3072, 128, 32, 32, 1 },
-  { 0, 3072, 512, 39, 30, 0 },
-  { 0, 3072, 2048, 40, 30, 1 },
-  { 0, 3072, 8192, 41, 30, 0 },
-  { 0, 3072, 32768, 41, 30, 0 },
-  { 0, 4096, 1, 42, 30, 0 },
-  { 0, 4096, 8, 42, 30, 1 },
-  { 0, 4096, 32, 43, 30, 1 },
-  { 0, 4096, 128, 32, 32, 1 },
-  { 0, 4096, 512, 44, 30, 0 },
-  { 0, 4096, 2048, 45, 30, 1 },
-  { 0, 4096, 8192, 46, 30, 0 },
-  { 0, 4096, 32768, 47, 30, 0 },
-  { 0, 5120, 1, 48, 49, 1 },
-  { 0, 5120, 8, 48, 49, 1 },
-  { 0, 5120, 32, 50, 49, 1 },
-  { 0, 5120, 128, 51, 49, 1 },
-  { 0, 5120, 512, 52, 49, 0 },
-  { 0, 5120, 2048, 53, 49, 1 },
-  { 0, 5120, 8192, 54, 55, 0 },
-  { 0, 5120, 32768, 54, 55, 0 },
-  { 0, 6144, 1, 56, 49, 1 },
-  { 0, 6144, 8, 56, 49, 1 },
-  { 0, 6144, 32, 57, 58, 1 },
-  { 0, 6144, 128, 59, 49, 1 },
-  { 0, 6144, 512, 57, 49, 0 },
-  { 0, 6144, 2048, 60, 49, 1 },
-  { 0, 6144, 8192, 61, 49, 0 },
-  { 0, 6144, 32768, 61, 49, 0 },
-  { 0, 7168, 1, 62, 63, 1 },
-  { 0, 7168, 8, 62, 64, 1 },
-  { 0, 7168, 32, 63, 63, 1 },
-  { 0, 7168, 128, 62, 64, 1 },
-  { 0, 7168, 512, 65, 64, 0 },
-  { 0, 7168, 2048, 66, 64, 0 },
-  { 0, 7168, 8192, 65, 64, 0 },
-  { 0, 7168, 32768, 67, 64, 0 },
-  { 0, 8192, 1, 68, 69, 0 },
-  { 0, 8192, 8, 68, 64, 1 },
-  { 0, 8192, 32, 70, 58, 1 },
-  { 0, 8192, 128, 71, 64, 1 },
-  { 0, 8192, 512, 72, 64, 0 },
-  { 0, 8192, 2048, 72, 64, 0 },
-  { 0, 8192, 8192, 72, 64, 0 },
-  { 0, 8192, 32768, 72, 64, 0 },
-  { 0, 12288, 1, 73, 74, 1 },
-  { 0, 12288, 8, 73, 75, 1 },
-  { 0, 12288, 32, 76, 77, 1 },
-  { 0, 12288, 128, 73, 78, 1 },
-  { 0, 12288, 512, 79, 78, 1 },
-  { 0, 12288, 2048, 80, 78, 0 },
-  { 0, 12288, 8192, 80, 78, 0 },
-  { 0, 12288, 32768, 81, 82, 0 },
-  { 0, 16384, 1, 83, 84, 0 },
-  { 0, 16384, 8, 83, 85, 1 },
-  { 0, 16384, 32, 86, 87, 1 },
-  { 0, 16384, 128, 88, 87, 1 },
-  { 0, 16384, 512, 89, 87, 1 },
-  { 0, 16384, 2048, 90, 87, 0 },
-  { 0, 16384, 8192, 91, 87, 0 },
-  { 0, 16384, 32768, 91, 87, 0 },
-  { 0, 32768, 1, 92, 93, 0 },
-  { 0, 32768, 8, 92, 93, 1 },
-  { 0, 32768, 32, 94, 95, 0 },
-  { 0, 32768, 128, 96, 93, 1 },
-  { 0, 32768, 512, 97, 93, 0 },
-  { 0, 32768, 2048, 98, 93, 0 },
+  { 0, 3072, 128, 39, 32, 1 },
+  { 0, 3072, 512, 40, 30, 0 },
+  { 0, 3072, 2048, 41, 30, 0 },
+  { 0, 3072, 8192, 42, 30, 0 },
+  { 0, 3072, 32768, 42, 30, 0 },
+  { 0, 4096, 1, 43, 30, 0 },
+  { 0, 4096, 8, 43, 30, 1 },
+  { 0, 4096, 32, 44, 30, 1 },
+  { 0, 4096, 128, 45, 32, 1 },
+  { 0, 4096, 512, 46, 30, 0 },
+  { 0, 4096, 2048, 47, 30, 0 },
+  { 0, 4096, 8192, 48, 30, 0 },
+  { 0, 4096, 32768, 49, 30, 0 },
+  { 0, 5120, 1, 50, 51, 1 },
+  { 0, 5120, 8, 50, 51, 1 },
+  { 0, 5120, 32, 52, 51, 1 },
+  { 0, 5120, 128, 53, 51, 1 },
+  { 0, 5120, 512, 54, 51, 1 },
+  { 0, 5120, 2048, 55, 51, 0 },
+  { 0, 5120, 8192, 56, 51, 0 },
+  { 0, 5120, 32768, 56, 57, 0 },
+  { 0, 6144, 1, 58, 51, 1 },
+  { 0, 6144, 8, 58, 51, 1 },
+  { 0, 6144, 32, 59, 51, 1 },
+  { 0, 6144, 128, 60, 51, 1 },
+  { 0, 6144, 512, 59, 51, 0 },
+  { 0, 6144, 2048, 61, 51, 1 },
+  { 0, 6144, 8192, 62, 51, 0 },
+  { 0, 6144, 32768, 62, 51, 0 },
+  { 0, 7168, 1, 63, 64, 1 },
+  { 0, 7168, 8, 63, 65, 1 },
+  { 0, 7168, 32, 66, 67, 1 },
+  { 0, 7168, 128, 63, 64, 1 },
+  { 0, 7168, 512, 68, 65, 0 },
+  { 0, 7168, 2048, 69, 65, 0 },
+  { 0, 7168, 8192, 68, 65, 0 },
+  { 0, 7168, 32768, 68, 65, 0 },
+  { 0, 8192, 1, 70, 71, 0 },
+  { 0, 8192, 8, 70, 65, 1 },
+  { 0, 8192, 32, 72, 67, 1 },
+  { 0, 8192, 128, 73, 65, 1 },
+  { 0, 8192, 512, 74, 65, 0 },
+  { 0, 8192, 2048, 74, 65, 0 },
+  { 0, 8192, 8192, 75, 65, 0 },
+  { 0, 8192, 32768, 75, 65, 0 },
+  { 0, 12288, 1, 76, 77, 1 },
+  { 0, 12288, 8, 76, 78, 1 },
+  { 0, 12288, 32, 79, 80, 1 },
+  { 0, 12288, 128, 76, 81, 1 },
+  { 0, 12288, 512, 82, 81, 1 },
+  { 0, 12288, 2048, 83, 81, 0 },
+  { 0, 12288, 8192, 83, 81, 0 },
+  { 0, 12288, 32768, 84, 81, 0 },
+  { 0, 16384, 1, 85, 86, 1 },
+  { 0, 16384, 8, 85, 87, 1 },
+  { 0, 16384, 32, 85, 88, 1 },
+  { 0, 16384, 128, 89, 88, 1 },
+  { 0, 16384, 512, 90, 88, 0 },
+  { 0, 16384, 2048, 91, 88, 0 },
+  { 0, 16384, 8192, 92, 88, 0 },
+  { 0, 16384, 32768, 92, 88, 0 },
+  { 0, 32768, 1, 93, 94, 0 },
+  { 0, 32768, 8, 93, 94, 1 },
+  { 0, 32768, 32, 95, 94, 1 },
+  { 0, 32768, 128, 96, 94, 1 },
+  { 0, 32768, 512, 97, 94, 0 },
+  { 0, 32768, 2048, 98, 94, 0 },
   { 0, 32768, 8192, 99, 100, 0 },
   { 0, 32768, 32768, 99, 100, 0 },
-  { 0, 65536, 1, 101, 93, 1 },
+  { 0, 65536, 1, 101, 94, 1 },
   { 0, 65536, 8, 101, 102, 1 },
-  { 0, 65536, 32, 103, 93, 1 },
-  { 0, 65536, 128, 104, 93, 0 },
-  { 0, 65536, 512, 105, 93, 0 },
-  { 0, 65536, 2048, 106, 93, 0 },
+  { 0, 65536, 32, 103, 94, 1 },
+  { 0, 65536, 128, 104, 94, 0 },
+  { 0, 65536, 512, 105, 94, 0 },
+  { 0, 65536, 2048, 106, 94, 0 },
   { 0, 65536, 8192, 107, 107, 0 },
   { 0, 65536, 32768, 107, 107, 0 },
-  { 0, 131072, 1, 108, 109, 0 },
-  { 0, 131072, 8, 108, 93, 1 },
-  { 0, 131072, 32, 110, 93, 1 },
-  { 0, 131072, 128, 110, 93, 0 },
-  { 0, 131072, 512, 111, 93, 0 },
-  { 0, 131072, 2048, 111, 93, 0 },
+  { 0, 131072, 1, 108, 109, 1 },
+  { 0, 131072, 8, 108, 94, 1 },
+  { 0, 131072, 32, 110, 94, 1 },
+  { 0, 131072, 128, 110, 94, 0 },
+  { 0, 131072, 512, 111, 94, 0 },
+  { 0, 131072, 2048, 111, 94, 0 },
   { 0, 131072, 8192, 111, 112, 0 },
   { 0, 131072, 32768, 111, 112, 0 },
   { 1, 512, 1, 114, 115, 0 },
@@ -2081,59 +2047,59 @@ const Entry kEntries[] = {
   { 1, 768, 1, 120, 115, 1 },
   { 1, 768, 8, 120, 115, 0 },
   { 1, 768, 32, 121, 115, 0 },
-  { 1, 768, 128, 122, 115, 1 },
-  { 1, 768, 512, 121, 123, 0 },
-  { 1, 768, 2048, 124, 115, 0 },
-  { 1, 768, 8192, 122, 115, 0 },
+  { 1, 768, 128, 121, 115, 0 },
+  { 1, 768, 512, 121, 122, 0 },
+  { 1, 768, 2048, 123, 115, 0 },
+  { 1, 768, 8192, 124, 115, 0 },
   { 1, 768, 32768, 125, 115, 0 },
   { 1, 1024, 1, 126, 115, 0 },
   { 1, 1024, 8, 126, 115, 0 },
   { 1, 1024, 32, 126, 115, 0 },
-  { 1, 1024, 128, 126, 115, 1 },
-  { 1, 1024, 512, 126, 115, 0 },
-  { 1, 1024, 2048, 127, 115, 0 },
-  { 1, 1024, 8192, 128, 115, 1 },
-  { 1, 1024, 32768, 129, 115, 0 },
-  { 1, 1536, 1, 130, 115, 0 },
-  { 1, 1536, 8, 130, 115, 0 },
-  { 1, 1536, 32, 130, 115, 0 },
+  { 1, 1024, 128, 127, 115, 1 },
+  { 1, 1024, 512, 127, 115, 1 },
+  { 1, 1024, 2048, 128, 115, 0 },
+  { 1, 1024, 8192, 129, 115, 1 },
+  { 1, 1024, 32768, 130, 115, 0 },
+  { 1, 1536, 1, 131, 115, 1 },
+  { 1, 1536, 8, 131, 115, 0 },
+  { 1, 1536, 32, 131, 115, 0 },
   { 1, 1536, 128, 115, 115, 1 },
-  { 1, 1536, 512, 130, 115, 0 },
-  { 1, 1536, 2048, 131, 115, 1 },
-  { 1, 1536, 8192, 132, 115, 0 },
-  { 1, 1536, 32768, 131, 115, 0 },
-  { 1, 2048, 1, 133, 115, 0 },
-  { 1, 2048, 8, 133, 115, 0 },
-  { 1, 2048, 32, 133, 115, 0 },
-  { 1, 2048, 128, 134, 115, 1 },
-  { 1, 2048, 512, 133, 115, 0 },
-  { 1, 2048, 2048, 135, 115, 0 },
-  { 1, 2048, 8192, 136, 115, 0 },
-  { 1, 2048, 32768, 137, 115, 0 },
-  { 1, 2560, 1, 138, 139, 1 },
-  { 1, 2560, 8, 138, 139, 1 },
-  { 1, 2560, 32, 140, 139, 1 },
-  { 1, 2560, 128, 138, 139, 1 },
-  { 1, 2560, 512, 141, 139, 0 },
-  { 1, 2560, 2048, 140, 139, 0 },
-  { 1, 2560, 8192, 142, 139, 0 },
+  { 1, 1536, 512, 131, 115, 0 },
+  { 1, 1536, 2048, 132, 115, 1 },
+  { 1, 1536, 8192, 133, 115, 0 },
+  { 1, 1536, 32768, 132, 115, 0 },
+  { 1, 2048, 1, 134, 115, 1 },
+  { 1, 2048, 8, 134, 115, 0 },
+  { 1, 2048, 32, 134, 115, 0 },
+  { 1, 2048, 128, 135, 115, 1 },
+  { 1, 2048, 512, 134, 115, 0 },
+  { 1, 2048, 2048, 136, 115, 1 },
+  { 1, 2048, 8192, 137, 115, 0 },
+  { 1, 2048, 32768, 138, 115, 0 },
+  { 1, 2560, 1, 139, 140, 1 },
+  { 1, 2560, 8, 139, 140, 1 },
+  { 1, 2560, 32, 141, 140, 1 },
+  { 1, 2560, 128, 139, 140, 1 },
+  { 1, 2560, 512, 142, 140, 0 },
+  { 1, 2560, 2048, 141, 140, 0 },
+  { 1, 2560, 8192, 143, 140, 0 },
   { 1, 2560, 32768, 143, 144, 0 },
-  { 1, 3072, 1, 145, 139, 1 },
-  { 1, 3072, 8, 145, 139, 1 },
-  { 1, 3072, 32, 146, 139, 1 },
-  { 1, 3072, 128, 147, 139, 1 },
-  { 1, 3072, 512, 147, 139, 0 },
-  { 1, 3072, 2048, 145, 139, 1 },
-  { 1, 3072, 8192, 148, 139, 0 },
-  { 1, 3072, 32768, 148, 139, 0 },
-  { 1, 4096, 1, 149, 139, 1 },
-  { 1, 4096, 8, 149, 139, 1 },
-  { 1, 4096, 32, 149, 139, 1 },
-  { 1, 4096, 128, 150, 139, 1 },
-  { 1, 4096, 512, 151, 139, 0 },
-  { 1, 4096, 2048, 152, 139, 0 },
-  { 1, 4096, 8192, 153, 139, 0 },
-  { 1, 4096, 32768, 154, 139, 0 },
+  { 1, 3072, 1, 145, 140, 1 },
+  { 1, 3072, 8, 145, 140, 1 },
+  { 1, 3072, 32, 146, 140, 1 },
+  { 1, 3072, 128, 145, 140, 1 },
+  { 1, 3072, 512, 147, 140, 0 },
+  { 1, 3072, 2048, 146, 140, 0 },
+  { 1, 3072, 8192, 148, 140, 0 },
+  { 1, 3072, 32768, 148, 140, 0 },
+  { 1, 4096, 1, 149, 140, 1 },
+  { 1, 4096, 8, 149, 140, 1 },
+  { 1, 4096, 32, 150, 140, 1 },
+  { 1, 4096, 128, 151, 140, 0 },
+  { 1, 4096, 512, 150, 140, 0 },
+  { 1, 4096, 2048, 152, 140, 1 },
+  { 1, 4096, 8192, 153, 140, 0 },
+  { 1, 4096, 32768, 154, 140, 0 },
   { 1, 5120, 1, 155, 156, 1 },
   { 1, 5120, 8, 155, 156, 1 },
   { 1, 5120, 32, 157, 156, 1 },
@@ -2146,1018 +2112,1018 @@ const Entry kEntries[] = {
   { 1, 6144, 8, 162, 156, 1 },
   { 1, 6144, 32, 163, 156, 1 },
   { 1, 6144, 128, 162, 156, 1 },
-  { 1, 6144, 512, 164, 156, 0 },
-  { 1, 6144, 2048, 165, 156, 1 },
-  { 1, 6144, 8192, 166, 156, 0 },
-  { 1, 6144, 32768, 166, 156, 0 },
-  { 1, 7168, 1, 167, 168, 1 },
-  { 1, 7168, 8, 167, 168, 1 },
-  { 1, 7168, 32, 169, 168, 1 },
-  { 1, 7168, 128, 167, 168, 1 },
-  { 1, 7168, 512, 170, 168, 0 },
-  { 1, 7168, 2048, 171, 168, 0 },
-  { 1, 7168, 8192, 172, 168, 0 },
-  { 1, 7168, 32768, 172, 168, 0 },
-  { 1, 8192, 1, 173, 168, 0 },
-  { 1, 8192, 8, 173, 174, 1 },
-  { 1, 8192, 32, 175, 168, 1 },
-  { 1, 8192, 128, 176, 168, 1 },
-  { 1, 8192, 512, 177, 168, 0 },
-  { 1, 8192, 2048, 177, 168, 0 },
-  { 1, 8192, 8192, 177, 168, 0 },
-  { 1, 8192, 32768, 177, 168, 0 },
-  { 1, 12288, 1, 178, 179, 1 },
-  { 1, 12288, 8, 178, 179, 1 },
-  { 1, 12288, 32, 180, 179, 1 },
-  { 1, 12288, 128, 181, 179, 1 },
-  { 1, 12288, 512, 182, 179, 0 },
-  { 1, 12288, 2048, 183, 179, 0 },
-  { 1, 12288, 8192, 183, 179, 0 },
-  { 1, 12288, 32768, 184, 179, 0 },
-  { 1, 16384, 1, 185, 186, 0 },
-  { 1, 16384, 8, 185, 186, 1 },
-  { 1, 16384, 32, 187, 186, 1 },
-  { 1, 16384, 128, 188, 186, 1 },
-  { 1, 16384, 512, 189, 186, 0 },
-  { 1, 16384, 2048, 188, 186, 0 },
-  { 1, 16384, 8192, 190, 186, 0 },
-  { 1, 16384, 32768, 191, 186, 0 },
-  { 1, 32768, 1, 192, 193, 0 },
-  { 1, 32768, 8, 194, 193, 1 },
-  { 1, 32768, 32, 195, 196, 1 },
-  { 1, 32768, 128, 197, 198, 1 },
-  { 1, 32768, 512, 199, 198, 0 },
-  { 1, 32768, 2048, 200, 198, 0 },
-  { 1, 32768, 8192, 201, 198, 0 },
-  { 1, 32768, 32768, 201, 198, 0 },
-  { 1, 65536, 1, 202, 198, 1 },
-  { 1, 65536, 8, 202, 198, 1 },
-  { 1, 65536, 32, 203, 198, 1 },
-  { 1, 65536, 128, 204, 198, 0 },
-  { 1, 65536, 512, 204, 198, 0 },
-  { 1, 65536, 2048, 205, 198, 0 },
-  { 1, 65536, 8192, 206, 198, 0 },
-  { 1, 65536, 32768, 206, 198, 0 },
-  { 1, 131072, 1, 207, 198, 1 },
-  { 1, 131072, 8, 207, 198, 1 },
-  { 1, 131072, 32, 208, 198, 1 },
-  { 1, 131072, 128, 208, 198, 0 },
-  { 1, 131072, 512, 208, 198, 0 },
-  { 1, 131072, 2048, 209, 198, 0 },
-  { 1, 131072, 8192, 209, 198, 0 },
-  { 1, 131072, 32768, 210, 198, 0 },
-  { 2, 512, 1, 212, 213, 0 },
-  { 2, 512, 8, 212, 213, 0 },
-  { 2, 512, 32, 212, 213, 0 },
-  { 2, 512, 128, 212, 213, 0 },
-  { 2, 512, 512, 212, 213, 0 },
-  { 2, 512, 2048, 214, 213, 0 },
-  { 2, 512, 8192, 215, 216, 1 },
-  { 2, 512, 32768, 217, 217, 0 },
-  { 2, 768, 1, 218, 213, 0 },
-  { 2, 768, 8, 218, 213, 0 },
-  { 2, 768, 32, 218, 213, 0 },
-  { 2, 768, 128, 218, 213, 1 },
-  { 2, 768, 512, 218, 213, 0 },
-  { 2, 768, 2048, 219, 220, 0 },
-  { 2, 768, 8192, 221, 221, 0 },
-  { 2, 768, 32768, 222, 223, 0 },
-  { 2, 1024, 1, 224, 213, 0 },
-  { 2, 1024, 8, 224, 213, 0 },
-  { 2, 1024, 32, 224, 213, 0 },
-  { 2, 1024, 128, 224, 213, 1 },
-  { 2, 1024, 512, 224, 213, 0 },
-  { 2, 1024, 2048, 225, 213, 0 },
-  { 2, 1024, 8192, 226, 213, 0 },
-  { 2, 1024, 32768, 226, 213, 0 },
-  { 2, 1536, 1, 227, 228, 0 },
-  { 2, 1536, 8, 227, 228, 0 },
-  { 2, 1536, 32, 229, 230, 0 },
-  { 2, 1536, 128, 231, 228, 1 },
-  { 2, 1536, 512, 227, 228, 0 },
-  { 2, 1536, 2048, 232, 228, 1 },
-  { 2, 1536, 8192, 233, 228, 0 },
-  { 2, 1536, 32768, 234, 234, 0 },
-  { 2, 2048, 1, 235, 228, 0 },
-  { 2, 2048, 8, 236, 228, 0 },
-  { 2, 2048, 32, 235, 228, 1 },
-  { 2, 2048, 128, 236, 228, 1 },
-  { 2, 2048, 512, 235, 228, 0 },
-  { 2, 2048, 2048, 236, 228, 1 },
-  { 2, 2048, 8192, 237, 228, 0 },
-  { 2, 2048, 32768, 237, 228, 0 },
-  { 2, 2560, 1, 238, 239, 0 },
-  { 2, 2560, 8, 238, 239, 0 },
-  { 2, 2560, 32, 238, 240, 1 },
-  { 2, 2560, 128, 238, 240, 1 },
-  { 2, 2560, 512, 238, 239, 0 },
-  { 2, 2560, 2048, 238, 239, 1 },
+  { 1, 6144, 512, 163, 156, 0 },
+  { 1, 6144, 2048, 164, 156, 1 },
+  { 1, 6144, 8192, 165, 156, 0 },
+  { 1, 6144, 32768, 165, 156, 0 },
+  { 1, 7168, 1, 166, 167, 1 },
+  { 1, 7168, 8, 166, 167, 1 },
+  { 1, 7168, 32, 168, 167, 1 },
+  { 1, 7168, 128, 166, 167, 1 },
+  { 1, 7168, 512, 169, 167, 0 },
+  { 1, 7168, 2048, 170, 167, 0 },
+  { 1, 7168, 8192, 169, 167, 0 },
+  { 1, 7168, 32768, 169, 167, 0 },
+  { 1, 8192, 1, 171, 167, 0 },
+  { 1, 8192, 8, 171, 172, 1 },
+  { 1, 8192, 32, 173, 167, 1 },
+  { 1, 8192, 128, 174, 167, 1 },
+  { 1, 8192, 512, 175, 167, 0 },
+  { 1, 8192, 2048, 175, 167, 0 },
+  { 1, 8192, 8192, 176, 167, 0 },
+  { 1, 8192, 32768, 176, 167, 0 },
+  { 1, 12288, 1, 177, 178, 1 },
+  { 1, 12288, 8, 177, 178, 1 },
+  { 1, 12288, 32, 179, 178, 1 },
+  { 1, 12288, 128, 180, 178, 1 },
+  { 1, 12288, 512, 181, 178, 1 },
+  { 1, 12288, 2048, 182, 178, 0 },
+  { 1, 12288, 8192, 182, 178, 0 },
+  { 1, 12288, 32768, 183, 178, 0 },
+  { 1, 16384, 1, 184, 185, 0 },
+  { 1, 16384, 8, 184, 185, 1 },
+  { 1, 16384, 32, 186, 185, 1 },
+  { 1, 16384, 128, 187, 185, 1 },
+  { 1, 16384, 512, 188, 185, 1 },
+  { 1, 16384, 2048, 187, 185, 0 },
+  { 1, 16384, 8192, 189, 185, 0 },
+  { 1, 16384, 32768, 189, 185, 0 },
+  { 1, 32768, 1, 190, 191, 1 },
+  { 1, 32768, 8, 192, 191, 1 },
+  { 1, 32768, 32, 193, 194, 1 },
+  { 1, 32768, 128, 195, 196, 1 },
+  { 1, 32768, 512, 197, 196, 0 },
+  { 1, 32768, 2048, 198, 196, 0 },
+  { 1, 32768, 8192, 199, 196, 0 },
+  { 1, 32768, 32768, 199, 196, 0 },
+  { 1, 65536, 1, 200, 196, 1 },
+  { 1, 65536, 8, 200, 196, 1 },
+  { 1, 65536, 32, 201, 196, 1 },
+  { 1, 65536, 128, 202, 196, 0 },
+  { 1, 65536, 512, 202, 196, 0 },
+  { 1, 65536, 2048, 203, 196, 0 },
+  { 1, 65536, 8192, 204, 196, 0 },
+  { 1, 65536, 32768, 204, 196, 0 },
+  { 1, 131072, 1, 205, 196, 1 },
+  { 1, 131072, 8, 205, 196, 1 },
+  { 1, 131072, 32, 206, 196, 1 },
+  { 1, 131072, 128, 206, 196, 0 },
+  { 1, 131072, 512, 206, 196, 0 },
+  { 1, 131072, 2048, 206, 196, 0 },
+  { 1, 131072, 8192, 207, 196, 0 },
+  { 1, 131072, 32768, 208, 196, 0 },
+  { 2, 512, 1, 210, 211, 0 },
+  { 2, 512, 8, 210, 211, 0 },
+  { 2, 512, 32, 210, 211, 0 },
+  { 2, 512, 128, 210, 211, 0 },
+  { 2, 512, 512, 210, 211, 0 },
+  { 2, 512, 2048, 212, 211, 1 },
+  { 2, 512, 8192, 213, 214, 0 },
+  { 2, 512, 32768, 215, 215, 0 },
+  { 2, 768, 1, 216, 211, 0 },
+  { 2, 768, 8, 216, 211, 0 },
+  { 2, 768, 32, 216, 211, 0 },
+  { 2, 768, 128, 216, 211, 1 },
+  { 2, 768, 512, 216, 211, 0 },
+  { 2, 768, 2048, 217, 218, 0 },
+  { 2, 768, 8192, 217, 219, 0 },
+  { 2, 768, 32768, 220, 221, 0 },
+  { 2, 1024, 1, 222, 211, 0 },
+  { 2, 1024, 8, 222, 211, 0 },
+  { 2, 1024, 32, 222, 211, 0 },
+  { 2, 1024, 128, 222, 211, 1 },
+  { 2, 1024, 512, 222, 211, 0 },
+  { 2, 1024, 2048, 223, 218, 1 },
+  { 2, 1024, 8192, 224, 211, 0 },
+  { 2, 1024, 32768, 224, 211, 0 },
+  { 2, 1536, 1, 225, 226, 0 },
+  { 2, 1536, 8, 225, 226, 0 },
+  { 2, 1536, 32, 227, 228, 0 },
+  { 2, 1536, 128, 229, 226, 1 },
+  { 2, 1536, 512, 225, 230, 0 },
+  { 2, 1536, 2048, 231, 226, 1 },
+  { 2, 1536, 8192, 232, 226, 0 },
+  { 2, 1536, 32768, 232, 226, 0 },
+  { 2, 2048, 1, 233, 226, 0 },
+  { 2, 2048, 8, 234, 226, 0 },
+  { 2, 2048, 32, 234, 226, 1 },
+  { 2, 2048, 128, 233, 226, 1 },
+  { 2, 2048, 512, 233, 226, 0 },
+  { 2, 2048, 2048, 234, 226, 1 },
+  { 2, 2048, 8192, 235, 226, 0 },
+  { 2, 2048, 32768, 236, 226, 0 },
+  { 2, 2560, 1, 237, 238, 0 },
+  { 2, 2560, 8, 237, 239, 0 },
+  { 2, 2560, 32, 237, 240, 1 },
+  { 2, 2560, 128, 237, 240, 1 },
+  { 2, 2560, 512, 237, 238, 0 },
+  { 2, 2560, 2048, 237, 241, 0 },
   { 2, 2560, 8192, 241, 241, 0 },
-  { 2, 2560, 32768, 242, 239, 0 },
-  { 2, 3072, 1, 243, 239, 0 },
-  { 2, 3072, 8, 243, 239, 1 },
-  { 2, 3072, 32, 244, 244, 1 },
+  { 2, 2560, 32768, 242, 241, 0 },
+  { 2, 3072, 1, 243, 241, 0 },
+  { 2, 3072, 8, 243, 241, 1 },
+  { 2, 3072, 32, 243, 240, 1 },
   { 2, 3072, 128, 243, 240, 1 },
-  { 2, 3072, 512, 243, 239, 1 },
-  { 2, 3072, 2048, 245, 239, 1 },
-  { 2, 3072, 8192, 246, 239, 0 },
-  { 2, 3072, 32768, 247, 239, 0 },
-  { 2, 4096, 1, 248, 249, 1 },
-  { 2, 4096, 8, 248, 249, 1 },
-  { 2, 4096, 32, 248, 240, 1 },
-  { 2, 4096, 128, 250, 249, 1 },
-  { 2, 4096, 512, 248, 249, 0 },
-  { 2, 4096, 2048, 251, 251, 0 },
-  { 2, 4096, 8192, 252, 252, 0 },
-  { 2, 4096, 32768, 253, 254, 0 },
-  { 2, 5120, 1, 255, 256, 1 },
-  { 2, 5120, 8, 255, 257, 1 },
-  { 2, 5120, 32, 258, 259, 0 },
-  { 2, 5120, 128, 260, 259, 1 },
-  { 2, 5120, 512, 260, 256, 0 },
-  { 2, 5120, 2048, 255, 261, 0 },
-  { 2, 5120, 8192, 262, 261, 0 },
-  { 2, 5120, 32768, 263, 261, 0 },
-  { 2, 6144, 1, 264, 256, 1 },
-  { 2, 6144, 8, 264, 257, 1 },
-  { 2, 6144, 32, 264, 259, 1 },
-  { 2, 6144, 128, 265, 266, 1 },
-  { 2, 6144, 512, 265, 256, 1 },
-  { 2, 6144, 2048, 267, 267, 0 },
-  { 2, 6144, 8192, 267, 267, 0 },
-  { 2, 6144, 32768, 268, 266, 0 },
-  { 2, 7168, 1, 269, 270, 1 },
-  { 2, 7168, 8, 269, 270, 1 },
-  { 2, 7168, 32, 271, 272, 1 },
-  { 2, 7168, 128, 269, 270, 1 },
-  { 2, 7168, 512, 269, 270, 0 },
-  { 2, 7168, 2048, 273, 270, 0 },
-  { 2, 7168, 8192, 274, 270, 0 },
-  { 2, 7168, 32768, 274, 270, 0 },
-  { 2, 8192, 1, 275, 276, 1 },
-  { 2, 8192, 8, 275, 277, 1 },
-  { 2, 8192, 32, 278, 276, 0 },
-  { 2, 8192, 128, 275, 276, 1 },
-  { 2, 8192, 512, 279, 276, 1 },
-  { 2, 8192, 2048, 280, 276, 0 },
-  { 2, 8192, 8192, 281, 276, 0 },
-  { 2, 8192, 32768, 281, 276, 0 },
-  { 2, 12288, 1, 282, 283, 1 },
-  { 2, 12288, 8, 282, 284, 1 },
-  { 2, 12288, 32, 285, 286, 1 },
-  { 2, 12288, 128, 285, 286, 1 },
-  { 2, 12288, 512, 287, 288, 1 },
-  { 2, 12288, 2048, 287, 288, 0 },
-  { 2, 12288, 8192, 289, 288, 0 },
-  { 2, 12288, 32768, 289, 288, 0 },
-  { 2, 16384, 1, 290, 291, 1 },
-  { 2, 16384, 8, 290, 292, 1 },
-  { 2, 16384, 32, 290, 291, 0 },
-  { 2, 16384, 128, 293, 291, 1 },
-  { 2, 16384, 512, 293, 294, 0 },
-  { 2, 16384, 2048, 295, 291, 0 },
-  { 2, 16384, 8192, 295, 291, 0 },
-  { 2, 16384, 32768, 296, 296, 0 },
-  { 2, 32768, 1, 297, 254, 1 },
-  { 2, 32768, 8, 297, 298, 1 },
-  { 2, 32768, 32, 299, 254, 1 },
-  { 2, 32768, 128, 299, 254, 1 },
-  { 2, 32768, 512, 300, 254, 0 },
-  { 2, 32768, 2048, 301, 302, 0 },
-  { 2, 32768, 8192, 303, 303, 0 },
-  { 2, 32768, 32768, 303, 303, 0 },
-  { 2, 65536, 1, 304, 254, 1 },
-  { 2, 65536, 8, 305, 254, 1 },
-  { 2, 65536, 32, 305, 254, 1 },
-  { 2, 65536, 128, 306, 254, 0 },
-  { 2, 65536, 512, 306, 254, 0 },
-  { 2, 65536, 2048, 306, 254, 0 },
-  { 2, 65536, 8192, 307, 307, 0 },
-  { 2, 65536, 32768, 307, 307, 0 },
-  { 2, 131072, 1, 308, 254, 0 },
-  { 2, 131072, 8, 309, 310, 1 },
-  { 2, 131072, 32, 309, 310, 0 },
-  { 2, 131072, 128, 311, 254, 0 },
-  { 2, 131072, 512, 311, 254, 0 },
-  { 2, 131072, 2048, 311, 254, 0 },
-  { 2, 131072, 8192, 311, 254, 0 },
-  { 2, 131072, 32768, 311, 254, 0 },
-  { 3, 512, 1, 313, 314, 0 },
-  { 3, 512, 8, 315, 316, 0 },
-  { 3, 512, 32, 315, 316, 0 },
-  { 3, 512, 128, 315, 316, 0 },
-  { 3, 512, 512, 317, 316, 0 },
-  { 3, 512, 2048, 318, 316, 0 },
-  { 3, 512, 8192, 319, 316, 0 },
-  { 3, 512, 32768, 320, 316, 0 },
-  { 3, 768, 1, 321, 321, 1 },
-  { 3, 768, 8, 322, 321, 0 },
-  { 3, 768, 32, 322, 321, 0 },
-  { 3, 768, 128, 323, 316, 0 },
-  { 3, 768, 512, 324, 316, 0 },
-  { 3, 768, 2048, 325, 316, 0 },
-  { 3, 768, 8192, 326, 316, 0 },
-  { 3, 768, 32768, 327, 316, 0 },
-  { 3, 1024, 1, 328, 321, 0 },
-  { 3, 1024, 8, 329, 316, 0 },
-  { 3, 1024, 32, 329, 316, 0 },
-  { 3, 1024, 128, 328, 316, 0 },
-  { 3, 1024, 512, 330, 316, 0 },
-  { 3, 1024, 2048, 331, 316, 0 },
-  { 3, 1024, 8192, 332, 316, 0 },
-  { 3, 1024, 32768, 333, 334, 0 },
-  { 3, 1536, 1, 335, 336, 0 },
-  { 3, 1536, 8, 335, 336, 0 },
-  { 3, 1536, 32, 335, 336, 0 },
-  { 3, 1536, 128, 335, 336, 0 },
-  { 3, 1536, 512, 337, 316, 0 },
-  { 3, 1536, 2048, 338, 316, 0 },
-  { 3, 1536, 8192, 339, 316, 1 },
-  { 3, 1536, 32768, 340, 341, 0 },
-  { 3, 2048, 1, 342, 316, 0 },
-  { 3, 2048, 8, 342, 336, 0 },
-  { 3, 2048, 32, 342, 336, 0 },
-  { 3, 2048, 128, 342, 316, 0 },
-  { 3, 2048, 512, 343, 316, 0 },
-  { 3, 2048, 2048, 344, 316, 1 },
-  { 3, 2048, 8192, 345, 316, 0 },
-  { 3, 2048, 32768, 346, 347, 0 },
-  { 3, 2560, 1, 348, 349, 0 },
-  { 3, 2560, 8, 348, 349, 0 },
-  { 3, 2560, 32, 348, 350, 0 },
-  { 3, 2560, 128, 351, 349, 0 },
-  { 3, 2560, 512, 352, 350, 0 },
-  { 3, 2560, 2048, 353, 350, 0 },
-  { 3, 2560, 8192, 354, 350, 0 },
-  { 3, 2560, 32768, 355, 356, 0 },
-  { 3, 3072, 1, 357, 349, 0 },
-  { 3, 3072, 8, 357, 349, 0 },
-  { 3, 3072, 32, 358, 359, 0 },
-  { 3, 3072, 128, 357, 349, 1 },
-  { 3, 3072, 512, 360, 350, 0 },
-  { 3, 3072, 2048, 361, 350, 1 },
-  { 3, 3072, 8192, 362, 356, 0 },
-  { 3, 3072, 32768, 363, 356, 0 },
-  { 3, 4096, 1, 364, 365, 0 },
-  { 3, 4096, 8, 366, 350, 0 },
-  { 3, 4096, 32, 364, 367, 1 },
-  { 3, 4096, 128, 364, 365, 1 },
-  { 3, 4096, 512, 366, 350, 0 },
-  { 3, 4096, 2048, 368, 350, 0 },
-  { 3, 4096, 8192, 369, 350, 0 },
-  { 3, 4096, 32768, 370, 370, 0 },
-  { 3, 5120, 1, 371, 371, 0 },
-  { 3, 5120, 8, 372, 373, 0 },
-  { 3, 5120, 32, 371, 371, 1 },
-  { 3, 5120, 128, 372, 374, 1 },
-  { 3, 5120, 512, 375, 373, 0 },
-  { 3, 5120, 2048, 376, 373, 1 },
-  { 3, 5120, 8192, 375, 373, 0 },
-  { 3, 5120, 32768, 375, 373, 0 },
-  { 3, 6144, 1, 377, 378, 0 },
-  { 3, 6144, 8, 377, 373, 1 },
-  { 3, 6144, 32, 371, 371, 1 },
-  { 3, 6144, 128, 379, 374, 1 },
-  { 3, 6144, 512, 373, 373, 0 },
-  { 3, 6144, 2048, 380, 373, 1 },
-  { 3, 6144, 8192, 373, 373, 0 },
-  { 3, 6144, 32768, 381, 373, 0 },
-  { 3, 7168, 1, 382, 378, 0 },
-  { 3, 7168, 8, 382, 378, 1 },
-  { 3, 7168, 32, 383, 374, 1 },
-  { 3, 7168, 128, 383, 374, 1 },
-  { 3, 7168, 512, 384, 385, 1 },
-  { 3, 7168, 2048, 386, 385, 1 },
-  { 3, 7168, 8192, 387, 385, 0 },
-  { 3, 7168, 32768, 388, 388, 0 },
-  { 3, 8192, 1, 389, 390, 0 },
-  { 3, 8192, 8, 390, 390, 0 },
-  { 3, 8192, 32, 390, 390, 1 },
-  { 3, 8192, 128, 391, 392, 0 },
-  { 3, 8192, 512, 393, 385, 0 },
-  { 3, 8192, 2048, 394, 385, 0 },
-  { 3, 8192, 8192, 395, 385, 0 },
-  { 3, 8192, 32768, 388, 388, 0 },
-  { 3, 12288, 1, 396, 397, 0 },
-  { 3, 12288, 8, 396, 397, 0 },
-  { 3, 12288, 32, 398, 399, 0 },
-  { 3, 12288, 128, 400, 397, 1 },
-  { 3, 12288, 512, 401, 399, 1 },
-  { 3, 12288, 2048, 401, 399, 0 },
-  { 3, 12288, 8192, 402, 399, 0 },
-  { 3, 12288, 32768, 403, 399, 0 },
-  { 3, 16384, 1, 404, 405, 0 },
-  { 3, 16384, 8, 405, 405, 1 },
-  { 3, 16384, 32, 405, 405, 1 },
-  { 3, 16384, 128, 406, 397, 0 },
-  { 3, 16384, 512, 407, 408, 1 },
-  { 3, 16384, 2048, 409, 408, 0 },
-  { 3, 16384, 8192, 410, 408, 0 },
-  { 3, 16384, 32768, 410, 408, 0 },
-  { 3, 32768, 1, 411, 412, 0 },
-  { 3, 32768, 8, 411, 413, 0 },
-  { 3, 32768, 32, 414, 415, 1 },
-  { 3, 32768, 128, 416, 417, 0 },
-  { 3, 32768, 512, 418, 412, 0 },
-  { 3, 32768, 2048, 419, 420, 0 },
-  { 3, 32768, 8192, 419, 420, 0 },
-  { 3, 32768, 32768, 419, 420, 0 },
-  { 3, 65536, 1, 421, 421, 0 },
-  { 3, 65536, 8, 421, 421, 1 },
-  { 3, 65536, 32, 421, 421, 1 },
-  { 3, 65536, 128, 422, 412, 1 },
-  { 3, 65536, 512, 423, 412, 0 },
-  { 3, 65536, 2048, 424, 425, 0 },
-  { 3, 65536, 8192, 424, 420, 0 },
-  { 3, 65536, 32768, 426, 426, 0 },
-  { 3, 131072, 1, 427, 427, 1 },
-  { 3, 131072, 8, 428, 429, 1 },
-  { 3, 131072, 32, 430, 412, 1 },
-  { 3, 131072, 128, 430, 412, 0 },
-  { 3, 131072, 512, 431, 412, 0 },
-  { 3, 131072, 2048, 431, 412, 0 },
-  { 3, 131072, 8192, 426, 426, 0 },
-  { 3, 131072, 32768, 426, 426, 0 },
-  { 4, 512, 1, 433, 434, 0 },
-  { 4, 512, 8, 435, 434, 0 },
-  { 4, 512, 32, 435, 434, 0 },
-  { 4, 512, 128, 435, 434, 0 },
-  { 4, 512, 512, 436, 434, 1 },
-  { 4, 512, 2048, 437, 437, 0 },
-  { 4, 512, 8192, 438, 434, 0 },
-  { 4, 512, 32768, 437, 437, 0 },
-  { 4, 768, 1, 439, 434, 0 },
-  { 4, 768, 8, 439, 434, 0 },
-  { 4, 768, 32, 439, 434, 0 },
-  { 4, 768, 128, 440, 434, 1 },
-  { 4, 768, 512, 441, 434, 1 },
-  { 4, 768, 2048, 442, 442, 0 },
-  { 4, 768, 8192, 443, 434, 1 },
-  { 4, 768, 32768, 444, 445, 0 },
-  { 4, 1024, 1, 446, 434, 0 },
-  { 4, 1024, 8, 446, 434, 0 },
-  { 4, 1024, 32, 446, 434, 0 },
-  { 4, 1024, 128, 447, 434, 1 },
-  { 4, 1024, 512, 434, 434, 0 },
-  { 4, 1024, 2048, 448, 448, 0 },
-  { 4, 1024, 8192, 449, 434, 0 },
-  { 4, 1024, 32768, 450, 450, 0 },
-  { 4, 1536, 1, 451, 434, 0 },
-  { 4, 1536, 8, 451, 434, 0 },
-  { 4, 1536, 32, 451, 434, 0 },
-  { 4, 1536, 128, 452, 434, 1 },
-  { 4, 1536, 512, 453, 434, 0 },
-  { 4, 1536, 2048, 454, 434, 1 },
-  { 4, 1536, 8192, 455, 434, 0 },
-  { 4, 1536, 32768, 456, 456, 0 },
-  { 4, 2048, 1, 457, 434, 0 },
-  { 4, 2048, 8, 457, 434, 0 },
-  { 4, 2048, 32, 457, 434, 0 },
-  { 4, 2048, 128, 458, 434, 1 },
-  { 4, 2048, 512, 434, 434, 0 },
-  { 4, 2048, 2048, 459, 434, 0 },
-  { 4, 2048, 8192, 434, 434, 0 },
-  { 4, 2048, 32768, 434, 434, 0 },
-  { 4, 2560, 1, 460, 461, 0 },
-  { 4, 2560, 8, 460, 461, 1 },
-  { 4, 2560, 32, 462, 461, 1 },
-  { 4, 2560, 128, 460, 461, 1 },
-  { 4, 2560, 512, 463, 463, 0 },
-  { 4, 2560, 2048, 464, 461, 0 },
-  { 4, 2560, 8192, 465, 461, 0 },
-  { 4, 2560, 32768, 465, 461, 0 },
-  { 4, 3072, 1, 466, 461, 0 },
-  { 4, 3072, 8, 467, 461, 1 },
-  { 4, 3072, 32, 466, 461, 1 },
-  { 4, 3072, 128, 467, 461, 1 },
-  { 4, 3072, 512, 463, 463, 0 },
-  { 4, 3072, 2048, 468, 461, 1 },
-  { 4, 3072, 8192, 469, 461, 0 },
-  { 4, 3072, 32768, 461, 461, 0 },
-  { 4, 4096, 1, 470, 461, 0 },
-  { 4, 4096, 8, 470, 461, 1 },
-  { 4, 4096, 32, 470, 461, 1 },
-  { 4, 4096, 128, 471, 461, 1 },
-  { 4, 4096, 512, 472, 472, 1 },
-  { 4, 4096, 2048, 473, 461, 0 },
-  { 4, 4096, 8192, 461, 461, 0 },
-  { 4, 4096, 32768, 463, 463, 0 },
-  { 4, 5120, 1, 474, 475, 1 },
-  { 4, 5120, 8, 474, 475, 1 },
-  { 4, 5120, 32, 476, 477, 1 },
-  { 4, 5120, 128, 478, 478, 1 },
-  { 4, 5120, 512, 479, 480, 1 },
-  { 4, 5120, 2048, 481, 475, 0 },
-  { 4, 5120, 8192, 482, 475, 0 },
-  { 4, 5120, 32768, 483, 483, 0 },
-  { 4, 6144, 1, 484, 475, 1 },
-  { 4, 6144, 8, 484, 475, 1 },
-  { 4, 6144, 32, 485, 477, 0 },
-  { 4, 6144, 128, 478, 478, 1 },
-  { 4, 6144, 512, 486, 480, 1 },
-  { 4, 6144, 2048, 487, 475, 0 },
-  { 4, 6144, 8192, 483, 483, 0 },
-  { 4, 6144, 32768, 483, 483, 0 },
-  { 4, 7168, 1, 488, 489, 1 },
-  { 4, 7168, 8, 488, 489, 1 },
-  { 4, 7168, 32, 490, 477, 1 },
-  { 4, 7168, 128, 478, 478, 1 },
-  { 4, 7168, 512, 491, 480, 1 },
-  { 4, 7168, 2048, 492, 489, 0 },
-  { 4, 7168, 8192, 493, 493, 0 },
-  { 4, 7168, 32768, 493, 493, 0 },
-  { 4, 8192, 1, 494, 495, 0 },
-  { 4, 8192, 8, 494, 489, 0 },
-  { 4, 8192, 32, 496, 497, 1 },
-  { 4, 8192, 128, 478, 478, 1 },
-  { 4, 8192, 512, 498, 489, 0 },
-  { 4, 8192, 2048, 499, 489, 0 },
-  { 4, 8192, 8192, 500, 500, 0 },
-  { 4, 8192, 32768, 500, 500, 0 },
-  { 4, 12288, 1, 501, 502, 1 },
-  { 4, 12288, 8, 501, 502, 1 },
-  { 4, 12288, 32, 503, 502, 1 },
-  { 4, 12288, 128, 503, 502, 1 },
-  { 4, 12288, 512, 503, 502, 1 },
-  { 4, 12288, 2048, 504, 504, 0 },
-  { 4, 12288, 8192, 504, 504, 0 },
-  { 4, 12288, 32768, 504, 504, 0 },
-  { 4, 16384, 1, 505, 506, 0 },
-  { 4, 16384, 8, 505, 506, 1 },
-  { 4, 16384, 32, 507, 506, 1 },
-  { 4, 16384, 128, 508, 509, 0 },
-  { 4, 16384, 512, 510, 506, 0 },
-  { 4, 16384, 2048, 504, 504, 0 },
-  { 4, 16384, 8192, 511, 511, 0 },
-  { 4, 16384, 32768, 511, 511, 0 },
-  { 4, 32768, 1, 512, 513, 1 },
-  { 4, 32768, 8, 512, 513, 1 },
-  { 4, 32768, 32, 514, 514, 1 },
-  { 4, 32768, 128, 515, 513, 1 },
-  { 4, 32768, 512, 516, 513, 0 },
-  { 4, 32768, 2048, 517, 517, 0 },
-  { 4, 32768, 8192, 517, 517, 0 },
-  { 4, 32768, 32768, 517, 517, 0 },
-  { 4, 65536, 1, 518, 513, 1 },
-  { 4, 65536, 8, 519, 520, 1 },
-  { 4, 65536, 32, 518, 520, 0 },
-  { 4, 65536, 128, 521, 513, 0 },
-  { 4, 65536, 512, 522, 522, 0 },
-  { 4, 65536, 2048, 522, 522, 0 },
-  { 4, 65536, 8192, 522, 522, 0 },
-  { 4, 65536, 32768, 522, 522, 0 },
-  { 4, 131072, 1, 523, 513, 1 },
-  { 4, 131072, 8, 524, 513, 0 },
-  { 4, 131072, 32, 525, 513, 0 },
-  { 4, 131072, 128, 525, 513, 0 },
-  { 4, 131072, 512, 525, 513, 0 },
-  { 4, 131072, 2048, 526, 522, 0 },
-  { 4, 131072, 8192, 526, 522, 0 },
-  { 4, 131072, 32768, 526, 522, 0 },
-  { 5, 512, 1, 528, 529, 0 },
-  { 5, 512, 8, 530, 529, 0 },
-  { 5, 512, 32, 530, 529, 0 },
-  { 5, 512, 128, 530, 529, 0 },
-  { 5, 512, 512, 531, 529, 0 },
-  { 5, 512, 2048, 532, 529, 0 },
-  { 5, 512, 8192, 533, 529, 1 },
-  { 5, 512, 32768, 534, 529, 0 },
-  { 5, 768, 1, 535, 529, 0 },
-  { 5, 768, 8, 535, 529, 0 },
-  { 5, 768, 32, 535, 529, 0 },
-  { 5, 768, 128, 535, 529, 0 },
-  { 5, 768, 512, 536, 529, 0 },
-  { 5, 768, 2048, 537, 529, 0 },
-  { 5, 768, 8192, 538, 529, 0 },
-  { 5, 768, 32768, 539, 529, 0 },
-  { 5, 1024, 1, 540, 529, 0 },
-  { 5, 1024, 8, 540, 529, 0 },
-  { 5, 1024, 32, 541, 529, 0 },
-  { 5, 1024, 128, 541, 529, 0 },
-  { 5, 1024, 512, 541, 529, 0 },
-  { 5, 1024, 2048, 542, 529, 0 },
-  { 5, 1024, 8192, 543, 529, 1 },
-  { 5, 1024, 32768, 544, 545, 0 },
-  { 5, 1536, 1, 546, 529, 0 },
-  { 5, 1536, 8, 546, 529, 0 },
-  { 5, 1536, 32, 546, 529, 0 },
-  { 5, 1536, 128, 546, 529, 0 },
-  { 5, 1536, 512, 546, 529, 0 },
-  { 5, 1536, 2048, 547, 529, 0 },
-  { 5, 1536, 8192, 548, 529, 1 },
-  { 5, 1536, 32768, 549, 550, 0 },
-  { 5, 2048, 1, 551, 529, 0 },
-  { 5, 2048, 8, 551, 529, 0 },
-  { 5, 2048, 32, 551, 529, 0 },
-  { 5, 2048, 128, 551, 529, 0 },
-  { 5, 2048, 512, 551, 529, 0 },
-  { 5, 2048, 2048, 552, 529, 1 },
-  { 5, 2048, 8192, 553, 529, 0 },
-  { 5, 2048, 32768, 554, 554, 0 },
-  { 5, 2560, 1, 555, 556, 1 },
-  { 5, 2560, 8, 555, 556, 0 },
-  { 5, 2560, 32, 557, 556, 0 },
-  { 5, 2560, 128, 558, 558, 0 },
-  { 5, 2560, 512, 555, 556, 0 },
-  { 5, 2560, 2048, 557, 556, 1 },
-  { 5, 2560, 8192, 559, 560, 0 },
-  { 5, 2560, 32768, 559, 560, 0 },
-  { 5, 3072, 1, 561, 556, 0 },
-  { 5, 3072, 8, 561, 556, 0 },
-  { 5, 3072, 32, 561, 556, 1 },
-  { 5, 3072, 128, 558, 558, 0 },
-  { 5, 3072, 512, 561, 556, 0 },
-  { 5, 3072, 2048, 562, 556, 0 },
-  { 5, 3072, 8192, 560, 560, 0 },
-  { 5, 3072, 32768, 560, 560, 0 },
-  { 5, 4096, 1, 563, 556, 0 },
-  { 5, 4096, 8, 563, 556, 0 },
-  { 5, 4096, 32, 564, 556, 1 },
-  { 5, 4096, 128, 565, 556, 1 },
-  { 5, 4096, 512, 563, 556, 0 },
-  { 5, 4096, 2048, 566, 556, 0 },
-  { 5, 4096, 8192, 567, 556, 0 },
-  { 5, 4096, 32768, 568, 568, 0 },
-  { 5, 5120, 1, 569, 570, 1 },
-  { 5, 5120, 8, 569, 570, 1 },
-  { 5, 5120, 32, 571, 571, 0 },
-  { 5, 5120, 128, 572, 570, 1 },
-  { 5, 5120, 512, 570, 570, 0 },
-  { 5, 5120, 2048, 573, 570, 1 },
-  { 5, 5120, 8192, 574, 570, 0 },
-  { 5, 5120, 32768, 574, 570, 0 },
-  { 5, 6144, 1, 575, 570, 0 },
-  { 5, 6144, 8, 575, 570, 1 },
-  { 5, 6144, 32, 571, 571, 0 },
-  { 5, 6144, 128, 576, 576, 0 },
-  { 5, 6144, 512, 570, 570, 1 },
-  { 5, 6144, 2048, 577, 570, 1 },
-  { 5, 6144, 8192, 570, 570, 0 },
-  { 5, 6144, 32768, 570, 570, 0 },
-  { 5, 7168, 1, 578, 576, 0 },
-  { 5, 7168, 8, 578, 576, 1 },
-  { 5, 7168, 32, 576, 576, 1 },
-  { 5, 7168, 128, 576, 576, 0 },
-  { 5, 7168, 512, 579, 580, 1 },
-  { 5, 7168, 2048, 581, 580, 0 },
-  { 5, 7168, 8192, 582, 580, 0 },
-  { 5, 7168, 32768, 582, 580, 0 },
-  { 5, 8192, 1, 583, 584, 0 },
-  { 5, 8192, 8, 583, 584, 0 },
-  { 5, 8192, 32, 576, 576, 1 },
-  { 5, 8192, 128, 585, 576, 0 },
-  { 5, 8192, 512, 586, 580, 1 },
-  { 5, 8192, 2048, 587, 580, 0 },
-  { 5, 8192, 8192, 588, 580, 0 },
-  { 5, 8192, 32768, 589, 580, 0 },
-  { 5, 12288, 1, 590, 591, 1 },
-  { 5, 12288, 8, 590, 591, 1 },
-  { 5, 12288, 32, 592, 593, 0 },
-  { 5, 12288, 128, 590, 591, 0 },
-  { 5, 12288, 512, 594, 591, 0 },
-  { 5, 12288, 2048, 594, 591, 0 },
-  { 5, 12288, 8192, 595, 591, 0 },
-  { 5, 12288, 32768, 596, 596, 0 },
-  { 5, 16384, 1, 597, 598, 0 },
-  { 5, 16384, 8, 597, 598, 1 },
-  { 5, 16384, 32, 599, 599, 1 },
-  { 5, 16384, 128, 600, 601, 1 },
-  { 5, 16384, 512, 602, 601, 1 },
-  { 5, 16384, 2048, 603, 601, 0 },
-  { 5, 16384, 8192, 604, 605, 0 },
-  { 5, 16384, 32768, 604, 605, 0 },
-  { 5, 32768, 1, 606, 607, 0 },
-  { 5, 32768, 8, 606, 608, 0 },
-  { 5, 32768, 32, 606, 608, 1 },
-  { 5, 32768, 128, 609, 607, 0 },
-  { 5, 32768, 512, 610, 607, 0 },
-  { 5, 32768, 2048, 611, 612, 0 },
-  { 5, 32768, 8192, 613, 612, 0 },
-  { 5, 32768, 32768, 613, 612, 0 },
-  { 5, 65536, 1, 614, 615, 1 },
-  { 5, 65536, 8, 614, 616, 1 },
-  { 5, 65536, 32, 614, 607, 1 },
-  { 5, 65536, 128, 617, 607, 0 },
-  { 5, 65536, 512, 618, 607, 0 },
-  { 5, 65536, 2048, 619, 620, 0 },
-  { 5, 65536, 8192, 620, 620, 0 },
-  { 5, 65536, 32768, 620, 620, 0 },
-  { 5, 131072, 1, 621, 607, 0 },
-  { 5, 131072, 8, 621, 622, 1 },
-  { 5, 131072, 32, 623, 607, 1 },
-  { 5, 131072, 128, 623, 607, 0 },
-  { 5, 131072, 512, 623, 607, 0 },
-  { 5, 131072, 2048, 624, 625, 0 },
-  { 5, 131072, 8192, 620, 620, 0 },
-  { 5, 131072, 32768, 626, 620, 0 },
-  { 6, 512, 1, 628, 629, 0 },
-  { 6, 512, 8, 630, 629, 0 },
-  { 6, 512, 32, 630, 629, 0 },
-  { 6, 512, 128, 631, 629, 0 },
-  { 6, 512, 512, 628, 629, 0 },
-  { 6, 512, 2048, 632, 633, 0 },
-  { 6, 512, 8192, 631, 629, 1 },
-  { 6, 512, 32768, 633, 633, 0 },
-  { 6, 768, 1, 634, 629, 0 },
-  { 6, 768, 8, 635, 629, 0 },
-  { 6, 768, 32, 635, 629, 0 },
-  { 6, 768, 128, 636, 629, 1 },
-  { 6, 768, 512, 637, 637, 0 },
-  { 6, 768, 2048, 638, 639, 1 },
-  { 6, 768, 8192, 638, 629, 0 },
-  { 6, 768, 32768, 635, 629, 0 },
-  { 6, 1024, 1, 640, 629, 0 },
-  { 6, 1024, 8, 640, 629, 0 },
-  { 6, 1024, 32, 640, 629, 0 },
-  { 6, 1024, 128, 641, 629, 1 },
-  { 6, 1024, 512, 629, 629, 0 },
-  { 6, 1024, 2048, 642, 642, 1 },
-  { 6, 1024, 8192, 643, 629, 0 },
-  { 6, 1024, 32768, 644, 644, 0 },
-  { 6, 1536, 1, 645, 629, 0 },
-  { 6, 1536, 8, 645, 629, 0 },
-  { 6, 1536, 32, 645, 629, 0 },
-  { 6, 1536, 128, 646, 629, 1 },
-  { 6, 1536, 512, 645, 629, 0 },
-  { 6, 1536, 2048, 647, 629, 0 },
-  { 6, 1536, 8192, 648, 629, 0 },
-  { 6, 1536, 32768, 645, 629, 0 },
-  { 6, 2048, 1, 649, 629, 0 },
-  { 6, 2048, 8, 649, 629, 0 },
-  { 6, 2048, 32, 649, 629, 0 },
-  { 6, 2048, 128, 650, 629, 1 },
-  { 6, 2048, 512, 649, 629, 0 },
-  { 6, 2048, 2048, 651, 629, 1 },
-  { 6, 2048, 8192, 629, 629, 0 },
-  { 6, 2048, 32768, 629, 629, 0 },
-  { 6, 2560, 1, 652, 653, 0 },
-  { 6, 2560, 8, 652, 653, 0 },
-  { 6, 2560, 32, 652, 653, 1 },
-  { 6, 2560, 128, 654, 653, 1 },
-  { 6, 2560, 512, 652, 653, 0 },
-  { 6, 2560, 2048, 655, 656, 1 },
-  { 6, 2560, 8192, 657, 653, 0 },
-  { 6, 2560, 32768, 658, 658, 0 },
-  { 6, 3072, 1, 659, 653, 0 },
-  { 6, 3072, 8, 659, 653, 0 },
-  { 6, 3072, 32, 659, 653, 1 },
-  { 6, 3072, 128, 660, 653, 1 },
-  { 6, 3072, 512, 659, 653, 0 },
-  { 6, 3072, 2048, 661, 653, 1 },
-  { 6, 3072, 8192, 662, 653, 0 },
-  { 6, 3072, 32768, 658, 658, 0 },
-  { 6, 4096, 1, 663, 653, 1 },
-  { 6, 4096, 8, 663, 653, 1 },
-  { 6, 4096, 32, 664, 653, 1 },
-  { 6, 4096, 128, 665, 653, 1 },
-  { 6, 4096, 512, 666, 666, 1 },
-  { 6, 4096, 2048, 667, 656, 0 },
-  { 6, 4096, 8192, 653, 653, 0 },
-  { 6, 4096, 32768, 653, 653, 0 },
-  { 6, 5120, 1, 668, 669, 1 },
-  { 6, 5120, 8, 668, 669, 1 },
-  { 6, 5120, 32, 670, 671, 0 },
-  { 6, 5120, 128, 672, 671, 1 },
-  { 6, 5120, 512, 673, 674, 0 },
-  { 6, 5120, 2048, 675, 669, 0 },
-  { 6, 5120, 8192, 675, 669, 0 },
-  { 6, 5120, 32768, 675, 669, 0 },
-  { 6, 6144, 1, 676, 669, 1 },
-  { 6, 6144, 8, 676, 669, 1 },
-  { 6, 6144, 32, 677, 671, 1 },
-  { 6, 6144, 128, 678, 671, 1 },
-  { 6, 6144, 512, 679, 674, 0 },
-  { 6, 6144, 2048, 679, 669, 0 },
-  { 6, 6144, 8192, 669, 669, 0 },
-  { 6, 6144, 32768, 669, 669, 0 },
-  { 6, 7168, 1, 680, 681, 1 },
-  { 6, 7168, 8, 680, 681, 1 },
-  { 6, 7168, 32, 682, 671, 1 },
-  { 6, 7168, 128, 683, 671, 1 },
-  { 6, 7168, 512, 684, 674, 1 },
-  { 6, 7168, 2048, 685, 681, 0 },
-  { 6, 7168, 8192, 685, 681, 0 },
-  { 6, 7168, 32768, 685, 681, 0 },
-  { 6, 8192, 1, 686, 681, 0 },
-  { 6, 8192, 8, 686, 681, 0 },
-  { 6, 8192, 32, 687, 681, 1 },
-  { 6, 8192, 128, 688, 681, 1 },
-  { 6, 8192, 512, 689, 681, 0 },
-  { 6, 8192, 2048, 690, 681, 0 },
-  { 6, 8192, 8192, 690, 681, 0 },
-  { 6, 8192, 32768, 691, 681, 0 },
-  { 6, 12288, 1, 692, 693, 1 },
-  { 6, 12288, 8, 692, 693, 1 },
-  { 6, 12288, 32, 694, 693, 1 },
-  { 6, 12288, 128, 694, 693, 1 },
-  { 6, 12288, 512, 694, 693, 0 },
-  { 6, 12288, 2048, 695, 693, 0 },
-  { 6, 12288, 8192, 696, 693, 0 },
-  { 6, 12288, 32768, 696, 693, 0 },
-  { 6, 16384, 1, 697, 698, 0 },
-  { 6, 16384, 8, 697, 698, 1 },
-  { 6, 16384, 32, 699, 698, 1 },
-  { 6, 16384, 128, 699, 698, 1 },
-  { 6, 16384, 512, 700, 698, 0 },
-  { 6, 16384, 2048, 701, 698, 0 },
-  { 6, 16384, 8192, 702, 698, 0 },
-  { 6, 16384, 32768, 702, 698, 0 },
-  { 6, 32768, 1, 703, 704, 1 },
-  { 6, 32768, 8, 703, 704, 1 },
-  { 6, 32768, 32, 705, 706, 1 },
-  { 6, 32768, 128, 707, 704, 0 },
-  { 6, 32768, 512, 708, 704, 0 },
-  { 6, 32768, 2048, 709, 704, 0 },
-  { 6, 32768, 8192, 709, 704, 0 },
-  { 6, 32768, 32768, 709, 710, 0 },
-  { 6, 65536, 1, 711, 704, 1 },
-  { 6, 65536, 8, 712, 713, 1 },
-  { 6, 65536, 32, 714, 704, 0 },
-  { 6, 65536, 128, 715, 704, 0 },
-  { 6, 65536, 512, 716, 704, 0 },
-  { 6, 65536, 2048, 717, 704, 0 },
-  { 6, 65536, 8192, 717, 704, 0 },
-  { 6, 65536, 32768, 717, 704, 0 },
-  { 6, 131072, 1, 718, 704, 1 },
-  { 6, 131072, 8, 719, 704, 0 },
-  { 6, 131072, 32, 720, 704, 0 },
-  { 6, 131072, 128, 720, 704, 0 },
-  { 6, 131072, 512, 721, 704, 0 },
-  { 6, 131072, 2048, 722, 704, 0 },
-  { 6, 131072, 8192, 722, 704, 0 },
-  { 6, 131072, 32768, 722, 704, 0 },
-  { 7, 512, 1, 724, 725, 0 },
-  { 7, 512, 8, 726, 725, 0 },
-  { 7, 512, 32, 727, 727, 0 },
-  { 7, 512, 128, 728, 725, 0 },
-  { 7, 512, 512, 728, 725, 0 },
-  { 7, 512, 2048, 729, 730, 0 },
-  { 7, 512, 8192, 729, 731, 1 },
-  { 7, 512, 32768, 732, 732, 0 },
-  { 7, 768, 1, 733, 725, 0 },
-  { 7, 768, 8, 733, 725, 0 },
-  { 7, 768, 32, 734, 734, 0 },
-  { 7, 768, 128, 733, 735, 0 },
-  { 7, 768, 512, 736, 725, 0 },
-  { 7, 768, 2048, 733, 737, 0 },
-  { 7, 768, 8192, 738, 739, 0 },
-  { 7, 768, 32768, 740, 740, 0 },
-  { 7, 1024, 1, 741, 725, 0 },
-  { 7, 1024, 8, 741, 725, 0 },
-  { 7, 1024, 32, 734, 734, 0 },
-  { 7, 1024, 128, 741, 725, 0 },
-  { 7, 1024, 512, 741, 725, 0 },
-  { 7, 1024, 2048, 742, 743, 1 },
-  { 7, 1024, 8192, 741, 725, 0 },
-  { 7, 1024, 32768, 744, 744, 0 },
-  { 7, 1536, 1, 745, 746, 0 },
-  { 7, 1536, 8, 745, 747, 0 },
-  { 7, 1536, 32, 745, 747, 0 },
-  { 7, 1536, 128, 748, 748, 0 },
-  { 7, 1536, 512, 745, 746, 0 },
-  { 7, 1536, 2048, 749, 750, 1 },
-  { 7, 1536, 8192, 751, 751, 0 },
-  { 7, 1536, 32768, 751, 751, 0 },
-  { 7, 2048, 1, 752, 746, 0 },
-  { 7, 2048, 8, 752, 747, 0 },
-  { 7, 2048, 32, 752, 753, 0 },
-  { 7, 2048, 128, 748, 748, 0 },
-  { 7, 2048, 512, 754, 746, 0 },
-  { 7, 2048, 2048, 755, 755, 0 },
-  { 7, 2048, 8192, 756, 756, 0 },
-  { 7, 2048, 32768, 757, 746, 0 },
-  { 7, 2560, 1, 758, 759, 0 },
-  { 7, 2560, 8, 760, 759, 0 },
-  { 7, 2560, 32, 761, 761, 1 },
-  { 7, 2560, 128, 762, 763, 0 },
-  { 7, 2560, 512, 760, 764, 0 },
-  { 7, 2560, 2048, 765, 765, 0 },
-  { 7, 2560, 8192, 766, 766, 0 },
-  { 7, 2560, 32768, 766, 766, 0 },
-  { 7, 3072, 1, 767, 759, 0 },
-  { 7, 3072, 8, 767, 764, 0 },
-  { 7, 3072, 32, 768, 768, 1 },
-  { 7, 3072, 128, 769, 763, 1 },
-  { 7, 3072, 512, 767, 764, 0 },
-  { 7, 3072, 2048, 770, 770, 0 },
-  { 7, 3072, 8192, 771, 771, 0 },
-  { 7, 3072, 32768, 771, 771, 0 },
-  { 7, 4096, 1, 772, 773, 0 },
-  { 7, 4096, 8, 774, 773, 0 },
-  { 7, 4096, 32, 772, 775, 1 },
-  { 7, 4096, 128, 774, 763, 1 },
-  { 7, 4096, 512, 774, 776, 1 },
-  { 7, 4096, 2048, 772, 777, 0 },
-  { 7, 4096, 8192, 778, 771, 0 },
-  { 7, 4096, 32768, 771, 771, 0 },
-  { 7, 5120, 1, 779, 780, 1 },
-  { 7, 5120, 8, 779, 781, 0 },
-  { 7, 5120, 32, 779, 782, 1 },
-  { 7, 5120, 128, 779, 783, 1 },
-  { 7, 5120, 512, 779, 783, 0 },
-  { 7, 5120, 2048, 784, 780, 0 },
-  { 7, 5120, 8192, 784, 780, 0 },
-  { 7, 5120, 32768, 785, 785, 0 },
-  { 7, 6144, 1, 786, 781, 0 },
-  { 7, 6144, 8, 786, 781, 1 },
-  { 7, 6144, 32, 787, 782, 0 },
-  { 7, 6144, 128, 787, 788, 1 },
-  { 7, 6144, 512, 789, 789, 1 },
-  { 7, 6144, 2048, 790, 788, 0 },
-  { 7, 6144, 8192, 791, 791, 0 },
-  { 7, 6144, 32768, 791, 791, 0 },
-  { 7, 7168, 1, 792, 792, 1 },
-  { 7, 7168, 8, 792, 792, 1 },
-  { 7, 7168, 32, 793, 793, 1 },
-  { 7, 7168, 128, 792, 792, 1 },
-  { 7, 7168, 512, 794, 795, 1 },
-  { 7, 7168, 2048, 796, 797, 0 },
-  { 7, 7168, 8192, 796, 797, 0 },
-  { 7, 7168, 32768, 791, 791, 0 },
-  { 7, 8192, 1, 798, 798, 0 },
-  { 7, 8192, 8, 798, 798, 1 },
-  { 7, 8192, 32, 799, 795, 0 },
-  { 7, 8192, 128, 800, 801, 0 },
-  { 7, 8192, 512, 802, 795, 0 },
-  { 7, 8192, 2048, 803, 801, 0 },
-  { 7, 8192, 8192, 803, 801, 0 },
-  { 7, 8192, 32768, 791, 791, 0 },
-  { 7, 12288, 1, 804, 804, 1 },
-  { 7, 12288, 8, 804, 804, 1 },
-  { 7, 12288, 32, 805, 806, 1 },
-  { 7, 12288, 128, 805, 806, 0 },
-  { 7, 12288, 512, 807, 807, 0 },
-  { 7, 12288, 2048, 808, 809, 0 },
-  { 7, 12288, 8192, 810, 809, 0 },
-  { 7, 12288, 32768, 810, 809, 0 },
-  { 7, 16384, 1, 811, 811, 0 },
-  { 7, 16384, 8, 811, 811, 1 },
-  { 7, 16384, 32, 812, 813, 1 },
-  { 7, 16384, 128, 812, 814, 0 },
-  { 7, 16384, 512, 815, 814, 0 },
-  { 7, 16384, 2048, 816, 817, 0 },
-  { 7, 16384, 8192, 818, 818, 0 },
-  { 7, 16384, 32768, 818, 818, 0 },
-  { 7, 32768, 1, 819, 819, 1 },
-  { 7, 32768, 8, 819, 819, 1 },
-  { 7, 32768, 32, 820, 821, 0 },
-  { 7, 32768, 128, 822, 822, 0 },
-  { 7, 32768, 512, 822, 822, 0 },
-  { 7, 32768, 2048, 823, 823, 0 },
-  { 7, 32768, 8192, 823, 823, 0 },
-  { 7, 32768, 32768, 823, 823, 0 },
-  { 7, 65536, 1, 824, 825, 1 },
-  { 7, 65536, 8, 826, 826, 1 },
-  { 7, 65536, 32, 827, 771, 1 },
-  { 7, 65536, 128, 828, 829, 0 },
-  { 7, 65536, 512, 829, 829, 0 },
-  { 7, 65536, 2048, 830, 831, 0 },
-  { 7, 65536, 8192, 823, 823, 0 },
-  { 7, 65536, 32768, 823, 823, 0 },
-  { 7, 131072, 1, 832, 833, 1 },
-  { 7, 131072, 8, 834, 835, 1 },
-  { 7, 131072, 32, 836, 771, 1 },
-  { 7, 131072, 128, 836, 771, 0 },
-  { 7, 131072, 512, 836, 771, 0 },
-  { 7, 131072, 2048, 836, 771, 0 },
-  { 7, 131072, 8192, 836, 771, 0 },
-  { 7, 131072, 32768, 836, 771, 0 },
-  { 8, 512, 1, 838, 839, 0 },
-  { 8, 512, 8, 838, 839, 0 },
-  { 8, 512, 32, 838, 839, 0 },
-  { 8, 512, 128, 840, 839, 0 },
-  { 8, 512, 512, 839, 839, 0 },
-  { 8, 512, 2048, 841, 841, 1 },
-  { 8, 512, 8192, 841, 841, 0 },
-  { 8, 512, 32768, 842, 842, 0 },
-  { 8, 768, 1, 843, 839, 0 },
-  { 8, 768, 8, 843, 839, 0 },
-  { 8, 768, 32, 843, 839, 0 },
-  { 8, 768, 128, 843, 839, 1 },
-  { 8, 768, 512, 839, 839, 0 },
-  { 8, 768, 2048, 844, 845, 1 },
-  { 8, 768, 8192, 839, 839, 0 },
-  { 8, 768, 32768, 839, 839, 0 },
-  { 8, 1024, 1, 846, 839, 0 },
-  { 8, 1024, 8, 846, 839, 0 },
-  { 8, 1024, 32, 846, 839, 0 },
-  { 8, 1024, 128, 846, 839, 1 },
-  { 8, 1024, 512, 839, 839, 0 },
-  { 8, 1024, 2048, 847, 847, 0 },
-  { 8, 1024, 8192, 839, 839, 0 },
-  { 8, 1024, 32768, 839, 839, 0 },
-  { 8, 1536, 1, 848, 849, 0 },
-  { 8, 1536, 8, 848, 849, 0 },
-  { 8, 1536, 32, 848, 850, 0 },
-  { 8, 1536, 128, 851, 852, 0 },
-  { 8, 1536, 512, 853, 853, 1 },
-  { 8, 1536, 2048, 854, 849, 1 },
-  { 8, 1536, 8192, 855, 855, 0 },
-  { 8, 1536, 32768, 855, 855, 0 },
-  { 8, 2048, 1, 856, 850, 0 },
-  { 8, 2048, 8, 856, 849, 0 },
-  { 8, 2048, 32, 856, 849, 1 },
-  { 8, 2048, 128, 857, 852, 1 },
-  { 8, 2048, 512, 853, 853, 1 },
-  { 8, 2048, 2048, 853, 853, 0 },
-  { 8, 2048, 8192, 858, 849, 0 },
-  { 8, 2048, 32768, 858, 849, 0 },
-  { 8, 2560, 1, 859, 860, 0 },
-  { 8, 2560, 8, 861, 860, 0 },
-  { 8, 2560, 32, 861, 862, 1 },
-  { 8, 2560, 128, 863, 864, 1 },
-  { 8, 2560, 512, 863, 864, 1 },
-  { 8, 2560, 2048, 859, 860, 0 },
-  { 8, 2560, 8192, 865, 860, 0 },
-  { 8, 2560, 32768, 866, 860, 0 },
-  { 8, 3072, 1, 867, 860, 0 },
-  { 8, 3072, 8, 868, 869, 0 },
-  { 8, 3072, 32, 868, 862, 1 },
-  { 8, 3072, 128, 868, 864, 1 },
-  { 8, 3072, 512, 870, 864, 1 },
-  { 8, 3072, 2048, 867, 860, 0 },
-  { 8, 3072, 8192, 871, 860, 0 },
-  { 8, 3072, 32768, 872, 860, 0 },
-  { 8, 4096, 1, 873, 874, 0 },
-  { 8, 4096, 8, 873, 875, 1 },
-  { 8, 4096, 32, 876, 877, 1 },
-  { 8, 4096, 128, 878, 878, 1 },
-  { 8, 4096, 512, 876, 877, 0 },
-  { 8, 4096, 2048, 879, 875, 0 },
-  { 8, 4096, 8192, 880, 875, 0 },
-  { 8, 4096, 32768, 880, 875, 0 },
-  { 8, 5120, 1, 881, 882, 1 },
-  { 8, 5120, 8, 881, 883, 1 },
-  { 8, 5120, 32, 884, 885, 0 },
-  { 8, 5120, 128, 884, 885, 1 },
-  { 8, 5120, 512, 884, 885, 0 },
-  { 8, 5120, 2048, 886, 883, 0 },
-  { 8, 5120, 8192, 887, 883, 0 },
-  { 8, 5120, 32768, 887, 883, 0 },
-  { 8, 6144, 1, 888, 882, 1 },
-  { 8, 6144, 8, 888, 889, 1 },
-  { 8, 6144, 32, 890, 885, 0 },
-  { 8, 6144, 128, 890, 891, 1 },
-  { 8, 6144, 512, 890, 885, 1 },
-  { 8, 6144, 2048, 892, 893, 0 },
-  { 8, 6144, 8192, 892, 893, 0 },
-  { 8, 6144, 32768, 892, 893, 0 },
-  { 8, 7168, 1, 894, 895, 1 },
-  { 8, 7168, 8, 894, 896, 1 },
-  { 8, 7168, 32, 897, 896, 1 },
-  { 8, 7168, 128, 897, 891, 1 },
-  { 8, 7168, 512, 894, 891, 0 },
-  { 8, 7168, 2048, 898, 899, 0 },
-  { 8, 7168, 8192, 898, 899, 0 },
-  { 8, 7168, 32768, 900, 899, 0 },
-  { 8, 8192, 1, 901, 901, 1 },
-  { 8, 8192, 8, 901, 901, 1 },
-  { 8, 8192, 32, 902, 903, 1 },
-  { 8, 8192, 128, 902, 891, 1 },
-  { 8, 8192, 512, 902, 904, 0 },
-  { 8, 8192, 2048, 905, 904, 0 },
-  { 8, 8192, 8192, 906, 904, 0 },
-  { 8, 8192, 32768, 907, 907, 0 },
-  { 8, 12288, 1, 908, 908, 1 },
-  { 8, 12288, 8, 908, 908, 1 },
-  { 8, 12288, 32, 909, 910, 1 },
-  { 8, 12288, 128, 911, 910, 1 },
-  { 8, 12288, 512, 911, 910, 0 },
-  { 8, 12288, 2048, 912, 913, 0 },
-  { 8, 12288, 8192, 912, 913, 0 },
-  { 8, 12288, 32768, 912, 913, 0 },
-  { 8, 16384, 1, 914, 915, 0 },
-  { 8, 16384, 8, 914, 916, 1 },
-  { 8, 16384, 32, 917, 916, 1 },
-  { 8, 16384, 128, 918, 919, 1 },
-  { 8, 16384, 512, 917, 916, 0 },
-  { 8, 16384, 2048, 920, 921, 0 },
-  { 8, 16384, 8192, 922, 922, 0 },
-  { 8, 16384, 32768, 922, 922, 0 },
-  { 8, 32768, 1, 923, 924, 1 },
-  { 8, 32768, 8, 925, 924, 1 },
-  { 8, 32768, 32, 923, 926, 0 },
-  { 8, 32768, 128, 923, 927, 0 },
-  { 8, 32768, 512, 928, 928, 0 },
-  { 8, 32768, 2048, 929, 928, 0 },
-  { 8, 32768, 8192, 930, 930, 0 },
-  { 8, 32768, 32768, 930, 930, 0 },
-  { 8, 65536, 1, 931, 932, 1 },
-  { 8, 65536, 8, 931, 933, 1 },
-  { 8, 65536, 32, 934, 934, 1 },
-  { 8, 65536, 128, 934, 934, 0 },
-  { 8, 65536, 512, 931, 935, 0 },
-  { 8, 65536, 2048, 928, 928, 0 },
-  { 8, 65536, 8192, 928, 928, 0 },
-  { 8, 65536, 32768, 928, 928, 0 },
-  { 8, 131072, 1, 936, 937, 0 },
-  { 8, 131072, 8, 936, 938, 0 },
-  { 8, 131072, 32, 939, 938, 0 },
-  { 8, 131072, 128, 939, 938, 0 },
-  { 8, 131072, 512, 939, 938, 0 },
-  { 8, 131072, 2048, 939, 938, 0 },
-  { 8, 131072, 8192, 939, 938, 0 },
-  { 8, 131072, 32768, 940, 940, 0 },
+  { 2, 3072, 512, 243, 238, 1 },
+  { 2, 3072, 2048, 244, 238, 0 },
+  { 2, 3072, 8192, 241, 241, 0 },
+  { 2, 3072, 32768, 241, 241, 0 },
+  { 2, 4096, 1, 245, 246, 1 },
+  { 2, 4096, 8, 245, 246, 1 },
+  { 2, 4096, 32, 245, 240, 1 },
+  { 2, 4096, 128, 247, 246, 1 },
+  { 2, 4096, 512, 247, 246, 1 },
+  { 2, 4096, 2048, 248, 246, 0 },
+  { 2, 4096, 8192, 248, 246, 0 },
+  { 2, 4096, 32768, 249, 250, 0 },
+  { 2, 5120, 1, 251, 252, 1 },
+  { 2, 5120, 8, 251, 253, 1 },
+  { 2, 5120, 32, 254, 255, 1 },
+  { 2, 5120, 128, 256, 255, 1 },
+  { 2, 5120, 512, 256, 252, 1 },
+  { 2, 5120, 2048, 251, 257, 0 },
+  { 2, 5120, 8192, 258, 257, 0 },
+  { 2, 5120, 32768, 258, 257, 0 },
+  { 2, 6144, 1, 259, 252, 1 },
+  { 2, 6144, 8, 259, 253, 1 },
+  { 2, 6144, 32, 260, 255, 1 },
+  { 2, 6144, 128, 261, 262, 1 },
+  { 2, 6144, 512, 261, 252, 1 },
+  { 2, 6144, 2048, 263, 263, 0 },
+  { 2, 6144, 8192, 263, 263, 0 },
+  { 2, 6144, 32768, 264, 262, 0 },
+  { 2, 7168, 1, 265, 266, 1 },
+  { 2, 7168, 8, 265, 266, 1 },
+  { 2, 7168, 32, 267, 268, 1 },
+  { 2, 7168, 128, 265, 266, 1 },
+  { 2, 7168, 512, 265, 266, 0 },
+  { 2, 7168, 2048, 269, 269, 0 },
+  { 2, 7168, 8192, 270, 266, 0 },
+  { 2, 7168, 32768, 270, 266, 0 },
+  { 2, 8192, 1, 271, 272, 1 },
+  { 2, 8192, 8, 271, 273, 1 },
+  { 2, 8192, 32, 271, 272, 1 },
+  { 2, 8192, 128, 271, 272, 0 },
+  { 2, 8192, 512, 274, 272, 0 },
+  { 2, 8192, 2048, 275, 272, 0 },
+  { 2, 8192, 8192, 276, 272, 0 },
+  { 2, 8192, 32768, 276, 272, 0 },
+  { 2, 12288, 1, 277, 278, 1 },
+  { 2, 12288, 8, 277, 279, 1 },
+  { 2, 12288, 32, 280, 281, 1 },
+  { 2, 12288, 128, 280, 281, 1 },
+  { 2, 12288, 512, 280, 282, 1 },
+  { 2, 12288, 2048, 283, 282, 0 },
+  { 2, 12288, 8192, 284, 282, 0 },
+  { 2, 12288, 32768, 284, 282, 0 },
+  { 2, 16384, 1, 285, 286, 1 },
+  { 2, 16384, 8, 285, 287, 1 },
+  { 2, 16384, 32, 285, 288, 1 },
+  { 2, 16384, 128, 289, 288, 0 },
+  { 2, 16384, 512, 289, 290, 0 },
+  { 2, 16384, 2048, 291, 288, 0 },
+  { 2, 16384, 8192, 292, 292, 0 },
+  { 2, 16384, 32768, 292, 292, 0 },
+  { 2, 32768, 1, 293, 250, 1 },
+  { 2, 32768, 8, 294, 250, 1 },
+  { 2, 32768, 32, 295, 250, 1 },
+  { 2, 32768, 128, 295, 250, 1 },
+  { 2, 32768, 512, 296, 250, 0 },
+  { 2, 32768, 2048, 297, 298, 0 },
+  { 2, 32768, 8192, 299, 299, 0 },
+  { 2, 32768, 32768, 299, 299, 0 },
+  { 2, 65536, 1, 300, 250, 1 },
+  { 2, 65536, 8, 301, 250, 1 },
+  { 2, 65536, 32, 301, 250, 1 },
+  { 2, 65536, 128, 302, 250, 0 },
+  { 2, 65536, 512, 302, 250, 0 },
+  { 2, 65536, 2048, 302, 250, 0 },
+  { 2, 65536, 8192, 303, 303, 0 },
+  { 2, 65536, 32768, 304, 303, 0 },
+  { 2, 131072, 1, 305, 250, 0 },
+  { 2, 131072, 8, 306, 307, 1 },
+  { 2, 131072, 32, 306, 307, 0 },
+  { 2, 131072, 128, 308, 250, 0 },
+  { 2, 131072, 512, 308, 250, 0 },
+  { 2, 131072, 2048, 308, 250, 0 },
+  { 2, 131072, 8192, 308, 250, 0 },
+  { 2, 131072, 32768, 308, 250, 0 },
+  { 3, 512, 1, 310, 311, 0 },
+  { 3, 512, 8, 312, 311, 0 },
+  { 3, 512, 32, 312, 311, 0 },
+  { 3, 512, 128, 312, 311, 0 },
+  { 3, 512, 512, 313, 311, 0 },
+  { 3, 512, 2048, 314, 311, 0 },
+  { 3, 512, 8192, 315, 311, 0 },
+  { 3, 512, 32768, 316, 311, 0 },
+  { 3, 768, 1, 317, 317, 1 },
+  { 3, 768, 8, 318, 317, 0 },
+  { 3, 768, 32, 318, 317, 0 },
+  { 3, 768, 128, 319, 311, 0 },
+  { 3, 768, 512, 320, 311, 0 },
+  { 3, 768, 2048, 321, 311, 0 },
+  { 3, 768, 8192, 322, 311, 0 },
+  { 3, 768, 32768, 323, 311, 0 },
+  { 3, 1024, 1, 317, 317, 1 },
+  { 3, 1024, 8, 324, 311, 0 },
+  { 3, 1024, 32, 324, 311, 0 },
+  { 3, 1024, 128, 324, 311, 0 },
+  { 3, 1024, 512, 325, 311, 0 },
+  { 3, 1024, 2048, 326, 311, 0 },
+  { 3, 1024, 8192, 327, 311, 1 },
+  { 3, 1024, 32768, 328, 329, 0 },
+  { 3, 1536, 1, 330, 331, 0 },
+  { 3, 1536, 8, 330, 331, 0 },
+  { 3, 1536, 32, 330, 331, 0 },
+  { 3, 1536, 128, 330, 332, 0 },
+  { 3, 1536, 512, 333, 311, 0 },
+  { 3, 1536, 2048, 334, 335, 0 },
+  { 3, 1536, 8192, 334, 311, 0 },
+  { 3, 1536, 32768, 336, 337, 0 },
+  { 3, 2048, 1, 338, 331, 0 },
+  { 3, 2048, 8, 338, 331, 0 },
+  { 3, 2048, 32, 338, 311, 0 },
+  { 3, 2048, 128, 338, 332, 0 },
+  { 3, 2048, 512, 339, 311, 0 },
+  { 3, 2048, 2048, 340, 311, 1 },
+  { 3, 2048, 8192, 341, 311, 0 },
+  { 3, 2048, 32768, 339, 342, 0 },
+  { 3, 2560, 1, 343, 344, 0 },
+  { 3, 2560, 8, 343, 344, 0 },
+  { 3, 2560, 32, 343, 345, 0 },
+  { 3, 2560, 128, 346, 344, 0 },
+  { 3, 2560, 512, 347, 345, 0 },
+  { 3, 2560, 2048, 348, 345, 1 },
+  { 3, 2560, 8192, 349, 345, 0 },
+  { 3, 2560, 32768, 350, 351, 0 },
+  { 3, 3072, 1, 352, 344, 0 },
+  { 3, 3072, 8, 352, 344, 0 },
+  { 3, 3072, 32, 353, 354, 0 },
+  { 3, 3072, 128, 352, 345, 1 },
+  { 3, 3072, 512, 355, 345, 0 },
+  { 3, 3072, 2048, 356, 345, 1 },
+  { 3, 3072, 8192, 357, 345, 0 },
+  { 3, 3072, 32768, 357, 351, 0 },
+  { 3, 4096, 1, 358, 359, 0 },
+  { 3, 4096, 8, 358, 345, 0 },
+  { 3, 4096, 32, 358, 360, 1 },
+  { 3, 4096, 128, 358, 359, 1 },
+  { 3, 4096, 512, 361, 345, 0 },
+  { 3, 4096, 2048, 362, 345, 0 },
+  { 3, 4096, 8192, 363, 345, 0 },
+  { 3, 4096, 32768, 364, 364, 0 },
+  { 3, 5120, 1, 365, 366, 1 },
+  { 3, 5120, 8, 365, 367, 0 },
+  { 3, 5120, 32, 365, 366, 1 },
+  { 3, 5120, 128, 365, 368, 1 },
+  { 3, 5120, 512, 369, 367, 0 },
+  { 3, 5120, 2048, 370, 370, 0 },
+  { 3, 5120, 8192, 369, 367, 0 },
+  { 3, 5120, 32768, 369, 367, 0 },
+  { 3, 6144, 1, 371, 372, 0 },
+  { 3, 6144, 8, 371, 367, 1 },
+  { 3, 6144, 32, 373, 366, 1 },
+  { 3, 6144, 128, 373, 368, 1 },
+  { 3, 6144, 512, 367, 367, 1 },
+  { 3, 6144, 2048, 370, 370, 0 },
+  { 3, 6144, 8192, 367, 367, 0 },
+  { 3, 6144, 32768, 374, 367, 0 },
+  { 3, 7168, 1, 375, 372, 0 },
+  { 3, 7168, 8, 375, 372, 1 },
+  { 3, 7168, 32, 376, 368, 1 },
+  { 3, 7168, 128, 376, 368, 1 },
+  { 3, 7168, 512, 377, 377, 0 },
+  { 3, 7168, 2048, 378, 379, 1 },
+  { 3, 7168, 8192, 380, 379, 0 },
+  { 3, 7168, 32768, 381, 381, 0 },
+  { 3, 8192, 1, 382, 383, 0 },
+  { 3, 8192, 8, 383, 383, 0 },
+  { 3, 8192, 32, 382, 384, 1 },
+  { 3, 8192, 128, 385, 379, 1 },
+  { 3, 8192, 512, 377, 377, 0 },
+  { 3, 8192, 2048, 386, 379, 0 },
+  { 3, 8192, 8192, 387, 379, 0 },
+  { 3, 8192, 32768, 381, 381, 0 },
+  { 3, 12288, 1, 388, 389, 0 },
+  { 3, 12288, 8, 388, 390, 0 },
+  { 3, 12288, 32, 391, 392, 1 },
+  { 3, 12288, 128, 389, 389, 0 },
+  { 3, 12288, 512, 393, 392, 0 },
+  { 3, 12288, 2048, 394, 392, 0 },
+  { 3, 12288, 8192, 395, 392, 0 },
+  { 3, 12288, 32768, 396, 392, 0 },
+  { 3, 16384, 1, 397, 398, 0 },
+  { 3, 16384, 8, 398, 398, 1 },
+  { 3, 16384, 32, 399, 400, 1 },
+  { 3, 16384, 128, 389, 389, 0 },
+  { 3, 16384, 512, 401, 400, 0 },
+  { 3, 16384, 2048, 402, 400, 0 },
+  { 3, 16384, 8192, 403, 400, 0 },
+  { 3, 16384, 32768, 403, 400, 0 },
+  { 3, 32768, 1, 404, 404, 0 },
+  { 3, 32768, 8, 404, 404, 0 },
+  { 3, 32768, 32, 405, 405, 1 },
+  { 3, 32768, 128, 406, 407, 0 },
+  { 3, 32768, 512, 408, 407, 0 },
+  { 3, 32768, 2048, 409, 409, 0 },
+  { 3, 32768, 8192, 409, 409, 0 },
+  { 3, 32768, 32768, 409, 409, 0 },
+  { 3, 65536, 1, 410, 411, 0 },
+  { 3, 65536, 8, 410, 411, 1 },
+  { 3, 65536, 32, 410, 411, 0 },
+  { 3, 65536, 128, 412, 407, 0 },
+  { 3, 65536, 512, 413, 407, 0 },
+  { 3, 65536, 2048, 414, 415, 0 },
+  { 3, 65536, 8192, 414, 415, 0 },
+  { 3, 65536, 32768, 414, 415, 0 },
+  { 3, 131072, 1, 416, 416, 1 },
+  { 3, 131072, 8, 417, 418, 1 },
+  { 3, 131072, 32, 419, 407, 1 },
+  { 3, 131072, 128, 419, 407, 0 },
+  { 3, 131072, 512, 420, 407, 0 },
+  { 3, 131072, 2048, 420, 407, 0 },
+  { 3, 131072, 8192, 415, 415, 0 },
+  { 3, 131072, 32768, 415, 415, 0 },
+  { 4, 512, 1, 422, 423, 0 },
+  { 4, 512, 8, 424, 423, 0 },
+  { 4, 512, 32, 424, 423, 0 },
+  { 4, 512, 128, 424, 423, 0 },
+  { 4, 512, 512, 425, 423, 0 },
+  { 4, 512, 2048, 426, 426, 0 },
+  { 4, 512, 8192, 427, 423, 0 },
+  { 4, 512, 32768, 426, 426, 0 },
+  { 4, 768, 1, 428, 423, 0 },
+  { 4, 768, 8, 428, 423, 0 },
+  { 4, 768, 32, 428, 423, 0 },
+  { 4, 768, 128, 429, 423, 1 },
+  { 4, 768, 512, 430, 423, 0 },
+  { 4, 768, 2048, 431, 431, 0 },
+  { 4, 768, 8192, 432, 423, 1 },
+  { 4, 768, 32768, 433, 423, 0 },
+  { 4, 1024, 1, 434, 423, 0 },
+  { 4, 1024, 8, 434, 423, 0 },
+  { 4, 1024, 32, 434, 423, 0 },
+  { 4, 1024, 128, 435, 423, 1 },
+  { 4, 1024, 512, 423, 423, 0 },
+  { 4, 1024, 2048, 436, 436, 1 },
+  { 4, 1024, 8192, 437, 423, 0 },
+  { 4, 1024, 32768, 438, 438, 0 },
+  { 4, 1536, 1, 439, 423, 0 },
+  { 4, 1536, 8, 439, 423, 0 },
+  { 4, 1536, 32, 439, 423, 0 },
+  { 4, 1536, 128, 440, 423, 1 },
+  { 4, 1536, 512, 441, 423, 0 },
+  { 4, 1536, 2048, 442, 423, 1 },
+  { 4, 1536, 8192, 442, 423, 0 },
+  { 4, 1536, 32768, 443, 443, 0 },
+  { 4, 2048, 1, 444, 423, 0 },
+  { 4, 2048, 8, 444, 423, 0 },
+  { 4, 2048, 32, 444, 423, 0 },
+  { 4, 2048, 128, 445, 423, 1 },
+  { 4, 2048, 512, 446, 423, 0 },
+  { 4, 2048, 2048, 447, 423, 1 },
+  { 4, 2048, 8192, 423, 423, 0 },
+  { 4, 2048, 32768, 423, 423, 0 },
+  { 4, 2560, 1, 448, 449, 0 },
+  { 4, 2560, 8, 448, 449, 1 },
+  { 4, 2560, 32, 450, 449, 1 },
+  { 4, 2560, 128, 448, 449, 1 },
+  { 4, 2560, 512, 451, 449, 0 },
+  { 4, 2560, 2048, 452, 452, 0 },
+  { 4, 2560, 8192, 453, 449, 0 },
+  { 4, 2560, 32768, 454, 454, 0 },
+  { 4, 3072, 1, 455, 449, 0 },
+  { 4, 3072, 8, 456, 449, 1 },
+  { 4, 3072, 32, 455, 449, 1 },
+  { 4, 3072, 128, 456, 449, 1 },
+  { 4, 3072, 512, 457, 457, 0 },
+  { 4, 3072, 2048, 458, 449, 0 },
+  { 4, 3072, 8192, 449, 449, 0 },
+  { 4, 3072, 32768, 449, 449, 0 },
+  { 4, 4096, 1, 459, 449, 0 },
+  { 4, 4096, 8, 459, 449, 1 },
+  { 4, 4096, 32, 459, 449, 1 },
+  { 4, 4096, 128, 460, 449, 1 },
+  { 4, 4096, 512, 461, 461, 0 },
+  { 4, 4096, 2048, 452, 452, 0 },
+  { 4, 4096, 8192, 462, 449, 0 },
+  { 4, 4096, 32768, 457, 457, 0 },
+  { 4, 5120, 1, 463, 464, 1 },
+  { 4, 5120, 8, 463, 464, 1 },
+  { 4, 5120, 32, 465, 466, 1 },
+  { 4, 5120, 128, 465, 466, 1 },
+  { 4, 5120, 512, 467, 468, 0 },
+  { 4, 5120, 2048, 469, 464, 0 },
+  { 4, 5120, 8192, 470, 464, 0 },
+  { 4, 5120, 32768, 471, 471, 0 },
+  { 4, 6144, 1, 472, 464, 1 },
+  { 4, 6144, 8, 472, 464, 1 },
+  { 4, 6144, 32, 473, 466, 0 },
+  { 4, 6144, 128, 474, 474, 1 },
+  { 4, 6144, 512, 475, 464, 0 },
+  { 4, 6144, 2048, 476, 464, 0 },
+  { 4, 6144, 8192, 471, 471, 0 },
+  { 4, 6144, 32768, 471, 471, 0 },
+  { 4, 7168, 1, 477, 478, 1 },
+  { 4, 7168, 8, 477, 478, 1 },
+  { 4, 7168, 32, 479, 466, 0 },
+  { 4, 7168, 128, 474, 474, 1 },
+  { 4, 7168, 512, 480, 481, 0 },
+  { 4, 7168, 2048, 482, 478, 0 },
+  { 4, 7168, 8192, 483, 483, 0 },
+  { 4, 7168, 32768, 484, 484, 0 },
+  { 4, 8192, 1, 485, 486, 0 },
+  { 4, 8192, 8, 487, 478, 1 },
+  { 4, 8192, 32, 488, 489, 1 },
+  { 4, 8192, 128, 474, 474, 1 },
+  { 4, 8192, 512, 490, 481, 1 },
+  { 4, 8192, 2048, 491, 478, 0 },
+  { 4, 8192, 8192, 484, 484, 0 },
+  { 4, 8192, 32768, 484, 484, 0 },
+  { 4, 12288, 1, 492, 493, 1 },
+  { 4, 12288, 8, 492, 493, 1 },
+  { 4, 12288, 32, 494, 493, 1 },
+  { 4, 12288, 128, 494, 493, 1 },
+  { 4, 12288, 512, 494, 495, 1 },
+  { 4, 12288, 2048, 496, 496, 0 },
+  { 4, 12288, 8192, 496, 496, 0 },
+  { 4, 12288, 32768, 496, 496, 0 },
+  { 4, 16384, 1, 497, 498, 0 },
+  { 4, 16384, 8, 497, 499, 1 },
+  { 4, 16384, 32, 500, 499, 1 },
+  { 4, 16384, 128, 500, 501, 0 },
+  { 4, 16384, 512, 500, 499, 0 },
+  { 4, 16384, 2048, 496, 496, 0 },
+  { 4, 16384, 8192, 502, 502, 0 },
+  { 4, 16384, 32768, 502, 502, 0 },
+  { 4, 32768, 1, 503, 504, 0 },
+  { 4, 32768, 8, 503, 504, 1 },
+  { 4, 32768, 32, 505, 505, 1 },
+  { 4, 32768, 128, 506, 504, 1 },
+  { 4, 32768, 512, 506, 504, 0 },
+  { 4, 32768, 2048, 507, 507, 0 },
+  { 4, 32768, 8192, 507, 507, 0 },
+  { 4, 32768, 32768, 507, 507, 0 },
+  { 4, 65536, 1, 508, 504, 1 },
+  { 4, 65536, 8, 509, 510, 1 },
+  { 4, 65536, 32, 508, 510, 0 },
+  { 4, 65536, 128, 511, 504, 0 },
+  { 4, 65536, 512, 512, 512, 0 },
+  { 4, 65536, 2048, 512, 512, 0 },
+  { 4, 65536, 8192, 512, 512, 0 },
+  { 4, 65536, 32768, 512, 512, 0 },
+  { 4, 131072, 1, 513, 504, 1 },
+  { 4, 131072, 8, 513, 504, 1 },
+  { 4, 131072, 32, 514, 504, 1 },
+  { 4, 131072, 128, 515, 504, 0 },
+  { 4, 131072, 512, 514, 504, 0 },
+  { 4, 131072, 2048, 516, 512, 0 },
+  { 4, 131072, 8192, 516, 512, 0 },
+  { 4, 131072, 32768, 516, 512, 0 },
+  { 5, 512, 1, 518, 519, 1 },
+  { 5, 512, 8, 518, 519, 0 },
+  { 5, 512, 32, 518, 519, 0 },
+  { 5, 512, 128, 518, 519, 0 },
+  { 5, 512, 512, 520, 519, 0 },
+  { 5, 512, 2048, 520, 519, 0 },
+  { 5, 512, 8192, 521, 519, 0 },
+  { 5, 512, 32768, 522, 519, 0 },
+  { 5, 768, 1, 523, 519, 0 },
+  { 5, 768, 8, 523, 519, 0 },
+  { 5, 768, 32, 523, 519, 0 },
+  { 5, 768, 128, 523, 519, 0 },
+  { 5, 768, 512, 524, 519, 0 },
+  { 5, 768, 2048, 525, 519, 0 },
+  { 5, 768, 8192, 526, 519, 0 },
+  { 5, 768, 32768, 527, 519, 0 },
+  { 5, 1024, 1, 528, 519, 0 },
+  { 5, 1024, 8, 528, 519, 0 },
+  { 5, 1024, 32, 529, 519, 0 },
+  { 5, 1024, 128, 529, 519, 0 },
+  { 5, 1024, 512, 529, 519, 0 },
+  { 5, 1024, 2048, 530, 519, 0 },
+  { 5, 1024, 8192, 531, 519, 1 },
+  { 5, 1024, 32768, 532, 533, 0 },
+  { 5, 1536, 1, 534, 519, 0 },
+  { 5, 1536, 8, 534, 519, 0 },
+  { 5, 1536, 32, 534, 519, 0 },
+  { 5, 1536, 128, 534, 519, 0 },
+  { 5, 1536, 512, 534, 519, 0 },
+  { 5, 1536, 2048, 535, 519, 0 },
+  { 5, 1536, 8192, 536, 519, 1 },
+  { 5, 1536, 32768, 537, 538, 0 },
+  { 5, 2048, 1, 539, 519, 0 },
+  { 5, 2048, 8, 539, 519, 0 },
+  { 5, 2048, 32, 539, 519, 0 },
+  { 5, 2048, 128, 539, 519, 0 },
+  { 5, 2048, 512, 539, 519, 0 },
+  { 5, 2048, 2048, 540, 519, 1 },
+  { 5, 2048, 8192, 541, 519, 0 },
+  { 5, 2048, 32768, 542, 542, 0 },
+  { 5, 2560, 1, 543, 544, 1 },
+  { 5, 2560, 8, 543, 544, 0 },
+  { 5, 2560, 32, 545, 544, 0 },
+  { 5, 2560, 128, 546, 546, 0 },
+  { 5, 2560, 512, 543, 544, 0 },
+  { 5, 2560, 2048, 545, 544, 1 },
+  { 5, 2560, 8192, 547, 548, 0 },
+  { 5, 2560, 32768, 547, 548, 0 },
+  { 5, 3072, 1, 549, 544, 0 },
+  { 5, 3072, 8, 549, 544, 0 },
+  { 5, 3072, 32, 549, 544, 1 },
+  { 5, 3072, 128, 546, 546, 0 },
+  { 5, 3072, 512, 549, 544, 0 },
+  { 5, 3072, 2048, 550, 544, 0 },
+  { 5, 3072, 8192, 551, 548, 0 },
+  { 5, 3072, 32768, 551, 548, 0 },
+  { 5, 4096, 1, 552, 544, 0 },
+  { 5, 4096, 8, 552, 544, 0 },
+  { 5, 4096, 32, 552, 544, 1 },
+  { 5, 4096, 128, 553, 544, 0 },
+  { 5, 4096, 512, 552, 544, 0 },
+  { 5, 4096, 2048, 554, 544, 0 },
+  { 5, 4096, 8192, 555, 544, 0 },
+  { 5, 4096, 32768, 556, 556, 0 },
+  { 5, 5120, 1, 557, 558, 1 },
+  { 5, 5120, 8, 557, 558, 1 },
+  { 5, 5120, 32, 557, 559, 1 },
+  { 5, 5120, 128, 559, 559, 1 },
+  { 5, 5120, 512, 560, 558, 1 },
+  { 5, 5120, 2048, 561, 561, 0 },
+  { 5, 5120, 8192, 560, 558, 0 },
+  { 5, 5120, 32768, 560, 558, 0 },
+  { 5, 6144, 1, 562, 558, 1 },
+  { 5, 6144, 8, 562, 558, 1 },
+  { 5, 6144, 32, 559, 559, 1 },
+  { 5, 6144, 128, 563, 563, 0 },
+  { 5, 6144, 512, 564, 558, 0 },
+  { 5, 6144, 2048, 561, 561, 1 },
+  { 5, 6144, 8192, 565, 558, 0 },
+  { 5, 6144, 32768, 565, 558, 0 },
+  { 5, 7168, 1, 566, 567, 1 },
+  { 5, 7168, 8, 566, 563, 1 },
+  { 5, 7168, 32, 563, 563, 1 },
+  { 5, 7168, 128, 563, 563, 0 },
+  { 5, 7168, 512, 568, 569, 0 },
+  { 5, 7168, 2048, 570, 569, 0 },
+  { 5, 7168, 8192, 571, 569, 0 },
+  { 5, 7168, 32768, 571, 569, 0 },
+  { 5, 8192, 1, 572, 573, 0 },
+  { 5, 8192, 8, 572, 573, 0 },
+  { 5, 8192, 32, 574, 559, 0 },
+  { 5, 8192, 128, 575, 573, 0 },
+  { 5, 8192, 512, 576, 569, 0 },
+  { 5, 8192, 2048, 577, 569, 0 },
+  { 5, 8192, 8192, 578, 569, 0 },
+  { 5, 8192, 32768, 579, 569, 0 },
+  { 5, 12288, 1, 580, 581, 1 },
+  { 5, 12288, 8, 580, 581, 1 },
+  { 5, 12288, 32, 582, 583, 1 },
+  { 5, 12288, 128, 580, 581, 0 },
+  { 5, 12288, 512, 584, 581, 1 },
+  { 5, 12288, 2048, 584, 581, 0 },
+  { 5, 12288, 8192, 585, 581, 0 },
+  { 5, 12288, 32768, 586, 586, 0 },
+  { 5, 16384, 1, 587, 588, 0 },
+  { 5, 16384, 8, 587, 588, 1 },
+  { 5, 16384, 32, 589, 589, 1 },
+  { 5, 16384, 128, 590, 591, 1 },
+  { 5, 16384, 512, 592, 591, 1 },
+  { 5, 16384, 2048, 593, 591, 0 },
+  { 5, 16384, 8192, 594, 595, 0 },
+  { 5, 16384, 32768, 594, 595, 0 },
+  { 5, 32768, 1, 596, 597, 0 },
+  { 5, 32768, 8, 596, 598, 0 },
+  { 5, 32768, 32, 596, 598, 1 },
+  { 5, 32768, 128, 599, 597, 0 },
+  { 5, 32768, 512, 600, 597, 0 },
+  { 5, 32768, 2048, 601, 602, 0 },
+  { 5, 32768, 8192, 603, 602, 0 },
+  { 5, 32768, 32768, 603, 602, 0 },
+  { 5, 65536, 1, 604, 605, 1 },
+  { 5, 65536, 8, 604, 606, 1 },
+  { 5, 65536, 32, 604, 597, 0 },
+  { 5, 65536, 128, 607, 597, 1 },
+  { 5, 65536, 512, 608, 597, 0 },
+  { 5, 65536, 2048, 609, 610, 0 },
+  { 5, 65536, 8192, 609, 610, 0 },
+  { 5, 65536, 32768, 609, 610, 0 },
+  { 5, 131072, 1, 611, 597, 0 },
+  { 5, 131072, 8, 611, 612, 1 },
+  { 5, 131072, 32, 613, 597, 1 },
+  { 5, 131072, 128, 613, 597, 0 },
+  { 5, 131072, 512, 614, 597, 0 },
+  { 5, 131072, 2048, 614, 615, 0 },
+  { 5, 131072, 8192, 616, 610, 0 },
+  { 5, 131072, 32768, 616, 610, 0 },
+  { 6, 512, 1, 618, 619, 0 },
+  { 6, 512, 8, 620, 619, 0 },
+  { 6, 512, 32, 621, 619, 0 },
+  { 6, 512, 128, 621, 619, 0 },
+  { 6, 512, 512, 618, 619, 0 },
+  { 6, 512, 2048, 621, 622, 0 },
+  { 6, 512, 8192, 621, 619, 0 },
+  { 6, 512, 32768, 622, 622, 0 },
+  { 6, 768, 1, 623, 619, 0 },
+  { 6, 768, 8, 623, 619, 0 },
+  { 6, 768, 32, 624, 619, 0 },
+  { 6, 768, 128, 625, 619, 1 },
+  { 6, 768, 512, 626, 626, 0 },
+  { 6, 768, 2048, 627, 628, 0 },
+  { 6, 768, 8192, 627, 619, 0 },
+  { 6, 768, 32768, 624, 619, 0 },
+  { 6, 1024, 1, 629, 619, 0 },
+  { 6, 1024, 8, 629, 619, 0 },
+  { 6, 1024, 32, 629, 619, 0 },
+  { 6, 1024, 128, 630, 619, 1 },
+  { 6, 1024, 512, 619, 619, 0 },
+  { 6, 1024, 2048, 631, 631, 1 },
+  { 6, 1024, 8192, 632, 619, 0 },
+  { 6, 1024, 32768, 633, 633, 0 },
+  { 6, 1536, 1, 634, 619, 0 },
+  { 6, 1536, 8, 634, 619, 0 },
+  { 6, 1536, 32, 634, 619, 0 },
+  { 6, 1536, 128, 635, 619, 1 },
+  { 6, 1536, 512, 634, 619, 0 },
+  { 6, 1536, 2048, 636, 619, 1 },
+  { 6, 1536, 8192, 634, 619, 0 },
+  { 6, 1536, 32768, 634, 619, 0 },
+  { 6, 2048, 1, 637, 619, 0 },
+  { 6, 2048, 8, 637, 619, 0 },
+  { 6, 2048, 32, 637, 619, 0 },
+  { 6, 2048, 128, 619, 619, 1 },
+  { 6, 2048, 512, 637, 619, 0 },
+  { 6, 2048, 2048, 638, 619, 0 },
+  { 6, 2048, 8192, 619, 619, 0 },
+  { 6, 2048, 32768, 619, 619, 0 },
+  { 6, 2560, 1, 639, 640, 0 },
+  { 6, 2560, 8, 639, 640, 0 },
+  { 6, 2560, 32, 639, 640, 1 },
+  { 6, 2560, 128, 641, 640, 1 },
+  { 6, 2560, 512, 639, 640, 1 },
+  { 6, 2560, 2048, 642, 640, 0 },
+  { 6, 2560, 8192, 643, 640, 0 },
+  { 6, 2560, 32768, 644, 644, 0 },
+  { 6, 3072, 1, 645, 640, 0 },
+  { 6, 3072, 8, 645, 640, 0 },
+  { 6, 3072, 32, 645, 640, 1 },
+  { 6, 3072, 128, 646, 640, 1 },
+  { 6, 3072, 512, 645, 640, 0 },
+  { 6, 3072, 2048, 647, 640, 0 },
+  { 6, 3072, 8192, 644, 644, 0 },
+  { 6, 3072, 32768, 644, 644, 0 },
+  { 6, 4096, 1, 648, 640, 1 },
+  { 6, 4096, 8, 648, 640, 1 },
+  { 6, 4096, 32, 649, 640, 1 },
+  { 6, 4096, 128, 650, 640, 1 },
+  { 6, 4096, 512, 651, 651, 0 },
+  { 6, 4096, 2048, 652, 640, 0 },
+  { 6, 4096, 8192, 640, 640, 0 },
+  { 6, 4096, 32768, 640, 640, 0 },
+  { 6, 5120, 1, 653, 654, 1 },
+  { 6, 5120, 8, 653, 654, 1 },
+  { 6, 5120, 32, 655, 656, 1 },
+  { 6, 5120, 128, 656, 656, 1 },
+  { 6, 5120, 512, 657, 658, 0 },
+  { 6, 5120, 2048, 659, 654, 0 },
+  { 6, 5120, 8192, 660, 654, 0 },
+  { 6, 5120, 32768, 660, 654, 0 },
+  { 6, 6144, 1, 661, 654, 1 },
+  { 6, 6144, 8, 661, 654, 1 },
+  { 6, 6144, 32, 662, 656, 1 },
+  { 6, 6144, 128, 663, 656, 1 },
+  { 6, 6144, 512, 664, 658, 0 },
+  { 6, 6144, 2048, 663, 654, 0 },
+  { 6, 6144, 8192, 654, 654, 0 },
+  { 6, 6144, 32768, 654, 654, 0 },
+  { 6, 7168, 1, 665, 666, 1 },
+  { 6, 7168, 8, 665, 666, 1 },
+  { 6, 7168, 32, 667, 656, 1 },
+  { 6, 7168, 128, 656, 656, 1 },
+  { 6, 7168, 512, 668, 669, 0 },
+  { 6, 7168, 2048, 670, 666, 0 },
+  { 6, 7168, 8192, 671, 666, 0 },
+  { 6, 7168, 32768, 671, 666, 0 },
+  { 6, 8192, 1, 672, 666, 0 },
+  { 6, 8192, 8, 672, 666, 0 },
+  { 6, 8192, 32, 673, 656, 1 },
+  { 6, 8192, 128, 674, 666, 1 },
+  { 6, 8192, 512, 675, 669, 0 },
+  { 6, 8192, 2048, 676, 666, 0 },
+  { 6, 8192, 8192, 676, 666, 0 },
+  { 6, 8192, 32768, 676, 666, 0 },
+  { 6, 12288, 1, 677, 678, 1 },
+  { 6, 12288, 8, 677, 678, 1 },
+  { 6, 12288, 32, 679, 680, 1 },
+  { 6, 12288, 128, 679, 678, 1 },
+  { 6, 12288, 512, 679, 681, 0 },
+  { 6, 12288, 2048, 682, 678, 0 },
+  { 6, 12288, 8192, 682, 678, 0 },
+  { 6, 12288, 32768, 682, 678, 0 },
+  { 6, 16384, 1, 683, 684, 1 },
+  { 6, 16384, 8, 683, 684, 1 },
+  { 6, 16384, 32, 685, 684, 1 },
+  { 6, 16384, 128, 685, 684, 0 },
+  { 6, 16384, 512, 686, 684, 0 },
+  { 6, 16384, 2048, 687, 684, 0 },
+  { 6, 16384, 8192, 688, 684, 0 },
+  { 6, 16384, 32768, 688, 684, 0 },
+  { 6, 32768, 1, 689, 690, 1 },
+  { 6, 32768, 8, 689, 690, 1 },
+  { 6, 32768, 32, 691, 691, 1 },
+  { 6, 32768, 128, 692, 690, 0 },
+  { 6, 32768, 512, 692, 690, 0 },
+  { 6, 32768, 2048, 693, 690, 0 },
+  { 6, 32768, 8192, 693, 690, 0 },
+  { 6, 32768, 32768, 694, 695, 0 },
+  { 6, 65536, 1, 696, 690, 1 },
+  { 6, 65536, 8, 697, 698, 1 },
+  { 6, 65536, 32, 699, 700, 0 },
+  { 6, 65536, 128, 701, 690, 0 },
+  { 6, 65536, 512, 702, 690, 0 },
+  { 6, 65536, 2048, 703, 690, 0 },
+  { 6, 65536, 8192, 703, 690, 0 },
+  { 6, 65536, 32768, 703, 690, 0 },
+  { 6, 131072, 1, 704, 690, 1 },
+  { 6, 131072, 8, 704, 690, 1 },
+  { 6, 131072, 32, 705, 690, 0 },
+  { 6, 131072, 128, 705, 690, 0 },
+  { 6, 131072, 512, 705, 690, 0 },
+  { 6, 131072, 2048, 706, 690, 0 },
+  { 6, 131072, 8192, 706, 690, 0 },
+  { 6, 131072, 32768, 706, 690, 0 },
+  { 7, 512, 1, 708, 709, 1 },
+  { 7, 512, 8, 708, 709, 0 },
+  { 7, 512, 32, 710, 710, 0 },
+  { 7, 512, 128, 711, 709, 0 },
+  { 7, 512, 512, 712, 709, 0 },
+  { 7, 512, 2048, 713, 709, 0 },
+  { 7, 512, 8192, 714, 714, 0 },
+  { 7, 512, 32768, 713, 715, 0 },
+  { 7, 768, 1, 716, 717, 0 },
+  { 7, 768, 8, 718, 718, 0 },
+  { 7, 768, 32, 719, 719, 0 },
+  { 7, 768, 128, 716, 718, 0 },
+  { 7, 768, 512, 720, 720, 0 },
+  { 7, 768, 2048, 716, 721, 0 },
+  { 7, 768, 8192, 722, 723, 1 },
+  { 7, 768, 32768, 724, 723, 0 },
+  { 7, 1024, 1, 725, 709, 0 },
+  { 7, 1024, 8, 725, 709, 0 },
+  { 7, 1024, 32, 718, 718, 0 },
+  { 7, 1024, 128, 725, 718, 0 },
+  { 7, 1024, 512, 726, 709, 0 },
+  { 7, 1024, 2048, 727, 721, 0 },
+  { 7, 1024, 8192, 725, 709, 0 },
+  { 7, 1024, 32768, 728, 709, 0 },
+  { 7, 1536, 1, 729, 730, 0 },
+  { 7, 1536, 8, 729, 730, 0 },
+  { 7, 1536, 32, 729, 731, 0 },
+  { 7, 1536, 128, 732, 732, 0 },
+  { 7, 1536, 512, 729, 730, 0 },
+  { 7, 1536, 2048, 733, 734, 0 },
+  { 7, 1536, 8192, 730, 730, 0 },
+  { 7, 1536, 32768, 730, 730, 0 },
+  { 7, 2048, 1, 735, 730, 0 },
+  { 7, 2048, 8, 735, 731, 0 },
+  { 7, 2048, 32, 735, 731, 0 },
+  { 7, 2048, 128, 732, 732, 0 },
+  { 7, 2048, 512, 736, 730, 0 },
+  { 7, 2048, 2048, 735, 730, 1 },
+  { 7, 2048, 8192, 730, 730, 0 },
+  { 7, 2048, 32768, 737, 737, 0 },
+  { 7, 2560, 1, 738, 738, 0 },
+  { 7, 2560, 8, 739, 740, 0 },
+  { 7, 2560, 32, 741, 741, 1 },
+  { 7, 2560, 128, 739, 742, 0 },
+  { 7, 2560, 512, 743, 740, 0 },
+  { 7, 2560, 2048, 744, 744, 0 },
+  { 7, 2560, 8192, 745, 745, 0 },
+  { 7, 2560, 32768, 745, 745, 0 },
+  { 7, 3072, 1, 738, 738, 0 },
+  { 7, 3072, 8, 746, 740, 0 },
+  { 7, 3072, 32, 747, 747, 1 },
+  { 7, 3072, 128, 746, 742, 1 },
+  { 7, 3072, 512, 746, 740, 1 },
+  { 7, 3072, 2048, 748, 748, 0 },
+  { 7, 3072, 8192, 749, 749, 0 },
+  { 7, 3072, 32768, 749, 749, 0 },
+  { 7, 4096, 1, 750, 751, 0 },
+  { 7, 4096, 8, 752, 751, 0 },
+  { 7, 4096, 32, 752, 753, 1 },
+  { 7, 4096, 128, 752, 754, 1 },
+  { 7, 4096, 512, 752, 755, 1 },
+  { 7, 4096, 2048, 752, 754, 0 },
+  { 7, 4096, 8192, 749, 749, 0 },
+  { 7, 4096, 32768, 749, 749, 0 },
+  { 7, 5120, 1, 756, 757, 1 },
+  { 7, 5120, 8, 758, 759, 0 },
+  { 7, 5120, 32, 758, 760, 1 },
+  { 7, 5120, 128, 758, 761, 1 },
+  { 7, 5120, 512, 758, 761, 1 },
+  { 7, 5120, 2048, 762, 757, 0 },
+  { 7, 5120, 8192, 762, 757, 0 },
+  { 7, 5120, 32768, 763, 763, 0 },
+  { 7, 6144, 1, 764, 764, 1 },
+  { 7, 6144, 8, 764, 764, 1 },
+  { 7, 6144, 32, 765, 760, 0 },
+  { 7, 6144, 128, 765, 766, 0 },
+  { 7, 6144, 512, 767, 767, 0 },
+  { 7, 6144, 2048, 768, 766, 0 },
+  { 7, 6144, 8192, 769, 769, 0 },
+  { 7, 6144, 32768, 769, 769, 0 },
+  { 7, 7168, 1, 770, 770, 1 },
+  { 7, 7168, 8, 770, 770, 1 },
+  { 7, 7168, 32, 771, 771, 1 },
+  { 7, 7168, 128, 772, 773, 1 },
+  { 7, 7168, 512, 772, 774, 1 },
+  { 7, 7168, 2048, 775, 773, 0 },
+  { 7, 7168, 8192, 775, 773, 0 },
+  { 7, 7168, 32768, 769, 769, 0 },
+  { 7, 8192, 1, 776, 776, 0 },
+  { 7, 8192, 8, 776, 776, 1 },
+  { 7, 8192, 32, 777, 778, 0 },
+  { 7, 8192, 128, 779, 780, 0 },
+  { 7, 8192, 512, 781, 774, 1 },
+  { 7, 8192, 2048, 782, 780, 0 },
+  { 7, 8192, 8192, 782, 780, 0 },
+  { 7, 8192, 32768, 769, 769, 0 },
+  { 7, 12288, 1, 783, 783, 1 },
+  { 7, 12288, 8, 783, 783, 1 },
+  { 7, 12288, 32, 784, 784, 1 },
+  { 7, 12288, 128, 784, 784, 1 },
+  { 7, 12288, 512, 785, 785, 1 },
+  { 7, 12288, 2048, 786, 787, 0 },
+  { 7, 12288, 8192, 788, 787, 0 },
+  { 7, 12288, 32768, 788, 787, 0 },
+  { 7, 16384, 1, 789, 789, 1 },
+  { 7, 16384, 8, 789, 789, 1 },
+  { 7, 16384, 32, 790, 791, 1 },
+  { 7, 16384, 128, 790, 792, 0 },
+  { 7, 16384, 512, 793, 792, 0 },
+  { 7, 16384, 2048, 794, 795, 0 },
+  { 7, 16384, 8192, 796, 796, 0 },
+  { 7, 16384, 32768, 796, 796, 0 },
+  { 7, 32768, 1, 797, 797, 1 },
+  { 7, 32768, 8, 797, 797, 1 },
+  { 7, 32768, 32, 798, 799, 0 },
+  { 7, 32768, 128, 798, 800, 1 },
+  { 7, 32768, 512, 800, 800, 0 },
+  { 7, 32768, 2048, 801, 800, 0 },
+  { 7, 32768, 8192, 802, 802, 0 },
+  { 7, 32768, 32768, 801, 803, 0 },
+  { 7, 65536, 1, 804, 805, 1 },
+  { 7, 65536, 8, 806, 806, 1 },
+  { 7, 65536, 32, 807, 749, 1 },
+  { 7, 65536, 128, 808, 809, 0 },
+  { 7, 65536, 512, 809, 809, 0 },
+  { 7, 65536, 2048, 810, 811, 0 },
+  { 7, 65536, 8192, 802, 802, 0 },
+  { 7, 65536, 32768, 802, 802, 0 },
+  { 7, 131072, 1, 812, 813, 1 },
+  { 7, 131072, 8, 812, 814, 1 },
+  { 7, 131072, 32, 815, 749, 0 },
+  { 7, 131072, 128, 815, 749, 0 },
+  { 7, 131072, 512, 815, 749, 0 },
+  { 7, 131072, 2048, 815, 749, 0 },
+  { 7, 131072, 8192, 816, 749, 0 },
+  { 7, 131072, 32768, 816, 749, 0 },
+  { 8, 512, 1, 818, 819, 0 },
+  { 8, 512, 8, 818, 819, 0 },
+  { 8, 512, 32, 818, 819, 0 },
+  { 8, 512, 128, 820, 819, 0 },
+  { 8, 512, 512, 819, 819, 0 },
+  { 8, 512, 2048, 821, 821, 1 },
+  { 8, 512, 8192, 821, 821, 0 },
+  { 8, 512, 32768, 822, 822, 0 },
+  { 8, 768, 1, 823, 819, 0 },
+  { 8, 768, 8, 823, 824, 0 },
+  { 8, 768, 32, 823, 824, 0 },
+  { 8, 768, 128, 823, 819, 1 },
+  { 8, 768, 512, 819, 819, 0 },
+  { 8, 768, 2048, 825, 826, 1 },
+  { 8, 768, 8192, 819, 819, 0 },
+  { 8, 768, 32768, 819, 819, 0 },
+  { 8, 1024, 1, 827, 819, 0 },
+  { 8, 1024, 8, 827, 819, 0 },
+  { 8, 1024, 32, 827, 819, 0 },
+  { 8, 1024, 128, 819, 819, 1 },
+  { 8, 1024, 512, 828, 819, 0 },
+  { 8, 1024, 2048, 829, 819, 0 },
+  { 8, 1024, 8192, 819, 819, 0 },
+  { 8, 1024, 32768, 828, 819, 0 },
+  { 8, 1536, 1, 830, 831, 0 },
+  { 8, 1536, 8, 830, 831, 0 },
+  { 8, 1536, 32, 830, 832, 0 },
+  { 8, 1536, 128, 833, 834, 0 },
+  { 8, 1536, 512, 835, 831, 0 },
+  { 8, 1536, 2048, 836, 831, 0 },
+  { 8, 1536, 8192, 837, 837, 0 },
+  { 8, 1536, 32768, 837, 837, 0 },
+  { 8, 2048, 1, 838, 832, 0 },
+  { 8, 2048, 8, 838, 831, 0 },
+  { 8, 2048, 32, 838, 831, 1 },
+  { 8, 2048, 128, 839, 834, 0 },
+  { 8, 2048, 512, 840, 834, 0 },
+  { 8, 2048, 2048, 840, 831, 0 },
+  { 8, 2048, 8192, 841, 831, 0 },
+  { 8, 2048, 32768, 841, 831, 0 },
+  { 8, 2560, 1, 842, 843, 0 },
+  { 8, 2560, 8, 844, 843, 0 },
+  { 8, 2560, 32, 844, 845, 1 },
+  { 8, 2560, 128, 846, 847, 1 },
+  { 8, 2560, 512, 846, 847, 0 },
+  { 8, 2560, 2048, 842, 843, 0 },
+  { 8, 2560, 8192, 848, 843, 0 },
+  { 8, 2560, 32768, 848, 843, 0 },
+  { 8, 3072, 1, 849, 843, 0 },
+  { 8, 3072, 8, 850, 851, 0 },
+  { 8, 3072, 32, 850, 845, 1 },
+  { 8, 3072, 128, 852, 847, 1 },
+  { 8, 3072, 512, 852, 847, 1 },
+  { 8, 3072, 2048, 850, 843, 0 },
+  { 8, 3072, 8192, 853, 843, 0 },
+  { 8, 3072, 32768, 854, 843, 0 },
+  { 8, 4096, 1, 855, 856, 0 },
+  { 8, 4096, 8, 855, 857, 1 },
+  { 8, 4096, 32, 858, 859, 1 },
+  { 8, 4096, 128, 860, 861, 1 },
+  { 8, 4096, 512, 860, 857, 1 },
+  { 8, 4096, 2048, 862, 857, 0 },
+  { 8, 4096, 8192, 862, 857, 0 },
+  { 8, 4096, 32768, 863, 857, 0 },
+  { 8, 5120, 1, 864, 865, 1 },
+  { 8, 5120, 8, 864, 866, 1 },
+  { 8, 5120, 32, 867, 868, 1 },
+  { 8, 5120, 128, 867, 868, 0 },
+  { 8, 5120, 512, 867, 868, 1 },
+  { 8, 5120, 2048, 869, 869, 0 },
+  { 8, 5120, 8192, 870, 866, 0 },
+  { 8, 5120, 32768, 870, 866, 0 },
+  { 8, 6144, 1, 871, 865, 1 },
+  { 8, 6144, 8, 871, 872, 1 },
+  { 8, 6144, 32, 873, 868, 1 },
+  { 8, 6144, 128, 873, 874, 0 },
+  { 8, 6144, 512, 873, 868, 0 },
+  { 8, 6144, 2048, 875, 872, 0 },
+  { 8, 6144, 8192, 875, 872, 0 },
+  { 8, 6144, 32768, 876, 872, 0 },
+  { 8, 7168, 1, 877, 878, 1 },
+  { 8, 7168, 8, 877, 879, 1 },
+  { 8, 7168, 32, 880, 881, 1 },
+  { 8, 7168, 128, 880, 874, 1 },
+  { 8, 7168, 512, 877, 874, 0 },
+  { 8, 7168, 2048, 882, 883, 0 },
+  { 8, 7168, 8192, 882, 883, 0 },
+  { 8, 7168, 32768, 882, 883, 0 },
+  { 8, 8192, 1, 884, 884, 1 },
+  { 8, 8192, 8, 884, 884, 1 },
+  { 8, 8192, 32, 885, 886, 1 },
+  { 8, 8192, 128, 885, 874, 0 },
+  { 8, 8192, 512, 885, 887, 0 },
+  { 8, 8192, 2048, 888, 888, 0 },
+  { 8, 8192, 8192, 889, 887, 0 },
+  { 8, 8192, 32768, 890, 890, 0 },
+  { 8, 12288, 1, 891, 891, 1 },
+  { 8, 12288, 8, 891, 891, 1 },
+  { 8, 12288, 32, 892, 893, 1 },
+  { 8, 12288, 128, 894, 893, 0 },
+  { 8, 12288, 512, 894, 893, 0 },
+  { 8, 12288, 2048, 895, 896, 0 },
+  { 8, 12288, 8192, 895, 896, 0 },
+  { 8, 12288, 32768, 895, 896, 0 },
+  { 8, 16384, 1, 897, 897, 1 },
+  { 8, 16384, 8, 898, 899, 1 },
+  { 8, 16384, 32, 898, 900, 1 },
+  { 8, 16384, 128, 901, 902, 0 },
+  { 8, 16384, 512, 898, 899, 0 },
+  { 8, 16384, 2048, 903, 900, 0 },
+  { 8, 16384, 8192, 904, 900, 0 },
+  { 8, 16384, 32768, 904, 900, 0 },
+  { 8, 32768, 1, 905, 906, 1 },
+  { 8, 32768, 8, 907, 908, 1 },
+  { 8, 32768, 32, 905, 909, 0 },
+  { 8, 32768, 128, 905, 909, 0 },
+  { 8, 32768, 512, 910, 910, 0 },
+  { 8, 32768, 2048, 910, 910, 0 },
+  { 8, 32768, 8192, 911, 911, 0 },
+  { 8, 32768, 32768, 911, 911, 0 },
+  { 8, 65536, 1, 912, 912, 1 },
+  { 8, 65536, 8, 913, 914, 1 },
+  { 8, 65536, 32, 915, 916, 0 },
+  { 8, 65536, 128, 917, 917, 0 },
+  { 8, 65536, 512, 917, 917, 0 },
+  { 8, 65536, 2048, 910, 910, 0 },
+  { 8, 65536, 8192, 910, 910, 0 },
+  { 8, 65536, 32768, 910, 910, 0 },
+  { 8, 131072, 1, 918, 919, 0 },
+  { 8, 131072, 8, 918, 920, 0 },
+  { 8, 131072, 32, 921, 920, 0 },
+  { 8, 131072, 128, 921, 920, 0 },
+  { 8, 131072, 512, 921, 920, 0 },
+  { 8, 131072, 2048, 921, 920, 0 },
+  { 8, 131072, 8192, 921, 920, 0 },
+  { 8, 131072, 32768, 922, 923, 0 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
