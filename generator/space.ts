@@ -380,8 +380,7 @@ function ringVariants(problem: Problem, arch: Arch, threads: number, vec: number
     ];
     for (const { stages, deferOutput } of depths) {
       const unstaged: CudaParams = { storage: 'ring', threads, vec, threadsPerRow, items, cluster, stages, stagedWeights: false, ...(deferOutput ? { deferOutput } : {}) };
-      const staged: CudaParams = { ...unstaged, stagedWeights: stagedWeightBytes(problem, unstaged) > 0 };
-      const p = unsupportedReason(problem, staged, arch) === null ? staged : unstaged;
+      const p = stagedRing(problem, unstaged, arch) ?? unstaged;
       if (unsupportedReason(problem, p, arch) !== null) continue;
       out.push(p);
       if (p.stagedWeights && unstagedTwinOffered(problem, arch, p)) out.push(unstaged);
@@ -408,9 +407,15 @@ function unstagedTwinOffered(problem: Problem, arch: Arch, staged: CudaParams): 
 const UNSTAGED_TWIN_ROWS = [512, 2048] as const;
 const UNSTAGED_TWIN_MAX_CLUSTER = 2;
 
+/** The ring with weight and bias staged in shared memory, where it has some and they fit; else null. */
+function stagedRing(problem: Problem, ring: CudaParams, arch: Arch): CudaParams | null {
+  const staged: CudaParams = { ...ring, stagedWeights: true };
+  return stagedWeightBytes(problem, staged) > 0 && unsupportedReason(problem, staged, arch) === null ? staged : null;
+}
+
 /** A ring whose weight and bias would fit staged but are read through L1: an unstaged twin. */
 export const isUnstagedTwin = (problem: Problem, p: CudaParams, arch: Arch) =>
-  p.storage === 'ring' && !p.stagedWeights && stagedWeightBytes(problem, p) > 0 && unsupportedReason(problem, { ...p, stagedWeights: true }, arch) === null;
+  p.storage === 'ring' && !p.stagedWeights && stagedRing(problem, p, arch) !== null;
 
 /** CTAs of a ring an SM has the shared memory and threads for (STATIC_SHARED_RESERVE counts the system's KiB a CTA). */
 const ringsPerSm = (spec: KernelSpec, arch: Arch, p: CudaParams) => ctasPerSm(arch, p.threads, ringSharedBytes(spec, p) + STATIC_SHARED_RESERVE);
