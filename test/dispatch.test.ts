@@ -6,8 +6,8 @@ import type { KernelSpec } from '../generator/problem.js';
 import { parseArch } from '../generator/arch.js';
 import { capacity } from '../generator/space.js';
 import { FORWARD } from '../tuner/direction.js';
-import { TuningDb } from '../tuner/db.js';
-import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, lookup, rowBucket } from '../tuner/dispatch.js';
+import { fwdParams, TuningDb } from '../tuner/db.js';
+import { buildDispatchTable, comparableTimes, DEFAULT_LARGE_TOLERANCE, fastestPerProblem, lookup, rowBucket } from '../tuner/dispatch.js';
 import { DEFAULT_ROWS } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { LARGE_PROBLEM_ELEMENTS } from '../tuner/tune-report.js';
@@ -134,6 +134,26 @@ test('generic: odd rows, misaligned pointers and untuned specs still get a corre
   assert.ok(misaligned.params.vec <= 2, 'a narrower vector instead of a fault');
   const untuned = lookup(table, { ...rms, features: { ...rms.features, weightOffset: true } }, 4096, 2048);
   assert.is(untuned.path, 'generic');
+});
+
+test('fastestPerProblem: per problem and group, the fastest comparable result, from the committed tune', () => {
+  const best = fastestPerProblem(db.results, (r) => fwdParams(r).storage);
+  assert.is(best.size, 1224);
+  const fastest = new Map<string, number>();
+  for (const q of comparableTimes(db.results)) {
+    const group = `${q.problemKey} ${fwdParams(q).storage}`;
+    fastest.set(group, Math.min(q.medianUs, fastest.get(group) ?? Infinity));
+  }
+  let groups = 0;
+  for (const [key, byStorage] of best) {
+    for (const [storage, r] of byStorage) {
+      assert.is(r.problemKey, key);
+      assert.is(fwdParams(r).storage, storage);
+      assert.is(r.medianUs, fastest.get(`${key} ${storage}`), `${key} ${storage}`);
+      groups++;
+    }
+  }
+  assert.is(groups, fastest.size, 'every problem and storage timed has its fastest');
 });
 
 test.run();

@@ -60,6 +60,19 @@ export function comparableTimes<R extends DbResult<object>>(results: R[]): (R & 
   return timed.filter((r) => r.copies === undefined || r.copies >= mostCopies.get(r.problemKey)!);
 }
 
+/** Per problem, per group (`groupOf`): the fastest of its comparable times (comparableTimes). */
+export function fastestPerProblem<R extends DbResult<object>>(results: R[], groupOf: (r: R) => string): Map<string, Map<string, R & { medianUs: number }>> {
+  const out = new Map<string, Map<string, R & { medianUs: number }>>();
+  for (const r of comparableTimes(results)) {
+    const byGroup = out.get(r.problemKey) ?? new Map<string, R & { medianUs: number }>();
+    const group = groupOf(r);
+    const held = byGroup.get(group);
+    if (!held || r.medianUs < held.medianUs) byGroup.set(group, r);
+    out.set(r.problemKey, byGroup);
+  }
+  return out;
+}
+
 /**
  * Per problem, the verified variants' times that can be compared: its final-stage
  * re-timings where it has any, else its screenings. A screening (3 samples, short graphs)

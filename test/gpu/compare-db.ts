@@ -6,10 +6,9 @@
 // node dist/test/gpu/compare-db.js BASE.jsonl[.gz] NEW.jsonl[.gz] [--log FILE]
 import { writeFileSync } from 'node:fs';
 import { formatTable } from '../../cli/table.js';
-import { problemKey } from '../../generator/problem.js';
 import { describeParams, STORAGES } from '../../generator/space.js';
 import { fwdParams, TuningDb, type DbResult } from '../../tuner/db.js';
-import { comparableTimes } from '../../tuner/dispatch.js';
+import { comparableTimes, fastestPerProblem } from '../../tuner/dispatch.js';
 
 const [basePath, newPath] = process.argv.slice(2);
 if (!basePath || !newPath) {
@@ -18,19 +17,8 @@ if (!basePath || !newPath) {
 }
 const logAt = process.argv.indexOf('--log');
 
-/** Per problem, per storage: the fastest OK result (a problem's winner is the fastest of them). */
-function bestByStorage(db: TuningDb): Map<string, Map<string, DbResult>> {
-  const out = new Map<string, Map<string, DbResult>>();
-  for (const r of comparableTimes(db.results)) {
-    const key = problemKey(r.problem);
-    const byStorage = out.get(key) ?? new Map<string, DbResult>();
-    const storage = fwdParams(r).storage;
-    const held = byStorage.get(storage);
-    if (!held || r.medianUs < held.medianUs!) byStorage.set(storage, r);
-    out.set(key, byStorage);
-  }
-  return out;
-}
+/** Per problem, per storage: the fastest comparable result (a problem's winner is the fastest of them). */
+const bestByStorage = (db: TuningDb) => fastestPerProblem(db.results, (r) => fwdParams(r).storage);
 const winner = (m: Map<string, DbResult>) => [...m.values()].reduce((a, b) => (b.medianUs! < a.medianUs! ? b : a));
 const pct = (r: DbResult | undefined) => (r?.fractionOfCopy === undefined ? '-' : (100 * r.fractionOfCopy).toFixed(1));
 

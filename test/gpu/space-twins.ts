@@ -5,10 +5,9 @@
 import { writeFileSync } from 'node:fs';
 import { formatTable } from '../../cli/table.js';
 import { parseArch } from '../../generator/arch.js';
-import { problemKey } from '../../generator/problem.js';
 import { describeParams, isUnstagedTwin } from '../../generator/space.js';
 import { fwdParams, TuningDb, type DbResult } from '../../tuner/db.js';
-import { comparableTimes } from '../../tuner/dispatch.js';
+import { fastestPerProblem } from '../../tuner/dispatch.js';
 
 const [path] = process.argv.slice(2);
 if (!path) {
@@ -19,27 +18,19 @@ const logAt = process.argv.indexOf('--log');
 const db = TuningDb.read(path);
 const arch = parseArch(db.header.arch);
 
-type Side = 'others' | 'twins';
-const best = new Map<string, Partial<Record<`${Side}.${DbResult['stage']}`, DbResult>>>();
-for (const r of comparableTimes(db.results)) {
-  const side: Side = isUnstagedTwin(r.problem, fwdParams(r), arch) ? 'twins' : 'others';
-  const key = problemKey(r.problem);
-  const held = best.get(key) ?? {};
-  const slot = `${side}.${r.stage}` as const;
-  if (!held[slot] || r.medianUs! < held[slot]!.medianUs!) held[slot] = r;
-  best.set(key, held);
-}
+// Per problem, the fastest of each side at each stage ('twins.screen', 'others.final', ...).
+const best = fastestPerProblem(db.results, (r) => `${isUnstagedTwin(r.problem, fwdParams(r), arch) ? 'twins' : 'others'}.${r.stage}`);
 const ratio = (a?: DbResult, b?: DbResult) => (a && b ? Number((a.medianUs! / b.medianUs!).toFixed(3)) : '-');
 const pct = (r?: DbResult) => (r ? (100 * r.fractionOfCopy!).toFixed(1) : '-');
 const rows: (string | number)[][] = [];
 let twinProblems = 0;
 let twinsAhead = 0;
 for (const [key, b] of [...best].sort(([x], [y]) => x.localeCompare(y))) {
-  if (!b['twins.screen']) continue;
+  const [twinScreen, twinFinal, otherScreen, otherFinal] = ['twins.screen', 'twins.final', 'others.screen', 'others.final'].map((g) => b.get(g));
+  if (!twinScreen) continue;
   twinProblems++;
-  const twinWon = b['twins.final'] && b['others.final'] && b['twins.final'].medianUs! < b['others.final'].medianUs!;
-  if (twinWon) twinsAhead++;
-  rows.push([key, ratio(b['others.screen'], b['twins.screen']), pct(b['others.final']), pct(b['twins.final']), ratio(b['others.final'], b['twins.final']), describeParams(fwdParams(b['twins.screen']))]);
+  if (twinFinal && otherFinal && twinFinal.medianUs < otherFinal.medianUs) twinsAhead++;
+  rows.push([key, ratio(otherScreen, twinScreen), pct(otherFinal), pct(twinFinal), ratio(otherFinal, twinFinal), describeParams(fwdParams(twinScreen))]);
 }
 const header = ['problem', 'screen others/twin', 'others % copy', 'twin % copy', 'final others/twin', 'best twin screened'];
 const text =
