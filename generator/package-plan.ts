@@ -34,8 +34,8 @@ export interface PlannedEntry {
   variant: number;
   /** The variant standing for other hidden sizes (the nearest path): `variant` unless that is compiled for this size only. */
   portable: number;
-  /** 1: `variant` releases the next grid after its wait on this problem (DispatchEntry.releaseLate), else 0. */
-  releaseLate: 0 | 1;
+  /** Where `variant` releases the next grid on this problem: 1 after its wait (DispatchEntry.releaseLate), 2 at its exit (releaseAtExit), else 0 at its start. */
+  releaseAt: 0 | 1 | 2;
 }
 
 export interface KernelFile {
@@ -91,7 +91,7 @@ export function planPackage(tables: DeviceTable[]): Plan {
         };
         const variant = rendered(e.variantId, e.params);
         const portable = e.portable ? rendered(e.portable.variantId, e.portable.params) : variant;
-        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseLate: e.releaseLate ? 1 : 0 });
+        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: e.releaseAtExit ? 2 : e.releaseLate ? 1 : 0 });
       }
     });
     plan.specs.push({ key, spec, generic: add(makeVariant(spec, GENERIC_PARAMS), archs) });

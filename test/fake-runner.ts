@@ -7,6 +7,7 @@
 // (affineAlias: both placements are reported, the slower as the median);
 // FAKE_LATE=symbol:factor,... scales their time when asked to compare release points and
 // releasing late (compareRelease, with programmatic launch: both reported, the faster as the median);
+// FAKE_EXIT=symbol:factor,... the same for releasing at exit (compareExit);
 // FAKE_LOG=file appends every run request's timing fields to that file.
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -19,6 +20,7 @@ const factors = (name: string) => new Map([...list(name)].map((e) => [e.split(':
 const scale = factors('FAKE_SCALE');
 const aliasScale = factors('FAKE_ALIAS');
 const lateScale = factors('FAKE_LATE');
+const exitScale = factors('FAKE_EXIT');
 const programmatic = () => process.env.NORMGEN_PDL !== '0';
 const say = (o: object) => process.stdout.write(JSON.stringify(o) + '\n');
 
@@ -29,7 +31,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   } else if (req.cmd === 'copy') {
     say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {
-    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias, compareRelease: req.compareRelease }) + '\n');
+    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias, compareRelease: req.compareRelease, compareExit: req.compareExit }) + '\n');
     if (hang.has(req.symbol)) return; // never answers
     if (crash.has(req.symbol)) {
       say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });
@@ -42,8 +44,14 @@ createInterface({ input: process.stdin }).on('line', (line) => {
       const start = Math.max(us, aliased ?? us);
       const placements = aliased === undefined ? {} : { usualUs: us, aliasedUs: aliased };
       const late = req.compareRelease && programmatic() ? start * (lateScale.get(req.symbol) ?? 1) : undefined;
-      const releases = late === undefined ? {} : { releaseStartUs: start, releaseLateUs: late, ...(late < start ? { releaseLate: true } : {}) };
-      const t = Math.min(start, late ?? start);
+      const exit = req.compareExit && programmatic() ? start * (exitScale.get(req.symbol) ?? 1) : undefined;
+      const t = Math.min(start, late ?? start, exit ?? start);
+      const releases = late === undefined && exit === undefined ? {} : {
+        releaseStartUs: start,
+        ...(late === undefined ? {} : { releaseLateUs: late }),
+        ...(exit === undefined ? {} : { releaseExitUs: exit }),
+        ...(t < start && t === late ? { releaseLate: true } : t < start && t === exit ? { releaseAtExit: true } : {}),
+      };
       say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, ...releases, verified: true });
     }
   } else if (req.cmd === 'quit') {

@@ -222,8 +222,8 @@ test('finals of short problems are timed releasing the next grid at the start an
   assert.is(entry.variantId, baseline.id);
   assert.is(entry.releaseLate, true);
   const tables = [{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: templateHash('cuda'), tunedOn: '', table: buildDispatchTable(late.db), measured: '' }];
-  assert.equal(planPackage(tables).entries.map((e) => e.releaseLate), [1]);
-  // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_late }.
+  assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [1]);
+  // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_at }.
   const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
   emitPackage({ name: 'normgen-test', tables }, pkg);
   assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 1 \},/);
@@ -237,6 +237,37 @@ test('finals of short problems are timed releasing the next grid at the start an
   const plain = await run(0.01, false);  // without programmatic launch there is nothing to compare
   assert.is(plain.record.releaseStartUs, undefined);
   assert.is(plain.record.releaseLate, undefined);
+});
+
+test('finals of persistent clustered kernels are also timed releasing at their exit; the fastest point wins and the table launches it so', async () => {
+  const probe = makeProblem(RMS_BF16, 1024, 8);
+  // A ring in clusters of two, each CTA half the row: persistent, so its finals compare the exit.
+  const clustered = makeVariant(probe, { storage: 'ring', threads: 64, vec: 8, threadsPerRow: 64, items: 1, cluster: 2, stages: 2, stagedWeights: true });
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
+  const dbPath = join(dir, 'db.jsonl');
+  Object.assign(process.env, { FAKE_EXIT: `${clustered.symbol}:0.01`, FAKE_LOG: join(dir, 'requests.jsonl') });
+  const out = await tune(options(dbPath, { grid: { ...grid, rows: [probe.rows] }, extraVariants: () => [clustered] })).finally(() => {
+    delete process.env.FAKE_EXIT;
+    delete process.env.FAKE_LOG;
+  });
+  out.db.close();
+  const requests = readFileSync(join(dir, 'requests.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(requests.filter((r) => r.compareExit).map((r) => r.symbol), [clustered.symbol], 'only the persistent clustered kernel');
+  const db = TuningDb.read(dbPath);
+  const record = db.results.find((r) => r.variantId === clustered.id)!;
+  assert.is(record.releaseAtExit, true);
+  assert.is(record.releaseLate, undefined);
+  assert.is(record.medianUs, record.releaseExitUs, 'the fastest release point is its time');
+  assert.ok(record.releaseExitUs! < record.releaseStartUs! && record.releaseLateUs !== undefined);
+  const entry = buildDispatchTable(db).entries[0];
+  assert.is(entry.variantId, clustered.id);
+  assert.is(entry.releaseAtExit, true);
+  const tables = [{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: templateHash('cuda'), tunedOn: '', table: buildDispatchTable(db), measured: '' }];
+  assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [2]);
+  const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
+  emitPackage({ name: 'normgen-test', tables }, pkg);
+  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 2 \},/);
+  assert.match(tuneReport(db, 1, 0), /also timed releasing the next grid only at their exit: 1 timing, 1 fastest so \(1 by over 2% against the start\)/);
 });
 
 test('only final timings of problems moving up to RELEASE_COMPARE_MAX_BYTES compare release points', () => {

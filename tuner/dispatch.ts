@@ -33,6 +33,8 @@ export interface DispatchEntry<P extends object = CudaParams> {
    * compared both, see finalOptions): the package launches it so on this tuned problem.
    */
   releaseLate?: boolean;
+  /** The winner was fastest releasing the next grid only as it exits (see releasesAtExitCompared). */
+  releaseAtExit?: boolean;
 }
 
 export interface DispatchTable<P extends object = CudaParams> {
@@ -186,6 +188,7 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
       regret: r.medianUs! / best.get(r.problemKey)! - 1,
       ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs! } } : {}),
       ...(r.releaseLate ? { releaseLate: true } : {}),
+      ...(r.releaseAtExit ? { releaseAtExit: true } : {}),
     };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);

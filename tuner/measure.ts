@@ -50,6 +50,11 @@ export interface RunOptions {
    * its wait, and keep the faster (finals of short problems; see compareReleaseFor).
    */
   compareRelease?: boolean;
+  /**
+   * With programmatic launch: time persistent clustered kernels (releasesAtExitCompared) also
+   * releasing the next grid only as they exit, and keep the fastest release point.
+   */
+  compareExit?: boolean;
 }
 
 /**
@@ -73,6 +78,18 @@ export const RELEASE_COMPARE_MAX_BYTES = 64e6;
  * weight and bias lie decides whether the rows stay there (test/gpu/placement.md).
  */
 export const rereadsRowsFromL1 = (problem: Problem, v: Variant) => v.params.storage === 'reload' && residualDType(problem) === null;
+
+/**
+ * Whether a kernel's finals also time it releasing the next grid only as it exits: persistent
+ * kernels in clusters. Their grid is as many clusters as fit at once, each with a fixed share
+ * of the rows; released early, the next grid's clusters are placed as this one's retire, and
+ * in long chains ran 3-20% slower, with a wide spread, than placed on an empty GPU
+ * (test/gpu/release-points.md). Other kernels lost 1-10% releasing at their exit.
+ */
+export const releasesAtExitCompared = (problem: Problem, v: Variant) => {
+  const g = launchGeometry(v, problem.rows, problem.hidden);
+  return g.persistent && g.cluster > 1;
+};
 
 /** The request fields that say whether and how to verify and time (forward and backward alike). */
 export function timingFields(o: RunOptions): Record<string, unknown> {
@@ -129,6 +146,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     ...timingFields(o),
     ...(o.time && o.affineAliasBytes && rereadsRowsFromL1(problem, v) ? { affineAlias: o.affineAliasBytes } : {}),
     ...(o.time && o.compareRelease ? { compareRelease: true } : {}),
+    ...(o.time && o.compareExit && releasesAtExitCompared(problem, v) ? { compareExit: true } : {}),
   };
 }
 
@@ -150,11 +168,14 @@ export interface Measurement {
   /** Timed in two placements of weight and bias (affineAliasBytes): each median; medianUs is the slower. */
   usualUs?: number;
   aliasedUs?: number;
-  /** Faster releasing the next grid after its wait than at its start (compareRelease): the package launches it so. */
+  /** Fastest releasing the next grid after its wait (compareRelease): the package launches it so. */
   releaseLate?: boolean;
-  /** Timed both ways (compareRelease): each median; medianUs is the faster. */
+  /** Fastest releasing the next grid only as it exits (compareExit): the package launches it so. */
+  releaseAtExit?: boolean;
+  /** Timed at several release points (compareRelease, compareExit): each median; medianUs is the fastest. */
   releaseStartUs?: number;
   releaseLateUs?: number;
+  releaseExitUs?: number;
 }
 
 /** `bytes`: the roofline numerator (default: the forward's). */
@@ -179,11 +200,11 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
       m.usualUs = reply.usualUs;
       m.aliasedUs = reply.aliasedUs;
     }
-    if (typeof reply.releaseStartUs === 'number' && typeof reply.releaseLateUs === 'number') {
-      m.releaseStartUs = reply.releaseStartUs;
-      m.releaseLateUs = reply.releaseLateUs;
-      if (reply.releaseLate === true) m.releaseLate = true;
-    }
+    if (typeof reply.releaseStartUs === 'number') m.releaseStartUs = reply.releaseStartUs;
+    if (typeof reply.releaseLateUs === 'number') m.releaseLateUs = reply.releaseLateUs;
+    if (typeof reply.releaseExitUs === 'number') m.releaseExitUs = reply.releaseExitUs;
+    if (reply.releaseLate === true) m.releaseLate = true;
+    if (reply.releaseAtExit === true) m.releaseAtExit = true;
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }

@@ -749,14 +749,14 @@ struct AliasedAffine {
 };
 
 // The workspace may hold more copies than this request rotates over (a finalist's came first).
-// `affine`: weight and bias elsewhere than the workspace's (the same values). `late`: the
-// kernel releases its dependents after its wait (NormgenFwdParams::release_late).
+// `affine`: weight and bias elsewhere than the workspace's (the same values). `release`: where
+// the kernel releases its dependents (NormgenFwdParams::release_at: 0 start, 1 after its wait, 2 at exit).
 static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps, size_t copies, unsigned cluster, const Json& req,
-                               bool late, const AliasedAffine* affine = nullptr, double* median_us = nullptr) {
+                               int release, const AliasedAffine* affine = nullptr, double* median_us = nullptr) {
   std::vector<NormgenFwdParams> ps;
   for (size_t i = 0; i < copies; ++i) {
     ps.push_back(params_for(g_ws.copies[i], d, eps));
-    ps.back().release_late = late ? 1 : 0;
+    ps.back().release_at = release;
     if (affine && affine->w) ps.back().weight = affine->w;
     if (affine && affine->b) ps.back().bias = affine->b;
   }
@@ -830,29 +830,41 @@ static size_t rotation_copies(const Json& req, size_t read_bytes, size_t per_cop
 // kernel is timed twice, as the workspace places them and aliased (AliasedAffine); the slower
 // timing is the reply's, both medians beside it (usualUs, aliasedUs): a kernel that is fast
 // in one placement only must not win on it.
-static std::string time_placements(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req, bool late, double* median_us) {
+static std::string time_placements(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req, int release, double* median_us) {
   const unsigned cluster = (unsigned)req.integer("cluster", 1);
   const long long period = req.integer("affineAlias", 0);
-  if (period <= 0 || (d.w == NONE && d.b == NONE)) return time_kernel(l, d, eps, copies, cluster, req, late, nullptr, median_us);
+  if (period <= 0 || (d.w == NONE && d.b == NONE)) return time_kernel(l, d, eps, copies, cluster, req, release, nullptr, median_us);
   double usual = 0, aliased = 0;
-  const std::string usual_body = time_kernel(l, d, eps, copies, cluster, req, late, nullptr, &usual);
+  const std::string usual_body = time_kernel(l, d, eps, copies, cluster, req, release, nullptr, &usual);
   const AliasedAffine affine(d, (size_t)period);
-  const std::string aliased_body = time_kernel(l, d, eps, copies, cluster, req, late, &affine, &aliased);
+  const std::string aliased_body = time_kernel(l, d, eps, copies, cluster, req, release, &affine, &aliased);
   *median_us = std::max(usual, aliased);
   return (aliased > usual ? aliased_body : usual_body) + ",\"usualUs\":" + num(usual) + ",\"aliasedUs\":" + num(aliased);
 }
 
-// With compareRelease and programmatic launch, the kernel is timed releasing its dependents
-// at its start and after its wait (each as time_placements does); the faster is the reply's,
-// with releaseLate set if it was late and both medians beside it (releaseStartUs,
-// releaseLateUs). The release point changes no result, only how far grids run ahead: in long
-// chains of short kernels either can be the faster by 10-25% (test/gpu/release-late.md).
+// With programmatic launch, the kernel is timed releasing its dependents at its start and,
+// with compareRelease, after its wait, with compareExit, not at all (the next grid launches
+// as its CTAs exit); each as time_placements does. The fastest is the reply's, with
+// releaseLate or releaseAtExit set where it was not the start, and every median beside it
+// (releaseStartUs, releaseLateUs, releaseExitUs). The release point changes no result, only
+// how far grids run ahead: in long chains of short kernels start and after the wait can each
+// be the faster by 10-25% (test/gpu/release-late.md); persistent clusters placed as the
+// previous grid retires can run 3-20% slower than on an empty GPU (test/gpu/release-points.md).
+// Comparing nothing, `release` (default 0) says where it releases them.
 static std::string time_releases(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
-  double start = 0, late = 0;
-  const std::string start_body = time_placements(l, d, eps, copies, req, false, &start);
-  if (!g_pdl || !req.flag("compareRelease")) return start_body;
-  const std::string late_body = time_placements(l, d, eps, copies, req, true, &late);
-  return (late < start ? late_body + ",\"releaseLate\":true" : start_body) + ",\"releaseStartUs\":" + num(start) + ",\"releaseLateUs\":" + num(late);
+  const bool late = g_pdl && req.flag("compareRelease"), at_exit = g_pdl && req.flag("compareExit");
+  double best = 0;
+  if (!late && !at_exit) return time_placements(l, d, eps, copies, req, (int)req.integer("release", 0), &best);
+  std::string body = time_placements(l, d, eps, copies, req, 0, &best), chosen, medians = ",\"releaseStartUs\":" + num(best);
+  auto compare = [&](int release, const char* flag, const char* field) {
+    double us = 0;
+    std::string b = time_placements(l, d, eps, copies, req, release, &us);
+    medians += std::string(",\"") + field + "\":" + num(us);
+    if (us < best) best = us, body = b, chosen = std::string(",\"") + flag + "\":true";
+  };
+  if (late) compare(1, "releaseLate", "releaseLateUs");
+  if (at_exit) compare(2, "releaseAtExit", "releaseExitUs");
+  return body + chosen + medians;
 }
 
 static void cmd_run(const Json& req) {
